@@ -1,0 +1,200 @@
+"""Assembles an assistant message from provider chunks and emits the matching events.
+
+Every provider adapter drives one of these, so the event contract (start/delta/end per
+block, arguments parsed incrementally, open blocks closed before the terminal event)
+is implemented once instead of four times. Blocks are addressed by a provider-chosen
+key (Anthropic's content index, OpenAI's tool-call index, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from heron.ai.events import (
+    AssistantEvent,
+    DoneEvent,
+    ErrorEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from heron.ai.partial_json import parse_final, parse_partial
+from heron.ai.types import (
+    AssistantMessage,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+
+
+class MessageBuilder:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.message = AssistantMessage(api=model.api, provider=model.provider, model=model.id)
+        self.stop_reason = StopReason.STOP
+        self._open: dict[Hashable, int] = {}
+        self._raw_args: dict[int, str] = {}
+
+    # --- state -------------------------------------------------------------
+
+    @property
+    def has_content(self) -> bool:
+        """Whether anything beyond ``start`` reached the consumer (then a retry would
+        show the user the same text twice, so heron.ai does not retry)."""
+        return bool(self.message.content)
+
+    @property
+    def usage(self) -> Usage:
+        return self.message.usage
+
+    def is_open(self, key: Hashable) -> bool:
+        return key in self._open
+
+    def index_of(self, key: Hashable) -> int:
+        return self._open[key]
+
+    def open_keys(self) -> list[Hashable]:
+        return list(self._open)
+
+    def tool_call(self, key: Hashable) -> ToolCall:
+        block = self.message.content[self._open[key]]
+        assert isinstance(block, ToolCall)
+        return block
+
+    def thinking(self, key: Hashable) -> ThinkingContent:
+        block = self.message.content[self._open[key]]
+        assert isinstance(block, ThinkingContent)
+        return block
+
+    def text(self, key: Hashable) -> TextContent:
+        block = self.message.content[self._open[key]]
+        assert isinstance(block, TextContent)
+        return block
+
+    def raw_arguments(self, key: Hashable) -> str:
+        return self._raw_args.get(self._open[key], "")
+
+    # --- opening blocks ----------------------------------------------------
+
+    def _push(self, key: Hashable, block: TextContent | ThinkingContent | ToolCall) -> int:
+        if key in self._open:
+            raise ValueError(f"block {key!r} is already open")
+        index = len(self.message.content)
+        self.message.content.append(block)
+        self._open[key] = index
+        return index
+
+    def start_text(self, key: Hashable, signature: str | None = None) -> TextStartEvent:
+        index = self._push(key, TextContent(text="", text_signature=signature))
+        return TextStartEvent(content_index=index, partial=self.message)
+
+    def start_thinking(
+        self, key: Hashable, signature: str | None = None, redacted: bool = False
+    ) -> ThinkingStartEvent:
+        block = ThinkingContent(thinking="", thinking_signature=signature, redacted=redacted or None)
+        index = self._push(key, block)
+        return ThinkingStartEvent(content_index=index, partial=self.message)
+
+    def start_tool_call(
+        self, key: Hashable, call_id: str, name: str, thought_signature: str | None = None
+    ) -> ToolCallStartEvent:
+        block = ToolCall(id=call_id, name=name, arguments={}, thought_signature=thought_signature)
+        index = self._push(key, block)
+        self._raw_args[index] = ""
+        return ToolCallStartEvent(content_index=index, partial=self.message)
+
+    # --- deltas ------------------------------------------------------------
+
+    def text_delta(self, key: Hashable, delta: str) -> TextDeltaEvent:
+        index = self._open[key]
+        block = self.message.content[index]
+        assert isinstance(block, TextContent)
+        block.text += delta
+        return TextDeltaEvent(content_index=index, delta=delta, partial=self.message)
+
+    def thinking_delta(self, key: Hashable, delta: str) -> ThinkingDeltaEvent:
+        index = self._open[key]
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        block.thinking += delta
+        return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.message)
+
+    def tool_call_delta(self, key: Hashable, delta: str) -> ToolCallDeltaEvent:
+        index = self._open[key]
+        block = self.message.content[index]
+        assert isinstance(block, ToolCall)
+        raw = self._raw_args[index] + delta
+        self._raw_args[index] = raw
+        parsed = parse_partial(raw)
+        if parsed is not None:
+            block.arguments = parsed
+        return ToolCallDeltaEvent(content_index=index, delta=delta, partial=self.message)
+
+    def set_tool_arguments(self, key: Hashable, raw: str) -> None:
+        """Replace the argument text wholesale (servers that resend the full JSON)."""
+        index = self._open[key]
+        self._raw_args[index] = raw
+        block = self.message.content[index]
+        assert isinstance(block, ToolCall)
+        parsed = parse_partial(raw)
+        if parsed is not None:
+            block.arguments = parsed
+
+    # --- closing -----------------------------------------------------------
+
+    def end(self, key: Hashable) -> AssistantEvent:
+        index = self._open.pop(key)
+        block = self.message.content[index]
+        if isinstance(block, TextContent):
+            return TextEndEvent(content_index=index, content=block, partial=self.message)
+        if isinstance(block, ThinkingContent):
+            return ThinkingEndEvent(content_index=index, content=block, partial=self.message)
+        raw = self._raw_args.pop(index, "")
+        arguments, valid = parse_final(raw)
+        block.arguments = arguments
+        if not valid:
+            # Keep what the model actually sent; tool validation will report it.
+            block.raw_arguments = raw
+        return ToolCallEndEvent(content_index=index, tool_call=block, partial=self.message)
+
+    def end_all(self) -> list[AssistantEvent]:
+        return [self.end(key) for key in sorted(self._open, key=self._open.__getitem__)]
+
+    def done(self) -> list[AssistantEvent]:
+        events = self.end_all()
+        self.message.stop_reason = self.stop_reason
+        events.append(DoneEvent(reason=self.stop_reason, message=self.message))
+        return events
+
+    def fail(
+        self,
+        error_message: str,
+        *,
+        aborted: bool = False,
+        kind: str = "unknown",
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> list[AssistantEvent]:
+        events = self.end_all()
+        reason = StopReason.ABORTED if aborted else StopReason.ERROR
+        self.message.stop_reason = reason
+        self.message.error_message = error_message
+        events.append(
+            ErrorEvent(
+                reason=reason,
+                error=self.message,
+                kind=kind,
+                status=status,
+                retry_after=retry_after,
+            )
+        )
+        return events

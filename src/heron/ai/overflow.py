@@ -1,0 +1,145 @@
+"""Which failures mean "the context is too long", which are worth retrying, and which not.
+
+The distinction drives recovery: an overflow is fixed by compacting, a transient error
+by waiting, anything else by telling the user. Providers word overflows differently,
+so the patterns below come from their real error texts. A 429 is always a rate limit,
+even when its text mentions tokens ("too many tokens per minute").
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from enum import StrEnum
+
+from heron.ai.types import AssistantMessage, StopReason
+
+
+class ErrorKind(StrEnum):
+    OVERFLOW = "overflow"
+    RATE_LIMIT = "rate_limit"
+    TRANSIENT = "transient"
+    AUTH = "auth"
+    ABORTED = "aborted"
+    INVALID_REQUEST = "invalid_request"
+    UNKNOWN = "unknown"
+
+
+RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.TRANSIENT})
+
+_OVERFLOW_PATTERNS = re.compile(
+    "|".join(
+        [
+            r"prompt is too long",  # Anthropic
+            r"input is too long",
+            r"maximum context length is \d+ tokens",  # OpenAI chat, vLLM
+            r"exceeds? (the )?(model'?s? )?context (window|length|size)",  # OpenAI responses
+            r"context[_ ]length[_ ]exceeded",
+            r"context window (is )?exceeded",
+            r"model_context_window_exceeded",
+            r"input token count.{0,80}exceeds the maximum",  # Gemini
+            r"too many tokens",
+            r"request too large",
+            r"reduce the length of the messages",
+            r"requested \d+ tokens.{0,40}context",  # Groq, Together
+            r"greater than the context length",  # llama.cpp
+            r"tokens? limit exceeded",
+            r"prompt tokens? .{0,40}exceed",  # Ollama, LM Studio
+            r"exceeds the available context",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+_TRANSIENT_PATTERNS = re.compile(
+    r"overloaded|rate.?limit|service unavailable|temporarily unavailable|connection (reset|refused|error)"
+    r"|timed? ?out|bad gateway|gateway timeout|internal server error|try again|server disconnected"
+    r"|peer closed connection",
+    re.IGNORECASE,
+)
+
+
+def classify(status: int | None, message: str) -> ErrorKind:
+    """Kind of a provider failure from its HTTP status (if any) and error text."""
+    if status == 429:
+        return ErrorKind.RATE_LIMIT
+    if status in (401, 403):
+        return ErrorKind.AUTH
+    if status in (400, 413, 422) or status is None:
+        if _OVERFLOW_PATTERNS.search(message):
+            return ErrorKind.OVERFLOW
+        if status == 413 or (status == 400 and not message.strip()):
+            return ErrorKind.OVERFLOW  # a 400/413 with no body is how some proxies say it
+    if status is not None and (status >= 500 or status in (408, 409)):
+        return ErrorKind.TRANSIENT
+    if status is None and _TRANSIENT_PATTERNS.search(message):
+        return ErrorKind.TRANSIENT
+    if status is not None and 400 <= status < 500:
+        return ErrorKind.INVALID_REQUEST
+    return ErrorKind.UNKNOWN
+
+
+def is_context_overflow(message: AssistantMessage, context_window: int | None = None) -> bool:
+    """Whether a finished assistant message shows the request did not fit.
+
+    Works on stored messages too (no status code there): the error text is matched, with
+    rate-limit wording excluded, and a "successful" answer whose reported input is above
+    the window counts as a silent overflow (some servers truncate instead of refusing).
+    """
+    if message.stop_reason == StopReason.ERROR:
+        text = message.error_message or ""
+        if re.search(r"\b429\b|rate.?limit", text, re.IGNORECASE):
+            return False
+        return bool(_OVERFLOW_PATTERNS.search(text))
+    if context_window and message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE):
+        usage = message.usage
+        return usage.input + usage.cache_read > context_window
+    return False
+
+
+class ProviderError(Exception):
+    """A failed request, normalised: providers raise it (or an SDK error that their
+    ``describe_error`` turns into one)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        kind: ErrorKind | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.kind = kind if kind is not None else classify(status, message)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    import email.utils  # rare path; keep it off the import of heron.ai
+
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)

@@ -1,0 +1,482 @@
+"""The one message model every provider speaks.
+
+Plain slotted dataclasses with a small hand-written codec rather than pydantic models:
+``import heron.ai`` must stay cheap (no pydantic, no asyncio at import), and a stream
+mutates these objects once per delta, so attribute writes must cost nothing.
+
+On disk (session files) they use pi's camelCase JSON. Fields a class does not know are
+kept in ``extra`` and written back, so a session written by pi or a newer heron loses
+nothing when this heron rewrites it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+JSON = dict[str, Any]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _pop_extra(data: JSON, known: frozenset[str]) -> JSON:
+    return {k: v for k, v in data.items() if k not in known}
+
+
+def _put(out: JSON, key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+# --- content blocks ---------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class TextContent:
+    text: str
+    text_signature: str | None = None
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    type: Literal["text"] = "text"
+
+    _KNOWN = frozenset({"type", "text", "textSignature"})
+
+    def to_json_dict(self) -> JSON:
+        out: JSON = {**self.extra, "type": "text", "text": self.text}
+        _put(out, "textSignature", self.text_signature)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> TextContent:
+        return cls(
+            text=data.get("text") or "",
+            text_signature=data.get("textSignature"),
+            extra=_pop_extra(data, cls._KNOWN),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ThinkingContent:
+    """Model reasoning. ``thinking_signature`` is the provider's opaque token that must be
+    replayed to the same model; ``redacted`` marks encrypted reasoning with no readable
+    text (the signature then holds the encrypted payload)."""
+
+    thinking: str
+    thinking_signature: str | None = None
+    redacted: bool | None = None
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    type: Literal["thinking"] = "thinking"
+
+    _KNOWN = frozenset({"type", "thinking", "thinkingSignature", "redacted"})
+
+    def to_json_dict(self) -> JSON:
+        out: JSON = {**self.extra, "type": "thinking", "thinking": self.thinking}
+        _put(out, "thinkingSignature", self.thinking_signature)
+        _put(out, "redacted", self.redacted)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> ThinkingContent:
+        return cls(
+            thinking=data.get("thinking") or "",
+            thinking_signature=data.get("thinkingSignature"),
+            redacted=data.get("redacted"),
+            extra=_pop_extra(data, cls._KNOWN),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ImageContent:
+    data: str  # base64, no data: prefix
+    mime_type: str
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    type: Literal["image"] = "image"
+
+    _KNOWN = frozenset({"type", "data", "mimeType"})
+
+    def to_json_dict(self) -> JSON:
+        return {**self.extra, "type": "image", "data": self.data, "mimeType": self.mime_type}
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> ImageContent:
+        return cls(
+            data=data.get("data") or "",
+            mime_type=data.get("mimeType") or "image/png",
+            extra=_pop_extra(data, cls._KNOWN),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: JSON = field(default_factory=dict)
+    thought_signature: str | None = None  # Gemini attaches reasoning state to calls
+    # Set only when the streamed argument text was not a JSON object: the text as sent,
+    # so the error shown to the model (and the session) keeps it.
+    raw_arguments: str | None = None
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    type: Literal["toolCall"] = "toolCall"
+
+    _KNOWN = frozenset({"type", "id", "name", "arguments", "thoughtSignature", "rawArguments"})
+
+    def to_json_dict(self) -> JSON:
+        out: JSON = {**self.extra, "type": "toolCall", "id": self.id, "name": self.name, "arguments": self.arguments}
+        _put(out, "thoughtSignature", self.thought_signature)
+        _put(out, "rawArguments", self.raw_arguments)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> ToolCall:
+        arguments = data.get("arguments")
+        return cls(
+            id=data.get("id") or "",
+            name=data.get("name") or "",
+            arguments=arguments if isinstance(arguments, dict) else {},
+            thought_signature=data.get("thoughtSignature"),
+            raw_arguments=data.get("rawArguments"),
+            extra=_pop_extra(data, cls._KNOWN),
+        )
+
+
+UserBlock = TextContent | ImageContent
+AssistantBlock = TextContent | ThinkingContent | ToolCall
+ContentBlock = TextContent | ThinkingContent | ImageContent | ToolCall
+
+_BLOCKS: dict[str, Any] = {
+    "text": TextContent,
+    "thinking": ThinkingContent,
+    "image": ImageContent,
+    "toolCall": ToolCall,
+}
+
+
+def block_from_json(data: JSON) -> ContentBlock:
+    kind = data.get("type")
+    cls = _BLOCKS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown content block type {kind!r}")
+    block: ContentBlock = cls.from_json_dict(data)
+    return block
+
+
+def _blocks(raw: Any, allowed: tuple[type, ...]) -> list[Any]:
+    if not isinstance(raw, list):
+        raise ValueError("content must be a list of blocks")
+    out = []
+    for item in raw:
+        block = block_from_json(item)
+        if not isinstance(block, allowed):
+            raise ValueError(f"content block {block.type!r} is not allowed here")
+        out.append(block)
+    return out
+
+
+# --- usage ------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class Cost:
+    """Dollars."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+    def to_json_dict(self) -> JSON:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+            "total": self.total,
+        }
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> Cost:
+        return cls(
+            input=data.get("input", 0.0),
+            output=data.get("output", 0.0),
+            cache_read=data.get("cacheRead", 0.0),
+            cache_write=data.get("cacheWrite", 0.0),
+            total=data.get("total", 0.0),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class Usage:
+    """Token counts as the provider reported them. ``input`` excludes cached tokens, which
+    are in ``cache_read`` / ``cache_write``, so the four add up to the request's size."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: Cost = field(default_factory=Cost)
+
+    def context_tokens(self) -> int:
+        """Tokens the request and its answer occupy in the window."""
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def to_json_dict(self) -> JSON:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+            "totalTokens": self.total_tokens,
+            "cost": self.cost.to_json_dict(),
+        }
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> Usage:
+        input_tokens = data.get("input", 0)
+        output = data.get("output", 0)
+        cache_read = data.get("cacheRead", 0)
+        cache_write = data.get("cacheWrite", 0)
+        return cls(
+            input=input_tokens,
+            output=output,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            total_tokens=data.get("totalTokens", input_tokens + output + cache_read + cache_write),
+            cost=Cost.from_json_dict(data.get("cost") or {}),
+        )
+
+
+class StopReason(StrEnum):
+    """Why the model stopped. Values are pi's on-disk spelling (``toolUse``)."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_USE = "toolUse"
+    ERROR = "error"
+    ABORTED = "aborted"
+
+
+# --- messages ---------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class UserMessage:
+    content: str | list[UserBlock]
+    timestamp: int = field(default_factory=now_ms)
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    role: Literal["user"] = "user"
+
+    _KNOWN = frozenset({"role", "content", "timestamp"})
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    def to_json_dict(self) -> JSON:
+        content: Any = self.content if isinstance(self.content, str) else [b.to_json_dict() for b in self.content]
+        return {**self.extra, "role": "user", "content": content, "timestamp": self.timestamp}
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> UserMessage:
+        raw = data.get("content", "")
+        content = raw if isinstance(raw, str) else _blocks(raw, (TextContent, ImageContent))
+        return cls(content=content, timestamp=data.get("timestamp") or 0, extra=_pop_extra(data, cls._KNOWN))
+
+
+@dataclass(slots=True, kw_only=True)
+class AssistantMessage:
+    api: str
+    provider: str
+    model: str
+    content: list[AssistantBlock] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason = StopReason.STOP
+    error_message: str | None = None
+    response_id: str | None = None
+    timestamp: int = field(default_factory=now_ms)
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    role: Literal["assistant"] = "assistant"
+
+    _KNOWN = frozenset(
+        {"role", "content", "api", "provider", "model", "usage", "stopReason", "errorMessage", "responseId", "timestamp"}
+    )
+
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [b for b in self.content if isinstance(b, ToolCall)]
+
+    def to_json_dict(self) -> JSON:
+        out: JSON = {
+            **self.extra,
+            "role": "assistant",
+            "content": [b.to_json_dict() for b in self.content],
+            "api": self.api,
+            "provider": self.provider,
+            "model": self.model,
+            "usage": self.usage.to_json_dict(),
+            "stopReason": str(self.stop_reason),
+            "timestamp": self.timestamp,
+        }
+        _put(out, "errorMessage", self.error_message)
+        _put(out, "responseId", self.response_id)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> AssistantMessage:
+        reason = data.get("stopReason", "stop")
+        try:
+            stop_reason = StopReason(reason)
+        except ValueError:
+            stop_reason = StopReason.ERROR
+        return cls(
+            content=_blocks(data.get("content") or [], (TextContent, ThinkingContent, ToolCall)),
+            api=data.get("api") or "",
+            provider=data.get("provider") or "",
+            model=data.get("model") or "",
+            usage=Usage.from_json_dict(data.get("usage") or {}),
+            stop_reason=stop_reason,
+            error_message=data.get("errorMessage"),
+            response_id=data.get("responseId"),
+            timestamp=data.get("timestamp") or 0,
+            extra=_pop_extra(data, cls._KNOWN),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolResultMessage:
+    tool_call_id: str
+    tool_name: str
+    content: list[UserBlock] = field(default_factory=list)
+    details: Any = None  # for the UI and the session; never sent to the model
+    is_error: bool = False
+    timestamp: int = field(default_factory=now_ms)
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
+    role: Literal["toolResult"] = "toolResult"
+
+    _KNOWN = frozenset({"role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"})
+
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    def to_json_dict(self) -> JSON:
+        out: JSON = {
+            **self.extra,
+            "role": "toolResult",
+            "toolCallId": self.tool_call_id,
+            "toolName": self.tool_name,
+            "content": [b.to_json_dict() for b in self.content],
+            "isError": self.is_error,
+            "timestamp": self.timestamp,
+        }
+        _put(out, "details", self.details)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: JSON) -> ToolResultMessage:
+        return cls(
+            tool_call_id=data.get("toolCallId") or "",
+            tool_name=data.get("toolName") or "",
+            content=_blocks(data.get("content") or [], (TextContent, ImageContent)),
+            details=data.get("details"),
+            is_error=bool(data.get("isError", False)),
+            timestamp=data.get("timestamp") or 0,
+            extra=_pop_extra(data, cls._KNOWN),
+        )
+
+
+Message = UserMessage | AssistantMessage | ToolResultMessage
+
+_MESSAGES: dict[str, Any] = {
+    "user": UserMessage,
+    "assistant": AssistantMessage,
+    "toolResult": ToolResultMessage,
+}
+
+
+def message_from_json(data: JSON) -> Message:
+    """Decode an LLM message; raises ``ValueError`` on anything malformed."""
+    if not isinstance(data, dict):
+        raise ValueError("a message must be a JSON object")
+    role = data.get("role")
+    cls = _MESSAGES.get(role) if isinstance(role, str) else None
+    if cls is None:
+        raise ValueError(f"unknown message role {role!r}")
+    try:
+        message: Message = cls.from_json_dict(data)
+    except (TypeError, AttributeError, KeyError) as exc:
+        raise ValueError(f"malformed {role} message: {exc}") from exc
+    return message
+
+
+# --- tools, context, model --------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class Tool:
+    """What the model is told about a tool: the JSON schema of its parameters."""
+
+    name: str
+    description: str
+    parameters: JSON = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_json_dict(self) -> JSON:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(slots=True, kw_only=True)
+class Context:
+    system_prompt: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    tools: list[Tool] | None = None
+
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+InputKind = Literal["text", "image"]
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelCost:
+    """Dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+DEFAULT_MAX_TOKENS = 16_384
+
+
+@dataclass(slots=True, kw_only=True)
+class Model:
+    id: str
+    api: str
+    provider: str
+    name: str = ""
+    base_url: str | None = None
+    reasoning: bool = False
+    input: list[InputKind] = field(default_factory=lambda: ["text"])
+    cost: ModelCost = field(default_factory=ModelCost)
+    context_window: int = DEFAULT_CONTEXT_WINDOW
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    headers: dict[str, str] | None = None
+    # Quirks of OpenAI-compatible servers (e.g. {"max_tokens_field": "max_tokens"}).
+    compat: JSON | None = None
+
+    @property
+    def ref(self) -> str:
+        """``provider/id``, the form ``--model`` takes."""
+        return f"{self.provider}/{self.id}"
+
+    def supports_images(self) -> bool:
+        return "image" in self.input

@@ -1,0 +1,1 @@
+"""The ``heron`` command: presents the coding runtime in a terminal or over pipes."""

@@ -1,0 +1,29 @@
+"""Entry point of the ``heron`` command.
+
+Parses arguments before importing anything heavy, so ``heron --version`` answers in the
+time Python takes to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from heron import __version__
+
+    parser = argparse.ArgumentParser(prog="heron", description="A coding agent that manages its context window.")
+    parser.add_argument("--version", action="version", version=f"heron {__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    parser.parse_args(argv)
+    parser.print_help(sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""A scripted HTTP server on 127.0.0.1 for provider tests.
+
+It speaks real HTTP/1.1 (chunked transfer, keep-alive, abrupt close), so the official
+SDK clients talk to it exactly as they would to the provider: what reaches heron went
+through the SDK's own SSE decoder and error handling.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | str = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "text/event-stream; charset=utf-8"
+    # Write the body in pieces of this many bytes (None: one piece).
+    chunk_size: int | None = None
+    chunk_delay: float = 0.0
+    # Close the socket abruptly after this many body bytes (a dropped connection).
+    truncate_at: int | None = None
+    # Hold the response open this long before the body starts (abort/timeout tests).
+    delay: float = 0.0
+
+    def body_bytes(self) -> bytes:
+        return self.body.encode() if isinstance(self.body, str) else self.body
+
+
+def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status=status, body=json.dumps(payload), content_type="application/json", headers=headers or {})
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class LocalServer:
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._replies: list[Reply] = []
+        self.fallback: Reply | None = None
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                return
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                parts = urlsplit(self.path)
+                server._record(
+                    Recorded(
+                        method=self.command,
+                        path=parts.path,
+                        query=parse_qs(parts.query),
+                        headers={k.lower(): v for k, v in self.headers.items()},
+                        body=body,
+                    )
+                )
+                reply = server._next()
+                self._send(reply)
+
+            do_POST = _handle
+            do_GET = _handle
+
+            def _send(self, reply: Reply) -> None:
+                payload = reply.body_bytes()
+                if reply.delay:
+                    time.sleep(reply.delay)
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                size = reply.chunk_size or max(1, len(payload))
+                sent = 0
+                try:
+                    for start in range(0, len(payload), size):
+                        piece = payload[start : start + size]
+                        if reply.truncate_at is not None and sent + len(piece) > reply.truncate_at:
+                            piece = piece[: reply.truncate_at - sent]
+                            self.wfile.write(f"{len(piece) + 10:x}\r\n".encode() + piece)
+                            self.wfile.flush()
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            self.close_connection = True
+                            return
+                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                        self.wfile.flush()
+                        sent += len(piece)
+                        if reply.chunk_delay:
+                            time.sleep(reply.chunk_delay)
+                    if reply.truncate_at is not None and reply.truncate_at >= len(payload):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
+                        return
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    self.close_connection = True
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def queue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    def _record(self, request: Recorded) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next(self) -> Reply:
+        with self._lock:
+            if self._replies:
+                return self._replies.pop(0)
+        if self.fallback is not None:
+            return self.fallback
+        return json_reply(500, {"error": {"message": "test server: no reply queued"}})
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
