@@ -151,7 +151,9 @@ class MessageBuilder:
 
     # --- closing -----------------------------------------------------------
 
-    def end(self, key: Hashable) -> AssistantEvent:
+    def end(self, key: Hashable, *, complete: bool = True) -> AssistantEvent:
+        """Close a block. ``complete=False`` (the stream failed) keeps the arguments parsed
+        so far instead of treating unfinished JSON as invalid."""
         index = self._open.pop(key)
         block = self.message.content[index]
         if isinstance(block, TextContent):
@@ -160,14 +162,16 @@ class MessageBuilder:
             return ThinkingEndEvent(content_index=index, content=block, partial=self.message)
         raw = self._raw_args.pop(index, "")
         arguments, valid = parse_final(raw)
+        if not valid and not complete:
+            arguments = parse_partial(raw) or block.arguments
         block.arguments = arguments
         if not valid:
             # Keep what the model actually sent; tool validation will report it.
             block.raw_arguments = raw
         return ToolCallEndEvent(content_index=index, tool_call=block, partial=self.message)
 
-    def end_all(self) -> list[AssistantEvent]:
-        return [self.end(key) for key in sorted(self._open, key=self._open.__getitem__)]
+    def end_all(self, *, complete: bool = True) -> list[AssistantEvent]:
+        return [self.end(key, complete=complete) for key in sorted(self._open, key=self._open.__getitem__)]
 
     def done(self) -> list[AssistantEvent]:
         events = self.end_all()
@@ -184,7 +188,7 @@ class MessageBuilder:
         status: int | None = None,
         retry_after: float | None = None,
     ) -> list[AssistantEvent]:
-        events = self.end_all()
+        events = self.end_all(complete=False)
         reason = StopReason.ABORTED if aborted else StopReason.ERROR
         self.message.stop_reason = reason
         self.message.error_message = error_message
