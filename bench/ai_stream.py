@@ -17,11 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import median, parser, table, write_json  # noqa: E402
-
-from heron.ai import Context, Model, UserMessage, stream  # noqa: E402
-from heron.ai.options import NO_RETRY  # noqa: E402
-from heron.ai.providers.faux import FauxProvider, text  # noqa: E402
+from _common import median, parser, table, write_json
+from heron.ai import Context, Model, UserMessage, stream
+from heron.ai.options import NO_RETRY
+from heron.ai.providers.faux import FauxProvider, text
 
 
 async def faux_deltas_per_second(messages: int, deltas_per_message: int) -> tuple[float, int]:
@@ -129,7 +128,7 @@ def main() -> None:
             ["measure", "value", "target"],
             [
                 ["faux: text deltas / s (median)", f"{rate:,.0f}", "> 200,000"],
-                [f"openai-chat SSE body ({len(body) / 1e6:.2f} MB): heron adapter s", f"{comparison['heron_s']:.3f}", ""],
+                [f"openai-chat SSE ({len(body) / 1e6:.2f} MB): heron adapter s", f"{comparison['heron_s']:.3f}", ""],
                 ["same body: bare OpenAI SDK s", f"{comparison['sdk_s']:.3f}", ""],
                 ["ratio heron / SDK", f"{comparison['ratio']:.2f}", "<= 1.3"],
             ],

@@ -156,7 +156,9 @@ async def test_retry_after_longer_than_cap_is_reported_not_waited(faux: FauxProv
 
 async def test_no_retry_once_content_was_streamed(faux: FauxProvider) -> None:
     faux.queue(
-        FauxReply(content=[TextContent(text="partial answer here")], error=error("reset", 503).error, error_after_chunks=1),
+        FauxReply(
+            content=[TextContent(text="partial answer here")], error=error("reset", 503).error, error_after_chunks=1
+        ),
         text("never used"),
     )
     events = await collect(faux, retry=FAST)

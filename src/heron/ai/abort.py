@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class AbortSignal:
-    __slots__ = ("_aborted", "_listeners", "_reason", "_event")
+    __slots__ = ("_aborted", "_event", "_listeners", "_reason")
 
     def __init__(self) -> None:
         self._aborted = False

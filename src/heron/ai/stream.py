@@ -9,6 +9,7 @@ transient failures that happen before any content was shown.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from typing import Any, Protocol
 
@@ -117,7 +118,8 @@ async def _run(
 
         def on_abort() -> None:
             nonlocal interrupted
-            if in_provider and task is not None and not interrupted:
+            # in_provider is read live on purpose: only interrupt while awaiting the provider.
+            if in_provider and task is not None and not interrupted:  # noqa: B023
                 interrupted = True
                 task.cancel()
 
@@ -218,7 +220,5 @@ async def _close(events: AsyncIterator[AssistantEvent]) -> None:
     closer = getattr(events, "aclose", None)
     if closer is None:
         return
-    try:
+    with contextlib.suppress(Exception):  # closing a broken stream must not mask its error
         await closer()
-    except Exception:  # noqa: BLE001 - closing a broken stream must not mask its error
-        pass

@@ -303,7 +303,8 @@ class AssistantMessage:
     role: Literal["assistant"] = "assistant"
 
     _KNOWN = frozenset(
-        {"role", "content", "api", "provider", "model", "usage", "stopReason", "errorMessage", "responseId", "timestamp"}
+        {"role", "content", "api", "provider", "model", "usage", "stopReason", "errorMessage", "responseId",
+         "timestamp"}
     )
 
     def text(self) -> str:

@@ -15,7 +15,7 @@ import itertools
 import json
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +64,9 @@ def tool_call(name: str, arguments: dict[str, Any], call_id: str | None = None, 
     return FauxReply(content=content)
 
 
-def error(message: str, status: int | None = None, *, after_chunks: int = 0, retry_after: float | None = None) -> FauxReply:
+def error(
+    message: str, status: int | None = None, *, after_chunks: int = 0, retry_after: float | None = None
+) -> FauxReply:
     return FauxReply(
         error=ProviderError(message, status=status, retry_after=retry_after), error_after_chunks=after_chunks
     )
@@ -171,6 +173,7 @@ class FauxProvider:
         size = self.chunk_size
         delay = self.chunk_delay
         output_chars = 0
+        delta: Callable[[Hashable, str], AssistantEvent]
         for index, block in enumerate(reply.content):
             if isinstance(block, TextContent):
                 yield builder.start_text(index, block.text_signature)

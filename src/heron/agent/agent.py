@@ -1,0 +1,249 @@
+"""The stateful agent: a message list, a model, tools, and one run at a time.
+
+``Agent`` wraps :func:`run_loop` with what an application needs: queues for messages
+typed while it works (steer / follow up), abort, waiting for idle, subscriptions, and
+setters that take effect at the next turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from heron.agent.events import AgentEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
+from heron.agent.loop import (
+    AgentContext,
+    ConvertToLlm,
+    LoopConfig,
+    MessageQueues,
+    StreamFn,
+    TransformContext,
+    _default_stream,
+    run_loop,
+)
+from heron.agent.messages import AgentMessage, convert_to_llm
+from heron.agent.tools import AfterToolCall, AgentTool, BeforeToolCall
+from heron.ai.abort import AbortController
+from heron.ai.options import StreamOptions
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingLevel,
+    UserMessage,
+)
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[AgentEvent], None]
+PromptInput = str | AgentMessage | list[AgentMessage]
+
+
+class AgentBusyError(RuntimeError):
+    pass
+
+
+@dataclass
+class AgentState:
+    system_prompt: str
+    model: Model
+    thinking_level: ThinkingLevel = "off"
+    tools: list[AgentTool[Any]] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list)
+    is_streaming: bool = False
+    stream_message: AssistantMessage | None = None
+    pending_tool_calls: set[str] = field(default_factory=set)
+    error: str | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        model: Model,
+        system_prompt: str = "",
+        tools: list[AgentTool[Any]] | None = None,
+        messages: list[AgentMessage] | None = None,
+        thinking_level: ThinkingLevel = "off",
+        convert_to_llm: ConvertToLlm = convert_to_llm,
+        transform_context: TransformContext | None = None,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        stream_options: Callable[[Context], StreamOptions] | None = None,
+        stream_fn: StreamFn = _default_stream,
+        tool_execution: Literal["parallel", "sequential"] = "parallel",
+    ) -> None:
+        self.state = AgentState(
+            system_prompt=system_prompt,
+            model=model,
+            thinking_level=thinking_level,
+            tools=list(tools or []),
+            messages=list(messages or []),
+        )
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.stream_options = stream_options
+        self.stream_fn = stream_fn
+        self.tool_execution = tool_execution
+        self._queues = MessageQueues()
+        self._listeners: list[Listener] = []
+        self._controller: AbortController | None = None
+        self._run: asyncio.Task[list[AgentMessage]] | None = None
+
+    # --- setters (take effect at the next turn) -------------------------------------
+
+    def set_model(self, model: Model) -> None:
+        self.state.model = model
+
+    def set_thinking_level(self, level: ThinkingLevel) -> None:
+        self.state.thinking_level = level
+
+    def set_tools(self, tools: list[AgentTool[Any]]) -> None:
+        self.state.tools = list(tools)
+
+    def set_system_prompt(self, prompt: str) -> None:
+        self.state.system_prompt = prompt
+
+    def replace_messages(self, messages: list[AgentMessage]) -> None:
+        self._ensure_idle()
+        self.state.messages = list(messages)
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.state.messages
+
+    @property
+    def is_running(self) -> bool:
+        return self._run is not None and not self._run.done()
+
+    # --- events ------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` for every event; returns an unsubscribe function."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        """Events of the next (or current) run as an async iterator, ending at agent_end."""
+        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        unsubscribe = self.subscribe(queue.put_nowait)
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if event.type == "agent_end":
+                    return
+        finally:
+            unsubscribe()
+
+    def _emit(self, event: AgentEvent) -> None:
+        state = self.state
+        if isinstance(event, MessageStartEvent | MessageUpdateEvent) and isinstance(event.message, AssistantMessage):
+            state.stream_message = event.message
+        elif isinstance(event, MessageEndEvent):
+            state.stream_message = None
+        elif event.type == "tool_execution_start":
+            state.pending_tool_calls.add(event.tool_call_id)
+        elif event.type == "tool_execution_end":
+            state.pending_tool_calls.discard(event.tool_call_id)
+        for listener in list(self._listeners):
+            listener(event)
+
+    # --- running -----------------------------------------------------------------------
+
+    async def prompt(self, message: PromptInput, images: list[ImageContent] | None = None) -> list[AgentMessage]:
+        """Add the prompt and run until the agent stops; returns the messages added."""
+        self._ensure_idle()
+        if isinstance(message, str):
+            content: list[TextContent | ImageContent] = [TextContent(text=message), *(images or [])]
+            prompts: list[AgentMessage] = [UserMessage(content=content)]
+        elif isinstance(message, list):
+            prompts = list(message)
+        else:
+            prompts = [message]
+        return await self._start(prompts)
+
+    async def continue_(self) -> list[AgentMessage]:
+        """Run from the current messages (after a tool result or a user message was added
+        by hand, or to retry after an error that was removed)."""
+        self._ensure_idle()
+        last = self.state.messages[-1] if self.state.messages else None
+        if last is None:
+            raise ValueError("nothing to continue: the message list is empty")
+        if isinstance(last, AssistantMessage) and last.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
+            raise ValueError("nothing to continue: the last message is the assistant's answer")
+        return await self._start([])
+
+    def steer(self, message: PromptInput) -> None:
+        """Deliver before the next model call; tool calls not yet started are skipped."""
+        self._queues.steering.extend(_as_messages(message))
+
+    def follow_up(self, message: PromptInput) -> None:
+        """Deliver when the agent would otherwise stop."""
+        self._queues.follow_up.extend(_as_messages(message))
+
+    def clear_queues(self) -> list[AgentMessage]:
+        return self._queues.take_steering() + self._queues.take_follow_up()
+
+    def abort(self, reason: str | None = None) -> None:
+        if self._controller is not None:
+            self._controller.abort(reason)
+
+    async def wait_for_idle(self) -> None:
+        if self._run is not None:
+            await asyncio.gather(self._run, return_exceptions=True)
+
+    def _ensure_idle(self) -> None:
+        if self.is_running:
+            raise AgentBusyError("the agent is running: use steer() or follow_up(), or wait_for_idle()")
+
+    async def _start(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
+        state = self.state
+        self._controller = AbortController()
+        state.is_streaming = True
+        state.error = None
+        config = LoopConfig(
+            model=state.model,
+            thinking_level=state.thinking_level,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            queues=self._queues,
+            tool_execution=self.tool_execution,
+            stream_options=self.stream_options,
+            stream_fn=self.stream_fn,
+        )
+        context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
+        self._run = asyncio.ensure_future(run_loop(prompts, context, config, self._controller.signal, self._emit))
+        try:
+            added = await self._run
+        finally:
+            state.is_streaming = False
+            state.stream_message = None
+            state.pending_tool_calls.clear()
+        last = added[-1] if added else None
+        if isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR:
+            state.error = last.error_message
+        return added
+
+
+def _as_messages(message: PromptInput) -> list[AgentMessage]:
+    if isinstance(message, str):
+        return [UserMessage(content=[TextContent(text=message)])]
+    if isinstance(message, list):
+        return list(message)
+    return [message]

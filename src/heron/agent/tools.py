@@ -1,0 +1,191 @@
+"""Tools: typed parameters, validation the model can learn from, results.
+
+A tool's parameters are a pydantic model: its JSON schema is what the model is shown,
+and validating the model's arguments against it gives field-level errors that go back
+to the model verbatim (with the arguments it sent) so it can correct itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from heron.ai.abort import AbortSignal
+from heron.ai.types import ImageContent, TextContent, Tool, ToolCall
+
+
+class ToolParams(BaseModel):
+    """Base for parameter models: unknown arguments are an error the model is told about,
+    not silently dropped (a misspelt ``offest`` should not read the whole file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+@dataclass(slots=True)
+class ToolResult:
+    content: list[TextContent | ImageContent]
+    details: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, details: Any = None, is_error: bool = False) -> ToolResult:
+        return cls(content=[TextContent(text=text)], details=details, is_error=is_error)
+
+    @classmethod
+    def error(cls, text: str, details: Any = None) -> ToolResult:
+        return cls(content=[TextContent(text=text)], details=details, is_error=True)
+
+
+UpdateCallback = Callable[[ToolResult], None]
+
+
+class ToolError(Exception):
+    """Raised by a tool for an expected failure: the message goes to the model as is."""
+
+
+class AgentTool(Generic[P]):
+    """Subclass with ``name``, ``description``, ``parameters`` and ``execute``.
+
+    ``concurrency_key`` lets calls that touch the same resource run one after the other
+    (two edits of one file), while everything else runs in parallel.
+    """
+
+    name: str
+    label: str = ""
+    description: str
+    parameters: type[P]
+
+    async def execute(
+        self, call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        raise NotImplementedError
+
+    def concurrency_key(self, params: P) -> str | None:
+        """Calls with equal keys never overlap; ``None`` means no constraint."""
+        return None
+
+    def definition(self) -> Tool:
+        return Tool(name=self.name, description=self.description, parameters=schema_of(self.parameters))
+
+
+class FunctionTool(AgentTool[P]):
+    """A tool from a plain async function, for tests, examples and quick extensions."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: type[P],
+        fn: Callable[[str, P, AbortSignal, UpdateCallback], Awaitable[ToolResult]],
+        concurrency_key: Callable[[P], str | None] | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self._fn = fn
+        self._key = concurrency_key
+
+    async def execute(self, call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
+        return await self._fn(call_id, params, signal, on_update)
+
+    def concurrency_key(self, params: P) -> str | None:
+        return self._key(params) if self._key is not None else None
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The parameter model's JSON schema, without the titles pydantic adds everywhere
+    (they cost tokens on every request and tell the model nothing)."""
+    schema = model.model_json_schema()
+    return _strip_titles(schema)  # type: ignore[no-any-return]
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+            else:
+                out[key] = _strip_titles(value)
+        return out
+    if isinstance(node, list):
+        return [_strip_titles(item) for item in node]
+    return node
+
+
+@dataclass(slots=True)
+class ValidationFailure:
+    message: str
+
+
+def validate_arguments(tool: AgentTool[Any], call: ToolCall) -> BaseModel | ValidationFailure:
+    """Parsed parameters, or the error text the model will see."""
+    if call.raw_arguments is not None:
+        return ValidationFailure(
+            f'The arguments for tool "{call.name}" were not valid JSON, so the tool was not run.\n\n'
+            f"Received arguments:\n{call.raw_arguments}"
+        )
+    try:
+        params: BaseModel = tool.parameters.model_validate(call.arguments)
+        return params
+    except ValidationError as exc:
+        return ValidationFailure(format_validation_error(call, exc))
+
+
+def format_validation_error(call: ToolCall, exc: ValidationError) -> str:
+    lines = [f'Validation failed for tool "{call.name}":']
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unexpected argument"
+        lines.append(f"  - {location}: {message}")
+    lines.append("")
+    lines.append("Received arguments:")
+    lines.append(json.dumps(call.arguments, indent=2, ensure_ascii=False, default=str))
+    return "\n".join(lines)
+
+
+# --- hooks ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolCallContext:
+    """What a hook sees: the call, its validated parameters, and the conversation."""
+
+    tool_call: ToolCall
+    params: BaseModel
+    tool: AgentTool[Any]
+    messages: list[Any] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class BeforeToolCallResult:
+    """``block`` stops the call (the model is told ``reason``); ``arguments`` replaces the
+    arguments (validated again before the tool runs)."""
+
+    block: bool = False
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class AfterToolCallResult:
+    """Any field left ``None`` keeps the tool's own value."""
+
+    content: list[TextContent | ImageContent] | None = None
+    details: Any = None
+    is_error: bool | None = None
+
+
+BeforeToolCall = Callable[[ToolCallContext], Awaitable[BeforeToolCallResult | None]]
+AfterToolCall = Callable[[ToolCallContext, ToolResult], Awaitable[AfterToolCallResult | None]]
