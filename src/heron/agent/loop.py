@@ -180,16 +180,7 @@ async def _stream_turn(
     if signal.aborted:
         return _finish_synthetic(context, model, StopReason.ABORTED, signal.reason, emit)
     try:
-        messages = context.messages
-        if config.transform_context is not None:
-            messages = await config.transform_context(messages, signal)
-        converted = config.convert_to_llm(messages)
-        llm_messages = await converted if inspect.isawaitable(converted) else converted
-        llm_context = Context(
-            system_prompt=context.system_prompt,
-            messages=llm_messages,
-            tools=[tool.definition() for tool in context.tools] or None,
-        )
+        llm_context = await build_request_context(context, config, signal)
         options = config.stream_options(llm_context) if config.stream_options else StreamOptions()
         options.signal = signal
         if options.thinking == "off" and config.thinking_level != "off":
@@ -218,6 +209,21 @@ async def _stream_turn(
     context.messages.append(final)
     emit(MessageEndEvent(message=final))
     return final
+
+
+async def build_request_context(context: AgentContext, config: LoopConfig, signal: AbortSignal) -> Context:
+    """The pipeline before every call: ``transform_context`` (length), then
+    ``convert_to_llm`` (visibility), then the tool definitions."""
+    messages = context.messages
+    if config.transform_context is not None:
+        messages = await config.transform_context(messages, signal)
+    converted = config.convert_to_llm(messages)
+    llm_messages = await converted if inspect.isawaitable(converted) else converted
+    return Context(
+        system_prompt=context.system_prompt,
+        messages=llm_messages,
+        tools=[tool.definition() for tool in context.tools] or None,
+    )
 
 
 def _finish_synthetic(

@@ -255,10 +255,14 @@ class UINote:
     level: str = "info"
     data: Any = None
     timestamp: int = field(default_factory=now_ms)
+    extra: JSON = field(default_factory=dict, repr=False, compare=False)
     role: str = "uiNote"
 
+    _KNOWN = frozenset({"role", "text", "level", "data", "timestamp"})
+
     def to_json_dict(self) -> JSON:
-        out: JSON = {"role": self.role, "text": self.text, "level": self.level, "timestamp": self.timestamp}
+        out: JSON = {**self.extra, "role": self.role, "text": self.text, "level": self.level,
+                     "timestamp": self.timestamp}
         if self.data is not None:
             out["data"] = self.data
         return out
@@ -270,6 +274,7 @@ class UINote:
             level=str(data.get("level", "info")),
             data=data.get("data"),
             timestamp=data.get("timestamp") or 0,
+            extra=_extra(data, cls._KNOWN),
         )
 
 
@@ -305,29 +310,76 @@ def bash_execution_text(message: BashExecutionMessage) -> str:
     return text
 
 
+def _compaction_to_llm(message: CompactionSummaryMessage) -> Message:
+    text = COMPACTION_SUMMARY_PREFIX + message.summary + COMPACTION_SUMMARY_SUFFIX
+    return UserMessage(content=[TextContent(text=text)], timestamp=message.timestamp)
+
+
+def _branch_to_llm(message: BranchSummaryMessage) -> Message:
+    text = BRANCH_SUMMARY_PREFIX + message.summary + BRANCH_SUMMARY_SUFFIX
+    return UserMessage(content=[TextContent(text=text)], timestamp=message.timestamp)
+
+
+def _bash_to_llm(message: BashExecutionMessage) -> Message | None:
+    if message.exclude_from_context:
+        return None
+    return UserMessage(content=[TextContent(text=bash_execution_text(message))], timestamp=message.timestamp)
+
+
+def _extension_to_llm(message: ExtensionMessage) -> Message:
+    content = message.content
+    blocks: list[TextContent | ImageContent] = (
+        [TextContent(text=content)] if isinstance(content, str) else list(content)
+    )
+    return UserMessage(content=blocks, timestamp=message.timestamp)
+
+
+def _hidden(message: Any) -> None:
+    return None
+
+
+# Exact type -> conversion; one dict lookup per message keeps the pipeline cheap at
+# 10,000 messages. Types not listed (UI notes, opaque messages) are not sent.
+_TO_LLM: dict[type, Callable[[Any], Message | None]] = {
+    CompactionSummaryMessage: _compaction_to_llm,
+    BranchSummaryMessage: _branch_to_llm,
+    BashExecutionMessage: _bash_to_llm,
+    ExtensionMessage: _extension_to_llm,
+    UINote: _hidden,
+    OpaqueMessage: _hidden,
+}
+_LLM_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
+# Conversions of custom messages, reused while the same object is in the list: the
+# next request then carries the very same user message (cheap, and byte-stable).
+# Keyed by id() with the original kept alongside, so a recycled id never matches.
+_converted: dict[int, tuple[Any, Message | None]] = {}
+_CACHE_LIMIT = 50_000
+
+
 def convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     """The default visibility rule: LLM messages pass through untouched (same objects,
     so this is cheap and prefix-stable), summaries and user-run commands become user
     messages, UI notes and unknown kinds are dropped."""
     out: list[Message] = []
     append = out.append
+    passthrough = _LLM_TYPES
+    converters = _TO_LLM
     for message in messages:
-        if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
-            append(message)
-        elif isinstance(message, CompactionSummaryMessage):
-            text = COMPACTION_SUMMARY_PREFIX + message.summary + COMPACTION_SUMMARY_SUFFIX
-            append(UserMessage(content=[TextContent(text=text)], timestamp=message.timestamp))
-        elif isinstance(message, BranchSummaryMessage):
-            text = BRANCH_SUMMARY_PREFIX + message.summary + BRANCH_SUMMARY_SUFFIX
-            append(UserMessage(content=[TextContent(text=text)], timestamp=message.timestamp))
-        elif isinstance(message, BashExecutionMessage):
-            if not message.exclude_from_context:
-                text = bash_execution_text(message)
-                append(UserMessage(content=[TextContent(text=text)], timestamp=message.timestamp))
-        elif isinstance(message, ExtensionMessage):
-            content = message.content
-            blocks: list[TextContent | ImageContent] = (
-                [TextContent(text=content)] if isinstance(content, str) else list(content)
-            )
-            append(UserMessage(content=blocks, timestamp=message.timestamp))
+        kind = type(message)
+        if kind in passthrough:
+            append(message)  # type: ignore[arg-type]
+            continue
+        convert = converters.get(kind)
+        if convert is None:
+            continue
+        cached = _converted.get(id(message))
+        if cached is not None and cached[0] is message:
+            converted = cached[1]
+        else:
+            converted = convert(message)
+            if len(_converted) >= _CACHE_LIMIT:
+                _converted.clear()
+            _converted[id(message)] = (message, converted)
+        if converted is not None:
+            append(converted)
     return out

@@ -25,12 +25,14 @@ from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError
 from heron.ai.types import (
     Context,
+    Message,
     Model,
     ModelCost,
     StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
+    ToolResultMessage,
     Usage,
 )
 
@@ -73,14 +75,39 @@ def error(
 
 
 def serialise_request(context: Context) -> str:
-    """The request as the faux "wire" sees it: system, tools, then messages, in a stable
-    order, so a byte-identical prefix means the same thing as for a real provider."""
+    """The request as the faux "wire" sees it: system, tools, then messages in the shape a
+    real provider receives (roles and content, no timestamps or usage), one JSON line each,
+    so sizes and byte-identical prefixes mean what they would for a real provider."""
     parts = [json.dumps({"system": context.system_prompt or ""}, ensure_ascii=False)]
     for tool in context.tools or []:
         parts.append(json.dumps(tool.to_json_dict(), ensure_ascii=False, sort_keys=True))
     for message in context.messages:
-        parts.append(json.dumps(message.to_json_dict(), ensure_ascii=False, sort_keys=True))
+        parts.append(json.dumps(_wire_message(message), ensure_ascii=False, sort_keys=True))
     return "\n".join(parts)
+
+
+def _wire_block(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ThinkingContent):
+        return {"type": "thinking", "thinking": block.thinking}
+    if isinstance(block, ToolCall):
+        return {"type": "tool_call", "id": block.id, "name": block.name, "arguments": block.arguments}
+    return {"type": "image", "mime_type": block.mime_type, "data": block.data}
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if isinstance(message, ToolResultMessage):
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "is_error": message.is_error,
+            "content": [_wire_block(b) for b in message.content],
+        }
+    content = message.content
+    if isinstance(content, str):
+        return {"role": message.role, "content": content}
+    return {"role": message.role, "content": [_wire_block(b) for b in content]}
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -1,0 +1,695 @@
+"""OpenAI Chat Completions, and every server that speaks it.
+
+One adapter serves OpenAI itself and the OpenAI-compatible servers reached through
+``model.base_url`` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter, DeepSeek, xAI, Qwen,
+Groq...). Those servers agree on the shape of a chunk but not on the details, so the
+stream mapping is deliberately lenient:
+
+- tool calls are keyed by the delta's ``index``; a continuation may repeat the id and
+  name (OpenRouter), carry an empty-string id (Alibaba), or bring name and arguments in
+  separate chunks; a server that resends the whole argument text is recognised;
+- reasoning text arrives as ``reasoning_content`` (DeepSeek, xAI, llama.cpp) or
+  ``reasoning`` (OpenRouter) on the delta; the field name is kept as the thinking
+  block's signature so the text is replayed to the same model under the same field;
+- ``finish_reason`` may be missing altogether (OpenRouter): a stream that still reached
+  its usage chunk or ``data: [DONE]`` is complete, one with none of the three is not.
+
+``model.compat`` switches per-server behaviour:
+
+- ``developer_role`` (bool): the system prompt goes as a ``developer`` message to
+  reasoning models;
+- ``max_tokens_field`` (``"max_completion_tokens"`` | ``"max_tokens"``);
+- ``prompt_cache_key`` (bool): send ``options.session_id`` as ``prompt_cache_key``
+  (default: only to OpenAI itself);
+- ``include_usage`` (bool, default true): ask for the usage chunk
+  (``stream_options``); some old servers reject the option;
+- ``reasoning_effort`` (bool, default true): send ``reasoning_effort`` to reasoning models;
+- ``extra_body`` (object): merged into the request body (provider routing, chat-template
+  arguments...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Hashable
+from typing import TYPE_CHECKING, Any
+
+from heron.ai.adapt import adapt_messages, openai_chat_tool_id, same_model
+from heron.ai.builder import MessageBuilder
+from heron.ai.events import AssistantEvent
+from heron.ai.options import StreamOptions
+from heron.ai.overflow import ErrorKind, ProviderError, classify, parse_retry_after
+from heron.ai.thinking import OPENAI_EFFORT
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+JSON = dict[str, Any]
+
+OPENAI_HOST = "api.openai.com"
+NO_KEY = "heron-no-key"  # local servers ignore the key, the SDK insists on one
+INCOMPLETE = "stream ended before the response was complete"
+IMAGE_OMITTED = "(image omitted: this model does not accept images)"
+TOOL_IMAGES_NOTE = "Images returned by the tool call above:"
+
+# Delta fields that carry reasoning text, in order of preference.
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+# Body keys the SDK's ``create`` takes as arguments; anything else goes in ``extra_body``.
+_SDK_PARAMS = frozenset(
+    {
+        "max_completion_tokens",
+        "max_tokens",
+        "prompt_cache_key",
+        "reasoning_effort",
+        "stream_options",
+        "temperature",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+    }
+)
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": StopReason.STOP,
+    "end_turn": StopReason.STOP,
+    "length": StopReason.LENGTH,
+    "max_tokens": StopReason.LENGTH,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "content_filter": StopReason.STOP,
+}
+
+# ``data: [DONE]`` at the start of a line, as raw bytes (it may straddle two reads).
+_DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
+_SSE_STATE = "heron.sse_state"
+
+
+def is_openai_url(base_url: str | None) -> bool:
+    return base_url is None or OPENAI_HOST in base_url
+
+
+def _compat(model: Model) -> JSON:
+    return model.compat or {}
+
+
+# --- request ------------------------------------------------------------------
+
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> JSON:
+    """The JSON body of a streaming ``/chat/completions`` request."""
+    compat = _compat(model)
+    messages: list[JSON] = []
+    if context.system_prompt:
+        role = "developer" if model.reasoning and compat.get("developer_role") else "system"
+        messages.append({"role": role, "content": context.system_prompt})
+    messages.extend(convert_messages(adapt_messages(context.messages, model, openai_chat_tool_id), model))
+
+    body: JSON = {"model": model.id, "messages": messages, "stream": True}
+    if compat.get("include_usage", True):
+        body["stream_options"] = {"include_usage": True}
+    max_field = compat.get("max_tokens_field") or "max_completion_tokens"
+    body[max_field] = options.max_tokens or model.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = [convert_tool(tool) for tool in context.tools]
+    if model.reasoning and options.thinking != "off" and compat.get("reasoning_effort", True):
+        body["reasoning_effort"] = OPENAI_EFFORT[options.thinking]
+    if options.session_id and compat.get("prompt_cache_key", is_openai_url(model.base_url)):
+        body["prompt_cache_key"] = options.session_id
+    extra = compat.get("extra_body")
+    if isinstance(extra, dict):
+        body.update(extra)
+    return body
+
+
+def convert_tool(tool: Tool) -> JSON:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def _image_part(image: ImageContent) -> JSON:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+
+
+def _user_content(blocks: list[TextContent | ImageContent], model: Model) -> str | list[JSON]:
+    """A plain string when there are no images (what every server accepts), else parts."""
+    images = model.supports_images()
+    if not any(isinstance(b, ImageContent) for b in blocks):
+        return "\n".join(b.text for b in blocks if isinstance(b, TextContent))
+    parts: list[JSON] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": block.text})
+        elif images:
+            parts.append(_image_part(block))
+        else:
+            parts.append({"type": "text", "text": IMAGE_OMITTED})
+    return parts
+
+
+def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
+    """heron messages (already adapted to ``model``) as Chat Completions messages.
+
+    A role ``tool`` message holds text only: images a tool returned are sent in a user
+    message placed after the run of tool results (the tool messages must directly follow
+    the assistant message that called them).
+    """
+    out: list[JSON] = []
+    pending_images: list[ImageContent] = []
+
+    def flush_images() -> None:
+        if pending_images:
+            parts: list[JSON] = [{"type": "text", "text": TOOL_IMAGES_NOTE}]
+            parts.extend(_image_part(image) for image in pending_images)
+            out.append({"role": "user", "content": parts})
+            pending_images.clear()
+
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            out.append(_tool_message(message, model, pending_images))
+            continue
+        flush_images()
+        if isinstance(message, UserMessage):
+            content = message.content
+            out.append(
+                {"role": "user", "content": content if isinstance(content, str) else _user_content(content, model)}
+            )
+        else:
+            converted = _assistant_message(message, model)
+            if converted is not None:
+                out.append(converted)
+    flush_images()
+    return out
+
+
+def _tool_message(message: ToolResultMessage, model: Model, pending_images: list[ImageContent]) -> JSON:
+    texts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            texts.append(block.text)
+        elif model.supports_images():
+            pending_images.append(block)
+        else:
+            texts.append(IMAGE_OMITTED)
+    text = "\n".join(texts)
+    if not text.strip():
+        has_images = any(isinstance(b, ImageContent) for b in message.content)
+        text = "(see the attached image)" if has_images else ("(error)" if message.is_error else "(no output)")
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}
+
+
+def _assistant_message(message: AssistantMessage, model: Model) -> JSON | None:
+    texts: list[str] = []
+    reasoning: dict[str, list[str]] = {}
+    calls: list[JSON] = []
+    native = same_model(message, model)
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                texts.append(block.text)
+        elif isinstance(block, ThinkingContent):
+            # Only our own blocks reach here (adapt turned foreign thinking into text);
+            # the signature names the field the server sent the reasoning in.
+            field = block.thinking_signature
+            if native and field in REASONING_FIELDS and block.thinking:
+                reasoning.setdefault(field, []).append(block.thinking)
+        elif isinstance(block, ToolCall):
+            calls.append(
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False)},
+                }
+            )
+    if not texts and not calls:
+        return None  # nothing a server would accept (an empty or thinking-only turn)
+    out: JSON = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+    for field, parts in reasoning.items():
+        out[field] = "".join(parts)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+# --- [DONE] detection -----------------------------------------------------------
+
+
+def _make_done_hook() -> Any:
+    """An httpx response hook that records whether ``data: [DONE]`` went by.
+
+    The SDK swallows the sentinel, yet it is the only end marker some servers send (no
+    ``finish_reason``, no usage): without it a clean stream and a cut one look the same.
+    The raw bytes are watched on their way to the SDK's decoder; compressed bodies are
+    left alone (then only ``finish_reason`` / usage tell).
+    """
+    import httpx2
+
+    class DoneWatcher(httpx2.AsyncByteStream):
+        def __init__(self, inner: httpx2.AsyncByteStream, state: dict[str, bool]) -> None:
+            self._inner = inner
+            self._state = state
+            self._tail = b"\n"
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            inner = self._inner.__aiter__()
+            try:
+                async for chunk in inner:
+                    if not self._state["done"]:
+                        window = self._tail + chunk
+                        if _DONE_LINE.search(window):
+                            self._state["done"] = True
+                        self._tail = window[-16:]
+                    yield chunk
+            finally:
+                if isinstance(inner, AsyncGenerator):
+                    await inner.aclose()
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+        @property
+        def elapsed(self) -> Any:
+            return getattr(self._inner, "elapsed", None)
+
+    async def hook(response: httpx2.Response) -> None:
+        content_type = response.headers.get("content-type", "")
+        encoding = response.headers.get("content-encoding", "identity").lower()
+        if "event-stream" not in content_type or encoding not in ("", "identity"):
+            return
+        stream = response.stream
+        if isinstance(stream, httpx2.AsyncByteStream):
+            state = {"done": False}
+            response.extensions[_SSE_STATE] = state
+            response.stream = DoneWatcher(stream, state)
+
+    return hook
+
+
+def _saw_done(sdk_stream: Any) -> bool:
+    response = getattr(sdk_stream, "response", None)
+    state = getattr(response, "extensions", {}).get(_SSE_STATE)
+    return bool(state and state.get("done"))
+
+
+# --- stream -----------------------------------------------------------------------
+
+
+def _extra(obj: Any, name: str) -> Any:
+    """A field the SDK's model may not declare (then it is kept in ``model_extra``).
+
+    Looked up in ``model_extra`` first: ``getattr`` of an undeclared field goes through
+    pydantic's ``__getattr__`` and an exception, which costs more than parsing the chunk.
+    """
+    fields = getattr(type(obj), "model_fields", None)
+    if isinstance(fields, dict) and name in fields:
+        return getattr(obj, name)
+    extra = getattr(obj, "model_extra", None)
+    if isinstance(extra, dict):
+        return extra.get(name)
+    return getattr(obj, name, None)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+class _ToolSlot:
+    __slots__ = ("key", "placeholder_id")
+
+    def __init__(self, key: Hashable, placeholder_id: bool) -> None:
+        self.key = key
+        self.placeholder_id = placeholder_id
+
+
+class _StreamState:
+    """Which builder blocks are open for one response."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.counter = 0
+        self.text_key: Hashable | None = None
+        self.thinking_key: Hashable | None = None
+        self.tools: dict[int, _ToolSlot] = {}
+        self.last_tool_index: int | None = None
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.tool_calls = 0
+
+    def _key(self, kind: str) -> Hashable:
+        self.counter += 1
+        return (kind, self.counter)
+
+    def close_text(self) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        if self.text_key is not None:
+            events.append(self.builder.end(self.text_key))
+            self.text_key = None
+        if self.thinking_key is not None:
+            events.append(self.builder.end(self.thinking_key))
+            self.thinking_key = None
+        return events
+
+    def thinking(self, field: str, delta: str) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        if self.text_key is not None:
+            events.append(self.builder.end(self.text_key))
+            self.text_key = None
+        if self.thinking_key is None:
+            self.thinking_key = self._key("thinking")
+            events.append(self.builder.start_thinking(self.thinking_key, field))
+        events.append(self.builder.thinking_delta(self.thinking_key, delta))
+        return events
+
+    def text(self, delta: str) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        if self.thinking_key is not None:
+            events.append(self.builder.end(self.thinking_key))
+            self.thinking_key = None
+        if self.text_key is None:
+            self.text_key = self._key("text")
+            events.append(self.builder.start_text(self.text_key))
+        events.append(self.builder.text_delta(self.text_key, delta))
+        return events
+
+    def tool_call(self, delta: Any) -> list[AssistantEvent]:
+        builder = self.builder
+        call_id: str = getattr(delta, "id", None) or ""
+        function = getattr(delta, "function", None)
+        name: str = (getattr(function, "name", None) or "") if function is not None else ""
+        arguments: str = (getattr(function, "arguments", None) or "") if function is not None else ""
+        index = self._index(getattr(delta, "index", None), call_id)
+        events: list[AssistantEvent] = []
+
+        slot = self.tools.get(index)
+        if slot is not None and call_id and not slot.placeholder_id:
+            current = builder.tool_call(slot.key)
+            if call_id != current.id:
+                # A different call under an index already used (servers that number
+                # every call 0): the previous one is complete.
+                events.append(builder.end(slot.key))
+                del self.tools[index]
+                slot = None
+        if slot is None:
+            if not (call_id or name or arguments):
+                return events  # an empty trailer for a call that never started
+            events.extend(self.close_text())
+            key = self._key("tool")
+            self.tool_calls += 1
+            slot = _ToolSlot(key, placeholder_id=not call_id)
+            self.tools[index] = slot
+            events.append(builder.start_tool_call(key, call_id or f"call_{self.tool_calls}", name))
+            if arguments:
+                events.append(builder.tool_call_delta(key, arguments))
+            return events
+
+        block = builder.tool_call(slot.key)
+        if call_id and slot.placeholder_id:
+            block.id = call_id
+            slot.placeholder_id = False
+        if name and not block.name:
+            block.name = name
+        if not arguments:
+            return events
+        raw = builder.raw_arguments(slot.key)
+        if raw and (call_id or name):
+            # The header came again (OpenRouter): the arguments may be the whole text
+            # so far rather than a continuation.
+            if arguments.startswith(raw):
+                rest = arguments[len(raw) :]
+                if rest:
+                    events.append(builder.tool_call_delta(slot.key, rest))
+                return events
+            if _is_json(raw) and _is_json(arguments):
+                builder.set_tool_arguments(slot.key, arguments)
+                return events
+        events.append(builder.tool_call_delta(slot.key, arguments))
+        return events
+
+    def _index(self, index: Any, call_id: str) -> int:
+        if isinstance(index, int):
+            self.last_tool_index = index
+            return index
+        # No index (some servers): a new id starts a new call, otherwise continue the last.
+        last = self.last_tool_index
+        if last is None or (call_id and call_id != self._id_at(last)):
+            last = max(self.tools, default=-1) + 1
+        self.last_tool_index = last
+        return last
+
+    def _id_at(self, index: int) -> str | None:
+        slot = self.tools.get(index)
+        return self.builder.tool_call(slot.key).id if slot is not None else None
+
+
+def apply_usage(builder: MessageBuilder, usage: Any) -> None:
+    """Usage as heron counts it: ``input`` excludes cached tokens, ``output`` includes
+    reasoning (xAI reports reasoning outside ``completion_tokens``)."""
+    prompt = int(getattr(usage, "prompt_tokens", None) or 0)
+    completion = int(getattr(usage, "completion_tokens", None) or 0)
+    reported_total = getattr(usage, "total_tokens", None)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(prompt_details, "cached_tokens", None) if prompt_details is not None else None
+    if cached is None:
+        cached = _extra(usage, "prompt_cache_hit_tokens")  # DeepSeek
+    cache_read = int(cached or 0)
+    cache_write = 0
+    if prompt_details is not None:
+        cache_write = int(_extra(prompt_details, "cache_write_tokens") or 0)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    reasoning = int(getattr(completion_details, "reasoning_tokens", None) or 0) if completion_details else 0
+    output = completion
+    if reasoning and reported_total == prompt + completion + reasoning:
+        output += reasoning
+    target = builder.usage
+    target.input = max(0, prompt - cache_read - cache_write)
+    target.cache_read = cache_read
+    target.cache_write = cache_write
+    target.output = output
+    target.total_tokens = target.input + target.output + target.cache_read + target.cache_write
+
+
+class OpenAIChatProvider:
+    api = "openai-chat"
+
+    def __init__(self) -> None:
+        # Clients hold connection pools bound to an event loop: one cache per loop.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Hashable, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _client(self, model: Model, options: StreamOptions) -> Any:
+        import asyncio
+
+        import openai
+
+        api_key = options.api_key
+        if api_key is None and is_openai_url(model.base_url):
+            api_key = os.environ.get("OPENAI_API_KEY")
+        api_key = api_key or NO_KEY
+        headers = {**(model.headers or {}), **(options.headers or {})}
+        key = (model.base_url, api_key, tuple(sorted(headers.items())))
+        cache = self._clients.setdefault(asyncio.get_running_loop(), {})
+        client = cache.get(key)
+        if client is None:
+            client = openai.AsyncOpenAI(
+                api_key=api_key,
+                base_url=model.base_url,
+                default_headers=headers or None,
+                max_retries=0,
+                timeout=options.timeout,
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_make_done_hook()]}),
+            )
+            cache[key] = client
+        return client
+
+    async def stream(
+        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
+    ) -> AsyncIterator[AssistantEvent]:
+        import openai
+
+        client = self._client(model, options)
+        body = build_request(model, context, options)
+        if options.on_payload is not None:
+            options.on_payload(body)
+        params = {k: v for k, v in body.items() if k in _SDK_PARAMS}
+        extra_body = {
+            k: v for k, v in body.items() if k not in _SDK_PARAMS and k not in ("model", "messages", "stream")
+        }
+        sdk_stream = await client.chat.completions.create(
+            model=body["model"],
+            messages=body["messages"],
+            stream=True,
+            extra_body=extra_body or None,
+            timeout=options.timeout,
+            **params,
+        )
+        state = _StreamState(builder)
+        try:
+            chunks = sdk_stream.__aiter__()
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except openai.APITimeoutError:
+                    raise
+                except openai.APIConnectionError as exc:
+                    raise ProviderError(INCOMPLETE, kind=ErrorKind.TRANSIENT) from exc
+                except json.JSONDecodeError as exc:
+                    raise ProviderError(f"malformed event in the stream: {exc}", kind=ErrorKind.UNKNOWN) from exc
+                for event in self._chunk(state, chunk):
+                    yield event
+        finally:
+            await sdk_stream.close()
+
+        if state.finish_reason is None and state.usage is None and not _saw_done(sdk_stream):
+            raise ProviderError(INCOMPLETE, kind=ErrorKind.TRANSIENT)
+        if state.usage is not None:
+            apply_usage(builder, state.usage)
+        reason = _STOP_REASONS.get(state.finish_reason or "", StopReason.STOP)
+        if builder.message.tool_calls() and reason is not StopReason.LENGTH:
+            reason = StopReason.TOOL_USE
+        builder.stop_reason = reason
+
+    def _chunk(self, state: _StreamState, chunk: Any) -> list[AssistantEvent]:
+        builder = state.builder
+        if builder.message.response_id is None and getattr(chunk, "id", None):
+            builder.message.response_id = chunk.id
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            state.usage = usage
+        events: list[AssistantEvent] = []
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # n > 1 is never requested
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                events.extend(self._delta(state, delta))
+            finish = getattr(choice, "finish_reason", None)
+            if finish:
+                if finish == "error":
+                    error = _extra(choice, "error") or _extra(chunk, "error")
+                    raise ProviderError(_error_message(error) or "the server ended the response with an error")
+                state.finish_reason = finish
+        return events
+
+    def _delta(self, state: _StreamState, delta: Any) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        for field in REASONING_FIELDS:
+            reasoning = _extra(delta, field)
+            if isinstance(reasoning, str) and reasoning:
+                events.extend(state.thinking(field, reasoning))
+                break
+        for text in (getattr(delta, "content", None), getattr(delta, "refusal", None)):
+            if isinstance(text, str) and text:
+                events.extend(state.text(text))
+        for call in getattr(delta, "tool_calls", None) or []:
+            events.extend(state.tool_call(call))
+        return events
+
+    # --- errors ----------------------------------------------------------------
+
+    def describe_error(self, exc: BaseException) -> ProviderError | None:
+        import sys
+
+        openai = sys.modules.get("openai")
+        if openai is None:
+            return None
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderError(f"Request timed out: {exc.__cause__ or exc}", kind=ErrorKind.TRANSIENT)
+        if isinstance(exc, openai.APIConnectionError):
+            return ProviderError(f"Connection error: {exc.__cause__ or exc}", kind=ErrorKind.TRANSIENT)
+        if isinstance(exc, openai.APIStatusError):
+            status = int(exc.status_code)
+            body = exc.body
+            text = _error_message(body)
+            if not text and isinstance(body, str):
+                text = body.strip()[:2000]
+            label = _error_label(body) or exc.response.reason_phrase or "error"
+            kind = classify(status, f"{label} {text}" if text else "")
+            headers = dict(exc.response.headers.items())
+            message = f"{status} {label}: {text}" if text else f"{status} {label}"
+            return ProviderError(message, status=status, retry_after=parse_retry_after(headers), kind=kind)
+        if isinstance(exc, openai.APIError):
+            # An error object inside the stream (OpenRouter, vLLM): no HTTP status.
+            body = exc.body
+            text = _error_message(body) or str(exc)
+            label = _error_label(body)
+            body_status = _status_from_body(body)
+            message = f"{label}: {text}" if label else text
+            if body_status is not None:
+                message = f"{body_status} {message}"
+            return ProviderError(message, status=body_status)
+        return None
+
+
+def _error_message(body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        body = inner
+    message = body.get("message")
+    text = message if isinstance(message, str) else ""
+    metadata = body.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw and raw not in text:
+        # OpenRouter: "Provider returned error" with the upstream's own text here.
+        text = f"{text} ({raw[:1000]})" if text else raw[:1000]
+    return text
+
+
+def _error_label(body: Any) -> str:
+    """``type (code)`` of an OpenAI-style error object, e.g. ``invalid_request_error
+    (context_length_exceeded)``."""
+    if not isinstance(body, dict):
+        return ""
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        body = inner
+    kind = body.get("type")
+    code = body.get("code")
+    kind = kind if isinstance(kind, str) else ""
+    code = code if isinstance(code, str) else ""
+    if kind and code and code != kind:
+        return f"{kind} ({code})"
+    return kind or code
+
+
+def _status_from_body(body: Any) -> int | None:
+    if not isinstance(body, dict):
+        return None
+    code = body.get("code")
+    if isinstance(code, int) and 400 <= code < 600:
+        return code
+    if isinstance(code, str) and code.isdigit() and 400 <= int(code) < 600:
+        return int(code)
+    label = f"{body.get('type')} {code}".lower()
+    if "overloaded" in label:
+        return 529
+    return None
