@@ -1,0 +1,649 @@
+"""Google Gemini (``google-gemini``) through the official ``google-genai`` SDK.
+
+The SDK is imported on first use only. Its own retries (HTTP retry options, automatic
+stream continuation, automatic function calling) are switched off: heron retries, and
+it runs the tools.
+
+Wire facts this adapter relies on:
+
+- the request is ``contents`` (roles ``user``/``model``) plus ``systemInstruction``,
+  ``tools[].functionDeclarations`` and ``generationConfig``; tool results are
+  ``functionResponse`` parts of a user turn;
+- reasoning state is an opaque ``thoughtSignature`` on a part (a thought summary, a
+  text part - even an empty one - or a function call); it must go back on the same
+  kind of part, and only to the model that produced it;
+- a function call may come without an ``id``; on Vertex AI its arguments may be
+  streamed as ``partialArgs`` (a JSON path and a value each) between a call opened
+  with ``willContinue`` and an empty call that closes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron.ai.adapt import adapt_messages, same_model
+from heron.ai.builder import MessageBuilder
+from heron.ai.events import AssistantEvent
+from heron.ai.options import StreamOptions
+from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
+from heron.ai.thinking import budget_tokens
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolResultMessage,
+    UserMessage,
+)
+
+JSON = dict[str, Any]
+
+API_KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+DEFAULT_API_VERSION = "v1beta"
+# Gemini 3 rejects a function call without a signature in the current turn. Google's
+# documented escape hatch for history written by another model:
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+INCOMPLETE = "stream ended before the response was complete"
+
+_VERSION_SUFFIX = re.compile(r"^(?P<base>.*?)/(?P<version>v\d+(?:(?:alpha|beta)\d*)?)/*$")
+
+
+class GoogleProvider:
+    api = "google-gemini"
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+    # --- Provider ------------------------------------------------------------
+
+    async def stream(
+        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
+    ) -> AsyncIterator[AssistantEvent]:
+        messages = adapt_messages(context.messages, model)
+        contents = convert_messages(messages, model)
+        config = build_config(model, context, options)
+        if options.on_payload is not None:
+            options.on_payload(jsonable({"model": model.id, "contents": contents, "config": config}))
+
+        client = self._client(model, options)
+        response = await client.aio.models.generate_content_stream(model=model.id, contents=contents, config=config)
+        state = _StreamState(builder, _taken_ids(context.messages))
+        try:
+            async for chunk in response:
+                for event in state.on_chunk(chunk):
+                    yield event
+        finally:
+            closer = getattr(response, "aclose", None)
+            if closer is not None:
+                await closer()
+        for event in state.finish():
+            yield event
+
+    def describe_error(self, exc: BaseException) -> ProviderError | None:
+        import sys
+
+        errors = sys.modules.get("google.genai.errors")
+        if errors is not None and isinstance(exc, errors.APIError):
+            return _describe_api_error(exc)
+        if errors is not None and isinstance(exc, errors.UnknownApiResponseError):
+            return ProviderError(f"Gemini sent an invalid response: {exc}", kind=ErrorKind.UNKNOWN)
+        module = type(exc).__module__ or ""
+        if module.startswith("pydantic"):
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return ProviderError(f"Gemini sent a response the SDK could not read: {first}", kind=ErrorKind.UNKNOWN)
+        if module.startswith("aiohttp"):
+            return ProviderError(f"Connection error: {exc or type(exc).__name__}", kind=ErrorKind.TRANSIENT)
+        return None
+
+    # --- client ----------------------------------------------------------------
+
+    def _client(self, model: Model, options: StreamOptions) -> Any:
+        import asyncio
+
+        from google import genai
+        from google.genai import types
+
+        api_key = options.api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
+        api_key = api_key or "heron-no-api-key"
+        base_url, api_version = split_base_url(model.base_url)
+        headers = {**(model.headers or {}), **(options.headers or {})}
+        timeout_ms = max(1, int(options.timeout * 1000))
+        key = (base_url, api_version, api_key, tuple(sorted(headers.items())), timeout_ms)
+        # httpx connections belong to the event loop that opened them.
+        loop = asyncio.get_running_loop()
+        cached = self._clients.get(key)
+        if cached is not None and cached[0] is loop:
+            return cached[1]
+        http_options = types.HttpOptions(
+            base_url=base_url,
+            api_version=api_version,
+            headers=headers or None,
+            timeout=timeout_ms,
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+        self._clients[key] = (loop, client)
+        return client
+
+
+# --- request --------------------------------------------------------------------
+
+
+def split_base_url(base_url: str | None) -> tuple[str | None, str]:
+    """``(base, api_version)``: a base URL written with its version (pi's
+    ``https://generativelanguage.googleapis.com/v1beta``) must not get a second one."""
+    if not base_url:
+        return None, DEFAULT_API_VERSION
+    match = _VERSION_SUFFIX.match(base_url)
+    if match is None:
+        return base_url, DEFAULT_API_VERSION
+    return match.group("base") + "/", match.group("version")
+
+
+def is_gemini3(model: Model) -> bool:
+    return "gemini-3" in model.id.lower()
+
+
+def build_config(model: Model, context: Context, options: StreamOptions) -> JSON:
+    max_tokens = options.max_tokens or model.max_tokens
+    config: JSON = {"max_output_tokens": max_tokens}
+    if context.system_prompt:
+        config["system_instruction"] = context.system_prompt
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    if context.tools:
+        declarations = [
+            {"name": tool.name, "description": tool.description, "parameters_json_schema": tool.parameters}
+            for tool in context.tools
+        ]
+        config["tools"] = [{"function_declarations": declarations}]
+    if model.reasoning and options.thinking != "off":
+        thinking: JSON = {"include_thoughts": True}
+        if is_gemini3(model):
+            thinking["thinking_level"] = "LOW" if options.thinking in ("minimal", "low") else "HIGH"
+        else:
+            thinking["thinking_budget"] = budget_tokens(options.thinking, max_tokens)
+        config["thinking_config"] = thinking
+    # heron runs the tools and retries itself.
+    config["automatic_function_calling"] = {"disable": True}
+    from google.genai import types
+
+    if "automatic_continuation" in types.GenerateContentConfig.model_fields:
+        config["automatic_continuation"] = False
+    return config
+
+
+def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
+    """heron messages (already adapted to ``model``) as Gemini ``contents``."""
+    contents: list[JSON] = []
+    results: list[JSON] | None = None  # parts of the user turn holding consecutive tool results
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            if results is None:
+                results = []
+                contents.append({"role": "user", "parts": results})
+            _tool_result_parts(message, model, results)
+            continue
+        results = None
+        if isinstance(message, UserMessage):
+            parts = _user_parts(message, model)
+            if parts:
+                contents.append({"role": "user", "parts": parts})
+        else:
+            parts = _assistant_parts(message, model)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+    return contents
+
+
+def _image_part(block: ImageContent, model: Model) -> JSON:
+    if not model.supports_images():
+        return {"text": "(image omitted: this model does not accept images)"}
+    return {"inline_data": {"mime_type": block.mime_type, "data": _b64decode(block.data)}}
+
+
+def _user_parts(message: UserMessage, model: Model) -> list[JSON]:
+    if isinstance(message.content, str):
+        return [{"text": message.content}] if message.content else []
+    parts: list[JSON] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                parts.append({"text": block.text})
+        else:
+            parts.append(_image_part(block, model))
+    return parts
+
+
+def _assistant_parts(message: AssistantMessage, model: Model) -> list[JSON]:
+    native = same_model(message, model)
+    parts: list[JSON] = []
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            if block.redacted or (not block.thinking and not block.thinking_signature):
+                continue
+            part: JSON = {"text": block.thinking, "thought": True}
+            _put_signature(part, block.thinking_signature)
+            parts.append(part)
+        elif isinstance(block, TextContent):
+            if not block.text and not block.text_signature:
+                continue
+            part = {"text": block.text}
+            _put_signature(part, block.text_signature)
+            parts.append(part)
+        else:
+            call: JSON = {"name": block.name, "args": block.arguments}
+            if block.id:
+                call["id"] = block.id
+            part = {"function_call": call}
+            signature = block.thought_signature
+            if signature is None and not native and is_gemini3(model):
+                signature = SKIP_SIGNATURE
+            _put_signature(part, signature)
+            parts.append(part)
+    return parts
+
+
+def _tool_result_parts(message: ToolResultMessage, model: Model, parts: list[JSON]) -> None:
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    images = [b for b in message.content if isinstance(b, ImageContent)]
+    if not text:
+        text = "(see attached image)" if images else "(no output)"
+    response: JSON = {"name": message.tool_name, "response": {"error" if message.is_error else "output": text}}
+    if message.tool_call_id:
+        response["id"] = message.tool_call_id
+    inline = images and model.supports_images()
+    if inline and is_gemini3(model):
+        # Gemini 3 takes media inside the function response itself.
+        response["parts"] = [
+            {"inline_data": {"mime_type": image.mime_type, "data": _b64decode(image.data)}} for image in images
+        ]
+        images = []
+    parts.append({"function_response": response})
+    if images:
+        parts.append({"text": f"Image(s) returned by the {message.tool_name} tool:"})
+        parts.extend(_image_part(image, model) for image in images)
+
+
+def _put_signature(part: JSON, signature: str | None) -> None:
+    if signature:
+        part["thought_signature"] = _b64decode(signature)
+
+
+def _b64decode(value: str) -> bytes:
+    """Standard or URL-safe base64, padding optional (signatures are stored as sent)."""
+    cleaned = value.strip().replace("-", "+").replace("_", "/")
+    cleaned += "=" * (-len(cleaned) % 4)
+    try:
+        return base64.b64decode(cleaned, validate=False)
+    except (binascii.Error, ValueError):
+        return value.encode()
+
+
+def _b64encode(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+def jsonable(value: Any) -> Any:
+    """The request as JSON-ready data (bytes as base64) for ``on_payload``."""
+    if isinstance(value, bytes):
+        return _b64encode(value)
+    if isinstance(value, Mapping):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def _taken_ids(messages: list[Message]) -> set[str]:
+    taken: set[str] = set()
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            taken.update(call.id for call in message.tool_calls())
+    return taken
+
+
+# --- response --------------------------------------------------------------------
+
+
+def _enum_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    name = getattr(value, "value", value)
+    return str(name)
+
+
+@dataclass
+class _PartialCall:
+    """A function call whose arguments arrive as ``partialArgs`` (Vertex AI)."""
+
+    key: tuple[str, int]
+    args: JSON = field(default_factory=dict)
+    open_strings: set[str] = field(default_factory=set)
+    sent: str = ""  # argument text already streamed as deltas
+    diverged: bool = False  # an update rewrote text already sent: replace at the end
+
+
+class _StreamState:
+    def __init__(self, builder: MessageBuilder, taken_ids: set[str]) -> None:
+        self.builder = builder
+        self.taken_ids = taken_ids
+        self.block: tuple[str, int] | None = None  # open text/thinking block
+        self.block_kind: str | None = None
+        self.counter = 0
+        self.call: _PartialCall | None = None
+        self.finish_reason: str | None = None
+        self.finish_message: str | None = None
+        self.tool_calls = 0
+
+    def _next_key(self, kind: str) -> tuple[str, int]:
+        self.counter += 1
+        return (kind, self.counter)
+
+    def _call_id(self, name: str) -> str:
+        n = 1
+        while f"{name}_{n}" in self.taken_ids:
+            n += 1
+        call_id = f"{name}_{n}"
+        self.taken_ids.add(call_id)
+        return call_id
+
+    # --- chunks --------------------------------------------------------------
+
+    def on_chunk(self, chunk: Any) -> list[AssistantEvent]:
+        builder = self.builder
+        events: list[AssistantEvent] = []
+        if chunk.response_id:
+            builder.message.response_id = chunk.response_id
+        self._usage(chunk.usage_metadata)
+        feedback = chunk.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            reason = _enum_name(feedback.block_reason)
+            detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
+            raise ProviderError(f"Gemini blocked the request ({reason}){detail}")
+        if not chunk.candidates:
+            return events
+        candidate = chunk.candidates[0]
+        content = candidate.content
+        for part in (content.parts if content is not None else None) or []:
+            if part.function_call is not None:
+                events.extend(self._function_call(part.function_call, part.thought_signature))
+            elif part.text is not None or (part.thought and part.thought_signature is not None):
+                events.extend(self._text(part.text or "", bool(part.thought), part.thought_signature))
+        if candidate.finish_reason is not None:
+            self.finish_reason = _enum_name(candidate.finish_reason)
+            self.finish_message = candidate.finish_message
+        return events
+
+    def _usage(self, metadata: Any) -> None:
+        if metadata is None:
+            return
+        prompt = metadata.prompt_token_count
+        candidates = metadata.candidates_token_count
+        thoughts = metadata.thoughts_token_count
+        if prompt is None and candidates is None and thoughts is None:
+            return  # Vertex sends {"trafficType": ...} alone on intermediate chunks
+        cached = metadata.cached_content_token_count or 0
+        usage = self.builder.usage
+        usage.cache_read = cached
+        usage.cache_write = 0
+        usage.input = max(0, (prompt or 0) - cached)
+        usage.output = (candidates or 0) + (thoughts or 0)
+        usage.total_tokens = metadata.total_token_count or (usage.input + usage.cache_read + usage.output)
+
+    def _text(self, text: str, thought: bool, signature: bytes | None) -> list[AssistantEvent]:
+        builder = self.builder
+        kind = "thinking" if thought else "text"
+        events: list[AssistantEvent] = []
+        if not text and signature is None:
+            return events
+        events.extend(self._close_call())
+        if self.block is None or self.block_kind != kind:
+            events.extend(self._close_block())
+            key = self._next_key(kind)
+            events.append(builder.start_thinking(key) if thought else builder.start_text(key))
+            self.block, self.block_kind = key, kind
+        key = self.block
+        if text:
+            events.append(builder.thinking_delta(key, text) if thought else builder.text_delta(key, text))
+        if signature is not None:
+            encoded = _b64encode(signature)
+            if thought:
+                builder.thinking(key).thinking_signature = encoded
+            else:
+                builder.text(key).text_signature = encoded
+        return events
+
+    def _close_block(self) -> list[AssistantEvent]:
+        if self.block is None:
+            return []
+        key, self.block, self.block_kind = self.block, None, None
+        return [self.builder.end(key)]
+
+    def _function_call(self, call: Any, signature: bytes | None) -> list[AssistantEvent]:
+        builder = self.builder
+        events = self._close_block()
+        encoded = _b64encode(signature) if signature is not None else None
+        if call.name:
+            # A named part starts a new call (and ends a streamed one still open).
+            events.extend(self._close_call())
+            key = self._next_key("tool")
+            self.tool_calls += 1
+            events.append(builder.start_tool_call(key, call.id or self._call_id(call.name), call.name, encoded))
+            if call.will_continue:
+                self.call = _PartialCall(key=key)
+                events.extend(self._continue_call(call))
+                return events
+            arguments: JSON = dict(call.args or {})
+            if call.partial_args:
+                pending = _PartialCall(key=key, args=arguments)
+                _apply_partial_args(pending, call.partial_args)
+                arguments = pending.args
+            events.append(builder.tool_call_delta(key, _dumps(arguments)))
+            events.append(builder.end(key))
+            return events
+        if self.call is None:
+            return events  # a continuation of nothing: ignore
+        if encoded is not None:
+            builder.tool_call(self.call.key).thought_signature = encoded
+        events.extend(self._continue_call(call))
+        return events
+
+    def _continue_call(self, call: Any) -> list[AssistantEvent]:
+        pending = self.call
+        assert pending is not None
+        if call.args:
+            pending.args.update(call.args)
+        last_open = _apply_partial_args(pending, call.partial_args or [])
+        events: list[AssistantEvent] = []
+        if not pending.diverged:
+            text = _dumps(pending.args).rstrip("}]")
+            if last_open and text.endswith('"'):
+                text = text[:-1]
+            if text.startswith(pending.sent):
+                if len(text) > len(pending.sent):
+                    events.append(self.builder.tool_call_delta(pending.key, text[len(pending.sent) :]))
+                    pending.sent = text
+            else:
+                pending.diverged = True
+        if not call.will_continue:
+            events.extend(self._close_call())
+        return events
+
+    def _close_call(self) -> list[AssistantEvent]:
+        pending = self.call
+        if pending is None:
+            return []
+        self.call = None
+        builder = self.builder
+        events: list[AssistantEvent] = []
+        full = _dumps(pending.args)
+        if not pending.diverged and full.startswith(pending.sent):
+            if len(full) > len(pending.sent):
+                events.append(builder.tool_call_delta(pending.key, full[len(pending.sent) :]))
+        else:
+            builder.set_tool_arguments(pending.key, full)
+        events.append(builder.end(pending.key))
+        return events
+
+    # --- end -------------------------------------------------------------------
+
+    def finish(self) -> list[AssistantEvent]:
+        reason = self.finish_reason
+        if reason is None:
+            raise ProviderError(INCOMPLETE, kind=ErrorKind.TRANSIENT)
+        if reason in ("STOP", "FINISH_REASON_UNSPECIFIED"):
+            self.builder.stop_reason = StopReason.TOOL_USE if self.tool_calls else StopReason.STOP
+        elif reason == "MAX_TOKENS":
+            self.builder.stop_reason = StopReason.LENGTH
+        else:
+            # SAFETY, RECITATION, MALFORMED_FUNCTION_CALL, ...: the answer is not usable.
+            detail = f": {self.finish_message}" if self.finish_message else ""
+            raise ProviderError(f"Gemini stopped the response ({reason}){detail}")
+        events = self._close_call()
+        events.extend(self._close_block())
+        return events
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- partialArgs -------------------------------------------------------------------
+
+_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*\"((?:[^\"\\]|\\.)*)\"\s*\]")
+
+
+def parse_json_path(path: str) -> list[str | int] | None:
+    """Steps of a simple RFC 9535 path (``$.a.b[0]['c d']``); ``None`` if not one."""
+    if not path.startswith("$"):
+        return None
+    steps: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        match = _PATH_STEP.match(path, pos)
+        if match is None:
+            return None
+        name, index, single, double = match.groups()
+        if index is not None:
+            steps.append(int(index))
+        else:
+            steps.append(name if name is not None else single if single is not None else double)
+        pos = match.end()
+    return steps
+
+
+def _partial_value(arg: Any) -> tuple[bool, Any]:
+    if arg.string_value is not None:
+        return True, arg.string_value
+    if arg.bool_value is not None:
+        return True, bool(arg.bool_value)
+    if arg.number_value is not None:
+        number = float(arg.number_value)
+        return True, int(number) if number.is_integer() else number
+    if arg.null_value is not None:
+        return True, None
+    return False, None
+
+
+def _apply_partial_args(call: _PartialCall, partial_args: list[Any]) -> bool:
+    """Fold ``partialArgs`` into ``call.args``; whether the last one left a string open."""
+    last_open = False
+    for arg in partial_args:
+        path = arg.json_path or ""
+        steps = parse_json_path(path)
+        present, value = _partial_value(arg)
+        if not steps or not present:
+            last_open = False
+            continue
+        append = isinstance(value, str) and path in call.open_strings
+        _assign(call.args, steps, value, append)
+        if isinstance(value, str) and arg.will_continue:
+            call.open_strings.add(path)
+            last_open = True
+        else:
+            call.open_strings.discard(path)
+            last_open = False
+    return last_open
+
+
+def _assign(root: JSON, steps: list[str | int], value: Any, append: bool) -> None:
+    node: Any = root
+    for step, following in itertools.pairwise(steps):
+        empty: Any = [] if isinstance(following, int) else {}
+        node = _child(node, step, empty)
+        if node is None:
+            return
+    last = steps[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list):
+            return
+        node.extend([None] * (last + 1 - len(node)))
+        current = node[last]
+    else:
+        if not isinstance(node, dict):
+            return
+        current = node.get(last)
+    if append and isinstance(current, str):
+        value = current + value
+    node[last] = value
+
+
+def _child(node: Any, step: str | int, empty: Any) -> Any:
+    if isinstance(step, int):
+        if not isinstance(node, list):
+            return None
+        node.extend([None] * (step + 1 - len(node)))
+        if not isinstance(node[step], type(empty)):
+            node[step] = empty
+        return node[step]
+    if not isinstance(node, dict):
+        return None
+    if not isinstance(node.get(step), type(empty)):
+        node[step] = empty
+    return node[step]
+
+
+# --- errors ----------------------------------------------------------------------
+
+
+def _describe_api_error(exc: Any) -> ProviderError:
+    code = exc.code if isinstance(exc.code, int) else None
+    status = exc.status or ""
+    message = exc.message or (str(exc.details) if exc.details else "")
+    text = " ".join(str(p) for p in (code, status) if p)
+    text = f"{text}: {message}" if message else text or str(exc)
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    retry_after = parse_retry_after(headers) if isinstance(headers, Mapping) else None
+    if retry_after is None:
+        retry_after = _retry_delay(exc.details)
+    return ProviderError(text, status=code, retry_after=retry_after)
+
+
+def _retry_delay(details: Any) -> float | None:
+    """Gemini states the wait in the body (``google.rpc.RetryInfo`` ``retryDelay: "36s"``)."""
+    if not isinstance(details, dict):
+        return None
+    error = details.get("error", details)
+    items = error.get("details") if isinstance(error, dict) else None
+    for item in items if isinstance(items, list) else []:
+        delay = item.get("retryDelay") if isinstance(item, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None
