@@ -1,0 +1,1 @@
+"""The coding agent: tools, system prompt, skills, templates, settings and the runtime."""

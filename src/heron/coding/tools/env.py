@@ -1,0 +1,134 @@
+"""What every coding tool is given: where it works, its limits, and shared read state.
+
+Tools are constructed from a :class:`ToolEnv` rather than reading globals, so the
+runtime can give each session its own cwd, limits scaled to the model's window, and a
+spill directory; and tests can build one in a temp folder.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from heron.context.limits import DEFAULT_LIMITS, ToolLimits
+
+
+def heron_home() -> Path:
+    """``$HERON_HOME`` or ``~/.heron``."""
+    value = os.environ.get("HERON_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".heron"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One successful read: which range, of which version of the file, when."""
+
+    path: str
+    offset: int | None
+    limit: int | None
+    mtime_ns: int
+    size: int
+    at: float
+
+
+class FileReadTracker:
+    """Reads since the last compaction.
+
+    ``read`` uses it to answer a repeated read of an unchanged range with a short stub
+    (the content is still in the context), and ``edit`` to refuse to edit a file that
+    changed on disk since the model last read it. Compaction calls :meth:`reset`,
+    because after it the earlier content is no longer in the context.
+    """
+
+    def __init__(self) -> None:
+        self._reads: dict[tuple[str, int | None, int | None], ReadRecord] = {}
+        self._last_by_path: dict[str, ReadRecord] = {}
+
+    def record(self, path: Path, offset: int | None, limit: int | None, mtime_ns: int, size: int) -> ReadRecord:
+        key = str(path)
+        rec = ReadRecord(key, offset, limit, mtime_ns, size, time.time())
+        self._reads[(key, offset, limit)] = rec
+        self._last_by_path[key] = rec
+        return rec
+
+    def previous(self, path: Path, offset: int | None, limit: int | None) -> ReadRecord | None:
+        return self._reads.get((str(path), offset, limit))
+
+    def last_read(self, path: Path) -> ReadRecord | None:
+        return self._last_by_path.get(str(path))
+
+    def note_write(self, path: Path, mtime_ns: int, size: int) -> None:
+        """After heron itself wrote the file, it is as current as if just read."""
+        key = str(path)
+        last = self._last_by_path.get(key)
+        if last is not None:
+            self._last_by_path[key] = ReadRecord(key, last.offset, last.limit, mtime_ns, size, time.time())
+        for k in [k for k in self._reads if k[0] == key]:
+            del self._reads[k]
+
+    def read_paths(self) -> list[str]:
+        """Paths read since the last reset, most recent last."""
+        return [rec.path for rec in sorted(self._last_by_path.values(), key=lambda r: r.at)]
+
+    def reset(self) -> None:
+        self._reads.clear()
+
+
+@dataclass
+class ToolEnv:
+    cwd: Path
+    limits: ToolLimits = DEFAULT_LIMITS
+    session_id: str | None = None
+    home: Path = field(default_factory=heron_home)
+    reads: FileReadTracker = field(default_factory=FileReadTracker)
+    shell: str | None = None  # None: $SHELL if it is bash/zsh/sh, else /bin/bash, else sh
+
+    def spill_dir(self) -> Path:
+        """Where oversized results of this session are written."""
+        return self.home / "tool-output" / (self.session_id or "no-session")
+
+
+_SPACES = {ch: " " for ch in ("\u00a0", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006",
+                              "\u2007", "\u2008", "\u2009", "\u200a", "\u202f", "\u205f", "\u3000")}
+
+
+def resolve_path(raw: str, cwd: Path) -> Path:
+    """A path as the model wrote it, made absolute.
+
+    Models write ``@src/a.py`` (the mention syntax users type), ``~/x``, or paths with a
+    non-breaking space copied from rendered text; none of that should make a read fail.
+    If the literal path does not exist but its normalised spelling does, that one wins.
+    """
+    text = raw.strip()
+    if text.startswith("@"):
+        text = text[1:]
+    candidates = [text]
+    normalised = "".join(_SPACES.get(ch, ch) for ch in text)
+    if normalised != text:
+        candidates.append(normalised)
+    nfc = unicodedata.normalize("NFC", normalised)
+    nfd = unicodedata.normalize("NFD", normalised)
+    candidates.extend(c for c in (nfc, nfd) if c not in candidates)
+    resolved = [_absolute(c, cwd) for c in candidates]
+    for path in resolved:
+        if path.exists():
+            return path
+    return resolved[0]
+
+
+def _absolute(text: str, cwd: Path) -> Path:
+    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
+    if not path.is_absolute():
+        path = cwd / path
+    return Path(os.path.normpath(path))
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """Relative to cwd when inside it (what the model should write back), else absolute."""
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
