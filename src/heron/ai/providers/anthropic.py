@@ -1,0 +1,428 @@
+"""Anthropic Messages API (``POST /v1/messages``, streamed) through the official SDK.
+
+The request side turns heron's message model into Messages API turns: the system prompt
+as a cached text block, consecutive tool results merged into one user turn, thinking
+replayed with its signature to the model that wrote it, and a cache marker on the last
+block of the last user turn so each request reuses the previous one's prefix.
+
+The response side maps the raw stream events (``message_start``, ``content_block_*``,
+``message_delta``, ``message_stop``) onto a :class:`MessageBuilder`. Blocks the server
+runs itself (``server_tool_use``, ``*_tool_result``) are not client tool calls and are
+skipped. The SDK is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import weakref
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from heron.ai.adapt import adapt_messages, anthropic_tool_id
+from heron.ai.builder import MessageBuilder
+from heron.ai.events import AssistantEvent
+from heron.ai.options import StreamOptions
+from heron.ai.overflow import ErrorKind, ProviderError, classify, parse_retry_after
+from heron.ai.thinking import budget_tokens
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+JSON = dict[str, Any]
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+# The SDK refuses to build a client with no credential; local test servers need none.
+PLACEHOLDER_API_KEY = "heron-no-api-key"
+
+IMAGE_OMITTED = "(image omitted: this model does not accept images)"
+EMPTY_RESULT = "(no output)"
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": StopReason.STOP,
+    "stop_sequence": StopReason.STOP,
+    "pause_turn": StopReason.STOP,
+    "refusal": StopReason.STOP,
+    "max_tokens": StopReason.LENGTH,
+    "model_context_window_exceeded": StopReason.LENGTH,
+    "tool_use": StopReason.TOOL_USE,
+}
+
+# Status of an ``error`` event inside a 200 stream, from its ``error.type``.
+_STATUS_OF_ERROR_TYPE: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+_MAX_ERROR_TEXT = 2_000
+
+
+def map_stop_reason(reason: str | None) -> StopReason:
+    if reason is None:
+        return StopReason.STOP
+    return _STOP_REASONS.get(reason, StopReason.STOP)
+
+
+# --- request ---------------------------------------------------------------------
+
+
+def cache_marker(options: StreamOptions) -> JSON | None:
+    if options.cache_retention == "none":
+        return None
+    marker: JSON = {"type": "ephemeral"}
+    if options.cache_retention == "long":
+        marker["ttl"] = "1h"
+    return marker
+
+
+def _image_block(block: ImageContent) -> JSON:
+    return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+
+
+def _user_blocks(content: str | list[TextContent | ImageContent], model: Model) -> list[JSON]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content.strip() else []
+    out: list[JSON] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            if block.text.strip():  # the API rejects empty and whitespace-only text blocks
+                out.append({"type": "text", "text": block.text})
+        elif model.supports_images():
+            out.append(_image_block(block))
+        else:
+            out.append({"type": "text", "text": IMAGE_OMITTED})
+    return out
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[JSON]:
+    out: list[JSON] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            # adapt_messages already turned another model's thinking into text, so what is
+            # left here was written by this model and may be replayed with its signature.
+            if block.redacted:
+                if block.thinking_signature:
+                    out.append({"type": "redacted_thinking", "data": block.thinking_signature})
+            elif block.thinking_signature:
+                out.append({"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature})
+            elif block.thinking.strip():
+                # No signature (the stream was cut before it arrived): the API would reject
+                # it as thinking, but the reasoning is still worth keeping as text.
+                out.append({"type": "text", "text": block.thinking})
+        elif isinstance(block, ToolCall):
+            out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments})
+    return out
+
+
+def _tool_result_block(message: ToolResultMessage, model: Model) -> JSON:
+    content = _user_blocks(message.content, model)
+    if not content:
+        content = [{"type": "text", "text": EMPTY_RESULT}]
+    return {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": content,
+        "is_error": message.is_error,
+    }
+
+
+def convert_messages(messages: list[Message], model: Model, marker: JSON | None) -> list[JSON]:
+    """Messages API turns for already adapted ``messages``.
+
+    Consecutive messages of the same role (tool results, a user message after them, or
+    anything left next to a skipped empty message) share one turn: the API wants turns
+    to alternate, and all results of one assistant turn in the user turn right after it.
+    """
+    turns: list[JSON] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            role, blocks = "user", _user_blocks(message.content, model)
+        elif isinstance(message, ToolResultMessage):
+            role, blocks = "user", [_tool_result_block(message, model)]
+        else:
+            role, blocks = "assistant", _assistant_blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    if marker is not None:
+        for turn in reversed(turns):
+            if turn["role"] == "user":
+                turn["content"][-1]["cache_control"] = dict(marker)
+                break
+    return turns
+
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> JSON:
+    """The JSON body of ``POST /v1/messages`` (with ``stream: true``)."""
+    marker = cache_marker(options)
+    messages = adapt_messages(context.messages, model, anthropic_tool_id)
+    max_tokens = options.max_tokens or model.max_tokens
+    body: JSON = {"model": model.id, "max_tokens": max_tokens, "stream": True}
+    if context.system_prompt:
+        system: JSON = {"type": "text", "text": context.system_prompt}
+        if marker is not None:
+            system["cache_control"] = dict(marker)
+        body["system"] = [system]
+    body["messages"] = convert_messages(messages, model, marker)
+    if context.tools:
+        body["tools"] = [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+            for tool in context.tools
+        ]
+    if model.reasoning and options.thinking != "off":
+        budget = budget_tokens(options.thinking, max_tokens)
+        if budget >= max_tokens:  # the API requires max_tokens > budget_tokens
+            body["max_tokens"] = budget + 1_024
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    elif options.temperature is not None:
+        # Extended thinking only runs at the default temperature.
+        body["temperature"] = options.temperature
+    return body
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+def _error_fields(body: object) -> tuple[str | None, str | None]:
+    """``(error.type, error.message)`` of an API error body, if it has that shape."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type")
+            text = error.get("message")
+            return (kind if isinstance(kind, str) else None, text if isinstance(text, str) else None)
+    return None, None
+
+
+def _describe_status_error(exc: Any) -> ProviderError:
+    status = int(getattr(exc, "status_code", 0) or 0)
+    body = getattr(exc, "body", None)
+    error_type, provider_text = _error_fields(body)
+    in_stream = status < 400  # an ``error`` event inside a 200 stream
+    if in_stream:
+        status = _STATUS_OF_ERROR_TYPE.get(error_type or "", 500)
+    if provider_text is None:
+        if isinstance(body, str):
+            provider_text = body.strip()
+        elif body is not None:  # JSON of another shape (a proxy's own error format)
+            provider_text = json.dumps(body, ensure_ascii=False)
+        else:
+            provider_text = ""
+    shown = provider_text or str(getattr(exc, "message", "") or exc)
+    if len(shown) > _MAX_ERROR_TEXT:  # an HTML error page from a proxy
+        shown = shown[:_MAX_ERROR_TEXT] + "..."
+    label = f"{status} {error_type}" if error_type else str(status)
+    retry_after = None
+    if not in_stream:
+        response = getattr(exc, "response", None)
+        retry_after = parse_retry_after(getattr(response, "headers", None))
+    return ProviderError(
+        f"{label}: {shown}",
+        status=status,
+        retry_after=retry_after,
+        kind=classify(status, provider_text),
+    )
+
+
+# --- provider ----------------------------------------------------------------------
+
+
+class AnthropicProvider:
+    api = "anthropic-messages"
+
+    def __init__(self) -> None:
+        # SDK clients hold a connection pool bound to the event loop that opened it, so
+        # they are cached per loop, then per (base_url, api_key, headers).
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _client(self, model: Model, options: StreamOptions) -> Any:
+        import asyncio
+
+        from anthropic import AsyncAnthropic
+
+        api_key = options.api_key or os.environ.get(API_KEY_ENV) or PLACEHOLDER_API_KEY
+        headers = {**(model.headers or {}), **(options.headers or {})}
+        key = (model.base_url, api_key, tuple(sorted(headers.items())))
+        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
+        client = per_loop.get(key)
+        if client is None:
+            client = AsyncAnthropic(
+                api_key=api_key,
+                base_url=model.base_url,
+                default_headers=headers,
+                max_retries=0,
+                timeout=options.timeout,
+            )
+            per_loop[key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the SDK clients (and their connections) opened on the running event loop."""
+        import asyncio
+
+        clients = self._clients.pop(asyncio.get_running_loop(), {})
+        for client in clients.values():
+            await client.close()
+
+    def describe_error(self, exc: BaseException) -> ProviderError | None:
+        sdk = sys.modules.get("anthropic")
+        if sdk is None:  # the SDK was never loaded: the error cannot be one of its own
+            return None
+        if isinstance(exc, sdk.APIStatusError):
+            return _describe_status_error(exc)
+        if isinstance(exc, sdk.APITimeoutError):
+            return ProviderError(f"Request timed out: {exc}", kind=ErrorKind.TRANSIENT)
+        if isinstance(exc, sdk.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            return ProviderError(f"Connection error: {detail}", kind=ErrorKind.TRANSIENT)
+        return None
+
+    async def stream(
+        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
+    ) -> AsyncIterator[AssistantEvent]:
+        body = build_request(model, context, options)
+        client = self._client(model, options)
+        if options.on_payload is not None:
+            options.on_payload(body)
+        sdk_stream: Any = await client.messages.create(**body, timeout=options.timeout)
+        try:
+            finished = False
+            events = sdk_stream.__aiter__()
+            while True:
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+                except json.JSONDecodeError as exc:
+                    raise ProviderError(
+                        f"invalid JSON in the response stream: {exc}", kind=ErrorKind.TRANSIENT
+                    ) from exc
+                if event.type == "message_stop":
+                    finished = True  # read on to the end of the body, so the connection is reusable
+                    continue
+                for out in self._handle(event, builder):
+                    yield out
+            if not finished:
+                raise ProviderError("stream ended before the response was complete", kind=ErrorKind.TRANSIENT)
+        finally:
+            await sdk_stream.close()
+
+    def _handle(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
+        kind = event.type
+        if kind == "content_block_delta":
+            return self._on_delta(event, builder)
+        if kind == "content_block_start":
+            return self._on_block_start(event, builder)
+        if kind == "content_block_stop":
+            index = event.index
+            return [builder.end(index)] if builder.is_open(index) else []
+        if kind == "message_start":
+            message = event.message
+            builder.message.response_id = getattr(message, "id", None)
+            _apply_usage(builder, getattr(message, "usage", None))
+        elif kind == "message_delta":
+            delta = getattr(event, "delta", None)
+            reason = getattr(delta, "stop_reason", None)
+            if reason is not None:
+                builder.stop_reason = map_stop_reason(reason)
+            _apply_usage(builder, getattr(event, "usage", None))
+        return []
+
+    def _on_block_start(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
+        index = event.index
+        block = event.content_block
+        kind = getattr(block, "type", None)
+        out: list[AssistantEvent] = []
+        if kind == "text":
+            out.append(builder.start_text(index))
+            text = getattr(block, "text", "") or ""
+            if text:
+                out.append(builder.text_delta(index, text))
+        elif kind == "thinking":
+            out.append(builder.start_thinking(index, getattr(block, "signature", None) or None))
+            thinking = getattr(block, "thinking", "") or ""
+            if thinking:
+                out.append(builder.thinking_delta(index, thinking))
+        elif kind == "redacted_thinking":
+            out.append(builder.start_thinking(index, getattr(block, "data", None) or None, redacted=True))
+        elif kind == "tool_use":
+            out.append(builder.start_tool_call(index, block.id, block.name))
+            initial = getattr(block, "input", None)
+            if isinstance(initial, dict) and initial:
+                builder.set_tool_arguments(index, json.dumps(initial))
+        # server_tool_use, web_search_tool_result, tool_search_tool_result...: run by the
+        # server, nothing for the client to do; their deltas find no open block.
+        return out
+
+    def _on_delta(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
+        index = event.index
+        if not builder.is_open(index):
+            return []
+        delta = event.delta
+        kind = getattr(delta, "type", None)
+        if kind == "text_delta":
+            text = delta.text or ""
+            return [builder.text_delta(index, text)] if text else []
+        if kind == "thinking_delta":
+            thinking = delta.thinking or ""
+            return [builder.thinking_delta(index, thinking)] if thinking else []
+        if kind == "signature_delta":
+            block = builder.thinking(index)
+            block.thinking_signature = (block.thinking_signature or "") + (delta.signature or "")
+            return []
+        if kind == "input_json_delta":
+            fragment = delta.partial_json or ""
+            return [builder.tool_call_delta(index, fragment)] if fragment else []
+        return []  # citations_delta and future delta kinds carry nothing heron keeps
+
+
+def _apply_usage(builder: MessageBuilder, usage: Any) -> None:
+    """Copy the fields the event reports; ``message_delta`` overrides ``message_start``."""
+    if usage is None:
+        return
+    target = builder.usage
+    value = getattr(usage, "input_tokens", None)
+    if value is not None:
+        target.input = int(value)
+    value = getattr(usage, "cache_read_input_tokens", None)
+    if value is not None:
+        target.cache_read = int(value)
+    value = getattr(usage, "cache_creation_input_tokens", None)
+    if value is not None:
+        target.cache_write = int(value)
+    value = getattr(usage, "output_tokens", None)
+    if value is not None:
+        target.output = int(value)
+    target.total_tokens = target.input + target.output + target.cache_read + target.cache_write
