@@ -78,6 +78,7 @@ class Agent:
         stream_options: Callable[[Context], StreamOptions] | None = None,
         stream_fn: StreamFn = _default_stream,
         tool_execution: Literal["parallel", "sequential"] = "parallel",
+        abort_grace: float = 2.0,
     ) -> None:
         self.state = AgentState(
             system_prompt=system_prompt,
@@ -93,24 +94,36 @@ class Agent:
         self.stream_options = stream_options
         self.stream_fn = stream_fn
         self.tool_execution = tool_execution
+        self.abort_grace = abort_grace
         self._queues = MessageQueues()
         self._listeners: list[Listener] = []
         self._controller: AbortController | None = None
         self._run: asyncio.Task[list[AgentMessage]] | None = None
+        # The running loop's config and context, so the setters reach the next turn.
+        self._config: LoopConfig | None = None
+        self._context: AgentContext | None = None
 
     # --- setters (take effect at the next turn) -------------------------------------
 
     def set_model(self, model: Model) -> None:
         self.state.model = model
+        if self._config is not None:
+            self._config.model = model
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
         self.state.thinking_level = level
+        if self._config is not None:
+            self._config.thinking_level = level
 
     def set_tools(self, tools: list[AgentTool[Any]]) -> None:
         self.state.tools = list(tools)
+        if self._context is not None:
+            self._context.tools = self.state.tools
 
     def set_system_prompt(self, prompt: str) -> None:
         self.state.system_prompt = prompt
+        if self._context is not None:
+            self._context.system_prompt = prompt
 
     def replace_messages(self, messages: list[AgentMessage]) -> None:
         self._ensure_idle()
@@ -160,7 +173,10 @@ class Agent:
         elif event.type == "tool_execution_end":
             state.pending_tool_calls.discard(event.tool_call_id)
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:
+                log.exception("agent event listener failed on %s", event.type)
 
     # --- running -----------------------------------------------------------------------
 
@@ -203,8 +219,9 @@ class Agent:
             self._controller.abort(reason)
 
     async def wait_for_idle(self) -> None:
+        """Wait for the current run to end. Cancelling the wait (a timeout) leaves the run alone."""
         if self._run is not None:
-            await asyncio.gather(self._run, return_exceptions=True)
+            await asyncio.wait({self._run})
 
     def _ensure_idle(self) -> None:
         if self.is_running:
@@ -226,12 +243,23 @@ class Agent:
             tool_execution=self.tool_execution,
             stream_options=self.stream_options,
             stream_fn=self.stream_fn,
+            abort_grace=self.abort_grace,
         )
         context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
+        self._config, self._context = config, context
         self._run = asyncio.ensure_future(run_loop(prompts, context, config, self._controller.signal, self._emit))
         try:
-            added = await self._run
+            try:
+                added = await asyncio.shield(self._run)
+            except asyncio.CancelledError:
+                # The caller was cancelled (a timeout, a UI task): stop the run the clean way,
+                # so every tool call still gets its result, then let the cancellation through.
+                if not self._run.done():
+                    self._controller.abort()
+                    await asyncio.wait({self._run})
+                raise
         finally:
+            self._config = self._context = None
             state.is_streaming = False
             state.stream_message = None
             state.pending_tool_calls.clear()

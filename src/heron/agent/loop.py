@@ -216,7 +216,8 @@ async def build_request_context(context: AgentContext, config: LoopConfig, signa
     ``convert_to_llm`` (visibility), then the tool definitions."""
     messages = context.messages
     if config.transform_context is not None:
-        messages = await config.transform_context(messages, signal)
+        # A shallow copy: a transform that edits its argument must not edit the session.
+        messages = await config.transform_context(list(messages), signal)
     converted = config.convert_to_llm(messages)
     llm_messages = await converted if inspect.isawaitable(converted) else converted
     return Context(
@@ -264,11 +265,13 @@ async def _execute_tools(
     previous_by_key: dict[str, asyncio.Task[None]] = {}
     previous_task: asyncio.Task[None] | None = None
     tasks: list[asyncio.Task[None]] = []
+    started: set[int] = set()
 
     async def run(index: int, wait_for: asyncio.Task[None] | None) -> None:
         item = prepared[index]
         if wait_for is not None:
             await asyncio.wait({wait_for})
+        started.add(index)
         results[index] = await _run_one(item, context, config, signal, emit)
 
     for index, item in enumerate(prepared):
@@ -285,13 +288,21 @@ async def _execute_tools(
         if key is not None:
             previous_by_key[key] = task
 
-    await _wait_with_abort(tasks, signal, config.abort_grace)
+    try:
+        await _wait_with_abort(tasks, signal, config.abort_grace)
+    except asyncio.CancelledError:
+        for task in tasks:  # the run itself was cancelled: no tool outlives it
+            task.cancel()
+        raise
 
     messages = []
     for index, item in enumerate(prepared):
         result = results[index]
         if result is None:  # cancelled after the abort grace period
             result = ToolResult.error(ABORTED_TOOL)
+            if index not in started:  # was still waiting for an earlier call
+                emit(ToolExecutionStartEvent(tool_call_id=item.call.id, tool_name=item.call.name,
+                                             args=item.call.arguments))
             emit(ToolExecutionEndEvent(tool_call_id=item.call.id, tool_name=item.call.name, result=result,
                                        is_error=True))
         messages.append(
