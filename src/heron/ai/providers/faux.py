@@ -82,8 +82,22 @@ def serialise_request(context: Context) -> str:
     for tool in context.tools or []:
         parts.append(json.dumps(tool.to_json_dict(), ensure_ascii=False, sort_keys=True))
     for message in context.messages:
-        parts.append(json.dumps(_wire_message(message), ensure_ascii=False, sort_keys=True))
+        cached = _wire_cache.get(id(message))
+        if cached is None or cached[0] is not message:
+            line = json.dumps(_wire_message(message), ensure_ascii=False, sort_keys=True)
+            if len(_wire_cache) >= 100_000:
+                _wire_cache.clear()
+            _wire_cache[id(message)] = (message, line)
+        else:
+            line = cached[1]
+        parts.append(line)
     return "\n".join(parts)
+
+
+# Serialised form per message object: a long faux session re-sends thousands of
+# messages per request, and benchmarks should measure heron, not json.dumps.
+# Messages are treated as immutable once sent (as the agent does).
+_wire_cache: dict[int, tuple[Message, str]] = {}
 
 
 def _wire_block(block: Any) -> dict[str, Any]:
