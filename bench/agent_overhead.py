@@ -3,7 +3,9 @@
 1. 1,000 tool turns in one run against a zero-latency provider that answers with a
    fixed tool call (and, in a second row, the faux provider, which also serialises the
    whole request every call): microseconds per turn spent in heron, and peak memory.
-2. The context pipeline before every call (transform_context -> convert_to_llm -> tool
+2. The context pipeline before every call (on a realistic mix: a compaction summary,
+   then user / assistant / tool-result turns with a UI note every 10 turns and a
+   user-run command every 25) (transform_context -> convert_to_llm -> tool
    definitions) as the message list grows to 10,000 messages: microseconds per call.
    Linear growth per call is expected (each call looks at every message once); the
    figure that matters is that it stays small and does not grow faster than n.
@@ -135,8 +137,10 @@ def synthetic_messages(n: int) -> list[AgentMessage]:
         )
         result = ToolResultMessage(tool_call_id=f"c{i}", tool_name="noop", content=[TextContent(text="r" * 500)])
         messages.append(result)
-        messages.append(UINote(text="card"))
-        messages.append(BashExecutionMessage(command="ls", output="a\nb", exit_code=0))
+        if i % 10 == 0:
+            messages.append(UINote(text="card"))
+        if i % 25 == 0:
+            messages.append(BashExecutionMessage(command="ls", output="a\nb", exit_code=0))
     return messages[:n]
 
 

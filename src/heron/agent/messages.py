@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import not_
 from typing import Any, Protocol, runtime_checkable
 
 from heron.ai.types import (
@@ -359,27 +361,36 @@ _CACHE_LIMIT = 50_000
 def convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     """The default visibility rule: LLM messages pass through untouched (same objects,
     so this is cheap and prefix-stable), summaries and user-run commands become user
-    messages, UI notes and unknown kinds are dropped."""
+    messages, UI notes and unknown kinds are dropped.
+
+    Runs before every request over the whole list, so the common case - long runs of
+    plain LLM messages - is handled with C-level list operations; only the custom
+    messages are visited one by one.
+    """
+    is_llm = list(map(_LLM_TYPES.__contains__, map(type, messages)))
+    if all(is_llm):
+        return list(messages)  # type: ignore[arg-type]
     out: list[Message] = []
-    append = out.append
-    passthrough = _LLM_TYPES
-    converters = _TO_LLM
-    for message in messages:
-        kind = type(message)
-        if kind in passthrough:
-            append(message)  # type: ignore[arg-type]
-            continue
-        convert = converters.get(kind)
-        if convert is None:
-            continue
-        cached = _converted.get(id(message))
-        if cached is not None and cached[0] is message:
-            converted = cached[1]
-        else:
-            converted = convert(message)
-            if len(_converted) >= _CACHE_LIMIT:
-                _converted.clear()
-            _converted[id(message)] = (message, converted)
+    previous = 0
+    for index in compress(range(len(is_llm)), map(not_, is_llm)):
+        out.extend(messages[previous:index])  # type: ignore[arg-type]
+        previous = index + 1
+        converted = _convert_custom(messages[index])
         if converted is not None:
-            append(converted)
+            out.append(converted)
+    out.extend(messages[previous:])  # type: ignore[arg-type]
     return out
+
+
+def _convert_custom(message: AgentMessage) -> Message | None:
+    convert = _TO_LLM.get(type(message))
+    if convert is None:
+        return None
+    cached = _converted.get(id(message))
+    if cached is not None and cached[0] is message:
+        return cached[1]
+    converted = convert(message)
+    if len(_converted) >= _CACHE_LIMIT:
+        _converted.clear()
+    _converted[id(message)] = (message, converted)
+    return converted
