@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -77,10 +78,8 @@ async def heron_chat(model: Model) -> float:
     return elapsed
 
 
-async def bare_sdk_chat(base_url: str) -> float:
-    import openai
-
-    client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0)
+async def bare_sdk_chat(client: Any) -> float:
+    """The SDK alone, with one long-lived client (as heron's adapter keeps one)."""
     start = time.perf_counter()
     parts = []
     response = await client.chat.completions.create(
@@ -90,7 +89,6 @@ async def bare_sdk_chat(base_url: str) -> float:
         if chunk.choices and chunk.choices[0].delta.content:
             parts.append(chunk.choices[0].delta.content)
     elapsed = time.perf_counter() - start
-    await client.close()
     assert parts
     return elapsed
 
@@ -102,15 +100,19 @@ async def sdk_comparison(body: bytes, runs: int) -> dict[str, float]:
     server.fallback = Reply(body=body, chunk_size=16_384)
     base_url = f"{server.url}/v1"
     model = Model(id="bench", api="openai-chat", provider="bench", base_url=base_url)
+    import openai
+
+    client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0)
     try:
         await heron_chat(model)  # warm: imports, connection pool
-        await bare_sdk_chat(base_url)
+        await bare_sdk_chat(client)
         heron_times = []
         sdk_times = []
         for _ in range(runs):
-            sdk_times.append(await bare_sdk_chat(base_url))
+            sdk_times.append(await bare_sdk_chat(client))
             heron_times.append(await heron_chat(model))
     finally:
+        await client.close()
         server.close()
     h, s = median(heron_times), median(sdk_times)
     return {"heron_s": h, "sdk_s": s, "ratio": h / s}

@@ -321,13 +321,21 @@ def _extra(obj: Any, name: str) -> Any:
     Looked up in ``model_extra`` first: ``getattr`` of an undeclared field goes through
     pydantic's ``__getattr__`` and an exception, which costs more than parsing the chunk.
     """
-    fields = getattr(type(obj), "model_fields", None)
-    if isinstance(fields, dict) and name in fields:
+    cls = type(obj)
+    declared = _DECLARED_FIELDS.get(cls)
+    if declared is None:
+        fields = getattr(cls, "model_fields", None)
+        declared = frozenset(fields) if isinstance(fields, dict) else frozenset()
+        _DECLARED_FIELDS[cls] = declared
+    if name in declared:
         return getattr(obj, name)
-    extra = getattr(obj, "model_extra", None)
+    extra = getattr(obj, "__pydantic_extra__", None)
     if isinstance(extra, dict):
         return extra.get(name)
     return getattr(obj, name, None)
+
+
+_DECLARED_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def _is_json(text: str) -> bool:
