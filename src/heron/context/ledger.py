@@ -1,0 +1,128 @@
+"""The context ledger: a record of everything heron kept out of the model's view.
+
+Principle 3 of the design: nothing is lost silently. Every truncation, spill, read
+de-duplication, prune and compaction appends a record saying what was cut, where, how
+big it was before and after, and how to get it back. The runtime stores records in the
+session as ``custom`` entries (never in context) and emits them as events, so
+``/context`` and ``heron sessions context`` can show them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+LEDGER_CUSTOM_TYPE = "heron.ledger"
+
+LedgerKind = Literal[
+    "truncate",  # a tool cut its own output (read page, bash tail, grep limit)
+    "spill",  # a result over budget was written to disk; the model got a preview
+    "dedupe",  # a repeated read answered with a stub
+    "prune",  # old tool results replaced by stubs in the request (not in the session)
+    "compaction",  # history summarised
+    "summary_fallback",  # the summariser's own input had to be reduced
+    "context_file",  # an AGENTS.md / CLAUDE.md cut to its budget
+    "overflow",  # the provider rejected a request as too long; heron recovered (or not)
+]
+
+
+def chars_to_tokens(chars: int) -> int:
+    return math.ceil(chars / 4)
+
+
+@dataclass(slots=True, kw_only=True)
+class LedgerRecord:
+    kind: LedgerKind
+    ref: str | None = None  # tool call id or session entry id
+    tool: str | None = None
+    chars_before: int = 0
+    chars_after: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    recover: str = ""  # how to get the content back
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tokens_before is None:
+            self.tokens_before = chars_to_tokens(self.chars_before)
+        if self.tokens_after is None:
+            self.tokens_after = chars_to_tokens(self.chars_after)
+
+    @property
+    def saved_tokens(self) -> int:
+        return max(0, (self.tokens_before or 0) - (self.tokens_after or 0))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "charsBefore": self.chars_before,
+            "charsAfter": self.chars_after,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "recover": self.recover,
+        }
+        if self.ref is not None:
+            out["ref"] = self.ref
+        if self.tool is not None:
+            out["tool"] = self.tool
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: dict[str, Any]) -> LedgerRecord:
+        return cls(
+            kind=data.get("kind", "truncate"),
+            ref=data.get("ref"),
+            tool=data.get("tool"),
+            chars_before=int(data.get("charsBefore", 0)),
+            chars_after=int(data.get("charsAfter", 0)),
+            tokens_before=data.get("tokensBefore"),
+            tokens_after=data.get("tokensAfter"),
+            recover=str(data.get("recover", "")),
+            detail=dict(data.get("detail") or {}),
+        )
+
+    def describe(self) -> str:
+        """One line for /context."""
+        where = f" {self.tool}" if self.tool else ""
+        ref = f" [{self.ref}]" if self.ref else ""
+        size = f"{self.tokens_before:,} -> {self.tokens_after:,} tokens"
+        recover = f"; {self.recover}" if self.recover else ""
+        return f"{self.kind}{where}{ref}: {size}{recover}"
+
+
+Listener = Callable[[LedgerRecord], None]
+
+
+class Ledger:
+    """Records of one session, in order. Listeners (the session store, the UI) see each
+    record as it is added."""
+
+    def __init__(self, records: list[LedgerRecord] | None = None) -> None:
+        self.records: list[LedgerRecord] = list(records or [])
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def add(self, record: LedgerRecord) -> LedgerRecord:
+        self.records.append(record)
+        for listener in list(self._listeners):
+            listener(record)
+        return record
+
+    def totals(self) -> dict[str, int]:
+        """Tokens kept out of view, by kind."""
+        out: dict[str, int] = {}
+        for record in self.records:
+            out[record.kind] = out.get(record.kind, 0) + record.saved_tokens
+        return out

@@ -1,0 +1,176 @@
+"""Pruning: old tool results replaced by stubs in the request, never in the session.
+
+Long tool loops fill the window with file contents and command output the model has
+long since acted on. Before compaction is needed (once the context passes a share of
+the window), results older than the last few turns are replaced by a one-line stub that
+says what was there and how to get it back. The session file keeps the originals.
+
+Pruning moves in steps for prompt caching: when the threshold is crossed, every
+prunable result is stubbed at once, and the same stubs (byte-identical, reused objects)
+are sent on every later request. The prefix of the request therefore changes once per
+step rather than on every turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron.ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
+from heron.context.ledger import LedgerRecord
+
+DEFAULT_KEEP_TURNS = 3
+# Results shorter than this are left alone: the stub would save almost nothing and the
+# model would lose an exact detail (an edit's confirmation, an exit code).
+MIN_PRUNE_CHARS = 600
+
+
+@dataclass
+class PruneState:
+    """Which tool results are pruned in this session's requests, with their stubs."""
+
+    stubs: dict[str, ToolResultMessage] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        """After a compaction the pruned results are summarised or gone from the context."""
+        self.stubs.clear()
+
+    def __len__(self) -> int:
+        return len(self.stubs)
+
+
+def _argument(call: ToolCall | None, *names: str) -> str | None:
+    if call is None:
+        return None
+    for name in names:
+        value = call.arguments.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def recovery_hint(result: ToolResultMessage, call: ToolCall | None) -> str:
+    """How the model gets the content back, by tool."""
+    details: Any = result.details if isinstance(result.details, dict) else {}
+    spill = details.get("full_output_path") or details.get("spill_path")
+    if isinstance(spill, str) and spill:
+        return f"The full output is saved in {spill}; read it (with offset/limit) if you need it."
+    tool = result.tool_name
+    if tool == "read":
+        path = _argument(call, "path") or "the file"
+        extra = ""
+        if call is not None and (call.arguments.get("offset") or call.arguments.get("limit")):
+            extra = f" with offset={call.arguments.get('offset')} limit={call.arguments.get('limit')}"
+        return f"Read {path}{extra} again if you need it."
+    if tool == "bash":
+        return "Re-run the command if you need its output."
+    if tool in ("grep", "find", "ls"):
+        return f"Run {tool} again if you need the listing."
+    return f"Call {tool} again if you need it."
+
+
+def describe_call(result: ToolResultMessage, call: ToolCall | None) -> str:
+    tool = result.tool_name
+    if tool == "read":
+        return f"read {_argument(call, 'path') or '?'}"
+    if tool == "bash":
+        return f"bash `{_shorten(_argument(call, 'command') or '?')}`"
+    if tool in ("grep", "find"):
+        return f"{tool} {json.dumps(_argument(call, 'pattern') or '?')}"
+    if tool == "ls":
+        return f"ls {_argument(call, 'path') or '.'}"
+    return tool
+
+
+def make_stub(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
+    """A deterministic stand-in: the same inputs always give the same bytes."""
+    text = result.text()
+    images = sum(1 for block in result.content if isinstance(block, ImageContent))
+    lines = text.count("\n") + 1 if text else 0
+    size = f"{len(text):,} chars, {lines:,} lines"
+    if images:
+        size += f", {images} image{'s' if images > 1 else ''}"
+    error = " (it was an error)" if result.is_error else ""
+    stub = (
+        f"[Pruned from the context to save space: the result of {describe_call(result, call)} "
+        f"({size}){error}. {recovery_hint(result, call)}]"
+    )
+    return ToolResultMessage(
+        tool_call_id=result.tool_call_id,
+        tool_name=result.tool_name,
+        content=[TextContent(text=stub)],
+        details=result.details,
+        is_error=result.is_error,
+        timestamp=result.timestamp,
+    )
+
+
+def _result_size(result: ToolResultMessage) -> int:
+    chars = len(result.text())
+    images = sum(1 for block in result.content if isinstance(block, ImageContent))
+    return chars + images * 4_800
+
+
+def prunable(messages: Sequence[Any], keep_turns: int = DEFAULT_KEEP_TURNS) -> list[int]:
+    """Indices of tool results older than the last ``keep_turns`` assistant turns and big
+    enough to be worth a stub."""
+    assistant_positions = [i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)]
+    if len(assistant_positions) <= keep_turns:
+        return []
+    boundary = assistant_positions[-keep_turns] if keep_turns > 0 else len(messages)
+    return [
+        i
+        for i in range(boundary)
+        if isinstance(messages[i], ToolResultMessage) and _result_size(messages[i]) >= MIN_PRUNE_CHARS
+    ]
+
+
+def extend_pruning(
+    messages: Sequence[Any], state: PruneState, keep_turns: int = DEFAULT_KEEP_TURNS
+) -> list[LedgerRecord]:
+    """One pruning step: stub every prunable result not stubbed yet. Returns the records."""
+    calls: dict[str, ToolCall] = {
+        call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
+    }
+    records = []
+    for index in prunable(messages, keep_turns):
+        result = messages[index]
+        if result.tool_call_id in state.stubs:
+            continue
+        found = calls.get(result.tool_call_id)
+        stub = make_stub(result, found)
+        state.stubs[result.tool_call_id] = stub
+        records.append(
+            LedgerRecord(
+                kind="prune",
+                ref=result.tool_call_id,
+                tool=result.tool_name,
+                chars_before=_result_size(result),
+                chars_after=len(stub.text()),
+                recover=recovery_hint(result, found),
+            )
+        )
+    return records
+
+
+def apply_pruning(messages: Sequence[Any], state: PruneState) -> list[Any]:
+    """The messages with every pruned result replaced by its (reused) stub."""
+    if not state.stubs:
+        return list(messages)
+    stubs = state.stubs
+    out = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            stub = stubs.get(message.tool_call_id)
+            if stub is not None:
+                out.append(stub)
+                continue
+        out.append(message)
+    return out
