@@ -72,6 +72,8 @@ def truncate_head(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int 
         kept.append(line)
         used += cost
     content = "\n".join(kept)
+    if len(kept) == total_lines:
+        return _only_final_newline_dropped(content, total_lines, total_bytes, max_lines, max_bytes)
     return Truncation(
         content,
         True,
@@ -114,6 +116,8 @@ def truncate_tail(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int 
         used += cost
     kept.reverse()
     content = "\n".join(kept)
+    if not partial and len(kept) == total_lines:
+        return _only_final_newline_dropped(content, total_lines, total_bytes, max_lines, max_bytes)
     return Truncation(
         content,
         True,
@@ -125,6 +129,17 @@ def truncate_tail(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int 
         max_lines,
         max_bytes,
         last_line_partial=partial,
+    )
+
+
+def _only_final_newline_dropped(
+    content: str, total_lines: int, total_bytes: int, max_lines: int, max_bytes: int
+) -> Truncation:
+    """Every line fits; only the text's final newline pushed it over the byte limit.
+    Nothing a reader would miss was cut, so this is not reported as a truncation (a
+    notice like "Showing lines 1-N of N" would be wrong)."""
+    return Truncation(
+        content, False, None, total_lines, total_bytes, total_lines, _utf8_len(content), max_lines, max_bytes
     )
 
 
