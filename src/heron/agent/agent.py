@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from heron.agent.events import AgentEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
 from heron.agent.loop import (
+    AfterToolBatch,
     AgentContext,
     ConvertToLlm,
     LoopConfig,
@@ -79,6 +80,7 @@ class Agent:
         stream_fn: StreamFn = _default_stream,
         tool_execution: Literal["parallel", "sequential"] = "parallel",
         abort_grace: float = 2.0,
+        after_tool_batch: AfterToolBatch | None = None,
     ) -> None:
         self.state = AgentState(
             system_prompt=system_prompt,
@@ -95,6 +97,7 @@ class Agent:
         self.stream_fn = stream_fn
         self.tool_execution = tool_execution
         self.abort_grace = abort_grace
+        self.after_tool_batch = after_tool_batch
         self._queues = MessageQueues()
         self._listeners: list[Listener] = []
         self._controller: AbortController | None = None
@@ -244,6 +247,7 @@ class Agent:
             stream_options=self.stream_options,
             stream_fn=self.stream_fn,
             abort_grace=self.abort_grace,
+            after_tool_batch=self.after_tool_batch,
         )
         context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
         self._config, self._context = config, context

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -58,6 +59,8 @@ from heron.ai.types import (
     ToolResultMessage,
 )
 
+log = logging.getLogger(__name__)
+
 SKIPPED_FOR_STEERING = "Skipped due to queued user message."
 ABORTED_TOOL = "Tool execution was aborted."
 ABORTED_REQUEST = "Request was aborted"
@@ -66,6 +69,7 @@ Emit = Callable[[AgentEvent], None]
 TransformContext = Callable[[list[AgentMessage], AbortSignal], Awaitable[list[AgentMessage]]]
 ConvertToLlm = Callable[[list[AgentMessage]], list[Message] | Awaitable[list[Message]]]
 StreamFn = Callable[[Model, Context, StreamOptions], AssistantEventStream]
+AfterToolBatch = Callable[[AssistantMessage, list[ToolResultMessage]], Awaitable[list[ToolResultMessage]]]
 
 
 @dataclass
@@ -115,6 +119,8 @@ class LoopConfig:
     stream_fn: StreamFn = _default_stream
     # How long running tools get to honour an abort before their tasks are cancelled.
     abort_grace: float = 2.0
+    # Sees all results of one answer before they are added (per-turn output budgets).
+    after_tool_batch: AfterToolBatch | None = None
 
 
 async def run_loop(
@@ -159,6 +165,8 @@ async def run_loop(
             results: list[ToolResultMessage] = []
             if calls:
                 results = await _execute_tools(calls, assistant, context, config, signal, emit)
+                if config.after_tool_batch is not None:
+                    results = await _after_batch(config.after_tool_batch, assistant, results)
                 for result in results:
                     add(result)
             emit(TurnEndEvent(message=assistant, tool_results=results))
@@ -170,6 +178,22 @@ async def run_loop(
             break
     emit(AgentEndEvent(messages=added))
     return added
+
+
+async def _after_batch(
+    hook: AfterToolBatch, assistant: AssistantMessage, results: list[ToolResultMessage]
+) -> list[ToolResultMessage]:
+    """Run the batch hook; it may replace results but never drop or reorder them, so a
+    broken hook falls back to the results as they were."""
+    try:
+        changed = await hook(assistant, results)
+    except Exception:  # budgets are an optimisation; the results are still valid
+        log.exception("after_tool_batch hook failed; keeping the results unchanged")
+        return results
+    if [r.tool_call_id for r in changed] != [r.tool_call_id for r in results]:
+        log.error("after_tool_batch hook changed which results exist; keeping the originals")
+        return results
+    return changed
 
 
 async def _stream_turn(
