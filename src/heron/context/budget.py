@@ -1,0 +1,100 @@
+"""How many tokens a message list occupies in the context window (DESIGN §5).
+
+Context tokens = the usage the provider reported for the last assistant message (input +
+output + cache read + cache write: the request that produced it plus its answer) plus an
+estimate of every message after it. Without a usable report, everything is estimated.
+Estimates are ceil(chars / 4) per message, chars counted per message kind as DESIGN §5
+step 3 specifies:
+
+- user: text (images not counted);
+- assistant: text + thinking + for each tool call its name and its arguments as compact
+  JSON (no spaces, non-ASCII kept as is);
+- toolResult and custom (extension) messages: text, plus 4,800 chars (1,200 tokens) per
+  image;
+- bashExecution: command + output (0 when excluded from the context);
+- branch and compaction summaries: the summary text;
+- UI notes and messages of unknown roles: 0 (the model never sees them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from heron.agent.messages import (
+    AgentMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    ExtensionMessage,
+)
+from heron.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+CHARS_PER_TOKEN = 4
+IMAGE_CHARS = 4_800  # 1,200 tokens
+
+
+def message_chars(message: AgentMessage) -> int:
+    """The characters of ``message`` that count towards its token estimate."""
+    if isinstance(message, UserMessage):
+        content = message.content
+        if isinstance(content, str):
+            return len(content)
+        return sum(len(b.text) for b in content if isinstance(b, TextContent))
+    if isinstance(message, AssistantMessage):
+        chars = 0
+        for block in message.content:
+            if isinstance(block, TextContent):
+                chars += len(block.text)
+            elif isinstance(block, ThinkingContent):
+                chars += len(block.thinking)
+            elif isinstance(block, ToolCall):
+                chars += len(block.name)
+                chars += len(json.dumps(block.arguments, separators=(",", ":"), ensure_ascii=False))
+        return chars
+    if isinstance(message, ToolResultMessage | ExtensionMessage):
+        blocks = message.content
+        if isinstance(blocks, str):
+            return len(blocks)
+        return sum(len(b.text) if isinstance(b, TextContent) else IMAGE_CHARS if isinstance(b, ImageContent) else 0
+                   for b in blocks)
+    if isinstance(message, BashExecutionMessage):
+        return 0 if message.exclude_from_context else len(message.command) + len(message.output)
+    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
+        return len(message.summary)
+    return 0
+
+
+def estimate_message_tokens(message: AgentMessage) -> int:
+    return math.ceil(message_chars(message) / CHARS_PER_TOKEN)
+
+
+def _reported(message: AgentMessage) -> int | None:
+    """The context size a provider reported with an assistant message, if it is usable
+    (aborted and failed requests report nothing meaningful)."""
+    if not isinstance(message, AssistantMessage):
+        return None
+    if message.stop_reason in (StopReason.ABORTED, StopReason.ERROR):
+        return None
+    tokens = message.usage.context_tokens()
+    return tokens if tokens > 0 else None
+
+
+def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
+    """Tokens ``messages`` occupy: the last usable assistant usage plus ceil(chars/4) of
+    each message after it (never only one of the two)."""
+    for index in range(len(messages) - 1, -1, -1):
+        reported = _reported(messages[index])
+        if reported is not None:
+            return reported + sum(estimate_message_tokens(m) for m in messages[index + 1:])
+    return sum(estimate_message_tokens(m) for m in messages)

@@ -1,0 +1,70 @@
+"""Sessions: pi-compatible JSONL entry trees, migration, branching, forking (DESIGN §6)."""
+
+from heron.session.context import SessionContext, build_context
+from heron.session.entries import (
+    CURRENT_VERSION,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    Entry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    ModelRef,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    UnknownEntry,
+    entry_from_json,
+    migrate,
+)
+from heron.session.paths import (
+    AmbiguousSessionError,
+    SessionNotFoundError,
+    SessionSummary,
+    latest_session,
+    list_sessions,
+    resolve_session,
+)
+from heron.session.recorder import SessionRecorder
+from heron.session.store import (
+    SessionError,
+    SessionInUseError,
+    SessionReadOnlyError,
+    SessionStore,
+    SessionTree,
+)
+
+__all__ = [
+    "CURRENT_VERSION",
+    "AmbiguousSessionError",
+    "BranchSummaryEntry",
+    "CompactionEntry",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "Entry",
+    "LabelEntry",
+    "MessageEntry",
+    "ModelChangeEntry",
+    "ModelRef",
+    "SessionContext",
+    "SessionError",
+    "SessionHeader",
+    "SessionInUseError",
+    "SessionInfoEntry",
+    "SessionNotFoundError",
+    "SessionReadOnlyError",
+    "SessionRecorder",
+    "SessionStore",
+    "SessionSummary",
+    "SessionTree",
+    "ThinkingLevelChangeEntry",
+    "UnknownEntry",
+    "build_context",
+    "entry_from_json",
+    "latest_session",
+    "list_sessions",
+    "migrate",
+    "resolve_session",
+]

@@ -1,0 +1,193 @@
+"""Where session files live, and finding them again.
+
+``$HERON_HOME/sessions/<encoded cwd>/<ISO time>_<uuid>.jsonl`` (``HERON_HOME`` defaults to
+``~/.heron``), named the way pi names them so the two tools' directories look alike:
+the cwd without its leading slash, ``/``, ``\\`` and ``:`` replaced by ``-``, between
+``--`` and ``--``; the ISO time with ``:`` and ``.`` replaced by ``-``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from heron.ai.types import TextContent
+
+_SEPARATORS = re.compile(r"[/\\:]")
+_LEADING = re.compile(r"^[/\\]")
+
+
+class SessionNotFoundError(LookupError):
+    pass
+
+
+class AmbiguousSessionError(LookupError):
+    def __init__(self, ref: str, candidates: list[Path]) -> None:
+        self.ref = ref
+        self.candidates = candidates
+        names = "\n  ".join(str(c) for c in candidates)
+        super().__init__(f"session id prefix {ref!r} matches {len(candidates)} sessions:\n  {names}")
+
+
+def heron_home(home: str | os.PathLike[str] | None = None) -> Path:
+    if home is not None:
+        return Path(home)
+    env = os.environ.get("HERON_HOME")
+    return Path(env) if env else Path.home() / ".heron"
+
+
+def sessions_root(home: str | os.PathLike[str] | None = None) -> Path:
+    return heron_home(home) / "sessions"
+
+
+def encode_cwd(cwd: str | os.PathLike[str]) -> str:
+    """pi's directory name for a cwd: ``/home/me/proj`` -> ``--home-me-proj--``."""
+    text = os.fspath(cwd)
+    return "--" + _SEPARATORS.sub("-", _LEADING.sub("", text)) + "--"
+
+
+def session_dir(cwd: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> Path:
+    return sessions_root(home) / encode_cwd(os.path.abspath(os.fspath(cwd)))
+
+
+def session_file_name(timestamp: str, session_id: str) -> str:
+    """``2025-12-09T00:53:29.825Z`` + uuid -> ``2025-12-09T00-53-29-825Z_<uuid>.jsonl``."""
+    return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def new_session_path(
+    cwd: str | os.PathLike[str], session_id: str, timestamp: str, home: str | os.PathLike[str] | None = None
+) -> Path:
+    return session_dir(cwd, home) / session_file_name(timestamp, session_id)
+
+
+def session_id_of(path: Path) -> str:
+    """The session uuid from a file name (what follows the first ``_``)."""
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    return stem.split("_", 1)[1] if "_" in stem else stem
+
+
+@dataclass(slots=True)
+class SessionSummary:
+    path: Path
+    id: str
+    cwd: str
+    name: str | None
+    first_message: str | None
+    modified: float  # seconds since the epoch
+    message_count: int
+    entry_count: int
+
+
+def _session_files(directory: Path) -> list[Path]:
+    try:
+        return [p for p in directory.iterdir() if p.name.endswith(".jsonl") and p.is_file()]
+    except OSError:
+        return []
+
+
+def summarize(path: Path) -> SessionSummary:
+    """Name, first user message, modified time and message count of one file, read
+    cheaply: the file is indexed, and only the first user message and the session_info
+    entries are decoded."""
+    from heron.session.entries import MessageEntry
+    from heron.session.store import SessionStore
+
+    with SessionStore.open(path, read_only=True) as store:
+        types = store.types()
+        first: str | None = None
+        for i, kind in enumerate(types):
+            if kind == "message" and store.role_at(i) == "user":
+                entry = store.entry_at(i)
+                if isinstance(entry, MessageEntry):
+                    first = _text_of(entry.message)
+                    break
+        return SessionSummary(
+            path=path,
+            id=store.header.id or session_id_of(path),
+            cwd=store.header.cwd,
+            name=store.name,
+            first_message=first,
+            modified=path.stat().st_mtime,
+            message_count=sum(1 for kind in types if kind == "message"),
+            entry_count=len(types),
+        )
+
+
+def _text_of(message: object) -> str:
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.text for b in content if isinstance(b, TextContent))
+    return ""
+
+
+def list_sessions(
+    cwd: str | os.PathLike[str] | None = None, *, all_cwds: bool = False, home: str | os.PathLike[str] | None = None
+) -> list[SessionSummary]:
+    """Sessions of ``cwd`` (default: the current directory), or of every cwd, newest first.
+    Files that cannot be read at all are left out."""
+    root = sessions_root(home)
+    if all_cwds:
+        try:
+            dirs = [d for d in root.iterdir() if d.is_dir()]
+        except OSError:
+            dirs = []
+    else:
+        dirs = [session_dir(cwd if cwd is not None else os.getcwd(), home)]
+    out: list[SessionSummary] = []
+    for directory in dirs:
+        for path in _session_files(directory):
+            try:
+                out.append(summarize(path))
+            except OSError:
+                continue
+    out.sort(key=lambda s: (s.modified, s.path.name), reverse=True)
+    return out
+
+
+def latest_session(cwd: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> Path | None:
+    """The most recently modified session of ``cwd`` (``--continue``), or None."""
+    files = _session_files(session_dir(cwd, home))
+    if not files:
+        return None
+
+    def key(p: Path) -> tuple[float, str]:
+        try:
+            return p.stat().st_mtime, p.name
+        except OSError:
+            return 0.0, p.name
+
+    return max(files, key=key)
+
+
+def resolve_session(
+    ref: str | os.PathLike[str], *, home: str | os.PathLike[str] | None = None
+) -> Path:
+    """A session file from a path or a unique prefix of its session uuid (searched in every
+    cwd's directory). Raises :class:`SessionNotFoundError` or :class:`AmbiguousSessionError`."""
+    text = os.fspath(ref)
+    candidate = Path(text).expanduser()
+    if candidate.is_file():
+        return candidate
+    prefix = text.lower()
+    if not prefix or os.sep in text:
+        raise SessionNotFoundError(f"no session file {text}")
+    root = sessions_root(home)
+    matches: list[Path] = []
+    try:
+        dirs = [d for d in root.iterdir() if d.is_dir()]
+    except OSError:
+        dirs = []
+    for directory in dirs:
+        for path in _session_files(directory):
+            if session_id_of(path).lower().startswith(prefix):
+                matches.append(path)
+    if not matches:
+        raise SessionNotFoundError(f"no session file or session id starting with {text!r} (looked in {root})")
+    if len(matches) > 1:
+        raise AmbiguousSessionError(text, sorted(matches))
+    return matches[0]

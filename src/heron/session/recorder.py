@@ -1,0 +1,78 @@
+"""Persisting an agent's run: every message at ``message_end``, in order (DESIGN §6).
+
+The agent emits events synchronously, so appending in the listener writes each message
+the moment it is final, before the loop moves on: a crash at any point loses at most the
+message being streamed. Before each message the agent's model and thinking level are
+compared with those recorded on the session's path (the latest ``model_change`` or
+assistant message, the latest ``thinking_level_change``); a difference is recorded as a
+``model_change`` / ``thinking_level_change`` entry first, so reopening the session restores
+the settings the messages were produced with.
+
+A new session store writes nothing until the first assistant message exists (pi does the
+same: starting and quitting leaves no file). Until then a crash loses the first prompt;
+``eager=True`` writes the file at the first message instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from heron.agent.events import AgentEvent, MessageEndEvent
+from heron.session.entries import ModelRef
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from heron.agent.agent import Agent
+    from heron.session.store import SessionStore
+
+log = logging.getLogger("heron.session")
+
+
+class SessionRecorder:
+    """``SessionRecorder(agent, store)`` subscribes at once; :meth:`close` stops recording."""
+
+    def __init__(self, agent: Agent, store: SessionStore, *, record_settings: bool = True, eager: bool = False) -> None:
+        self.agent = agent
+        self.store = store
+        self.record_settings = record_settings
+        self.eager = eager
+        self.errors: list[BaseException] = []
+        self._unsubscribe: Callable[[], None] | None = agent.subscribe(self._on_event)
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def __enter__(self) -> SessionRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def sync_settings(self) -> None:
+        """Record the agent's model and thinking level if the path says otherwise."""
+        recorded_model, recorded_thinking = self.store.current_settings()
+        model = self.agent.state.model
+        current = ModelRef(model.provider, model.id)
+        if recorded_model != current:
+            self.store.append_model_change(current.provider, current.model_id)
+        level = self.agent.state.thinking_level
+        if recorded_thinking != level:
+            self.store.append_thinking_level_change(level)
+
+    def _on_event(self, event: AgentEvent) -> None:
+        if not isinstance(event, MessageEndEvent):
+            return
+        try:
+            if self.record_settings:
+                self.sync_settings()
+            self.store.append_message(event.message)
+            if self.eager:
+                self.store.materialize()
+        except Exception as exc:  # the agent logs listener errors; keep them for the caller too
+            self.errors.append(exc)
+            log.error("could not persist a %s message: %s", event.message.role, exc)
+            raise

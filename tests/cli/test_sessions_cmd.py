@@ -1,0 +1,156 @@
+"""``heron sessions list | info | tree``."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.cli.main import main
+from heron.session.store import SessionStore
+from tests.session.support import PI_SESSIONS, REPO, assistant, chain, generate_pi_session, header, user, write_jsonl
+
+
+def run(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def info_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code, out, _ = run("sessions", "info", str(path), "--json", capsys=capsys)
+    assert code == 0
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_info_json_on_pis_compacted_session(capsys: pytest.CaptureFixture[str]) -> None:
+    info = info_json(PI_SESSIONS / "before-compaction.jsonl", capsys)
+    assert info["version"] == 3 and info["source_version"] == 1
+    assert info["entries"] == 1002
+    assert info["by_type"] == {"message": 990, "thinking_level_change": 5, "model_change": 5, "compaction": 2}
+    assert info["by_role"] == {"user": 55, "assistant": 484, "toolResult": 448, "bashExecution": 3}
+    assert info["leaf_index"] == 1001
+    assert info["context_messages"] == 446 and info["context_first_role"] == "compactionSummary"
+    assert info["model"] == "anthropic/claude-opus-4-5" and info["thinking_level"] == "off"
+    assert isinstance(info["estimated_context_tokens"], int) and info["estimated_context_tokens"] > 100_000
+    assert info["warnings"] == []
+
+
+def test_info_json_on_pis_large_session(capsys: pytest.CaptureFixture[str]) -> None:
+    info = info_json(PI_SESSIONS / "large-session.jsonl", capsys)
+    assert info["entries"] == 1018 and info["leaf_index"] == 1017
+    assert info["by_type"] == {"message": 914, "thinking_level_change": 103, "model_change": 1}
+    assert info["by_role"] == {"user": 88, "assistant": 453, "toolResult": 373}
+    assert info["context_messages"] == 914 and info["context_first_role"] == "user"
+    assert info["model"] == "anthropic/claude-sonnet-4-5" and info["thinking_level"] == "off"
+
+
+def test_estimated_context_tokens_is_last_usage_plus_what_follows(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from heron.ai.types import Usage
+
+    store = SessionStore.create(tmp_path, path=tmp_path / "s.jsonl")
+    store.append_message(user("x" * 400))
+    store.append_message(assistant("y", usage=Usage(input=50, output=10, cache_read=900, cache_write=40)))
+    store.append_message(user("z" * 41))  # ceil(41 / 4) = 11
+    store.close()
+    info = info_json(tmp_path / "s.jsonl", capsys)
+    assert info["estimated_context_tokens"] == 1000 + 11
+    assert info["by_role"] == {"user": 2, "assistant": 1} and info["leaf_index"] == 2
+
+
+def test_info_text_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", [header(), *chain(3), "garbage"])
+    code, out, err = run("sessions", "info", str(path), capsys=capsys)
+    assert code == 0
+    assert "context_messages: 3" in out and "leaf_index: 2" in out
+    assert "warning: line 5: malformed entry skipped" in err
+
+
+def test_list(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    store = SessionStore.create(proj)
+    store.append_message(user("please refactor the parser"))
+    store.append_message(assistant("sure"))
+    store.close()
+    code, out, _ = run("sessions", "list", "--cwd", str(proj), capsys=capsys)
+    assert code == 0
+    assert "please refactor the parser" in out and store.session_id[:8] in out and "2 msgs" in out
+    code, out, _ = run("sessions", "list", "--all", capsys=capsys)
+    assert code == 0 and str(proj) in out
+    code, out, _ = run("sessions", "list", "--cwd", str(tmp_path / "empty"), capsys=capsys)
+    assert out.strip() == "no sessions"
+    # by id prefix
+    code, out, _ = run("sessions", "info", store.session_id[:6], "--json", capsys=capsys)
+    assert code == 0 and json.loads(out)["id"] == store.session_id
+
+
+def test_tree_draws_branches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = SessionStore.create(tmp_path, path=tmp_path / "s.jsonl")
+    a = store.append_message(user("start"))
+    b = store.append_message(assistant("first answer"))
+    store.append_message(user("left branch"))
+    store.branch(b.id)
+    store.append_message(user("right branch"))
+    store.set_label(a.id, "origin")
+    store.close()
+    code, out, _ = run("sessions", "tree", str(tmp_path / "s.jsonl"), capsys=capsys)
+    assert code == 0
+    lines = out.splitlines()[1:]
+    assert lines[0].startswith(f"[0] {a.id} user: start [origin]")
+    assert lines[1].startswith("[1] ")
+    assert lines[2].startswith("├─ [2] ") and "left branch" in lines[2]
+    assert lines[3].startswith("└─ [3] ") and "right branch" in lines[3]
+    assert lines[4].startswith("[4] ") and lines[4].endswith("<- leaf")  # the last branch carries on
+
+
+def test_tree_of_a_generated_pi_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pi.jsonl"
+    stats = generate_pi_session(path, 1500)
+    code, out, _ = run("sessions", "tree", str(path), capsys=capsys)
+    assert code == 0
+    body = out.splitlines()[1:]
+    assert len(body) == 1500
+    assert sum("├─" in line for line in body) == stats["branches"]  # each branch point has two children
+    assert body[-1].endswith("<- leaf")
+
+
+def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    code, _, err = run("sessions", "info", "no-such-session", capsys=capsys)
+    assert code == 1 and "no session file or session id" in err
+
+
+def test_version_still_works_and_stays_light() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, "-m", "heron.cli.main", "--version"], capture_output=True, text=True,
+                          env=env, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("heron ")
+    probe = (
+        "import sys\n"
+        "from heron.cli.main import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('heron.') and m not in ('heron.cli', 'heron.cli.main',"
+        " 'heron.cli.sessions_cmd')))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert loaded.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_run_writes_to_given_streams(tmp_path: Path) -> None:
+    import argparse
+
+    from heron.cli.sessions_cmd import run as run_sessions
+
+    out, err = io.StringIO(), io.StringIO()
+    args = argparse.Namespace(sessions_command="info", file=str(PI_SESSIONS / "large-session.jsonl"), json=True)
+    assert run_sessions(args, out, err) == 0
+    assert json.loads(out.getvalue())["entries"] == 1018
