@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +39,7 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from heron.context.budget import estimate_message_tokens
 from heron.context.ledger import LedgerRecord
 from heron.session.entries import (
     BranchSummaryEntry,
@@ -55,7 +55,6 @@ SUMMARY_TOOL_RESULT_CHARS = 2_000
 FALLBACK_TOOL_RESULT_CHARS = 500
 USER_REQUEST_CHARS = 500
 USER_REQUESTS_KEPT = 20
-IMAGE_CHARS = 4_800
 
 CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 TURN_START_ROLES = frozenset({"user", "bashExecution"})
@@ -75,40 +74,9 @@ class CompactionSettings:
         )
 
 
-# --- estimates (DESIGN §5 step 3) -------------------------------------------------
-
-
-def message_chars(message: AgentMessage) -> int:
-    """Characters the cut-point search counts for a message."""
-    if isinstance(message, UserMessage):
-        if isinstance(message.content, str):
-            return len(message.content)
-        return sum(len(b.text) for b in message.content if isinstance(b, TextContent))
-    if isinstance(message, AssistantMessage):
-        chars = 0
-        for block in message.content:
-            if isinstance(block, TextContent):
-                chars += len(block.text)
-            elif isinstance(block, ThinkingContent):
-                chars += len(block.thinking)
-            elif isinstance(block, ToolCall):
-                chars += len(block.name) + len(json.dumps(block.arguments, separators=(",", ":"), ensure_ascii=False))
-        return chars
-    if isinstance(message, ToolResultMessage):
-        return sum(len(b.text) if isinstance(b, TextContent) else IMAGE_CHARS for b in message.content)
-    if isinstance(message, ExtensionMessage):
-        if isinstance(message.content, str):
-            return len(message.content)
-        return sum(len(b.text) if isinstance(b, TextContent) else IMAGE_CHARS for b in message.content)
-    if isinstance(message, BashExecutionMessage):
-        return len(message.command) + len(message.output)
-    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return len(message.summary)
-    return 0
-
-
 def message_tokens(message: AgentMessage) -> int:
-    return math.ceil(message_chars(message) / 4)
+    """The cut-point estimate of DESIGN §5 step 3 (user images not counted)."""
+    return estimate_message_tokens(message)
 
 
 # --- the plan ---------------------------------------------------------------------
@@ -521,6 +489,8 @@ async def summarise(
             return ""
         transcript = _fit_transcript(plan.turn_prefix_messages, int(budget * 0.3), records)
         prompt = f"<conversation>\n{transcript}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
+        if focus:
+            prompt += f"\n\nThe user asked the summary to focus on: {focus}"
         reply = await _ask(model, prompt, max(1_024, max_tokens // 2), options)
         if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
             raise SummaryFailed(f"the turn-prefix summary request failed: {reply.error_message}")

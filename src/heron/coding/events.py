@@ -1,0 +1,57 @@
+"""Events the coding runtime adds to the agent's (DESIGN §4): compaction, retry, ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from heron.agent.events import AgentEvent
+from heron.context.ledger import LedgerRecord
+
+CompactionReason = Literal["threshold", "overflow", "manual"]
+
+
+@dataclass(slots=True, kw_only=True)
+class CompactionStartEvent:
+    reason: CompactionReason
+    tokens_before: int
+    type: Literal["compaction_start"] = "compaction_start"
+
+
+@dataclass(slots=True, kw_only=True)
+class CompactionEndEvent:
+    reason: CompactionReason
+    tokens_before: int
+    tokens_after: int = 0
+    entry_id: str | None = None
+    summary: str | None = None
+    # Why nothing was compacted, or what failed.
+    skipped: str | None = None
+    error: str | None = None
+    type: Literal["compaction_end"] = "compaction_end"
+
+
+@dataclass(slots=True, kw_only=True)
+class RetryStartEvent:
+    attempt: int
+    max_attempts: int
+    delay: float
+    error_message: str
+    type: Literal["retry_start"] = "retry_start"
+
+
+@dataclass(slots=True, kw_only=True)
+class RetryEndEvent:
+    success: bool
+    attempt: int
+    final_error: str | None = None
+    type: Literal["retry_end"] = "retry_end"
+
+
+@dataclass(slots=True, kw_only=True)
+class LedgerEvent:
+    record: LedgerRecord
+    type: Literal["ledger"] = "ledger"
+
+
+SessionEvent = AgentEvent | CompactionStartEvent | CompactionEndEvent | RetryStartEvent | RetryEndEvent | LedgerEvent

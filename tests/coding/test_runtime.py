@@ -1,0 +1,148 @@
+"""CodingSession end to end with the faux provider: persistence, pruning, compaction
+before every request (also between the tool turns of one run), overflow recovery."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_request, text, tool_call
+from heron.ai.types import AssistantMessage, Context, StopReason, ToolResultMessage, UserMessage
+from heron.coding.runtime import CodingSession
+from heron.coding.settings import settings_from_dict
+from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
+from heron.session.store import SessionStore
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERON_HOME", str(home))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "big.txt").write_text("".join(f"line {i} of a long file with some text\n" for i in range(1, 4001)))
+    (proj / "small.py").write_text("def f():\n    return 1\n")
+    return proj
+
+
+def scripted(faux: FauxProvider, script: list[FauxReply], summary: str = "## Goal\nRead the file") -> list[Context]:
+    """Replies in order; summary requests (recognised by their system prompt) get ``summary``."""
+    summaries: list[Context] = []
+
+    def reply(context: Context) -> FauxReply:
+        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+            summaries.append(context)
+            return text(summary)
+        return script.pop(0)
+
+    faux.set_fallback(reply)
+    return summaries
+
+
+def session(
+    project: Path, faux: FauxProvider, window: int = 128_000, settings: dict[str, object] | None = None
+) -> CodingSession:
+    store = SessionStore.create(project)
+    model = faux.model(context_window=window, max_tokens=min(8_192, window // 4))
+    return CodingSession(cwd=project, model=model, store=store, settings=settings_from_dict(settings or {}))
+
+
+def request_tokens(context: Context) -> int:
+    return len(serialise_request(context)) // 4
+
+
+async def test_prompt_runs_tools_and_persists_everything(project: Path, faux: FauxProvider) -> None:
+    scripted(faux, [tool_call("read", {"path": "small.py"}), text("It returns 1.")])
+    s = session(project, faux)
+    await s.prompt("what does f return?")
+    assert isinstance(s.messages[-1], AssistantMessage) and s.messages[-1].text() == "It returns 1."
+    result = next(m for m in s.messages if isinstance(m, ToolResultMessage))
+    assert "return 1" in result.text()
+    reopened = SessionStore.open(s.store.path, read_only=True)  # type: ignore[arg-type]
+    roles = [e.message.role for e in reopened.entries() if isinstance(e, MessageEntry)]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]
+
+
+async def test_compaction_is_checked_between_tool_turns(project: Path, faux: FauxProvider) -> None:
+    """A single long run on a 16k window: heron compacts mid-run, and no request it sends
+    exceeds window - reserve (pi only checks after the run and overflows)."""
+    # pages of ~4.5k tokens: pruning (which keeps the last 3 results) is not enough alone
+    script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 450, "limit": 450}) for i in range(8)]
+    summaries = scripted(faux, [*script, text("done reading")])
+    s = session(project, faux, window=16_384)
+    events: list[str] = []
+    s.subscribe(lambda e: events.append(e.type))
+    await s.prompt("read big.txt in pages of 450 lines")
+    assert s.messages[-1].text() == "done reading"  # type: ignore[union-attr]
+    assert "compaction_end" in events
+    first_compaction = events.index("compaction_start")
+    assert "turn_start" in events[first_compaction:]  # the run went on after compacting
+    assert summaries, "the summariser was called"
+    for context in faux.requests:
+        if context.system_prompt != SUMMARISER_SYSTEM_PROMPT:
+            assert request_tokens(context) <= s.threshold
+    entries = s.store.entries()
+    assert any(isinstance(e, CompactionEntry) for e in entries)
+    ledger = [e for e in entries if isinstance(e, CustomEntry) and e.custom_type == LEDGER_CUSTOM_TYPE]
+    assert {e.data["kind"] for e in ledger} >= {"compaction"}
+
+
+async def test_pruning_stubs_old_results_in_memory_only(project: Path, faux: FauxProvider) -> None:
+    script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 200, "limit": 200}) for i in range(8)]
+    scripted(faux, [*script, text("ok")])
+    s = session(project, faux, window=16_384, settings={"compaction": {"enabled": False}})
+    await s.prompt("page through big.txt")
+    last_request = faux.requests[-1]
+    stubs = [m for m in last_request.messages if isinstance(m, ToolResultMessage) and "[Pruned" in m.text()]
+    assert stubs, "old results were pruned in the request"
+    stored = [e.message for e in s.store.entries() if isinstance(e, MessageEntry)]
+    assert not any(isinstance(m, ToolResultMessage) and "[Pruned" in m.text() for m in stored)
+    assert all(isinstance(m, ToolResultMessage) for m in stubs)
+
+
+async def test_overflow_error_compacts_and_retries_once(project: Path, faux: FauxProvider) -> None:
+    script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 300, "limit": 300}) for i in range(4)]
+    overflow = error("prompt is too long: 140000 tokens > 128000 maximum", 400)
+    scripted(faux, [*script, overflow, text("recovered")])
+    # keep little, so there is something to summarise at this small size
+    s = session(project, faux, window=128_000, settings={"compaction": {"keepRecentTokens": 2_000}})
+    await s.prompt("read it all")
+    assert s.messages[-1].text() == "recovered"  # type: ignore[union-attr]
+    retried = faux.requests[-1]
+    # the retried request still has the current turn's prompt and its latest call and result
+    assert any(isinstance(m, ToolResultMessage) for m in retried.messages)
+    assert any(isinstance(m, UserMessage) and "compacted" in m.text() for m in retried.messages)
+    entries = s.store.entries()
+    failed = [e for e in entries if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+              and e.message.stop_reason == StopReason.ERROR]
+    assert len(failed) == 1  # kept in the file...
+    path_ids = {e.id for e in s.store.path_to(s.store.leaf_id)}
+    assert failed[0].id not in path_ids  # ...but off the path the retry continued from
+    compaction = next(e for e in entries if isinstance(e, CompactionEntry))
+    assert compaction.id in path_ids
+
+
+async def test_second_overflow_is_reported_not_looped(project: Path, faux: FauxProvider) -> None:
+    overflow: Callable[[], FauxReply] = lambda: error("prompt is too long", 400)  # noqa: E731
+    script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 300, "limit": 300}) for i in range(3)]
+    scripted(faux, [*script, overflow(), overflow(), text("never")])
+    s = session(project, faux, settings={"compaction": {"keepRecentTokens": 1_000}})
+    await s.prompt("go")
+    last = s.messages[-1]
+    assert isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR
+
+
+async def test_manual_compact_with_focus(project: Path, faux: FauxProvider) -> None:
+    script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 300, "limit": 300}) for i in range(3)]
+    summaries = scripted(faux, [*script, text("done")], summary="## Goal\nfocused summary")
+    s = session(project, faux, settings={"compaction": {"keepRecentTokens": 500}})
+    await s.prompt("read")
+    end = await s.compact(focus="the database schema")
+    assert end is not None and end.entry_id is not None
+    assert "the database schema" in summaries[-1].messages[0].text()  # type: ignore[union-attr]
+    assert "focused summary" in s.messages[0].summary  # type: ignore[union-attr]
