@@ -146,3 +146,20 @@ async def test_manual_compact_with_focus(project: Path, faux: FauxProvider) -> N
     assert end is not None and end.entry_id is not None
     assert "the database schema" in summaries[-1].messages[0].text()  # type: ignore[union-attr]
     assert "focused summary" in s.messages[0].summary  # type: ignore[union-attr]
+
+
+async def test_navigate_with_branch_summary(project: Path, faux: FauxProvider) -> None:
+    scripted(faux, [text("first answer"), tool_call("read", {"path": "small.py"}), text("second answer")],
+             summary="## Tried\nread small.py")
+    s = session(project, faux)
+    await s.prompt("first question")
+    first_answer = s.store.leaf_id
+    await s.prompt("second question")
+    summary = await s.navigate(first_answer, summarize=True)
+    assert summary is not None and "read small.py" in summary
+    assert [m.role for m in s.messages] == ["user", "assistant", "branchSummary"]
+    branch = s.store.get(s.store.leaf_id)  # type: ignore[arg-type]
+    assert branch is not None and branch.type == "branch_summary"
+    assert branch.parent_id == first_answer
+    await s.navigate(first_answer)  # without a summary: just move
+    assert [m.role for m in s.messages] == ["user", "assistant"]

@@ -57,7 +57,14 @@ from heron.coding.templates import TemplateSet, expand_template_command, load_te
 from heron.coding.tools import create_tools
 from heron.coding.tools.env import ToolEnv, heron_home
 from heron.context.budget import estimate_context_tokens, estimate_message_tokens
-from heron.context.compaction import CompactionSettings, SummaryFailed, prepare_compaction, summarise
+from heron.context.compaction import (
+    CompactionSettings,
+    SummaryFailed,
+    entry_message,
+    prepare_compaction,
+    summarise,
+    summarise_branch,
+)
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord
 from heron.context.prune import PruneState, apply_pruning, extend_pruning
 from heron.context.results import apply_turn_budget
@@ -548,11 +555,31 @@ class CodingSession:
 
     # --- tree navigation, forks --------------------------------------------------------------
 
-    def navigate(self, entry_id: str) -> None:
-        """Move the session's leaf to ``entry_id`` (the next message continues from there)."""
-        self.agent.abort()
-        self.store.branch(entry_id)
+    async def navigate(self, entry_id: str | None, *, summarize: bool = False) -> str | None:
+        """Move the session's leaf to ``entry_id`` (None: before the first entry); the next
+        message continues from there. With ``summarize``, the branch being left (from the
+        old leaf back to the common ancestor) is summarised into a ``branch_summary``
+        entry at the new position. Returns the summary, if one was made."""
+        if self.agent.is_running:
+            raise RuntimeError("the agent is running; abort it before moving in the tree")
+        summary: str | None = None
+        old_leaf = self.store.leaf_id
+        if summarize and old_leaf is not None and old_leaf != entry_id:
+            target_path = set(self.store.path_ids(entry_id)) if entry_id is not None else set()
+            abandoned = [e for e in self.store.path_to(old_leaf) if e.id not in target_path]
+            messages = [m for m in (entry_message(e) for e in abandoned) if m is not None]
+            if messages:
+                budget = min(20_000, self.model.context_window // 4)
+                summary = await summarise_branch(messages, self.model, budget_tokens=budget,
+                                                 stream_options={"api_key": self.api_key})
+        if summary:
+            self.store.branch_with_summary(entry_id, summary)
+        elif entry_id is None:
+            self.store.reset_leaf()
+        else:
+            self.store.branch(entry_id)
         self._reload()
+        return summary
 
     def _reload(self) -> None:
         restored = build_context(self.store, self.store.leaf_id)

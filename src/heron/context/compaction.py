@@ -365,6 +365,42 @@ def summary_request(transcript: str, previous_summary: str | None, focus: str | 
     return text
 
 
+BRANCH_SUMMARY_PROMPT = """The conversation above is a branch the user is leaving: they went back to an
+earlier point and will continue from there. Summarise what this branch tried and found, so the
+work is not lost:
+
+## Tried
+What was attempted, with exact file paths and commands.
+
+## Found
+Results, errors (exact messages) and conclusions.
+
+## Worth Keeping
+Anything the new direction should know or reuse."""
+
+
+async def summarise_branch(
+    messages: Sequence[AgentMessage], model: Model, *, budget_tokens: int, stream_options: dict[str, Any] | None = None
+) -> str:
+    """Summary of an abandoned branch: its newest messages first, as many as fit."""
+    kept: list[AgentMessage] = []
+    used = 0
+    for message in reversed(messages):
+        tokens = message_tokens(message)
+        if kept and used + tokens > budget_tokens:
+            break
+        kept.append(message)
+        used += tokens
+    kept.reverse()
+    transcript = _fit_transcript(kept, budget_tokens * 4, [])
+    prompt = f"<conversation>\n{transcript}\n</conversation>\n\n{BRANCH_SUMMARY_PROMPT}"
+    max_tokens = min(model.max_tokens, 4_096)
+    reply = await _ask(model, prompt, max_tokens, dict(stream_options or {}))
+    if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+        raise SummaryFailed(f"the branch summary request failed: {reply.error_message}")
+    return reply.text().strip()
+
+
 def file_lists_text(read: Sequence[str], modified: Sequence[str], requests: Sequence[str]) -> str:
     """Appended by heron itself, not by the model: exact and never paraphrased."""
     blocks = []
