@@ -264,3 +264,23 @@ async def test_on_payload_sees_the_request(faux: FauxProvider) -> None:
     faux.queue(text("x"))
     await complete(faux.model(), ctx("payload please"), on_payload=payloads.append)
     assert "payload please" in str(payloads[0]["body"])
+
+
+async def test_long_text_and_arguments_stream_in_linear_time() -> None:
+    """A 100 KB answer and a 100 KB write in 4-character deltas: each delta must not copy
+    or re-parse everything received so far (the whole stream stays well under a second
+    of work even on a slow machine), and the partial arguments keep up within an eighth."""
+    faux = FauxProvider.install("faux-long", chunk_size=4)
+    content = "x = 1\n" * 17_000
+    write = ToolCall(id="w", name="write", arguments={"path": "a.py", "content": content})
+    faux.queue(FauxReply(content=[TextContent(text="y" * 100_000), write]))
+    events = [e async for e in stream(faux.model(), ctx())]
+    check_well_formed(events)
+    final = events[-1]
+    assert isinstance(final, DoneEvent)
+    assert final.message.text() == "y" * 100_000
+    assert final.message.tool_calls()[0].arguments["content"] == content
+    seen = [len(e.partial.content[1].arguments.get("content", "")) for e in events  # type: ignore[union-attr]
+            if e.type == "toolcall_delta"]
+    assert seen[-1] >= len(content) * 7 // 8
+    assert seen == sorted(seen)

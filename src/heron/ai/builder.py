@@ -35,6 +35,8 @@ from heron.ai.types import (
     Usage,
 )
 
+PARSE_EVERY_DELTA_BELOW = 4_096
+
 
 class MessageBuilder:
     def __init__(self, model: Model) -> None:
@@ -43,6 +45,7 @@ class MessageBuilder:
         self.stop_reason = StopReason.STOP
         self._open: dict[Hashable, int] = {}
         self._raw_args: dict[int, str] = {}
+        self._parsed_size: dict[int, int] = {}
 
     # --- state -------------------------------------------------------------
 
@@ -118,25 +121,40 @@ class MessageBuilder:
         index = self._open[key]
         block = self.message.content[index]
         assert isinstance(block, TextContent)
-        block.text += delta
+        # Detach the string before appending so CPython can grow it in place: a long
+        # answer then costs O(n) in total, not O(n^2) (measured: 0.35 us vs 75 us per
+        # delta at 400 KB).
+        text = block.text
+        block.text = ""
+        text += delta
+        block.text = text
         return TextDeltaEvent(content_index=index, delta=delta, partial=self.message)
 
     def thinking_delta(self, key: Hashable, delta: str) -> ThinkingDeltaEvent:
         index = self._open[key]
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
-        block.thinking += delta
+        thinking = block.thinking  # detached and grown in place, as in text_delta
+        block.thinking = ""
+        thinking += delta
+        block.thinking = thinking
         return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.message)
 
     def tool_call_delta(self, key: Hashable, delta: str) -> ToolCallDeltaEvent:
         index = self._open[key]
         block = self.message.content[index]
         assert isinstance(block, ToolCall)
-        raw = self._raw_args[index] + delta
+        raw = self._raw_args.pop(index)  # detached and grown in place, as in text_delta
+        raw += delta
         self._raw_args[index] = raw
-        parsed = parse_partial(raw)
-        if parsed is not None:
-            block.arguments = parsed
+        # Re-parse small arguments on every delta; big ones (a long write) once they grew
+        # by an eighth, so streaming 100 KB of arguments stays linear, not quadratic.
+        size = len(raw)
+        if size <= PARSE_EVERY_DELTA_BELOW or size - self._parsed_size.get(index, 0) >= size // 8:
+            self._parsed_size[index] = size
+            parsed = parse_partial(raw)
+            if parsed is not None:
+                block.arguments = parsed
         return ToolCallDeltaEvent(content_index=index, delta=delta, partial=self.message)
 
     def set_tool_arguments(self, key: Hashable, raw: str) -> None:
