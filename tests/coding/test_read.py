@@ -6,6 +6,8 @@ import asyncio
 import base64
 import io
 import os
+import shlex
+import shutil
 import tempfile
 import time
 import tracemalloc
@@ -22,7 +24,7 @@ from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.read import ReadParams, ReadTool, build_line_index, line_start
+from heron.coding.tools.read import FastCount, ReadParams, ReadTool, build_line_index, line_start
 from heron.context.limits import ToolLimits
 from heron.context.truncate import LINE_CUT_MARKER, split_lines
 
@@ -301,6 +303,243 @@ async def test_abort_stops_the_scan(tmp_path: Path) -> None:
     signal.abort()
     with pytest.raises(ToolError, match="aborted"):
         await make_tool(tmp_path).execute("c", ReadParams(path="a.txt"), signal, lambda _: None)
+
+
+# --- counting big files with wc ------------------------------------------------------------
+#
+# The wc path is forced onto small files with tiny blocks (min_bytes=0), so that probes, scans
+# from either end and the cache all run; its output must be exactly the Python scan's.
+
+HAS_WC = shutil.which("wc") is not None
+needs_wc = pytest.mark.skipif(not HAS_WC, reason="no wc on PATH")
+TINY = 64  # block bytes
+FAST = FastCount(min_bytes=0, python_scan_bytes=2 * TINY, speculate_bytes=2 * TINY)
+
+
+def slow_tool(root: Path, limits: ToolLimits | None = None) -> ReadTool:
+    return make_tool(root, limits, block_bytes=TINY, fast_count=None)
+
+
+def fast_tool(root: Path, limits: ToolLimits | None = None, fast: FastCount = FAST) -> ReadTool:
+    return make_tool(root, limits, block_bytes=TINY, fast_count=fast)
+
+
+async def outcome(tool: ReadTool, path: str, offset: int | None = None, limit: int | None = None) -> tuple[Any, ...]:
+    """Everything the model and the UI get from one read (or the error), never the stub."""
+    tool.env.reads.reset()
+    try:
+        result = await read(tool, path, offset, limit)
+    except ToolError as exc:
+        return ("error", str(exc))
+    return (text_of(result), result.details)
+
+
+def spy_wc(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Byte offsets wc was started at."""
+    starts: list[int] = []
+    real = read_module._start_wc
+
+    def spying(path: Path, st: os.stat_result, start: int) -> Any:
+        starts.append(start)
+        return real(path, st, start)
+
+    monkeypatch.setattr(read_module, "_start_wc", spying)
+    return starts
+
+
+def spy_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Blocks scanned in Python outside a full scan."""
+    blocks: list[int] = []
+    real = read_module.count_block
+
+    def spying(f: Any, b: int, *args: Any) -> int:
+        blocks.append(b)
+        return real(f, b, *args)
+
+    monkeypatch.setattr(read_module, "count_block", spying)
+    return blocks
+
+
+def fake_wc(tmp: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """Put only a fake ``wc`` on PATH."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    wc = bin_dir / "wc"
+    wc.write_text("#!/bin/sh\n" + script + "\n")
+    wc.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+CASES = {
+    "trailing newline": numbered(3000),
+    "no trailing newline": numbered(3000).rstrip("\n"),
+    "crlf": numbered(3000).replace("\n", "\r\n"),
+    "crlf without the last newline": numbered(3000).replace("\n", "\r\n")[:-2],
+    "one line": "x" * 500,
+    "blank lines": "\n\n\n" + numbered(50) + "\n\n",
+    "long lines": "".join(f"{i} " + "y" * (i % 7 * 300) + "\n" for i in range(1, 400)),
+}
+
+
+@needs_wc
+@pytest.mark.parametrize("name", list(CASES))
+async def test_the_wc_path_reads_exactly_what_the_python_scan_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    content = CASES[name].encode()
+    (tmp_path / "f.txt").write_bytes(content)
+    lines = len(split_lines(CASES[name]))
+    limits = ToolLimits(max_lines=40, max_bytes=2000)
+    starts = spy_wc(monkeypatch)
+    slow, fast = slow_tool(tmp_path, limits), fast_tool(tmp_path, limits)
+    offsets = sorted({o for o in (1, 2, lines // 3, lines // 2, lines - 45, lines - 1, lines, lines + 1) if o >= 1})
+    for offset in [None, *offsets]:
+        for limit in (None, 1, 7, 100):
+            assert await outcome(fast, "f.txt", offset, limit) == await outcome(slow, "f.txt", offset, limit)
+            fresh = fast_tool(tmp_path, limits)  # the first read of the file, no cached index
+            assert await outcome(fresh, "f.txt", offset, limit) == await outcome(slow, "f.txt", offset, limit)
+    assert 0 in starts  # wc counted the file: no Python fallback
+
+
+@needs_wc
+async def test_the_wc_path_scans_only_near_the_requested_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "big.log").write_text(numbered(20_000, width=15))  # 16-byte lines: 4 to a 64-byte block
+    size = (tmp_path / "big.log").stat().st_size
+    starts, blocks = spy_wc(monkeypatch), spy_blocks(monkeypatch)
+    monkeypatch.setattr(read_module, "build_line_index", None)  # a full scan would fail
+    tool = fast_tool(tmp_path, fast=FastCount(min_bytes=0, python_scan_bytes=2 * TINY, speculate_bytes=0))
+
+    assert text_of(await read(tool, "big.log", offset=19_999)).split() == ["line", "19999", "line", "20000"]
+    assert starts == [0]
+    assert 0 < len(blocks) <= 2 and min(blocks) > size // TINY - 3  # backward from the end
+
+    starts.clear()
+    blocks.clear()
+    assert text_of(await read(tool, "big.log", offset=10_000, limit=1)).startswith("line 10000 ")
+    assert len(starts) == 1 and size // 3 < starts[0] < size * 2 // 3  # one wc probe of the tail
+    assert len(blocks) <= 4  # and a few blocks next to the probe
+
+    starts.clear()
+    blocks.clear()
+    assert text_of(await read(tool, "big.log", offset=10_001, limit=1)).startswith("line 10001 ")
+    assert starts == [] and len(blocks) <= 2  # the cached index knows the neighbourhood now
+
+
+@needs_wc
+async def test_reading_near_the_end_with_wc_does_not_load_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    with path.open("w") as f:
+        chunk = numbered(100_000)
+        for _ in range(8):  # about 8 MB
+            f.write(chunk)
+    tool = make_tool(tmp_path, fast_count=FastCount(min_bytes=1024 * 1024))
+    tracemalloc.start()
+    try:
+        text = text_of(await read(tool, "big.log", offset=799_999))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text == "line 99999\nline 100000"
+    assert peak < 4 * 1024 * 1024
+    assert not tool._indexes[str(path)].complete  # the wc path, not a full scan
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "exit 1",  # wc fails
+        "echo nonsense",  # unreadable output
+        'echo "3 7"',  # counted another number of bytes than the file has
+    ],
+)
+async def test_a_broken_wc_falls_back_to_the_python_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str
+) -> None:
+    (tmp_path / "f.txt").write_text(numbered(500).rstrip("\n"))
+    expected = await outcome(slow_tool(tmp_path), "f.txt", 450, 20)
+    fake_wc(tmp_path, monkeypatch, script)
+    assert await outcome(fast_tool(tmp_path), "f.txt", 450, 20) == expected
+    assert await outcome(fast_tool(tmp_path), "f.txt") == await outcome(slow_tool(tmp_path), "f.txt")
+
+
+@needs_wc
+async def test_a_log_growing_while_wc_counts_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "live.log"
+    path.write_text(numbered(3000))
+    expected = await outcome(slow_tool(tmp_path), "live.log", 2990, 3)
+    real_wc = shutil.which("wc")
+    # a wc that sees the file after more lines were appended to it
+    fake_wc(tmp_path, monkeypatch, f'printf "more 1\\nmore 2\\n" >> {shlex.quote(str(path))}\nexec {real_wc} "$@"')
+    assert await outcome(fast_tool(tmp_path), "live.log", 2990, 3) == expected
+    assert expected[0].endswith("[8 more lines in file. Use offset=2993 to continue.]")
+    assert path.read_text().endswith("line 3000\nmore 1\nmore 2\n")
+
+
+async def test_without_wc_on_path_the_python_scan_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = {name: f"{i}.txt" for i, name in enumerate(CASES)}
+    for name, content in CASES.items():
+        (tmp_path / files[name]).write_text(content)
+    expected = {n: await outcome(slow_tool(tmp_path), files[n], 2, 5) for n in CASES}
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert shutil.which("wc") is None
+    tool = fast_tool(tmp_path)
+    assert {n: await outcome(tool, files[n], 2, 5) for n in CASES} == expected
+    assert all(index.complete for index in tool._indexes.values())
+
+
+async def test_abort_while_wc_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    (tmp_path / "f.txt").write_text(numbered(100))
+    fake_wc(tmp_path, monkeypatch, f"exec {sleep} 30")
+    signal = AbortSignal()
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.2, signal.abort)
+    started = time.perf_counter()
+    with pytest.raises(ToolError, match="aborted"):
+        await fast_tool(tmp_path).execute("c", ReadParams(path="f.txt", offset=50), signal, lambda _: None)
+    assert time.perf_counter() - started < 5  # wc was killed, not waited for
+
+
+@needs_wc
+async def test_parallel_first_reads_with_wc(tmp_path: Path) -> None:
+    (tmp_path / "big.log").write_text(numbered(5_000))
+    tool = fast_tool(tmp_path)
+    offsets = [1, 700, 2_500, 2_501, 4_000, 4_999, 5_000, 3]
+    results = await asyncio.gather(*(read(tool, "big.log", offset=o, limit=1) for o in offsets))
+    assert [text_of(r).split("\n")[0] for r in results] == [f"line {o}" for o in offsets]
+
+
+@needs_wc
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet=st.sampled_from(list("ab€ \r")), max_size=30), min_size=1, max_size=60),
+    st.booleans(),
+    st.integers(min_value=1, max_value=24),
+    st.integers(min_value=0, max_value=3),
+    st.data(),
+)
+def test_wc_and_python_scans_agree(
+    lines: list[str], trailing: bool, block: int, spec: int, data: st.DataObject
+) -> None:
+    content = "\n".join(lines) + ("\n" if trailing else "")
+    if not content:
+        return
+    total = len(split_lines(content))
+    fast = FastCount(min_bytes=0, python_scan_bytes=block * 2, speculate_bytes=block * spec, wc_speedup=4)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "f.txt").write_bytes(content.encode())
+        limits = ToolLimits(max_lines=5, max_bytes=80)
+        slow = make_tool(root, limits, block_bytes=block, fast_count=None)
+        cached = make_tool(root, limits, block_bytes=block, fast_count=fast)
+        for _ in range(4):
+            offset = data.draw(st.integers(min_value=1, max_value=total + 1))
+            limit = data.draw(st.none() | st.integers(min_value=1, max_value=8))
+            expected = asyncio.run(outcome(slow, "f.txt", offset, limit))
+            fresh = make_tool(root, limits, block_bytes=block, fast_count=fast)
+            assert asyncio.run(outcome(fresh, "f.txt", offset, limit)) == expected
+            assert asyncio.run(outcome(cached, "f.txt", offset, limit)) == expected
 
 
 # --- repeated reads -------------------------------------------------------------------------

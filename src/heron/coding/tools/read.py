@@ -2,10 +2,15 @@
 
 The model pages through files with a 1-based ``offset`` and a ``limit``; every cut ends
 with a notice that says exactly where to continue, so a truncated read is never mistaken
-for the whole file. Files are never loaded whole: lines are counted by scanning binary
-blocks, the requested page is found with a seek, and only that page is decoded — so
-reading the end of a multi-GB log costs one sequential scan the first time and a couple
-of block reads after that (the per-block newline counts are cached per file version).
+for the whole file. Files are never loaded whole: lines are counted in binary blocks, the
+requested page is found with a seek, and only that page is decoded.
+
+The notices need the exact line count, so the first read of a file version counts every
+newline in it: in Python (``bytes.count``, ~1 GB/s) for files under 64 MB, and with
+``wc -lc`` in a child process (4-5 GB/s) above that, Python then scanning only the blocks
+next to the requested line (see ``FastCount``). Without a working ``wc`` the Python scan
+is used for every file. What was counted is cached per file version, so later reads of a
+multi-GB log cost a block read or two.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import io
 import math
 import os
 import shlex
+import shutil
 import stat
+import subprocess
 import threading
 import time
 from array import array
@@ -79,18 +86,54 @@ class BinaryFile(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class LineIndex:
-    """Newline counts at every block boundary of one version of a file.
+class FastCount:
+    """When and how a big file's lines are counted by ``wc`` rather than in Python.
 
-    ``before[i]`` is the number of newlines in blocks ``0..i-1``, so finding the block
-    that holds line L is a bisection and the total line count is free.
+    ``bytes.count`` scans about 1 GB/s; ``wc -l`` (GNU's is vectorised) 4-5 GB/s, bounded
+    by copying the file out of the page cache. So for a big file ``wc`` counts the whole
+    file, which gives the total the notices need, and Python scans only the blocks next
+    to the requested line: from the start or from the end of the file, whichever is
+    nearer, or from a ``wc`` count of the file's tail when the line is deep inside.
     """
 
-    mtime_ns: int
-    size: int
-    block: int
-    before: array[int]
-    ends_with_newline: bool
+    min_bytes: int = 64 * 1024 * 1024  # smaller files: one Python scan, no process to start
+    python_scan_bytes: int = 32 * 1024 * 1024  # a Python scan this long (~50 ms) is never worth a wc probe
+    wc_speedup: float = 4.0  # how much faster wc counts than bytes.count
+    speculate_bytes: int = 32 * 1024 * 1024  # scanned in Python while wc counts the whole file
+    max_probes: int = 8
+
+
+FAST_COUNT = FastCount()
+WC_POLL_S = 0.05  # how often a wait for wc checks for an abort
+APPENDED_MAX_BYTES = 16 * 1024 * 1024  # appended to a log while wc counted it: counted again in Python
+
+
+def _changed() -> ToolError:
+    return ToolError("The file changed while it was being read; read it again.")
+
+
+class LineIndex:
+    """Newline counts at block boundaries of one version of a file.
+
+    Boundary ``b`` is byte ``min(b * block, size)``; ``before[i]`` is the number of
+    newlines before boundary ``at[i]`` (both ascending). A Python scan of the whole file
+    knows every boundary. A big file counted by ``wc`` starts with the first and the last
+    only (the total is known) and learns the boundaries around each line it is asked for,
+    so later reads nearby cost a bisection and a block read.
+    """
+
+    __slots__ = ("at", "before", "block", "ends_with_newline", "lock", "mtime_ns", "size")
+
+    def __init__(
+        self, mtime_ns: int, size: int, block: int, at: array[int], before: array[int], ends_with_newline: bool
+    ) -> None:
+        self.mtime_ns = mtime_ns
+        self.size = size
+        self.block = block
+        self.at = at
+        self.before = before
+        self.ends_with_newline = ends_with_newline
+        self.lock = threading.Lock()  # parallel reads share the cached index and extend it
 
     @property
     def total_lines(self) -> int:
@@ -98,6 +141,99 @@ class LineIndex:
         if self.size == 0:
             return 0
         return self.before[-1] + (0 if self.ends_with_newline else 1)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.at) == -(-self.size // self.block) + 1
+
+    def bracket(
+        self,
+        f: BinaryFile,
+        need: int,
+        aborted: Callable[[], bool] | None = None,
+        count_suffix: Callable[[int], int | None] | None = None,
+        policy: FastCount = FAST_COUNT,
+    ) -> tuple[int, int]:
+        """(block, newlines before it) of the block holding newline number ``need``
+        (``1 <= need <=`` the total), scanning the unknown stretch around it first.
+
+        ``count_suffix(byte)`` counts the newlines from ``byte`` to the end (with ``wc``);
+        it is used when the stretch is long and the line far from both of its ends.
+        """
+        probes = 0
+        with self.lock:
+            while True:
+                i = bisect_left(self.before, need) - 1
+                a, c = self.at[i], self.at[i + 1]
+                if c == a + 1:
+                    return a, self.before[i]
+                ba, bc = self.before[i], self.before[i + 1]
+                est = a + (c - a) * (need - ba) / (bc - ba)  # where the line would be if lines were even
+                dist = min(est - a, c - est) * self.block  # bytes Python would scan from the nearer end
+                m = min(max(round(est), a + 1), c - 1)
+                if (
+                    count_suffix is not None
+                    and probes < policy.max_probes
+                    and dist > policy.python_scan_bytes
+                    and self.size - m * self.block <= policy.wc_speedup * dist
+                ):
+                    probes += 1
+                    after = count_suffix(m * self.block)
+                    if after is not None:
+                        self._insert(i + 1, [(m, self.before[-1] - after)])
+                        continue
+                    count_suffix = None  # wc failed: scan instead
+                self._scan(f, i, need, est - a <= c - est, aborted)
+
+    def _scan(self, f: BinaryFile, i: int, need: int, forward: bool, aborted: Callable[[], bool] | None) -> None:
+        """Count blocks between boundaries ``at[i]`` and ``at[i + 1]`` from one end until
+        newline ``need`` is bracketed by two adjacent known boundaries."""
+        a, c = self.at[i], self.at[i + 1]
+        buf = bytearray(self.block)
+        found: list[tuple[int, int]] = []
+        if forward:
+            b, count = a, self.before[i]
+            while b + 1 < c and count < need:
+                count += count_block(f, b, self.block, self.size, buf, aborted)
+                b += 1
+                found.append((b, count))
+        else:
+            b, count = c, self.before[i + 1]
+            while b - 1 > a and count >= need:
+                b -= 1
+                count -= count_block(f, b, self.block, self.size, buf, aborted)
+                found.append((b, count))
+            found.reverse()
+        self._insert(i + 1, found)
+
+    def _insert(self, pos: int, found: list[tuple[int, int]]) -> None:
+        if not found:
+            return
+        counts = [n for _, n in found]
+        if counts != sorted(counts) or counts[0] < self.before[pos - 1] or counts[-1] > self.before[pos]:
+            raise _changed()  # counts that do not fit between their neighbours
+        self.at[pos:pos] = array("q", [b for b, _ in found])
+        self.before[pos:pos] = array("q", counts)
+
+
+def count_block(
+    f: BinaryFile, b: int, block: int, size: int, buf: bytearray, aborted: Callable[[], bool] | None = None
+) -> int:
+    """Newlines in block ``b`` of the file's first ``size`` bytes (a log may have grown
+    since it was stat'ed: the bytes after ``size`` are not counted)."""
+    if aborted is not None and aborted():
+        raise ToolError("Read was aborted.")
+    f.seek(b * block)
+    length = min(block, size - b * block)
+    if length == block:
+        n = f.readinto(buf)
+        count = buf.count(b"\n", 0, n)
+    else:
+        data = f.read(length)
+        n, count = len(data), data.count(b"\n")
+    if n != length:
+        raise _changed()
+    return count
 
 
 def build_line_index(
@@ -120,18 +256,157 @@ def build_line_index(
         before.append(count)
         last = bytes(buf[n - 1 : n])
         read += n
-    return LineIndex(mtime_ns, read, block, before, last == b"\n")
+    return LineIndex(mtime_ns, read, block, array("q", range(len(before))), before, last == b"\n")
 
 
-def line_start(f: BinaryFile, index: LineIndex, line: int) -> int:
+def _start_wc(path: Path, st: os.stat_result, start: int) -> subprocess.Popen[bytes] | None:
+    """``wc -lc`` counting the file from byte ``start`` (its stdin is a descriptor of its
+    own, seeked there), or None when there is no ``wc`` or the path names another file now."""
+    wc = shutil.which("wc")
+    if wc is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return None
+        os.lseek(fd, start, os.SEEK_SET)
+        return subprocess.Popen(
+            [wc, "-lc"], stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"}
+        )
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _finish_wc(
+    f: BinaryFile, proc: subprocess.Popen[bytes], start: int, size: int, aborted: Callable[[], bool] | None
+) -> int | None:
+    """Newlines in bytes ``[start, size)`` from what ``wc`` printed, or None when it failed.
+
+    A log appended to since it was stat'ed was counted up to its new end: the appended
+    bytes (if not too many) are counted again here and taken off. Fewer bytes than
+    ``size - start`` means the file was truncated: None.
+    """
+    try:
+        while True:
+            try:
+                out, _ = proc.communicate(timeout=WC_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if aborted is not None and aborted():
+                    raise ToolError("Read was aborted.") from None
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.communicate()
+    fields = out.split()
+    if proc.returncode != 0 or len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
+        return None
+    lines, end = int(fields[0]), start + int(fields[1])
+    if not size <= end <= size + APPENDED_MAX_BYTES:
+        return None
+    f.seek(size)
+    while end > size and lines >= 0:
+        if aborted is not None and aborted():
+            raise ToolError("Read was aborted.")
+        data = f.read(min(BLOCK_BYTES, end - size))
+        if not data:
+            return None
+        lines -= data.count(b"\n")
+        size += len(data)
+    return lines if lines >= 0 else None
+
+
+def wc_newlines(
+    f: BinaryFile, path: Path, st: os.stat_result, start: int, aborted: Callable[[], bool] | None = None
+) -> int | None:
+    """Newlines from byte ``start`` to ``st.st_size``, counted by ``wc``; None when ``wc``
+    is missing or fails (the caller scans in Python instead)."""
+    proc = _start_wc(path, st, start)
+    return None if proc is None else _finish_wc(f, proc, start, st.st_size, aborted)
+
+
+def build_line_index_with_wc(
+    f: BinaryFile,
+    path: Path,
+    st: os.stat_result,
+    need: int,
+    head: bytes,
+    block: int = BLOCK_BYTES,
+    policy: FastCount = FAST_COUNT,
+    aborted: Callable[[], bool] | None = None,
+) -> LineIndex | None:
+    """The total from ``wc``, plus what Python scans while ``wc`` runs: blocks from the start
+    until newline ``need`` is passed, or from the end when ``head`` (the first bytes)
+    suggests that line is in the second half. None when ``wc`` cannot count the file.
+    """
+    size = st.st_size
+    blocks = -(-size // block)
+    proc = _start_wc(path, st, 0)
+    if proc is None:
+        return None
+    known: dict[int, int] = {0: 0}  # boundary -> newlines before it
+    tail: dict[int, int] = {}  # boundary -> newlines after it
+    try:
+        forward = need * len(head) / max(1, head.count(b"\n")) < size / 2
+        budget = policy.speculate_bytes // block
+        buf = bytearray(block)
+        b, count = (0, 0) if forward else (blocks, 0)
+        while budget > 0 and proc.poll() is None:
+            budget -= 1
+            if forward:
+                if count >= need or b == blocks:
+                    break
+                count += count_block(f, b, block, size, buf, aborted)
+                b += 1
+                known[b] = count
+            else:
+                if b == 0:
+                    break
+                b -= 1
+                count += count_block(f, b, block, size, buf, aborted)
+                tail[b] = count
+        total = _finish_wc(f, proc, 0, size, aborted)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.communicate()
+    if total is None:
+        return None
+    for boundary, after in tail.items():
+        known[boundary] = total - after
+    if known.setdefault(blocks, total) != total:
+        raise _changed()
+    at = sorted(known)
+    before = [known[x] for x in at]
+    if before != sorted(before):
+        raise _changed()
+    f.seek(size - 1)
+    last = f.read(1)
+    return LineIndex(st.st_mtime_ns, size, block, array("q", at), array("q", before), last == b"\n")
+
+
+def line_start(
+    f: BinaryFile,
+    index: LineIndex,
+    line: int,
+    aborted: Callable[[], bool] | None = None,
+    count_suffix: Callable[[int], int | None] | None = None,
+    policy: FastCount = FAST_COUNT,
+) -> int:
     """Byte offset where 1-based ``line`` begins (``line`` must exist)."""
     need = line - 1  # newlines before the line
     if need <= 0:
         return 0
-    block_no = bisect_left(index.before, need) - 1  # last block boundary with fewer newlines before it
+    block_no, before = index.bracket(f, need, aborted, count_suffix, policy)
     f.seek(block_no * index.block)
     data = f.read(index.block)
-    k = need - index.before[block_no]  # the k-th newline of this block ends the previous line
+    k = need - before  # the k-th newline of this block ends the previous line
     lo, hi, seen = 0, len(data), 0
     # Narrow [lo, hi) so that data[lo:hi] holds the k-th newline; each step counts only the
     # half it discards or keeps, so the whole search touches the block about once.
@@ -283,6 +558,7 @@ class ReadTool(AgentTool[ReadParams]):
         image_max_base64: int = IMAGE_MAX_BASE64_BYTES,
         image_max_file_bytes: int = IMAGE_MAX_FILE_BYTES,
         block_bytes: int = BLOCK_BYTES,
+        fast_count: FastCount | None = FAST_COUNT,
     ) -> None:
         self.env = env
         self.parameters = ReadParams
@@ -290,6 +566,7 @@ class ReadTool(AgentTool[ReadParams]):
         self.image_max_base64 = image_max_base64
         self.image_max_file_bytes = image_max_file_bytes
         self.block_bytes = block_bytes
+        self.fast_count = fast_count  # None: always count lines in Python
         self.description = describe(env.limits)
         # Parallel reads run in worker threads and share the cache.
         self._indexes: OrderedDict[str, LineIndex] = OrderedDict()
@@ -333,7 +610,7 @@ class ReadTool(AgentTool[ReadParams]):
                         f"{shown} looks like a binary file ({format_size(size)}), so it was not read. "
                         f"Inspect it with bash instead, e.g. `file {q}` or `xxd {q} | head -n 20`."
                     )
-                result = self._text(f, path, shown, st, params, aborted)
+                result = self._text(f, path, shown, st, params, head, aborted)
         except PermissionError as exc:
             raise ToolError(f"Permission denied: {shown}") from exc
         except IsADirectoryError as exc:
@@ -345,14 +622,23 @@ class ReadTool(AgentTool[ReadParams]):
         self.env.reads.record(path, offset, limit, st.st_mtime_ns, size)
         return result
 
-    def _index(self, f: BinaryFile, path: Path, st: os.stat_result, aborted: Callable[[], bool]) -> LineIndex:
+    def _use_wc(self, st: os.stat_result) -> bool:
+        return self.fast_count is not None and st.st_size >= self.fast_count.min_bytes
+
+    def _index(
+        self, f: BinaryFile, path: Path, st: os.stat_result, need: int, head: bytes, aborted: Callable[[], bool]
+    ) -> LineIndex:
         key = str(path)
         with self._indexes_lock:
             cached = self._indexes.get(key)
             if cached is not None and cached.mtime_ns == st.st_mtime_ns and cached.size == st.st_size:
                 self._indexes.move_to_end(key)
                 return cached
-        index = build_line_index(f, st.st_mtime_ns, st.st_size, self.block_bytes, aborted)
+        index = None
+        if self.fast_count is not None and st.st_size >= self.fast_count.min_bytes:
+            index = build_line_index_with_wc(f, path, st, need, head, self.block_bytes, self.fast_count, aborted)
+        if index is None:  # a small file, or no working wc
+            index = build_line_index(f, st.st_mtime_ns, st.st_size, self.block_bytes, aborted)
         if index.size != st.st_size:  # changed while we scanned: do not trust it later
             return index
         if st.st_size > self.block_bytes:  # small files are cheaper to rescan than to remember
@@ -369,15 +655,25 @@ class ReadTool(AgentTool[ReadParams]):
         shown: str,
         st: os.stat_result,
         params: ReadParams,
+        head: bytes,
         aborted: Callable[[], bool],
     ) -> ToolResult:
         limits = self.env.limits
-        index = self._index(f, path, st, aborted)
-        total = index.total_lines
         start = params.offset or 1
+        index = self._index(f, path, st, start - 1, head, aborted)
+        total = index.total_lines
         if start > total:
             raise ToolError(f"Offset {start} is beyond end of file ({total} lines total)")
-        pos = line_start(f, index, start)
+
+        count_suffix: Callable[[int], int | None] | None = None
+        if not index.complete and self._use_wc(st):
+            def count_suffix(at: int) -> int | None:
+                return wc_newlines(f, path, st, at, aborted)
+
+        def locate(line: int) -> int:
+            return line_start(f, index, line, aborted, count_suffix, self.fast_count or FAST_COUNT)
+
+        pos = locate(start)
         page = _read_page(f, pos, start, total, index.size, params.limit, limits.max_lines, limits.max_bytes)
 
         details: dict[str, Any] = {
@@ -409,7 +705,7 @@ class ReadTool(AgentTool[ReadParams]):
             details["remaining_lines"] = total - page.end
 
         if not page.lines:  # the first requested line alone is over the byte limit
-            line_end = line_start(f, index, start + 1) - 1 if start < total else index.size
+            line_end = locate(start + 1) - 1 if start < total else index.size
             if start == total and index.ends_with_newline:
                 line_end -= 1
             line_bytes = line_end - pos
