@@ -56,7 +56,7 @@ from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools
 from heron.coding.tools.env import ToolEnv, heron_home
-from heron.context.budget import estimate_context_tokens, estimate_message_tokens
+from heron.context.budget import estimate_context_tokens, estimate_message_tokens, last_usage_index
 from heron.context.compaction import (
     CompactionSettings,
     SummaryFailed,
@@ -300,13 +300,10 @@ class CodingSession:
         """Context tokens of the request these messages would make: the last usage report
         plus estimates after it, less what pruning removed since that report; or, with no
         report, an estimate of everything including the system prompt and tools."""
-        has_usage = any(
-            isinstance(m, AssistantMessage) and m.stop_reason not in (StopReason.ERROR, StopReason.ABORTED)
-            and m.usage.context_tokens() > 0 for m in messages
-        )
         tokens = estimate_context_tokens(messages)
-        if not has_usage:
-            tokens += self._fixed_tokens()
+        if last_usage_index(messages) is None:
+            # everything estimated, from the (pruned) view itself: nothing to subtract
+            return tokens + self._fixed_tokens()
         return max(0, tokens - self._pruned_since_usage)
 
     def _fixed_tokens(self) -> int:

@@ -3,10 +3,13 @@
 Context tokens = the usage the provider reported for the last assistant message (input +
 output + cache read + cache write: the request that produced it plus its answer) plus an
 estimate of every message after it. Without a usable report, everything is estimated.
-Estimates are ceil(chars / 4) per message, chars counted per message kind as DESIGN §5
-step 3 specifies:
+A report from before the latest compaction is never used: it measured the context before
+it was summarised. Estimates are ceil(chars / 4) per message, chars counted per message
+kind as DESIGN §5 step 3 specifies:
 
-- user: text (images not counted);
+- user: text (images not counted: pi's cut-point estimate; the context estimate,
+  :func:`estimate_context_tokens`, counts a user's image at 1,200 tokens like any other,
+  since the request does carry it);
 - assistant: text + thinking + for each tool call its name and its arguments as compact
   JSON (no spaces, non-ASCII kept as is);
 - toolResult and custom (extension) messages: text, plus 4,800 chars (1,200 tokens) per
@@ -79,6 +82,15 @@ def estimate_message_tokens(message: AgentMessage) -> int:
     return math.ceil(message_chars(message) / CHARS_PER_TOKEN)
 
 
+def context_message_tokens(message: AgentMessage) -> int:
+    """A message's share of the context: :func:`estimate_message_tokens`, plus 1,200
+    tokens for each image a user message carries."""
+    tokens = estimate_message_tokens(message)
+    if isinstance(message, UserMessage) and not isinstance(message.content, str):
+        tokens += sum(IMAGE_CHARS // CHARS_PER_TOKEN for b in message.content if isinstance(b, ImageContent))
+    return tokens
+
+
 def _reported(message: AgentMessage) -> int | None:
     """The context size a provider reported with an assistant message, if it is usable
     (aborted and failed requests report nothing meaningful)."""
@@ -90,11 +102,29 @@ def _reported(message: AgentMessage) -> int | None:
     return tokens if tokens > 0 else None
 
 
+def last_usage_index(messages: Sequence[AgentMessage]) -> int | None:
+    """Position of the last assistant message whose reported usage measures this context.
+
+    Usage from before the latest compaction is never used: an assistant message the
+    compaction kept still carries the usage of the request that produced it, which
+    measured the whole context before it was summarised (pi's rule: a reply whose
+    timestamp is not after the compaction's does not count)."""
+    floor = next((m.timestamp for m in reversed(messages) if isinstance(m, CompactionSummaryMessage)), None)
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if _reported(message) is None:
+            continue
+        if floor is not None and message.timestamp <= floor:
+            return None  # this and every earlier reply predate the compaction
+        return index
+    return None
+
+
 def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
     """Tokens ``messages`` occupy: the last usable assistant usage plus ceil(chars/4) of
     each message after it (never only one of the two)."""
-    for index in range(len(messages) - 1, -1, -1):
-        reported = _reported(messages[index])
-        if reported is not None:
-            return reported + sum(estimate_message_tokens(m) for m in messages[index + 1:])
-    return sum(estimate_message_tokens(m) for m in messages)
+    index = last_usage_index(messages)
+    if index is None:
+        return sum(context_message_tokens(m) for m in messages)
+    reported = _reported(messages[index]) or 0
+    return reported + sum(context_message_tokens(m) for m in messages[index + 1:])

@@ -457,18 +457,35 @@ def _fit_transcript(
         return reduced
     remaining = list(messages)
     while remaining and len(transcript) > budget_chars:
-        drop = max(1, len(remaining) // 5)
+        # the oldest 20% of the turns (a turn starts at a user's message); a single long
+        # turn (one prompt, many tool calls) loses its oldest 20% of messages instead
+        units = _turns(remaining)
+        if len(units) < 2:
+            units = [[m] for m in remaining]
+        drop = max(1, len(units) // 5)
         before = len(transcript)
-        remaining = remaining[drop:]
+        dropped = sum(len(unit) for unit in units[:drop])
+        remaining = remaining[dropped:]
         transcript = serialise_transcript(remaining, FALLBACK_TOOL_RESULT_CHARS)
         records.append(
             LedgerRecord(kind="summary_fallback", chars_before=before, chars_after=len(transcript),
                          recover="the original messages stay in the session file",
-                         detail={"step": "drop_oldest_turns", "dropped_messages": drop})
+                         detail={"step": "drop_oldest_turns", "dropped_turns": drop, "dropped_messages": dropped})
         )
     if len(transcript) > budget_chars:
         transcript = transcript[-budget_chars:]
     return transcript
+
+
+def _turns(messages: Sequence[AgentMessage]) -> list[list[AgentMessage]]:
+    """``messages`` grouped into turns: each starts at a user message or a command the
+    user ran (whatever precedes the first one is a turn of its own)."""
+    turns: list[list[AgentMessage]] = []
+    for message in messages:
+        if not turns or isinstance(message, UserMessage | BashExecutionMessage):
+            turns.append([])
+        turns[-1].append(message)
+    return turns
 
 
 async def _ask(

@@ -197,6 +197,21 @@ def _already_spilled(message: ToolResultMessage) -> bool:
     return isinstance(message.details, dict) and SPILL_KEY in message.details
 
 
+def _cut_by_its_tool(message: ToolResultMessage, text: str, limits: ToolLimits) -> bool:
+    """A result its tool already cut to the output cap (read's first page, bash's tail),
+    with its own notice saying how to get the rest. The per-result budget leaves it alone:
+    :meth:`ToolLimits.for_window` keeps that cap within the per-result budget, and
+    spilling it again would replace a full page by a 2,000-character preview. (The turn
+    budget still applies to it.)"""
+    details = message.details
+    if not isinstance(details, dict):
+        return False
+    truncation = details.get("truncation")
+    if not isinstance(truncation, dict) or not truncation.get("truncated"):
+        return False
+    return len(text) <= max(limits.max_bytes, limits.result_chars) + _NOTICE_ALLOWANCE
+
+
 def _spilled_message(message: ToolResultMessage, outcome: BudgetOutcome) -> ToolResultMessage:
     """The message with its text replaced by the preview; images stay as they were."""
     images = [block for block in message.content if isinstance(block, ImageContent)]
@@ -218,7 +233,7 @@ def apply_message_budget(
 ) -> tuple[ToolResultMessage, BudgetOutcome]:
     """:func:`apply_result_budget` for one tool-result message (a new message if spilled)."""
     text = message.text()
-    if _already_spilled(message):
+    if _already_spilled(message) or (not force and _cut_by_its_tool(message, text, limits)):
         return message, BudgetOutcome(message.tool_call_id, text, False, len(text), len(text))
     outcome = apply_result_budget(
         text,

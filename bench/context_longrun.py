@@ -1,0 +1,493 @@
+"""Issue 6 figures: a long coding session against a 32,000-token window.
+
+A seeded, deterministic 200-turn session with the faux provider: a temporary project of
+Python files of 300-3,000 lines; each turn the user asks for something, the model reads
+one of the files (varying offset/limit, sometimes the whole file) or runs a bash command
+printing up to 200 KB (``seq``, ``yes | head``, ``python3 -c``), sometimes edits the file
+it read, then answers. The faux "server" rejects any request over the window, as a local
+server would. Summary requests (recognised by their system prompt) get a structured
+summary.
+
+Per main request (summary requests are counted apart): tokens sent (the serialised
+request / 4), the byte-identical prefix it shares with the previous request of the
+session - as a share of this request (what a provider bills as cache reads) and as a
+share of the previous request (cache stability: 100% means nothing that was sent before
+changed) - and the pruning steps and compactions that ran just before it (from the
+session's events). The same run with pruning off for comparison. ``--quick``: 20 turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import RESULTS, parser, table, write_json
+from heron.ai.providers.faux import FauxProvider, FauxReply, _common_prefix, error, serialise_request, text
+from heron.ai.registry import unregister_provider
+from heron.ai.types import Context, TextContent, ToolCall
+from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
+from heron.coding.runtime import CodingSession
+from heron.coding.settings import settings_from_dict
+from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.session.store import SessionStore
+
+WINDOW = 32_000
+MAX_TOKENS = 8_192
+SEED = 6
+FILES = 14
+TARGET_REUSE = 0.95
+
+
+# --- the scripted session ------------------------------------------------------------------
+
+
+def make_project(root: Path, rng: random.Random) -> dict[str, int]:
+    """Python-like files of 300-3,000 lines; every line is unique (``# Lnnnnn``)."""
+    sizes: dict[str, int] = {}
+    (root / "src").mkdir(parents=True)
+    words = ["items", "config", "cache", "buffer", "result", "payload", "index", "window", "token", "entry"]
+    for n in range(FILES):
+        name = f"src/module_{n:02d}.py"
+        count = 300 if n == 0 else 3_000 if n == 1 else rng.randint(300, 3_000)
+        lines = [f'"""Module {n}: generated for the context benchmark."""\n']
+        for i in range(2, count + 1):
+            word = rng.choice(words)
+            pad = " " * (4 * rng.randint(0, 3))
+            extra = ", ".join(f"{rng.choice(words)}[{rng.randint(0, 99)}]" for _ in range(rng.randint(0, 4)))
+            lines.append(f"{pad}{word}_{i} = helper_{i % 17}({extra})  # L{i:05d}\n")
+        (root / name).write_text("".join(lines))
+        sizes[name] = count
+    (root / "README.md").write_text("A generated project for bench/context_longrun.py.\n")
+    return sizes
+
+
+def bash_command(rng: random.Random) -> tuple[str, str]:
+    """A command printing between a few hundred bytes and ~200 KB, and a short label."""
+    kind = rng.choice(["seq", "yes", "python", "python", "small"])
+    if kind == "seq":
+        n = rng.randint(1_000, 33_000)  # seq 1 33000: ~188 KB
+        return f"seq 1 {n}", f"seq {n}"
+    if kind == "yes":
+        n = rng.randint(500, 4_000)  # 50-byte lines: up to 200 KB
+        return f"yes 'INFO worker heartbeat ok, queue depth nominal...' | head -n {n}", f"yes {n}"
+    if kind == "python":
+        n = rng.randint(200, 2_800)  # ~72-byte rows: up to ~200 KB
+        code = f"for i in range({n}): print(f'row {{i:05d}} status=ok value={{i * 37 % 1009:4d}} note=steady-state')"
+        return f'python3 -c "{code}"', f"python {n}"
+    n = rng.randint(5, 60)
+    return f"grep -n 'helper_3(' src/module_0{rng.randint(0, 9)}.py | head -n {n}", f"grep {n}"
+
+
+@dataclass
+class TurnPlan:
+    turn: int
+    prompt: str
+    steps: list[tuple[str, dict[str, Any], str]]  # (tool, arguments, label); the answer follows
+    answer: str
+
+
+def plan_turn(turn: int, sizes: dict[str, int], rng: random.Random) -> TurnPlan:
+    names = sorted(sizes)
+    steps: list[tuple[str, dict[str, Any], str]] = []
+    if rng.random() < 0.6:
+        path = rng.choice(names)
+        lines = sizes[path]
+        mode = rng.random()
+        if mode < 0.2:
+            args: dict[str, Any] = {"path": path}
+            label = f"read {path[4:]} (whole)"
+        elif mode < 0.35:
+            offset = rng.randint(1, lines)
+            args = {"path": path, "offset": offset}
+            label = f"read {path[4:]} @{offset}"
+        else:
+            offset = rng.randint(1, max(1, lines - 50))
+            limit = rng.randint(40, 900)
+            args = {"path": path, "offset": offset, "limit": limit}
+            label = f"read {path[4:]} @{offset}+{limit}"
+        steps.append(("read", args, label))
+        task = f"look at {path} and check how helper_{rng.randint(0, 16)} is used"
+        if rng.random() < 0.25:
+            steps.append(("edit", {"path": path}, f"edit {path[4:]}"))
+            task = f"fix the call to helper_{rng.randint(0, 16)} in {path}"
+    else:
+        command, label = bash_command(rng)
+        steps.append(("bash", {"command": command}, label))
+        task = f"run `{command[:60]}` and tell me whether the output looks healthy"
+    prompt = f"Turn {turn}: please {task}."
+    answer = (f"Turn {turn} done: I checked {steps[0][2]}. " + "The relevant part looks consistent; "
+              * rng.randint(1, 6)).strip()
+    return TurnPlan(turn=turn, prompt=prompt, steps=steps, answer=answer)
+
+
+def edit_arguments(root: Path, path: str, turn: int) -> dict[str, Any]:
+    """Replace one line of the file as it is now (chosen deterministically per turn)."""
+    lines = (root / path).read_text().splitlines()
+    rng = random.Random(SEED * 100_003 + turn)
+    index = rng.randint(1, len(lines) - 1)
+    old = lines[index]
+    new = old.replace(" = helper_", f" = patched_{turn}_helper_", 1)
+    if new == old:
+        new = old + f"  # touched in turn {turn}"
+    return {"path": path, "old_text": old, "new_text": new}
+
+
+SUMMARY = """## Goal
+Keep the generated project healthy: check how the helper_* functions are used across src/module_*.py,
+fix wrong calls, and sanity-check command output (seq, yes, python3 -c) when asked.
+
+## Constraints & Preferences
+- Edit files in place with minimal changes; keep the # Lnnnnn line markers.
+
+## Progress
+### Done
+- Reviewed several modules and command outputs (compaction {n}); patched calls as asked.
+### In Progress
+- Continuing the per-turn checks requested by the user.
+### Blocked
+- None.
+
+## Key Decisions
+- Read large modules in pages with offset/limit instead of whole.
+
+## Next Steps
+1. Continue with the user's next request.
+
+## Critical Context
+Files live in src/module_00.py .. src/module_13.py; helper_0 .. helper_16 are the helpers."""
+
+
+@dataclass
+class Script:
+    """Replies computed from the context: a state machine over the turn plans."""
+
+    root: Path
+    faux: FauxProvider
+    plan: TurnPlan | None = None
+    step: int = 0
+    summaries: int = 0
+    rejected: int = 0
+    # payload index -> (turn, what the request follows): the user's prompt or a tool result
+    labels: dict[int, tuple[int, str]] = field(default_factory=dict)
+
+    def start(self, plan: TurnPlan) -> None:
+        self.plan = plan
+        self.step = 0
+
+    def __call__(self, context: Context) -> FauxReply:
+        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+            self.summaries += 1
+            return text(SUMMARY.format(n=self.summaries))
+        plan = self.plan
+        assert plan is not None
+        follows = "prompt" if self.step == 0 else f"after {plan.steps[min(self.step, len(plan.steps)) - 1][0]}"
+        self.labels[len(self.faux.payloads) - 1] = (plan.turn, follows)
+        if math.ceil(len(serialise_request(context)) / 4) > WINDOW:  # a server enforcing its window
+            self.rejected += 1
+            return error(f"prompt is too long: more than {WINDOW} tokens", 400)
+        if self.step >= len(plan.steps):
+            self.step += 1
+            return text(plan.answer)
+        tool, args, label = plan.steps[self.step]
+        if tool == "edit":
+            args = edit_arguments(self.root, args["path"], plan.turn)
+        call = ToolCall(id=f"t{plan.turn:03d}_{self.step}", name=tool, arguments=args)
+        self.step += 1
+        return FauxReply(content=[TextContent(text=f"Let me {label}."), call])
+
+
+# --- one run -------------------------------------------------------------------------------
+
+
+@dataclass
+class Request:
+    index: int  # among the session's own requests
+    turn: int
+    label: str
+    tokens: int
+    prefix_tokens: int
+    reuse_of_request: float  # prefix / this request
+    reuse_of_previous: float  # prefix / previous request
+    output_cap: int = 0  # max_tokens sent with the request
+    events: list[str] = field(default_factory=list)
+    pruned: int = 0
+    compacted: bool = False
+
+
+@dataclass
+class Run:
+    name: str
+    requests: list[Request]
+    summary_requests: int
+    summary_tokens: int
+    compactions: int
+    prune_steps: int
+    pruned_results: int
+    rejected: int
+    threshold: int
+
+
+async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
+    rng = random.Random(SEED)
+    tmp = Path(tempfile.mkdtemp(prefix="heron-longrun-"))
+    api = f"faux-longrun-{name}"
+    faux = FauxProvider.install(api)
+    old_home = os.environ.get("HERON_HOME")
+    try:
+        home, root = tmp / "home", tmp / "proj"
+        home.mkdir()
+        os.environ["HERON_HOME"] = str(home)
+        sizes = make_project(root, rng)
+        script = Script(root=root, faux=faux)
+        faux.set_fallback(script)
+        model = faux.model(context_window=WINDOW, max_tokens=MAX_TOKENS)
+        session = CodingSession(cwd=root, model=model, store=SessionStore.in_memory(root), home=home,
+                                date="2025-01-01", settings=settings_from_dict(settings))
+        marks: list[tuple[int, str, Any]] = []  # (payloads so far, kind, event)
+
+        def listen(event: Any) -> None:
+            if isinstance(event, LedgerEvent) and event.record.kind == "prune":
+                marks.append((len(faux.payloads), "prune", event.record))
+            elif isinstance(event, CompactionStartEvent | CompactionEndEvent):
+                marks.append((len(faux.payloads), event.type, event))
+
+        session.subscribe(listen)
+        caps: dict[int, int] = {}  # id(request context) -> output cap sent with it
+        options_for = session.agent.stream_options
+        assert options_for is not None
+
+        def record_cap(context: Context) -> Any:
+            options = options_for(context)
+            caps[id(context)] = options.max_tokens or 0
+            return options
+
+        session.agent.stream_options = record_cap
+        for turn in range(1, turns + 1):
+            plan = plan_turn(turn, sizes, rng)
+            script.start(plan)
+            await session.prompt(plan.prompt)
+            assert script.step == len(plan.steps) + 1, f"turn {turn} did not finish: {session.messages[-1]}"
+        return measure(name, faux, script, marks, session.threshold, caps)
+    finally:
+        unregister_provider(api)
+        if old_home is None:
+            os.environ.pop("HERON_HOME", None)
+        else:
+            os.environ["HERON_HOME"] = old_home
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int, str, Any]],
+            threshold: int, caps: dict[int, int]) -> Run:
+    main = [j for j, c in enumerate(faux.requests) if c.system_prompt != SUMMARISER_SYSTEM_PROMPT]
+    summary_ix = [j for j, c in enumerate(faux.requests) if c.system_prompt == SUMMARISER_SYSTEM_PROMPT]
+    requests: list[Request] = []
+    previous: str | None = None
+    for n, j in enumerate(main):
+        payload = faux.payloads[j]
+        prefix = _common_prefix(previous, payload) if previous is not None else 0
+        turn, label = script.labels.get(j, (0, "?"))
+        requests.append(Request(
+            index=n + 1, turn=turn, label=label, tokens=math.ceil(len(payload) / 4),
+            prefix_tokens=prefix // 4,
+            reuse_of_request=prefix / len(payload),
+            reuse_of_previous=prefix / len(previous) if previous else 0.0,
+            output_cap=caps.get(id(faux.requests[j]), 0),
+        ))
+        previous = payload
+    prune_steps = compactions = pruned = 0
+    last_prune_at = -1
+    for count, kind, event in marks:
+        target = next((r for r, j in zip(requests, main, strict=True) if j >= count), None)
+        if target is None:
+            continue
+        if kind == "prune":
+            pruned += 1
+            target.pruned += 1
+            if count != last_prune_at:
+                prune_steps += 1
+                last_prune_at = count
+        elif kind == "compaction_end" and event.entry_id is not None:
+            compactions += 1
+            target.compacted = True
+            target.events.append(f"compact {event.tokens_before:,}->{event.tokens_after:,}")
+    for r in requests:
+        if r.pruned:
+            r.events.insert(0, f"prune x{r.pruned}")
+    return Run(name=name, requests=requests, summary_requests=len(summary_ix),
+               summary_tokens=sum(math.ceil(len(faux.payloads[j]) / 4) for j in summary_ix),
+               compactions=compactions, prune_steps=prune_steps, pruned_results=pruned,
+               rejected=script.rejected, threshold=threshold)
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def stats(r: Run) -> dict[str, Any]:
+    reqs = r.requests
+    steady = [q for q in reqs[1:] if not q.pruned and not q.compacted]
+    total = sum(q.tokens for q in reqs)
+    cached = sum(q.prefix_tokens for q in reqs)
+    # the best any cache could do: everything of the previous request reused
+    ideal = [min(1.0, reqs[i - 1].tokens / reqs[i].tokens) for i in range(1, len(reqs))
+             if not reqs[i].pruned and not reqs[i].compacted]
+    broken = [q for q in steady if q.reuse_of_previous < 0.999]
+    return {
+        "requests": len(reqs),
+        "max_tokens_sent": max(q.tokens for q in reqs),
+        "window": WINDOW,
+        "threshold": r.threshold,
+        "over_window": sum(1 for q in reqs if q.tokens > WINDOW),
+        "over_threshold": sum(1 for q in reqs if q.tokens > r.threshold),
+        "input_plus_cap_over_window": sum(1 for q in reqs if q.tokens + q.output_cap > WINDOW),
+        "min_output_cap": min(q.output_cap for q in reqs),
+        "rejected_by_server": r.rejected,
+        "total_input_tokens": total,
+        "cached_prefix_tokens": cached,
+        "uncached_input_tokens": total - cached,
+        "summary_requests": r.summary_requests,
+        "summary_input_tokens": r.summary_tokens,
+        "compactions": r.compactions,
+        "prune_steps": r.prune_steps,
+        "pruned_results": r.pruned_results,
+        "steady_requests": len(steady),
+        "mean_reuse_of_request_steady": sum(q.reuse_of_request for q in steady) / max(1, len(steady)),
+        "mean_ideal_reuse_of_request_steady": sum(ideal) / max(1, len(ideal)),
+        "mean_reuse_of_previous_steady": sum(q.reuse_of_previous for q in steady) / max(1, len(steady)),
+        "min_reuse_of_previous_steady": min((q.reuse_of_previous for q in steady), default=0.0),
+        "steady_requests_with_changed_prefix": len(broken),
+        "mean_reuse_of_request_all": sum(q.reuse_of_request for q in reqs[1:]) / max(1, len(reqs) - 1),
+        "mean_tokens": total / max(1, len(reqs)),
+    }
+
+
+def plot(runs: list[Run], target: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 7.5), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 1.4]})
+    colours = {"pruning on": "tab:blue", "pruning off": "tab:orange"}
+    for r in runs:
+        xs = [q.index for q in r.requests]
+        colour = colours.get(r.name)
+        top.plot(xs, [q.tokens for q in r.requests], lw=0.9, color=colour, label=f"{r.name}: tokens sent")
+        cx = [q.index for q in r.requests if q.compacted]
+        top.scatter(cx, [q.tokens for q in r.requests if q.compacted], marker="v", s=40, color=colour,
+                    edgecolor="black", zorder=3, label=f"{r.name}: after compaction ({len(cx)})")
+        px = [q.index for q in r.requests if q.pruned and not q.compacted]
+        if px:
+            top.scatter(px, [q.tokens for q in r.requests if q.pruned and not q.compacted], marker="o", s=16,
+                        color="white", edgecolor=colour, zorder=3, label=f"{r.name}: after a prune step ({len(px)})")
+        bottom.plot(xs[1:], [100 * q.reuse_of_request for q in r.requests[1:]], lw=0.7, color=colour,
+                    label=f"{r.name}: prefix / request")
+    top.axhline(WINDOW, color="red", ls="--", lw=1, label=f"window {WINDOW:,}")
+    top.axhline(runs[0].threshold, color="grey", ls=":", lw=1, label=f"compaction threshold {runs[0].threshold:,}")
+    top.axhline(WINDOW * 0.5, color="grey", ls="-.", lw=0.8, label="prune threshold (50%)")
+    top.set_ylabel("tokens sent (serialised / 4)")
+    top.set_title(f"Long coding session, {WINDOW:,}-token window, faux provider "
+                  f"({max(r.requests[-1].turn for r in runs)} turns)")
+    top.grid(alpha=0.3)
+    top.legend(fontsize=7, loc="lower right", ncol=2)
+    bottom.set_ylabel("prompt-cache reuse %")
+    bottom.set_xlabel("request")
+    bottom.set_ylim(0, 102)
+    bottom.grid(alpha=0.3)
+    bottom.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(target, dpi=110)
+    plt.close(fig)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def main() -> None:
+    args = parser(__doc__ or "").parse_args()
+    turns = 20 if args.quick else 200
+    on = asyncio.run(run("pruning on", turns, {}))
+    off = asyncio.run(run("pruning off", turns, {"pruning": {"enabled": False}}))
+    assert len(on.requests) == len(off.requests)
+
+    rows = []
+    for a, b in zip(on.requests, off.requests, strict=True):
+        rows.append([a.index, a.turn, a.label, f"{a.tokens:,}", pct(a.reuse_of_request), pct(a.reuse_of_previous),
+                     "; ".join(a.events), f"{b.tokens:,}", pct(b.reuse_of_request), pct(b.reuse_of_previous),
+                     "; ".join(b.events)])
+    print(table(["req", "turn", "follows", "ON tokens", "ON reuse/req", "ON reuse/prev", "ON events",
+                 "OFF tokens", "OFF reuse/req", "OFF reuse/prev", "OFF events"], rows))
+    print()
+
+    s_on, s_off = stats(on), stats(off)
+    keys = [
+        ("requests", "requests to the session model"),
+        ("max_tokens_sent", "max tokens sent"),
+        ("over_window", f"requests over the window ({WINDOW:,})"),
+        ("over_threshold", f"requests over window - reserve ({on.threshold:,})"),
+        ("rejected_by_server", "requests rejected by the server"),
+        ("input_plus_cap_over_window", "requests whose input + output cap > window"),
+        ("min_output_cap", "smallest output cap (max_tokens) sent"),
+        ("total_input_tokens", "total input tokens (session requests)"),
+        ("cached_prefix_tokens", "  of which a prefix of the previous request"),
+        ("uncached_input_tokens", "  of which new (uncached)"),
+        ("summary_requests", "summary requests"),
+        ("summary_input_tokens", "summary input tokens"),
+        ("compactions", "compactions"),
+        ("prune_steps", "prune steps"),
+        ("pruned_results", "tool results pruned"),
+        ("steady_requests", "requests outside compaction/prune events"),
+        ("mean_reuse_of_request_steady", "mean prefix reuse, share of request (outside events)"),
+        ("mean_ideal_reuse_of_request_steady", "  best possible (previous request / this request)"),
+        ("mean_reuse_of_previous_steady", "mean share of the previous request reused (outside events)"),
+        ("min_reuse_of_previous_steady", "min share of the previous request reused (outside events)"),
+        ("steady_requests_with_changed_prefix", "steady requests whose prefix changed"),
+        ("mean_reuse_of_request_all", "mean prefix reuse, share of request (all)"),
+    ]
+    summary_rows = []
+    for key, title in keys:
+        values = []
+        for s in (s_on, s_off):
+            v = s[key]
+            values.append(pct(v) if isinstance(v, float) and "reuse" in key else f"{v:,}" if isinstance(v, int)
+                          else f"{v:,.1f}")
+        summary_rows.append([title, *values])
+    print(table(["figure", "pruning on", "pruning off"], summary_rows))
+
+    for label, s in (("pruning on", s_on), ("pruning off", s_off)):
+        ok_window = s["max_tokens_sent"] <= WINDOW and s["rejected_by_server"] == 0
+        ok_reuse = s["mean_reuse_of_previous_steady"] >= TARGET_REUSE
+        print(f"{label}: max {s['max_tokens_sent']:,} tokens {'<=' if ok_window else '>'} window {WINDOW:,}; "
+              f"prefix stability {pct(s['mean_reuse_of_previous_steady'])} "
+              f"({'meets' if ok_reuse else 'misses'} the {pct(TARGET_REUSE)} target); "
+              f"cache reads {pct(s['mean_reuse_of_request_steady'])} of each request "
+              f"(bound by new content: best {pct(s['mean_ideal_reuse_of_request_steady'])})")
+
+    png = RESULTS / ("context_longrun.quick.png" if args.quick else "context_longrun.png")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    plot([on, off], png)
+    per_request = {r.name: [{"index": q.index, "turn": q.turn, "follows": q.label, "tokens": q.tokens,
+                             "prefix_tokens": q.prefix_tokens, "reuse_of_request": round(q.reuse_of_request, 5),
+                             "reuse_of_previous": round(q.reuse_of_previous, 5), "output_cap": q.output_cap,
+                             "events": q.events}
+                            for q in r.requests] for r in (on, off)}
+    target = write_json("context_longrun", {"turns": turns, "window": WINDOW, "seed": SEED,
+                                            "pruning_on": s_on, "pruning_off": s_off, "plot": png.name,
+                                            "per_request": per_request}, args.json, args.quick)
+    print(f"\nwrote {target} and {png}")
+
+
+if __name__ == "__main__":
+    main()
