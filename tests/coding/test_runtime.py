@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_request, text, tool_call
-from heron.ai.types import AssistantMessage, Context, StopReason, ToolResultMessage, UserMessage
+from heron.ai.types import AssistantMessage, Context, StopReason, TextContent, ToolResultMessage, UserMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
@@ -163,3 +163,16 @@ async def test_navigate_with_branch_summary(project: Path, faux: FauxProvider) -
     assert branch.parent_id == first_answer
     await s.navigate(first_answer)  # without a summary: just move
     assert [m.role for m in s.messages] == ["user", "assistant"]
+
+
+async def test_stream_broken_mid_answer_is_retried_by_the_session(project: Path, faux: FauxProvider) -> None:
+    broken = FauxReply(content=[TextContent(text="half an answer that breaks")],
+                       error=error("connection reset", 503).error, error_after_chunks=1)
+    scripted(faux, [broken, text("a whole answer")])
+    s = session(project, faux, settings={"retry": {"baseDelayMs": 1, "maxDelayMs": 5}})
+    events: list[str] = []
+    s.subscribe(lambda e: events.append(e.type))
+    await s.prompt("hi")
+    assert s.messages[-1].text() == "a whole answer"  # type: ignore[union-attr]
+    assert events.count("retry_start") == 1 and events.count("retry_end") == 1
+    assert len([c for c in faux.requests if c.system_prompt != SUMMARISER_SYSTEM_PROMPT]) == 2

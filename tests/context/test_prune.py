@@ -105,3 +105,11 @@ def test_stub_keeps_the_pairing_and_error_flag() -> None:
     assert "(it was an error)" in pruned[2].text()  # type: ignore[attr-defined]
     state.reset()
     assert apply_pruning(messages, state) == messages
+
+
+def test_a_step_too_small_to_pay_for_the_cache_miss_is_not_taken() -> None:
+    messages = session(5)  # two prunable results of 2,000 chars: about 1,000 tokens to gain
+    state = PruneState()
+    assert extend_pruning(messages, state, keep_turns=3, min_saving_tokens=5_000) == []
+    assert len(state) == 0
+    assert len(extend_pruning(messages, state, keep_turns=3, min_saving_tokens=500)) == 2

@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -63,10 +64,14 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class LocalServer:
-    def __init__(self) -> None:
+    """Replies come from the queue (then ``fallback``), or - with ``responder`` - are
+    computed from each request (a server that inspects what it is sent)."""
+
+    def __init__(self, responder: Callable[[Recorded], Reply] | None = None) -> None:
         self.requests: list[Recorded] = []
         self._replies: list[Reply] = []
         self.fallback: Reply | None = None
+        self.responder = responder
         self._lock = threading.Lock()
         server = self
 
@@ -80,16 +85,16 @@ class LocalServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 parts = urlsplit(self.path)
-                server._record(
-                    Recorded(
-                        method=self.command,
-                        path=parts.path,
-                        query=parse_qs(parts.query),
-                        headers={k.lower(): v for k, v in self.headers.items()},
-                        body=body,
-                    )
+                recorded = Recorded(
+                    method=self.command,
+                    path=parts.path,
+                    query=parse_qs(parts.query),
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
                 )
-                reply = server._next()
+                server._record(recorded)
+                responder = server.responder
+                reply = responder(recorded) if responder is not None else server._next()
                 self._send(reply)
 
             do_POST = _handle

@@ -1,4 +1,5 @@
-"""``heron sessions``: list session files, describe one, draw its tree.
+"""``heron sessions``: list session files, describe one, draw its tree, show the window
+of its leaf (``context``) and what a compaction would do to it (``compact-plan``).
 
 Imported by ``heron.cli.main`` to register the sub-command, so this module imports only
 the standard library at the top; the session store is imported when a command runs.
@@ -14,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from heron.coding.runtime import ContextBreakdown
     from heron.session.entries import Entry
     from heron.session.store import SessionStore
 
@@ -33,7 +35,32 @@ def add_parser(subparsers: Any) -> None:
     info.add_argument("--json", action="store_true", help="print JSON")
     tree = commands.add_parser("tree", help="draw a session's entry tree")
     tree.add_argument("file", help="a session file, or a unique prefix of a session id")
+    plan = commands.add_parser(
+        "compact-plan",
+        help="dry run: where a compaction of the leaf would cut (nothing is written, no model is called)",
+    )
+    plan.add_argument("file", help="a session file, or a unique prefix of a session id")
+    plan.add_argument("--keep-recent-tokens", type=_positive, default=None, metavar="N",
+                      help="tokens of recent messages kept verbatim (default 20000)")
+    plan.add_argument("--reserve-tokens", type=_positive, default=None, metavar="N",
+                      help="tokens reserved for the answer and the summary (default 16384)")
+    plan.add_argument("--json", action="store_true", help="print JSON")
+    context = commands.add_parser("context", help="what the leaf's context window holds, by tokens, and the ledger")
+    context.add_argument("file", help="a session file, or a unique prefix of a session id")
+    context.add_argument("--window", type=_positive, default=None, metavar="TOKENS",
+                         help="the model's context window, to show shares and the compaction threshold")
+    context.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=run)
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return number
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -48,6 +75,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return _info(args, out, err)
         if args.sessions_command == "tree":
             return _tree(args, out, err)
+        if args.sessions_command == "compact-plan":
+            return _compact_plan(args, out, err)
+        if args.sessions_command == "context":
+            return _context(args, out, err)
     except BrokenPipeError:  # `heron sessions tree … | head`: stop quietly
         if out is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -237,3 +268,223 @@ def _describe(entry: Entry, width: int) -> str:
     if isinstance(entry, CustomEntry):
         return f"custom {entry.custom_type}"
     return entry.type
+
+
+# --- compact-plan -------------------------------------------------------------------------
+
+
+def compact_plan(
+    store: SessionStore, *, keep_recent_tokens: int | None = None, reserve_tokens: int | None = None
+) -> dict[str, Any]:
+    """What compacting the leaf would do, computed with :func:`prepare_compaction` (the
+    runtime's own cut-point search) and nothing else: no entry is written, no model is
+    called. Indices are 0-based positions in the file's entry list without the header."""
+    from heron.context.budget import estimate_context_tokens
+    from heron.context.compaction import CompactionSettings, prepare_compaction
+
+    defaults = CompactionSettings()
+    settings = CompactionSettings(
+        reserve_tokens=reserve_tokens if reserve_tokens is not None else defaults.reserve_tokens,
+        keep_recent_tokens=keep_recent_tokens if keep_recent_tokens is not None else defaults.keep_recent_tokens,
+    )
+    leaf = store.leaf_id
+    indices = store.path_indices() if leaf is not None else []
+    path = store.path_to(leaf) if leaf is not None else []
+    tokens_before = estimate_context_tokens(store.build_context().messages)
+    plan = prepare_compaction(path, settings)
+    out: dict[str, Any] = {
+        "path": str(store.path) if store.path is not None else None,
+        "leaf_index": store.leaf_index,
+        "path_length": len(path),
+        "keep_recent_tokens": settings.keep_recent_tokens,
+        "reserve_tokens": settings.reserve_tokens,
+        "tokens_before": tokens_before,
+    }
+    if plan is None:
+        reason = "the leaf is a compaction" if path and path[-1].type == "compaction" else (
+            "the session is empty" if not path else "everything fits in the keep-recent budget"
+        )
+        out.update(
+            compact=False,
+            reason=reason,
+            first_kept_index=None,
+            first_kept_entry_id=None,
+            turn_start_index=-1,
+            split_turn=False,
+            region_start_index=None,
+            messages_to_summarize=0,
+            turn_prefix_messages=0,
+            read_files=[],
+            modified_files=[],
+            user_requests=0,
+            previous_summary=any(e.type == "compaction" for e in path),
+        )
+        return out
+    out.update(
+        compact=True,
+        reason=None,
+        first_kept_index=indices[plan.first_kept_index],
+        first_kept_entry_id=plan.first_kept_entry_id,
+        turn_start_index=indices[plan.turn_start_index] if plan.split_turn else -1,
+        split_turn=plan.split_turn,
+        region_start_index=indices[plan.region_start],
+        messages_to_summarize=len(plan.messages_to_summarize),
+        turn_prefix_messages=len(plan.turn_prefix_messages),
+        read_files=list(plan.read_files),
+        modified_files=list(plan.modified_files),
+        user_requests=len(plan.user_requests),
+        previous_summary=plan.previous is not None,
+    )
+    return out
+
+
+def _compact_plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _open(args.file) as store:
+        data = compact_plan(store, keep_recent_tokens=args.keep_recent_tokens, reserve_tokens=args.reserve_tokens)
+        warnings = list(store.warnings)
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+    else:
+        for key, value in data.items():
+            if isinstance(value, list):
+                value = ", ".join(value) if value else "(none)"
+            print(f"{key:>22}: {value}", file=out)
+    for warning in warnings:
+        print(f"warning: {warning}", file=err)
+    return 0
+
+
+# --- context ------------------------------------------------------------------------------
+
+
+def session_context_breakdown(store: SessionStore, window: int | None = None) -> ContextBreakdown:
+    """The window of the leaf as far as a session file tells it: messages by role,
+    summaries, the total (last reported usage + estimates after it), and the ledger
+    records (``custom`` entries of type ``heron.ledger``) on the leaf's path. The system
+    prompt, tools and context files are built when heron runs, so they are 0 here."""
+    from heron.agent.messages import CompactionSummaryMessage
+    from heron.coding.runtime import ContextBreakdown
+    from heron.context.budget import estimate_context_tokens, estimate_message_tokens
+    from heron.context.compaction import CompactionSettings
+    from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+    from heron.session.entries import CustomEntry
+
+    messages = store.build_context().messages
+    by_role: dict[str, int] = {}
+    summaries = 0
+    for message in messages:
+        tokens = estimate_message_tokens(message)
+        if isinstance(message, CompactionSummaryMessage):
+            summaries += tokens
+        else:
+            by_role[message.role] = by_role.get(message.role, 0) + tokens
+    ledger: list[LedgerRecord] = []
+    if store.leaf_id is not None:
+        for entry in store.path_to(store.leaf_id):
+            if not isinstance(entry, CustomEntry) or entry.custom_type != LEDGER_CUSTOM_TYPE:
+                continue
+            if isinstance(entry.data, dict):
+                ledger.append(LedgerRecord.from_json_dict(entry.data))
+    threshold = 0
+    if window:
+        threshold = window - CompactionSettings().for_window(window).reserve_tokens
+    return ContextBreakdown(
+        window=window or 0,
+        threshold=threshold,
+        system_prompt=0,
+        tools=0,
+        context_files=0,
+        summaries=summaries,
+        messages=by_role,
+        total=estimate_context_tokens(messages),
+        ledger=ledger,
+    )
+
+
+def breakdown_json(breakdown: ContextBreakdown, *, offline: bool = False) -> dict[str, Any]:
+    """A breakdown as JSON (``None`` for what is not known offline)."""
+    unknown = offline
+    return {
+        "window": breakdown.window or None,
+        "threshold": breakdown.threshold or None,
+        "system_prompt": None if unknown else breakdown.system_prompt,
+        "tools": None if unknown else breakdown.tools,
+        "context_files": None if unknown else breakdown.context_files,
+        "summaries": breakdown.summaries,
+        "messages": dict(breakdown.messages),
+        "total": breakdown.total,
+        "pruned_results": breakdown.pruned_results,
+        "ledger": [record.to_json_dict() for record in breakdown.ledger],
+        "ledger_saved_tokens": _ledger_totals(breakdown),
+    }
+
+
+def _ledger_totals(breakdown: ContextBreakdown) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for record in breakdown.ledger:
+        totals[record.kind] = totals.get(record.kind, 0) + record.saved_tokens
+    return totals
+
+
+def format_context_breakdown(
+    breakdown: ContextBreakdown, *, offline: bool = False, ledger_limit: int = 50
+) -> list[str]:
+    """The text of ``/context`` and ``heron sessions context``: one line per part of the
+    window with its tokens (and share of the window when it is known), then the ledger.
+    ``offline``: the breakdown comes from a session file, so the system prompt, tools and
+    context files are not known (they are built when heron runs)."""
+    window = breakdown.window
+
+    def share(tokens: int) -> str:
+        return f"  {tokens / window:6.1%}" if window else ""
+
+    lines: list[str] = []
+    if window:
+        lines.append(f"window {window:,} tokens; compaction above {breakdown.threshold:,}; "
+                     f"in use {breakdown.total:,} ({breakdown.total / window:.1%})")
+    else:
+        lines.append(f"in use {breakdown.total:,} tokens (window not known: pass --window to see shares)")
+    rows: list[tuple[str, int | None]] = []
+    if offline:
+        rows.append(("system prompt, tools, context files", None))
+    else:
+        rows += [("system prompt", breakdown.system_prompt), ("tools", breakdown.tools),
+                 ("  of which context files", breakdown.context_files)]
+    rows.append(("summaries", breakdown.summaries))
+    for role, role_tokens in sorted(breakdown.messages.items(), key=lambda kv: -kv[1]):
+        rows.append((f"messages: {role}", role_tokens))
+    for name, tokens in rows:
+        if tokens is None:
+            lines.append(f"  {name:<38} (not known for a session file)")
+        else:
+            lines.append(f"  {name:<38} {tokens:>9,}{share(tokens)}")
+    estimated = breakdown.summaries + sum(breakdown.messages.values())
+    lines.append(f"  {'messages estimated at chars/4':<38} {estimated:>9,}")
+    lines.append(f"  {'total (last reported usage + after it)':<38} {breakdown.total:>9,}{share(breakdown.total)}")
+    if breakdown.pruned_results:
+        lines.append(f"  {breakdown.pruned_results} old tool result(s) pruned to stubs in the requests")
+    records = breakdown.ledger
+    if not records:
+        lines.append("ledger: empty (nothing was cut, spilled, pruned or compacted)")
+        return lines
+    totals = ", ".join(f"{kind} {saved:,}" for kind, saved in _ledger_totals(breakdown).items())
+    lines.append(f"ledger: {len(records)} record(s); tokens kept out of view by kind: {totals}")
+    shown = records[-ledger_limit:] if ledger_limit > 0 else records
+    if len(shown) < len(records):
+        lines.append(f"  ... {len(records) - len(shown)} older record(s) not shown")
+    lines.extend(f"  {record.describe()}" for record in shown)
+    return lines
+
+
+def _context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _open(args.file) as store:
+        breakdown = session_context_breakdown(store, args.window)
+        warnings = list(store.warnings)
+    if args.json:
+        print(json.dumps(breakdown_json(breakdown, offline=True), indent=2, ensure_ascii=False), file=out)
+    else:
+        for line in format_context_breakdown(breakdown, offline=True):
+            print(line, file=out)
+    for warning in warnings:
+        print(f"warning: {warning}", file=err)
+    return 0

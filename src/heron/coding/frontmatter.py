@@ -10,9 +10,10 @@ YAML block) so a user can go straight to it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:  # PyYAML is imported by the first file that has front matter
+    import yaml
 
 _OPEN = "---"
 _CLOSE = ("---", "...")
@@ -47,6 +48,8 @@ def parse_front_matter(text: str) -> FrontMatter:
         return FrontMatter(body=text)
     block = "\n".join(lines[1:end])
     body = "\n".join(lines[end + 1 :])
+    import yaml
+
     try:
         data = yaml.safe_load(block) if block.strip() else {}
     except yaml.YAMLError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import json
 import logging
 import math
 import re
@@ -78,6 +79,8 @@ log = logging.getLogger(__name__)
 Listener = Callable[[SessionEvent], None]
 
 PRUNE_SHARE = 0.5  # prune once the context passes this share of the window
+PRUNE_MIN_STEP_SHARE = 0.10  # ...in steps that save at least this share (cache stability)
+OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
 REINJECT_FILES = 5
 REINJECT_TOKENS = 50_000
 REINJECT_WINDOW_SHARE = 0.15
@@ -140,6 +143,7 @@ class CodingSession:
         self._listeners: list[Listener] = []
         self._retrying: int = 0
         self._failed_entry: str | None = None
+        self._recovery_abort = AbortSignal()
         self.date = date or _dt.date.today().isoformat()
 
         self.env = ToolEnv(
@@ -307,7 +311,7 @@ class CodingSession:
         return max(0, tokens - self._pruned_since_usage)
 
     def _fixed_tokens(self) -> int:
-        tools = sum(_tokens(t.name + t.description) + _tokens(str(t.definition().parameters)) for t in self.tools)
+        tools = sum(_tokens(json.dumps(t.definition().to_json_dict(), ensure_ascii=False)) for t in self.tools)
         return _tokens(self.agent.state.system_prompt) + tools
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
@@ -316,7 +320,9 @@ class CodingSession:
         view = apply_pruning(messages, self.prune_state) if pruning else messages
         tokens = self.estimate_request_tokens(view)
         if pruning and tokens > window * PRUNE_SHARE:
-            records = extend_pruning(messages, self.prune_state)
+            # Small steps only when they might spare a compaction (see extend_pruning).
+            min_saving = 0 if tokens > self.threshold else int(window * PRUNE_MIN_STEP_SHARE)
+            records = extend_pruning(messages, self.prune_state, min_saving_tokens=min_saving)
             if records:
                 saved = sum(r.saved_tokens for r in records)
                 self._pruned_since_usage += saved
@@ -338,7 +344,7 @@ class CodingSession:
             max_delay=retry.max_delay_ms / 1000,
         )
         estimate = self.estimate_request_tokens(self.agent.state.messages)
-        room = self.model.context_window - estimate
+        room = self.model.context_window - estimate - int(self.model.context_window * OUTPUT_MARGIN_SHARE)
         max_tokens = max(MIN_OUTPUT_TOKENS, min(self.model.max_tokens, room))
         return StreamOptions(
             api_key=self.api_key,
@@ -394,6 +400,7 @@ class CodingSession:
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
         content: list[TextContent | ImageContent] = [TextContent(text=self.expand_input(text)), *images]
+        self._recovery_abort = AbortSignal()
         added = await self.agent.prompt(UserMessage(content=content))
         return await self._recover(added)
 
@@ -405,6 +412,7 @@ class CodingSession:
 
     def abort(self) -> None:
         self.agent.abort()
+        self._recovery_abort.abort()
 
     async def _recover(self, added: list[AgentMessage]) -> list[AgentMessage]:
         """After a run that ended in an error: compact and retry once on overflow; retry
@@ -430,14 +438,16 @@ class CodingSession:
                     return added
                 added += await self.agent.continue_()
                 continue
-            if not retry.enabled or attempts >= retry.max_retries or not _retryable(last):
+            # heron.ai already retried failures that happened before any content arrived;
+            # here only a stream that broke mid-answer is retried, or retries would multiply.
+            if not retry.enabled or attempts >= retry.max_retries or not last.content or not _retryable(last):
                 return added
             attempts += 1
             delay = min(retry.max_delay_ms / 1000, retry.base_delay_ms / 1000 * 2 ** (attempts - 1))
             self._retrying = attempts
             self._emit(RetryStartEvent(attempt=attempts, max_attempts=retry.max_retries, delay=delay,
                                        error_message=last.error_message or ""))
-            if not await sleep_or_abort(delay, None):
+            if not await sleep_or_abort(delay, self._recovery_abort):
                 return added
             self._drop_failed_answer()
             added += await self.agent.continue_()

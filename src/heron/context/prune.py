@@ -133,12 +133,23 @@ def prunable(messages: Sequence[Any], keep_turns: int = DEFAULT_KEEP_TURNS) -> l
 
 
 def extend_pruning(
-    messages: Sequence[Any], state: PruneState, keep_turns: int = DEFAULT_KEEP_TURNS
+    messages: Sequence[Any], state: PruneState, keep_turns: int = DEFAULT_KEEP_TURNS, min_saving_tokens: int = 0
 ) -> list[LedgerRecord]:
-    """One pruning step: stub every prunable result not stubbed yet. Returns the records."""
+    """One pruning step: stub every prunable result not stubbed yet. Returns the records.
+
+    A step that would save fewer than ``min_saving_tokens`` is not taken: each step
+    changes the request's prefix (a prompt-cache miss), so stubbing one small result per
+    turn costs more than it saves.
+    """
     calls: dict[str, ToolCall] = {
         call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
     }
+    if min_saving_tokens > 0:
+        candidates = [messages[i] for i in prunable(messages, keep_turns)
+                      if messages[i].tool_call_id not in state.stubs]
+        saving = sum(_result_size(r) for r in candidates) // 4 - 60 * len(candidates)
+        if saving < min_saving_tokens:
+            return []
     records = []
     for index in prunable(messages, keep_turns):
         result = messages[index]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,24 +24,23 @@ def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[Agent
     unknown = [n for n in wanted if n not in ALL_TOOLS]
     if unknown:
         raise UnknownToolError(f"unknown tool(s): {', '.join(unknown)}; available: {', '.join(ALL_TOOLS)}")
-    from heron.coding.tools.bash import BashTool
-    from heron.coding.tools.edit import EditTool
-    from heron.coding.tools.find import FindTool
-    from heron.coding.tools.grep import GrepTool
-    from heron.coding.tools.ls import LsTool
-    from heron.coding.tools.read import ReadTool
-    from heron.coding.tools.write import WriteTool
-
-    factories: dict[str, Any] = {
-        "read": ReadTool,
-        "bash": BashTool,
-        "edit": EditTool,
-        "write": WriteTool,
-        "grep": GrepTool,
-        "find": FindTool,
-        "ls": LsTool,
+    # Only the tools asked for are imported: grep, find and ls (and their walker) are not
+    # needed by the default set, and every module loaded delays the first request.
+    factories: dict[str, tuple[str, str]] = {
+        "read": ("heron.coding.tools.read", "ReadTool"),
+        "bash": ("heron.coding.tools.bash", "BashTool"),
+        "edit": ("heron.coding.tools.edit", "EditTool"),
+        "write": ("heron.coding.tools.write", "WriteTool"),
+        "grep": ("heron.coding.tools.grep", "GrepTool"),
+        "find": ("heron.coding.tools.find", "FindTool"),
+        "ls": ("heron.coding.tools.ls", "LsTool"),
     }
-    return [factories[name](env) for name in ALL_TOOLS if name in wanted]
+    tools: list[AgentTool[Any]] = []
+    for name in ALL_TOOLS:
+        if name in wanted:
+            module, cls = factories[name]
+            tools.append(getattr(importlib.import_module(module), cls)(env))
+    return tools
 
 
 __all__ = ["ALL_TOOLS", "DEFAULT_TOOLS", "ToolEnv", "UnknownToolError", "create_tools"]

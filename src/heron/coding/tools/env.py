@@ -46,12 +46,14 @@ class FileReadTracker:
     def __init__(self) -> None:
         self._reads: dict[tuple[str, int | None, int | None], ReadRecord] = {}
         self._last_by_path: dict[str, ReadRecord] = {}
+        self._since_reset: dict[str, float] = {}
 
     def record(self, path: Path, offset: int | None, limit: int | None, mtime_ns: int, size: int) -> ReadRecord:
         key = str(path)
         rec = ReadRecord(key, offset, limit, mtime_ns, size, time.time())
         self._reads[(key, offset, limit)] = rec
         self._last_by_path[key] = rec
+        self._since_reset[key] = rec.at
         return rec
 
     def previous(self, path: Path, offset: int | None, limit: int | None) -> ReadRecord | None:
@@ -71,10 +73,12 @@ class FileReadTracker:
 
     def read_paths(self) -> list[str]:
         """Paths read since the last reset, most recent last."""
-        return [rec.path for rec in sorted(self._last_by_path.values(), key=lambda r: r.at)]
+        return sorted(self._since_reset, key=self._since_reset.__getitem__)
 
     def reset(self) -> None:
+        """Forget what was read (the stale-edit check keeps each file's last read)."""
         self._reads.clear()
+        self._since_reset.clear()
 
 
 @dataclass

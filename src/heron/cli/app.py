@@ -1,0 +1,213 @@
+"""From parsed arguments to a running mode: settings, model, session file, runtime.
+
+Everything a mode needs is gathered here once (:class:`App`), so the four modes only
+present a :class:`CodingSession`; rpc's ``new_session`` / ``switch_session`` / ``fork``
+and interactive's ``/new`` and ``/resume`` use the same helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import mimetypes
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from heron.ai.models import ModelRegistry, heron_home
+from heron.ai.types import ImageContent
+from heron.coding.settings import ResolvedModel, Settings, SetupError, load_settings, resolve_model
+from heron.session.paths import latest_session, list_sessions, resolve_session
+from heron.session.store import SessionError, SessionStore
+
+if TYPE_CHECKING:  # imported in build_app: a set-up error is reported without loading the agent
+    from heron.coding.runtime import CodingSession
+
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+
+class UsageError(RuntimeError):
+    """Bad arguments: the message says what to do instead. Exit code 2."""
+
+
+@dataclass
+class Task:
+    """What the user asked, with ``@file`` attachments resolved."""
+
+    text: str
+    images: list[ImageContent] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.text.strip() or self.images)
+
+
+@dataclass
+class App:
+    args: argparse.Namespace
+    cwd: Path
+    home: Path
+    settings: Settings
+    registry: ModelRegistry
+    resolved: ResolvedModel
+    session: CodingSession
+
+    def new_store(self) -> SessionStore:
+        if self.args.no_session:
+            return SessionStore.in_memory(self.cwd)
+        return SessionStore.create(self.cwd, home=self.home)
+
+    def open_store(self, ref: str) -> SessionStore:
+        path = resolve_session(ref, home=self.home)
+        return SessionStore.open(path)
+
+    def fork_store(self, entry_id: str | None) -> SessionStore:
+        return self.session.store.fork(entry_id, home=self.home)
+
+
+def read_attachment(token: str, cwd: Path) -> tuple[str, ImageContent | None]:
+    """``@path``: a text file becomes a tagged block of the prompt, an image an image block."""
+    path = Path(os.path.expanduser(token[1:]))
+    if not path.is_absolute():
+        path = cwd / path
+    if not path.is_file():
+        raise UsageError(f"{token}: no such file")
+    mime = mimetypes.guess_type(path.name)[0] or ""
+    if mime in IMAGE_TYPES:
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'<file path="{token[1:]}">(image attached)</file>', ImageContent(data=data, mime_type=mime)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{token}: not a text file ({exc.reason})") from exc
+    return f'<file path="{token[1:]}">\n{text}\n</file>', None
+
+
+def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None) -> Task:
+    """The task from ``-p``, the positional words, piped stdin and ``@file`` arguments."""
+    parts: list[str] = []
+    images: list[ImageContent] = []
+    files: list[str] = []
+    words = list(args.messages)
+    if args.print_prompt:
+        # `-p` takes the next word as its value, so in `heron -p @main.py "explain"` the
+        # attachment is that value: a single @word there is a file like any other.
+        words.insert(0, args.print_prompt)
+    for n, word in enumerate(words):
+        is_value = n == 0 and bool(args.print_prompt)
+        if word.startswith("@") and len(word) > 1 and not (is_value and any(c.isspace() for c in word)):
+            block, image = read_attachment(word, cwd)
+            files.append(block)
+            if image is not None:
+                images.append(image)
+        else:
+            parts.append(word)
+    blocks = [*files, " ".join(parts)]
+    stream = stdin if stdin is not None else sys.stdin
+    if args.mode in (None, "print", "json") and args.print_prompt is not None and not _isatty(stream):
+        # Piped text is a block of its own: joined to the words with a space, its lines
+        # would run into the task ("Explain: <first line of the file>").
+        blocks.append(stream.read().strip("\n"))
+    text = "\n\n".join(block for block in blocks if block.strip())
+    return Task(text=text.strip(), images=images)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+def choose_store(args: argparse.Namespace, cwd: Path, home: Path) -> SessionStore:
+    if args.no_session:
+        return SessionStore.in_memory(cwd)
+    if args.session:
+        return SessionStore.open(resolve_session(args.session, home=home))
+    if args.continue_session:
+        newest = latest_session(cwd, home=home)
+        return SessionStore.open(newest) if newest is not None else SessionStore.create(cwd, home=home)
+    if args.resume:
+        return SessionStore.open(pick_session(cwd, home))
+    return SessionStore.create(cwd, home=home)
+
+
+def pick_session(cwd: Path, home: Path) -> Path:
+    """``--resume``: list this directory's sessions and read a number from the terminal."""
+    sessions = list_sessions(cwd, home=home)
+    if not sessions:
+        raise UsageError(f"no sessions for {cwd} yet; start one with `heron`")
+    if not sys.stdin.isatty():
+        raise UsageError("--resume needs a terminal to pick from; use --session PATH|ID instead")
+    for number, summary in enumerate(sessions[:30], 1):
+        title = summary.name or (summary.first_message or "(empty)").splitlines()[0][:70]
+        print(f"{number:>3}. {title}  ({summary.message_count} messages, {summary.id[:8]})", file=sys.stderr)
+    answer = input("session number: ").strip()
+    if not answer.isdigit() or not 1 <= int(answer) <= min(30, len(sessions)):
+        raise UsageError(f"not a session number: {answer!r}")
+    return sessions[int(answer) - 1].path
+
+
+def build_app(args: argparse.Namespace) -> App:
+    cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
+    if not cwd.is_dir():
+        raise UsageError(f"--cwd {args.cwd}: not a directory")
+    os.chdir(cwd)
+    home = heron_home()
+    settings = load_settings(cwd, home)
+    registry = ModelRegistry.load()
+    for warning in (*settings.warnings, *registry.errors):
+        print(f"heron: warning: {warning}", file=sys.stderr)
+    resolved = resolve_model(settings, registry, args.model, args.base_url, args.api_key)
+    from heron.coding.runtime import CodingSession
+
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
+    store = choose_store(args, cwd, home)
+    session = CodingSession(
+        cwd=cwd,
+        model=resolved.model,
+        api_key=resolved.api_key,
+        store=store,
+        settings=settings,
+        tools=tools,
+        thinking_level=args.thinking,
+        system_prompt=args.system_prompt,
+        append_system_prompt=args.append_system_prompt,
+        home=home,
+    )
+    return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
+               session=session)
+
+
+def run_app(args: argparse.Namespace) -> int:
+    mode = args.mode or ("print" if args.print_prompt is not None else "interactive")
+    args.mode = mode
+    try:
+        cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
+        task = gather_task(args, cwd.resolve()) if mode != "rpc" else Task(text="")
+        if mode in ("print", "json") and not task:
+            raise UsageError("no task given: heron -p \"what to do\" (or pipe it on stdin)")
+        app = build_app(args)
+    except SetupError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
+    except (UsageError, SessionError, LookupError, ValueError) as exc:
+        print(f"heron: {exc}", file=sys.stderr)
+        return 2
+    if mode == "print":
+        from heron.cli.modes.print_mode import run_print
+
+        return asyncio.run(run_print(app, task))
+    if mode == "json":
+        from heron.cli.modes.json_mode import run_json
+
+        return asyncio.run(run_json(app, task))
+    if mode == "rpc":
+        from heron.cli.modes.rpc_mode import run_rpc
+
+        return asyncio.run(run_rpc(app))
+    from heron.cli.modes.interactive import run_interactive
+
+    return run_interactive(app, task)

@@ -1,0 +1,1 @@
+"""The four ways to run heron: interactive, print, json, rpc."""

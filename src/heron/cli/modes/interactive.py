@@ -1,0 +1,218 @@
+"""``heron``: the interactive mode.
+
+prompt_toolkit reads input, rich prints output. The input line stays live the whole
+time, also while the agent works, so a line submitted during a run becomes a steering
+message and Ctrl+C is a key press that aborts the run rather than a signal that kills
+heron. Output goes through ``patch_stdout``, which prints it above the input line.
+
+Keys: Enter sends; Alt+Enter or Esc then Enter inserts a newline (pastes keep theirs);
+Up/Down walk the history (``$HERON_HOME/history``); Tab completes slash commands;
+Ctrl+C aborts the running job, or clears the input when nothing runs; Ctrl+D on an empty
+line exits.
+
+Without a terminal on stdin (``heron < script.txt``) each line is submitted in turn and
+the next waits for the previous one to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+
+from heron.cli.app import App, Task
+from heron.cli.tui.controller import THINKING_LEVELS, Controller
+
+log = logging.getLogger(__name__)
+
+PROMPT = "› "  # noqa: RUF001 - the input marker, not a quote
+PROMPT_BUSY = "↳ "  # while a job runs: what is typed steers
+
+
+def make_console() -> Console:
+    """A console that writes to whatever ``sys.stdout`` is at print time (prompt_toolkit's
+    proxy inside ``patch_stdout``), sized from the terminal or ``COLUMNS``."""
+    return Console(highlight=False, soft_wrap=False, emoji=False)
+
+
+def run_interactive(app: App, task: Task) -> int:
+    main = _run_terminal if _isatty(sys.stdin) and _isatty(sys.stdout) else _run_lines
+    try:
+        return asyncio.run(main(app, task))
+    except KeyboardInterrupt:  # before the loop could take over Ctrl+C
+        return 130
+
+
+async def _submit(controller: Controller, text: str) -> None:
+    """One line; a failure is reported and the session goes on (the UI must outlive a
+    broken command)."""
+    try:
+        await controller.submit(text)
+    except Exception as exc:  # shown to the user; the prompt comes back
+        log.debug("submitting %r failed", text[:80], exc_info=True)
+        controller.error(f"error: {type(exc).__name__}: {exc}")
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+# --- a terminal ------------------------------------------------------------------------
+
+
+async def _run_terminal(app: App, task: Task) -> int:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    from heron.cli.tui.commands import SlashCompleter
+
+    console = make_console()
+    controller = Controller(app, console)
+    loop = asyncio.get_running_loop()
+
+    try:
+        app.home.mkdir(parents=True, exist_ok=True)
+        history: Any = FileHistory(str(app.home / "history"))
+    except OSError:
+        history = InMemoryHistory()
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        if controller.interrupt():
+            return
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+        elif controller.job is None:
+            controller.note("(Ctrl+D on an empty line exits)")
+
+    def extra_names() -> Iterable[tuple[str, str]]:
+        s = app.session
+        for skill in s.skills.skills:
+            yield f"skill:{skill.name}", skill.description[:60]
+        for template in s.templates.sorted():
+            yield template.name, template.description[:60]
+
+    def arguments(name: str) -> Iterable[str]:
+        if name == "model":
+            return [m.ref for m in controller.available_models()]
+        if name == "thinking":
+            return list(THINKING_LEVELS)
+        return []
+
+    def toolbar() -> Any:
+        status = controller.status()
+        footer = controller.footer().plain
+        return f" {status}  │  {footer}" if status else f" {footer}"
+
+    def message() -> str:
+        return PROMPT_BUSY if controller.busy else PROMPT
+
+    prompt: PromptSession[str] = PromptSession(
+        message=message,
+        history=history,
+        key_bindings=bindings,
+        completer=SlashCompleter(extra_names, arguments),
+        complete_while_typing=False,
+        bottom_toolbar=toolbar,
+        multiline=False,
+        prompt_continuation=lambda width, line_number, soft_wrap: " " * width,
+        enable_history_search=False,
+        refresh_interval=0.5,
+    )
+
+    def place_in_input(text: str) -> bool:
+        application = prompt.app
+        if not application.is_running:
+            return False
+        buffer = prompt.default_buffer
+        buffer.text = f"{buffer.text}\n{text}" if buffer.text else text
+        buffer.cursor_position = len(buffer.text)
+        application.invalidate()
+        return True
+
+    def redraw() -> None:
+        if prompt.app.is_running:
+            prompt.app.invalidate()
+
+    controller.place_in_input = place_in_input
+    controller.on_change = redraw
+
+    def sigint() -> None:  # between two prompts (the input line handles Ctrl+C itself)
+        if not controller.interrupt():
+            controller.note("(Ctrl+D on an empty line exits)")
+
+    controller.banner()  # before the input line exists: nothing to print around
+    if task:
+        _echo_task(controller, task)
+    with patch_stdout(raw=True):
+        if task:
+            controller.start_run(task.text, task.images)
+        while not controller.quit_requested:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signal.SIGINT, sigint)
+            try:
+                text = await prompt.prompt_async(default=controller.take_prefill())
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                continue
+            await _submit(controller, text)
+        await controller.shutdown()
+    return 0
+
+
+def _echo_task(controller: Controller, task: Task) -> None:
+    """The command line's task, shown as if typed (attachments abridged)."""
+    from rich.text import Text
+
+    first = task.text.strip().splitlines()[-1] if task.text.strip() else ""
+    shown = first if len(first) <= 200 else first[:199] + "…"
+    extra = f" (+{len(task.images)} image(s))" if task.images else ""
+    controller.console.print(Text(f"{PROMPT}{shown}{extra}", style="bold"))
+
+
+# --- no terminal: one line at a time -------------------------------------------------------
+
+
+async def _run_lines(app: App, task: Task) -> int:
+    """stdin is a pipe or a file: submit each line, waiting for each to finish; the
+    same commands work, there is just no live input line (and so no steering)."""
+    console = make_console()
+    controller = Controller(app, console)
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, lambda: controller.interrupt() or os._exit(130))
+    if task:
+        _echo_task(controller, task)
+        controller.start_run(task.text, task.images)
+        await controller.wait()
+    while not controller.quit_requested:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            break
+        text = line.rstrip("\n")
+        if not text.strip():
+            continue
+        await _submit(controller, text)
+        await controller.wait()
+    await controller.shutdown()
+    return 0

@@ -1,0 +1,61 @@
+"""``heron -p "task"``: run one task and print the final answer.
+
+Nothing but the answer goes to stdout, so the output can be piped; errors go to stderr
+and make the exit code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+
+from heron.ai.types import AssistantMessage, StopReason
+from heron.cli.app import App, Task
+
+
+def outcome(app: App) -> tuple[str | None, str | None]:
+    """The final answer, or the error that ended the run."""
+    messages = app.session.messages
+    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    if last is None:
+        return None, "the run produced no answer"
+    if last.stop_reason == StopReason.ERROR:
+        return None, last.error_message or "the request failed"
+    if last.stop_reason == StopReason.ABORTED:
+        return None, "aborted"
+    return last.text(), None
+
+
+def install_interrupt(app: App) -> None:
+    """Ctrl+C aborts the run (the session keeps what was done) instead of a traceback."""
+    loop = asyncio.get_running_loop()
+    # Not available off the main thread or on some platforms: then Ctrl+C just stops heron.
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, app.session.abort)
+
+
+def discard_stdout() -> None:
+    """The reader of our stdout went away (``heron -p ... | head``): point the descriptor
+    at /dev/null, so that neither later writes nor the flush at exit raise again and
+    print a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+async def run_print(app: App, task: Task) -> int:
+    install_interrupt(app)
+    await app.session.prompt(task.text, task.images)
+    answer, error = outcome(app)
+    if error is not None:
+        print(f"heron: {error}", file=sys.stderr)
+        return 1
+    try:
+        print(answer, flush=True)
+    except BrokenPipeError:  # the answer was not all read: not a success for a pipeline
+        discard_stdout()
+        return 1
+    return 0

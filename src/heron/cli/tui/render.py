@@ -1,0 +1,636 @@
+"""Session events to terminal output, with rich.
+
+Assistant text is printed as markdown one completed block at a time (a paragraph, a
+list, a fenced code block) rather than redrawn in place with ``rich.live``: completed
+lines scroll like any program's output, so the result reads the same in a plain pipe, a
+``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
+prompt_toolkit keeps at the bottom is never fought over. Thinking is printed dimmed the
+same way. Tool calls get one line each (``● read src/app.py``) and their results a few
+lines, plus every truncation or spill notice in full, because those tell the user (and
+the model) that something was cut and where the rest is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.segment import Segment, Segments
+from rich.text import Text
+
+from heron.agent.messages import BashExecutionMessage
+from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, ToolResultMessage, Usage
+
+RESULT_LINES = 4  # lines of a tool result shown under its call
+CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
+WARN_SHARE = 0.75  # context share from which the footer's context figure turns yellow
+
+NOTICE = re.compile(r"^\[.*\]$")
+# Lines the bash tool appends after the output: the outcome, always worth showing.
+STATUS = re.compile(
+    r"^(Command (exited with code|timed out after|aborted|terminated by signal)|Background processes still)"
+)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+# --- streamed markdown ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Block:
+    """A piece of streamed markdown ready to print. ``continued``: it carries on the
+    paragraph printed just before it (a long paragraph cut at a sentence), so no blank
+    line goes between them."""
+
+    text: str
+    continued: bool = False
+
+
+_SENTENCE_END = re.compile(r"[.!?:;](?=\s)")
+
+
+def _balanced(text: str) -> bool:
+    """No inline code span or bold/italic run left open, so ``text`` renders on its own."""
+    return text.count("`") % 2 == 0 and text.count("**") % 2 == 0 and text.replace("**", "").count("*") % 2 == 0
+
+
+class BlockSplitter:
+    """Cuts streamed markdown into blocks that can be rendered on their own.
+
+    A block ends at a blank line outside a fenced code block, once the next non-blank
+    line shows it is not a continuation (an indented line continues a list item or a
+    code block, so the blank line is kept inside the block). Rendering block by block
+    means a paragraph appears as soon as it is complete, and nothing printed is ever
+    redrawn.
+
+    A paragraph that grows past ``soft_limit`` characters is not held back until it
+    ends: its complete lines, or else its text up to the last finished sentence, are
+    printed as a ``continued`` block, so a long answer keeps appearing while it streams.
+    Fenced code and tables are always printed whole.
+    """
+
+    def __init__(self, soft_limit: int | None = 320) -> None:
+        self.soft_limit = soft_limit
+        self._pending = ""  # text after the last newline
+        self._lines: list[str] = []
+        self._fence: str | None = None
+        self._gap = False  # a blank line was seen after the current block's last line
+        self._continued = False  # the current block continues one already emitted
+
+    def feed(self, text: str) -> list[Block]:
+        """Add streamed text; return the blocks it completed."""
+        self._pending += text
+        out: list[Block] = []
+        while "\n" in self._pending:
+            line, self._pending = self._pending.split("\n", 1)
+            block = self._line(line)
+            if block is not None:
+                out.append(block)
+        if self._gap and self._fence is None and self._pending[:1] not in ("", " ", "\t"):
+            block = self._take()  # the next line has begun, unindented: the block is over
+            if block is not None:
+                out.append(block)
+        early = self._early()
+        if early is not None:
+            out.append(early)
+        return out
+
+    def _line(self, line: str) -> Block | None:
+        stripped = line.strip()
+        if self._fence is not None:
+            self._lines.append(line)
+            if stripped.startswith(self._fence) and not stripped.strip(self._fence[0]):
+                self._fence = None
+            return None
+        if not stripped:
+            if self._lines:
+                self._gap = True
+            return None
+        done: Block | None = None
+        if self._gap:
+            if line[:1] in (" ", "\t"):
+                self._lines.append("")  # a continuation: keep the blank line inside
+            else:
+                done = self._take()
+        self._gap = False
+        match = _FENCE.match(line)
+        if match:
+            self._fence = match.group(1)
+        self._lines.append(line)
+        return done
+
+    def _early(self) -> Block | None:
+        """Part of a long paragraph, when it is safe to print it before the end."""
+        limit = self.soft_limit
+        if limit is None or self._fence is not None or self._gap:
+            return None
+        size = sum(len(line) + 1 for line in self._lines) + len(self._pending)
+        if size <= limit:
+            return None
+        first = (self._lines[0] if self._lines else self._pending).lstrip()
+        if first.startswith(("|", "```", "~~~")) or self._pending.lstrip().startswith(("|", "```", "~~~")):
+            return None
+        if self._lines and _balanced("\n".join(self._lines)):
+            block = self._take()
+            self._continued = True
+            return block
+        if self._lines:
+            return None
+        cut = -1
+        for match in _SENTENCE_END.finditer(self._pending):
+            if _balanced(self._pending[: match.end()]):
+                cut = match.end()
+        if cut <= 0 and len(self._pending) > 2 * limit:
+            space = self._pending.rfind(" ")
+            if space > 0 and _balanced(self._pending[:space]):
+                cut = space
+        if cut <= 0:
+            return None
+        head, self._pending = self._pending[:cut], self._pending[cut:].lstrip()
+        block = Block(head.strip(), continued=self._continued)
+        self._continued = True
+        return block
+
+    def _take(self) -> Block | None:
+        text = "\n".join(self._lines).strip("\n")
+        continued = self._continued
+        self._lines = []
+        self._gap = False
+        self._continued = False
+        return Block(text, continued) if text else None
+
+    def finish(self) -> list[Block]:
+        """The remaining blocks, at the end of the stream."""
+        out: list[Block] = []
+        if self._pending:
+            block = self._line(self._pending)
+            if block is not None:
+                out.append(block)
+            self._pending = ""
+        self._fence = None
+        rest = self._take()
+        if rest is not None:
+            out.append(rest)
+        return out
+
+
+# --- tool calls and results -----------------------------------------------------------
+
+
+def _one_line(text: str, width: int) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    more = len(text.strip().splitlines()) > 1
+    if len(first) > width:
+        return first[: max(1, width - 1)] + "…"
+    return first + (" …" if more else "")
+
+
+def _str(args: dict[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def describe_call(name: str, args: dict[str, Any], width: int = CALL_WIDTH) -> str:
+    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line."""
+    path = _str(args, "path")
+    if path and path.startswith("@"):
+        path = path[1:]
+    detail: str
+    if name == "read" and path:
+        offset, limit = args.get("offset"), args.get("limit")
+        detail = path
+        if isinstance(offset, int) and isinstance(limit, int):
+            detail += f":{offset}-{offset + limit - 1}"
+        elif isinstance(offset, int):
+            detail += f":{offset}"
+        elif isinstance(limit, int):
+            detail += f":1-{limit}"
+    elif name == "write" and path:
+        content = args.get("content")
+        lines = 0
+        if isinstance(content, str) and content:
+            lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        detail = f"{path} ({lines} line{'s' if lines != 1 else ''})"
+    elif name == "edit" and path:
+        edits = args.get("edits")
+        detail = path + (f" ({len(edits)} edits)" if isinstance(edits, list) and len(edits) > 1 else "")
+    elif name == "bash" and _str(args, "command"):
+        detail = _one_line(str(args["command"]), width)
+        timeout = args.get("timeout")
+        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+            detail += f" (timeout {timeout:g}s)"
+    elif name in ("grep", "find") and _str(args, "pattern"):
+        detail = str(args["pattern"])
+        if name == "grep":
+            detail = json.dumps(detail, ensure_ascii=False)
+        if path:
+            detail += f" in {path}"
+        glob = _str(args, "glob")
+        if glob:
+            detail += f" ({glob})"
+    elif name == "ls":
+        detail = path or "."
+    else:
+        detail = json.dumps(args, ensure_ascii=False, separators=(",", ":")) if args else ""
+    return _one_line(f"{name} {detail}".strip(), width)
+
+
+@dataclass(slots=True)
+class PreviewLine:
+    text: str
+    kind: str  # "body", "more" (the "… N more lines" line), "notice", "status"
+
+
+def result_preview(text: str, max_lines: int = RESULT_LINES) -> list[PreviewLine]:
+    """The first ``max_lines`` lines of a result, a count of the rest, then every notice
+    (``[Showing lines …]``, ``[Output too large …]``) and outcome line, never cut."""
+    lines = text.rstrip("\n").splitlines() if text.strip() else []
+    if not lines:
+        return [PreviewLine("(no output)", "more")]
+    special = [i for i, line in enumerate(lines) if NOTICE.match(line.strip()) or STATUS.match(line.strip())]
+    special_set = set(special)
+    body = [i for i in range(len(lines)) if i not in special_set]
+    # blank lines before a notice are separators, not content
+    while body and not lines[body[-1]].strip():
+        body.pop()
+    out = [PreviewLine(lines[i], "body") for i in body[:max_lines]]
+    hidden = len(body) - max_lines
+    if hidden > 0:
+        out.append(PreviewLine(f"… {hidden} more line{'s' if hidden != 1 else ''}", "more"))
+    for i in special:
+        kind = "notice" if NOTICE.match(lines[i].strip()) else "status"
+        out.append(PreviewLine(lines[i].strip(), kind))
+    return out
+
+
+def result_text(content: Iterable[Any]) -> str:
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent):
+            parts.append(f"(image, {block.mime_type})")
+    return "\n".join(parts)
+
+
+def notices_of(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if NOTICE.match(line.strip())]
+
+
+def diff_lines(diff: str, limit: int = 8) -> tuple[list[str], int, int]:
+    """The changed lines of a unified diff (first ``limit``), and the counts of added and
+    removed lines."""
+    changed = [
+        line for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    added = sum(1 for line in changed if line.startswith("+"))
+    return changed[:limit], added, len(changed) - added
+
+
+# --- the footer ----------------------------------------------------------------------------
+
+
+def format_tokens(n: int) -> str:
+    if n < 1_000:
+        return str(n)
+    if n < 10_000:
+        return f"{n / 1000:.1f}k"
+    if n < 1_000_000:
+        return f"{round(n / 1000)}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+@dataclass(slots=True)
+class Totals:
+    """Tokens and cost of the answers seen in this session (the footer's figures)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+
+    def add(self, usage: Usage) -> None:
+        self.input += usage.input
+        self.output += usage.output
+        self.cache_read += usage.cache_read
+        self.cache_write += usage.cache_write
+        self.cost += usage.cost.total
+
+    @classmethod
+    def of(cls, messages: Iterable[Any]) -> Totals:
+        totals = cls()
+        for message in messages:
+            if isinstance(message, AssistantMessage):
+                totals.add(message.usage)
+        return totals
+
+
+def footer_text(
+    model: str,
+    totals: Totals,
+    context_tokens: int,
+    window: int,
+    threshold: int,
+    thinking: str | None = None,
+) -> Text:
+    """``model · ↑in ↓out · $cost · ctx 12% of 128k``: the context figure turns yellow
+    at 75% of the window and red above the compaction threshold."""
+    text = Text(style="dim")
+    text.append(model, style="bold")
+    if thinking and thinking != "off":
+        text.append(f" ({thinking})")
+    text.append(f" · ↑{format_tokens(totals.input)} ↓{format_tokens(totals.output)}")
+    if totals.cache_read or totals.cache_write:
+        text.append(f" R{format_tokens(totals.cache_read)} W{format_tokens(totals.cache_write)}")
+    text.append(f" · ${totals.cost:.3f} · ")
+    share = context_tokens / window if window > 0 else 0.0
+    style = "red" if context_tokens > threshold else "yellow" if share >= WARN_SHARE else "dim"
+    text.append(f"ctx {share * 100:.0f}% of {format_tokens(window)}", style=style)
+    return text
+
+
+# --- the renderer ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Stream:
+    kind: str  # "text" or "thinking"
+    splitter: BlockSplitter
+
+
+class Renderer:
+    """Subscribe :meth:`handle` to a :class:`CodingSession`; it prints as events arrive.
+
+    ``activity`` says what is going on right now (for a status line), ``totals`` sums
+    the usage of every answer.
+    """
+
+    def __init__(self, console: Console, *, result_lines: int = RESULT_LINES) -> None:
+        self.console = console
+        self.result_lines = result_lines
+        self.totals = Totals()
+        self.activity = ""
+        self._streams: dict[int, _Stream] = {}
+        self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
+        self._calls: dict[str, str] = {}  # tool call id -> its description
+        self._pruned = [0, 0]  # records, tokens saved, not yet reported
+        self._section: str | None = None
+        utf = (console.encoding or "").lower().replace("-", "").startswith("utf")
+        self.bullet = "●" if utf else "*"
+        self.bar = "│" if utf else "|"
+        self.arrow = "→" if utf else "->"
+
+    # --- layout helpers -----------------------------------------------------------
+
+    def reset_section(self) -> None:
+        """Something else (the input line) was printed: start without a blank line."""
+        self._section = None
+
+    def _begin(self, section: str) -> None:
+        last = self._section
+        if last is not None and (section in ("text", "thinking") or last in ("text", "thinking")):
+            self.console.print()
+        self._section = section
+
+    def _width(self) -> int:
+        return max(20, min(CALL_WIDTH, self.console.width - 4))
+
+    def note(self, message: str, style: str = "dim") -> None:
+        """A one-line notice (compaction, retry, commands)."""
+        self._flush_pruned()
+        self._begin("note")
+        self.console.print(Text(message, style=style), soft_wrap=True)
+
+    def print_block(self, kind: str, block: str, *, continued: bool = False) -> None:
+        if continued and self._section == kind:
+            pass  # the rest of a paragraph printed in parts: no blank line between them
+        else:
+            self._begin(kind)
+        if kind == "thinking":
+            self.console.print(Text(block, style="dim italic"))
+            return
+        if block.count("```") % 2 == 1 or block.count("~~~") % 2 == 1:
+            block += "\n```"  # an answer cut off inside a code block
+        self.console.print(self.trimmed(Markdown(block, hyperlinks=False)))
+
+    def trimmed(self, renderable: Any) -> Segments:
+        """``renderable`` without the blank lines rich puts around some elements (a list
+        opens with one), and without padding to the full width: the blank lines between
+        blocks are this renderer's to place."""
+        lines = self.console.render_lines(renderable, self.console.options, pad=False)
+
+        def blank(line: list[Segment]) -> bool:
+            return not "".join(s.text for s in line).strip() and not any(s.style and s.style.bgcolor for s in line)
+
+        while lines and blank(lines[0]):
+            lines.pop(0)
+        while lines and blank(lines[-1]):
+            lines.pop()
+        segments: list[Segment] = []
+        for line in lines:
+            line = list(line)
+            # justified text is padded to the width with spaces: drop them (copy and paste)
+            while line and not (line[-1].style and line[-1].style.bgcolor) and not line[-1].text.rstrip():
+                line.pop()
+            if line and not (line[-1].style and line[-1].style.bgcolor):
+                last = line[-1]
+                line[-1] = Segment(last.text.rstrip(), last.style, last.control)
+            segments.extend(line)
+            segments.append(Segment.line())
+        return Segments(segments)
+
+    # --- events -----------------------------------------------------------------------
+
+    def handle(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind != "ledger":
+            self._flush_pruned()
+        method = getattr(self, "_on_" + kind, None)
+        if method is not None:
+            method(event)
+
+    def _on_agent_start(self, event: Any) -> None:
+        self.activity = "waiting for the model"
+
+    def _on_agent_end(self, event: Any) -> None:
+        self._flush_streams()
+        self.activity = ""
+
+    def _on_message_start(self, event: Any) -> None:
+        if isinstance(event.message, AssistantMessage):
+            self._streams.clear()
+            self.activity = "waiting for the model"
+
+    def _on_message_update(self, event: Any) -> None:
+        inner = event.event
+        kind = inner.type
+        index = getattr(inner, "content_index", -1)
+        if kind in ("text_start", "thinking_start"):
+            self._streams[index] = _Stream("text" if kind == "text_start" else "thinking", BlockSplitter())
+            self.activity = "writing" if kind == "text_start" else "thinking"
+        elif kind in ("text_delta", "thinking_delta"):
+            stream = self._streams.get(index)
+            if stream is None:
+                stream = self._streams[index] = _Stream(kind.split("_")[0], BlockSplitter())
+            for block in stream.splitter.feed(inner.delta):
+                self.print_block(stream.kind, block.text, continued=block.continued)
+        elif kind in ("text_end", "thinking_end"):
+            self._flush_stream(index)
+        elif kind == "toolcall_start":
+            self.activity = "writing a tool call"
+        elif kind == "toolcall_end":
+            self.activity = f"calling {inner.tool_call.name}"
+
+    def _flush_stream(self, index: int) -> None:
+        stream = self._streams.pop(index, None)
+        if stream is None:
+            return
+        for block in stream.splitter.finish():
+            self.print_block(stream.kind, block.text, continued=block.continued)
+
+    def _flush_streams(self) -> None:
+        for index in sorted(self._streams):
+            self._flush_stream(index)
+
+    def _on_message_end(self, event: Any) -> None:
+        message = event.message
+        if isinstance(message, AssistantMessage):
+            self._flush_streams()
+            self.totals.add(message.usage)
+            if message.stop_reason == StopReason.ERROR:
+                self.note(f"error: {message.error_message or 'the request failed'}", "bold red")
+            elif message.stop_reason == StopReason.ABORTED:
+                self.note("aborted", "yellow")
+        elif isinstance(message, ToolResultMessage):
+            shown = self._shown.pop(message.tool_call_id, None)
+            text = result_text(message.content)
+            if shown is not None and text != shown:
+                # the turn budget replaced the result with a preview: say where the rest went
+                for line in notices_of(text):
+                    if line not in shown:
+                        self._begin("tool")
+                        self.console.print(Text(f"  {self.bar} {line}", style="yellow"))
+
+    def _on_tool_execution_start(self, event: Any) -> None:
+        description = describe_call(event.tool_name, event.args or {}, self._width())
+        self._calls[event.tool_call_id] = description
+        self.activity = description
+        self._begin("tool")
+        line = Text()
+        line.append(f"{self.bullet} ", style="cyan")
+        name, _, rest = description.partition(" ")
+        line.append(name, style="bold")
+        if rest:
+            line.append(" " + rest)
+        self.console.print(line)
+
+    def _on_tool_execution_update(self, event: Any) -> None:
+        details = getattr(event.partial_result, "details", None)
+        description = self._calls.get(event.tool_call_id, event.tool_name)
+        if isinstance(details, dict) and isinstance(details.get("total_lines"), int):
+            lines = details["total_lines"]
+            self.activity = f"{description} · {lines} line{'s' if lines != 1 else ''}"
+
+    def _on_tool_execution_end(self, event: Any) -> None:
+        result = event.result
+        text = result_text(result.content)
+        self._shown[event.tool_call_id] = text
+        self._calls.pop(event.tool_call_id, None)
+        self._begin("tool")
+        bar = self.bar
+        details = result.details if isinstance(result.details, dict) else {}
+        if not event.is_error and event.tool_name == "edit" and isinstance(details.get("diff"), str):
+            changed, added, removed = diff_lines(details["diff"])
+            self.console.print(Text(f"  {bar} {text.strip()} (+{added} -{removed})", style="dim"))
+            for line in changed:
+                self.console.print(Text(f"  {bar} {line}", style="green" if line.startswith("+") else "red"))
+            hidden = added + removed - len(changed)
+            if hidden > 0:
+                self.console.print(Text(f"  {bar} … {hidden} more changed lines", style="dim"))
+            return
+        for item in result_preview(text, self.result_lines):
+            if event.is_error and item.kind in ("body", "status"):
+                style = "red"
+            else:
+                style = {"body": "dim", "more": "dim italic", "notice": "yellow", "status": "yellow"}[item.kind]
+            line = item.text
+            if item.kind == "body" and len(line) > self._width():
+                line = line[: self._width() - 1] + "…"
+            self.console.print(Text(f"  {bar} {line}", style=style), soft_wrap=True)
+
+    def _on_compaction_start(self, event: Any) -> None:
+        why = {"threshold": "the context is near the limit", "overflow": "the provider said the context is too long",
+               "manual": "requested"}.get(event.reason, event.reason)
+        self.note(f"{self.bullet} compacting the context ({why}; ~{format_tokens(event.tokens_before)} tokens)…",
+                  "yellow")
+
+    def _on_compaction_end(self, event: Any) -> None:
+        if event.error:
+            self.note(f"compaction failed: {event.error}", "bold red")
+        elif event.skipped:
+            self.note(f"nothing compacted: {event.skipped}", "yellow")
+        else:
+            self.note(
+                f"{self.bullet} compacted: ~{format_tokens(event.tokens_before)} {self.arrow} "
+                f"~{format_tokens(event.tokens_after)} tokens (the full history stays in the session file)",
+                "green",
+            )
+
+    def _on_retry_start(self, event: Any) -> None:
+        self.note(
+            f"{event.error_message.strip() or 'request failed'}; retrying in {event.delay:.1f}s "
+            f"(attempt {event.attempt}/{event.max_attempts})",
+            "yellow",
+        )
+        self.activity = f"retrying (attempt {event.attempt})"
+
+    def _on_retry_end(self, event: Any) -> None:
+        if event.success:
+            self.note(f"retry {event.attempt} succeeded", "dim")
+        else:
+            self.note(f"gave up after {event.attempt} retries: {event.final_error or 'error'}", "bold red")
+
+    def _on_ledger(self, event: Any) -> None:
+        record = event.record
+        if record.kind == "prune":
+            self._pruned[0] += 1
+            self._pruned[1] += record.saved_tokens
+        elif record.kind in ("overflow", "summary_fallback"):
+            self.note(f"{record.kind}: {record.recover}", "yellow")
+
+    def _flush_pruned(self) -> None:
+        count, tokens = self._pruned
+        if count:
+            self._pruned = [0, 0]
+            self._begin("note")
+            self.console.print(Text(
+                f"pruned {count} old tool result{'s' if count != 1 else ''} from the request "
+                f"(~{format_tokens(tokens)} tokens; the session keeps them)", style="dim"))
+
+    # --- things the controller shows ------------------------------------------------
+
+    def shell_result(self, message: BashExecutionMessage, max_lines: int = 20) -> None:
+        """``!cmd`` output: the last ``max_lines`` lines (what a terminal would leave on
+        screen), the exit code, and where the full output went when it was cut."""
+        lines = message.output.rstrip("\n").splitlines()
+        if len(lines) > max_lines:
+            self.console.print(Text(f"  … {len(lines) - max_lines} earlier lines", style="dim italic"))
+            lines = lines[-max_lines:]
+        for line in lines:
+            self.console.print(Text(f"  {line}"))
+        if message.cancelled:
+            self.console.print(Text("  (cancelled)", style="yellow"))
+        elif message.exit_code not in (None, 0):
+            self.console.print(Text(f"  exit code {message.exit_code}", style="red"))
+        if message.truncated and message.full_output_path:
+            self.console.print(Text(f"  [Output truncated. Full output: {message.full_output_path}]", style="yellow"))
+        where = "not added to the context" if message.exclude_from_context else "added to the context"
+        self.console.print(Text(f"  ({where})", style="dim"))
+        self._section = "tool"

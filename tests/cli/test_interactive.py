@@ -1,0 +1,290 @@
+"""``heron`` interactive mode, end to end: the real program in a pseudo-terminal (pexpect)
+against a local OpenAI-compatible server on 127.0.0.1 that streams scripted SSE replies.
+
+Patterns are matched against the raw terminal stream, which carries escape sequences
+between differently styled words, so each pattern stays inside one styled run of text.
+Timeouts are generous (a loaded CI machine); nothing here measures speed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import heron
+from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from tests.support.http_server import LocalServer, Recorded, Reply
+
+pexpect = pytest.importorskip("pexpect")
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+
+TIMEOUT = 45
+SRC = str(Path(heron.__file__).resolve().parents[1])
+ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-Za-z]|[=>])|[\x08]")
+SUMMARY = "## Goal\nGreet the user twice.\n\n## Progress\nBoth greetings done."
+
+
+# --- SSE replies ---------------------------------------------------------------------------
+
+
+def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+
+
+def _usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+            "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                     "total_tokens": prompt + completion}}
+
+
+def _body(chunks: list[dict[str, Any]]) -> str:
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
+def answer(*pieces: str, prompt_tokens: int = 1_500, completion_tokens: int = 42, **reply: Any) -> Reply:
+    """A streamed text answer, one delta per piece, with a usage report."""
+    chunks = [_chunk({"role": "assistant", "content": ""})] + [_chunk({"content": p}) for p in pieces]
+    chunks += [_chunk(finish="stop"), _usage(prompt_tokens, completion_tokens)]
+    return Reply(body=_body(chunks), **reply)
+
+
+def bash_call(command: str, call_id: str = "call_1") -> Reply:
+    arguments = json.dumps({"command": command})
+    chunks = [
+        _chunk({"role": "assistant", "content": ""}),
+        _chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                "function": {"name": "bash", "arguments": arguments}}]}),
+        _chunk(finish="tool_calls"),
+        _usage(1_500, 20),
+    ]
+    return Reply(body=_body(chunks))
+
+
+def user_texts(request: Recorded) -> list[str]:
+    out = []
+    for message in request.json()["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        out.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in content))
+    return out
+
+
+def system_prompt(request: Recorded) -> str:
+    first = request.json()["messages"][0]
+    return str(first["content"]) if first["role"] in ("system", "developer") else ""
+
+
+# --- the program ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    return home, project
+
+
+def environment(home: Path, term: str = "xterm") -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    env.update(
+        HERON_HOME=str(home),
+        TERM=term,
+        COLUMNS="100",
+        LINES="40",
+        PROMPT_TOOLKIT_NO_CPR="1",  # no terminal answers cursor-position requests here
+        PYTHONPATH=SRC + os.pathsep + env.get("PYTHONPATH", ""),
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("NO_COLOR", None)
+    return env
+
+
+@pytest.fixture
+def spawn(local_server: LocalServer, dirs: tuple[Path, Path]) -> Iterator[Any]:
+    children: list[Any] = []
+    home, project = dirs
+
+    def start(*args: str, term: str = "xterm") -> Any:
+        argv = ["-m", "heron.cli.main", "--base-url", f"{local_server.url}/v1", "--model", "test-model", *args]
+        child = pexpect.spawn(sys.executable, argv, cwd=str(project), env=environment(home, term),
+                              encoding="utf-8", timeout=TIMEOUT, dimensions=(40, 100))
+        child.logfile_read = io.StringIO()
+        children.append(child)
+        child.expect("Ctrl\\+D exits")
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+        # shown by pytest only when the test failed: what the terminal received, minus escapes
+        transcript = ANSI.sub("", child.logfile_read.getvalue()).replace("\r", "")
+        print(f"--- terminal transcript (last 4000 characters) ---\n{transcript[-4000:]}")
+
+
+def exit_with_ctrl_d(child: Any) -> None:
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def footer(child: Any) -> None:
+    child.expect("test-model")
+    child.expect(r"ctx \d+% of 128k")
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+
+def test_prompt_streams_the_answer_then_the_footer_and_context(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
+    home, _ = dirs
+    local_server.queue(answer("Hello from the ", "local server.\n\n", "Second paragraph ", "of the answer."))
+    child = spawn()
+    child.send("say hello\r")
+    child.expect("Hello from the local server.")
+    child.expect("Second paragraph of the answer.")
+    footer(child)
+    assert user_texts(local_server.requests[-1])[-1] == "say hello"
+
+    child.send("/context\r")
+    child.expect("128,000")  # the window
+    child.expect("system prompt")
+    child.expect("messages: assistant")
+    child.expect("(?i)ledger")
+    exit_with_ctrl_d(child)
+    assert "say hello" in (home / "history").read_text()
+    sessions = list((home / "sessions").glob("*/*.jsonl"))
+    assert len(sessions) == 1 and "Second paragraph" in sessions[0].read_text()
+
+
+def test_compact_sends_the_summary_request_and_records_it(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
+    home, _ = dirs
+    (home / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
+    local_server.fallback = answer(SUMMARY)  # every summary request (there may be two)
+    local_server.queue(answer("First greeting, hello."), answer("Second greeting, hello again."))
+    child = spawn()
+    child.send("greet me\r")
+    child.expect("First greeting")
+    footer(child)
+    child.send("greet me again\r")
+    child.expect("Second greeting")
+    footer(child)
+    child.send("/compact\r")
+    child.expect("compacting the context")
+    child.expect("compacted: ")
+    footer(child)
+    child.send("/context\r")
+    child.expect(r"(?m)^\s+compaction\b")  # the ledger lists the compaction
+    exit_with_ctrl_d(child)
+    summary_requests = [r for r in local_server.requests if system_prompt(r) == SUMMARISER_SYSTEM_PROMPT]
+    assert summary_requests and "greet me again" in user_texts(summary_requests[-1])[-1]
+    (session_file,) = (home / "sessions").glob("*/*.jsonl")
+    entries = [json.loads(line) for line in session_file.read_text().splitlines()]
+    compactions = [e for e in entries if e.get("type") == "compaction"]
+    assert len(compactions) == 1 and "Greet the user twice." in compactions[0]["summary"]
+
+
+def test_ctrl_c_aborts_a_slow_run_and_the_prompt_comes_back(spawn: Any, local_server: LocalServer) -> None:
+    slow = answer(*[f"Sentence {i} of a slow answer. " for i in range(300)], chunk_size=64, chunk_delay=0.05)
+    local_server.queue(slow)
+    child = spawn()
+    child.send("write slowly\r")
+    child.expect(r"Sentence 3\b")  # lines wrap at 100 columns: match within one
+    child.send("\x03")
+    child.expect("aborted")
+    footer(child)
+    local_server.queue(answer("Back again, quickly."))
+    child.send("again\r")
+    child.expect("Back again, quickly.")
+    footer(child)
+    # idle: Ctrl+C clears what was typed, so the next line is a clean command
+    child.send("half-typed draft")
+    child.expect("draft")
+    child.send("\x03")
+    child.send("/session\r")
+    child.expect("file: ")
+    child.expect("messages: ")
+    exit_with_ctrl_d(child)
+    assert all("half-typed" not in " ".join(user_texts(r)) for r in local_server.requests)
+
+
+def test_task_from_the_command_line_multiline_input_and_shell_commands(
+    spawn: Any, local_server: LocalServer
+) -> None:
+    local_server.queue(answer("Task done."), answer("Two lines received."), answer("Saw the listing."))
+    child = spawn("do the task")
+    child.expect("Task done.")
+    footer(child)
+    assert user_texts(local_server.requests[0])[-1] == "do the task"
+    child.send("line one")
+    child.send("\x1b\r")  # Esc then Enter (what Alt+Enter sends): a newline, not a submit
+    child.send("line two\r")
+    child.expect("Two lines received.")
+    assert user_texts(local_server.requests[1])[-1] == "line one\nline two"
+    child.send("!echo from-the-shell\r")
+    child.expect("added to the context")
+    child.send("!!echo private-output\r")
+    child.expect("not added to the context")
+    child.send("what did the shell say?\r")
+    child.expect("Saw the listing.")
+    sent = "\n".join(user_texts(local_server.requests[2]))
+    assert "from-the-shell" in sent and "private-output" not in sent
+    exit_with_ctrl_d(child)
+
+
+def test_enter_while_running_steers(spawn: Any, local_server: LocalServer) -> None:
+    local_server.queue(bash_call("sleep 2"), answer("Steered answer."))
+    child = spawn()
+    child.send("run the slow command\r")
+    child.expect("bash")
+    child.expect("sleep 2")
+    child.send("also mention the weather\r")
+    child.expect("steering queued")
+    child.expect("Steered answer.")
+    footer(child)
+    exit_with_ctrl_d(child)
+    assert "also mention the weather" in user_texts(local_server.requests[1])
+
+
+def test_a_dumb_terminal_gets_plain_text(spawn: Any, local_server: LocalServer) -> None:
+    local_server.queue(answer("Plain **bold** text."))
+    child = spawn(term="dumb")
+    child.send("hi\r")
+    child.expect("Plain bold text.")
+    child.expect(r"test-model · ↑1\.5k ↓42 · \$0\.000 · ctx \d+% of 128k")
+    text = child.before + child.after
+    assert "\x1b[1m" not in text  # no styling codes from rich
+    exit_with_ctrl_d(child)
+
+
+def test_without_a_terminal_each_line_runs_in_turn(local_server: LocalServer, dirs: tuple[Path, Path]) -> None:
+    home, project = dirs
+    local_server.queue(answer("Piped answer."))
+    done = subprocess.run(
+        [sys.executable, "-m", "heron.cli.main", "--base-url", f"{local_server.url}/v1", "--model", "test-model"],
+        input="first piped line\n/session\n/quit\nnever sent\n",
+        capture_output=True, text=True, cwd=project, env=environment(home, "dumb"), timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Piped answer." in done.stdout
+    assert re.search(r"file: .*\.jsonl", done.stdout)
+    assert len(local_server.requests) == 1
+    assert user_texts(local_server.requests[0])[-1] == "first piped line"

@@ -1,0 +1,52 @@
+"""``/context``: the live breakdown as plain text, shared with ``heron sessions context``."""
+
+from __future__ import annotations
+
+import re
+
+from heron.cli.sessions_cmd import format_context_breakdown
+from heron.cli.tui.context_view import LEDGER_SHOWN, format_context
+from heron.coding.runtime import ContextBreakdown
+from heron.context.ledger import LedgerRecord
+
+
+def breakdown(**fields: object) -> ContextBreakdown:
+    values: dict[str, object] = {
+        "window": 128_000, "threshold": 111_616, "system_prompt": 2_000, "tools": 1_500, "context_files": 400,
+        "summaries": 0, "messages": {"user": 300, "assistant": 1_200, "toolResult": 20_000}, "total": 25_000,
+    }
+    values.update(fields)
+    return ContextBreakdown(**values)  # type: ignore[arg-type]
+
+
+def row(text: str, label: str) -> str:
+    return next(line for line in text.splitlines() if line.strip().startswith(label))
+
+
+def test_parts_total_window_and_threshold() -> None:
+    text = format_context(breakdown())
+    assert "128,000" in text and "111,616" in text and "19.5%" in text
+    assert "2,000" in row(text, "system prompt") and "1,500" in row(text, "tools")
+    assert "400" in row(text, "of which context files")
+    roles = [line.split()[1] for line in text.splitlines() if line.strip().startswith("messages: ")]
+    assert roles == ["toolResult", "assistant", "user"]  # largest first
+    assert "25,000" in row(text, "total")
+    assert re.search(r"ledger: empty", text, re.IGNORECASE)
+
+
+def test_the_same_text_as_heron_sessions_context() -> None:
+    b = breakdown()
+    assert format_context(b) == "\n".join(format_context_breakdown(b, offline=False, ledger_limit=LEDGER_SHOWN))
+
+
+def test_the_ledger_is_summarised_and_the_newest_records_listed() -> None:
+    records = [LedgerRecord(kind="prune", ref=f"call_{i}", tool="read", chars_before=8_000, chars_after=80,
+                            recover="the session keeps it") for i in range(20)]
+    records.append(LedgerRecord(kind="spill", ref="call_x", tool="bash", chars_before=400_000, chars_after=8_000,
+                                recover="read /tmp/spill.txt with offset/limit"))
+    text = format_context(breakdown(ledger=records, pruned_results=20))
+    assert "21 record(s)" in text
+    assert f"{21 - LEDGER_SHOWN} older record(s) not shown" in text
+    spill = row(text, "spill")
+    assert "call_x" in spill and "100,000 -> 2,000 tokens" in spill and "read /tmp/spill.txt" in spill
+    assert "20 old tool result(s) pruned" in text
