@@ -432,7 +432,10 @@ async def test_reading_near_the_end_with_wc_does_not_load_the_file(tmp_path: Pat
         chunk = numbered(100_000)
         for _ in range(8):  # about 8 MB
             f.write(chunk)
-    tool = make_tool(tmp_path, fast_count=FastCount(min_bytes=1024 * 1024))
+    # The Python side may scan at most 1 MB while wc counts, so even on a slow machine
+    # (wc finishing late) it cannot end up scanning the whole 8 MB file itself.
+    fast = FastCount(min_bytes=1024 * 1024, speculate_bytes=1024 * 1024, python_scan_bytes=1024 * 1024)
+    tool = make_tool(tmp_path, fast_count=fast)
     tracemalloc.start()
     try:
         text = text_of(await read(tool, "big.log", offset=799_999))
