@@ -73,7 +73,7 @@ def process_gone(pid: int, wait: float = 3.0) -> bool:
     while True:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped, possibly while being read
             return True
         if stat[stat.rfind(")") + 2 :].split()[0] in ("Z", "X"):
             return True
