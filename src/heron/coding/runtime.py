@@ -28,6 +28,7 @@ from heron.agent.messages import AgentMessage, CompactionSummaryMessage, Extensi
 from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal, sleep_or_abort
 from heron.ai.events import RetryEvent
+from heron.ai.models import heron_home
 from heron.ai.options import RetryPolicy, StreamOptions
 from heron.ai.overflow import RETRYABLE, classify, is_context_overflow
 from heron.ai.types import (
@@ -56,7 +57,7 @@ from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools
-from heron.coding.tools.env import ToolEnv, heron_home
+from heron.coding.tools.env import ToolEnv
 from heron.context.budget import estimate_context_tokens, estimate_message_tokens, last_usage_index
 from heron.context.compaction import (
     CompactionSettings,

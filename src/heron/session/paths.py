@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from heron.ai.models import heron_home as default_home
 from heron.ai.types import TextContent
 
 _SEPARATORS = re.compile(r"[/\\:]")
@@ -32,10 +33,8 @@ class AmbiguousSessionError(LookupError):
 
 
 def heron_home(home: str | os.PathLike[str] | None = None) -> Path:
-    if home is not None:
-        return Path(home)
-    env = os.environ.get("HERON_HOME")
-    return Path(env) if env else Path.home() / ".heron"
+    """``home`` when given (tests, ``--session`` in another home), else the user's."""
+    return Path(home) if home is not None else default_home()
 
 
 def sessions_root(home: str | os.PathLike[str] | None = None) -> Path:

@@ -13,13 +13,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heron.ai.models import heron_home
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
-
-
-def heron_home() -> Path:
-    """``$HERON_HOME`` or ``~/.heron``."""
-    value = os.environ.get("HERON_HOME")
-    return Path(value).expanduser() if value else Path.home() / ".heron"
 
 
 @dataclass(frozen=True, slots=True)
