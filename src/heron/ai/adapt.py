@@ -182,6 +182,9 @@ def _adapt_assistant(message: AssistantMessage, model: Model, map_id: IdRule) ->
         usage=message.usage,
         stop_reason=message.stop_reason,
         error_message=message.error_message,
+        error_kind=message.error_kind,
+        error_status=message.error_status,
+        retry_after=message.retry_after,
         response_id=message.response_id,
         timestamp=message.timestamp,
     )

@@ -210,6 +210,9 @@ class MessageBuilder:
         reason = StopReason.ABORTED if aborted else StopReason.ERROR
         self.message.stop_reason = reason
         self.message.error_message = error_message
+        self.message.error_kind = kind
+        self.message.error_status = status
+        self.message.retry_after = retry_after
         events.append(
             ErrorEvent(
                 reason=reason,

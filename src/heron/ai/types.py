@@ -27,6 +27,16 @@ def _pop_extra(data: JSON, known: frozenset[str]) -> JSON:
     return {k: v for k, v in data.items() if k not in known}
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
 def _put(out: JSON, key: str, value: Any) -> None:
     if value is not None:
         out[key] = value
@@ -297,6 +307,11 @@ class AssistantMessage:
     usage: Usage = field(default_factory=Usage)
     stop_reason: StopReason = StopReason.STOP
     error_message: str | None = None
+    # Errors as data (set with stop_reason error/aborted): the kind is an
+    # ``heron.ai.overflow.ErrorKind`` value, so callers decide by kind, never by the text.
+    error_kind: str | None = None
+    error_status: int | None = None
+    retry_after: float | None = None
     response_id: str | None = None
     timestamp: int = field(default_factory=now_ms)
     extra: JSON = field(default_factory=dict, repr=False, compare=False)
@@ -304,7 +319,7 @@ class AssistantMessage:
 
     _KNOWN = frozenset(
         {"role", "content", "api", "provider", "model", "usage", "stopReason", "errorMessage", "responseId",
-         "timestamp"}
+         "timestamp", "errorKind", "errorStatus", "retryAfter"}
     )
 
     def text(self) -> str:
@@ -326,6 +341,9 @@ class AssistantMessage:
             "timestamp": self.timestamp,
         }
         _put(out, "errorMessage", self.error_message)
+        _put(out, "errorKind", self.error_kind)
+        _put(out, "errorStatus", self.error_status)
+        _put(out, "retryAfter", self.retry_after)
         _put(out, "responseId", self.response_id)
         return out
 
@@ -344,6 +362,9 @@ class AssistantMessage:
             usage=Usage.from_json_dict(data.get("usage") or {}),
             stop_reason=stop_reason,
             error_message=data.get("errorMessage"),
+            error_kind=_str_or_none(data.get("errorKind")),
+            error_status=data.get("errorStatus") if isinstance(data.get("errorStatus"), int) else None,
+            retry_after=_float_or_none(data.get("retryAfter")),
             response_id=data.get("responseId"),
             timestamp=data.get("timestamp") or 0,
             extra=_pop_extra(data, cls._KNOWN),
