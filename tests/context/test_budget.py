@@ -26,7 +26,9 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.coding.runtime import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, CodingSession
+from heron.coding.runtime import CodingSession
+from heron.ai.abort import AbortSignal
+from heron.context.policy import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, ContextFull
 from heron.coding.settings import settings_from_dict
 from heron.context.budget import (
     context_message_tokens,
@@ -42,7 +44,7 @@ IMAGE = ImageContent(data="aGk=", mime_type="image/png")
 
 
 def reply(usage: Usage | None = None, ts: int = 2_000, stop: StopReason = StopReason.STOP) -> AssistantMessage:
-    return AssistantMessage(api="faux", provider="faux", model="m", content=[TextContent(text="abcd")],
+    return AssistantMessage(api="faux", provider="faux", model="faux-1", content=[TextContent(text="abcd")],
                             usage=usage or Usage(), stop_reason=stop, timestamp=ts)
 
 
@@ -150,21 +152,25 @@ async def test_after_compaction_the_estimate_does_not_use_stale_usage(proj: Path
     before = s.estimate_request_tokens(s.messages)
     end = await s.compact()
     assert end is not None and end.tokens_before == before
-    expected = sum(context_message_tokens(m) for m in s.messages) + s._fixed_tokens()
+    # counted on the view (the second read's de-dup stub now says its content is gone)
+    expected = sum(context_message_tokens(m) for m in s.policy.view(s.messages)) + s._fixed_tokens()
     assert end.tokens_after == s.estimate_request_tokens(s.messages) == expected
     assert end.tokens_after < before
 
 
 async def test_output_cap_is_the_room_left_in_the_window(proj: Path, faux: FauxProvider) -> None:
-    s = session(proj, faux, window=16_384)
-    s.agent.state.messages[:] = [user(4_000), reply(Usage(input=10_000, output=200), ts=10**13)]
-    options = s._stream_options(Context(messages=[]))
+    s = session(proj, faux, window=16_384, compaction={"enabled": False}, pruning={"enabled": False})
+
+    async def cap(messages: list[Any]) -> int | None:
+        await s._transform_context(messages, AbortSignal())  # what runs before every request
+        return s._stream_options(Context(messages=[])).max_tokens
+
     margin = int(16_384 * OUTPUT_MARGIN_SHARE)  # chars/4 is an estimate: keep a little room
-    assert options.max_tokens == 16_384 - 10_200 - margin  # under the model's 8,192
-    s.agent.state.messages[:] = [user(40), reply(Usage(input=1_000), ts=10**13)]
-    assert s._stream_options(Context(messages=[])).max_tokens == 8_192  # the model's own cap
-    s.agent.state.messages[:] = [user(40), reply(Usage(input=16_000), ts=10**13)]
-    assert s._stream_options(Context(messages=[])).max_tokens == MIN_OUTPUT_TOKENS
+    assert await cap([user(4_000), reply(Usage(input=10_000, output=200), ts=10**13)]) == 16_384 - 10_200 - margin
+    assert await cap([user(40), reply(Usage(input=1_000), ts=10**13)]) == 8_192  # the model's own cap
+    assert s.policy.output_cap(16_000) == MIN_OUTPUT_TOKENS
+    with pytest.raises(ContextFull):  # no room for an answer: nothing is sent
+        await cap([user(40), reply(Usage(input=16_000), ts=10**13)])
 
 
 # --- limits that scale with the window --------------------------------------------------------

@@ -23,7 +23,8 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.coding.runtime import REINJECTED_FILES_TYPE, CodingSession
+from heron.coding.runtime import CodingSession
+from heron.context.view import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction import (
     FALLBACK_TOOL_RESULT_CHARS,
@@ -504,12 +505,15 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def reinjected(session: CodingSession) -> str:
-    entries = [e for e in session.store.path_to(session.store.leaf_id) if isinstance(e, CustomMessageEntry)]
-    assert entries and entries[-1].custom_type == REINJECTED_FILES_TYPE and entries[-1].display is False
-    content = entries[-1].content
+    """The block is recorded in the compaction entry and sits right after the summary,
+    before every kept message (never after the turn's latest message)."""
+    compactions = [e for e in session.store.path_to(session.store.leaf_id) if isinstance(e, CompactionEntry)]
+    assert compactions and isinstance(compactions[-1].details, dict)
+    content = compactions[-1].details[DETAIL_REINJECTED]
     assert isinstance(content, str)
-    last = session.messages[-1]
-    assert isinstance(last, ExtensionMessage) and last.content == content
+    second = session.messages[1]
+    assert isinstance(second, ExtensionMessage) and second.content == content
+    assert second.custom_type == REINJECTED_FILES_TYPE and second.display is False
     return content
 
 
@@ -523,20 +527,22 @@ async def test_recently_read_files_are_reinjected_after_compaction(proj: Path, f
     assert end is not None
     content = reinjected(session)
     shown = [line.split('"')[1] for line in content.splitlines() if line.startswith("<file path=")]
-    # the 5 most recently read that still exist, newest first; f6 was deleted, f1 is the 6th
-    assert shown == ["f7.py", "f5.py", "f4.py", "f3.py", "f2.py"]
-    assert "# file 7, changed on disk after it was read" in content  # current content, from disk
-    assert "value_7" not in content
+    # the 5 most recently read whose reads were summarised, newest first: f7's read is in the
+    # kept messages (already in the view), f6 was deleted
+    assert shown == ["f5.py", "f4.py", "f3.py", "f2.py", "f1.py"]
+    assert "value_5" in content  # current content, from disk
 
 
 async def test_reinjection_respects_its_token_budget(proj: Path, faux: FauxProvider) -> None:
     (proj / "big.py").write_text("".join(f"line {i} of a big module\n" for i in range(4_000)))
     scripted(faux, [tool_call("read", {"path": "f1.py"}), tool_call("read", {"path": "big.py", "limit": 50}),
-                    text("ok")])
+                    tool_call("read", {"path": "f2.py"}), text("ok")])
     session = coding_session(proj.parent, faux, window=16_384)
-    await session.prompt("read two files")
-    await session.compact()
+    await session.prompt("read three files")
+    before = session.estimate_request_tokens(session.messages)
+    end = await session.compact()
     content = reinjected(session)
+    assert end is not None and end.tokens_after < before  # the block never makes the context grow
     budget_chars = int(16_384 * 0.15) * 4  # 15% of a small window, well under 50,000 tokens
     assert len(content) <= budget_chars + 500
     assert '<file path="big.py">' in content and "[... cut: read big.py with offset/limit for the rest]" in content

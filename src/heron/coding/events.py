@@ -1,4 +1,4 @@
-"""Events the coding runtime adds to the agent's (DESIGN §4): compaction, retry, ledger."""
+"""Events the coding runtime adds to the agent's: compaction, retry, ledger, context warnings."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ class CompactionEndEvent:
     # Why nothing was compacted, or what failed.
     skipped: str | None = None
     error: str | None = None
+    # Automatic compaction was switched off for the session, and why.
+    auto_disabled: str | None = None
     type: Literal["compaction_end"] = "compaction_end"
 
 
@@ -54,4 +56,17 @@ class LedgerEvent:
     type: Literal["ledger"] = "ledger"
 
 
-SessionEvent = AgentEvent | CompactionStartEvent | CompactionEndEvent | RetryStartEvent | RetryEndEvent | LedgerEvent
+@dataclass(slots=True, kw_only=True)
+class ContextWarningEvent:
+    """Something the user should know about the context: automatic compaction switched
+    off, a context invariant violated (with ``HERON_CHECK_CONTEXT``), a window learnt."""
+
+    kind: Literal["auto_compaction_off", "invariant", "window_learned"]
+    message: str
+    type: Literal["context_warning"] = "context_warning"
+
+
+SessionEvent = (
+    AgentEvent | CompactionStartEvent | CompactionEndEvent | RetryStartEvent | RetryEndEvent | LedgerEvent
+    | ContextWarningEvent
+)

@@ -1,36 +1,40 @@
-"""CodingSession: the coding agent as a library.
+"""CodingSession: the coding agent as a library - the wiring of the layers.
 
-It glues the layers together: an :class:`Agent` with the coding tools and the system
-prompt, a :class:`SessionStore` that records every message, and context management
-before every request - pruning once the context passes half the window, compaction
-before it would pass ``window - reserve`` (checked between the tool turns of one run,
-not only after it), per-turn output budgets, and recovery from a provider's overflow
-error (compact, then retry once). Everything it keeps from the model's view goes to
-the ledger, stored in the session as ``custom`` entries.
+An :class:`Agent` with the coding tools and the system prompt; a :class:`SessionStore`
+that records every message; a :class:`ContextPolicy` that decides, before every request,
+what the request carries (pruning, the compaction trigger, output caps, learned limits,
+the read index) and records each decision in the session; a :class:`Compactor`; and
+recovery from failed answers by their error kind (:mod:`heron.coding.recovery`). The
+context rules live in ``heron.context``; this module only connects them.
+
+Everything that shapes a request is derived from the session file, so a process that
+resumes the session (``heron -p --continue``) sends the bytes the one that never stopped
+would have sent: the system prompt's date is the session's start date, the messages come
+from the path with the compaction's injected block and kept prompt, and pruning,
+learned windows and de-dup answers come from recorded decisions and the view.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import json
 import logging
-import math
-import re
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heron.agent.agent import Agent
+from heron.agent.emitter import Emitter
 from heron.agent.events import MessageEndEvent, ToolExecutionEndEvent
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
 from heron.agent.tools import AgentTool
-from heron.ai.abort import AbortSignal, sleep_or_abort
+from heron.ai.abort import AbortSignal
 from heron.ai.events import RetryEvent
 from heron.ai.models import heron_home
 from heron.ai.options import RetryPolicy, StreamOptions
-from heron.ai.overflow import RETRYABLE, classify, is_context_overflow
+from heron.ai.stream import AssistantEventStream
 from heron.ai.types import (
     AssistantMessage,
     Context,
@@ -47,31 +51,29 @@ from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
     CompactionStartEvent,
+    ContextWarningEvent,
     LedgerEvent,
     RetryEndEvent,
     RetryStartEvent,
     SessionEvent,
 )
 from heron.coding.prompt import build_system_prompt, load_prompt_files
+from heron.coding.recovery import recover
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools
-from heron.coding.tools.env import ToolEnv
-from heron.context.budget import estimate_context_tokens, estimate_message_tokens, last_usage_index
-from heron.context.compaction import (
-    CompactionSettings,
-    SummaryFailed,
-    entry_message,
-    prepare_compaction,
-    summarise,
-    summarise_branch,
-)
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord
-from heron.context.prune import PruneState, apply_pruning, extend_pruning
+from heron.coding.tools.env import ReadRecord, ToolEnv
+from heron.context.budget import estimate_message_tokens, fixed_tokens
+from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
+from heron.context.compactor import CompactionOutcome, Compactor
+from heron.context.invariants import STRICT_LOG, RequestSnapshot, Violation, check_compaction, check_request, mode_from
+from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
+from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
+from heron.context.view import with_injections
 from heron.session.context import build_context
-from heron.session.entries import MessageEntry
+from heron.session.entries import MessageEntry, iso_to_ms
 from heron.session.recorder import SessionRecorder
 from heron.session.store import SessionStore
 
@@ -79,14 +81,10 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[SessionEvent], None]
 
-PRUNE_SHARE = 0.5  # prune once the context passes this share of the window
-PRUNE_MIN_STEP_SHARE = 0.10  # ...in steps that save at least this share (cache stability)
-OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
-REINJECT_FILES = 5
-REINJECT_TOKENS = 50_000
-REINJECT_WINDOW_SHARE = 0.15
-MIN_OUTPUT_TOKENS = 1_024
-REINJECTED_FILES_TYPE = "heron.reinjected-files"
+# A prompt larger than this share of the room left in the window is saved to a file and
+# the model gets its head and the path (a 50 MB piped prompt must not become one request).
+PROMPT_ROOM_SHARE = 0.5
+PROMPT_PREVIEW_CHARS = 4_000
 
 
 @dataclass
@@ -105,16 +103,22 @@ class ContextBreakdown:
     pruned_results: int = 0
 
 
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
+def session_date(store: SessionStore) -> str:
+    """The date the system prompt shows: the session's start, so it never changes."""
+    header = store.header
+    if header is not None and header.timestamp:
+        ms = iso_to_ms(header.timestamp)
+        if ms:
+            return _dt.datetime.fromtimestamp(ms / 1000).date().isoformat()
+    return _dt.date.today().isoformat()
 
 
 class CodingSession:
     """One conversation of the coding agent, recorded in a session file.
 
     ``await session.prompt("fix the failing test")`` runs the agent until it stops;
-    ``session.subscribe(listener)`` sees every agent event plus compaction, retry and
-    ledger events.
+    ``session.subscribe(listener)`` sees every agent event plus compaction, retry,
+    ledger and context-warning events.
     """
 
     def __init__(
@@ -139,13 +143,13 @@ class CodingSession:
         self.api_key = api_key
         self.store = store if store is not None else SessionStore.in_memory(self.cwd)
         self.ledger = Ledger()
-        self.prune_state = PruneState()
-        self._pruned_since_usage = 0
-        self._listeners: list[Listener] = []
+        self._events: Emitter[SessionEvent] = Emitter("session listener")
         self._retrying: int = 0
-        self._failed_entry: str | None = None
         self._recovery_abort = AbortSignal()
-        self.date = date or _dt.date.today().isoformat()
+        self._turn_prompt: UserMessage | None = None
+        self._last_view: list[AgentMessage] = []
+        self._check_mode = mode_from(bool(getattr(self.settings, "check_invariants", False)))
+        self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
             cwd=self.cwd,
@@ -154,6 +158,7 @@ class CodingSession:
             home=self.home,
             shell=self.settings.shell_path,
         )
+        self.env.reads.view_lookup = self._read_in_view
         names = list(tools) if tools is not None else (
             list(self.settings.default_tools) if self.settings.default_tools else None
         )
@@ -178,12 +183,28 @@ class CodingSession:
             model=model,
             system_prompt=self.system_prompt,
             tools=self.tools,
-            messages=restored.messages,
+            messages=with_injections(self.store, restored),
             thinking_level=level,
             transform_context=self._transform_context,
             stream_options=self._stream_options,
             after_tool_batch=self._after_tool_batch,
         )
+        self._send = self.agent.stream_fn
+        self.agent.stream_fn = self._checked_stream
+        self.policy = ContextPolicy(
+            self.store,
+            cwd=self.cwd,
+            settings=PolicySettings(
+                pruning=self.settings.pruning.enabled,
+                compaction=self.settings.compaction.enabled,
+                reserve_tokens=self.settings.compaction.reserve_tokens,
+                keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
+            ),
+            ledger=self.ledger,
+            model=lambda: self.agent.state.model,
+            fixed_tokens=self._fixed_tokens,
+        )
+        self.compactor = Compactor(self.policy, cwd=self.cwd)
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
         self.ledger.subscribe(self._on_ledger_record)
@@ -206,16 +227,17 @@ class CodingSession:
 
     @property
     def compaction_settings(self) -> CompactionSettings:
-        base = CompactionSettings(
-            reserve_tokens=self.settings.compaction.reserve_tokens,
-            keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
-        )
-        return base.for_window(self.model.context_window)
+        return self.policy.compaction_settings
 
     @property
     def threshold(self) -> int:
         """Above this many tokens a request is not sent until the context is compacted."""
-        return self.model.context_window - self.compaction_settings.reserve_tokens
+        return self.policy.threshold
+
+    @property
+    def window(self) -> int:
+        """The window heron plans for (the model's, or a smaller one the server enforced)."""
+        return self.policy.window
 
     def _build_system_prompt(self) -> str:
         specs = [(tool.name, tool.description) for tool in self.tools]
@@ -245,30 +267,17 @@ class CodingSession:
     # --- events ------------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._events.subscribe(listener)
 
     def _emit(self, event: SessionEvent) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:  # a broken UI must not break the run
-                log.exception("session listener failed on %s", event.type)
+        self._events.emit(event)
 
     def _on_agent_event(self, event: Any) -> None:
-        if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
-            if event.message.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
-                self._pruned_since_usage = 0
-            if self._retrying:
-                success = event.message.stop_reason != StopReason.ERROR
-                self._emit(RetryEndEvent(success=success, attempt=self._retrying,
-                                         final_error=None if success else event.message.error_message))
-                self._retrying = 0
+        if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
+            success = event.message.stop_reason != StopReason.ERROR
+            self._emit(RetryEndEvent(success=success, attempt=self._retrying,
+                                     final_error=None if success else event.message.error_message))
+            self._retrying = 0
         elif isinstance(event, ToolExecutionEndEvent):
             self._ledger_from_tool(event)
         self._emit(event)
@@ -281,60 +290,27 @@ class CodingSession:
         self._emit(LedgerEvent(record=record))
 
     def _ledger_from_tool(self, event: ToolExecutionEndEvent) -> None:
-        details = event.result.details
-        if not isinstance(details, dict):
-            return
-        text_chars = sum(len(b.text) for b in event.result.content if isinstance(b, TextContent))
-        if details.get("kind") == "unchanged":
-            self.ledger.add(LedgerRecord(kind="dedupe", ref=event.tool_call_id, tool=event.tool_name,
-                                         chars_before=int(details.get("size") or 0), chars_after=text_chars,
-                                         recover="the earlier read of the same range is in the context"))
-            return
-        truncation = details.get("truncation")
-        if isinstance(truncation, dict) and truncation.get("truncated", True):
-            before = int(truncation.get("total_bytes") or truncation.get("totalBytes") or 0)
-            path = details.get("full_output_path")
-            recover = f"full output in {path}" if path else "page with offset/limit, or grep"
-            self.ledger.add(LedgerRecord(kind="truncate", ref=event.tool_call_id, tool=event.tool_name,
-                                         chars_before=max(before, text_chars), chars_after=text_chars,
-                                         recover=recover, detail={"truncation": truncation}))
+        chars = sum(len(b.text) for b in event.result.content if isinstance(b, TextContent))
+        for record in tool_records(event.tool_call_id, event.tool_name, event.result.details, chars):
+            self.ledger.add(record)
 
     # --- before every request ------------------------------------------------------------
 
     def estimate_request_tokens(self, messages: Sequence[AgentMessage]) -> int:
-        """Context tokens of the request these messages would make: the last usage report
-        plus estimates after it, less what pruning removed since that report; or, with no
-        report, an estimate of everything including the system prompt and tools."""
-        tokens = estimate_context_tokens(messages)
-        if last_usage_index(messages) is None:
-            # everything estimated, from the (pruned) view itself: nothing to subtract
-            return tokens + self._fixed_tokens()
-        return max(0, tokens - self._pruned_since_usage)
+        """Tokens of the request these messages would make, counted on the view that
+        would be sent (recorded pruning applied, system prompt and tools included)."""
+        return self.policy.count(self.policy.view(messages))
 
     def _fixed_tokens(self) -> int:
-        tools = sum(_tokens(json.dumps(t.definition().to_json_dict(), ensure_ascii=False)) for t in self.tools)
-        return _tokens(self.agent.state.system_prompt) + tools
+        return fixed_tokens(self.agent.state.system_prompt, [t.definition() for t in self.agent.state.tools])
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
-        window = self.model.context_window
-        pruning = self.settings.pruning.enabled
-        view = apply_pruning(messages, self.prune_state) if pruning else messages
-        tokens = self.estimate_request_tokens(view)
-        if pruning and tokens > window * PRUNE_SHARE:
-            # Small steps only when they might spare a compaction (see extend_pruning).
-            min_saving = 0 if tokens > self.threshold else int(window * PRUNE_MIN_STEP_SHARE)
-            records = extend_pruning(messages, self.prune_state, min_saving_tokens=min_saving)
-            if records:
-                saved = sum(r.saved_tokens for r in records)
-                self._pruned_since_usage += saved
-                for record in records:
-                    self.ledger.add(record)
-                view = apply_pruning(messages, self.prune_state)
-                tokens = self.estimate_request_tokens(view)
-        if self.settings.compaction.enabled and tokens > self.threshold and not signal.aborted:
-            await self.compact(reason="threshold")
-            messages = list(self.agent.state.messages)
-            view = apply_pruning(messages, self.prune_state) if pruning else messages
+        async def compact() -> list[AgentMessage] | None:
+            end = await self.compact(reason="threshold")
+            return list(self.agent.state.messages) if end is not None and end.entry_id else None
+
+        view = await self.policy.prepare(messages, signal, compact)
+        self._last_view = view
         return view
 
     def _stream_options(self, context: Context) -> StreamOptions:
@@ -344,17 +320,35 @@ class CodingSession:
             base_delay=retry.base_delay_ms / 1000,
             max_delay=retry.max_delay_ms / 1000,
         )
-        estimate = self.estimate_request_tokens(self.agent.state.messages)
-        room = self.model.context_window - estimate - int(self.model.context_window * OUTPUT_MARGIN_SHARE)
-        max_tokens = max(MIN_OUTPUT_TOKENS, min(self.model.max_tokens, room))
         return StreamOptions(
             api_key=self.api_key,
-            max_tokens=max_tokens,
+            max_tokens=self.policy.last_max_tokens or self.policy.output_cap(self.policy.last_tokens),
             thinking=self.agent.state.thinking_level,
             session_id=self.store.session_id,
             retry=policy,
             on_retry=self._on_ai_retry,
         )
+
+    def _checked_stream(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
+        """The provider call, with the context invariants checked on what is sent."""
+        if self._check_mode != "off":
+            snapshot = RequestSnapshot(
+                view=self._last_view, context=context, max_tokens=options.max_tokens or 0,
+                window=self.policy.window, reserve=self.policy.reserve, stubs=self.policy.decisions.stubs,
+                cwd=self.cwd, turn_prompt=self._turn_prompt, floor_ms=self.policy.decisions.last_view_change_ms,
+                model=(model.provider, model.id), over_threshold_reason=self.policy.over_threshold_reason,
+            )
+            self._report(check_request(snapshot))
+        return self._send(model, context, options)
+
+    def _report(self, violations: Sequence[Violation]) -> None:
+        for violation in violations:
+            log.warning("%s", violation)
+            self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message,
+                                         detail={"rule": violation.rule}))
+            self._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
+        if self._check_mode == "strict":
+            STRICT_LOG.add(violations)
 
     def _on_ai_retry(self, event: RetryEvent) -> None:
         self._retrying = event.attempt
@@ -384,6 +378,12 @@ class CodingSession:
             )
         return new_results
 
+    def _read_in_view(self, path: str, offset: int | None, limit: int | None) -> ReadRecord | None:
+        found = self.policy.find_read(path, offset, limit)
+        if found is None:
+            return None
+        return ReadRecord(path, offset, limit, found.mtime_ns, found.size, found.timestamp_ms / 1000)
+
     # --- running ---------------------------------------------------------------------------
 
     def expand_input(self, text: str) -> str:
@@ -400,10 +400,38 @@ class CodingSession:
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        content: list[TextContent | ImageContent] = [TextContent(text=self.expand_input(text)), *images]
+        body = self._fit_prompt(self.expand_input(text))
+        message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
-        added = await self.agent.prompt(UserMessage(content=content))
-        return await self._recover(added)
+        self._turn_prompt = message
+        try:
+            added = await self.agent.prompt(message)
+            retry = self.settings.retry
+            policy = RetryPolicy(max_retries=retry.max_retries if retry.enabled else 0,
+                                 base_delay=retry.base_delay_ms / 1000, max_delay=retry.max_delay_ms / 1000)
+            return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
+        finally:
+            self._turn_prompt = None
+
+    def _fit_prompt(self, text: str) -> str:
+        """A prompt too large for the window is saved to a file; the model gets its head
+        and where to read the rest (a 50 MB piped prompt must not become one request)."""
+        room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
+        if len(text) <= max(PROMPT_PREVIEW_CHARS * 2, int(room * PROMPT_ROOM_SHARE)):
+            return text
+        directory = self.env.spill_dir()
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = directory / f"prompt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
+            f.write(text)
+        self.ledger.add(LedgerRecord(kind="spill", chars_before=len(text), chars_after=PROMPT_PREVIEW_CHARS,
+                                     recover=f"read {path} with offset/limit", detail={"prompt": True,
+                                                                                        "path": str(path)}))
+        return (
+            f"{text[:PROMPT_PREVIEW_CHARS]}\n\n[This message is {len(text):,} characters, too large for the "
+            f"context window; the whole message is saved in {path}. Read it with offset/limit, or grep it.]"
+        )
 
     def steer(self, text: str) -> None:
         self.agent.steer(text)
@@ -415,151 +443,77 @@ class CodingSession:
         self.agent.abort()
         self._recovery_abort.abort()
 
-    async def _recover(self, added: list[AgentMessage]) -> list[AgentMessage]:
-        """After a run that ended in an error: compact and retry once on overflow; retry
-        transient failures (those that broke mid-answer) with backoff."""
-        attempts = 0
-        overflowed = False
-        retry = self.settings.retry
-        while True:
-            last = self.agent.messages[-1] if self.agent.messages else None
-            if not isinstance(last, AssistantMessage) or last.stop_reason != StopReason.ERROR:
-                return added
-            if is_context_overflow(last) and not overflowed:
-                overflowed = True
-                self._drop_failed_answer()
-                self.ledger.add(LedgerRecord(kind="overflow", chars_before=0, chars_after=0,
-                                             recover="compacted and retried once",
-                                             detail={"error": last.error_message}))
-                outcome = await self.compact(reason="overflow")
-                if outcome is None:  # nothing to compact: report the overflow as it was
-                    if self._failed_entry is not None:
-                        self.store.branch(self._failed_entry)
-                    self.agent.state.messages.append(last)
-                    return added
-                added += await self.agent.continue_()
-                continue
-            # heron.ai already retried failures that happened before any content arrived;
-            # here only a stream that broke mid-answer is retried, or retries would multiply.
-            if not retry.enabled or attempts >= retry.max_retries or not last.content or not _retryable(last):
-                return added
-            attempts += 1
-            delay = min(retry.max_delay_ms / 1000, retry.base_delay_ms / 1000 * 2 ** (attempts - 1))
-            self._retrying = attempts
-            self._emit(RetryStartEvent(attempt=attempts, max_attempts=retry.max_retries, delay=delay,
-                                       error_message=last.error_message or ""))
-            if not await sleep_or_abort(delay, self._recovery_abort):
-                return added
-            self._drop_failed_answer()
-            added += await self.agent.continue_()
+    # Recovery hooks (heron.coding.recovery.Recoverable).
 
-    def _drop_failed_answer(self) -> None:
+    def drop_failed_answer(self) -> str | None:
         """Take a failed answer out of the live context and off the session's path: the
         leaf moves back to its parent, so the retry becomes a sibling branch and the
-        failed message stays in the file."""
+        failed message stays in the file. Returns the failed entry's id."""
         failed = self.agent.state.messages.pop()
-        self._failed_entry = None
         leaf = self.store.leaf_id
-        if leaf is not None:
-            entry = self.store.get(leaf)
-            if isinstance(entry, MessageEntry) and entry.message is failed:
-                self._failed_entry = leaf
-                parent = self.store.parent_id_of(leaf)
-                if parent is not None:
-                    self.store.branch(parent)
-                else:
-                    self.store.reset_leaf()
+        if leaf is None:
+            return None
+        entry = self.store.get(leaf)
+        if not isinstance(entry, MessageEntry) or entry.message is not failed:
+            return None
+        parent = self.store.parent_id_of(leaf)
+        if parent is not None:
+            self.store.branch(parent)
+        else:
+            self.store.reset_leaf()
+        return leaf
+
+    def restore_failed_answer(self, entry_id: str | None, message: AssistantMessage) -> None:
+        if entry_id is not None:
+            self.store.branch(entry_id)
+        self.agent.state.messages.append(message)
+
+    def learn_window(self, failed: AssistantMessage) -> int | None:
+        learned = self.policy.learn_from_overflow(failed, self._last_view)
+        return learned.window if learned is not None else None
+
+    async def compact_for_overflow(self) -> bool:
+        end = await self.compact(reason="overflow")
+        return end is not None and end.entry_id is not None
+
+    async def continue_run(self) -> list[AgentMessage]:
+        return await self.agent.continue_()
+
+    def note_retry(self, attempt: int) -> None:
+        self._retrying = attempt
 
     # --- compaction ----------------------------------------------------------------------
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
-        session. Returns the end event, or ``None`` when there was nothing to compact."""
+        session. Returns the end event, or ``None`` when nothing was compacted."""
         before = self.estimate_request_tokens(self.agent.state.messages)
         self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
-        path = self.store.path_to(self.store.leaf_id) if self.store.leaf_id is not None else []
-        settings = self.compaction_settings
-        plan = prepare_compaction(path, settings)
-        if plan is None:
-            end = CompactionEndEvent(reason=reason, tokens_before=before, skipped="nothing to compact")
-            self._emit(end)
-            return None
-        try:
-            result = await summarise(
-                plan,
-                self.model,
-                reserve_tokens=settings.reserve_tokens,
-                focus=focus,
-                stream_options={"api_key": self.api_key, "session_id": None},
-            )
-        except SummaryFailed as exc:
-            end = CompactionEndEvent(reason=reason, tokens_before=before, error=str(exc))
-            self._emit(end)
-            return None
-        for record in result.records:
-            self.ledger.add(record)
-        read_paths = self.env.reads.read_paths()
-        entry = self.store.append_compaction(
-            summary=result.summary,
-            first_kept_entry_id=plan.first_kept_entry_id,
-            tokens_before=before,
-            details=result.details,
+        outcome = await self.compactor.run(
+            self.agent.state.messages, model=self.model, api_key=self.api_key, reason=reason, focus=focus,
+            turn_prompt=self._turn_prompt,
         )
-        summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
-        self.ledger.add(
-            LedgerRecord(
-                kind="compaction",
-                ref=entry.id,
-                chars_before=summarised_chars,
-                chars_after=len(result.summary),
-                recover="every message stays in the session file; /tree shows them",
-                detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id,
-                        "split_turn": plan.split_turn},
-            )
-        )
-        self.env.reads.reset()
-        self.prune_state.reset()
-        self._pruned_since_usage = 0
-        reinjected = self._reinjected_files(read_paths)
-        if reinjected is not None:
-            self.store.append_custom_message(REINJECTED_FILES_TYPE, reinjected, display=False)
-        rebuilt = build_context(self.store, self.store.leaf_id).messages
-        self.agent.state.messages[:] = rebuilt
-        after = self.estimate_request_tokens(rebuilt)
-        if after > self.threshold:
-            self.ledger.add(LedgerRecord(kind="compaction", ref=entry.id, chars_before=after * 4,
-                                         chars_after=after * 4,
-                                         recover="the kept recent messages alone exceed the threshold",
-                                         detail={"over_threshold": True, "tokens": after,
-                                                 "threshold": self.threshold}))
-        end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=after, entry_id=entry.id,
-                                 summary=result.summary)
+        if outcome.auto_disabled:
+            self._emit(ContextWarningEvent(kind="auto_compaction_off",
+                                           message=f"automatic compaction is off: {outcome.auto_disabled}"))
+        if outcome.messages is None:
+            self._emit(CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
+                                          skipped=outcome.skipped, error=outcome.error,
+                                          auto_disabled=outcome.auto_disabled))
+            return None
+        self.agent.state.messages[:] = outcome.messages
+        if self._check_mode != "off":
+            self._report(check_compaction(outcome.estimated_before, outcome.tokens_after))
+        if reason == "manual":
+            self.policy.enable_auto_compaction("a manual compaction succeeded")
+        return self._compaction_end(reason, before, outcome)
+
+    def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
+        end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
+                                 entry_id=outcome.entry_id, summary=outcome.summary,
+                                 auto_disabled=outcome.auto_disabled)
         self._emit(end)
         return end
-
-    def _reinjected_files(self, paths: list[str]) -> str | None:
-        """The most recently read files, current content, after a compaction (Claude Code
-        does the same): the model keeps working on them and would read them again."""
-        budget_tokens = min(REINJECT_TOKENS, int(self.model.context_window * REINJECT_WINDOW_SHARE))
-        budget = budget_tokens * 4
-        blocks: list[str] = []
-        for raw in reversed(paths):
-            if len(blocks) >= REINJECT_FILES or budget <= 0:
-                break
-            path = Path(raw)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue  # deleted, unreadable or binary: skip
-            shown = _display(path, self.cwd)
-            if len(text) > budget:
-                text = text[:budget] + f"\n[... cut: read {shown} with offset/limit for the rest]"
-            budget -= len(text)
-            blocks.append(f'<file path="{shown}">\n{text}\n</file>')
-        if not blocks:
-            return None
-        header = "Files you were working on before the history was compacted (their current contents):"
-        return header + "\n\n" + "\n\n".join(blocks)
 
     # --- tree navigation, forks --------------------------------------------------------------
 
@@ -577,7 +531,7 @@ class CodingSession:
             abandoned = [e for e in self.store.path_to(old_leaf) if e.id not in target_path]
             messages = [m for m in (entry_message(e) for e in abandoned) if m is not None]
             if messages:
-                budget = min(20_000, self.model.context_window // 4)
+                budget = min(20_000, self.window // 4)
                 summary = await summarise_branch(messages, self.model, budget_tokens=budget,
                                                  stream_options={"api_key": self.api_key})
         if summary:
@@ -591,9 +545,8 @@ class CodingSession:
 
     def _reload(self) -> None:
         restored = build_context(self.store, self.store.leaf_id)
-        self.agent.replace_messages(restored.messages)
-        self.prune_state.reset()
-        self._pruned_since_usage = 0
+        self.agent.replace_messages(with_injections(self.store, restored))
+        self.policy.reload(self.store)
 
     def switch_store(self, store: SessionStore) -> None:
         """Continue in another session file (``/new``, ``/resume``, fork)."""
@@ -606,7 +559,7 @@ class CodingSession:
     # --- inspection ----------------------------------------------------------------------------
 
     def context_breakdown(self) -> ContextBreakdown:
-        messages = apply_pruning(self.agent.messages, self.prune_state)
+        messages = self.policy.view(self.agent.messages)
         by_role: dict[str, int] = {}
         summaries = 0
         for message in messages:
@@ -615,38 +568,22 @@ class CodingSession:
                 summaries += tokens
                 continue
             by_role[message.role] = by_role.get(message.role, 0) + tokens
-        files = sum(_tokens("x" * f.kept_chars) for f in self.context_files) if self.context_files else 0
-        system = _tokens(self.agent.state.system_prompt)
+        files = sum(-(-f.kept_chars // 4) for f in self.context_files) if self.context_files else 0
+        system = -(-len(self.agent.state.system_prompt) // 4)
         tools = self._fixed_tokens() - system
         return ContextBreakdown(
-            window=self.model.context_window,
+            window=self.window,
             threshold=self.threshold,
             system_prompt=system,
             tools=tools,
             context_files=files,
             summaries=summaries,
             messages=by_role,
-            total=self.estimate_request_tokens(messages),
+            total=self.policy.count(messages),
             ledger=list(self.ledger.records),
-            pruned_results=len(self.prune_state),
+            pruned_results=sum(1 for m in self.agent.messages
+                               if isinstance(m, ToolResultMessage) and m.tool_call_id in self.policy.decisions.stubs),
         )
-
-
-_STATUS = re.compile(r"^(\d{3})\b")
-
-
-def _retryable(message: AssistantMessage) -> bool:
-    text = message.error_message or ""
-    match = _STATUS.match(text)
-    status = int(match.group(1)) if match else None
-    return classify(status, text) in RETRYABLE
-
-
-def _display(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
 
 
 def message_entry_ids(store: SessionStore) -> list[str]:
@@ -654,4 +591,4 @@ def message_entry_ids(store: SessionStore) -> list[str]:
     return [e.id for e in store.path_to(store.leaf_id) if isinstance(e, MessageEntry)] if store.leaf_id else []
 
 
-__all__ = ["CodingSession", "ContextBreakdown", "ExtensionMessage"]
+__all__ = ["CodingSession", "ContextBreakdown", "ExtensionMessage", "session_date"]

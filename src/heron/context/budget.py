@@ -38,6 +38,7 @@ from heron.ai.types import (
     StopReason,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -102,20 +103,29 @@ def _reported(message: AgentMessage) -> int | None:
     return tokens if tokens > 0 else None
 
 
-def last_usage_index(messages: Sequence[AgentMessage]) -> int | None:
+def last_usage_index(
+    messages: Sequence[AgentMessage], *, floor_ms: int = 0, model: tuple[str, str] | None = None
+) -> int | None:
     """Position of the last assistant message whose reported usage measures this context.
 
     Usage from before the latest compaction is never used: an assistant message the
     compaction kept still carries the usage of the request that produced it, which
     measured the whole context before it was summarised (pi's rule: a reply whose
-    timestamp is not after the compaction's does not count)."""
+    timestamp is not after the compaction's does not count). ``floor_ms`` moves that
+    floor later (a pruning step changed the view after that reply: its usage measured a
+    request that no longer is the prefix of this one), and ``model`` (provider, id)
+    ignores replies of another model, whose tokenizer counted differently."""
     floor = next((m.timestamp for m in reversed(messages) if isinstance(m, CompactionSummaryMessage)), None)
+    if floor_ms and (floor is None or floor_ms > floor):
+        floor = floor_ms
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if _reported(message) is None:
             continue
         if floor is not None and message.timestamp <= floor:
-            return None  # this and every earlier reply predate the compaction
+            return None  # this and every earlier reply predate the compaction or prune step
+        if model is not None and isinstance(message, AssistantMessage) and (message.provider, message.model) != model:
+            return None
         return index
     return None
 
@@ -126,5 +136,33 @@ def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
     index = last_usage_index(messages)
     if index is None:
         return sum(context_message_tokens(m) for m in messages)
+    reported = _reported(messages[index]) or 0
+    return reported + sum(context_message_tokens(m) for m in messages[index + 1:])
+
+
+def fixed_tokens(system_prompt: str, tools: Sequence[Tool]) -> int:
+    """Tokens of the system prompt and the tool definitions, as every request carries them."""
+    schemas = sum(math.ceil(len(json.dumps(t.to_json_dict(), ensure_ascii=False)) / CHARS_PER_TOKEN) for t in tools)
+    return math.ceil(len(system_prompt) / CHARS_PER_TOKEN) + schemas
+
+
+def request_tokens(
+    messages: Sequence[AgentMessage],
+    fixed_tokens: int,
+    *,
+    floor_ms: int = 0,
+    model: tuple[str, str] | None = None,
+) -> int:
+    """Tokens of the request ``messages`` would make, counted on that view.
+
+    The provider's last report anchors the count only for the part of the view the
+    reported request carried unchanged: it covers the system prompt, the tools and every
+    message up to its reply, so only what came after is estimated. Without a usable
+    anchor (none yet, a compaction or pruning step since, another model), everything is
+    estimated, ``fixed_tokens`` (system prompt and tool definitions) included.
+    """
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    if index is None:
+        return fixed_tokens + sum(context_message_tokens(m) for m in messages)
     reported = _reported(messages[index]) or 0
     return reported + sum(context_message_tokens(m) for m in messages[index + 1:])

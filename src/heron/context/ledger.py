@@ -25,6 +25,7 @@ LedgerKind = Literal[
     "summary_fallback",  # the summariser's own input had to be reduced
     "context_file",  # an AGENTS.md / CLAUDE.md cut to its budget
     "overflow",  # the provider rejected a request as too long; heron recovered (or not)
+    "invariant",  # a context rule was broken (HERON_CHECK_CONTEXT / context.checkInvariants)
 ]
 
 
@@ -92,6 +93,24 @@ class LedgerRecord:
         size = f"{self.tokens_before:,} -> {self.tokens_after:,} tokens"
         recover = f"; {self.recover}" if self.recover else ""
         return f"{self.kind}{where}{ref}: {size}{recover}"
+
+
+def tool_records(call_id: str, tool: str, details: Any, text_chars: int) -> list[LedgerRecord]:
+    """What a tool result's details say it kept out of view: a de-dup stub instead of a
+    repeated read, or output the tool cut itself (with where the rest is)."""
+    if not isinstance(details, dict):
+        return []
+    if details.get("kind") == "unchanged":
+        return [LedgerRecord(kind="dedupe", ref=call_id, tool=tool, chars_before=int(details.get("size") or 0),
+                             chars_after=text_chars, recover="the earlier read of the same range is in the context")]
+    truncation = details.get("truncation")
+    if isinstance(truncation, dict) and truncation.get("truncated", True):
+        before = int(truncation.get("total_bytes") or truncation.get("totalBytes") or 0)
+        path = details.get("full_output_path")
+        recover = f"full output in {path}" if path else "page with offset/limit, or grep"
+        return [LedgerRecord(kind="truncate", ref=call_id, tool=tool, chars_before=max(before, text_chars),
+                             chars_after=text_chars, recover=recover, detail={"truncation": truncation})]
+    return []
 
 
 Listener = Callable[[LedgerRecord], None]

@@ -14,7 +14,7 @@ step rather than on every turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,32 +132,35 @@ def prunable(messages: Sequence[Any], keep_turns: int = DEFAULT_KEEP_TURNS) -> l
     ]
 
 
-def extend_pruning(
-    messages: Sequence[Any], state: PruneState, keep_turns: int = DEFAULT_KEEP_TURNS, min_saving_tokens: int = 0
-) -> list[LedgerRecord]:
-    """One pruning step: stub every prunable result not stubbed yet. Returns the records.
+def prune_step(
+    messages: Sequence[Any],
+    pruned: Collection[str],
+    keep_turns: int = DEFAULT_KEEP_TURNS,
+    min_saving_tokens: int = 0,
+) -> tuple[dict[str, str], list[LedgerRecord]]:
+    """One pruning step: a stub for every prunable result not pruned yet (by tool call id),
+    with the ledger records. ``messages`` are the originals (not the stubbed view).
 
     A step that would save fewer than ``min_saving_tokens`` is not taken: each step
     changes the request's prefix (a prompt-cache miss), so stubbing one small result per
     turn costs more than it saves.
     """
+    candidates = [messages[i] for i in prunable(messages, keep_turns) if messages[i].tool_call_id not in pruned]
+    if not candidates:
+        return {}, []
+    if min_saving_tokens > 0:
+        saving = sum(_result_size(r) for r in candidates) // 4 - 60 * len(candidates)
+        if saving < min_saving_tokens:
+            return {}, []
     calls: dict[str, ToolCall] = {
         call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
     }
-    if min_saving_tokens > 0:
-        candidates = [messages[i] for i in prunable(messages, keep_turns)
-                      if messages[i].tool_call_id not in state.stubs]
-        saving = sum(_result_size(r) for r in candidates) // 4 - 60 * len(candidates)
-        if saving < min_saving_tokens:
-            return []
+    stubs: dict[str, str] = {}
     records = []
-    for index in prunable(messages, keep_turns):
-        result = messages[index]
-        if result.tool_call_id in state.stubs:
-            continue
+    for result in candidates:
         found = calls.get(result.tool_call_id)
         stub = make_stub(result, found)
-        state.stubs[result.tool_call_id] = stub
+        stubs[result.tool_call_id] = stub.text()
         records.append(
             LedgerRecord(
                 kind="prune",
@@ -167,6 +170,21 @@ def extend_pruning(
                 chars_after=len(stub.text()),
                 recover=recovery_hint(result, found),
             )
+        )
+    return stubs, records
+
+
+def extend_pruning(
+    messages: Sequence[Any], state: PruneState, keep_turns: int = DEFAULT_KEEP_TURNS, min_saving_tokens: int = 0
+) -> list[LedgerRecord]:
+    """:func:`prune_step` kept in a :class:`PruneState` (for callers without a session)."""
+    stubs, records = prune_step(messages, state.stubs, keep_turns, min_saving_tokens)
+    by_id = {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
+    for call_id, text in stubs.items():
+        original = by_id[call_id]
+        state.stubs[call_id] = ToolResultMessage(
+            tool_call_id=call_id, tool_name=original.tool_name, content=[TextContent(text=text)],
+            details=original.details, is_error=original.is_error, timestamp=original.timestamp,
         )
     return records
 

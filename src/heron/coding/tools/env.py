@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,9 @@ class ReadRecord:
     at: float
 
 
+ViewLookup = Callable[[str, int | None, int | None], "ReadRecord | None"]
+
+
 class FileReadTracker:
     """Reads since the last compaction.
 
@@ -39,6 +43,7 @@ class FileReadTracker:
     """
 
     def __init__(self) -> None:
+        self.view_lookup: ViewLookup | None = None
         self._reads: dict[tuple[str, int | None, int | None], ReadRecord] = {}
         self._last_by_path: dict[str, ReadRecord] = {}
         self._since_reset: dict[str, float] = {}
@@ -52,6 +57,12 @@ class FileReadTracker:
         return rec
 
     def previous(self, path: Path, offset: int | None, limit: int | None) -> ReadRecord | None:
+        """The earlier read of this range whose content the model still has. With a view
+        lookup (the coding runtime sets one), the answer comes from the view last sent -
+        so it holds across a restart and is None once that content was pruned or
+        summarised; without one, from the reads of this process."""
+        if self.view_lookup is not None:
+            return self.view_lookup(str(path), offset, limit)
         return self._reads.get((str(path), offset, limit))
 
     def last_read(self, path: Path) -> ReadRecord | None:

@@ -602,7 +602,8 @@ class ReadTool(AgentTool[ReadParams]):
                     return ToolResult.text(
                         f"[File unchanged since you last read it at {at}; "
                         "its content is already in the conversation above.]",
-                        details={"path": shown, "kind": "unchanged", "size": size, "previous_read_at": previous.at},
+                        details={"path": shown, "kind": "unchanged", "size": size, "mtime_ns": st.st_mtime_ns,
+                                 "previous_read_at": previous.at},
                     )
                 if looks_binary(head):
                     q = shlex.quote(shown)
@@ -620,6 +621,9 @@ class ReadTool(AgentTool[ReadParams]):
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
         self.env.reads.record(path, offset, limit, st.st_mtime_ns, size)
+        if isinstance(result.details, dict):  # what the view's read index keys on
+            result.details.setdefault("mtime_ns", st.st_mtime_ns)
+            result.details.setdefault("size", size)
         return result
 
     def _use_wc(self, st: os.stat_result) -> bool:

@@ -1,0 +1,99 @@
+"""After a run that ended in an error: what to do about it, decided by the error's kind.
+
+``heron.ai`` classifies every failure (``overflow``, ``rate_limit``, ``transient``,
+``auth``, ``invalid_request``, ...) and carries the kind, the HTTP status and
+``retry-after`` on the failed assistant message. The runtime reads the kind, never the
+error text:
+
+- ``overflow`` (the provider rejected the request as too long): the failed answer leaves
+  the live context (it stays in the file, on a side branch), the session learns the
+  window the server really enforces, compacts, and retries once. A second overflow is
+  reported, not looped.
+- ``rate_limit`` / ``transient`` after content had streamed (``heron.ai`` already retried
+  failures that happened before any content): the broken answer is dropped and the
+  request retried, with heron.ai's own backoff formula and ``retry-after``.
+- anything else is reported as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from heron.agent.messages import AgentMessage
+from heron.ai.abort import AbortSignal, sleep_or_abort
+from heron.ai.options import RetryPolicy
+from heron.ai.overflow import RETRYABLE, ErrorKind
+from heron.ai.types import AssistantMessage, StopReason
+from heron.coding.events import ContextWarningEvent, RetryStartEvent, SessionEvent
+
+
+class Recoverable(Protocol):
+    """What recovery needs from the session (CodingSession implements it)."""
+
+    @property
+    def messages(self) -> list[AgentMessage]: ...
+
+    def drop_failed_answer(self) -> str | None: ...
+
+    def restore_failed_answer(self, entry_id: str | None, message: AssistantMessage) -> None: ...
+
+    def learn_window(self, failed: AssistantMessage) -> int | None: ...
+
+    async def compact_for_overflow(self) -> bool: ...
+
+    async def continue_run(self) -> list[AgentMessage]: ...
+
+    def note_retry(self, attempt: int) -> None: ...
+
+
+def failed_kind(message: AgentMessage | None) -> ErrorKind | None:
+    """The kind of a failed answer, or None when the message is not a failure."""
+    if not isinstance(message, AssistantMessage) or message.stop_reason != StopReason.ERROR:
+        return None
+    try:
+        return ErrorKind(message.error_kind or "unknown")
+    except ValueError:
+        return ErrorKind.UNKNOWN
+
+
+async def recover(
+    session: Recoverable,
+    added: list[AgentMessage],
+    *,
+    policy: RetryPolicy,
+    signal: AbortSignal,
+    emit: Callable[[SessionEvent], None],
+    sleep: Callable[[float, AbortSignal], Awaitable[bool]] = sleep_or_abort,
+) -> list[AgentMessage]:
+    attempts = 0
+    overflowed = False
+    while True:
+        last = session.messages[-1] if session.messages else None
+        kind = failed_kind(last)
+        if kind is None or not isinstance(last, AssistantMessage):
+            return added
+        if kind == ErrorKind.OVERFLOW and not overflowed:
+            overflowed = True
+            failed_entry = session.drop_failed_answer()
+            window = session.learn_window(last)
+            if window is not None:
+                emit(ContextWarningEvent(kind="window_learned", message=(
+                    f"the server rejected a request as too long; planning for a {window:,}-token window from now on")))
+            compacted = await session.compact_for_overflow()
+            if not compacted and window is None:  # nothing would change: report the overflow as it was
+                session.restore_failed_answer(failed_entry, last)
+                return added
+            added += await session.continue_run()
+            continue
+        if kind not in RETRYABLE or not last.content or attempts >= policy.max_retries:
+            return added
+        delay = policy.delay(attempts, last.retry_after)
+        attempts += 1
+        session.note_retry(attempts)
+        emit(RetryStartEvent(attempt=attempts, max_attempts=policy.max_retries, delay=delay,
+                             error_message=last.error_message or ""))
+        if not await sleep(delay, signal):
+            return added
+        session.drop_failed_answer()
+        added += await session.continue_run()

@@ -1,0 +1,156 @@
+"""Running a compaction: plan, summarise, size the result, then (only then) write it.
+
+The history stays exactly as it is until the compaction entry is written. Before writing,
+the new view is assembled and counted - summary, re-injected files, the running turn's
+prompt when the cut splits that turn, the kept messages with their recorded pruning - so
+that:
+
+- a compaction never leaves the context larger than it found it: the re-injected block
+  gets only the room the summary left (or is skipped), and a result that would still not
+  be smaller is not written at all;
+- a compaction that saves less than 5% is written but switches automatic compaction off
+  for the session (recorded, so a resumed process keeps it off) instead of compacting
+  again on every request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heron.agent.messages import AgentMessage, CompactionSummaryMessage
+from heron.ai.types import Model, UserMessage
+from heron.context.budget import estimate_message_tokens
+from heron.context.compaction import SummaryFailed, entry_message, prepare_compaction, summarise
+from heron.context.ledger import LedgerRecord
+from heron.context.policy import SHRINK_REQUIRED, ContextPolicy
+from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
+from heron.context.view import DETAIL_KEPT_PROMPT, DETAIL_REINJECTED, injected_messages, session_messages
+from heron.session.entries import MessageEntry
+
+
+@dataclass(slots=True)
+class CompactionOutcome:
+    tokens_before: int
+    tokens_after: int = 0
+    entry_id: str | None = None
+    summary: str | None = None
+    skipped: str | None = None  # why nothing was written
+    error: str | None = None
+    auto_disabled: str | None = None  # automatic compaction switched off, and why
+    messages: list[AgentMessage] | None = None  # the rebuilt conversation, when written
+    estimated_before: int = 0  # the size before, estimated like tokens_after (no usage anchor)
+
+
+class Compactor:
+    """Compactions of one session, through its policy (for counting and decisions)."""
+
+    def __init__(self, policy: ContextPolicy, *, cwd: Path) -> None:
+        self.policy = policy
+        self.cwd = cwd
+
+    async def run(
+        self,
+        messages: list[AgentMessage],
+        *,
+        model: Model,
+        api_key: str | None,
+        reason: str,
+        focus: str | None = None,
+        turn_prompt: UserMessage | None = None,
+    ) -> CompactionOutcome:
+        policy, store = self.policy, self.policy.store
+        current = policy.view(messages)
+        before = policy.count(current)
+        estimated_before = policy.estimate(current)
+        if store.leaf_id is None:
+            return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
+        path = store.path_to(store.leaf_id)
+        settings = policy.compaction_settings
+        plan = prepare_compaction(path, settings)
+        if plan is None or not plan.has_work:
+            return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
+        try:
+            result = await summarise(plan, model, reserve_tokens=settings.reserve_tokens, focus=focus,
+                                     stream_options={"api_key": api_key, "session_id": None})
+        except SummaryFailed as exc:
+            return CompactionOutcome(tokens_before=before, error=str(exc))
+        for record in result.records:
+            policy.ledger.add(record)
+
+        kept_entries = path[plan.first_kept_index:]
+        kept = [m for m in (entry_message(e) for e in kept_entries) if m is not None]
+        details: dict[str, Any] = dict(result.details)
+        prompt_id = self._prompt_entry(turn_prompt, {e.id for e in kept_entries})
+        head: list[AgentMessage] = [CompactionSummaryMessage(summary=result.summary, tokens_before=before,
+                                                             timestamp=int(time.time() * 1000))]
+        if prompt_id is not None and turn_prompt is not None:
+            details[DETAIL_KEPT_PROMPT] = prompt_id
+        bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
+        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1)
+        summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
+        text = reinjected_text(candidates(summarised, kept, self.cwd), self.cwd, room)
+        after = bare
+        if text is not None:
+            details[DETAIL_REINJECTED] = text
+            after += sum(estimate_message_tokens(m) for m in injected_messages(details, 0))
+        if after >= estimated_before:
+            reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
+            policy.disable_auto_compaction(reason_text)
+            return CompactionOutcome(tokens_before=before, tokens_after=after, skipped=reason_text,
+                                     auto_disabled=reason_text)
+
+        entry = store.append_compaction(summary=result.summary, first_kept_entry_id=plan.first_kept_entry_id,
+                                        tokens_before=before, details=details)
+        summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
+        policy.ledger.add(LedgerRecord(
+            kind="compaction", ref=entry.id, chars_before=summarised_chars, chars_after=len(result.summary),
+            recover="every message stays in the session file; /tree shows them",
+            detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id,
+                    "split_turn": plan.split_turn, "tokens_before": before, "tokens_after": after,
+                    "reinjected": text is not None, "kept_prompt": prompt_id},
+        ))
+        rebuilt = session_messages(store, store.leaf_id)
+        after = policy.estimate(policy.view(rebuilt))
+        if after > policy.threshold:
+            policy.ledger.add(LedgerRecord(
+                kind="compaction", ref=entry.id, chars_before=after * 4, chars_after=after * 4,
+                recover="the kept recent messages alone exceed the threshold",
+                detail={"over_threshold": True, "tokens": after, "threshold": policy.threshold}))
+        outcome = CompactionOutcome(tokens_before=before, tokens_after=after, entry_id=entry.id,
+                                    summary=result.summary, messages=rebuilt)
+        outcome.estimated_before = estimated_before
+        if after > estimated_before * (1 - SHRINK_REQUIRED):
+            outcome.auto_disabled = (f"the last compaction saved less than {SHRINK_REQUIRED:.0%} "
+                                     f"({estimated_before:,} -> {after:,} tokens)")
+            policy.disable_auto_compaction(outcome.auto_disabled)
+        return outcome
+
+    def _prompt_entry(self, prompt: UserMessage | None, kept_ids: set[str]) -> str | None:
+        """The entry of the running turn's prompt, when the compaction would summarise it."""
+        if prompt is None:
+            return None
+        store = self.policy.store
+        if store.leaf_id is None:
+            return None
+        ids, types = store.lineage(store.leaf_id)
+        for entry_id, kind in zip(reversed(ids), reversed(types), strict=True):
+            if kind != "message":
+                continue
+            entry = store.get(entry_id)
+            if isinstance(entry, MessageEntry) and _same_message(entry.message, prompt):
+                return None if entry_id in kept_ids else entry_id
+        return None
+
+    @staticmethod
+    def _prompt(prompt: UserMessage | None, prompt_id: str | None) -> list[AgentMessage]:
+        return [prompt] if prompt is not None and prompt_id is not None else []
+
+
+def _same_message(stored: AgentMessage, prompt: UserMessage) -> bool:
+    if stored is prompt:
+        return True
+    return (isinstance(stored, UserMessage) and stored.timestamp == prompt.timestamp
+            and stored.to_json_dict() == prompt.to_json_dict())

@@ -1,0 +1,109 @@
+"""Context decisions recorded in the session file, so a new process sends the same bytes.
+
+Everything that shapes a request and is decided at run time - which tool results are
+pruned (with the exact stub text), the window a server really enforces, whether
+automatic compaction was switched off - is appended to the session as a ``custom`` entry
+of type ``heron.context`` the moment it is decided. pi's loader keeps ``custom`` entries
+out of the context, so pi still opens these files. Compactions (with their re-injected
+block and the turn prompt they keep) are ``compaction`` entries; spills and de-dup stubs
+are the tool results themselves. Nothing that changes what the model sees lives only in
+process memory: :class:`ContextDecisions` is rebuilt from the path when a session opens
+and kept in step with the file by appending through it.
+
+Decisions are read from the *path* (root to leaf): moving to another branch leaves the
+decisions of the branch behind, as it leaves its messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron.session.entries import CustomEntry, Entry, iso_to_ms
+
+DECISION_CUSTOM_TYPE = "heron.context"
+
+OP_PRUNE = "prune"
+OP_WINDOW = "window"
+OP_AUTO_COMPACTION = "auto_compaction"
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedWindow:
+    """A window the server enforces below the configured one, learnt from a rejection."""
+
+    model: str  # "provider/id"
+    window: int
+    rejected_tokens: int
+    source: str  # "error text" | "rejected size"
+
+
+@dataclass
+class ContextDecisions:
+    """The decisions on one path, in the order they were made."""
+
+    stubs: dict[str, str] = field(default_factory=dict)  # tool call id -> stub text
+    windows: dict[str, LearnedWindow] = field(default_factory=dict)  # model key -> latest
+    auto_compaction: bool = True
+    auto_compaction_reason: str = ""
+    last_view_change_ms: int = 0  # timestamp of the latest prune step
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
+        decisions = cls()
+        for entry in entries:
+            if isinstance(entry, CustomEntry) and entry.custom_type == DECISION_CUSTOM_TYPE:
+                decisions.apply(entry.data, iso_to_ms(entry.timestamp))
+        return decisions
+
+    def apply(self, data: Any, timestamp_ms: int) -> None:
+        """Take one recorded decision into account (unknown or malformed ones are ignored:
+        a newer heron may record more, and a hand-edited file must not stop a session)."""
+        if not isinstance(data, dict):
+            return
+        op = data.get("op")
+        if op == OP_PRUNE:
+            stubs = data.get("stubs")
+            if isinstance(stubs, dict):
+                for call_id, text in stubs.items():
+                    if isinstance(call_id, str) and isinstance(text, str):
+                        self.stubs.setdefault(call_id, text)  # a stub never changes once sent
+                self.last_view_change_ms = max(self.last_view_change_ms, timestamp_ms)
+        elif op == OP_WINDOW:
+            model, window = data.get("model"), data.get("window")
+            if isinstance(model, str) and isinstance(window, int) and window > 0:
+                rejected = data.get("rejectedTokens")
+                self.windows[model] = LearnedWindow(
+                    model=model,
+                    window=window,
+                    rejected_tokens=rejected if isinstance(rejected, int) else 0,
+                    source=str(data.get("source") or ""),
+                )
+        elif op == OP_AUTO_COMPACTION:
+            enabled = data.get("enabled")
+            if isinstance(enabled, bool):
+                self.auto_compaction = enabled
+                self.auto_compaction_reason = str(data.get("reason") or "")
+
+    def learned_window(self, model_key: str) -> int | None:
+        learned = self.windows.get(model_key)
+        return learned.window if learned is not None else None
+
+
+def prune_data(stubs: dict[str, str]) -> dict[str, Any]:
+    return {"op": OP_PRUNE, "stubs": dict(stubs)}
+
+
+def window_data(learned: LearnedWindow) -> dict[str, Any]:
+    return {
+        "op": OP_WINDOW,
+        "model": learned.model,
+        "window": learned.window,
+        "rejectedTokens": learned.rejected_tokens,
+        "source": learned.source,
+    }
+
+
+def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:
+    return {"op": OP_AUTO_COMPACTION, "enabled": enabled, "reason": reason}

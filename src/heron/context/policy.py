@@ -1,0 +1,302 @@
+"""The context policy: everything that decides what a request carries, in one component.
+
+``CodingSession`` asks four things of it: the view for the next request
+(:meth:`ContextPolicy.prepare`, which prunes and asks for a compaction when needed), the
+output cap for that request, what to learn from a provider's overflow rejection, and
+the read tool's question "is this range already in the view?". Each decision is
+appended to the session the moment it is made (:mod:`heron.context.decisions`), so a
+process that opens the session later derives the same view: nothing that shapes a
+request lives only here.
+
+Counting follows one rule: tokens of the view actually being sent, system prompt and
+tool definitions included; the provider's last report anchors the count only when the
+view has not changed before it since (no pruning step, no compaction, same model).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heron.agent.messages import AgentMessage
+from heron.ai.abort import AbortSignal
+from heron.ai.types import AssistantMessage, Model
+from heron.context.budget import context_message_tokens, last_usage_index, request_tokens
+from heron.context.compaction import CompactionSettings
+from heron.context.decisions import (
+    DECISION_CUSTOM_TYPE,
+    ContextDecisions,
+    LearnedWindow,
+    auto_compaction_data,
+    prune_data,
+    window_data,
+)
+from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.prune import prune_step
+from heron.context.view import ReadIndex, ReadInView, ViewBuilder
+from heron.session.entries import CustomEntry, iso_to_ms
+from heron.session.store import SessionStore
+
+PRUNE_SHARE = 0.5  # prune once the context passes this share of the window
+PRUNE_MIN_STEP_SHARE = 0.10  # ...in steps that save at least this share (cache stability)
+OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
+MIN_OUTPUT_TOKENS = 1_024
+MIN_LEARNED_WINDOW = 2_048
+SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
+
+# The limit a server states when it rejects a request, in the wordings seen in the wild.
+_LIMIT_PATTERNS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"maximum context length is (\d+)",
+        r"\d+\s*tokens?\s*>\s*(\d+)\s*maximum",
+        r"context (?:size|length|window)\D{0,20}\((\d+)\s*tokens?\)",
+        r"\"?n_ctx\"?\s*[:=]\s*(\d+)",
+        r"(?:limit|maximum|max) (?:of |is )?(\d+) tokens",
+        r"context (?:size|length|window) (?:of |is )?(\d+)",
+    )
+]
+
+
+class ContextFull(RuntimeError):
+    """The view cannot be brought within the window: nothing is sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySettings:
+    pruning: bool = True
+    compaction: bool = True
+    reserve_tokens: int = 16_384
+    keep_recent_tokens: int = 20_000
+
+
+def stated_limit(text: str, window: int) -> int | None:
+    """The token limit an overflow error names, when it names a plausible one."""
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            value = int(match.group(1))
+            if 1_024 <= value < window:
+                return value
+    return None
+
+
+class ContextPolicy:
+    """Pruning, the compaction trigger, output caps, learned limits and the read index."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        cwd: Path,
+        settings: PolicySettings,
+        ledger: Ledger,
+        model: Callable[[], Model],
+        fixed_tokens: Callable[[], int],
+    ) -> None:
+        self.store = store
+        self.cwd = cwd
+        self.settings = settings
+        self.ledger = ledger
+        self._model = model
+        self._fixed_tokens = fixed_tokens
+        self.views = ViewBuilder(cwd)
+        self.decisions = ContextDecisions()
+        self.reads = ReadIndex()
+        self.last_tokens = 0
+        self.last_max_tokens = 0
+        self.over_threshold_reason: str | None = None
+        self.reload()
+
+    # --- state from the session ----------------------------------------------------------
+
+    def reload(self, store: SessionStore | None = None) -> None:
+        """Re-derive every decision from the session path (open, branch, switch file)."""
+        if store is not None:
+            self.store = store
+        leaf = self.store.leaf_id
+        entries: list[Any] = []
+        if leaf is not None:
+            ids, types = self.store.lineage(leaf)
+            entries = [self.store.get(i) for i, kind in zip(ids, types, strict=True) if kind == "custom"]
+        self.decisions = ContextDecisions.from_entries(e for e in entries if e is not None)
+        self.views.reset()
+        self.reads = ReadIndex()
+        self.over_threshold_reason = None
+
+    def _record(self, data: dict[str, Any]) -> CustomEntry:
+        entry = self.store.append_custom(DECISION_CUSTOM_TYPE, data)
+        self.decisions.apply(data, iso_to_ms(entry.timestamp))
+        return entry
+
+    # --- sizes -----------------------------------------------------------------------------
+
+    @property
+    def model(self) -> Model:
+        return self._model()
+
+    @property
+    def model_key(self) -> str:
+        return f"{self.model.provider}/{self.model.id}"
+
+    @property
+    def window(self) -> int:
+        """The window heron plans for: the model's, or less when a server enforced less."""
+        configured = self.model.context_window
+        learned = self.decisions.learned_window(self.model_key)
+        return min(configured, learned) if learned else configured
+
+    @property
+    def compaction_settings(self) -> CompactionSettings:
+        base = CompactionSettings(self.settings.reserve_tokens, self.settings.keep_recent_tokens)
+        return base.for_window(self.window)
+
+    @property
+    def reserve(self) -> int:
+        return self.compaction_settings.reserve_tokens
+
+    @property
+    def threshold(self) -> int:
+        """Above this many tokens a request is not sent until the context is compacted."""
+        return self.window - self.reserve
+
+    @property
+    def auto_compaction(self) -> bool:
+        return self.settings.compaction and self.decisions.auto_compaction
+
+    def fixed_tokens(self) -> int:
+        return self._fixed_tokens()
+
+    def view(self, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
+        """The messages a request carries: the decisions applied to ``messages``."""
+        return self.views.apply(messages, self.decisions)
+
+    def count(self, view: Sequence[AgentMessage]) -> int:
+        model = self.model
+        return request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
+                              model=(model.provider, model.id))
+
+    def estimate(self, view: Sequence[AgentMessage]) -> int:
+        """Everything estimated, no anchor: how compactions compare before and after."""
+        return self.fixed_tokens() + sum(context_message_tokens(m) for m in view)
+
+    def output_cap(self, tokens: int) -> int:
+        """``min(model max_tokens, window - input - margin)``, at least a minimum."""
+        window = self.window
+        room = window - tokens - int(window * OUTPUT_MARGIN_SHARE)
+        return max(MIN_OUTPUT_TOKENS, min(self.model.max_tokens, room))
+
+    # --- before every request ----------------------------------------------------------------
+
+    async def prepare(
+        self,
+        messages: list[AgentMessage],
+        signal: AbortSignal,
+        compact: Callable[[], Awaitable[list[AgentMessage] | None]],
+    ) -> list[AgentMessage]:
+        """The view for the next request: pruned once past half the window, compacted
+        (through ``compact``, which returns the rebuilt messages) when past the threshold.
+        Raises :class:`ContextFull` rather than send a request over the window."""
+        self.over_threshold_reason = None
+        view = self.view(messages)
+        tokens = self.count(view)
+        if self.settings.pruning and tokens > self.window * PRUNE_SHARE:
+            # Small steps only when they might spare a compaction (each is a cache miss).
+            min_saving = 0 if tokens > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
+            if self.prune(messages, min_saving):
+                view = self.view(messages)
+                tokens = self.count(view)
+        if tokens > self.threshold and not signal.aborted:
+            if self.auto_compaction:
+                rebuilt = await compact()
+                if rebuilt is not None:
+                    messages = rebuilt
+                    view = self.view(messages)
+                    tokens = self.count(view)
+                    if tokens > self.threshold and self.settings.pruning and self.prune(messages, 0):
+                        view = self.view(messages)
+                        tokens = self.count(view)
+            if tokens > self.threshold:
+                self.over_threshold_reason = self._why_over()
+        if tokens + MIN_OUTPUT_TOKENS > self.window:
+            raise ContextFull(
+                f"the context ({tokens:,} tokens) does not fit the {self.window:,}-token window even after "
+                f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
+                "start a new session or /compact with a narrower focus"
+            )
+        self.last_tokens = tokens
+        self.last_max_tokens = self.output_cap(tokens)
+        self.reads = ReadIndex.of_view(view, self.cwd)
+        return view
+
+    def _why_over(self) -> str:
+        if not self.settings.compaction:
+            return "compaction is turned off"
+        if not self.decisions.auto_compaction:
+            return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
+        return "the kept recent messages alone exceed the threshold"
+
+    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int) -> bool:
+        """One pruning step, recorded in the session; True when something was pruned."""
+        stubs, records = prune_step(messages, self.decisions.stubs, min_saving_tokens=min_saving_tokens)
+        if not stubs:
+            return False
+        self._record(prune_data(stubs))
+        for record in records:
+            self.ledger.add(record)
+        return True
+
+    # --- the read tool's question ---------------------------------------------------------------
+
+    def find_read(self, path: str, offset: int | None, limit: int | None) -> ReadInView | None:
+        """The earlier read of this range present whole in the view last sent, if any."""
+        return self.reads.find(path, offset, limit)
+
+    # --- after a rejection -------------------------------------------------------------------------
+
+    def learn_from_overflow(self, failed: AssistantMessage, view: Sequence[AgentMessage]) -> LearnedWindow | None:
+        """Lower the window below the rejected request's size (recorded in the session), so
+        a server that enforces less than the configured window costs one rejection.
+
+        The limit the error names is used when it names one; otherwise the size of the
+        largest request the server accepted (the last reply's reported usage, same model),
+        which it will accept again; otherwise 90% of the rejected input."""
+        rejected = self.last_tokens + self.last_max_tokens
+        current = self.window
+        limit = stated_limit(failed.error_message or "", current)
+        source = "error text"
+        if limit is None:
+            accepted = self._last_accepted(view)
+            if accepted and accepted < rejected:
+                limit, source = accepted, "largest accepted request"
+            else:
+                limit, source = int(self.last_tokens * 0.9), "rejected size"
+        window = max(MIN_LEARNED_WINDOW, min(limit, current - 1, int(rejected * 0.95) if rejected else limit))
+        if window >= current:
+            return None
+        learned = LearnedWindow(model=self.model_key, window=window, rejected_tokens=rejected, source=source)
+        self._record(window_data(learned))
+        self.ledger.add(LedgerRecord(kind="overflow", chars_before=rejected * 4, chars_after=window * 4,
+                                     recover=f"window lowered to {window:,} tokens for {self.model_key}",
+                                     detail={"error": failed.error_message, "source": source,
+                                             "window": window, "rejectedTokens": rejected}))
+        return learned
+
+    def _last_accepted(self, view: Sequence[AgentMessage]) -> int:
+        model = self.model
+        index = last_usage_index(view, model=(model.provider, model.id))
+        if index is None:
+            return 0
+        message = view[index]
+        return message.usage.context_tokens() if isinstance(message, AssistantMessage) else 0
+
+    def disable_auto_compaction(self, reason: str) -> None:
+        if self.decisions.auto_compaction:
+            self._record(auto_compaction_data(False, reason))
+
+    def enable_auto_compaction(self, reason: str) -> None:
+        if not self.decisions.auto_compaction:
+            self._record(auto_compaction_data(True, reason))

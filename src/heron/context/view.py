@@ -1,0 +1,257 @@
+"""The view: the messages a request carries, derived from the session and its decisions.
+
+Two steps, both pure functions of what the session file holds:
+
+1. :func:`session_messages` - the conversation for a leaf (``build_context``: the latest
+   compaction's summary, the entries it kept, everything after), plus what that
+   compaction recorded for the view: the re-injected block (files the model was working
+   on) and, when the compaction split the running turn, that turn's prompt - verbatim,
+   as its own user message - both placed right after the summary, before the kept
+   messages. Injected messages never come after the turn's latest message.
+2. :func:`apply_decisions` - pruned results replaced by their recorded stubs (the same
+   text on every request until a compaction summarises them), and each read de-dup stub
+   whose earlier content is no longer in the view (pruned, summarised) replaced by a note
+   that says so: the model is never told "already in the conversation" for something
+   that is not.
+
+:class:`ReadIndex` answers the read tool's question "is this range of this file present
+whole, unchanged, earlier in the view?" from the view itself, so a resumed process gives
+the same answer as the one that never stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
+from heron.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from heron.context.decisions import ContextDecisions
+from heron.session.context import EntrySource, SessionContext, build_context
+from heron.session.entries import CompactionEntry, MessageEntry, iso_to_ms
+
+REINJECTED_FILES_TYPE = "heron.reinjected-files"
+# Keys a compaction entry's details may carry for the view (heron's; pi ignores them).
+DETAIL_REINJECTED = "heronReinjected"
+DETAIL_KEPT_PROMPT = "heronKeptPrompt"
+# ``budget_spill`` in a result's details: the result was replaced by a preview.
+SPILL_KEY = "budget_spill"
+INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE})
+GONE_PREFIX = "[This read was answered with a reference to an earlier read"
+
+
+def session_messages(source: EntrySource, leaf_id: str | None) -> list[AgentMessage]:
+    """The conversation for ``leaf_id`` with the latest compaction's injected block and
+    kept turn prompt in place (see the module docstring)."""
+    return with_injections(source, build_context(source, leaf_id))
+
+
+def with_injections(source: EntrySource, context: SessionContext) -> list[AgentMessage]:
+    """``context.messages`` with what its compaction recorded for the view put in place."""
+    messages = context.messages
+    if context.compaction_id is None:
+        return messages
+    compaction = source.get(context.compaction_id)
+    if not isinstance(compaction, CompactionEntry) or not isinstance(compaction.details, dict):
+        return messages
+    injected = injected_messages(compaction.details, iso_to_ms(compaction.timestamp))
+    prompt_id = compaction.details.get(DETAIL_KEPT_PROMPT)
+    if isinstance(prompt_id, str) and prompt_id and prompt_id not in context.entry_ids:
+        entry = source.get(prompt_id)
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+            injected.append(entry.message)
+    if not injected:
+        return messages
+    return [messages[0], *injected, *messages[1:]]
+
+
+def injected_messages(details: dict[str, Any], timestamp_ms: int) -> list[AgentMessage]:
+    """The block a compaction injects after its summary (empty when it injected none)."""
+    text = details.get(DETAIL_REINJECTED)
+    if not isinstance(text, str) or not text:
+        return []
+    return [ExtensionMessage(custom_type=REINJECTED_FILES_TYPE, content=text, display=False, timestamp=timestamp_ms)]
+
+
+def is_injected(message: AgentMessage) -> bool:
+    """Summaries and blocks heron injects (they belong before the kept messages)."""
+    if isinstance(message, CompactionSummaryMessage):
+        return True
+    return isinstance(message, ExtensionMessage) and message.custom_type in INJECTED_TYPES
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReadKey:
+    path: str  # absolute, normalised
+    offset: int | None
+    limit: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadInView:
+    key: ReadKey
+    tool_call_id: str
+    mtime_ns: int
+    size: int
+    timestamp_ms: int = 0
+
+
+def resolve_read_path(raw: str, cwd: Path) -> str:
+    """The file a read call named, as the read tool resolves it (``~``, a leading ``@``)."""
+    text = raw[1:] if raw.startswith("@") else raw
+    path = Path(os.path.expanduser(text))
+    if not path.is_absolute():
+        path = cwd / path
+    return os.path.normpath(str(path))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_key(call: ToolCall, cwd: Path) -> ReadKey | None:
+    raw = call.arguments.get("path")
+    if not isinstance(raw, str) or not raw:
+        return None
+    offset, limit = _int_or_none(call.arguments.get("offset")), _int_or_none(call.arguments.get("limit"))
+    return ReadKey(resolve_read_path(raw, cwd), offset, limit)
+
+
+def is_dedup_stub(message: ToolResultMessage) -> bool:
+    details = message.details
+    return message.tool_name == "read" and isinstance(details, dict) and details.get("kind") == "unchanged"
+
+
+def whole_read(message: ToolResultMessage) -> tuple[int, int] | None:
+    """(mtime_ns, size) when this read result holds the content of its range whole: not an
+    error, not a stub of any kind, not replaced by a spill preview."""
+    details = message.details
+    if message.tool_name != "read" or message.is_error or not isinstance(details, dict):
+        return None
+    if details.get("kind") == "unchanged" or SPILL_KEY in details:
+        return None
+    mtime, size = _int_or_none(details.get("mtime_ns")), _int_or_none(details.get("size"))
+    if mtime is None or size is None:
+        return None
+    return mtime, size
+
+
+class ReadIndex:
+    """The reads present whole in one view, latest last, by file range."""
+
+    def __init__(self, reads: dict[ReadKey, ReadInView] | None = None) -> None:
+        self._reads = reads or {}
+
+    @classmethod
+    def of_view(cls, view: Sequence[AgentMessage], cwd: Path) -> ReadIndex:
+        calls = _calls(view)
+        reads: dict[ReadKey, ReadInView] = {}
+        for message in view:
+            if not isinstance(message, ToolResultMessage):
+                continue
+            whole = whole_read(message)
+            call = calls.get(message.tool_call_id)
+            key = read_key(call, cwd) if call is not None else None
+            if whole is not None and key is not None:
+                reads[key] = ReadInView(key, message.tool_call_id, whole[0], whole[1], message.timestamp)
+        return cls(reads)
+
+    def find(self, path: str, offset: int | None, limit: int | None) -> ReadInView | None:
+        return self._reads.get(ReadKey(os.path.normpath(path), offset, limit))
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+
+def _calls(messages: Sequence[AgentMessage]) -> dict[str, ToolCall]:
+    return {
+        call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
+    }
+
+
+# --- decisions applied ------------------------------------------------------------------------
+
+
+def gone_note(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
+    """What a de-dup stub becomes once the content it pointed at left the view."""
+    path = call.arguments.get("path") if call is not None else None
+    shown = path if isinstance(path, str) and path else "the file"
+    text = f"{GONE_PREFIX} of {shown}, which is no longer in the context. Read {shown} again if you need its content.]"
+    return ToolResultMessage(
+        tool_call_id=result.tool_call_id,
+        tool_name=result.tool_name,
+        content=[TextContent(text=text)],
+        details=result.details,
+        is_error=result.is_error,
+        timestamp=result.timestamp,
+    )
+
+
+class ViewBuilder:
+    """Applies the decisions to a message list; reuses stub objects across requests so the
+    same decision always yields the same (identical) message."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self._stub_cache: dict[tuple[str, str], ToolResultMessage] = {}
+        self._gone_cache: dict[str, ToolResultMessage] = {}
+
+    def reset(self) -> None:
+        self._stub_cache.clear()
+        self._gone_cache.clear()
+
+    def apply(self, messages: Sequence[AgentMessage], decisions: ContextDecisions) -> list[AgentMessage]:
+        stubs = decisions.stubs
+        out: list[AgentMessage] = []
+        calls: dict[str, ToolCall] | None = None
+        present: set[ReadKey] = set()
+        for message in messages:
+            if not isinstance(message, ToolResultMessage):
+                out.append(message)
+                continue
+            stub_text = stubs.get(message.tool_call_id)
+            if stub_text is not None:
+                out.append(self._stub(message, stub_text))
+                continue
+            if message.tool_name != "read":
+                out.append(message)
+                continue
+            if calls is None:
+                calls = _calls(messages)
+            call = calls.get(message.tool_call_id)
+            key = read_key(call, self.cwd) if call is not None else None
+            if is_dedup_stub(message):
+                out.append(message if key is not None and key in present else self._gone(message, call))
+            else:
+                if key is not None and whole_read(message) is not None:
+                    present.add(key)
+                out.append(message)
+        return out
+
+    def _stub(self, message: ToolResultMessage, text: str) -> ToolResultMessage:
+        key = (message.tool_call_id, text)
+        cached = self._stub_cache.get(key)
+        if cached is None:
+            cached = ToolResultMessage(
+                tool_call_id=message.tool_call_id,
+                tool_name=message.tool_name,
+                content=[TextContent(text=text)],
+                details=message.details,
+                is_error=message.is_error,
+                timestamp=message.timestamp,
+            )
+            self._stub_cache[key] = cached
+        return cached
+
+    def _gone(self, message: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
+        cached = self._gone_cache.get(message.tool_call_id)
+        if cached is None:
+            cached = gone_note(message, call)
+            self._gone_cache[message.tool_call_id] = cached
+        return cached
