@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from heron.ai.providers.faux import FauxProvider
 from heron.ai.registry import unregister_provider
+from heron.context.invariants import STRICT_LOG
 from tests.support.http_server import LocalServer
 
 
@@ -25,3 +27,17 @@ def faux() -> Iterator[FauxProvider]:
         yield provider
     finally:
         unregister_provider("faux")
+
+
+# Every request made in the test suite is checked against the context invariants
+# (heron.context.invariants); a violation anywhere fails the test that caused it.
+os.environ.setdefault("HERON_CHECK_CONTEXT", "strict")
+
+
+@pytest.fixture(autouse=True)
+def _context_invariants_hold() -> Iterator[None]:
+    STRICT_LOG.take()
+    yield
+    violations = STRICT_LOG.take()
+    if violations:
+        pytest.fail("context invariants violated:\n" + "\n".join(f"  {v}" for v in violations), pytrace=False)

@@ -67,7 +67,15 @@ from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.context.budget import estimate_message_tokens, fixed_tokens
 from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
 from heron.context.compactor import CompactionOutcome, Compactor
-from heron.context.invariants import STRICT_LOG, RequestSnapshot, Violation, check_compaction, check_request, mode_from
+from heron.context.invariants import (
+    STRICT_LOG,
+    ContextInvariantError,
+    RequestSnapshot,
+    Violation,
+    check_compaction,
+    check_request,
+    mode_from,
+)
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
@@ -347,8 +355,9 @@ class CodingSession:
             self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message,
                                          detail={"rule": violation.rule}))
             self._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
-        if self._check_mode == "strict":
+        if self._check_mode == "strict" and violations:
             STRICT_LOG.add(violations)
+            raise ContextInvariantError("; ".join(str(v) for v in violations))
 
     def _on_ai_retry(self, event: RetryEvent) -> None:
         self._retrying = event.attempt

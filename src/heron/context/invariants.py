@@ -70,6 +70,10 @@ class RequestSnapshot:
     over_threshold_reason: str | None = None  # the policy could not get below the threshold
 
 
+class ContextInvariantError(AssertionError):
+    """Raised under ``strict`` before a request that breaks a rule is sent."""
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     rule: str
