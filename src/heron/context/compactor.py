@@ -25,7 +25,7 @@ from heron.ai.types import Model, UserMessage
 from heron.context.budget import estimate_message_tokens
 from heron.context.compaction import SummaryFailed, entry_message, prepare_compaction, summarise
 from heron.context.ledger import LedgerRecord
-from heron.context.policy import SHRINK_REQUIRED, ContextPolicy
+from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
 from heron.context.view import DETAIL_KEPT_PROMPT, DETAIL_REINJECTED, injected_messages, session_messages
 from heron.session.entries import MessageEntry
@@ -102,8 +102,9 @@ class Compactor:
             return CompactionOutcome(tokens_before=before, tokens_after=after, skipped=reason_text,
                                      auto_disabled=reason_text)
 
-        entry = store.append_compaction(summary=result.summary, first_kept_entry_id=plan.first_kept_entry_id,
-                                        tokens_before=before, details=details)
+        with strictly_ordered():
+            entry = store.append_compaction(summary=result.summary, first_kept_entry_id=plan.first_kept_entry_id,
+                                            tokens_before=before, details=details)
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
         policy.ledger.add(LedgerRecord(
             kind="compaction", ref=entry.id, chars_before=summarised_chars, chars_after=len(result.summary),

@@ -16,7 +16,9 @@ view has not changed before it since (no pruning step, no compaction, same model
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,19 @@ _LIMIT_PATTERNS = [
         r"context (?:size|length|window) (?:of |is )?(\d+)",
     )
 ]
+
+
+@contextmanager
+def strictly_ordered() -> Iterator[None]:
+    """Entries that move the usage floor (prune steps, compactions) get a millisecond of
+    their own: every message before them is strictly older and every message after them
+    strictly newer, so "is this reply newer than the last view change" has one answer,
+    whatever the timing - the same in every process that reads the file."""
+    time.sleep(0.002)
+    try:
+        yield
+    finally:
+        time.sleep(0.002)
 
 
 class ContextFull(RuntimeError):
@@ -128,7 +143,8 @@ class ContextPolicy:
         self.over_threshold_reason = None
 
     def _record(self, data: dict[str, Any]) -> CustomEntry:
-        entry = self.store.append_custom(DECISION_CUSTOM_TYPE, data)
+        with strictly_ordered():
+            entry = self.store.append_custom(DECISION_CUSTOM_TYPE, data)
         self.decisions.apply(data, iso_to_ms(entry.timestamp))
         return entry
 
