@@ -213,6 +213,7 @@ class CodingSession:
             fixed_tokens=self._fixed_tokens,
         )
         self.compactor = Compactor(self.policy, cwd=self.cwd)
+        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
         self.ledger.subscribe(self._on_ledger_record)
@@ -265,7 +266,7 @@ class CodingSession:
         self.agent.set_model(model)
         if api_key is not None:
             self.api_key = api_key
-        self.env.limits = self.settings.tool_limits.for_window(model.context_window)
+        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)
         self.store.append_model_change(model.provider, model.id)
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
@@ -478,8 +479,11 @@ class CodingSession:
         self.agent.state.messages.append(message)
 
     def learn_window(self, failed: AssistantMessage) -> int | None:
-        learned = self.policy.learn_from_overflow(failed, self._last_view)
-        return learned.window if learned is not None else None
+        learned = self.policy.learn_from_overflow(failed)
+        if learned is None:
+            return None
+        self.env.limits = self.settings.tool_limits.for_window(learned.window)
+        return learned.window
 
     async def compact_for_overflow(self) -> bool:
         end = await self.compact(reason="overflow")

@@ -99,7 +99,10 @@ def _reported(message: AgentMessage) -> int | None:
         return None
     if message.stop_reason in (StopReason.ABORTED, StopReason.ERROR):
         return None
-    tokens = message.usage.context_tokens()
+    usage = message.usage
+    if usage.input + usage.cache_read + usage.cache_write <= 0:
+        return None  # no prompt count (llama.cpp, some Ollama builds report output only): estimate
+    tokens = usage.context_tokens()
     return tokens if tokens > 0 else None
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import context_message_tokens, last_usage_index, request_tokens
+from heron.context.budget import context_message_tokens, request_tokens
 from heron.context.compaction import CompactionSettings
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -97,6 +97,22 @@ def stated_limit(text: str, window: int) -> int | None:
             if 1_024 <= value < window:
                 return value
     return None
+
+
+_COUNTED_TOTAL = re.compile(r"(?:you )?requested (\d+) tokens", re.IGNORECASE)
+_COUNTED_INPUT = re.compile(r"n_prompt_tokens\"?\s*[:=]\s*(\d+)|prompt is too long: (\d+) tokens", re.IGNORECASE)
+
+
+def counted_ratio(text: str, *, heron_input: int, heron_total: int) -> float:
+    """heron's count over the server's, for the request an error describes (1.0: unknown)."""
+    total = _COUNTED_TOTAL.search(text)
+    if total and heron_total > 0:
+        return heron_total / max(1, int(total.group(1)))
+    counted = _COUNTED_INPUT.search(text)
+    if counted and heron_input > 0:
+        value = int(counted.group(1) or counted.group(2))
+        return heron_input / max(1, value)
+    return 1.0
 
 
 class ContextPolicy:
@@ -273,41 +289,35 @@ class ContextPolicy:
 
     # --- after a rejection -------------------------------------------------------------------------
 
-    def learn_from_overflow(self, failed: AssistantMessage, view: Sequence[AgentMessage]) -> LearnedWindow | None:
+    def learn_from_overflow(self, failed: AssistantMessage) -> LearnedWindow | None:
         """Lower the window below the rejected request's size (recorded in the session), so
         a server that enforces less than the configured window costs one rejection.
 
-        The limit the error names is used when it names one; otherwise the size of the
-        largest request the server accepted (the last reply's reported usage, same model),
-        which it will accept again; otherwise 90% of the rejected input."""
+        When the error names the limit, that limit is used, scaled by how the server's
+        count of this request compares with heron's (when it says how much it counted).
+        Otherwise 90% of the larger of the rejected input and half the whole request
+        (input plus output cap): below what was refused whether the server counts the
+        output cap or not."""
+        text = failed.error_message or ""
         rejected = self.last_tokens + self.last_max_tokens
         current = self.window
-        limit = stated_limit(failed.error_message or "", current)
+        limit = stated_limit(text, current) or stated_limit(text, self.model.context_window + 1)
         source = "error text"
-        if limit is None:
-            accepted = self._last_accepted(view)
-            if accepted and accepted < rejected:
-                limit, source = accepted, "largest accepted request"
-            else:
-                limit, source = int(self.last_tokens * 0.9), "rejected size"
-        window = max(MIN_LEARNED_WINDOW, min(limit, current - 1, int(rejected * 0.95) if rejected else limit))
+        if limit is not None:
+            ratio = counted_ratio(text, heron_input=self.last_tokens, heron_total=rejected)
+            limit = int(limit * min(1.0, ratio) * 0.98)
+        else:
+            limit, source = int(max(self.last_tokens, rejected / 2) * 0.9), "rejected size"
+        window = max(MIN_LEARNED_WINDOW, min(limit, current - 1))
         if window >= current:
             return None
         learned = LearnedWindow(model=self.model_key, window=window, rejected_tokens=rejected, source=source)
         self._record(window_data(learned))
         self.ledger.add(LedgerRecord(kind="overflow", chars_before=rejected * 4, chars_after=window * 4,
                                      recover=f"window lowered to {window:,} tokens for {self.model_key}",
-                                     detail={"error": failed.error_message, "source": source,
+                                     detail={"error": text, "source": source,
                                              "window": window, "rejectedTokens": rejected}))
         return learned
-
-    def _last_accepted(self, view: Sequence[AgentMessage]) -> int:
-        model = self.model
-        index = last_usage_index(view, model=(model.provider, model.id))
-        if index is None:
-            return 0
-        message = view[index]
-        return message.usage.context_tokens() if isinstance(message, AssistantMessage) else 0
 
     def disable_auto_compaction(self, reason: str) -> None:
         if self.decisions.auto_compaction:

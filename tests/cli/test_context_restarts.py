@@ -1,0 +1,195 @@
+"""The context view across processes, through the real ``heron`` command.
+
+A 16,384-token model behind a local OpenAI-compatible server that counts every request
+(characters / 4 of the system prompt, messages and tool schemas, plus the requested
+output) and rejects anything over its limit. Twelve turns that read 120 KB files or print
+100 KB from bash are driven twice: by one ``heron --mode rpc`` process, and by one
+``heron -p`` process per turn (``--continue`` from the second turn on). Every turn must
+finish, no request may be rejected, the context invariants hold in every request (the
+child processes run with ``HERON_CHECK_CONTEXT=strict``: a violation fails the turn), and
+the two ways must send the same requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from tests.coding.test_small_window import BASH_BYTES, FILE_BYTES, call_reply, count_tokens, text_reply
+from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+
+WINDOW = 16_384
+TURNS = 12
+TIMEOUT = 120
+SUMMARY_MARK = SUMMARISER_SYSTEM_PROMPT[:60]
+
+
+def heron() -> list[str]:
+    return [os.environ.get("HERON_TEST_PYTHON", __import__("sys").executable), "-m", "heron.cli.main"]
+
+
+class Server:
+    """Scripted replies keyed on the conversation (so both drives get the same ones)."""
+
+    def __init__(self, limit: int = WINDOW, *, report_usage: bool = True, stated: bool = True) -> None:
+        self.limit = limit
+        self.report_usage = report_usage
+        self.stated = stated
+        self.lock = threading.Lock()
+        self.bodies: list[dict[str, Any]] = []
+        self.rejected = 0
+
+    def __call__(self, request: Recorded) -> Reply:
+        body = request.json()
+        prompt, completion = count_tokens(body)
+        messages = body["messages"]
+        with self.lock:
+            self.bodies.append(body)
+            if prompt + completion > self.limit:
+                self.rejected += 1
+                text = (f"This model's maximum context length is {self.limit} tokens. However, you requested "
+                        f"{prompt + completion} tokens.") if self.stated else "context length exceeded"
+                return json_reply(400, {"error": {"message": text, "type": "invalid_request_error",
+                                                  "code": "context_length_exceeded"}})
+        used = prompt if self.report_usage else 0
+        system = messages[0].get("content") if messages else ""
+        if isinstance(system, str) and system.startswith(SUMMARY_MARK):
+            return text_reply("## Goal\nWork through the turns.\n\n## Progress\n- earlier turns done", used)
+        last = messages[-1]
+        if last["role"] == "tool":
+            return text_reply("Noted; that output is what I needed.", used)
+        content = last["content"] if isinstance(last["content"], str) else last["content"][0]["text"]
+        number = int(re.match(r"turn (\d+)", content).group(1))  # type: ignore[union-attr]
+        call_id = f"call_{number}"
+        if number % 2 == 0:
+            return call_reply(call_id, "read", {"path": f"data/file{number % 4}.txt"}, used)
+        line = f"output line %05d of turn {number:02d} {'.' * 20}\\n"
+        command = f"for i in $(seq 1 {BASH_BYTES // 50}); do printf '{line}' $i; done"
+        return call_reply(call_id, "bash", {"command": command}, used)
+
+
+def make_project(root: Path, server: LocalServer) -> tuple[Path, dict[str, str]]:
+    cwd = root / "proj"
+    (cwd / "data").mkdir(parents=True)
+    for n in range(4):
+        line = f"file {n}: a line of ordinary source text, long enough to look real ...\n"
+        text = "".join(f"{i:06d} {line}" for i in range(FILE_BYTES // (len(line) + 7) + 1))
+        (cwd / "data" / f"file{n}.txt").write_text(text[:FILE_BYTES])
+    home = root / "home"
+    home.mkdir()
+    models = {"providers": {"local": {"baseUrl": server.url + "/v1", "api": "openai-completions",
+                                      "apiKey": "sk-local", "models": [
+                                          {"id": "small", "contextWindow": WINDOW, "maxTokens": 4_096}]}}}
+    (home / "models.json").write_text(json.dumps(models))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
+    env.update(HERON_HOME=str(home), HERON_CHECK_CONTEXT="strict")
+    return cwd, env
+
+
+def prompt(n: int) -> str:
+    return f"turn {n}: " + ("read the data file" if n % 2 == 0 else "print 100 KB of output with bash")
+
+
+def drive_print(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]:
+    answers = []
+    for n in range(turns):
+        args = [*heron(), "--model", "local/small", "-p", prompt(n), *(["--continue"] if n else [])]
+        done = subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+        assert done.returncode == 0, f"turn {n}: {done.stderr[-2000:]}"
+        answers.append(done.stdout.strip())
+    return answers
+
+
+def drive_rpc(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]:
+    child = subprocess.Popen([*heron(), "--model", "local/small", "--mode", "rpc"], cwd=cwd, env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    answers = []
+    try:
+        for n in range(turns):
+            child.stdin.write(json.dumps({"id": n, "type": "prompt", "message": prompt(n)}) + "\n")
+            child.stdin.flush()
+            for raw in child.stdout:
+                event = json.loads(raw)
+                if event.get("type") == "run_end" and event.get("id") == n:
+                    assert event.get("error") is None, f"turn {n}: {event}"
+                    break
+                if event.get("type") == "message_end" and event["message"].get("role") == "assistant":
+                    last = event["message"]
+            answers.append("".join(b.get("text", "") for b in last["content"] if b.get("type") == "text"))
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+    return answers
+
+
+def normalised(bodies: list[dict[str, Any]], root: Path) -> list[str]:
+    out = []
+    for body in bodies:
+        text = json.dumps(body, sort_keys=True).replace(str(root), "ROOT")
+        text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "SESSION", text)
+        out.append(re.sub(r"\b\d\d:\d\d:\d\d\b", "HH:MM:SS", text))
+    return out
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[list[LocalServer], list[Server]]]:
+    made: list[LocalServer] = []
+    handlers: list[Server] = []
+    yield made, handlers
+    for server in made:
+        server.close()
+
+
+def start(servers: tuple[list[LocalServer], list[Server]], handler: Server) -> LocalServer:
+    server = LocalServer(responder=handler)
+    servers[0].append(server)
+    servers[1].append(handler)
+    return server
+
+
+def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, servers: Any) -> None:
+    one, many = Server(), Server()
+    cwd_one, env_one = make_project(tmp_path / "rpc1", start(servers, one))
+    cwd_many, env_many = make_project(tmp_path / "prnt", start(servers, many))
+    turns = TURNS
+    rpc_answers = drive_rpc(cwd_one, env_one, turns)
+    print_answers = drive_print(cwd_many, env_many, turns)
+    assert rpc_answers == print_answers == ["Noted; that output is what I needed."] * turns
+    assert one.rejected == many.rejected == 0
+    for body in one.bodies:
+        prompt_tokens, completion = count_tokens(body)
+        assert prompt_tokens + completion <= WINDOW
+    assert any("[Pruned from the context" in json.dumps(b) for b in one.bodies), "and prune"
+    # the two drives ran in folders of the same length; only those and the session ids differ
+    assert normalised(one.bodies, tmp_path / "rpc1") == normalised(many.bodies, tmp_path / "prnt")
+
+
+@pytest.mark.parametrize("stated", [True, False], ids=["limit-in-error", "bare-error"])
+def test_a_server_enforcing_less_than_the_window_costs_one_rejection(tmp_path: Path, servers: Any,
+                                                                     stated: bool) -> None:
+    handler = Server(limit=12_000, stated=stated)
+    cwd, env = make_project(tmp_path, start(servers, handler))
+    answers = drive_print(cwd, env)
+    assert answers == ["Noted; that output is what I needed."] * TURNS
+    assert handler.rejected <= 1
+
+
+def test_a_provider_reporting_no_usage_still_compacts_before_overflow(tmp_path: Path, servers: Any) -> None:
+    handler = Server(report_usage=False)
+    cwd, env = make_project(tmp_path, start(servers, handler))
+    answers = drive_print(cwd, env)
+    assert answers == ["Noted; that output is what I needed."] * TURNS
+    assert handler.rejected == 0
+    # with nothing reported, heron's own estimates drove pruning before the limit
+    assert any("[Pruned from the context" in json.dumps(b) for b in handler.bodies)
