@@ -19,12 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+import heron.coding.tools.line_index as line_index_module
 import heron.coding.tools.read as read_module
 from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.read import FastCount, ReadParams, ReadTool, build_line_index, line_start
+from heron.coding.tools.line_index import FastCount, build_line_index, line_start
+from heron.coding.tools.read import ReadParams, ReadTool
 from heron.context.limits import ToolLimits
 from heron.context.truncate import LINE_CUT_MARKER, split_lines
 
@@ -337,26 +339,26 @@ async def outcome(tool: ReadTool, path: str, offset: int | None = None, limit: i
 def spy_wc(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Byte offsets wc was started at."""
     starts: list[int] = []
-    real = read_module._start_wc
+    real = line_index_module._start_wc
 
     def spying(path: Path, st: os.stat_result, start: int) -> Any:
         starts.append(start)
         return real(path, st, start)
 
-    monkeypatch.setattr(read_module, "_start_wc", spying)
+    monkeypatch.setattr(line_index_module, "_start_wc", spying)
     return starts
 
 
 def spy_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Blocks scanned in Python outside a full scan."""
     blocks: list[int] = []
-    real = read_module.count_block
+    real = line_index_module.count_block
 
     def spying(f: Any, b: int, *args: Any) -> int:
         blocks.append(b)
         return real(f, b, *args)
 
-    monkeypatch.setattr(read_module, "count_block", spying)
+    monkeypatch.setattr(line_index_module, "count_block", spying)
     return blocks
 
 
@@ -777,7 +779,7 @@ async def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         path.chmod(0)
     with pytest.raises(ToolError) as info:
         await read(make_tool(tmp_path), "secret.txt")
-    assert str(info.value) == "Permission denied: secret.txt"
+    assert str(info.value) == "Permission denied: cannot read secret.txt (its permissions do not allow it)."
 
 
 async def test_absolute_path_outside_cwd_is_shown_absolute(tmp_path: Path) -> None:
