@@ -118,7 +118,7 @@ async def test_a_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     with pytest.raises(ToolError) as info:
         await write(WriteTool(make_env(tmp_path)), "src", "x")
-    assert str(info.value) == "src is a directory; give the path of a file to write."
+    assert str(info.value) == "src is a directory, not a file. Give the path of a file to write."
 
 
 async def test_a_parent_that_is_a_file_is_refused(tmp_path: Path) -> None:
@@ -138,7 +138,8 @@ async def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(write_module.os, "open", denied)
     with pytest.raises(ToolError) as info:
         await write(WriteTool(make_env(tmp_path)), "a.txt", "x")
-    assert str(info.value) == "Permission denied: a.txt"
+    expected = f"Permission denied: cannot write a.txt, because its directory {tmp_path} is not writable."
+    assert str(info.value) == expected
 
 
 async def test_content_that_is_not_unicode_text_is_refused(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from heron.ai.models import heron_home
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.spill import SPILL_MAX_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,7 @@ class ToolEnv:
     home: Path = field(default_factory=heron_home)
     reads: FileReadTracker = field(default_factory=FileReadTracker)
     shell: str | None = None  # None: $SHELL if it is bash/zsh/sh, else /bin/bash, else sh
+    spill_max_bytes: int = SPILL_MAX_BYTES  # the ``spill.maxBytes`` setting: cap of one full-output file
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""
@@ -113,8 +115,11 @@ def resolve_path(raw: str, cwd: Path) -> Path:
     candidates.extend(c for c in (nfc, nfd) if c not in candidates)
     resolved = [_absolute(c, cwd) for c in candidates]
     for path in resolved:
-        if path.exists():
-            return path
+        try:
+            if path.exists():
+                return path
+        except OSError:  # e.g. a directory on the way may not be entered: the tool reports it
+            continue
     return resolved[0]
 
 

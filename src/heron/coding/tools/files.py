@@ -135,6 +135,12 @@ def replace_file(path: Path, shown: str, data: bytes, existing: os.stat_result |
     try:
         # 0o666 lets the umask decide the mode of a new file, as any editor would.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except PermissionError:
+        if blocked_directory(target) is not None:
+            raise permission_error(target, shown, "write") from None
+        raise ToolError(
+            f"Permission denied: cannot write {shown}, because its directory {target.parent} is not writable."
+        ) from None
     except OSError as exc:
         raise os_error(exc, target, shown, "write") from None
     try:
