@@ -721,3 +721,32 @@ def test_loose_edit_touches_nothing_outside_the_span(tmp_path: Path, content: st
     assert text.startswith(content[:start])
     assert text.endswith(content[end:])
     assert new in text
+
+
+# --- read-only files and hard links ------------------------------------------------------
+
+
+async def test_a_read_only_file_is_refused(env: ToolEnv, tool: EditTool) -> None:
+    path = put(env, "a\n")
+    path.chmod(0o444)
+    assert await fail(tool, params(old="a", new="b")) == (
+        "a.txt is read-only (mode 0444), so it was not changed. "
+        "If it should change, make it writable first (e.g. chmod u+w with bash)."
+    )
+    assert path.read_text() == "a\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+async def test_a_hard_linked_file_is_edited_in_place(env: ToolEnv, tool: EditTool) -> None:
+    path = put(env, "one\ntwo\n")
+    other = env.cwd / "twin.txt"
+    os.link(path, other)
+    result = await run(tool, params(old="two", new="2"))
+    assert text_of(result) == (
+        "Successfully replaced text in a.txt. (Written in place: the file has other hard links, which see the "
+        "change too.)"
+    )
+    assert result.details["hard_link"] is True
+    assert other.read_text() == "one\n2\n"
+    assert path.stat().st_nlink == 2
+    assert sorted(p.name for p in env.cwd.iterdir()) == ["a.txt", "twin.txt"]

@@ -800,3 +800,48 @@ def test_definition_documents_the_arguments(tmp_path: Path) -> None:
     assert set(definition.parameters["properties"]) == {"path", "offset", "limit"}
     assert definition.parameters["required"] == ["path"]
     assert "2000 lines or 50.0KB" in definition.description
+
+
+def lock_directory(directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``directory`` impossible to enter: chmod 0 for a normal user; root is not
+    stopped by modes, so for root the file system's answers are simulated."""
+    if os.geteuid() != 0:
+        directory.chmod(0)
+        return
+    real_stat, real_access = os.stat, os.access
+    inside = str(directory) + os.sep
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fspath(path).startswith(inside):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    def access(path: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+        if os.fspath(path) == str(directory):
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "access", access)
+
+
+async def test_a_read_inside_an_unreadable_directory_says_which_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "notes.txt").write_text("secret\n")
+    tool = make_tool(tmp_path)
+    lock_directory(locked, monkeypatch)
+    try:
+        with pytest.raises(ToolError) as info:
+            await read(tool, "locked/notes.txt")
+    finally:
+        monkeypatch.undo()
+        locked.chmod(0o755)
+    message = str(info.value)
+    assert "Errno" not in message and "PermissionError" not in message
+    assert message == (
+        f"Permission denied: cannot read locked/notes.txt, because the directory {locked} cannot be entered "
+        "(no search permission)."
+    )

@@ -142,14 +142,30 @@ def validate_arguments(tool: AgentTool[Any], call: ToolCall) -> BaseModel | Vali
     """Parsed parameters, or the error text the model will see."""
     if call.raw_arguments is not None:
         return ValidationFailure(
-            f'The arguments for tool "{call.name}" were not valid JSON, so the tool was not run.\n\n'
-            f"Received arguments:\n{call.raw_arguments}"
+            f'The arguments for tool "{call.name}" {_why_not_an_object(call.raw_arguments)}, so the tool was not '
+            f"run. Send one JSON object with the parameters as its keys.\n\nReceived arguments:\n{call.raw_arguments}"
         )
     try:
         params: BaseModel = tool.parameters.model_validate(call.arguments)
         return params
     except ValidationError as exc:
         return ValidationFailure(format_validation_error(call, exc))
+
+
+_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _why_not_an_object(raw: str) -> str:
+    """``["echo","hi"]`` is valid JSON; saying it is not would send the model looking for
+    a syntax error that is not there."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return "were not valid JSON"
+    if value is None:
+        return "were JSON null, not an object"
+    kind = _JSON_KINDS.get(type(value), "not an object")
+    return f"were valid JSON but {kind}, not an object"
 
 
 def format_validation_error(call: ToolCall, exc: ValidationError) -> str:
