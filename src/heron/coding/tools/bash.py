@@ -47,11 +47,9 @@ Outcome = Literal["exit", "aborted", "timeout"]
 
 
 class BashParams(ToolParams):
-    command: str = Field(description="The shell command to run (bash syntax).")
+    command: str = Field(description="Shell command (bash syntax).")
     timeout: float | None = Field(
-        default=None,
-        gt=0,
-        description="Optional timeout in seconds; the command and everything it started are killed when it passes.",
+        default=None, gt=0, description="Seconds after which the command and everything it started are killed."
     )
 
 
@@ -95,11 +93,9 @@ class BashTool(AgentTool[BashParams]):
             self.update_interval = update_interval
         limits = env.limits
         self.description = (
-            "Run a shell command in the current working directory and return what it printed "
-            "(stdout and stderr together). Output is cut to the last "
-            f"{limits.max_lines} lines or {format_size(limits.max_bytes)}, whichever comes first; "
-            "when cut, the full output is saved to a file named in the result (read it with an offset). "
-            "stdin is empty: interactive commands will not wait for input. Optional timeout in seconds."
+            "Run a shell command in the working directory; stdout and stderr come back together. Output keeps "
+            f"the last {limits.max_lines} lines or {format_size(limits.max_bytes)}; when cut, the full output is "
+            "saved to a file named in the notice (read it with offset). stdin is empty: nothing waits for input."
         )
 
     async def execute(

@@ -25,7 +25,7 @@ from pydantic import Field
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import EditDetails
-from heron.coding.tools.env import ToolEnv, display_path, resolve_path
+from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import is_read_only, os_error, replace_file, stat_regular_file
 
 _BOM = "\ufeff"
@@ -50,22 +50,16 @@ _DIFF_CONTEXT = 3
 
 
 class Replacement(ToolParams):
-    old_text: str = Field(description="Exact text to replace; must occur exactly once in the file.")
-    new_text: str = Field(description="Text to put in its place.")
+    old_text: str = Field(description="Exact text to replace; must occur once.")
+    new_text: str = Field(description="Replacement text.")
 
 
 class EditParams(ToolParams):
-    path: str = Field(description="File to edit, relative to the working directory or absolute.")
-    old_text: str | None = Field(
-        default=None,
-        description="Exact text to replace, including whitespace and indentation. It must occur exactly once "
-        "in the file; include surrounding lines to make it unique.",
-    )
+    path: str = Field(description=PATH_DESCRIPTION)
+    old_text: str | None = Field(default=None, description="Exact text to replace; must occur once in the file.")
     new_text: str | None = Field(default=None, description="Replacement for old_text.")
     edits: list[Replacement] | None = Field(
-        default=None,
-        description="Several replacements in this file, instead of old_text/new_text. Each old_text is matched "
-        "against the file as it is before any of them; they must not overlap; all are applied or none.",
+        default=None, description="Several non-overlapping replacements, instead of old_text/new_text."
     )
 
 
@@ -177,10 +171,10 @@ class EditTool(AgentTool[EditParams]):
     name = "edit"
     label = "Edit"
     description = (
-        "Edit a file by replacing exact text. old_text must match one unique part of the file exactly, "
-        "whitespace and indentation included; add surrounding lines to make it unique. For several changes "
-        "to one file pass edits: [{old_text, new_text}, ...], each matched against the file as it was before "
-        "the call, applied all together or not at all. Line endings and BOM are kept. Use write for new files."
+        "Replace exact text in a file. old_text must match one unique part of the file, whitespace and "
+        "indentation included; add surrounding lines to make it unique. For several changes to one file pass "
+        "edits: [{old_text, new_text}, ...], each matched against the file before the call, all applied or none. "
+        "Line endings and BOM are kept."
     )
     parameters = EditParams
 

@@ -17,6 +17,9 @@ from heron.ai.models import heron_home
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.spill import SPILL_MAX_BYTES
 
+# The ``path`` parameter of read, write and edit: one wording, sent with every request.
+PATH_DESCRIPTION = "File path, relative to the working directory or absolute."
+
 
 @dataclass(frozen=True, slots=True)
 class ReadRecord:

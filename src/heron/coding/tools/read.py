@@ -31,7 +31,7 @@ from heron.coding.tools.details import (
     ReadUnchangedDetails,
     TruncationDetails,
 )
-from heron.coding.tools.env import ToolEnv, display_path, resolve_path
+from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import os_error, stat_regular_file
 from heron.coding.tools.images import (
     IMAGE_MAX_BASE64_BYTES,
@@ -60,11 +60,9 @@ INDEX_CACHE_ENTRIES = 16
 EMPTY_FILE = "(empty file)"
 
 DESCRIPTION = (
-    "Read a file. Text files are returned from a 1-based line `offset` (default 1), at most "
-    "`limit` lines; output is capped at {max_lines} lines or {max_bytes}, whichever comes first, "
-    "and a notice at the end says how to continue (use offset/limit to page through large files). "
-    "Lines longer than {line_chars} characters are cut. Images (PNG, JPEG, GIF, WebP) are returned "
-    "as images."
+    "Read a text file or an image (PNG, JPEG, GIF, WebP). Text comes from line `offset` (1-based), at most "
+    "`limit` lines, capped at {max_lines} lines or {max_bytes}; a cut ends with a notice saying how to "
+    "continue with offset/limit. Lines over {line_chars} characters are cut."
 )
 DIRECTORY_HINT = "List it with ls instead."
 
@@ -76,9 +74,9 @@ def describe(limits: ToolLimits) -> str:
 
 
 class ReadParams(ToolParams):
-    path: str = Field(description="Path of the file to read (relative to the working directory, or absolute).")
-    offset: int | None = Field(default=None, ge=1, description="Line number to start reading from (1-based).")
-    limit: int | None = Field(default=None, ge=1, description="Maximum number of lines to read.")
+    path: str = Field(description=PATH_DESCRIPTION)
+    offset: int | None = Field(default=None, ge=1, description="First line to read (1-based).")
+    limit: int | None = Field(default=None, ge=1, description="Maximum lines to read.")
 
 
 # --- sniffing -------------------------------------------------------------------

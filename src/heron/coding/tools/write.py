@@ -15,18 +15,18 @@ from pydantic import Field
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import WriteDetails
-from heron.coding.tools.env import ToolEnv, display_path, resolve_path
+from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import Written, check_regular, permission_error, replace_file, stat_path
 
 DESCRIPTION = (
-    "Write a file: creates it (and any missing parent directories) or replaces its whole content. "
-    "Prefer edit for changing part of an existing file."
+    "Create or overwrite a file with the given content; missing parent directories are created. "
+    "Use edit to change part of a file."
 )
 
 
 class WriteParams(ToolParams):
-    path: str = Field(description="Path of the file to write (relative to the working directory, or absolute).")
-    content: str = Field(description="The complete new content of the file.")
+    path: str = Field(description=PATH_DESCRIPTION)
+    content: str = Field(description="The complete file content.")
 
 
 class WriteTool(AgentTool[WriteParams]):
