@@ -41,7 +41,8 @@ COUNTING = 'touch "$D/$$"; ls "$D" | wc -l >> "$D.log"; sleep 0.3; rm "$D/$$"'
 def overhead(names: tuple[str, ...] | None) -> tuple[int, int, int]:
     cwd = Path("/home/user/project")
     tools = create_tools(ToolEnv(cwd=cwd), names)
-    prompt = build_system_prompt(cwd=cwd, date=datetime.date(2025, 1, 1), tools=[(t.name, t.description) for t in tools])
+    specs = [(t.name, t.description) for t in tools]
+    prompt = build_system_prompt(cwd=cwd, date=datetime.date(2025, 1, 1), tools=specs)
     definitions = [t.definition() for t in tools]
     total = request_overhead_chars(prompt, definitions)
     return len(prompt), total - len(prompt), total
