@@ -31,7 +31,7 @@ from heron.ai.types import TextContent
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.find import FindParams, FindTool
 from heron.coding.tools.grep import GrepParams, GrepTool
-from heron.coding.tools.walk import find_program
+from heron.coding.tools.listing import find_program
 
 WORDS = [
     "alpha",

@@ -193,7 +193,8 @@ async def test_invalid_json_arguments_are_reported(faux: FauxProvider) -> None:
     result = await run_call(faux, reply, [read_tool(seen)])
     assert result.is_error
     assert text_of(result) == (
-        f'The arguments for tool "read" were not valid JSON, so the tool was not run.\n\nReceived arguments:\n{broken}'
+        'The arguments for tool "read" were not valid JSON, so the tool was not run. Send one JSON object with '
+        f"the parameters as its keys.\n\nReceived arguments:\n{broken}"
     )
     assert seen == []
 

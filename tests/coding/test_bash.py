@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import os
 import random
+import stat
 import sys
 import time
 from pathlib import Path
@@ -537,14 +538,53 @@ async def test_200mb_output_is_bounded(env: ToolEnv) -> None:
     elapsed = time.monotonic() - start
     path = env.spill_dir() / "bash-call-1.log"
     body, notice = split_notice(text_of(result))
-    assert notice == f"[Showing lines 99998001-100000000 of 100000000. Full output: {path}]"
+    assert notice.startswith(f"[Showing lines 99998001-100000000 of 100000000. Full output: {path} (capped at 100.0MB")
     assert body == "\n".join(["y"] * 2000)
-    assert path.stat().st_size == 200_000_000
+    # the full-output file is capped at spill.maxBytes (100 MB): first half, marker, tail
+    size = path.stat().st_size
+    assert 75 * 2**20 < size <= 100 * 2**20 + 200
+    assert result.details["spill_omitted_bytes"] == 200_000_000 - size + len(_marker_line(path))
     truncation: dict[str, Any] = result.details["truncation"]
     assert truncation["total_bytes"] == 200_000_000
     assert truncation["total_lines"] == 100_000_000
     assert elapsed < 10
+    assert list(env.spill_dir().iterdir()) == [path]  # no segment files left behind
     path.unlink()
+
+
+def _marker_line(path: Path) -> bytes:
+    with path.open("rb") as f:
+        f.seek(50 * 2**20)
+        chunk = f.read(400)
+    start = chunk.index(b"\n[... ")
+    return chunk[start : chunk.index(b"...]\n", start) + 5]
+
+
+async def test_a_capped_full_output_keeps_head_and_tail_and_says_so(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    env = ToolEnv(cwd=work, home=tmp_path / "home", session_id="s", spill_max_bytes=40_000)
+    result = await run(BashTool(env), "seq 1 100000")  # 588,895 bytes
+    path = env.spill_dir() / "bash-call-1.log"
+    data = path.read_bytes()
+    assert len(data) <= 40_000 + 200
+    head, marker, tail = data.partition(b"\n[... ")
+    assert head.startswith(b"1\n2\n3\n")
+    assert tail.endswith(b"99999\n100000\n")
+    assert b"left out here: this file is capped at 40,000 bytes" in marker + tail
+    omitted = result.details["spill_omitted_bytes"]
+    assert omitted > 500_000
+    _, notice = split_notice(text_of(result))
+    assert "(capped at 39.1KB: it keeps the first and the last part;" in notice
+    assert list(env.spill_dir().iterdir()) == [path]
+
+
+async def test_full_output_files_are_private(env: ToolEnv) -> None:
+    await run(BashTool(env), "seq 1 6000")
+    path = env.spill_dir() / "bash-call-1.log"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(env.spill_dir().stat().st_mode) == 0o700
+    assert stat.S_IMODE(env.spill_dir().parent.stat().st_mode) == 0o700
 
 
 # --- streaming ---------------------------------------------------------------------------

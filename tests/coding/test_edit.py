@@ -8,7 +8,6 @@ import asyncio
 import os
 import stat
 import string
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -349,14 +348,14 @@ async def test_missing_file(tool: EditTool) -> None:
 async def test_directory(env: ToolEnv, tool: EditTool) -> None:
     (env.cwd / "src").mkdir()
     assert await fail(tool, params(path="src", old="a", new="b")) == (
-        "src is a directory, not a file; edit changes one file."
+        "src is a directory, not a file. Give the path of one file to edit."
     )
 
 
 async def test_fifo_is_refused(env: ToolEnv, tool: EditTool) -> None:
     os.mkfifo(env.cwd / "pipe")
     assert await fail(tool, params(path="pipe", old="a", new="b")) == (
-        "pipe is not a regular file; edit changes regular files only."
+        "pipe is not a regular file (a device, socket or pipe), so it was not edited."
     )
 
 
@@ -367,7 +366,9 @@ async def test_unreadable_file(env: ToolEnv, tool: EditTool, monkeypatch: pytest
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "read_bytes", denied)  # chmod 0 does not stop root, who runs CI
-    assert await fail(tool, params(old="a", new="b")) == "Permission denied: a.txt"
+    assert await fail(tool, params(old="a", new="b")) == (
+        "Permission denied: cannot read a.txt (its permissions do not allow it)."
+    )
     monkeypatch.undo()
     assert path.read_text() == "a\n"
 
@@ -377,13 +378,18 @@ async def test_unwritable_directory(env: ToolEnv, tool: EditTool, monkeypatch: p
     sub.mkdir()
     (sub / "f.txt").write_text("a\n")
 
-    def denied(*args: Any, **kwargs: Any) -> tuple[int, str]:
-        raise PermissionError(13, "Permission denied", str(sub))
+    real_open = os.open
 
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    def denied(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(file).endswith(".tmp") and flags & os.O_CREAT:  # the temp file next to the target
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)  # root may write anywhere: simulate a 0555 directory
     assert await fail(tool, params(path="ro/f.txt", old="a", new="b")) == (
-        "Permission denied: cannot write to ro/f.txt"
+        f"Permission denied: cannot write ro/f.txt, because its directory {sub} is not writable."
     )
+    monkeypatch.undo()
     assert (sub / "f.txt").read_text() == "a\n"
 
 
@@ -715,3 +721,32 @@ def test_loose_edit_touches_nothing_outside_the_span(tmp_path: Path, content: st
     assert text.startswith(content[:start])
     assert text.endswith(content[end:])
     assert new in text
+
+
+# --- read-only files and hard links ------------------------------------------------------
+
+
+async def test_a_read_only_file_is_refused(env: ToolEnv, tool: EditTool) -> None:
+    path = put(env, "a\n")
+    path.chmod(0o444)
+    assert await fail(tool, params(old="a", new="b")) == (
+        "a.txt is read-only (mode 0444), so it was not changed. "
+        "If it should change, make it writable first (e.g. chmod u+w with bash)."
+    )
+    assert path.read_text() == "a\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+async def test_a_hard_linked_file_is_edited_in_place(env: ToolEnv, tool: EditTool) -> None:
+    path = put(env, "one\ntwo\n")
+    other = env.cwd / "twin.txt"
+    os.link(path, other)
+    result = await run(tool, params(old="two", new="2"))
+    assert text_of(result) == (
+        "Successfully replaced text in a.txt. (Written in place: the file has other hard links, which see the "
+        "change too.)"
+    )
+    assert result.details["hard_link"] is True
+    assert other.read_text() == "one\n2\n"
+    assert path.stat().st_nlink == 2
+    assert sorted(p.name for p in env.cwd.iterdir()) == ["a.txt", "twin.txt"]

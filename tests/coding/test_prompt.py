@@ -8,13 +8,17 @@ import pytest
 from heron.coding.context_files import ContextFile
 from heron.coding.prompt import (
     DEFAULT_TOOLS,
+    TOOL_SUMMARIES,
     PromptFiles,
     build_system_prompt,
+    first_sentence,
     guidelines,
     load_prompt_files,
+    request_overhead_chars,
     resolve_prompt_text,
 )
 from heron.coding.skills import Skill
+from heron.coding.tools import ToolEnv, create_tools
 
 DATE = dt.date(2025, 3, 14)
 CWD = Path("/work/project")
@@ -36,7 +40,7 @@ def test_default_prompt_sections_in_order() -> None:
         context_files=[context("/work/AGENTS.md", "Use tabs."), context("/work/project/AGENTS.md", "Use pytest.")],
         skills=[skill("deploy")],
     )
-    assert prompt.startswith("You are heron, a coding agent.")
+    assert prompt.startswith("You are heron, a coding agent working in the user's project")
     positions = [
         prompt.index(marker)
         for marker in (
@@ -73,7 +77,7 @@ def test_guidelines_never_name_inactive_tools() -> None:
         assert f"with {absent}" not in rules and f"{absent}/" not in rules
     assert "Read a file before editing it" in rules
     assert "Change existing files with edit; use write only" in rules
-    assert "bash runs non-interactively" in rules
+    assert "bash is non-interactive" in rules
 
 
 def test_guidelines_with_search_tools() -> None:
@@ -180,3 +184,43 @@ def test_resolve_prompt_text(tmp_path: Path) -> None:
     assert resolve_prompt_text("x" * 5000, tmp_path) == "x" * 5000  # too long for a path: still text
     assert resolve_prompt_text("line one\nline two", tmp_path) == "line one\nline two"
     assert resolve_prompt_text(str(tmp_path), tmp_path) == str(tmp_path)  # a directory is not a prompt
+
+
+# --- fixed overhead per request -------------------------------------------------------
+
+# pi 1.6 sends 5,154 characters of system prompt and tool definitions with every request;
+# heron sent 6,187 for the same guidance, mostly because each tool's full description was
+# repeated in the prompt. The default set must stay at most pi's.
+PI_OVERHEAD_CHARS = 5_154
+
+
+def test_the_default_tool_set_costs_at_most_pis_fixed_overhead(tmp_path: Path) -> None:
+    tools = create_tools(ToolEnv(cwd=Path("/home/user/project"), home=tmp_path))
+    # what the runtime passes: each tool with its full description
+    prompt = build_system_prompt(cwd="/home/user/project", date=DATE, tools=[(t.name, t.description) for t in tools])
+    chars = request_overhead_chars(prompt, [t.definition() for t in tools])
+    assert chars <= PI_OVERHEAD_CHARS, chars
+    # the full descriptions are sent once, with the definitions, not repeated in the prompt
+    for tool in tools:
+        assert tool.description not in prompt
+        assert f"- {tool.name}: {TOOL_SUMMARIES[tool.name]}" in prompt
+    # and the guidance the tools need is still there, in one place or the other
+    everything = prompt + " ".join(t.description for t in tools)
+    for needed in (
+        "offset/limit",  # paging through long files
+        "old_text must match",  # edit's exact-match rule
+        "full output is saved to a file",  # where bash's cut output went
+        "stdin is empty",  # bash never waits for input
+        "Read a file before editing it",
+        "use write only for new files",
+        "no prompts (pass -y or similar)",
+    ):
+        assert needed in everything, needed
+
+
+def test_an_extension_tool_is_summarised_by_its_first_sentence() -> None:
+    long = "Deploy the build to staging. Needs credentials in the environment; takes a minute."
+    prompt = build_system_prompt(cwd=CWD, date=DATE, tools=[("deploy", long)])
+    assert "- deploy: Deploy the build to staging.\n" in prompt
+    assert "credentials" not in prompt
+    assert first_sentence("x" * 300).endswith("…") and len(first_sentence("x" * 300)) == 160

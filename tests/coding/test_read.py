@@ -19,12 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+import heron.coding.tools.line_index as line_index_module
 import heron.coding.tools.read as read_module
 from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.read import FastCount, ReadParams, ReadTool, build_line_index, line_start
+from heron.coding.tools.line_index import FastCount, build_line_index, line_start
+from heron.coding.tools.read import ReadParams, ReadTool
 from heron.context.limits import ToolLimits
 from heron.context.truncate import LINE_CUT_MARKER, split_lines
 
@@ -337,26 +339,26 @@ async def outcome(tool: ReadTool, path: str, offset: int | None = None, limit: i
 def spy_wc(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Byte offsets wc was started at."""
     starts: list[int] = []
-    real = read_module._start_wc
+    real = line_index_module._start_wc
 
     def spying(path: Path, st: os.stat_result, start: int) -> Any:
         starts.append(start)
         return real(path, st, start)
 
-    monkeypatch.setattr(read_module, "_start_wc", spying)
+    monkeypatch.setattr(line_index_module, "_start_wc", spying)
     return starts
 
 
 def spy_blocks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Blocks scanned in Python outside a full scan."""
     blocks: list[int] = []
-    real = read_module.count_block
+    real = line_index_module.count_block
 
     def spying(f: Any, b: int, *args: Any) -> int:
         blocks.append(b)
         return real(f, b, *args)
 
-    monkeypatch.setattr(read_module, "count_block", spying)
+    monkeypatch.setattr(line_index_module, "count_block", spying)
     return blocks
 
 
@@ -777,7 +779,7 @@ async def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         path.chmod(0)
     with pytest.raises(ToolError) as info:
         await read(make_tool(tmp_path), "secret.txt")
-    assert str(info.value) == "Permission denied: secret.txt"
+    assert str(info.value) == "Permission denied: cannot read secret.txt (its permissions do not allow it)."
 
 
 async def test_absolute_path_outside_cwd_is_shown_absolute(tmp_path: Path) -> None:
@@ -798,3 +800,48 @@ def test_definition_documents_the_arguments(tmp_path: Path) -> None:
     assert set(definition.parameters["properties"]) == {"path", "offset", "limit"}
     assert definition.parameters["required"] == ["path"]
     assert "2000 lines or 50.0KB" in definition.description
+
+
+def lock_directory(directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``directory`` impossible to enter: chmod 0 for a normal user; root is not
+    stopped by modes, so for root the file system's answers are simulated."""
+    if os.geteuid() != 0:
+        directory.chmod(0)
+        return
+    real_stat, real_access = os.stat, os.access
+    inside = str(directory) + os.sep
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fspath(path).startswith(inside):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    def access(path: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+        if os.fspath(path) == str(directory):
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "access", access)
+
+
+async def test_a_read_inside_an_unreadable_directory_says_which_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "notes.txt").write_text("secret\n")
+    tool = make_tool(tmp_path)
+    lock_directory(locked, monkeypatch)
+    try:
+        with pytest.raises(ToolError) as info:
+            await read(tool, "locked/notes.txt")
+    finally:
+        monkeypatch.undo()
+        locked.chmod(0o755)
+    message = str(info.value)
+    assert "Errno" not in message and "PermissionError" not in message
+    assert message == (
+        f"Permission denied: cannot read locked/notes.txt, because the directory {locked} cannot be entered "
+        "(no search permission)."
+    )

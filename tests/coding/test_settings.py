@@ -358,3 +358,13 @@ def test_models_json_problems_are_shown_in_the_help(home: Path) -> None:
     reg = registry(home, "{not json")
     with pytest.raises(SetupError, match=r"Problems found in models\.json"):
         resolve_model(Settings(), reg, None, None, None)
+
+
+def test_tool_run_and_spill_settings() -> None:
+    from heron.coding.settings import settings_from_dict as from_dict
+
+    defaults = from_dict({})
+    assert defaults.tools.max_parallel == 8
+    assert defaults.spill.max_bytes == 100 * 1024 * 1024 and defaults.spill.retention_days == 14
+    custom = from_dict({"tools": {"maxParallel": 2}, "spill": {"maxBytes": 1000, "retentionDays": 3}})
+    assert (custom.tools.max_parallel, custom.spill.max_bytes, custom.spill.retention_days) == (2, 1000, 3)

@@ -6,7 +6,7 @@ Here an OpenAI-compatible server (chat completions, SSE) counts every request th
 strict local server would - ceil(characters of the system prompt, every message's content
 and tool calls, and the tool schemas / 4) plus the requested ``max_completion_tokens`` -
 and answers 400 with OpenAI's ``context_length_exceeded`` wording when the sum is over
-16,384. heron runs in-process (a :class:`CodingSession` with the default settings) for 12
+16,384. heron runs in-process (a :class:`CodingSession` with the default settings) for 16
 turns, each reading a 120 KB file or printing 100 KB from bash. Every turn must complete,
 no request may be rejected, and every request must fit.
 """
@@ -33,7 +33,7 @@ from heron.session.store import SessionStore
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 
 WINDOW = 16_384
-TURNS = 12
+TURNS = 16
 FILE_BYTES = 120 * 1024
 BASH_BYTES = 100 * 1024
 

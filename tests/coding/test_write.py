@@ -118,7 +118,7 @@ async def test_a_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     with pytest.raises(ToolError) as info:
         await write(WriteTool(make_env(tmp_path)), "src", "x")
-    assert str(info.value) == "src is a directory; give the path of a file to write."
+    assert str(info.value) == "src is a directory, not a file. Give the path of a file to write."
 
 
 async def test_a_parent_that_is_a_file_is_refused(tmp_path: Path) -> None:
@@ -138,7 +138,8 @@ async def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(write_module.os, "open", denied)
     with pytest.raises(ToolError) as info:
         await write(WriteTool(make_env(tmp_path)), "a.txt", "x")
-    assert str(info.value) == "Permission denied: a.txt"
+    expected = f"Permission denied: cannot write a.txt, because its directory {tmp_path} is not writable."
+    assert str(info.value) == expected
 
 
 async def test_content_that_is_not_unicode_text_is_refused(tmp_path: Path) -> None:
@@ -183,3 +184,47 @@ def test_definition(tmp_path: Path) -> None:
     assert definition.name == "write"
     assert set(definition.parameters["properties"]) == {"path", "content"}
     assert sorted(definition.parameters["required"]) == ["content", "path"]
+
+
+# --- read-only files and hard links ------------------------------------------------------
+
+
+async def test_a_read_only_file_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "locked.txt"
+    path.write_text("keep me\n")
+    path.chmod(0o444)
+    with pytest.raises(ToolError) as info:
+        await write(WriteTool(make_env(tmp_path)), "locked.txt", "changed\n")
+    assert str(info.value) == (
+        "locked.txt is read-only (mode 0444), so it was not changed. "
+        "If it should change, make it writable first (e.g. chmod u+w with bash)."
+    )
+    assert path.read_text() == "keep me\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert leftovers(tmp_path) == []
+
+
+async def test_a_hard_linked_file_is_written_through_so_every_name_sees_it(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text("old content that is longer\n")
+    other = tmp_path / "b.txt"
+    os.link(path, other)
+    inode = path.stat().st_ino
+    result = await write(WriteTool(make_env(tmp_path)), "a.txt", "new\n")
+    assert text_of(result) == (
+        "Wrote 4 bytes to a.txt (in place: the file has other hard links, which see the new content too)"
+    )
+    assert result.details["hard_link"] is True
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+    assert other.read_text() == "new\n"
+    assert leftovers(tmp_path) == []
+
+
+async def test_a_normal_file_is_still_replaced_atomically(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text("old\n")
+    inode = path.stat().st_ino
+    result = await write(WriteTool(make_env(tmp_path)), "a.txt", "new\n")
+    assert "hard_link" not in result.details
+    assert path.read_text() == "new\n"
+    assert path.stat().st_ino != inode  # a new file renamed into place

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from heron.agent.messages import CompactionSummaryMessage, ExtensionMessage
+from heron.ai.abort import AbortSignal
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import (
     AssistantMessage,
@@ -27,8 +28,6 @@ from heron.ai.types import (
     UserMessage,
 )
 from heron.coding.runtime import CodingSession
-from heron.ai.abort import AbortSignal
-from heron.context.policy import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, ContextFull
 from heron.coding.settings import settings_from_dict
 from heron.context.budget import (
     context_message_tokens,
@@ -38,6 +37,7 @@ from heron.context.budget import (
 )
 from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT, CompactionSettings, message_tokens
 from heron.context.limits import ToolLimits
+from heron.context.policy import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, ContextFull
 from heron.session.store import SessionStore
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")

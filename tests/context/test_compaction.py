@@ -24,7 +24,6 @@ from heron.ai.types import (
     UserMessage,
 )
 from heron.coding.runtime import CodingSession
-from heron.context.view import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction import (
     FALLBACK_TOOL_RESULT_CHARS,
@@ -42,6 +41,7 @@ from heron.context.compaction import (
     summarise,
 )
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.view import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, CustomMessageEntry, MessageEntry
 from heron.session.store import SessionStore
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from heron.agent.events import AgentEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
 from heron.agent.loop import (
+    DEFAULT_MAX_PARALLEL,
     AfterToolBatch,
     AgentContext,
     ConvertToLlm,
@@ -81,6 +82,7 @@ class Agent:
         tool_execution: Literal["parallel", "sequential"] = "parallel",
         abort_grace: float = 2.0,
         after_tool_batch: AfterToolBatch | None = None,
+        max_parallel: int = DEFAULT_MAX_PARALLEL,
     ) -> None:
         self.state = AgentState(
             system_prompt=system_prompt,
@@ -98,6 +100,7 @@ class Agent:
         self.tool_execution = tool_execution
         self.abort_grace = abort_grace
         self.after_tool_batch = after_tool_batch
+        self.max_parallel = max_parallel  # tool calls of one answer running at once
         self._queues = MessageQueues()
         self._listeners: list[Listener] = []
         self._controller: AbortController | None = None
@@ -248,6 +251,7 @@ class Agent:
             stream_fn=self.stream_fn,
             abort_grace=self.abort_grace,
             after_tool_batch=self.after_tool_batch,
+            max_parallel=self.max_parallel,
         )
         context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
         self._config, self._context = config, context

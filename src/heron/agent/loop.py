@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from heron.agent.call_ids import make_call_ids_unique, seen_call_ids
 from heron.agent.events import (
     AgentEndEvent,
     AgentEvent,
@@ -64,6 +65,7 @@ log = logging.getLogger(__name__)
 SKIPPED_FOR_STEERING = "Skipped due to queued user message."
 ABORTED_TOOL = "Tool execution was aborted."
 ABORTED_REQUEST = "Request was aborted"
+DEFAULT_MAX_PARALLEL = 8
 
 Emit = Callable[[AgentEvent], None]
 TransformContext = Callable[[list[AgentMessage], AbortSignal], Awaitable[list[AgentMessage]]]
@@ -121,6 +123,9 @@ class LoopConfig:
     abort_grace: float = 2.0
     # Sees all results of one answer before they are added (per-turn output budgets).
     after_tool_batch: AfterToolBatch | None = None
+    # At most this many tool calls of one answer run at once (the ``tools.maxParallel``
+    # setting): 200 bash calls in one answer must not mean 200 processes.
+    max_parallel: int = DEFAULT_MAX_PARALLEL
 
 
 async def run_loop(
@@ -228,6 +233,7 @@ async def _stream_turn(
         elif partial is not None:
             emit(MessageUpdateEvent(message=partial, event=event))
     assert final is not None, "heron.ai streams always end with done or error"
+    make_call_ids_unique(final, seen_call_ids(context.messages))
     if partial is None:
         emit(MessageStartEvent(message=final))
     context.messages.append(final)
@@ -286,6 +292,9 @@ async def _execute_tools(
     prepared = [_prepare(call, tools) for call in calls]
     results: list[ToolResult | None] = [None] * len(calls)
     sequential = config.tool_execution == "sequential"
+    # Calls wait for their turn (same concurrency key, or sequential mode) before they
+    # take a slot, so a call holding a slot never waits for one that has none: no deadlock.
+    slots = asyncio.Semaphore(max(1, config.max_parallel))
     previous_by_key: dict[str, asyncio.Task[None]] = {}
     previous_task: asyncio.Task[None] | None = None
     tasks: list[asyncio.Task[None]] = []
@@ -295,8 +304,9 @@ async def _execute_tools(
         item = prepared[index]
         if wait_for is not None:
             await asyncio.wait({wait_for})
-        started.add(index)
-        results[index] = await _run_one(item, context, config, signal, emit)
+        async with slots:
+            started.add(index)
+            results[index] = await _run_one(item, context, config, signal, emit)
 
     for index, item in enumerate(prepared):
         key = None

@@ -104,33 +104,52 @@ _SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The parameter model's JSON schema, without the titles pydantic adds everywhere
-    (they cost tokens on every request and tell the model nothing).
+    """The parameter model's JSON schema in the compact form the model is shown.
+
+    Two things pydantic adds are dropped, since they cost characters on every request and
+    tell the model nothing: the ``title`` of every field, and, for an optional field
+    (``x: int | None = None``), the ``anyOf [..., null]`` wrapper with its ``default: null``
+    -- a field that is not ``required`` already says it may be left out (an explicit
+    ``null`` is still accepted when the arguments are validated).
 
     Cached per model: generating it costs about a millisecond and it is needed before
     every request. Treat the returned dict as read-only.
     """
     schema = _SCHEMAS.get(model)
     if schema is None:
-        schema = _strip_titles(model.model_json_schema())
+        schema = _compact(model.model_json_schema())
         _SCHEMAS[model] = schema
     return schema
 
 
-def _strip_titles(node: Any) -> Any:
+def _compact(node: Any) -> Any:
     if isinstance(node, dict):
         out = {}
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
                 continue
             if key == "properties" and isinstance(value, dict):
-                out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+                out[key] = {name: _compact(_unwrap_optional(sub)) for name, sub in value.items()}
             else:
-                out[key] = _strip_titles(value)
+                out[key] = _compact(value)
         return out
     if isinstance(node, list):
-        return [_strip_titles(item) for item in node]
+        return [_compact(item) for item in node]
     return node
+
+
+def _unwrap_optional(prop: Any) -> Any:
+    """``{"anyOf": [S, {"type": "null"}], "default": null, ...}`` -> ``S`` plus the rest."""
+    if not isinstance(prop, dict) or "default" not in prop or prop["default"] is not None:
+        return prop
+    variants = prop.get("anyOf")
+    if not isinstance(variants, list) or len(variants) != 2 or {"type": "null"} not in variants:
+        return prop
+    (kept,) = [v for v in variants if v != {"type": "null"}]
+    if not isinstance(kept, dict):
+        return prop
+    rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return {**kept, **rest}
 
 
 @dataclass(slots=True)
@@ -142,14 +161,30 @@ def validate_arguments(tool: AgentTool[Any], call: ToolCall) -> BaseModel | Vali
     """Parsed parameters, or the error text the model will see."""
     if call.raw_arguments is not None:
         return ValidationFailure(
-            f'The arguments for tool "{call.name}" were not valid JSON, so the tool was not run.\n\n'
-            f"Received arguments:\n{call.raw_arguments}"
+            f'The arguments for tool "{call.name}" {_why_not_an_object(call.raw_arguments)}, so the tool was not '
+            f"run. Send one JSON object with the parameters as its keys.\n\nReceived arguments:\n{call.raw_arguments}"
         )
     try:
         params: BaseModel = tool.parameters.model_validate(call.arguments)
         return params
     except ValidationError as exc:
         return ValidationFailure(format_validation_error(call, exc))
+
+
+_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _why_not_an_object(raw: str) -> str:
+    """``["echo","hi"]`` is valid JSON; saying it is not would send the model looking for
+    a syntax error that is not there."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return "were not valid JSON"
+    if value is None:
+        return "were JSON null, not an object"
+    kind = _JSON_KINDS.get(type(value), "not an object")
+    return f"were valid JSON but {kind}, not an object"
 
 
 def format_validation_error(call: ToolCall, exc: ValidationError) -> str:

@@ -3,8 +3,7 @@
 The prompt is a pure function of its inputs and byte-stable for a whole session: the
 date is passed in (fixed at session start), tools keep the order they are given in, and
 nothing here reads a clock or the environment. Providers cache the prompt prefix, so a
-prompt that changed by one byte per request would be billed in full every time
-(DESIGN §5, cache stability).
+prompt that changed by one byte per request would be billed in full every time.
 
 What can replace or extend the default (body = identity + tools + guidelines):
 
@@ -23,27 +22,30 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from heron.ai.models import heron_home
+from heron.ai.types import Tool
 from heron.coding.context_files import ContextFile
 from heron.coding.skills import Skill
 
 IDENTITY = (
-    "You are heron, a coding agent. You work in the user's project on their machine: you read code, "
-    "run commands, edit files and write new ones with the tools below, and you carry a task through to "
-    "a verified result."
+    "You are heron, a coding agent working in the user's project on their machine: you read code, run "
+    "commands and edit files with the tools below, and carry each task through to a verified result."
 )
 
-# One line per built-in tool, as the model sees it in the prompt.
+# One line per built-in tool, as the model sees it in the prompt. The full description
+# (limits, parameters) travels with the tool definition; repeating it here would cost its
+# length again on every request.
 TOOL_SUMMARIES: dict[str, str] = {
-    "read": "Read a file (text or image); long files come in pages: continue with offset/limit",
-    "write": "Create a file, or overwrite one whole, with the given content",
-    "edit": "Replace one exact, unique occurrence of old_text in a file with new_text",
-    "bash": "Run a shell command in the working directory; returns its output and exit code",
+    "read": "Read a file or an image; long files come in pages (offset/limit)",
+    "write": "Create or overwrite a whole file",
+    "edit": "Replace exact, unique text in a file",
+    "bash": "Run a shell command; returns its output and exit code",
     "grep": "Search file contents for a regex pattern (respects .gitignore)",
     "find": "Find files by glob pattern (respects .gitignore)",
     "ls": "List the entries of a directory",
@@ -105,12 +107,37 @@ ToolSpec = str | tuple[str, str]
 
 
 def _tool_lines(tools: Sequence[ToolSpec], summaries: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(name, summary)`` per tool; a pair's own summary wins over the table."""
+    """``(name, summary)`` per tool. The table's one line wins for the tools it knows; a
+    pair's own description is shortened to its first sentence (the tool definition sent
+    with each request carries it whole)."""
     lines: list[tuple[str, str]] = []
     for tool in tools:
-        name, summary = (tool, "") if isinstance(tool, str) else tool
-        lines.append((name, summary or summaries.get(name, "")))
+        name, given = (tool, "") if isinstance(tool, str) else tool
+        summary = summaries.get(name) or first_sentence(given)
+        lines.append((name, summary))
     return lines
+
+
+_SUMMARY_CHARS = 160
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence (or line) of a description, at most ``_SUMMARY_CHARS`` characters."""
+    line = text.strip().split("\n", 1)[0]
+    end = line.find(". ")
+    if end != -1:
+        line = line[: end + 1]
+    if len(line) > _SUMMARY_CHARS:
+        line = line[: _SUMMARY_CHARS - 1].rstrip() + "…"
+    return line
+
+
+def request_overhead_chars(system_prompt: str, tools: Sequence[Tool]) -> int:
+    """Characters every request carries before its first message: the system prompt plus
+    each tool's name, description and parameter schema (as compact-separator-free JSON,
+    the way the figure in ``docs/benchmarks.md`` is measured)."""
+    definitions = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    return len(system_prompt) + len(json.dumps(definitions, ensure_ascii=False))
 
 
 def guidelines(active: Sequence[str]) -> list[str]:
@@ -134,10 +161,7 @@ def guidelines(active: Sequence[str]) -> list[str]:
     elif has("write"):
         rules.append("write replaces a whole file: include every line you want to keep.")
     if has("bash"):
-        rules.append(
-            "bash runs non-interactively in the working directory: no prompts (pass -y or similar), no editors "
-            "or pagers; long output keeps its tail and the full output is saved to a file named in the notice."
-        )
+        rules.append("bash is non-interactive: no prompts (pass -y or similar), no editors or pagers.")
         rules.append("Run the project's tests or build after changing code, when it has them.")
     if has("read") or has("bash"):
         rules.append("Tool output can be truncated; its notice says how to get the rest.")

@@ -165,6 +165,7 @@ class CodingSession:
             session_id=self.store.session_id,
             home=self.home,
             shell=self.settings.shell_path,
+            spill_max_bytes=self.settings.spill.max_bytes,
         )
         self.env.reads.view_lookup = self._read_in_view
         names = list(tools) if tools is not None else (
@@ -196,6 +197,7 @@ class CodingSession:
             transform_context=self._transform_context,
             stream_options=self._stream_options,
             after_tool_batch=self._after_tool_batch,
+            max_parallel=self.settings.tools.max_parallel,
         )
         self._send = self.agent.stream_fn
         self.agent.stream_fn = self._checked_stream
@@ -369,7 +371,7 @@ class CodingSession:
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
     ) -> list[ToolResultMessage]:
         new_results, outcomes = await asyncio.to_thread(
-            apply_turn_budget, results, self.env.limits, self.env.spill_dir()
+            apply_turn_budget, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
         )
         names = {r.tool_call_id: r.tool_name for r in results}
         for outcome in outcomes:

@@ -70,6 +70,21 @@ class ContextFileSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolRunSettings:
+    """``tools``: how many tool calls of one answer run at once."""
+
+    max_parallel: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SpillSettings:
+    """``spill``: the cap of one full-output file and how long such files are kept."""
+
+    max_bytes: int = 100 * 1024 * 1024
+    retention_days: int = 14
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     default_provider: str | None = None
     default_model: str | None = None
@@ -81,6 +96,8 @@ class Settings:
     context_files: ContextFileSettings = field(default_factory=ContextFileSettings)
     shell_path: str | None = None
     default_tools: tuple[str, ...] | None = None  # None: heron's default tool set
+    tools: ToolRunSettings = field(default_factory=ToolRunSettings)
+    spill: SpillSettings = field(default_factory=SpillSettings)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -160,6 +177,8 @@ SCHEMA: dict[str, Any] = {
     "pruning": {"enabled": _bool},
     "toolLimits": {_camel(f.name): _POSITIVE for f in dataclasses.fields(ToolLimits)},
     "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
+    "tools": {"maxParallel": _POSITIVE},
+    "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
 }
 
 
@@ -266,6 +285,11 @@ def settings_from_dict(
         ),
         shell_path=data.get("shellPath"),
         default_tools=tuple(tools) if tools is not None else None,
+        tools=ToolRunSettings(max_parallel=_sub(data, "tools").get("maxParallel", ToolRunSettings().max_parallel)),
+        spill=SpillSettings(
+            max_bytes=_sub(data, "spill").get("maxBytes", SpillSettings().max_bytes),
+            retention_days=_sub(data, "spill").get("retentionDays", SpillSettings().retention_days),
+        ),
         warnings=warnings,
         sources=sources,
     )

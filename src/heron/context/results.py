@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from heron.ai.types import ImageContent, TextContent, ToolResultMessage
 from heron.context.limits import ToolLimits
+from heron.context.spill import SPILL_MAX_BYTES, CappedSpill, private_dir
 
 PreviewKind = Literal["head", "head+tail"]
 BudgetReason = Literal["result", "turn"]
@@ -131,31 +132,49 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def spill_notice(text: str, path: str, kind: PreviewKind, head: int, tail: int) -> str:
+def spill_notice(text: str, path: str, kind: PreviewKind, head: int, tail: int, omitted_bytes: int = 0) -> str:
     shown = f"the first {head:,} characters" if kind == "head" else f"the first {head:,} and last {tail:,} characters"
+    where = f"The full output is in {path}"
+    if omitted_bytes:
+        where = (
+            f"The output is in {path}, capped: {omitted_bytes:,} bytes from its middle were left out "
+            "(a marker line there says so)"
+        )
     return (
         f"[Output too large for the context: {len(text):,} characters, {_line_count(text):,} lines. "
-        f"The full output is in {path}; shown here: {shown}. "
+        f"{where}; shown here: {shown}. "
         f"Use read with offset/limit on that file to see the rest, or grep to search it.]"
     )
 
 
-def _write_spill(text: str, call_id: str, spill_dir: Path) -> Path:
-    """Write the full text before anything is replaced; reuse an identical earlier copy."""
-    spill_dir.mkdir(parents=True, exist_ok=True)
+def _write_spill(text: str, call_id: str, spill_dir: Path, max_bytes: int) -> tuple[Path, int]:
+    """Write the full text before anything is replaced; reuse an identical earlier copy.
+
+    The file is private (0600 in a 0700 folder) and capped at ``max_bytes`` (head and
+    tail kept, see :mod:`heron.context.spill`); returns the path and the bytes left out.
+    """
+    private_dir(spill_dir)
     data = text.encode("utf-8", "surrogatepass")
     name = spill_file_name(call_id)
     path = spill_dir / name
     n = 1
     while path.exists():
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return path
+        if len(data) <= max_bytes and path.stat().st_size == len(data) and path.read_bytes() == data:
+            return path, 0
         n += 1
         path = spill_dir / f"{name[:-4]}-{n}.txt"
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
+    tmp.unlink(missing_ok=True)  # left by a crash
+    spill = CappedSpill(tmp, max_bytes)
+    try:
+        spill.write(data)
+        spill.close()
+    except BaseException:
+        spill.abandon()
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
-    return path
+    return path, spill.omitted_bytes
 
 
 def apply_result_budget(
@@ -167,6 +186,7 @@ def apply_result_budget(
     existing_path: str | None = None,
     force: bool = False,
     reason: BudgetReason = "result",
+    max_spill_bytes: int = SPILL_MAX_BYTES,
 ) -> BudgetOutcome:
     """Spill ``result_text`` if it is over ``limits.result_chars`` (or ``force``).
 
@@ -176,12 +196,13 @@ def apply_result_budget(
     before = len(result_text)
     if not force and before <= limits.result_chars:
         return BudgetOutcome(call_id, result_text, False, before, before)
+    omitted = 0
     if existing_path is not None and Path(existing_path).is_file():
         path, reused = Path(existing_path), True
     else:
-        path, reused = _write_spill(result_text, call_id, spill_dir), False
+        (path, omitted), reused = _write_spill(result_text, call_id, spill_dir, max_spill_bytes), False
     body, kind, head, tail = make_preview(result_text, limits.preview_chars)
-    text = f"{body}\n\n{spill_notice(result_text, str(path), kind, head, tail)}"
+    text = f"{body}\n\n{spill_notice(result_text, str(path), kind, head, tail, omitted)}"
     return BudgetOutcome(call_id, text, True, before, len(text), str(path), reused, kind, reason)
 
 
@@ -230,6 +251,7 @@ def apply_message_budget(
     *,
     force: bool = False,
     reason: BudgetReason = "result",
+    max_spill_bytes: int = SPILL_MAX_BYTES,
 ) -> tuple[ToolResultMessage, BudgetOutcome]:
     """:func:`apply_result_budget` for one tool-result message (a new message if spilled)."""
     text = message.text()
@@ -243,6 +265,7 @@ def apply_message_budget(
         existing_path=_existing_path(message.details),
         force=force,
         reason=reason,
+        max_spill_bytes=max_spill_bytes,
     )
     if not outcome.spilled:
         return message, outcome
@@ -250,7 +273,7 @@ def apply_message_budget(
 
 
 def apply_turn_budget(
-    results: list[ToolResultMessage], limits: ToolLimits, spill_dir: Path
+    results: list[ToolResultMessage], limits: ToolLimits, spill_dir: Path, max_spill_bytes: int = SPILL_MAX_BYTES
 ) -> tuple[list[ToolResultMessage], list[BudgetOutcome]]:
     """Both budgets over all tool results of one assistant message.
 
@@ -261,7 +284,7 @@ def apply_turn_budget(
     out = list(results)
     outcomes: list[BudgetOutcome] = []
     for i, message in enumerate(out):
-        out[i], outcome = apply_message_budget(message, limits, spill_dir)
+        out[i], outcome = apply_message_budget(message, limits, spill_dir, max_spill_bytes=max_spill_bytes)
         if outcome.spilled:
             outcomes.append(outcome)
     sizes = [len(message.text()) for message in out]
@@ -274,7 +297,9 @@ def apply_turn_budget(
         if not candidates:
             break
         largest = max(candidates, key=lambda i: sizes[i])
-        out[largest], outcome = apply_message_budget(out[largest], limits, spill_dir, force=True, reason="turn")
+        out[largest], outcome = apply_message_budget(
+            out[largest], limits, spill_dir, force=True, reason="turn", max_spill_bytes=max_spill_bytes
+        )
         if not outcome.spilled:
             break
         outcomes.append(outcome)

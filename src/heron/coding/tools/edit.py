@@ -11,23 +11,22 @@ rewritten, so an edit's diff shows the change the model asked for and nothing el
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, islice, pairwise
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
-from heron.coding.tools.env import ToolEnv, display_path, resolve_path
+from heron.coding.tools.details import EditDetails
+from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
+from heron.coding.tools.files import is_read_only, os_error, replace_file, stat_regular_file
 
 _BOM = "\ufeff"
 
@@ -51,22 +50,16 @@ _DIFF_CONTEXT = 3
 
 
 class Replacement(ToolParams):
-    old_text: str = Field(description="Exact text to replace; must occur exactly once in the file.")
-    new_text: str = Field(description="Text to put in its place.")
+    old_text: str = Field(description="Exact text to replace; must occur once.")
+    new_text: str = Field(description="Replacement text.")
 
 
 class EditParams(ToolParams):
-    path: str = Field(description="File to edit, relative to the working directory or absolute.")
-    old_text: str | None = Field(
-        default=None,
-        description="Exact text to replace, including whitespace and indentation. It must occur exactly once "
-        "in the file; include surrounding lines to make it unique.",
-    )
+    path: str = Field(description=PATH_DESCRIPTION)
+    old_text: str | None = Field(default=None, description="Exact text to replace; must occur once in the file.")
     new_text: str | None = Field(default=None, description="Replacement for old_text.")
     edits: list[Replacement] | None = Field(
-        default=None,
-        description="Several replacements in this file, instead of old_text/new_text. Each old_text is matched "
-        "against the file as it is before any of them; they must not overlap; all are applied or none.",
+        default=None, description="Several non-overlapping replacements, instead of old_text/new_text."
     )
 
 
@@ -178,10 +171,10 @@ class EditTool(AgentTool[EditParams]):
     name = "edit"
     label = "Edit"
     description = (
-        "Edit a file by replacing exact text. old_text must match one unique part of the file exactly, "
-        "whitespace and indentation included; add surrounding lines to make it unique. For several changes "
-        "to one file pass edits: [{old_text, new_text}, ...], each matched against the file as it was before "
-        "the call, applied all together or not at all. Line endings and BOM are kept. Use write for new files."
+        "Replace exact text in a file. old_text must match one unique part of the file, whitespace and "
+        "indentation included; add surrounding lines to make it unique. For several changes to one file pass "
+        "edits: [{old_text, new_text}, ...], each matched against the file before the call, all applied or none. "
+        "Line endings and BOM are kept."
     )
     parameters = EditParams
 
@@ -206,8 +199,8 @@ class EditTool(AgentTool[EditParams]):
         )
         if signal.aborted:
             raise ToolError(f"Edit aborted; {shown} was not changed.")
-        mtime_ns, size = await asyncio.to_thread(_write_atomically, path, shown, plan.data, plan.mode)
-        self.env.reads.note_write(path, mtime_ns, size)
+        written = await asyncio.to_thread(replace_file, path, shown, plan.data, plan.info)
+        self.env.reads.note_write(path, written.mtime_ns, written.size)
 
         count = len(pairs)
         text = (
@@ -215,12 +208,12 @@ class EditTool(AgentTool[EditParams]):
             if count > 1
             else f"Successfully replaced text in {shown}."
         )
-        details: dict[str, Any] = {
-            "diff": plan.diff,
-            "first_changed_line": plan.first_changed_line,
-            "edits": count,
-            "fuzzy_match": plan.loose,
-        }
+        details = EditDetails(
+            diff=plan.diff, first_changed_line=plan.first_changed_line, edits=count, fuzzy_match=plan.loose
+        )
+        if written.in_place:
+            details["hard_link"] = True
+            text += " (Written in place: the file has other hard links, which see the change too.)"
         return ToolResult.text(text, details=details)
 
 
@@ -269,7 +262,7 @@ def _failure(problems: list[str], multi: bool) -> str:
 @dataclass(slots=True)
 class _Plan:
     data: bytes
-    mode: int
+    info: os.stat_result  # the file as it was when matched
     diff: str
     first_changed_line: int
     loose: bool
@@ -284,25 +277,21 @@ def _plan(
     read_size: int | None,
 ) -> _Plan:
     """Everything up to the write: checks, matching, the new bytes and the diff."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ToolError(f"File not found: {shown}") from None
-    except PermissionError:
-        raise ToolError(f"Permission denied: {shown}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{shown} is a directory, not a file; edit changes one file.")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{shown} is not a regular file; edit changes regular files only.")
+    info = stat_regular_file(path, shown, "edited", "Give the path of one file to edit.")
     if read_mtime_ns is not None and (info.st_mtime_ns != read_mtime_ns or info.st_size != read_size):
         raise ToolError(
             f"{shown} has changed on disk since you last read it. Read it again, then redo the edit "
             "against its current content."
         )
+    if is_read_only(info):
+        raise ToolError(
+            f"{shown} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed. "
+            "If it should change, make it writable first (e.g. chmod u+w with bash)."
+        )
     try:
         raw = path.read_bytes()
-    except PermissionError:
-        raise ToolError(f"Permission denied: {shown}") from None
+    except OSError as exc:
+        raise os_error(exc, path, shown) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -314,6 +303,27 @@ def _plan(
 
     bom = text.startswith(_BOM)
     body = text[1:] if bom else text
+    spans = _locate(body, pairs, multi, shown)
+    _check_overlaps(spans, body, shown, multi)
+    pieces: list[str] = []
+    cursor = 0
+    for span in spans:
+        pieces.append(body[cursor : span.start])
+        pieces.append(span.replacement)
+        cursor = span.end
+    pieces.append(body[cursor:])
+    new_body = "".join(pieces)
+    if new_body == body:
+        raise ToolError(f"The edit leaves {shown} unchanged: the text it matched already reads as new_text.")
+
+    diff, first_line = _diff(body, new_body, spans, shown)
+    data = ((_BOM if bom else "") + new_body).encode("utf-8")
+    return _Plan(data, info, diff, first_line, any(s.loose for s in spans))
+
+
+def _locate(body: str, pairs: list[tuple[str, str]], multi: bool, shown: str) -> list[_Span]:
+    """Where each edit lands (exact match first, else the loose one), sorted by position;
+    every edit that cannot be placed is reported, all in one error."""
     exact = _View(body, loose=False)
     loose_view: _View | None = None
     spans: list[_Span] = []
@@ -350,8 +360,11 @@ def _plan(
         spans.append(_Span(index, start, end, _with_endings(new, body, start, end), view is not exact))
     if problems:
         raise ToolError(_failure(problems, multi))
-
     spans.sort(key=lambda s: (s.start, s.end))
+    return spans
+
+
+def _check_overlaps(spans: list[_Span], body: str, shown: str, multi: bool) -> None:
     for before, after in pairwise(spans):
         if after.start < before.end:
             first, second = sorted((before, after), key=lambda s: s.index)
@@ -365,21 +378,6 @@ def _plan(
                     multi,
                 )
             )
-
-    pieces: list[str] = []
-    cursor = 0
-    for span in spans:
-        pieces.append(body[cursor : span.start])
-        pieces.append(span.replacement)
-        cursor = span.end
-    pieces.append(body[cursor:])
-    new_body = "".join(pieces)
-    if new_body == body:
-        raise ToolError(f"The edit leaves {shown} unchanged: the text it matched already reads as new_text.")
-
-    diff, first_line = _diff(body, new_body, spans, shown)
-    data = ((_BOM if bom else "") + new_body).encode("utf-8")
-    return _Plan(data, stat.S_IMODE(info.st_mode), diff, first_line, any(s.loose for s in spans))
 
 
 def _with_endings(new_text: str, body: str, start: int, end: int) -> str:
@@ -548,26 +546,3 @@ def _split_lines(text: str) -> list[str]:
     if parts[-1]:
         lines.append(parts[-1])
     return lines
-
-
-def _write_atomically(path: Path, shown: str, data: bytes, mode: int) -> tuple[int, int]:
-    """Write through a temp file and a rename, so a crash or a reader never sees half a
-    file. Symlinks are followed (the link stays a link) and the file's mode is kept."""
-    target = Path(os.path.realpath(path))
-    try:
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".heron-edit")
-    except PermissionError:
-        raise ToolError(f"Permission denied: cannot write to {shown}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    info = target.stat()
-    return info.st_mtime_ns, info.st_size

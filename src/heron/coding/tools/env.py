@@ -16,6 +16,10 @@ from pathlib import Path
 
 from heron.ai.models import heron_home
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.spill import SPILL_MAX_BYTES
+
+# The ``path`` parameter of read, write and edit: one wording, sent with every request.
+PATH_DESCRIPTION = "File path, relative to the working directory or absolute."
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,7 @@ class ToolEnv:
     home: Path = field(default_factory=heron_home)
     reads: FileReadTracker = field(default_factory=FileReadTracker)
     shell: str | None = None  # None: $SHELL if it is bash/zsh/sh, else /bin/bash, else sh
+    spill_max_bytes: int = SPILL_MAX_BYTES  # the ``spill.maxBytes`` setting: cap of one full-output file
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""
@@ -124,8 +129,11 @@ def resolve_path(raw: str, cwd: Path) -> Path:
     candidates.extend(c for c in (nfc, nfd) if c not in candidates)
     resolved = [_absolute(c, cwd) for c in candidates]
     for path in resolved:
-        if path.exists():
-            return path
+        try:
+            if path.exists():
+                return path
+        except OSError:  # e.g. a directory on the way may not be entered: the tool reports it
+            continue
     return resolved[0]
 
 

@@ -28,27 +28,17 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
+from heron.coding.tools.details import FindDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
-from heron.coding.tools.walk import (
-    Backend,
-    ExternalProcess,
-    GlobError,
-    Walker,
-    cap_output,
-    check_path,
-    compile_glob,
-    find_program,
-    path_joiner,
-    pick_backend,
-    read_records,
-    truncation_details,
-)
+from heron.coding.tools.external import ExternalProcess, read_records
+from heron.coding.tools.globs import GlobError, compile_glob
+from heron.coding.tools.listing import Backend, cap_output, check_path, find_program, path_joiner, pick_backend
+from heron.coding.tools.walker import Walker
 
 NO_FILES = "No files found matching pattern"
 
@@ -121,12 +111,9 @@ class FindTool(AgentTool[FindParams]):
 
         more = len(paths) > limit
         paths = paths[:limit]
-        details: dict[str, Any] = {
-            "backend": "fd" if program else "python",
-            "results": len(paths),
-            "limit_reached": more,
-            "truncation": None,
-        }
+        details = FindDetails(
+            backend="fd" if program else "python", results=len(paths), limit_reached=more, truncation=None
+        )
         if not paths:
             return ToolResult.text(NO_FILES, details=details)
         join = path_joiner(root, self.env.cwd)

@@ -50,22 +50,21 @@ from pydantic import Field
 
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
+from heron.coding.tools.details import GrepDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
-from heron.coding.tools.walk import (
+from heron.coding.tools.external import ExternalProcess, read_records
+from heron.coding.tools.globs import GlobError
+from heron.coding.tools.ignore import Overrides
+from heron.coding.tools.listing import (
     Backend,
-    ExternalProcess,
-    GlobError,
-    Overrides,
-    Walker,
     cap_output,
     check_path,
     find_program,
     path_joiner,
     pick_backend,
     printable,
-    read_records,
-    truncation_details,
 )
+from heron.coding.tools.walker import Walker
 from heron.context.truncate import cut_line
 
 NO_MATCHES = "No matches found"
@@ -488,13 +487,9 @@ class GrepTool(AgentTool[GrepParams]):
 
         join = path_joiner(root, self.env.cwd) if is_dir else (lambda _rel: printable(shown))
         lines, count, more, cut_any = render(hits, join, limit, params.context, limits.grep_line_chars)
-        details: dict[str, Any] = {
-            "backend": "rg" if program else "python",
-            "matches": count,
-            "limit_reached": more,
-            "lines_cut": cut_any,
-            "truncation": None,
-        }
+        details = GrepDetails(
+            backend="rg" if program else "python", matches=count, limit_reached=more, lines_cut=cut_any, truncation=None
+        )
         if not lines:
             return ToolResult.text(NO_MATCHES, details=details)
         notices: list[str] = []

@@ -20,28 +20,17 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
+from heron.coding.tools.details import LsDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
-from heron.coding.tools.walk import (
-    GIT_DIR,
-    Backend,
-    ExternalProcess,
-    Walker,
-    cap_output,
-    check_path,
-    entry_kind,
-    find_program,
-    name_key,
-    pick_backend,
-    printable,
-    read_records,
-    truncation_details,
-)
+from heron.coding.tools.external import ExternalProcess, read_records
+from heron.coding.tools.listing import Backend, cap_output, check_path, find_program, pick_backend, printable
+from heron.coding.tools.walker import GIT_DIR, Walker, entry_kind, name_key
 
 EMPTY = "(empty directory)"
 ALL_IGNORED = "(no entries shown)"
@@ -103,13 +92,13 @@ class LsTool(AgentTool[LsParams]):
 
         ignored = total - len(visible)
         more = len(visible) > limit
-        details: dict[str, Any] = {
-            "backend": "fd" if program else "python",
-            "entries": min(len(visible), limit),
-            "ignored": ignored,
-            "limit_reached": more,
-            "truncation": None,
-        }
+        details = LsDetails(
+            backend="fd" if program else "python",
+            entries=min(len(visible), limit),
+            ignored=ignored,
+            limit_reached=more,
+            truncation=None,
+        )
         notices: list[str] = []
         if more:
             notices.append(f"[{limit} entries limit reached. Use limit={limit * 2} for more.]")

@@ -1,34 +1,32 @@
-"""write: create or replace a whole file, atomically.
+"""write: create or replace a whole file.
 
-The new content goes to a temporary file in the same directory which then replaces the
-target with one rename, so a crash, a full disk or a concurrent reader never sees half a
-file. An existing file keeps its permission bits (a script stays executable); a symlink
-is followed, so the file it points to is replaced rather than the link.
+How the file is replaced (atomically, keeping its mode; read-only files refused; hard
+links written through; symlinks followed) is :func:`heron.coding.tools.files.replace_file`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import stat
-import uuid
 from pathlib import Path
 
 from pydantic import Field
 
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
-from heron.coding.tools.env import ToolEnv, display_path, resolve_path
+from heron.coding.tools.details import WriteDetails
+from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
+from heron.coding.tools.files import Written, check_regular, permission_error, replace_file, stat_path
 
 DESCRIPTION = (
-    "Write a file: creates it (and any missing parent directories) or replaces its whole content. "
-    "Prefer edit for changing part of an existing file."
+    "Create or overwrite a file with the given content; missing parent directories are created. "
+    "Use edit to change part of a file."
 )
 
 
 class WriteParams(ToolParams):
-    path: str = Field(description="Path of the file to write (relative to the working directory, or absolute).")
-    content: str = Field(description="The complete new content of the file.")
+    path: str = Field(description=PATH_DESCRIPTION)
+    content: str = Field(description="The complete file content.")
 
 
 class WriteTool(AgentTool[WriteParams]):
@@ -57,65 +55,28 @@ class WriteTool(AgentTool[WriteParams]):
             ) from exc
         if signal.aborted:
             raise ToolError("Write was aborted; nothing was written.")
-        created = await asyncio.to_thread(_write_atomic, path, shown, data)
-        st = path.stat()
-        self.env.reads.note_write(path, st.st_mtime_ns, st.st_size)
-        return ToolResult.text(
-            f"Wrote {len(data)} bytes to {shown}",
-            details={"path": shown, "bytes": len(data), "created": created},
-        )
+        written = await asyncio.to_thread(_write, path, shown, data)
+        self.env.reads.note_write(path, written.mtime_ns, written.size)
+        details = WriteDetails(path=shown, bytes=len(data), created=written.created)
+        text = f"Wrote {len(data)} bytes to {shown}"
+        if written.in_place:
+            details["hard_link"] = True
+            text += " (in place: the file has other hard links, which see the new content too)"
+        return ToolResult.text(text, details=details)
 
 
-def _write_atomic(path: Path, shown: str, data: bytes) -> bool:
-    """Replace ``path`` with ``data``; whether the file is new."""
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    try:
-        st: os.stat_result | None = target.stat()
-    except FileNotFoundError:
-        st = None
-    except NotADirectoryError as exc:
-        raise ToolError(f"Cannot write {shown}: part of its directory path is a file.") from exc
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{shown} is a directory; give the path of a file to write.")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{shown} is not a regular file (a device, socket or pipe), so it was not replaced.")
-
+def _write(path: Path, shown: str, data: bytes) -> Written:
+    """Replace ``path`` with ``data``, creating missing parent directories."""
+    st = stat_path(path, shown, "write", missing_ok=True)
+    if st is not None:
+        check_regular(st, shown, "replaced", "Give the path of a file to write.")
+    target = Path(os.path.realpath(path))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
         raise ToolError(f"Cannot write {shown}: part of its directory path is a file.") from exc
-    except PermissionError as exc:
-        raise ToolError(f"Permission denied: cannot create the directory for {shown}.") from exc
+    except PermissionError:
+        raise permission_error(target.parent, shown, "create the directory for") from None
     except OSError as exc:
         raise ToolError(f"Cannot create the directory for {shown}: {exc.strerror or exc}") from exc
-
-    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        # 0o666 lets the umask decide the mode of a new file, as any editor would.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except PermissionError as exc:
-        raise ToolError(f"Permission denied: {shown}") from exc
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if st is not None:
-                os.fchmod(fd, stat.S_IMODE(st.st_mode))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, PermissionError):
-            raise ToolError(f"Permission denied: {shown}") from exc
-        if isinstance(exc, OSError):
-            raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from exc
-        raise
-    return st is None
+    return replace_file(path, shown, data, st)
