@@ -236,9 +236,6 @@ def test_a_missing_or_altered_turn_prompt_breaks_d() -> None:
     assert TurnPromptPresent().check(snapshot(as_string, turn_prompt=prompt)) != []
 
 
-@pytest.mark.xfail(strict=True, reason="_content_key wraps a string prompt as one text block but dumps it without "
-                                       "sort_keys while block content is dumped with sort_keys=True, so the two "
-                                       "spellings of the same prompt never compare equal")
 def test_a_prompt_given_as_a_string_matches_its_single_text_block() -> None:
     prompt = UserMessage(content="fix the bug")
     assert TurnPromptPresent().check(snapshot([user("fix the bug")], turn_prompt=prompt)) == []

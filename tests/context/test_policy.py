@@ -467,10 +467,6 @@ def test_prepare_indexes_the_reads_of_the_view_it_returns(session_for: Callable[
     assert s.policy.find_read(str(s.root / "f1.txt"), None, None) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="with a stated limit but no count in the error, learn_from_overflow plans for "
-                                       "98% of the stated limit even when the rejected request (by heron's count) "
-                                       "was already below that: the window stays above the rejected size, so the "
-                                       "same request is sent again (and a repeat only lowers it by one token)")
 def test_the_learned_window_is_below_the_rejected_size_when_the_error_names_no_count(
     session_for: Callable[..., Session]
 ) -> None:

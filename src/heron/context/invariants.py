@@ -154,7 +154,7 @@ class PrunedStaysPruned:
 def _content_key(message: UserMessage) -> str:
     content = message.content
     if isinstance(content, str):
-        return json.dumps([{"type": "text", "text": content}])
+        return json.dumps([{"text": content, "type": "text"}], sort_keys=True)
     return json.dumps([b.to_json_dict() for b in content], sort_keys=True)
 
 

@@ -261,7 +261,7 @@ class ContextPolicy:
             )
         self.last_tokens = tokens
         self.last_max_tokens = self.output_cap(tokens)
-        self.reads = ReadIndex.of_view(view, self.cwd)
+        self.reads = ReadIndex.of_view(view, self.cwd, self.decisions.stubs)
         return view
 
     def _why_over(self) -> str:
@@ -306,6 +306,8 @@ class ContextPolicy:
         if limit is not None:
             ratio = counted_ratio(text, heron_input=self.last_tokens, heron_total=rejected)
             limit = int(limit * min(1.0, ratio) * 0.98)
+            if ratio == 1.0 and rejected <= limit:  # refused below its own limit by heron's count:
+                limit = int(max(self.last_tokens, rejected / 2) * 0.9)  # heron undercounts; go below
         else:
             limit, source = int(max(self.last_tokens, rejected / 2) * 0.9), "rejected size"
         window = max(MIN_LEARNED_WINDOW, min(limit, current - 1))

@@ -22,7 +22,7 @@ the same answer as the one that never stopped.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,10 @@ def with_injections(source: EntrySource, context: SessionContext) -> list[AgentM
     injected = injected_messages(compaction.details, iso_to_ms(compaction.timestamp))
     prompt_id = compaction.details.get(DETAIL_KEPT_PROMPT)
     if isinstance(prompt_id, str) and prompt_id and prompt_id not in context.entry_ids:
-        entry = source.get(prompt_id)
+        try:
+            entry = source.get(prompt_id)
+        except KeyError:  # a hand-edited or cut file: the prompt is gone, the session still opens
+            entry = None
         if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
             injected.append(entry.message)
     if not injected:
@@ -149,11 +152,13 @@ class ReadIndex:
         self._reads = reads or {}
 
     @classmethod
-    def of_view(cls, view: Sequence[AgentMessage], cwd: Path) -> ReadIndex:
+    def of_view(cls, view: Sequence[AgentMessage], cwd: Path, pruned: Collection[str] = ()) -> ReadIndex:
+        """``pruned``: tool call ids whose results the view carries as stubs (a stub keeps
+        the original details, so it must not count as the content)."""
         calls = _calls(view)
         reads: dict[ReadKey, ReadInView] = {}
         for message in view:
-            if not isinstance(message, ToolResultMessage):
+            if not isinstance(message, ToolResultMessage) or message.tool_call_id in pruned:
                 continue
             whole = whole_read(message)
             call = calls.get(message.tool_call_id)
@@ -176,6 +181,17 @@ def _calls(messages: Sequence[AgentMessage]) -> dict[str, ToolCall]:
 
 
 # --- decisions applied ------------------------------------------------------------------------
+
+
+def _same_version(stub: ToolResultMessage, earlier: tuple[int, int] | None) -> bool:
+    """Whether the whole read before a de-dup stub is of the file version it vouched for."""
+    if earlier is None:
+        return False
+    details: Any = stub.details
+    mtime, size = details.get("mtime_ns"), details.get("size")
+    if not isinstance(mtime, int):
+        return True  # recorded before heron kept the version: the range is what it has
+    return (mtime, size) == earlier
 
 
 def gone_note(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
@@ -210,7 +226,7 @@ class ViewBuilder:
         stubs = decisions.stubs
         out: list[AgentMessage] = []
         calls: dict[str, ToolCall] | None = None
-        present: set[ReadKey] = set()
+        present: dict[ReadKey, tuple[int, int]] = {}
         for message in messages:
             if not isinstance(message, ToolResultMessage):
                 out.append(message)
@@ -227,10 +243,12 @@ class ViewBuilder:
             call = calls.get(message.tool_call_id)
             key = read_key(call, self.cwd) if call is not None else None
             if is_dedup_stub(message):
-                out.append(message if key is not None and key in present else self._gone(message, call))
+                kept = key is not None and _same_version(message, present.get(key))
+                out.append(message if kept else self._gone(message, call))
             else:
-                if key is not None and whole_read(message) is not None:
-                    present.add(key)
+                whole = whole_read(message)
+                if key is not None and whole is not None:
+                    present[key] = whole
                 out.append(message)
         return out
 
