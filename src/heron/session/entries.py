@@ -19,6 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from heron.agent.messages import AgentMessage, OpaqueMessage, agent_message_from_json
 from heron.ai.types import JSON, ImageContent, TextContent, block_from_json
+from heron.session.jsonl import dumps_line as dumps_line
 
 CURRENT_VERSION = 3
 
@@ -451,18 +452,6 @@ def entry_from_json(data: JSON) -> Entry:
         return decode(data)
     except (TypeError, KeyError, AttributeError, ValueError) as exc:
         raise ValueError(f"malformed {kind} entry: {exc}") from exc
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_ENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-
-
-def dumps_line(data: JSON) -> bytes:
-    """One JSONL line as pi writes it: compact, non-ASCII as is, ending in a newline."""
-    try:
-        return (_ENCODE(data) + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates cannot be UTF-8: escape them instead
-        return (_ENCODE_ASCII(data) + "\n").encode("ascii")
 
 
 # --- migration ----------------------------------------------------------------------
