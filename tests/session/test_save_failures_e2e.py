@@ -104,7 +104,8 @@ def test_a_session_file_heron_may_not_write_is_refused_at_start(box: Sandbox) ->
     result = box.run(3, "--continue")
     line = one_line(result.err)
     assert result.code == 2
-    assert line == f"heron: cannot save the session (opening the file for writing): {path}: [Errno 13] Permission denied"
+    what = "opening the file for writing"
+    assert line == f"heron: cannot save the session ({what}): {path}: [Errno 13] Permission denied"
     assert result.requests == 0 and result.tools_ran == 0
     assert path.read_bytes() == before
 

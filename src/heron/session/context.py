@@ -157,6 +157,21 @@ def restore_settings(
     return model, thinking
 
 
+def settings_after(model: ModelRef | None, thinking: str | None, entry: Entry) -> tuple[ModelRef | None, str | None]:
+    """The settings of a path after ``entry`` is appended to it (for a store's cache of
+    its leaf's settings, so an append does not walk the path again)."""
+    if isinstance(entry, ModelChangeEntry):
+        model = entry.model
+    elif isinstance(entry, ThinkingLevelChangeEntry):
+        thinking = entry.thinking_level
+    elif (
+        isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
+        and entry.message.provider and entry.message.model
+    ):
+        model = ModelRef(entry.message.provider, entry.message.model)
+    return model, thinking
+
+
 def last_index(values: Sequence[str], value: str, before: int) -> int | None:
     """The last position < ``before`` holding ``value`` (searched in C, not in Python)."""
     if before <= 0:

@@ -9,7 +9,6 @@ kept in ``extra`` and an entry of a type this heron does not know is kept whole
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Container

@@ -16,7 +16,7 @@ import os
 from typing import TYPE_CHECKING
 
 from heron.session import writer
-from heron.session.entries import LabelEntry, iso_now, new_entry_id
+from heron.session.entries import Entry, LabelEntry, iso_now, new_entry_id
 from heron.session.jsonl import dumps_line
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def fork(
     taken: set[str] = set()
     previous: str | None = None
     for i in indices:
-        found = source._fork_line(i, previous)
+        found = fork_line(source, i, previous)
         if found is None:  # malformed: left out, its child is attached to the entry before it
             continue
         line, entry = found
@@ -75,3 +75,21 @@ def fork(
         return new
     writer.write_new_file(new.path, dumps_line(new.header.to_json_dict()) + b"".join(lines), fsync=source.fsync)
     return SessionStore.open(new.path, fsync=source.fsync)
+
+
+def fork_line(source: SessionStore, index: int, parent_id: str | None) -> tuple[bytes, Entry | None] | None:
+    """Entry ``index``'s line in a fork where its parent is ``parent_id``: verbatim when
+    that is its parent in the file, else re-encoded (the entry is returned too); None for a
+    malformed entry."""
+    tree, repairs = source._index, source._repairs
+    parent = tree.parents[index]
+    same = (tree.ids[parent] if parent >= 0 else None) == parent_id
+    line = source._line_for(index) if same and index not in repairs.dangling else None
+    if line is not None:
+        return line, None
+    decoded = source.entry_at(index)
+    if decoded is None:
+        return None
+    entry = copy.copy(decoded)
+    entry.parent_id = parent_id
+    return dumps_line(entry.to_json_dict()), entry

@@ -23,13 +23,69 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
-from heron.session.entries import Entry, new_entry_id
+from heron.ai.types import JSON
+from heron.session import _scan
+from heron.session.entries import CURRENT_VERSION, Entry, SessionHeader, entry_from_json, migrate, new_entry_id
 from heron.session.index import ROOT, EntryIndex
 
 Warn = Callable[[str], None]
 _UNRESOLVED = -2
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A scanned file as a tree: the index, its repairs, the entries decoded on the way."""
+
+    index: EntryIndex
+    repairs: Repairs
+    cache: dict[int, Entry]
+    migrated: bool  # an older version, migrated in memory: the lines are not the entries
+
+
+def load_scan(raw: _scan.RawIndex, header: SessionHeader, warn: Warn) -> Loaded:
+    """Turn what :func:`heron.session._scan.scan` found into a tree. Files older than
+    version 3 are decoded whole and migrated (``header.version`` is brought up to date)."""
+    index, repairs = EntryIndex(), Repairs()
+    loaded = Loaded(index, repairs, {}, migrated=raw.full)
+    index.offsets, index.lengths, index.line_nos = raw.offsets, raw.lengths, raw.line_nos
+    if raw.full:
+        dicts = [raw.parsed[i] for i in range(len(raw.types))]
+        header_json = raw.header if raw.header is not None else {"type": "session", "version": CURRENT_VERSION}
+        before = header.version
+        for message in migrate(header_json, dicts, raw.line_nos):
+            warn(message)
+        header.version = max(CURRENT_VERSION, before) if raw.header is not None else CURRENT_VERSION
+        loaded.migrated = before < CURRENT_VERSION and raw.header is not None
+        index.types = [str(d.get("type")) for d in dicts]
+        index.roles = list(raw.roles)
+        ids: list[str] = []
+        parents: list[str | None] = []
+        for i, data in enumerate(dicts):
+            _decode(loaded, i, data, warn)
+            eid, parent = data.get("id"), data.get("parentId")
+            ids.append(eid if isinstance(eid, str) else "")
+            parents.append(parent if isinstance(parent, str) else None)
+        resolve(index, repairs, ids, parents, raw.bridges, warn)
+    else:
+        index.types, index.roles = raw.types, raw.roles
+        for i, data in raw.parsed.items():
+            _decode(loaded, i, data, warn)
+        resolve(index, repairs, raw.ids, raw.parents, raw.bridges, warn)
+    for i, entry in loaded.cache.items():  # entries decoded during the scan: renamed ids, new parents
+        repairs.fix_links(i, entry, index)
+    index.set_windows(raw.windows)
+    return loaded
+
+
+def _decode(loaded: Loaded, index: int, data: JSON, warn: Warn) -> None:
+    try:
+        loaded.cache[index] = entry_from_json(data)
+    except ValueError as exc:
+        loaded.repairs.bad.add(index)
+        warn(f"line {loaded.index.line_nos[index] + 1}: malformed entry skipped: {exc}")
 
 
 class Repairs:

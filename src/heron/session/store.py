@@ -23,34 +23,28 @@ of a second.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import os
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from heron.agent.messages import AgentMessage
-from heron.ai.types import JSON, AssistantMessage, ImageContent, TextContent
+from heron.ai.types import AssistantMessage
 from heron.session import _scan, writer
+from heron.session.appends import EntryAppends
+from heron.session.context import SessionContext, build_context, restore_settings, settings_after
 from heron.session.entries import (
     CURRENT_VERSION,
     BranchSummaryEntry,
-    CompactionEntry,
-    CustomEntry,
-    CustomMessageEntry,
     Entry,
     LabelEntry,
     MessageEntry,
-    ModelChangeEntry,
     ModelRef,
     SessionHeader,
     SessionInfoEntry,
-    ThinkingLevelChangeEntry,
     entry_from_json,
     iso_now,
-    migrate,
     new_entry_id,
 )
 from heron.session.errors import (
@@ -61,11 +55,8 @@ from heron.session.errors import (
 )
 from heron.session.index import ROOT, EntryIndex, SessionTree
 from heron.session.jsonl import dumps_line, is_clean, loads_line
-from heron.session.repair import Repairs, resolve
+from heron.session.repair import Repairs, load_scan
 from heron.session.stats import count_by
-
-if TYPE_CHECKING:
-    from heron.session.context import SessionContext
 
 log = logging.getLogger("heron.session")
 
@@ -80,7 +71,7 @@ __all__ = [
 ]
 
 
-class SessionStore:
+class SessionStore(EntryAppends):
     """A session's entries and leaf. Use :meth:`create`, :meth:`open` or :meth:`in_memory`."""
 
     def __init__(
@@ -186,54 +177,13 @@ class SessionStore:
                 f"session file version {self.header.version} is newer than this heron supports ({CURRENT_VERSION})"
             )
             self._warn(self._read_only_reason + ": reading what can be read, appending is refused")
-        index = self._index
-        if raw.full:
-            self._load_full(raw)
-        else:
-            index.types, index.roles = raw.types, raw.roles
-            index.offsets, index.lengths, index.line_nos = raw.offsets, raw.lengths, raw.line_nos
-            for i, data in raw.parsed.items():
-                self._cache_parsed(i, data)
-            resolve(index, self._repairs, raw.ids, raw.parents, raw.bridges, self._warn)
-        for i, entry in self._cache.items():  # entries decoded during the scan: renamed ids, new parents
-            self._repairs.fix_links(i, entry, index)
-        if raw.header is None:
-            # an empty file or one without a usable header: rewritten with one before appending
-            self._needs_rewrite = True
-        self._leaf = len(index) - 1
-        index.set_windows(raw.windows)
+        loaded = load_scan(raw, self.header, self._warn)
+        self._index, self._repairs, self._cache = loaded.index, loaded.repairs, loaded.cache
+        self._disk_is_current = not loaded.migrated
+        # migrated, or without a usable header (an empty file): rewritten before appending
+        self._needs_rewrite = (loaded.migrated and raw.header is not None) or raw.header is None
+        self._leaf = len(self._index) - 1
         self._labels_read = False
-
-    def _load_full(self, raw: _scan.RawIndex) -> None:
-        """Files older than version 3: decode everything and migrate."""
-        index = self._index
-        dicts = [raw.parsed[i] for i in range(len(raw.types))]
-        header_json = raw.header if raw.header is not None else {"type": "session", "version": CURRENT_VERSION}
-        before = self.header.version
-        for message in migrate(header_json, dicts, raw.line_nos):
-            self._warn(message)
-        self.header.version = max(CURRENT_VERSION, before) if raw.header is not None else CURRENT_VERSION
-        if before < CURRENT_VERSION and raw.header is not None:
-            self._needs_rewrite = True
-        self._disk_is_current = False
-        index.types = [str(d.get("type")) for d in dicts]
-        index.roles = list(raw.roles)
-        index.offsets, index.lengths, index.line_nos = raw.offsets, raw.lengths, raw.line_nos
-        ids: list[str] = []
-        parents: list[str | None] = []
-        for i, data in enumerate(dicts):
-            self._cache_parsed(i, data)
-            eid, parent = data.get("id"), data.get("parentId")
-            ids.append(eid if isinstance(eid, str) else "")
-            parents.append(parent if isinstance(parent, str) else None)
-        resolve(index, self._repairs, ids, parents, raw.bridges, self._warn)
-
-    def _cache_parsed(self, index: int, data: JSON) -> None:
-        try:
-            self._cache[index] = entry_from_json(data)
-        except ValueError as exc:
-            self._repairs.bad.add(index)
-            self._warn(f"line {self._index.line_nos[index] + 1}: malformed entry skipped: {exc}")
 
     def _warn(self, message: str) -> None:
         where = str(self.path) if self.path is not None else "<memory>"
@@ -456,29 +406,10 @@ class SessionStore:
         cached = self._settings
         if cached is not None and cached[0] == self._leaf:
             return cached[1], cached[2]
-        from heron.session.context import restore_settings
-
         ids, types = self.lineage(self.leaf_id)
         model, thinking = restore_settings(self, ids, types)
         self._settings = (self._leaf, model, thinking)
         return model, thinking
-
-    def _track_settings(self, old_leaf: int, new_leaf: int, entry: Entry) -> None:
-        cached = self._settings
-        if cached is None or cached[0] != old_leaf:
-            self._settings = None
-            return
-        model, thinking = cached[1], cached[2]
-        if isinstance(entry, ModelChangeEntry):
-            model = entry.model
-        elif isinstance(entry, ThinkingLevelChangeEntry):
-            thinking = entry.thinking_level
-        elif (
-            isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
-            and entry.message.provider and entry.message.model
-        ):
-            model = ModelRef(entry.message.provider, entry.message.model)
-        self._settings = (new_leaf, model, thinking)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -513,7 +444,9 @@ class SessionStore:
         if isinstance(entry, LabelEntry | SessionInfoEntry):
             self._read_labels_and_name()
             self._note(entry)
-        self._track_settings(leaf, position, entry)
+        cached = self._settings
+        self._settings = None if cached is None or cached[0] != leaf else (
+            position, *settings_after(cached[1], cached[2], entry))
         return entry
 
     def _check_writable(self) -> None:
@@ -554,18 +487,12 @@ class SessionStore:
         header to a file that had none), replacing the file in one step."""
         assert self._writer is not None
         lines = [dumps_line(self.header.to_json_dict())]
-        offset = len(lines[0])
-        offsets: list[int] = []
-        lengths: list[int] = []
         for i in range(len(self._index)):
             line = self._line_for(i)
             if line is None:
                 self._warn(f"line {self._index.line_nos[i] + 1}: malformed entry dropped when the file was rewritten")
-                line = b""
-            lines.append(line)
-            offsets.append(offset)
-            lengths.append(max(0, len(line) - 1))
-            offset += len(line)
+            lines.append(line or b"")
+        offsets, lengths = writer.line_places(lines)
         self._rfd = self._writer.replace(b"".join(lines))
         # the entries now live at new offsets, under the ids and parents the tree has
         self._index.relocate(offsets, lengths)
@@ -590,58 +517,6 @@ class SessionStore:
                 return raw + b"\n"
         entry = self._entry(index)
         return None if entry is None else dumps_line(entry.to_json_dict())
-
-    # --- convenience appends --------------------------------------------------------------
-
-    def append_message(self, message: AgentMessage) -> MessageEntry:
-        entry = MessageEntry(message=message)
-        self.append(entry)
-        return entry
-
-    def append_model_change(self, provider: str, model_id: str) -> ModelChangeEntry:
-        entry = ModelChangeEntry(provider=provider, model_id=model_id)
-        self.append(entry)
-        return entry
-
-    def append_thinking_level_change(self, level: str) -> ThinkingLevelChangeEntry:
-        entry = ThinkingLevelChangeEntry(thinking_level=level)
-        self.append(entry)
-        return entry
-
-    def append_compaction(
-        self, summary: str, first_kept_entry_id: str, tokens_before: int, details: Any = None,
-        from_hook: bool | None = None,
-    ) -> CompactionEntry:
-        entry = CompactionEntry(summary=summary, first_kept_entry_id=first_kept_entry_id,
-                                tokens_before=tokens_before, details=details, from_hook=from_hook)
-        self.append(entry)
-        return entry
-
-    def append_custom(self, custom_type: str, data: Any = None) -> CustomEntry:
-        entry = CustomEntry(custom_type=custom_type, data=data)
-        self.append(entry)
-        return entry
-
-    def append_custom_message(
-        self, custom_type: str, content: str | list[TextContent | ImageContent], display: bool = True,
-        details: Any = None,
-    ) -> CustomMessageEntry:
-        entry = CustomMessageEntry(custom_type=custom_type, content=content, display=display, details=details)
-        self.append(entry)
-        return entry
-
-    def set_label(self, target_id: str, label: str | None) -> LabelEntry:
-        """Label an entry (``None`` clears). Appended like any entry, so it moves the leaf."""
-        if target_id not in self._index.by_id:
-            raise KeyError(f"no entry {target_id!r} in this session")
-        entry = LabelEntry(target_id=target_id, label=label or None)
-        self.append(entry)
-        return entry
-
-    def set_name(self, name: str | None) -> SessionInfoEntry:
-        entry = SessionInfoEntry(name=name or None)
-        self.append(entry)
-        return entry
 
     # --- branching ------------------------------------------------------------------------
 
@@ -681,21 +556,6 @@ class SessionStore:
 
         return fork(self, entry_id, path=path, home=home)
 
-    def _fork_line(self, index: int, parent_id: str | None) -> tuple[bytes, Entry | None] | None:
-        """Entry ``index``'s line in a fork where its parent is ``parent_id``: verbatim when
-        that is its parent in the file, else re-encoded; None for a malformed entry."""
-        parent = self._index.parents[index]
-        same = (self._index.ids[parent] if parent >= 0 else None) == parent_id
-        line = self._line_for(index) if same and index not in self._repairs.dangling else None
-        if line is not None:
-            return line, None
-        decoded = self._entry(index)
-        if decoded is None:
-            return None
-        entry = copy.copy(decoded)
-        entry.parent_id = parent_id
-        return dumps_line(entry.to_json_dict()), entry
-
     def _adopt(self, entry: Entry) -> None:
         """Add an entry that already has its id and parent (fork), without writing."""
         index = self._index
@@ -711,8 +571,6 @@ class SessionStore:
     def build_context(self, leaf_id: str | None = None) -> SessionContext:
         """The messages, model and thinking level for ``leaf_id`` (default: the leaf); see
         :func:`heron.session.context.build_context`."""
-        from heron.session.context import build_context
-
         return build_context(self, self.leaf_id if leaf_id is None else leaf_id)
 
 

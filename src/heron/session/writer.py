@@ -194,3 +194,16 @@ def write_new_file(path: Path, data: bytes, *, fsync: bool = False) -> None:
             os.unlink(path)
         raise write_error("creating the file", path, exc) from None
     os.close(fd)
+
+
+def line_places(lines: list[bytes]) -> tuple[list[int], list[int]]:
+    """Offset and length (without the newline) of each line after the first (the header)
+    in the file ``b"".join(lines)``."""
+    offset = len(lines[0])
+    offsets: list[int] = []
+    lengths: list[int] = []
+    for line in lines[1:]:
+        offsets.append(offset)
+        lengths.append(max(0, len(line) - 1))
+        offset += len(line)
+    return offsets, lengths
