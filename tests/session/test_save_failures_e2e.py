@@ -174,3 +174,24 @@ def test_a_disk_full_before_the_first_line_leaves_no_half_file(box: Sandbox) -> 
     assert "cannot save the session (creating the file)" in line and "No space left on device" in line
     assert result.tools_ran == 0 and result.requests == 1
     assert box.session_files() == []
+
+
+def test_continue_works_on_a_session_poisoned_by_a_lone_surrogate(box: Sandbox) -> None:
+    """Sessions written by earlier versions hold ``\\ud800`` escapes; --continue used to fail
+    with UnicodeEncodeError on every run."""
+    path = first_run(box)
+    lines = path.read_text().splitlines()
+    poisoned = [line.replace("Run the 1 steps.", "Run the \\ud800 steps.") for line in lines]
+    assert sum("\\ud800" in line for line in poisoned) == 1
+    path.write_text("\n".join(poisoned) + "\n")
+    before = path.read_bytes()
+    result = box.run(1, "--continue")
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err and result.requests == 2
+    after = path.read_bytes()
+    assert after.startswith(before)  # appended to, the old lines as they were
+    after.decode("utf-8")  # and valid UTF-8
+    from heron.session.store import SessionStore
+
+    messages = SessionStore.open(path, read_only=True).build_context().messages
+    assert messages[0].text() == "Run the \ufffd steps." and len(messages) == 8
