@@ -1,4 +1,4 @@
-"""What the agent sees for a leaf: messages, model and thinking level (DESIGN §6, pi's
+"""What the agent sees for a leaf: messages, model and thinking level (docs/sessions.md; pi's
 ``buildSessionContext``).
 
 The path is the chain of entries from the root to the leaf. Settings: the latest
@@ -236,7 +236,7 @@ def _position(ids: Sequence[str], entry_id: str, before: int) -> int | None:
 
 
 def _region_start(source: EntrySource, ids: Sequence[str], types: Sequence[str], compaction: int) -> int:
-    """Where the region a compaction at ``compaction`` considered starts (DESIGN §5 step 2):
+    """Where the region a compaction at ``compaction`` considered starts (docs/context.md):
     the previous compaction's first kept entry, else just after it, else the root."""
     previous = last_index(types, "compaction", compaction)
     if previous is None:

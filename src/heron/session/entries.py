@@ -1,4 +1,4 @@
-"""Session entries: pi's version-3 JSONL format (DESIGN §6), and migration of older files.
+"""Session entries: pi's version-3 JSONL format (docs/sessions.md), and migration of older files.
 
 One line per entry. On disk the field names are pi's camelCase and every entry starts
 ``{"type":...,"id":...,"parentId":...,"timestamp":...`` (the store's fast indexer relies on
@@ -237,7 +237,7 @@ class ThinkingLevelChangeEntry(EntryBase):
 
 @dataclass(slots=True, kw_only=True)
 class CompactionEntry(EntryBase):
-    """History before ``first_kept_entry_id`` replaced by ``summary`` (DESIGN §5)."""
+    """History before ``first_kept_entry_id`` replaced by ``summary`` (docs/context.md)."""
 
     summary: str
     first_kept_entry_id: str

@@ -1,4 +1,4 @@
-"""Persisting an agent's run: every message at ``message_end``, in order (DESIGN §6).
+"""Persisting an agent's run: every message at ``message_end``, in order (docs/sessions.md).
 
 The agent emits events synchronously, so appending in the listener writes each message
 the moment it is final, before the loop moves on: a crash at any point loses at most the
