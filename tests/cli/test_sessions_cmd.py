@@ -154,3 +154,87 @@ def test_run_writes_to_given_streams(tmp_path: Path) -> None:
     args = argparse.Namespace(sessions_command="info", file=str(PI_SESSIONS / "large-session.jsonl"), json=True)
     assert run_sessions(args, out, err) == 0
     assert json.loads(out.getvalue())["entries"] == 1018
+
+
+# --- delete -------------------------------------------------------------------------------------
+
+
+def saved_session(home: Path, cwd: Path) -> SessionStore:
+    store = SessionStore.create(cwd, home=home)
+    store.append_message(user("hi"))
+    store.append_message(assistant("hello"))
+    return store
+
+
+def test_delete_removes_the_file_and_its_spill_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERON_HOME", str(home))
+    store = saved_session(home, tmp_path)
+    other = saved_session(home, tmp_path)
+    store.close()
+    other.close()
+    assert store.path is not None and other.path is not None
+    spills = home / "tool-output" / store.session_id
+    spills.mkdir(parents=True)
+    (spills / "bash-call_1.log").write_text("lots of output")
+    (home / "tool-output" / other.session_id).mkdir()
+    code, out, err = run("sessions", "delete", store.session_id[:8], "--yes", capsys=capsys)
+    assert code == 0, err
+    assert out.splitlines() == [f"deleted {store.path}", f"deleted {spills}"]
+    assert not store.path.exists() and not spills.exists()
+    assert other.path.exists() and (home / "tool-output" / other.session_id).is_dir()  # another session's stay
+
+
+def test_delete_is_refused_while_the_session_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERON_HOME", str(home))
+    store = saved_session(home, tmp_path)  # open for writing: holds the lock
+    assert store.path is not None
+    code, _, err = run("sessions", "delete", str(store.path), "--yes", capsys=capsys)
+    assert code == 1 and "in use by another heron process" in err
+    assert store.path.exists()
+    store.close()
+
+
+def test_delete_needs_yes_without_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERON_HOME", str(home))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    store = saved_session(home, tmp_path)
+    store.close()
+    assert store.path is not None
+    code, _, err = run("sessions", "delete", str(store.path), capsys=capsys)
+    assert code == 2 and "needs --yes" in err
+    assert store.path.exists()
+
+
+def test_delete_does_not_follow_a_hostile_session_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERON_HOME", str(home))
+    keep = home / "keep"
+    keep.mkdir(parents=True)
+    path = write_jsonl(tmp_path / "evil.jsonl", [header(id="../keep"), *chain(2)])
+    code, out, err = run("sessions", "delete", str(path), "--yes", capsys=capsys)
+    assert code == 0 and out.splitlines() == [f"deleted {path}"]
+    assert "cannot name a folder" in err
+    assert keep.is_dir()
+
+
+def test_info_counts_come_from_the_stats_module(tmp_path: Path) -> None:
+    from heron.cli.sessions_cmd import session_info
+    from heron.session.stats import session_stats
+
+    store = SessionStore.create(tmp_path, path=tmp_path / "s.jsonl")
+    store.append_message(user("q"))
+    store.append_model_change("p", "m")
+    store.append_message(assistant("a"))
+    stats = session_stats(store)
+    assert (stats.entries, stats.messages) == (3, 2)
+    assert stats.by_type == {"message": 2, "model_change": 1} and stats.by_role == {"user": 1, "assistant": 1}
+    assert stats.describe_types() == "3 (message 2, model_change 1)" and stats.describe_roles() == "assistant 1, user 1"
+    info = session_info(store)
+    assert (info["entries"], info["by_type"], info["by_role"]) == (3, stats.by_type, stats.by_role)

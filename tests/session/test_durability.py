@@ -195,7 +195,10 @@ def test_a_header_of_a_future_version_is_read_but_not_appended_to(tmp_path: Path
              {"type": "hologram", "id": "f0000000", "parentId": "e0000002", "timestamp": "2027-01-01T00:00:00.000Z"}]
     path = write_jsonl(tmp_path / "s.jsonl", lines)
     before = path.read_bytes()
-    store = SessionStore.open(path)
+    # continuing it is refused at once, naming the version and the file (not at the first append)
+    with pytest.raises(SessionReadOnlyError, match=r"version 4 is newer .*not continued: .*s\.jsonl"):
+        SessionStore.open(path)
+    store = SessionStore.open(path, read_only=True)
     assert any("version 4 is newer" in w for w in store.warnings)
     assert len(store) == 4 and len(store.build_context().messages) == 3
     with pytest.raises(SessionReadOnlyError, match="version 4"):

@@ -205,5 +205,7 @@ def test_iso_now_is_utc_with_milliseconds() -> None:
 
 def test_lines_are_compact_utf8_and_survive_lone_surrogates() -> None:
     assert dumps_line({"a": "ü b"}) == '{"a":"ü b"}\n'.encode()
-    escaped = dumps_line({"a": "\ud800"})  # not encodable as UTF-8: written escaped, still one line
-    assert json.loads(escaped) == {"a": "\ud800"} and escaped.count(b"\n") == 1
+    # not encodable as UTF-8: the unpaired surrogate becomes U+FFFD, a split pair is joined
+    line = dumps_line({"a": "x\ud800y", "b": "\ud83d\ude00", "\udcff": 1})
+    assert line.decode("utf-8") == '{"a":"x\ufffdy","b":"\U0001f600","\ufffd":1}\n'
+    assert json.loads(line) == {"a": "x\ufffdy", "b": "\U0001f600", "\ufffd": 1} and line.count(b"\n") == 1

@@ -1,5 +1,6 @@
 """``heron sessions``: list session files, describe one, draw its tree, show the window
-of its leaf (``context``) and what a compaction would do to it (``compact-plan``).
+of its leaf (``context``), what a compaction would do to it (``compact-plan``), and
+delete one with its spilled tool output (``delete``).
 
 Imported by ``heron.cli.main`` to register the sub-command, so this module imports only
 the standard library at the top; the session store is imported when a command runs.
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -50,6 +52,9 @@ def add_parser(subparsers: Any) -> None:
     context.add_argument("--window", type=_positive, default=None, metavar="TOKENS",
                          help="the model's context window, to show shares and the compaction threshold")
     context.add_argument("--json", action="store_true", help="print JSON")
+    delete = commands.add_parser("delete", help="delete a session file and its spilled tool output")
+    delete.add_argument("file", help="a session file, or a unique prefix of a session id")
+    delete.add_argument("--yes", "-y", action="store_true", help="do not ask (needed without a terminal)")
     parser.set_defaults(handler=run)
 
 
@@ -66,6 +71,7 @@ def _positive(value: str) -> int:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    from heron.session.errors import SessionError
     from heron.session.paths import AmbiguousSessionError, SessionNotFoundError
 
     try:
@@ -79,12 +85,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return _compact_plan(args, out, err)
         if args.sessions_command == "context":
             return _context(args, out, err)
+        if args.sessions_command == "delete":
+            return _delete(args, out, err)
     except BrokenPipeError:  # `heron sessions tree … | head`: stop quietly
         if out is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (SessionNotFoundError, AmbiguousSessionError, OSError) as exc:
+    except (SessionNotFoundError, AmbiguousSessionError, SessionError, OSError) as exc:
         print(f"heron sessions: {exc}", file=err)
         return 1
     print(f"heron sessions: unknown command {args.sessions_command!r}", file=err)
@@ -110,15 +118,53 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# --- delete -------------------------------------------------------------------------------
+
+
+def spill_folder(session_id: str) -> Path | None:
+    """Where the tools spilled this session's oversized output (None for an id that
+    cannot name a folder safely)."""
+    from heron.coding.tools.env import ToolEnv
+    from heron.session.paths import safe_session_id
+
+    if not safe_session_id(session_id):
+        return None
+    return ToolEnv(cwd=Path.cwd(), session_id=session_id).spill_dir()
+
+
+def _delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from heron.session.paths import delete_session, resolve_session
+
+    path = resolve_session(args.file)
+    with _open(str(path)) as store:
+        session_id = store.header.id
+    spills = spill_folder(session_id)
+    spill_files = sum(1 for p in spills.rglob("*") if p.is_file()) if spills is not None and spills.is_dir() else 0
+    what = f"{path}" + (f" and {spill_files} spill file(s) in {spills}" if spill_files else "")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"heron sessions: deleting {what} needs --yes (no terminal to ask)", file=err)
+            return 2
+        if input(f"delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing deleted", file=out)
+            return 1
+    removed = delete_session(path, folders=[spills] if spills is not None else [])
+    for item in removed:
+        print(f"deleted {item}", file=out)
+    if spills is None:
+        print(f"warning: session id {session_id!r} cannot name a folder; spill files were not looked for", file=err)
+    return 0
+
+
 # --- info ---------------------------------------------------------------------------------
 
 
 def session_info(store: SessionStore) -> dict[str, Any]:
     """The facts ``heron sessions info`` prints (indices are 0-based, header excluded)."""
     from heron.context.budget import estimate_context_tokens
-    from heron.session.store import count_by
+    from heron.session.stats import session_stats
 
-    types = store.types()
+    stats = session_stats(store)
     context = store.build_context()
     messages = context.messages
     return {
@@ -129,9 +175,9 @@ def session_info(store: SessionStore) -> dict[str, Any]:
         "version": store.header.version,
         "source_version": store.source_version,
         "parent_session": store.header.parent_session,
-        "entries": len(types),
-        "by_type": count_by(types),
-        "by_role": count_by([r for r, t in zip(store.roles(), types, strict=True) if t == "message"]),
+        "entries": stats.entries,
+        "by_type": stats.by_type,
+        "by_role": stats.by_role,
         "leaf_index": store.leaf_index,
         "leaf_id": store.leaf_id,
         "path_length": len(store.path_indices()) if store.leaf_id is not None else 0,

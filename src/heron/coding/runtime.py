@@ -83,7 +83,7 @@ from heron.context.view import with_injections
 from heron.session.context import build_context
 from heron.session.entries import MessageEntry, iso_to_ms
 from heron.session.recorder import SessionRecorder
-from heron.session.store import SessionStore
+from heron.session.store import SessionStore, SessionWriteError
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +296,8 @@ class CodingSession:
     def _on_ledger_record(self, record: LedgerRecord) -> None:
         try:
             self.store.append_custom(LEDGER_CUSTOM_TYPE, record.to_json_dict())
+        except SessionWriteError:  # the recorder stops the run and the mode reports it, once
+            pass
         except Exception:  # the ledger must never break a run
             log.exception("could not store a ledger record")
         self._emit(LedgerEvent(record=record))

@@ -1,4 +1,4 @@
-"""Sessions: pi-compatible JSONL entry trees, migration, branching, forking (DESIGN §6)."""
+"""Sessions: pi-compatible JSONL entry trees, migration, branching, forking (docs/sessions.md)."""
 
 from heron.session.context import SessionContext, build_context
 from heron.session.entries import (
@@ -34,6 +34,7 @@ from heron.session.store import (
     SessionReadOnlyError,
     SessionStore,
     SessionTree,
+    SessionWriteError,
 )
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "SessionTree",
+    "SessionWriteError",
     "ThinkingLevelChangeEntry",
     "UnknownEntry",
     "build_context",

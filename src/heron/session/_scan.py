@@ -20,7 +20,6 @@ rewrites ids and parents, so every line of those is decoded at once (``full``).
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
 import os
 import re
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heron.ai.types import JSON
+from heron.session.jsonl import loads_line
 
 _STR = rb'[^"\\\n]*'
 PREFIX = re.compile(
@@ -99,7 +99,7 @@ def scan(fd: int, size: int, *, full: bool | None = None) -> RawIndex:
 
 
 def _loads(raw: bytes) -> Any:
-    return json.loads(raw)
+    return loads_line(raw)
 
 
 def _scan(mm: mmap.mmap, size: int, out: RawIndex, full: bool | None) -> None:

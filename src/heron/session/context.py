@@ -1,4 +1,4 @@
-"""What the agent sees for a leaf: messages, model and thinking level (DESIGN §6, pi's
+"""What the agent sees for a leaf: messages, model and thinking level (docs/sessions.md; pi's
 ``buildSessionContext``).
 
 The path is the chain of entries from the root to the leaf. Settings: the latest
@@ -157,6 +157,21 @@ def restore_settings(
     return model, thinking
 
 
+def settings_after(model: ModelRef | None, thinking: str | None, entry: Entry) -> tuple[ModelRef | None, str | None]:
+    """The settings of a path after ``entry`` is appended to it (for a store's cache of
+    its leaf's settings, so an append does not walk the path again)."""
+    if isinstance(entry, ModelChangeEntry):
+        model = entry.model
+    elif isinstance(entry, ThinkingLevelChangeEntry):
+        thinking = entry.thinking_level
+    elif (
+        isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
+        and entry.message.provider and entry.message.model
+    ):
+        model = ModelRef(entry.message.provider, entry.message.model)
+    return model, thinking
+
+
 def last_index(values: Sequence[str], value: str, before: int) -> int | None:
     """The last position < ``before`` holding ``value`` (searched in C, not in Python)."""
     if before <= 0:
@@ -221,7 +236,7 @@ def _position(ids: Sequence[str], entry_id: str, before: int) -> int | None:
 
 
 def _region_start(source: EntrySource, ids: Sequence[str], types: Sequence[str], compaction: int) -> int:
-    """Where the region a compaction at ``compaction`` considered starts (DESIGN §5 step 2):
+    """Where the region a compaction at ``compaction`` considered starts (docs/context.md):
     the previous compaction's first kept entry, else just after it, else the root."""
     previous = last_index(types, "compaction", compaction)
     if previous is None:

@@ -1,4 +1,4 @@
-"""Session entries: pi's version-3 JSONL format (DESIGN §6), and migration of older files.
+"""Session entries: pi's version-3 JSONL format (docs/sessions.md), and migration of older files.
 
 One line per entry. On disk the field names are pi's camelCase and every entry starts
 ``{"type":...,"id":...,"parentId":...,"timestamp":...`` (the store's fast indexer relies on
@@ -9,7 +9,6 @@ kept in ``extra`` and an entry of a type this heron does not know is kept whole
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Container
@@ -19,6 +18,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from heron.agent.messages import AgentMessage, OpaqueMessage, agent_message_from_json
 from heron.ai.types import JSON, ImageContent, TextContent, block_from_json
+from heron.session.jsonl import dumps_line as dumps_line
 
 CURRENT_VERSION = 3
 
@@ -237,7 +237,7 @@ class ThinkingLevelChangeEntry(EntryBase):
 
 @dataclass(slots=True, kw_only=True)
 class CompactionEntry(EntryBase):
-    """History before ``first_kept_entry_id`` replaced by ``summary`` (DESIGN §5)."""
+    """History before ``first_kept_entry_id`` replaced by ``summary`` (docs/context.md)."""
 
     summary: str
     first_kept_entry_id: str
@@ -451,18 +451,6 @@ def entry_from_json(data: JSON) -> Entry:
         return decode(data)
     except (TypeError, KeyError, AttributeError, ValueError) as exc:
         raise ValueError(f"malformed {kind} entry: {exc}") from exc
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_ENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-
-
-def dumps_line(data: JSON) -> bytes:
-    """One JSONL line as pi writes it: compact, non-ASCII as is, ending in a newline."""
-    try:
-        return (_ENCODE(data) + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates cannot be UTF-8: escape them instead
-        return (_ENCODE_ASCII(data) + "\n").encode("ascii")
 
 
 # --- migration ----------------------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +94,7 @@ def summarize(path: Path) -> SessionSummary:
     cheaply: the file is indexed, and only the first user message and the session_info
     entries are decoded."""
     from heron.session.entries import MessageEntry
+    from heron.session.stats import message_count
     from heron.session.store import SessionStore
 
     with SessionStore.open(path, read_only=True) as store:
@@ -110,7 +113,7 @@ def summarize(path: Path) -> SessionSummary:
             name=store.name,
             first_message=first,
             modified=path.stat().st_mtime,
-            message_count=sum(1 for kind in types if kind == "message"),
+            message_count=message_count(types),
             entry_count=len(types),
         )
 
@@ -190,3 +193,32 @@ def resolve_session(
     if len(matches) > 1:
         raise AmbiguousSessionError(text, sorted(matches))
     return matches[0]
+
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def safe_session_id(session_id: str) -> bool:
+    """Whether an id (from a header heron did not necessarily write) can name a folder
+    below another one without leaving it (``..``, ``/``, empty)."""
+    return bool(_SAFE_ID.match(session_id)) and ".." not in session_id
+
+
+def delete_session(path: Path, *, folders: Sequence[Path] = ()) -> list[Path]:
+    """Delete a session file and ``folders`` (its spill files). Refused with
+    :class:`SessionInUseError` while a heron process has the session open (the writer
+    lock is taken first, so no writer can start in between). Returns what was removed."""
+    from heron.session import writer
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        writer.lock(fd, path)
+        os.unlink(path)
+    finally:
+        os.close(fd)
+    removed = [path]
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
+            removed.append(folder)
+    return removed

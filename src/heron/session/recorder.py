@@ -1,4 +1,4 @@
-"""Persisting an agent's run: every message at ``message_end``, in order (DESIGN §6).
+"""Persisting an agent's run: every message at ``message_end``, in order (docs/sessions.md).
 
 The agent emits events synchronously, so appending in the listener writes each message
 the moment it is final, before the loop moves on: a crash at any point loses at most the
@@ -11,6 +11,10 @@ the settings the messages were produced with.
 A new session store writes nothing until the first assistant message exists (pi does the
 same: starting and quitting leaves no file). Until then a crash loses the first prompt;
 ``eager=True`` writes the file at the first message instead.
+
+When a message cannot be saved (a full disk, a folder or file heron may not write) the
+recorder aborts the run with that reason, so no further tool runs and no further request
+is sent with a history the session file does not have; see :meth:`SessionRecorder._on_event`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from heron.agent.events import AgentEvent, MessageEndEvent
 from heron.session.entries import ModelRef
+from heron.session.errors import SessionWriteError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,8 +68,13 @@ class SessionRecorder:
         if recorded_thinking != level:
             self.store.append_thinking_level_change(level)
 
+    @property
+    def error(self) -> BaseException | None:
+        """The failure that stopped recording (None while every message is saved)."""
+        return self.errors[0] if self.errors else None
+
     def _on_event(self, event: AgentEvent) -> None:
-        if not isinstance(event, MessageEndEvent):
+        if not isinstance(event, MessageEndEvent) or self.errors:
             return
         try:
             if self.record_settings:
@@ -72,7 +82,12 @@ class SessionRecorder:
             self.store.append_message(event.message)
             if self.eager:
                 self.store.materialize()
-        except Exception as exc:  # the agent logs listener errors; keep them for the caller too
+        except Exception as exc:  # noqa: BLE001 - every failure to save stops the run the same way
+            # A message that cannot be saved must not be followed by work whose record is
+            # lost too: abort the run (the tool calls of this message do not start, the
+            # next request is not sent) with the reason, and record nothing more. The
+            # reason reaches the user as the run's error; the modes exit non-zero.
             self.errors.append(exc)
-            log.error("could not persist a %s message: %s", event.message.role, exc)
-            raise
+            reason = str(exc) if isinstance(exc, SessionWriteError) else f"cannot save the session: {exc}"
+            log.debug("stopping the run: %s", reason)
+            self.agent.abort(reason)

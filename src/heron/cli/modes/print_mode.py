@@ -17,7 +17,12 @@ from heron.cli.app import App, Task
 
 
 def outcome(app: App) -> tuple[str | None, str | None]:
-    """The final answer, or the error that ended the run."""
+    """The final answer, or the error that ended the run. A session that could not be
+    saved is an error even when an answer came (the run was stopped, or the answer is not
+    in the session file)."""
+    write_error = app.session.store.write_error
+    if write_error is not None:
+        return None, str(write_error)
     messages = app.session.messages
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     if last is None:

@@ -52,7 +52,7 @@ from heron.coding.settings import SetupError, _key_for
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.paths import resolve_session
-from heron.session.store import SessionError, SessionStore
+from heron.session.store import SessionError, SessionStore, SessionWriteError
 
 Write = Callable[[dict[str, Any]], None]
 CommandId = str | int | float | None
@@ -245,7 +245,7 @@ class RpcServer:
             return
         try:
             data = await handler(cmd_id, command)
-        except CommandError as exc:
+        except (CommandError, SessionWriteError) as exc:
             self._respond(cmd_id, kind, error=str(exc))
             return
         except Exception as exc:  # noqa: BLE001 - a bug in one command must not end the server
@@ -348,6 +348,9 @@ class RpcServer:
                 error = last.error_message or "the request failed"
             elif last.stop_reason in (StopReason.STOP, StopReason.LENGTH):
                 answer = last.text()
+        write_error = self.session.store.write_error
+        if write_error is not None:  # the run was stopped because the session cannot be saved
+            stop_reason, error = str(StopReason.ERROR), str(write_error)
         self._write({"type": "run_end", "id": cmd_id, "stop_reason": stop_reason, "error": error,
                      "answer": answer, "unsent": unsent})
 
@@ -715,7 +718,7 @@ def warm_up(api: str) -> concurrent.futures.Future[None]:
 
 async def run_rpc(app: App) -> int:
     """Serve commands from stdin until EOF (or Ctrl+C while nothing runs); 0 then, 1 if
-    stdout was closed under heron."""
+    stdout was closed under heron or the session could not be saved (one line on stderr)."""
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
     server: RpcServer | None = None
@@ -730,6 +733,13 @@ async def run_rpc(app: App) -> int:
         if server is not None and not server.abort():
             lines.put_nowait(None)  # nothing to abort: Ctrl+C ends heron like EOF
 
+    def stop_unsaved(event: Any) -> None:
+        """A session that cannot be saved ends the server once the run it stopped ended:
+        commands after it would work on a session that is not kept."""
+        if getattr(event, "type", None) == "agent_end" and app.session.store.write_error is not None:
+            lines.put_nowait(None)
+
+    unsubscribe = app.session.subscribe(stop_unsaved)
     output = _Output(sys.stdout.buffer, output_closed)
     server = RpcServer(app, output.write)
     with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -745,9 +755,16 @@ async def run_rpc(app: App) -> int:
                 break
             await server.handle_line(line)
             await asyncio.sleep(0)  # a run just accepted takes its first step before the next command
+            if app.session.store.write_error is not None:
+                break
         await server.finish()
     finally:
         server.close()
+        unsubscribe()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
+    write_error = app.session.store.write_error
+    if write_error is not None:
+        print(f"heron: {write_error}", file=sys.stderr)
+        return 1
     return 1 if output.closed else 0

@@ -1,0 +1,95 @@
+"""Forking a session: a new session holding one path of another.
+
+The fork has the same ids as the path it copies, plus the labels of those entries, and its
+header names the session it came from (``parentSession``). Entries are copied byte for
+byte where nothing about them changed (unknown fields and key order included), and
+re-encoded where their parent in the fork is not the one they have in the file (a
+malformed entry before them was left out, or an orphan became a root). In-memory sessions
+fork in memory. The new file is written at once when the path holds an assistant message
+(else at its first one, like a new session), and it is returned open for writing.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import TYPE_CHECKING
+
+from heron.session import writer
+from heron.session.entries import Entry, LabelEntry, iso_now, new_entry_id
+from heron.session.jsonl import dumps_line
+
+if TYPE_CHECKING:
+    from heron.session.store import SessionStore
+
+
+def fork(
+    source: SessionStore,
+    entry_id: str | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> SessionStore:
+    """The fork of ``source`` at ``entry_id`` (default: its leaf)."""
+    from heron.session.store import SessionStore
+
+    indices = source.path_indices(entry_id)
+    parent_session = str(source.path) if source.path is not None else None
+    has_assistant = any(source.role_at(i) == "assistant" for i in reversed(indices))
+    write_now = source.path is not None and has_assistant
+    if source.path is None:
+        new = SessionStore.in_memory(source.header.cwd)
+        new.header.parent_session = parent_session
+    else:
+        new = SessionStore.create(source.header.cwd, path=path, home=home, parent_session=parent_session,
+                                  fsync=source.fsync)
+    ids = source.ids()
+    lines: list[bytes] = []
+    taken: set[str] = set()
+    previous: str | None = None
+    for i in indices:
+        found = fork_line(source, i, previous)
+        if found is None:  # malformed: left out, its child is attached to the entry before it
+            continue
+        line, entry = found
+        if not write_now:
+            entry = entry or source.entry_at(i)
+            if entry is None:
+                continue
+            new._adopt(copy.copy(entry))
+        lines.append(line)
+        previous = ids[i]
+        taken.add(previous)
+    labels = source.labels
+    for i in indices:
+        label = labels.get(ids[i])
+        if label is not None:
+            entry = LabelEntry(target_id=ids[i], label=label, id=new_entry_id(taken), parent_id=previous,
+                               timestamp=iso_now())
+            taken.add(entry.id)
+            lines.append(dumps_line(entry.to_json_dict()))
+            if not write_now:
+                new._adopt(entry)
+            previous = entry.id
+    if not write_now or new.path is None:
+        return new
+    writer.write_new_file(new.path, dumps_line(new.header.to_json_dict()) + b"".join(lines), fsync=source.fsync)
+    return SessionStore.open(new.path, fsync=source.fsync)
+
+
+def fork_line(source: SessionStore, index: int, parent_id: str | None) -> tuple[bytes, Entry | None] | None:
+    """Entry ``index``'s line in a fork where its parent is ``parent_id``: verbatim when
+    that is its parent in the file, else re-encoded (the entry is returned too); None for a
+    malformed entry."""
+    tree, repairs = source._index, source._repairs
+    parent = tree.parents[index]
+    same = (tree.ids[parent] if parent >= 0 else None) == parent_id
+    line = source._line_for(index) if same and index not in repairs.dangling else None
+    if line is not None:
+        return line, None
+    decoded = source.entry_at(index)
+    if decoded is None:
+        return None
+    entry = copy.copy(decoded)
+    entry.parent_id = parent_id
+    return dumps_line(entry.to_json_dict()), entry
