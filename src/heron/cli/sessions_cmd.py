@@ -50,6 +50,9 @@ def add_parser(subparsers: Any) -> None:
     context.add_argument("--window", type=_positive, default=None, metavar="TOKENS",
                          help="the model's context window, to show shares and the compaction threshold")
     context.add_argument("--json", action="store_true", help="print JSON")
+    from heron.cli import search_cmd
+
+    search_cmd.add_parser(commands)
     parser.set_defaults(handler=run)
 
 
@@ -79,6 +82,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return _compact_plan(args, out, err)
         if args.sessions_command == "context":
             return _context(args, out, err)
+        if args.sessions_command == "search":
+            from heron.cli import search_cmd
+
+            return search_cmd.run(args, out, err)
     except BrokenPipeError:  # `heron sessions tree … | head`: stop quietly
         if out is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)

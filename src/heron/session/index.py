@@ -26,7 +26,7 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -385,13 +385,23 @@ class RecallIndex:
 
     # --- catching up ------------------------------------------------------------------------
 
-    def catch_up(self, scope: Scope = "all", *, session_id: str | None = None, project: str | None = None) -> CatchUp:
-        """Bring the rows of the files in ``scope`` up to date with the files."""
+    def catch_up(
+        self,
+        scope: Scope = "all",
+        *,
+        session_id: str | None = None,
+        project: str | None = None,
+        files: Sequence[str | os.PathLike[str]] = (),
+    ) -> CatchUp:
+        """Bring the rows of the files in ``scope`` up to date with the files. ``files``:
+        session files to index as well (a session kept outside ``$HERON_HOME``)."""
         _check_scope(scope, session_id, project)
         stats = CatchUp()
         known = self._known_sources(scope, session_id, project)
         on_disk = self._files_on_disk(scope, session_id, project)
         wanted: dict[str, str] = dict(on_disk)
+        for extra in files:
+            wanted.setdefault(os.path.abspath(os.fspath(extra)), "session")
         for path, kind in known.items():
             if path not in wanted and os.path.exists(path):
                 wanted[path] = kind  # a file indexed earlier from outside the usual folders
@@ -543,6 +553,7 @@ class RecallIndex:
         project: str | None = None,
         limit: int = 10,
         catch_up: bool = True,
+        files: Sequence[str | os.PathLike[str]] = (),
     ) -> SearchResult:
         """The best ``limit`` matches (FTS5's bm25 rank, newest first on ties). Raises
         :class:`QueryError` for a query FTS5 rejects."""
@@ -552,7 +563,7 @@ class RecallIndex:
         for attempt in range(2):
             try:
                 if catch_up:
-                    self._catch_up_quietly(scope, session_id, project, notes)
+                    self._catch_up_quietly(scope, session_id, project, files, notes)
                 return SearchResult(self._query(match, scope, session_id, project, limit), notes)
             except sqlite3.DatabaseError as exc:
                 if _is_query_error(exc):
@@ -563,9 +574,10 @@ class RecallIndex:
                 notes.append("the recall index was damaged and has been rebuilt")
         raise AssertionError("unreachable")
 
-    def _catch_up_quietly(self, scope: Scope, session_id: str | None, project: str | None, notes: list[str]) -> None:
+    def _catch_up_quietly(self, scope: Scope, session_id: str | None, project: str | None,
+                          files: Sequence[str | os.PathLike[str]], notes: list[str]) -> None:
         try:
-            self.catch_up(scope, session_id=session_id, project=project)
+            self.catch_up(scope, session_id=session_id, project=project, files=files)
         except sqlite3.OperationalError as exc:
             if _is_corruption(exc):
                 raise
