@@ -136,7 +136,7 @@ async def test_marker_from_turn_one_is_found_after_compaction(
     by_entry = {h["entry_id"]: h for h in hits}
     assert by_entry[bash_result.id]["role"] == "toolResult" and by_entry[bash_result.id]["tool"] == "bash"
     assert by_entry[bash_result.id]["session"] == store.session_id
-    plain = subprocess.run(cli + ["--session", store.session_id[:8]], cwd=tmp_path, env=env, capture_output=True,
+    plain = subprocess.run([*cli, "--session", store.session_id[:8]], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=60)
     assert plain.returncode == 0 and bash_result.id in plain.stdout
     none = subprocess.run([*cli[:-1], "nosuchwordanywhere", "--all"], cwd=project, env=env, capture_output=True,

@@ -20,40 +20,20 @@ docs/recall.md.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
-from heron.agent.messages import (
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    ExtensionMessage,
-    OpaqueMessage,
-)
-from heron.ai.types import (
-    AssistantMessage,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from heron.session.entries import (
-    BranchSummaryEntry,
-    CompactionEntry,
-    CustomMessageEntry,
-    Entry,
-    MessageEntry,
-    SessionHeader,
-    entry_from_json,
+from heron.session.index_read import (
+    SessionReader,
+    hashes,
+    same_bytes,
+    spill_chunks,
 )
 from heron.session.paths import heron_home, session_id_of, sessions_root
 
@@ -65,16 +45,8 @@ SCOPES: tuple[Scope, ...] = ("session", "project", "all")
 INDEX_DIR = "index"
 INDEX_FILE = "recall.sqlite3"
 SCHEMA_VERSION = "1"
-_HASH_BYTES = 4096
-_READ_CHUNK = 8 << 20
-MAX_ENTRY_CHARS = 1_000_000  # text indexed per entry; the rest of a giant entry is left out
 MAX_SPILL_BYTES = 64 << 20  # bytes indexed per spill file
-SPILL_CHUNK_LINES = 100
-SPILL_CHUNK_CHARS = 16_000
 SNIPPET_TOKENS = 24
-SPILL_KEY = "budget_spill"  # a spilled result's details (heron.context.results writes it)
-# Searches and their results are not indexed: they would match the very query that finds them.
-SEARCH_TOOL = "search_history"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -193,92 +165,6 @@ def index_path(home: str | os.PathLike[str] | None = None) -> Path:
     return heron_home(home) / INDEX_DIR / INDEX_FILE
 
 
-# --- what an entry contributes --------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Doc:
-    role: str | None
-    tool: str | None
-    text: str
-    spill: str | None = None
-
-
-def _blocks_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.text for b in content if isinstance(b, TextContent))
-    return ""
-
-
-def _spill_of(details: object) -> str | None:
-    if not isinstance(details, dict):
-        return None
-    spilled = details.get(SPILL_KEY)
-    if isinstance(spilled, dict) and isinstance(spilled.get("spill_path"), str):
-        return str(spilled["spill_path"])
-    path = details.get("full_output_path")
-    return path if isinstance(path, str) and path else None
-
-
-def _assistant_doc(message: AssistantMessage) -> Doc:
-    parts: list[str] = []
-    tools: list[str] = []
-    for block in message.content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, ThinkingContent):
-            parts.append(block.thinking)
-        elif isinstance(block, ToolCall) and block.name != SEARCH_TOOL:
-            tools.append(block.name)
-            parts.append(f"{block.name} {json.dumps(block.arguments, ensure_ascii=False)}")
-    if message.error_message:
-        parts.append(message.error_message)
-    return Doc("assistant", ",".join(dict.fromkeys(tools)) or None, "\n".join(parts))
-
-
-def _message_doc(message: object) -> Doc | None:
-    if isinstance(message, UserMessage):
-        return Doc("user", None, _blocks_text(message.content))
-    if isinstance(message, AssistantMessage):
-        return _assistant_doc(message)
-    if isinstance(message, ToolResultMessage):
-        if message.tool_name == SEARCH_TOOL:
-            return None
-        return Doc("toolResult", message.tool_name, _blocks_text(message.content), _spill_of(message.details))
-    if isinstance(message, BashExecutionMessage):
-        return Doc("bashExecution", "bash", f"{message.command}\n{message.output}", message.full_output_path)
-    if isinstance(message, ExtensionMessage):
-        return Doc("custom", message.custom_type or None, _blocks_text(message.content))
-    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
-        return Doc(message.role, None, message.summary)
-    if isinstance(message, OpaqueMessage):
-        return Doc(message.role, None, json.dumps(message.raw, ensure_ascii=False))
-    return None
-
-
-def entry_doc(entry: Entry) -> Doc | None:
-    """The searchable text of one entry, or None for entries without any (model changes,
-    labels, extension state)."""
-    doc: Doc | None
-    if isinstance(entry, MessageEntry):
-        doc = _message_doc(entry.message)
-    elif isinstance(entry, CompactionEntry):
-        doc = Doc("compaction", None, entry.summary)
-    elif isinstance(entry, BranchSummaryEntry):
-        doc = Doc("branch_summary", None, entry.summary)
-    elif isinstance(entry, CustomMessageEntry):
-        doc = Doc("custom", entry.custom_type or None, _blocks_text(entry.content))
-    else:
-        doc = None
-    if doc is None or not doc.text.strip():
-        return None
-    if len(doc.text) > MAX_ENTRY_CHARS:
-        return Doc(doc.role, doc.tool, doc.text[:MAX_ENTRY_CHARS], doc.spill)
-    return doc
-
-
 # --- the index ------------------------------------------------------------------------
 
 
@@ -294,10 +180,6 @@ class _Source:
     head: str
     tail: str
     version: int
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -480,17 +362,18 @@ class RecallIndex:
             source = self._source(path)
             if source is not None and source.size == st.st_size and source.mtime_ns == st.st_mtime_ns:
                 return None
-            resume = source is not None and source.version >= 3 and _same_bytes(fh, source, st.st_size)
+            resume = source is not None and source.version >= 3 and same_bytes(
+                fh, source.done, source.head, source.tail, st.st_size)
             with _transaction(self._db):
                 source_id = self._ensure_source(path, "session", session_id_of(Path(path)))
                 if source is not None and not resume:
                     self._drop_rows(source_id)
-                reader = _SessionReader(self, fh, source_id, Path(path))
+                reader = SessionReader(self._insert, fh, source_id, Path(path))
                 if resume and source is not None:
                     reader.read_from(source.done, source.lines, source.version)
                 else:
                     reader.read_all()
-                head, tail = _hashes(fh, reader.done)
+                head, tail = hashes(fh, reader.done)
                 self._db.execute(
                     "UPDATE sources SET size=?, mtime_ns=?, done=?, lines=?, head=?, tail=?, version=?"
                     + (", session=?, project=?, cwd=?" if reader.header is not None else "")
@@ -523,7 +406,7 @@ class RecallIndex:
             if source is not None:
                 self._drop_rows(source_id)
             rows = [(source_id, None, None, None, None, line, count, None, body)
-                    for line, count, body in _chunks(text)]
+                    for line, count, body in spill_chunks(text)]
             self._insert(rows)
             self._db.execute("UPDATE sources SET size=?, mtime_ns=?, done=? WHERE id=?",
                              (st.st_size, st.st_mtime_ns, len(data), source_id))
@@ -614,97 +497,6 @@ class RecallIndex:
         return {"sources": sources, "rows": rows, "bytes": size}
 
 
-class _SessionReader:
-    """Reads entries from a session file into index rows, line by line from an offset."""
-
-    def __init__(self, index: RecallIndex, fh: BinaryIO, source_id: int, path: Path) -> None:
-        self.index = index
-        self.fh = fh
-        self.source_id = source_id
-        self.path = path
-        self.header: SessionHeader | None = None
-        self.version = 3
-        self.done = 0
-        self.lines = 0
-        self.added = 0
-
-    def read_all(self) -> None:
-        self.fh.seek(0)
-        first = self.fh.readline()
-        if not first.endswith(b"\n"):
-            return  # not even a whole header yet
-        try:
-            data = json.loads(first)
-            if isinstance(data, dict) and data.get("type") == "session":
-                self.header = SessionHeader.from_json_dict(data)
-        except (ValueError, UnicodeDecodeError):
-            pass
-        if self.header is not None and self.header.version < 3:
-            self._read_migrated()
-            return
-        if self.header is None:
-            self.read_from(0, 0, 3)
-        else:
-            self.read_from(len(first), 1, self.header.version)
-
-    def _read_migrated(self) -> None:
-        """Files older than version 3 need the store's migration (ids, roles); they are
-        never appended to in place, so they are read whole each time they change."""
-        from heron.session.store import SessionStore
-
-        assert self.header is not None
-        self.version = self.header.version
-        size = os.fstat(self.fh.fileno()).st_size
-        with SessionStore.open(self.path, read_only=True) as store:
-            rows = [self._row(entry, None) for entry in store]
-            self._add([r for r in rows if r is not None])
-        self.fh.seek(0)
-        data = self.fh.read(size)
-        self.done = data.rfind(b"\n") + 1
-        self.lines = data.count(b"\n", 0, self.done)
-
-    def read_from(self, offset: int, line: int, version: int) -> None:
-        self.version = version
-        self.done, self.lines = offset, line
-        self.fh.seek(offset)
-        carry = b""
-        while True:
-            chunk = self.fh.read(_READ_CHUNK)
-            if not chunk:
-                break
-            data = carry + chunk
-            end = data.rfind(b"\n") + 1
-            carry = data[end:]
-            if end:
-                self._add_lines(data[:end])
-        # whatever is left after the last newline is a line still being written: next time
-
-    def _add_lines(self, data: bytes) -> None:
-        rows: list[tuple[Any, ...]] = []
-        for raw in data.splitlines(keepends=True):
-            self.lines += 1
-            self.done += len(raw)
-            try:
-                entry = entry_from_json(json.loads(raw))
-            except (ValueError, UnicodeDecodeError):
-                continue  # a malformed line: the store skips it too
-            row = self._row(entry, self.lines)
-            if row is not None:
-                rows.append(row)
-        self._add(rows)
-
-    def _row(self, entry: Entry, line: int | None) -> tuple[Any, ...] | None:
-        doc = entry_doc(entry)
-        if doc is None:
-            return None
-        return (self.source_id, entry.id, doc.role, doc.tool, entry.timestamp, line, 1 if line else None,
-                doc.spill, doc.text)
-
-    def _add(self, rows: list[tuple[Any, ...]]) -> None:
-        self.index._insert(rows)
-        self.added += len(rows)
-
-
 # --- helpers ----------------------------------------------------------------------------
 
 
@@ -757,36 +549,6 @@ def _project_of(path: Path, home: Path) -> str | None:
     """The session folder (encoded cwd) a file is in, when it is under the sessions root."""
     parent = path.parent
     return parent.name if parent.parent == sessions_root(home) else None
-
-
-def _hashes(fh: BinaryIO, done: int) -> tuple[str, str]:
-    fh.seek(0)
-    head = fh.read(min(done, _HASH_BYTES))
-    start = max(0, done - _HASH_BYTES)
-    fh.seek(start)
-    tail = fh.read(done - start)
-    return _digest(head), _digest(tail)
-
-
-def _same_bytes(fh: BinaryIO, source: _Source, size: int) -> bool:
-    """Whether the bytes indexed so far are still the file's first bytes."""
-    if size < source.done:
-        return False
-    return _hashes(fh, source.done) == (source.head, source.tail)
-
-
-def _chunks(text: str) -> Iterable[tuple[int, int, str]]:
-    """(first line, line count, text) pieces of a spill file."""
-    lines = text.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        size = 0
-        j = i
-        while j < len(lines) and j - i < SPILL_CHUNK_LINES and (size < SPILL_CHUNK_CHARS or j == i):
-            size += len(lines[j])
-            j += 1
-        yield i + 1, j - i, "".join(lines[i:j])
-        i = j
 
 
 def _one_line(text: str) -> str:
