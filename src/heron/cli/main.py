@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the model, e.g. anthropic/claude-sonnet-4-5")
     parser.add_argument("--thinking", choices=THINKING, default=None, help="thinking level")
     parser.add_argument("--tools", default=None, metavar="LIST",
-                        help="comma-separated tools (default read,bash,edit,write; also grep,find,ls)")
+                        help="comma-separated tools (default read,bash,edit,write,search_history; "
+                             "also grep,find,ls,json_query)")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://localhost:11434/v1")
     parser.add_argument("--api-key", default=None, help="API key (default: the provider's environment variable)")
     parser.add_argument("--cwd", default=None, help="work in this directory")

@@ -55,6 +55,9 @@ def add_parser(subparsers: Any) -> None:
     delete = commands.add_parser("delete", help="delete a session file and its spilled tool output")
     delete.add_argument("file", help="a session file, or a unique prefix of a session id")
     delete.add_argument("--yes", "-y", action="store_true", help="do not ask (needed without a terminal)")
+    from heron.cli import search_cmd
+
+    search_cmd.add_parser(commands)
     parser.set_defaults(handler=run)
 
 
@@ -87,6 +90,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return _context(args, out, err)
         if args.sessions_command == "delete":
             return _delete(args, out, err)
+        if args.sessions_command == "search":
+            from heron.cli import search_cmd
+
+            return search_cmd.run(args, out, err)
     except BrokenPipeError:  # `heron sessions tree … | head`: stop quietly
         if out is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)

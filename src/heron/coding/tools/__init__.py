@@ -1,4 +1,9 @@
-"""The coding tools: read, write, edit, bash by default; grep, find, ls on request."""
+"""The coding tools: read, write, edit, bash and search_history by default; grep, find, ls
+and json_query on request.
+
+``search_history`` is on by default because it is the way back to whatever compaction
+and pruning took out of the context (see docs/recall.md); ``json_query`` is asked for by
+name (``--tools``, ``defaultTools``)."""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ from typing import Any
 from heron.agent.tools import AgentTool
 from heron.coding.tools.env import ToolEnv
 
-DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write")
-ALL_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "grep", "find", "ls")
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history")
+ALL_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "grep", "find", "ls", "search_history", "json_query")
 
 
 class UnknownToolError(ValueError):
@@ -18,7 +23,7 @@ class UnknownToolError(ValueError):
 
 
 def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[AgentTool[Any]]:
-    """The named tools (default: read, bash, edit, write), in a fixed order so that the
+    """The named tools (default: :data:`DEFAULT_TOOLS`), in a fixed order so that the
     tool definitions sent with every request stay byte-identical (prompt caching)."""
     wanted = list(names) if names is not None else list(DEFAULT_TOOLS)
     unknown = [n for n in wanted if n not in ALL_TOOLS]
@@ -34,6 +39,8 @@ def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[Agent
         "grep": ("heron.coding.tools.grep", "GrepTool"),
         "find": ("heron.coding.tools.find", "FindTool"),
         "ls": ("heron.coding.tools.ls", "LsTool"),
+        "search_history": ("heron.coding.tools.search_history", "SearchHistoryTool"),
+        "json_query": ("heron.coding.tools.json_query", "JsonQueryTool"),
     }
     tools: list[AgentTool[Any]] = []
     for name in ALL_TOOLS:
