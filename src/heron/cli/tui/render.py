@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,8 @@ from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage
 from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, ToolResultMessage, Usage
+from heron.cli.notices import RetryNotices
+from heron.cli.tui.sanitize import visible
 
 RESULT_LINES = 4  # lines of a tool result shown under its call
 CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
@@ -196,7 +198,12 @@ def _str(args: dict[str, Any], key: str) -> str | None:
 
 
 def describe_call(name: str, args: dict[str, Any], width: int = CALL_WIDTH) -> str:
-    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line."""
+    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line
+    (the model wrote the arguments: control characters are shown, not sent)."""
+    return visible(_describe_call(name, args, width))
+
+
+def _describe_call(name: str, args: dict[str, Any], width: int) -> str:
     path = _str(args, "path")
     if path and path.startswith("@"):
         path = path[1:]
@@ -272,7 +279,7 @@ def result_text(content: Iterable[Any]) -> str:
     parts: list[str] = []
     for block in content:
         if isinstance(block, TextContent):
-            parts.append(block.text)
+            parts.append(visible(block.text))
         elif isinstance(block, ImageContent):
             parts.append(f"(image, {block.mime_type})")
     return "\n".join(parts)
@@ -382,6 +389,9 @@ class Renderer:
         self._calls: dict[str, str] = {}  # tool call id -> its description
         self._pruned = [0, 0]  # records, tokens saved, not yet reported
         self._section: str | None = None
+        self.retries = RetryNotices(self._retry_note)
+        # set by the controller: the text shown for a failed answer (adds what to do)
+        self.explain: Callable[[AssistantMessage], str] | None = None
         utf = (console.encoding or "").lower().replace("-", "").startswith("utf")
         self.bullet = "●" if utf else "*"
         self.bar = "│" if utf else "|"
@@ -406,9 +416,10 @@ class Renderer:
         """A one-line notice (compaction, retry, commands)."""
         self._flush_pruned()
         self._begin("note")
-        self.console.print(Text(message, style=style), soft_wrap=True)
+        self.console.print(Text(visible(message), style=style), soft_wrap=True)
 
     def print_block(self, kind: str, block: str, *, continued: bool = False) -> None:
+        block = visible(block)  # the model's text: no escape sequence reaches the terminal
         if continued and self._section == kind:
             pass  # the rest of a paragraph printed in parts: no blank line between them
         else:
@@ -452,6 +463,10 @@ class Renderer:
         kind = getattr(event, "type", "")
         if kind != "ledger":
             self._flush_pruned()
+        if kind in ("retry_start", "retry_end", "message_end"):
+            self.retries.handle(event)
+            if kind == "retry_start":
+                self.activity = f"retrying (attempt {event.attempt})"
         method = getattr(self, "_on_" + kind, None)
         if method is not None:
             method(event)
@@ -505,7 +520,8 @@ class Renderer:
             self._flush_streams()
             self.totals.add(message.usage)
             if message.stop_reason == StopReason.ERROR:
-                self.note(f"error: {message.error_message or 'the request failed'}", "bold red")
+                text = self.explain(message) if self.explain else message.error_message or "the request failed"
+                self.note(f"error: {text}", "bold red")
             elif message.stop_reason == StopReason.ABORTED:
                 self.note("aborted", "yellow")
         elif isinstance(message, ToolResultMessage):
@@ -547,7 +563,7 @@ class Renderer:
         bar = self.bar
         details = result.details if isinstance(result.details, dict) else {}
         if not event.is_error and event.tool_name == "edit" and isinstance(details.get("diff"), str):
-            changed, added, removed = diff_lines(details["diff"])
+            changed, added, removed = diff_lines(visible(details["diff"]))
             self.console.print(Text(f"  {bar} {text.strip()} (+{added} -{removed})", style="dim"))
             for line in changed:
                 self.console.print(Text(f"  {bar} {line}", style="green" if line.startswith("+") else "red"))
@@ -583,19 +599,9 @@ class Renderer:
                 "green",
             )
 
-    def _on_retry_start(self, event: Any) -> None:
-        self.note(
-            f"{event.error_message.strip() or 'request failed'}; retrying in {event.delay:.1f}s "
-            f"(attempt {event.attempt}/{event.max_attempts})",
-            "yellow",
-        )
-        self.activity = f"retrying (attempt {event.attempt})"
-
-    def _on_retry_end(self, event: Any) -> None:
-        if event.success:
-            self.note(f"retry {event.attempt} succeeded", "dim")
-        else:
-            self.note(f"gave up after {event.attempt} retries: {event.final_error or 'error'}", "bold red")
+    def _retry_note(self, text: str, kind: str) -> None:
+        style = {"retry": "yellow", "ok": "dim", "cancelled": "yellow", "failed": "bold red"}.get(kind, "")
+        self.note(text, style)
 
     def _on_ledger(self, event: Any) -> None:
         record = event.record
@@ -624,7 +630,7 @@ class Renderer:
             self.console.print(Text(f"  … {len(lines) - max_lines} earlier lines", style="dim italic"))
             lines = lines[-max_lines:]
         for line in lines:
-            self.console.print(Text(f"  {line}"))
+            self.console.print(Text(f"  {visible(line)}"))
         if message.cancelled:
             self.console.print(Text("  (cancelled)", style="yellow"))
         elif message.exit_code not in (None, 0):
