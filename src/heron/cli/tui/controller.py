@@ -29,6 +29,7 @@ from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
 from heron.ai.types import AssistantMessage, ImageContent, Model, TextContent, ThinkingLevel, UserMessage
 from heron.cli.app import App
+from heron.cli.notices import explain_error
 from heron.cli.sessions_cmd import render_tree
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import format_context
@@ -101,6 +102,7 @@ class Controller:
         self._listing: list[SessionSummary] = []
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
+        self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
         app.session.subscribe(self._on_event)
 
     @property
@@ -114,6 +116,8 @@ class Controller:
         if self.renderer.activity != self._activity:
             self._activity = self.renderer.activity
             self._changed()
+        elif getattr(event, "type", "") == "message_update":
+            self._changed()  # the live line shows the text not printed yet
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -160,7 +164,10 @@ class Controller:
             return "aborting…"
         if job.kind == "run":
             activity = self.renderer.activity or "working"
-            return f"{activity} · Enter steers · Ctrl+C aborts"
+            live = self.renderer.live_text()
+            if live:
+                return f"{activity}: {live}"
+            return f"{activity} · Enter steers · Alt+Enter queues · Esc aborts"
         what = {"compact": "compacting", "shell": "running a shell command", "tree": "summarising the branch"}
         return f"{what.get(job.kind, job.kind)} · Ctrl+C aborts"
 
@@ -176,7 +183,7 @@ class Controller:
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
         self._print(Text(
-            "Enter sends · Alt+Enter newline · /help commands · Ctrl+C aborts · Ctrl+D exits", style="dim"))
+            "Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
 
     # --- jobs -----------------------------------------------------------------------
 
@@ -234,6 +241,8 @@ class Controller:
         if job is None or job.aborting:
             return False
         job.aborting = True
+        if job.kind == "run":
+            self.renderer.retries.cancel()  # a retry being waited for is cancelled, not "succeeded"
         job.abort()
         self._changed()
         return True
@@ -258,6 +267,7 @@ class Controller:
 
     def start_run(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.renderer.reset_section()
+        self.renderer.retries.reset()
         self.start_job("run", self.session.prompt(text, list(images)), abort=self.session.abort)
 
     async def submit(self, text: str) -> None:
@@ -306,6 +316,30 @@ class Controller:
             self.note(f"↳ steering queued: {first[:80]} (delivered before the next step)", "cyan")
             return
         self.note(f"busy ({job.kind}): wait for it to finish, or press Ctrl+C to abort it", "yellow")
+
+    def queue_follow_up(self, text: str) -> bool:
+        """Alt+Enter while a run works: ``text`` is delivered when the agent would stop
+        (pi's follow-up), not before its next step like Enter's steering. False when no
+        run is going (the caller submits the line as usual)."""
+        job = self.job
+        if job is None or job.kind != "run" or job.aborting or not text.strip():
+            return False
+        expanded = self.session.expand_input(text)
+        self.session.follow_up(expanded)
+        first = expanded.strip().splitlines()[0]
+        self.note(f"↳ follow-up queued: {first[:80]} (delivered when this run would stop)", "cyan")
+        return True
+
+    def cycle_model(self) -> None:
+        """Ctrl+P: the next of :meth:`available_models` (those with a key, or needing none)."""
+        models = self.available_models()
+        if len(models) < 2:
+            self.note("no other model to switch to (/model lists them)")
+            return
+        current = self.session.model
+        refs = [m.ref for m in models]
+        following = models[(refs.index(current.ref) + 1) % len(models)] if current.ref in refs else models[0]
+        self._cmd_model(following.ref)
 
     # --- shell commands ---------------------------------------------------------------
 
@@ -379,8 +413,12 @@ class Controller:
             model = self.app.registry.find(ref)
         except ModelNotFoundError:
             if current.provider == CUSTOM_PROVIDER and current.base_url:
-                custom = dataclasses.replace(current, id=ref, name=ref)
-                return ResolvedModel(custom, self.session.api_key, "/model")
+                # "custom/other-model" names the server's model "other-model": the
+                # provider prefix is heron's, the server never knew it
+                prefix = f"{CUSTOM_PROVIDER}/"
+                model_id = ref[len(prefix):] if ref.startswith(prefix) else ref
+                custom = dataclasses.replace(current, id=model_id, name=model_id)
+                return ResolvedModel(custom, self.session.api_key, "/model", self.app.resolved.key_source)
             raise
         key = cli_key if cli_key and model.provider == current.provider else None
         return resolve_model(self.app.settings, self.app.registry, model.ref, None, key)
@@ -408,6 +446,7 @@ class Controller:
             self.error(str(exc))
             return
         s.set_model(resolved.model, resolved.api_key)
+        self.app.resolved = resolved  # what a refused key is explained from
         self.note(f"model: {resolved.model.ref} (window {format_tokens(resolved.model.context_window)})", "green")
 
     def _cmd_thinking(self, args: str) -> None:
