@@ -486,7 +486,9 @@ def resolve_model(
             model = registry.find(cli_model)
         except ModelNotFoundError as exc:
             if base_url is None:
-                raise SetupError(f"{exc}\n\n{SETUP_POINTER}") from exc
+                local = (f"A model of a local server? heron --base-url http://localhost:11434/v1 "
+                         f"--model {cli_model.strip()}")
+                raise SetupError(f"{exc}\n{local}\n{SETUP_POINTER}") from exc
             custom = _custom_model(cli_model.strip(), base_url)
             if cli_api:
                 custom = dataclasses.replace(custom, api=cli_api)

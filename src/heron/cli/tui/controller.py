@@ -16,7 +16,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from heron.agent.messages import BashExecutionMessage
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
 from heron.ai.types import AssistantMessage, ImageContent, Model, TextContent, ThinkingLevel, UserMessage
@@ -33,15 +31,17 @@ from heron.cli.notices import explain_error
 from heron.cli.sessions_cmd import render_tree
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import format_context
+from heron.cli.tui.controller_parts import Job, session_rows
+from heron.cli.tui.controller_parts import bash_message as bash_message
 from heron.cli.tui.export import default_export_path, write_export
-from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens, result_text
+from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
 from heron.coding.tools.bash import BashParams, BashTool
 from heron.session.entries import MessageEntry
 from heron.session.paths import SessionSummary, list_sessions
-from heron.session.store import SessionError, SessionStore, count_by
+from heron.session.store import SessionError, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -49,40 +49,6 @@ THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium",
 MODELS_LISTED = 60
 SESSIONS_LISTED = 30
 TREE_LINES = 400
-
-
-@dataclass
-class Job:
-    """Work running in the background while the input line stays usable."""
-
-    kind: str  # "run", "compact", "shell", "tree"
-    task: asyncio.Task[Any]
-    abort: Callable[[], None]
-    aborting: bool = False
-
-
-def bash_message(command: str, result: Any, *, keep: bool) -> BashExecutionMessage:
-    """A :class:`BashExecutionMessage` from the bash tool's result: the tool appends its
-    notices (truncation, background kill, exit status) after the output, separated by
-    blank lines; the message keeps them as fields instead, and the model is told about
-    them in its own words (``bash_execution_text``)."""
-    details = result.details if isinstance(result.details, dict) else {}
-    text = result_text(result.content)
-    appended = sum(1 for present in (details.get("truncation"), details.get("background_killed"), result.is_error)
-                   if present)
-    body = text.rsplit("\n\n", appended)[0] if appended and "\n\n" in text else ("" if appended else text)
-    if body == "(no output)":
-        body = ""
-    exit_code = details.get("exit_code")
-    return BashExecutionMessage(
-        command=command,
-        output=body,
-        exit_code=exit_code if isinstance(exit_code, int) else None,
-        cancelled=bool(details.get("aborted") or details.get("timed_out")),
-        truncated=details.get("truncation") is not None,
-        full_output_path=details.get("full_output_path") if isinstance(details.get("full_output_path"), str) else None,
-        exclude_from_context=not keep,
-    )
 
 
 class Controller:
@@ -607,29 +573,8 @@ class Controller:
         self.print_footer()
 
     def _cmd_session(self, args: str) -> None:
-        s = self.session
-        store: SessionStore = s.store
-        types = store.types()
-        roles = count_by([r for r, t in zip(store.roles(), types, strict=True) if t == "message"])
-        tokens = s.estimate_request_tokens(s.messages)
-        totals = self.renderer.totals
-        rows = [
-            ("file", str(store.path) if store.path is not None else "(in memory, not saved)"),
-            ("id", store.session_id),
-            ("name", store.name or "(none; /name sets one)"),
-            ("cwd", store.header.cwd),
-            ("entries", f"{len(types)} ({', '.join(f'{k} {v}' for k, v in sorted(count_by(types).items()))})"),
-            ("messages", ", ".join(f"{k} {v}" for k, v in sorted(roles.items())) or "none"),
-            ("leaf", f"{store.leaf_id} (entry {store.leaf_index})" if store.leaf_id else "(empty)"),
-            ("model", f"{s.model.ref} · thinking {s.thinking_level}"),
-            ("tokens", f"in {totals.input:,} · out {totals.output:,} · cache read {totals.cache_read:,} · "
-                       f"${totals.cost:.4f}"),
-            ("context", f"~{tokens:,} of {s.model.context_window:,} tokens in {len(s.messages)} messages"),
-        ]
-        if store.header.parent_session:
-            rows.append(("forked from", store.header.parent_session))
         self.renderer.reset_section()
-        for key, value in rows:
+        for key, value in session_rows(self.session, self.renderer.totals):
             self._print(Text(f"{key:>11}: {value}"))
 
     def _cmd_name(self, args: str) -> None:
