@@ -46,7 +46,7 @@ from heron.ai.providers.google import (
     split_base_url,
 )
 from heron.ai.registry import unregister_provider
-from tests.support.fixtures import sse_body, stream_name, streams_for
+from tests.support.fixtures import MANIFEST, needs_shared, sse_body, stream_params, streams_for
 from tests.support.http_server import LocalServer, Reply, json_reply
 
 API = "google-gemini"
@@ -149,7 +149,7 @@ def assert_well_formed(events: list[AssistantEvent]) -> None:
 # --- 1 + 2: every recorded Gemini stream ------------------------------------------
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[stream_name(e) for e in ENTRIES])
+@pytest.mark.parametrize("entry", stream_params(API))
 async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any]) -> None:
     expected = entry["expected"]
     local_server.queue(Reply(body=sse_body(entry), chunk_size=37, content_type="text/event-stream"))
@@ -199,6 +199,7 @@ async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any])
     assert message.model == entry["model"]
 
 
+@needs_shared(MANIFEST)
 async def test_signatures_are_kept_as_sent(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "thought-summaries" in e["file"])
     body = sse_body(entry)
@@ -212,6 +213,7 @@ async def test_signatures_are_kept_as_sent(local_server: LocalServer) -> None:
     assert [b.text_signature for b in texts] == sent
 
 
+@needs_shared(MANIFEST)
 async def test_streamed_partial_arguments_stream_as_deltas(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "partial" in " ".join(e["what_it_exercises"]) or "vertex" in e["file"])
     local_server.queue(Reply(body=sse_body(entry), chunk_size=37))
@@ -548,6 +550,7 @@ async def test_error_inside_the_stream(local_server: LocalServer) -> None:
 # --- 4: bad input -----------------------------------------------------------------
 
 
+@needs_shared(MANIFEST)
 async def test_truncated_stream(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "thought-summaries" in e["file"])
     body = sse_body(entry)
@@ -721,6 +724,7 @@ async def test_server_error_without_heron_retry_is_sent_once(local_server: Local
     assert len(local_server.requests) == 1
 
 
+@needs_shared(MANIFEST)
 async def test_abort_in_the_middle_of_a_tool_call(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "vertex" in e["file"])
     local_server.queue(Reply(body=sse_body(entry), chunk_size=120, chunk_delay=0.05))

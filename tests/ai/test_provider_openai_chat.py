@@ -32,7 +32,7 @@ from heron.ai import (
 from heron.ai.events import AssistantEvent, DoneEvent, ErrorEvent
 from heron.ai.options import NO_RETRY
 from heron.ai.providers.openai_chat import INCOMPLETE, OpenAIChatProvider, build_request
-from tests.support.fixtures import sse_body, stream_name, streams_for
+from tests.support.fixtures import sse_body, stream_params, streams_for
 from tests.support.http_server import LocalServer, Reply, json_reply
 
 API = "openai-chat"
@@ -169,7 +169,7 @@ STOP_MAP = {"stop": StopReason.STOP, "length": StopReason.LENGTH, "tool_calls": 
 # --- 1 + 2: recorded streams ----------------------------------------------------
 
 
-@pytest.mark.parametrize("entry", STREAMS, ids=[stream_name(e) for e in STREAMS])
+@pytest.mark.parametrize("entry", stream_params(API))
 async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any]) -> None:
     expected = entry["expected"]
     local_server.queue(Reply(body=sse_body(entry), chunk_size=37))

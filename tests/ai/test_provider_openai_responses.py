@@ -40,7 +40,7 @@ from heron.ai import (
 )
 from heron.ai.events import AssistantEvent
 from heron.ai.providers.openai_responses import OpenAIResponsesProvider, responses_tool_id
-from tests.support.fixtures import sse_body, stream_name, streams_for
+from tests.support.fixtures import MANIFEST, needs_shared, sse_body, stream_name, stream_params, streams_for
 from tests.support.http_server import LocalServer, Reply, json_reply
 
 API = "openai-responses"
@@ -200,7 +200,7 @@ def fixture_events(entry: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("entry", STREAMS, ids=[stream_name(e) for e in STREAMS])
+@pytest.mark.parametrize("entry", stream_params(API))
 async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any]) -> None:
     expected = entry["expected"]
     local_server.queue(Reply(body=sse_body(entry), chunk_size=37))
@@ -259,6 +259,7 @@ async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any])
         assert all(server_item["id"] not in call.id for call in calls)
 
 
+@needs_shared(MANIFEST)
 async def test_replayed_reasoning_round_trip(local_server: LocalServer) -> None:
     entry = next(e for e in STREAMS if stream_name(e) == "gpt51-codex-max-reasoning-encrypted-function-call")
     model = make_model(local_server)

@@ -18,7 +18,7 @@ from heron.ai.types import (
     UserMessage,
     message_from_json,
 )
-from tests.support.fixtures import FIXTURES
+from tests.support.fixtures import FIXTURES, needs_shared
 
 
 def roundtrip(message: object) -> object:
@@ -98,6 +98,7 @@ def test_malformed_messages_raise_value_error(bad: object) -> None:
         message_from_json(bad)  # type: ignore[arg-type]
 
 
+@needs_shared(FIXTURES / "pi" / "sessions")
 def test_real_pi_messages_roundtrip_exactly() -> None:
     """Every message in pi's real session files decodes and encodes back to the same JSON
     (pi writes no ``totalTokens`` in old files; we only compare the keys pi wrote)."""

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,7 +239,7 @@ def test_task_from_the_command_line_multiline_input_and_shell_commands(
     footer(child)
     assert user_texts(local_server.requests[0])[-1] == "do the task"
     child.send("line one")
-    child.send("\x1b\r")  # Esc then Enter (what Alt+Enter sends): a newline, not a submit
+    child.send("\n")  # Ctrl+J: a newline, not a submit
     child.send("line two\r")
     child.expect("Two lines received.")
     assert user_texts(local_server.requests[1])[-1] == "line one\nline two"
@@ -291,3 +292,101 @@ def test_without_a_terminal_each_line_runs_in_turn(local_server: LocalServer, di
     assert re.search(r"file: .*\.jsonl", done.stdout)
     assert len(local_server.requests) == 1
     assert user_texts(local_server.requests[0])[-1] == "first piped line"
+
+
+# --- streaming, keys, hostile bytes ---------------------------------------------------------
+
+
+def slow_answer(words: int, delay: float) -> Reply:
+    """An answer with no sentence punctuation, one word per chunk, ``delay`` s apart."""
+    chunks = [_chunk({"role": "assistant", "content": ""})]
+    chunks += [_chunk({"content": f"word{n} "}) for n in range(words)]
+    chunks += [_chunk(finish="stop"), _usage(1_500, 42)]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    # one SSE event per write: split the body at event boundaries
+    return Reply(body=body, chunk_size=len(f"data: {json.dumps(_chunk({'content': 'word10 '}))}\n\n"),
+                 chunk_delay=delay)
+
+
+def test_text_appears_as_it_arrives_without_punctuation(spawn: Any, local_server: LocalServer) -> None:
+    local_server.queue(slow_answer(40, 0.25))  # ~10 s in all
+    child = spawn()
+    started = time.monotonic()
+    child.send("talk slowly\r")
+    child.expect("word2 ")  # in the live line, long before the answer ends
+    first = time.monotonic() - started
+    child.expect("word39")
+    footer(child)
+    assert first < 6, first
+    exit_with_ctrl_d(child)
+
+
+def test_esc_aborts_and_alt_enter_queues_a_follow_up(spawn: Any, local_server: LocalServer) -> None:
+    local_server.queue(slow_answer(200, 0.1))
+    child = spawn()
+    child.send("go on for a while\r")
+    child.expect("word1 ")
+    child.send("\x1b")  # Esc alone
+    child.expect("aborted")
+    footer(child)
+    local_server.queue(bash_call("sleep 2"), answer("After the command."), answer("Follow-up answered."))
+    child.send("run the slow command\r")
+    child.expect("sleep 2")
+    child.send("then summarise")
+    child.send("\x1b\r")  # Alt+Enter
+    child.expect("follow-up queued")
+    child.expect("Follow-up answered.")
+    footer(child)
+    exit_with_ctrl_d(child)
+    last = user_texts(local_server.requests[-1])
+    assert last[-1] == "then summarise" and "run the slow command" in last
+
+
+def test_model_switches_keep_the_servers_own_name(spawn: Any, local_server: LocalServer,
+                                                 dirs: tuple[Path, Path]) -> None:
+    home, _ = dirs
+    (home / "models.json").write_text(json.dumps({"providers": {"second": {
+        "baseUrl": f"{local_server.url}/v1", "api": "openai-chat", "models": [{"id": "second-model"}]}}}))
+    local_server.queue(answer("From the other model."), answer("From the second model."))
+    child = spawn()
+    child.send("/model custom/other-model\r")
+    child.expect("model: custom/other-model")
+    child.send("hello\r")
+    child.expect("From the other model.")
+    child.expect(r"ctx \d+% of 128k")
+    assert local_server.requests[-1].json()["model"] == "other-model"
+    child.send("\x10")  # Ctrl+P: the next model
+    child.expect("model: second/second-model")
+    child.send("hello again\r")
+    child.expect("From the second model.")
+    child.expect(r"ctx \d+% of 128k")
+    assert local_server.requests[-1].json()["model"] == "second-model"
+    exit_with_ctrl_d(child)
+
+
+HOSTILE = "\x1b[2J\x1b]0;pwned-title\x07\x1b]52;c;aGVsbG8=\x07"
+
+
+def test_escape_sequences_from_the_model_and_files_never_reach_the_terminal(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
+    _, project = dirs
+    (project / "evil.txt").write_text(f"file says {HOSTILE} done\n")
+    read_call = json.dumps({"path": f"evil.txt{HOSTILE}"})
+    chunks = [_chunk({"role": "assistant", "content": ""}),
+              _chunk({"tool_calls": [{"index": 0, "id": "call_r", "type": "function",
+                                      "function": {"name": "read", "arguments": read_call}}]}),
+              _chunk(finish="tool_calls"), _usage(1_500, 20)]
+    local_server.queue(Reply(body=_body(chunks)), Reply(body=_body([
+        _chunk({"role": "assistant", "content": ""}), _chunk({"content": f"model says {HOSTILE} end"}),
+        _chunk(finish="stop"), _usage(1_500, 20)])))
+    (project / f"evil.txt{HOSTILE}").write_text(f"file says {HOSTILE} done\n")
+    child = spawn()
+    child.send("read it\r")
+    child.expect("model says")
+    footer(child)
+    exit_with_ctrl_d(child)
+    raw = child.logfile_read.getvalue()
+    for sequence in ("\x1b]52;", "\x1b]0;pwned", "\x1b[2J"):
+        assert sequence not in raw, sequence
+    assert "^[]52;c;aGVsbG8=^G" in raw and "^[[2J" in raw

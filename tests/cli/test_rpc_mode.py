@@ -722,3 +722,26 @@ def test_subprocess_ctrl_c_aborts_the_run_then_ends_heron_when_idle(local_server
     assert client.call({"type": "get_state"})["data"]["is_running"] is False  # still serving
     client.proc.send_signal(signal.SIGINT)
     assert client.proc.wait(TIMEOUT) == 0
+
+
+async def test_updates_carry_deltas_and_the_partial_message_comes_on_request(project: Path,
+                                                                             faux: FauxProvider) -> None:
+    faux.chunk_delay = 0.02
+    faux.chunk_size = 3
+    faux.queue(text("abcdefghijklmnopqrstuvwxyz" * 4))
+    h = Harness(project, faux)
+    idle = await h.call({"id": 0, "type": "get_partial_message"})
+    assert idle["data"] == {"message": None}
+    await h.call({"id": 1, "type": "prompt", "message": "go"})
+    await h.wait(lambda o: o["type"] == "message_update" and o["event"]["type"] == "text_delta")
+    partial = (await h.call({"id": 2, "type": "get_partial_message"}))["data"]["message"]
+    assert partial["role"] == "assistant" and partial["content"][0]["type"] == "text"
+    assert 0 < len(partial["content"][0]["text"]) <= 104
+    end = await h.run_end(1)
+    assert end["answer"] == "abcdefghijklmnopqrstuvwxyz" * 4
+    updates = [o for o in h.out if o["type"] == "message_update"]
+    assert updates and all(set(o) == {"type", "event"} and "partial" not in o["event"] for o in updates)
+    deltas = "".join(o["event"]["delta"] for o in updates if o["event"]["type"] == "text_delta")
+    assert deltas == end["answer"]
+    assert (await h.call({"id": 3, "type": "get_partial_message"}))["data"] == {"message": None}
+    faux.chunk_delay = 0.0

@@ -15,6 +15,7 @@ import pytest
 from heron.cli.main import main
 from heron.session.store import SessionStore
 from tests.session.support import PI_SESSIONS, REPO, assistant, chain, generate_pi_session, header, user, write_jsonl
+from tests.support.fixtures import needs_shared
 
 
 def run(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -30,6 +31,7 @@ def info_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return data
 
 
+@needs_shared(PI_SESSIONS)
 def test_info_json_on_pis_compacted_session(capsys: pytest.CaptureFixture[str]) -> None:
     info = info_json(PI_SESSIONS / "before-compaction.jsonl", capsys)
     assert info["version"] == 3 and info["source_version"] == 1
@@ -43,6 +45,7 @@ def test_info_json_on_pis_compacted_session(capsys: pytest.CaptureFixture[str]) 
     assert info["warnings"] == []
 
 
+@needs_shared(PI_SESSIONS)
 def test_info_json_on_pis_large_session(capsys: pytest.CaptureFixture[str]) -> None:
     info = info_json(PI_SESSIONS / "large-session.jsonl", capsys)
     assert info["entries"] == 1018 and info["leaf_index"] == 1017
@@ -145,6 +148,7 @@ def test_version_still_works_and_stays_light() -> None:
     assert loaded.stdout.strip().splitlines()[-1] == "[]"
 
 
+@needs_shared(PI_SESSIONS)
 def test_run_writes_to_given_streams(tmp_path: Path) -> None:
     import argparse
 

@@ -322,8 +322,12 @@ async def test_export_writes_escaped_html(project: Path, home: Path, faux: FauxP
     html = path.read_text()
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;b&gt;tags&lt;/b&gt; &amp;" in html
+    assert path.stat().st_mode & 0o777 == 0o600  # the whole conversation: private like the session
     out = await submit(c, "/export out/session.html")
-    assert (project / "out" / "session.html").exists()
+    assert "out: no such directory" in out and not (project / "out").exists()
+    (project / "out").mkdir()
+    await submit(c, "/export out/session.html")
+    assert (project / "out" / "session.html").stat().st_mode & 0o777 == 0o600
 
 
 async def test_help_unknown_commands_skills_and_templates(project: Path, home: Path, faux: FauxProvider) -> None:

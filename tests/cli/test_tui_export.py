@@ -6,6 +6,8 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from heron.agent.messages import BashExecutionMessage
 from heron.ai.types import (
     AssistantMessage,
@@ -102,6 +104,11 @@ def test_write_export_and_the_default_path(tmp_path: Path) -> None:
     store.append_message(UserMessage(content="hi"))
     path = default_export_path(tmp_path, store.session_id)
     assert path.parent == tmp_path and path.name.startswith("heron-session-") and path.suffix == ".html"
+    with pytest.raises(FileNotFoundError, match="sub: no such directory"):
+        write_export(store, tmp_path / "sub" / "x.html")
+    assert not (tmp_path / "sub").exists()
+    (tmp_path / "sub").mkdir()
     written = write_export(store, tmp_path / "sub" / "x.html")
     assert written.read_text().startswith("<!DOCTYPE html>")
+    assert written.stat().st_mode & 0o777 == 0o600
     assert "(no messages yet)" in export_html(SessionStore.in_memory(tmp_path))

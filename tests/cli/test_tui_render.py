@@ -247,7 +247,7 @@ def test_errors_aborts_and_session_notices() -> None:
     out = output(console)
     assert "error: 401 invalid api key" in out
     assert "aborted" in out
-    assert "503 overloaded; retrying in 2.0s (attempt 1/3)" in out
+    assert "503 overloaded; retrying in 2 s (1/3)…" in out
     assert "compacting the context (the context is near the limit; ~120k tokens)" in out
     assert "compacted: ~120k → ~30k tokens" in out
     assert "nothing compacted: nothing to compact" in out

@@ -205,7 +205,7 @@ def test_nothing_configured_says_exactly_what_to_do(home: Path) -> None:
     with pytest.raises(SetupError) as info:
         resolve_model(Settings(), registry(home), None, None, None)
     message = str(info.value)
-    assert info.value.exit_code == 2
+    assert info.value.exit_code == 3  # "not configured", apart from 2 for a bad command line
     for fragment in (
         "export ANTHROPIC_API_KEY=",
         "export OPENAI_API_KEY=",
@@ -355,9 +355,13 @@ def test_failing_key_command_is_a_setup_error(home: Path) -> None:
 
 
 def test_models_json_problems_are_shown_in_the_help(home: Path) -> None:
+    # The problem is the registry's (file, line, column); the CLI prints it before the
+    # resolver's message (tests/cli/test_setup_errors.py), so the help does not repeat it.
     reg = registry(home, "{not json")
-    with pytest.raises(SetupError, match=r"Problems found in models\.json"):
+    assert any("models.json" in error and "line 1" in error for error in reg.errors)
+    with pytest.raises(SetupError) as info:
         resolve_model(Settings(), reg, None, None, None)
+    assert "Problems found" not in str(info.value)
 
 
 def test_tool_run_and_spill_settings() -> None:

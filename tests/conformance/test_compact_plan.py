@@ -50,9 +50,12 @@ from typing import Any
 import pytest
 
 from heron.cli import sessions_cmd
-from tests.support.fixtures import FIXTURES
+from tests.support.fixtures import FIXTURES, needs_shared
 
 SESSIONS = sorted((FIXTURES / "pi" / "sessions").glob("*.jsonl"))
+# Without the shared data: one placeholder, so the tests skip with needs_shared's reason
+# instead of pytest's "empty parameter set".
+SESSION_PARAMS = SESSIONS or [FIXTURES / "pi" / "sessions" / "(missing)"]
 KEEP_RECENT_TOKENS = 20_000  # pi's default ``keepRecentTokens``
 IMAGE_CHARS = 4_800  # an image in a tool result or custom message counts as 1,200 tokens
 
@@ -311,7 +314,8 @@ def command_json(*argv: str) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("session", SESSIONS, ids=lambda p: p.name)
+@needs_shared(FIXTURES / "pi" / "sessions")
+@pytest.mark.parametrize("session", SESSION_PARAMS, ids=lambda p: p.name)
 def test_compact_plan_matches_the_specification(session: Path) -> None:
     expected = expected_plan(session)
     got = command_json(str(session))
@@ -325,6 +329,7 @@ def test_compact_plan_matches_the_specification(session: Path) -> None:
     assert not set(got["read_files"]) & set(got["modified_files"])
 
 
+@needs_shared(FIXTURES / "pi" / "sessions")
 def test_the_cut_points_explained_in_the_docstring() -> None:
     """The numbers the module docstring walks through."""
     large = expected_plan(FIXTURES / "pi" / "sessions" / "large-session.jsonl")
@@ -337,8 +342,9 @@ def test_the_cut_points_explained_in_the_docstring() -> None:
     assert compacted["previous_summary"] is True
 
 
+@needs_shared(FIXTURES / "pi" / "sessions")
 @pytest.mark.parametrize("keep", [2_000, 8_000, 50_000, 120_000])
-@pytest.mark.parametrize("session", SESSIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("session", SESSION_PARAMS, ids=lambda p: p.name)
 def test_other_budgets_match_too(session: Path, keep: int) -> None:
     expected = expected_plan(session, keep)
     got = command_json(str(session), "--keep-recent-tokens", str(keep))

@@ -29,6 +29,7 @@ from tests.session.support import (
     tool_result,
     user,
 )
+from tests.support.fixtures import needs_shared
 
 LARGE = PI_SESSIONS / "large-session.jsonl"
 COMPACTED = PI_SESSIONS / "before-compaction.jsonl"
@@ -70,6 +71,7 @@ def count(values: list[str]) -> dict[str, int]:
     return out
 
 
+@needs_shared(PI_SESSIONS)
 @pytest.mark.parametrize("path", [LARGE, COMPACTED], ids=lambda p: p.name)
 def test_migration_of_pis_version_one_files(path: Path) -> None:
     lines = raw_lines(path)
@@ -97,6 +99,7 @@ def test_migration_of_pis_version_one_files(path: Path) -> None:
             assert migrated is not None and migrated.first_kept_entry_id == ids[entry["firstKeptEntryIndex"] - 1]  # type: ignore[union-attr]
 
 
+@needs_shared(PI_SESSIONS)
 def test_large_session_context() -> None:
     lines = raw_lines(LARGE)
     entries = lines[1:]
@@ -119,6 +122,7 @@ def test_large_session_context() -> None:
     assert (str(context.model), context.thinking_level) == ("anthropic/claude-sonnet-4-5", "off")
 
 
+@needs_shared(PI_SESSIONS)
 def test_before_compaction_context_starts_with_the_latest_compaction_summary() -> None:
     lines = raw_lines(COMPACTED)
     entries = lines[1:]

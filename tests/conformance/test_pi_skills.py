@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from heron.coding.skills import load_skills_from_dir, merge_skill_sets
-from tests.support.fixtures import FIXTURES
+from tests.support.fixtures import FIXTURES, needs_shared
 
 SKILLS = FIXTURES / "pi" / "skills"
 COLLISION = FIXTURES / "pi" / "skills-collision"
+pytestmark = needs_shared(SKILLS, COLLISION)
 
 LONG_NAME = "this-is-a-very-long-skill-name-that-exceeds-the-sixty-four-character-limit-set-by-the-standard"
 

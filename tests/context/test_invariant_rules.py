@@ -389,9 +389,6 @@ def test_mode_from_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch
     assert mode_from(True) == "warn" and mode_from(False) == "off"
 
 
-@pytest.mark.xfail(strict=True, reason="the context.checkInvariants setting does not exist: settings.py's schema "
-                                       "rejects it as an unknown setting, Settings has no check_invariants field, and "
-                                       "runtime.py reads getattr(settings, 'check_invariants', False): always False")
 def test_the_check_invariants_setting_turns_checks_on(tmp_path: Path) -> None:
     from heron.coding.settings import read_settings_file, settings_from_dict
 

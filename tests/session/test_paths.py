@@ -24,6 +24,7 @@ from heron.session.paths import (
 )
 from heron.session.store import SessionStore
 from tests.session.support import PI_SESSIONS, assistant, user
+from tests.support.fixtures import needs_shared
 
 
 def test_cwd_encoding_is_pis() -> None:
@@ -102,6 +103,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(tmp_path: Path) -> None:
     assert resolve_session("abc2", home=home) == b
 
 
+@needs_shared(PI_SESSIONS)
 def test_summaries_of_pi_files() -> None:
     summary = summarize(PI_SESSIONS / "large-session.jsonl")
     assert summary.message_count == 914 and summary.entry_count == 1018

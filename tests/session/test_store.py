@@ -36,6 +36,7 @@ from tests.session.support import (
     user,
     write_jsonl,
 )
+from tests.support.fixtures import needs_shared
 
 
 @pytest.fixture
@@ -317,6 +318,7 @@ def test_lazy_open_reads_what_a_full_decode_reads(tmp_path: Path, monkeypatch: p
         assert entry.to_json_dict() == raw[n + 1]
 
 
+@needs_shared(PI_SESSIONS)
 def test_a_version_one_file_is_rewritten_in_version_three_before_the_first_append(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     shutil.copy(PI_SESSIONS / "before-compaction.jsonl", path)

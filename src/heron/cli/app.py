@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING, TextIO
 
 from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import ImageContent
-from heron.coding.settings import ResolvedModel, Settings, SetupError, load_settings, resolve_model
+from heron.coding.prompt import resolve_prompt_text
+from heron.coding.settings import (
+    SETUP_POINTER,
+    ResolvedModel,
+    Settings,
+    SetupError,
+    load_settings,
+    resolve_model,
+    setup_help,
+)
 from heron.session.paths import latest_session, list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
 
@@ -85,8 +94,19 @@ def read_attachment(token: str, cwd: Path) -> tuple[str, ImageContent | None]:
     return f'<file path="{token[1:]}">\n{text}\n</file>', None
 
 
+# How long a task given on the command line waits for piped stdin to show data (or end)
+# before going on without it: `producer | heron -p "review"` has its data by then, while
+# an open pipe that never writes (a CI runner, a parent process) must not block the run.
+STDIN_WAIT_SECONDS = 1.0
+
+
 def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None) -> Task:
-    """The task from ``-p``, the positional words, piped stdin and ``@file`` arguments."""
+    """The task from ``-p``, the positional words, piped stdin and ``@file`` arguments.
+
+    Piped stdin (print and json modes): with no task on the command line it is the task,
+    read to its end; with a task, it is added only if it has data within
+    :data:`STDIN_WAIT_SECONDS` - or always, read to its end, when ``-`` is one of the words.
+    """
     parts: list[str] = []
     images: list[ImageContent] = []
     files: list[str] = []
@@ -95,8 +115,10 @@ def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None
         # `-p` takes the next word as its value, so in `heron -p @main.py "explain"` the
         # attachment is that value: a single @word there is a file like any other.
         words.insert(0, args.print_prompt)
+    wants_stdin = "-" in words
+    words = [word for word in words if word != "-"]
     for n, word in enumerate(words):
-        is_value = n == 0 and bool(args.print_prompt)
+        is_value = n == 0 and bool(args.print_prompt) and word == args.print_prompt
         if word.startswith("@") and len(word) > 1 and not (is_value and any(c.isspace() for c in word)):
             block, image = read_attachment(word, cwd)
             files.append(block)
@@ -106,12 +128,28 @@ def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None
             parts.append(word)
     blocks = [*files, " ".join(parts)]
     stream = stdin if stdin is not None else sys.stdin
-    if args.mode in (None, "print", "json") and args.print_prompt is not None and not _isatty(stream):
+    if args.mode in (None, "print", "json") and (args.print_prompt is not None or wants_stdin) \
+            and not _isatty(stream) and (wants_stdin or not words or _has_data(stream, STDIN_WAIT_SECONDS)):
         # Piped text is a block of its own: joined to the words with a space, its lines
         # would run into the task ("Explain: <first line of the file>").
         blocks.append(stream.read().strip("\n"))
     text = "\n\n".join(block for block in blocks if block.strip())
     return Task(text=text.strip(), images=images)
+
+
+def _has_data(stream: TextIO, timeout: float) -> bool:
+    """Whether reading ``stream`` would not block (data, or its end) within ``timeout``."""
+    import select
+
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):
+        return True  # not a descriptor (a test's StringIO): reading cannot block
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -150,6 +188,43 @@ def pick_session(cwd: Path, home: Path) -> Path:
     return sessions[int(answer) - 1].path
 
 
+def check_arguments(args: argparse.Namespace, mode: str) -> None:
+    """Reject what cannot mean anything, before any file is read: one line saying why."""
+    sources = [flag for flag, on in (("-c/--continue", args.continue_session), ("-r/--resume", args.resume),
+                                     ("--session", bool(args.session)), ("--no-session", args.no_session)) if on]
+    if len(sources) > 1:
+        raise UsageError(f"{' and '.join(sources)} cannot be used together: each picks the session to use")
+    if mode == "rpc" and (args.messages or args.print_prompt is not None):
+        raise UsageError("--mode rpc takes no task: send it as a prompt command on stdin (docs/rpc.md)")
+    if args.base_url is not None:
+        check_base_url(args.base_url)
+    base = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
+    for flag, value in (("--system-prompt", args.system_prompt), ("--append-system-prompt", args.append_system_prompt)):
+        if value is not None and looks_like_path(value) and not (base / os.path.expanduser(value.strip())).is_file():
+            raise UsageError(f"{flag} {value}: no such file (give the prompt text itself, or an existing file)")
+
+
+def check_base_url(url: str) -> None:
+    """``--base-url localhost:11434/v1`` has no scheme: the SDKs would read ``localhost``
+    as the scheme and fail much later with a confusing error."""
+    text = url.strip()
+    if not text:
+        raise UsageError("--base-url is empty; give the server's URL, e.g. http://localhost:11434/v1")
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        bare = rest if sep else text
+        raise UsageError(f"--base-url {url}: not an http(s) URL; did you mean http://{bare.lstrip('/')}?")
+
+
+def looks_like_path(value: str) -> bool:
+    """One word naming a file (``prompts/system.md``, ``~/p.txt``, ``./x``): not prompt
+    text, which has spaces. A missing file is then a mistake, not the prompt."""
+    text = value.strip()
+    if not text or any(c.isspace() for c in text):
+        return False
+    return "/" in text or text.startswith(("~", ".")) or Path(text).suffix.lower() in (".md", ".txt", ".prompt")
+
+
 def build_app(args: argparse.Namespace) -> App:
     cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
     if not cwd.is_dir():
@@ -158,9 +233,15 @@ def build_app(args: argparse.Namespace) -> App:
     home = heron_home()
     settings = load_settings(cwd, home)
     registry = ModelRegistry.load()
-    for warning in (*settings.warnings, *registry.errors):
+    for warning in settings.warnings:
         print(f"heron: warning: {warning}", file=sys.stderr)
-    resolved = resolve_model(settings, registry, args.model, args.base_url, args.api_key)
+    try:
+        resolved = resolve_model(settings, registry, args.model, args.base_url, args.api_key,
+                                 getattr(args, "api", None))
+    except SetupError as exc:
+        raise _with_models_json_cause(exc, registry) from exc
+    for error in registry.errors:
+        print(f"heron: warning: {error}", file=sys.stderr)
     from heron.coding.runtime import CodingSession
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
@@ -173,25 +254,45 @@ def build_app(args: argparse.Namespace) -> App:
         settings=settings,
         tools=tools,
         thinking_level=args.thinking,
-        system_prompt=args.system_prompt,
-        append_system_prompt=args.append_system_prompt,
+        # a value naming an existing file is that file's content
+        system_prompt=resolve_prompt_text(args.system_prompt, cwd) if args.system_prompt is not None else None,
+        append_system_prompt=resolve_prompt_text(args.append_system_prompt, cwd)
+        if args.append_system_prompt is not None else None,
         home=home,
     )
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session)
 
 
+def _with_models_json_cause(exc: SetupError, registry: ModelRegistry) -> SetupError:
+    """A broken models.json is usually why no model resolved: say that first (file, line,
+    problem), then the resolver's own message, shortened to a pointer when it is the
+    whole set-up text."""
+    if not registry.errors:
+        return exc
+    message = str(exc)
+    if message == setup_help(registry):
+        message = f"no model is configured (models.json could not be used).\n{SETUP_POINTER}"
+    causes = "\n".join(f"heron: {error}" for error in registry.errors)
+    return SetupError(f"{causes}\n{message}")
+
+
 def run_app(args: argparse.Namespace) -> int:
     mode = args.mode or ("print" if args.print_prompt is not None else "interactive")
     args.mode = mode
+    if getattr(args, "setup_help", False):
+        print(setup_help(ModelRegistry.load()))
+        return 0
     try:
+        check_arguments(args, mode)
         cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
         task = gather_task(args, cwd.resolve()) if mode != "rpc" else Task(text="")
         if mode in ("print", "json") and not task:
             raise UsageError("no task given: heron -p \"what to do\" (or pipe it on stdin)")
         app = build_app(args)
     except SetupError as exc:
-        print(str(exc), file=sys.stderr)
+        text = str(exc)
+        print(text if text.startswith("heron") else f"heron: {text}", file=sys.stderr)
         return exc.exit_code
     except (UsageError, SessionError, LookupError, ValueError) as exc:
         print(f"heron: {exc}", file=sys.stderr)

@@ -10,6 +10,8 @@ import argparse
 import sys
 
 MODES = ("interactive", "print", "json", "rpc")
+# The same as heron.coding.settings.API_CHOICES, repeated so `heron --help` imports nothing.
+API_CHOICES = ("openai-chat", "openai-responses", "anthropic-messages", "google-gemini")
 THINKING = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 
@@ -39,10 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated tools (default read,bash,edit,write,search_history; "
                              "also grep,find,ls,json_query)")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://localhost:11434/v1")
-    parser.add_argument("--api-key", default=None, help="API key (default: the provider's environment variable)")
+    parser.add_argument("--api", choices=API_CHOICES, default=None,
+                        help="the wire API (default: the model's; openai-chat for --base-url servers)")
+    parser.add_argument("--api-key", default=None,
+                        help="API key (default: the provider's environment variable; HERON_API_KEY for --base-url)")
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")
+    parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
     return parser
 
 

@@ -156,7 +156,7 @@ class CodingSession:
         self._recovery_abort = AbortSignal()
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
-        self._check_mode = mode_from(bool(getattr(self.settings, "check_invariants", False)))
+        self._check_mode = mode_from(self.settings.check_invariants)
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(

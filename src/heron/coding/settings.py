@@ -98,6 +98,8 @@ class Settings:
     default_tools: tuple[str, ...] | None = None  # None: heron's default tool set
     tools: ToolRunSettings = field(default_factory=ToolRunSettings)
     spill: SpillSettings = field(default_factory=SpillSettings)
+    # context.checkInvariants: run the context rules on every request (warnings + ledger)
+    check_invariants: bool = False
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -179,6 +181,7 @@ SCHEMA: dict[str, Any] = {
     "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
     "tools": {"maxParallel": _POSITIVE},
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
+    "context": {"checkInvariants": _bool},
 }
 
 
@@ -290,6 +293,7 @@ def settings_from_dict(
             max_bytes=_sub(data, "spill").get("maxBytes", SpillSettings().max_bytes),
             retention_days=_sub(data, "spill").get("retentionDays", SpillSettings().retention_days),
         ),
+        check_invariants=bool(_sub(data, "context").get("checkInvariants", False)),
         warnings=warnings,
         sources=sources,
     )
@@ -335,10 +339,21 @@ CUSTOM_PROVIDER = "custom"
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "0.0.0.0")
 
 
-class SetupError(RuntimeError):
-    """No usable model or key; the message says how to set one up. The CLI exits 2."""
+# The exit status of every "heron is not configured" failure (no model, unknown model,
+# missing key, broken models.json), distinct from 2 (bad command-line arguments) so a
+# script can tell "fix the set-up" from "fix the command" (docs/configuration.md).
+NOT_CONFIGURED_EXIT = 3
 
-    exit_code = 2
+# The environment variable heron reads the key of a ``--base-url`` server from. The
+# providers' own variables (OPENAI_API_KEY...) are never sent to such a server: it is
+# not that provider, and the key must not leak to it.
+BASE_URL_KEY_ENV = "HERON_API_KEY"
+
+
+class SetupError(RuntimeError):
+    """No usable model or key; the message gives the cause first, then how to set one up."""
+
+    exit_code = NOT_CONFIGURED_EXIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +361,9 @@ class ResolvedModel:
     model: Model
     api_key: str | None
     reason: str  # how it was chosen, for the startup line: "--model", "settings", "ANTHROPIC_API_KEY"...
+    # Where the key came from, by name, never the value ("--api-key", "HERON_API_KEY",
+    # "apiKey of provider 'x' in models.json", ...); "" when no key is used.
+    key_source: str = ""
 
 
 def _is_local(url: str | None) -> bool:
@@ -382,17 +400,60 @@ def _custom_model(model_id: str, base_url: str) -> Model:
 
 
 def _key_for(model: Model, registry: ModelRegistry, cli_api_key: str | None) -> str | None:
+    return key_and_source(model, registry, cli_api_key)[0]
+
+
+def key_and_source(model: Model, registry: ModelRegistry, cli_api_key: str | None) -> tuple[str | None, str]:
+    """The key for ``model`` and where it came from (a name, never the value)."""
     if cli_api_key:
-        return cli_api_key
+        return cli_api_key, "--api-key"
     if model.provider == CUSTOM_PROVIDER and registry.get(model.provider, model.id) is None:
-        return None
+        return _base_url_key()
     try:
         key = registry.api_key(model)
     except ConfigValueError as exc:
         raise SetupError(f"cannot get the API key for {model.ref}: {exc}") from exc
     if key is None and _needs_key(model):
         raise SetupError(missing_key_message(model))
-    return key
+    return key, _registry_key_source(model, key) if key else ""
+
+
+def _base_url_key() -> tuple[str | None, str]:
+    value = os.environ.get(BASE_URL_KEY_ENV, "").strip()
+    return (value, BASE_URL_KEY_ENV) if value else (None, "")
+
+
+def _registry_key_source(model: Model, key: str) -> str:
+    """The registry takes models.json's ``apiKey`` first, then the environment: a key
+    equal to the provider's variable came from there (or names it, which is the same)."""
+    for name in ENV_API_KEYS.get(model.provider, ()):
+        if os.environ.get(name):
+            return name if os.environ[name] == key else f"apiKey of provider {model.provider!r} in models.json"
+    return f"apiKey of provider {model.provider!r} in models.json"
+
+
+def describe_key(resolved: ResolvedModel) -> str:
+    """Which key a request carried, for an error message: its source, never its value."""
+    if resolved.key_source:
+        return f"the key from {resolved.key_source}"
+    if resolved.model.api == "openai-chat":
+        return "no key (heron sends the placeholder 'heron-no-key' when none is given)"
+    return "no key"
+
+
+def auth_hint(resolved: ResolvedModel) -> str:
+    """What to tell the user when the server answered 401/403: the key that was sent and
+    the ways to give one."""
+    sent = describe_key(resolved)
+    model = resolved.model
+    if model.provider == CUSTOM_PROVIDER or resolved.reason == "--base-url" or resolved.key_source == BASE_URL_KEY_ENV:
+        ways = (f"--api-key KEY, or export {BASE_URL_KEY_ENV}=... (used for --base-url servers), or describe "
+                f"the server in {heron_home() / 'models.json'} with \"apiKey\": \"NAME_OF_A_VARIABLE\"")
+    else:
+        names = ENV_API_KEYS.get(model.provider, ())
+        env = f"export {names[0]}=..., or " if names else ""
+        ways = f"{env}--api-key KEY, or \"apiKey\" for provider {model.provider!r} in {heron_home() / 'models.json'}"
+    return f"heron sent {sent}. To give a key: {ways}."
 
 
 def _from_settings(settings: Settings, registry: ModelRegistry) -> Model | None:
@@ -416,12 +477,24 @@ def _from_settings(settings: Settings, registry: ModelRegistry) -> Model | None:
     return None
 
 
+API_CHOICES = ("openai-chat", "openai-responses", "anthropic-messages", "google-gemini")
+
+
+def _for_base_url(model: Model, base_url: str, cli_api: str | None) -> Model:
+    """A catalogue model pointed at another server. Most compatible servers speak Chat
+    Completions only, so an OpenAI model (whose catalogue API is the Responses API) is
+    switched to it unless ``--api`` says otherwise."""
+    api = cli_api or ("openai-chat" if model.api == "openai-responses" else model.api)
+    return dataclasses.replace(model, base_url=base_url, api=api)
+
+
 def resolve_model(
     settings: Settings,
     registry: ModelRegistry,
     cli_model: str | None,
     cli_base_url: str | None,
     cli_api_key: str | None,
+    cli_api: str | None = None,
 ) -> ResolvedModel:
     """The model and API key for a session.
 
@@ -429,7 +502,8 @@ def resolve_model(
     OpenAI-compatible model on the fly), else the settings default, else the first
     provider of :data:`DEFAULT_MODELS` whose key is set in the environment (with its
     default model), else the first model of a provider defined in ``models.json``.
-    ``--base-url`` overrides the chosen model's URL. Raises :class:`SetupError`.
+    ``--base-url`` overrides the chosen model's URL; its key comes from ``--api-key``
+    or ``HERON_API_KEY`` only. ``--api`` overrides the wire API. Raises :class:`SetupError`.
     """
     base_url = cli_base_url.strip() if cli_base_url and cli_base_url.strip() else None
     model: Model | None = None
@@ -440,8 +514,14 @@ def resolve_model(
             model = registry.find(cli_model)
         except ModelNotFoundError as exc:
             if base_url is None:
-                raise SetupError(f"{exc}\n\n{setup_help(registry)}") from exc
-            return ResolvedModel(_custom_model(cli_model.strip(), base_url), cli_api_key or None, "--base-url")
+                local = (f"A model of a local server? heron --base-url http://localhost:11434/v1 "
+                         f"--model {cli_model.strip()}")
+                raise SetupError(f"{exc}\n{local}\n{SETUP_POINTER}") from exc
+            custom = _custom_model(cli_model.strip(), base_url)
+            if cli_api:
+                custom = dataclasses.replace(custom, api=cli_api)
+            key, source = (cli_api_key, "--api-key") if cli_api_key else _base_url_key()
+            return ResolvedModel(custom, key, "--base-url", source)
     else:
         model = _from_settings(settings, registry)
         reason = "settings"
@@ -465,11 +545,20 @@ def resolve_model(
     if model is None:
         raise SetupError(setup_help(registry))
     if base_url is not None:
-        model = dataclasses.replace(model, base_url=base_url)
-    return ResolvedModel(model, _key_for(model, registry, cli_api_key), reason)
+        model = _for_base_url(model, base_url, cli_api)
+        key, source = (cli_api_key, "--api-key") if cli_api_key else _base_url_key()
+        return ResolvedModel(model, key, reason, source)
+    if cli_api:
+        model = dataclasses.replace(model, api=cli_api)
+    key, source = key_and_source(model, registry, cli_api_key)
+    return ResolvedModel(model, key, reason, source)
 
 
 # --- what to tell the user --------------------------------------------------------------
+
+# The short pointer after a specific cause (unknown model, missing key...): the full
+# set-up text would bury the cause.
+SETUP_POINTER = "How to set up a model: heron --setup-help (or docs/configuration.md)."
 
 MODELS_JSON_EXAMPLE = """{
   "providers": {
@@ -523,6 +612,4 @@ def setup_help(registry: ModelRegistry | None = None) -> str:
         f"To make a choice the default, put it in {home / SETTINGS_FILE}:",
         f'  {{"defaultProvider": "anthropic", "defaultModel": "{DEFAULT_MODELS["anthropic"]}"}}',
     ]
-    if registry is not None and registry.errors:
-        lines += ["", "Problems found in models.json:", *(f"  {error}" for error in registry.errors)]
     return "\n".join(lines)

@@ -5,10 +5,12 @@ time, also while the agent works, so a line submitted during a run becomes a ste
 message and Ctrl+C is a key press that aborts the run rather than a signal that kills
 heron. Output goes through ``patch_stdout``, which prints it above the input line.
 
-Keys: Enter sends; Alt+Enter or Esc then Enter inserts a newline (pastes keep theirs);
-Up/Down walk the history (``$HERON_HOME/history``); Tab completes slash commands;
-Ctrl+C aborts the running job, or clears the input when nothing runs; Ctrl+D on an empty
-line exits.
+Keys (pi's): Enter sends (while a run works: a steering message); Alt+Enter queues a
+follow-up, delivered when the run would stop; Shift+Enter (where the terminal reports it)
+or Ctrl+J inserts a newline (pastes keep theirs); Up/Down walk the history
+(``$HERON_HOME/history``, 0600); Ctrl+P cycles the models; Tab completes slash commands;
+Esc or Ctrl+C aborts the running job, Ctrl+C clears the input when nothing runs; Ctrl+D
+on an empty line exits.
 
 Without a terminal on stdin (``heron < script.txt``) each line is submitted in turn and
 the next waits for the previous one to finish.
@@ -28,6 +30,7 @@ from typing import Any
 from rich.console import Console
 
 from heron.cli.app import App, Task
+from heron.cli.private_files import ensure_private_file
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
 
 log = logging.getLogger(__name__)
@@ -84,15 +87,34 @@ async def _run_terminal(app: App, task: Task) -> int:
 
     try:
         app.home.mkdir(parents=True, exist_ok=True)
+        ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
         history: Any = FileHistory(str(app.home / "history"))
     except OSError:
         history = InMemoryHistory()
 
     bindings = KeyBindings()
+    _map_shift_enter()
 
-    @bindings.add("escape", "enter")
+    @bindings.add("c-j")  # Ctrl+J, and Shift+Enter where the terminal tells it apart
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
+
+    @bindings.add("escape", "enter")  # Alt+Enter: queue a follow-up while a run works
+    def _follow_up(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if controller.queue_follow_up(buffer.text):
+            buffer.append_to_history()
+            buffer.reset()
+        else:
+            buffer.validate_and_handle()  # nothing runs: the same as Enter
+
+    @bindings.add("escape")  # Esc alone aborts the running job, like Ctrl+C
+    def _escape(event: KeyPressEvent) -> None:
+        controller.interrupt()
+
+    @bindings.add("c-p")  # pi's model cycling; Up keeps the history
+    def _cycle(event: KeyPressEvent) -> None:
+        controller.cycle_model()
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
@@ -178,6 +200,17 @@ async def _run_terminal(app: App, task: Task) -> int:
             await _submit(controller, text)
         await controller.shutdown()
     return 0
+
+
+def _map_shift_enter() -> None:
+    """Shift+Enter as terminals with extended keyboard reporting send it (the kitty/CSI-u
+    form and xterm's modifyOtherKeys form) becomes Ctrl+J: a newline. Terminals that
+    send a plain CR for it cannot be told apart from Enter; Ctrl+J works everywhere."""
+    from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
+    from prompt_toolkit.keys import Keys
+
+    for sequence in ("\x1b[13;2u", "\x1b[27;2;13~"):
+        ANSI_SEQUENCES[sequence] = Keys.ControlJ
 
 
 def _echo_task(controller: Controller, task: Task) -> None:

@@ -14,6 +14,7 @@ import sys
 
 from heron.ai.types import AssistantMessage, StopReason
 from heron.cli.app import App, Task
+from heron.cli.notices import RetryNotices, explain_error
 
 
 def outcome(app: App) -> tuple[str | None, str | None]:
@@ -28,18 +29,26 @@ def outcome(app: App) -> tuple[str | None, str | None]:
     if last is None:
         return None, "the run produced no answer"
     if last.stop_reason == StopReason.ERROR:
-        return None, last.error_message or "the request failed"
+        return None, explain_error(last, app.resolved)
     if last.stop_reason == StopReason.ABORTED:
         return None, "aborted"
     return last.text(), None
 
 
 def install_interrupt(app: App) -> None:
-    """Ctrl+C aborts the run (the session keeps what was done) instead of a traceback."""
+    """Ctrl+C aborts the run (the session keeps what was done) instead of a traceback;
+    retries are reported on stderr as they happen (a cancelled one as cancelled)."""
+    notices = RetryNotices(lambda text, kind: print(f"heron: {text}", file=sys.stderr, flush=True))
+    app.session.subscribe(notices.handle)
+
+    def interrupt() -> None:
+        notices.cancel()
+        app.session.abort()
+
     loop = asyncio.get_running_loop()
     # Not available off the main thread or on some platforms: then Ctrl+C just stops heron.
     with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, app.session.abort)
+        loop.add_signal_handler(signal.SIGINT, interrupt)
 
 
 def discard_stdout() -> None:

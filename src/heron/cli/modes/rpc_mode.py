@@ -25,6 +25,7 @@ import concurrent.futures
 import contextlib
 import importlib
 import json
+import math
 import os
 import signal
 import sys
@@ -33,6 +34,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
+from heron.agent.events import MessageEndEvent, MessageUpdateEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.models import ConfigValueError
 from heron.ai.registry import get_provider
@@ -177,7 +179,9 @@ class RpcServer:
             "switch_session": self._switch_session,
             "fork": self._fork,
             "get_session_stats": self._get_session_stats,
+            "get_partial_message": self._get_partial_message,
         }
+        self._partial: AssistantMessage | None = None  # the answer streaming now, if any
 
     @property
     def session(self) -> CodingSession:
@@ -192,6 +196,10 @@ class RpcServer:
     # --- output ---------------------------------------------------------------------------
 
     def _on_event(self, event: SessionEvent) -> None:
+        if isinstance(event, MessageUpdateEvent):
+            self._partial = event.message
+        elif isinstance(event, MessageEndEvent):
+            self._partial = None
         if isinstance(event, CompactionStartEvent):
             self._compacting += 1
         elif isinstance(event, CompactionEndEvent):
@@ -233,6 +241,11 @@ class RpcServer:
         cmd_id = command.get("id")
         if isinstance(cmd_id, bool) or not isinstance(cmd_id, str | int | float | None):
             self._respond(None, None, error=f'"id" must be a string or a number, got {_type_name(cmd_id)}')
+            return
+        if isinstance(cmd_id, float) and not math.isfinite(cmd_id):
+            # 1e999 parses as infinity, which JSON cannot write back: echoing it would
+            # put "Infinity" on stdout and break every client's parser.
+            self._respond(None, None, error='"id" must be a finite number (1e999 and the like cannot be echoed)')
             return
         kind = command.get("type")
         if not isinstance(kind, str):
@@ -353,6 +366,12 @@ class RpcServer:
             stop_reason, error = str(StopReason.ERROR), str(write_error)
         self._write({"type": "run_end", "id": cmd_id, "stop_reason": stop_reason, "error": error,
                      "answer": answer, "unsent": unsent})
+
+    async def _get_partial_message(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """The answer as it stands while it streams (``message_update`` events carry only
+        deltas); ``null`` between answers."""
+        partial = self._partial
+        return {"message": partial.to_json_dict() if partial is not None else None}
 
     async def _steer(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         text = _string(fields, "message") or ""

@@ -111,9 +111,10 @@ def help_lines() -> list[str]:
         f"  {'!command':<{width}}  run a shell command; its output joins the context",
         f"  {'!!command':<{width}}  run a shell command without adding it to the context",
         "",
-        "  Enter sends · Alt+Enter (or Esc then Enter) inserts a newline · Up/Down: history",
+        "  Enter sends · Shift+Enter or Ctrl+J inserts a newline · Up/Down: history · Ctrl+P: next model",
         "  While heron works: Enter queues a steering message (delivered before its next step),",
-        "  Ctrl+C aborts; Ctrl+C when idle clears the input; Ctrl+D on an empty line exits.",
+        "  Alt+Enter a follow-up (delivered when it would stop); Esc or Ctrl+C aborts.",
+        "  Ctrl+C when idle clears the input; Ctrl+D on an empty line exits.",
     ]
     return lines
 

@@ -16,7 +16,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +23,25 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from heron.agent.messages import BashExecutionMessage
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
 from heron.ai.types import AssistantMessage, ImageContent, Model, TextContent, ThinkingLevel, UserMessage
 from heron.cli.app import App
+from heron.cli.notices import explain_error
 from heron.cli.sessions_cmd import render_tree
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import format_context
+from heron.cli.tui.controller_parts import Job, session_rows
+from heron.cli.tui.controller_parts import bash_message as bash_message
 from heron.cli.tui.export import default_export_path, write_export
-from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens, result_text
+from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
 from heron.coding.tools.bash import BashParams, BashTool
 from heron.session.entries import MessageEntry
 from heron.session.paths import SessionSummary, list_sessions
-from heron.session.store import SessionError, SessionStore, count_by
+from heron.session.store import SessionError, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -48,40 +49,6 @@ THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium",
 MODELS_LISTED = 60
 SESSIONS_LISTED = 30
 TREE_LINES = 400
-
-
-@dataclass
-class Job:
-    """Work running in the background while the input line stays usable."""
-
-    kind: str  # "run", "compact", "shell", "tree"
-    task: asyncio.Task[Any]
-    abort: Callable[[], None]
-    aborting: bool = False
-
-
-def bash_message(command: str, result: Any, *, keep: bool) -> BashExecutionMessage:
-    """A :class:`BashExecutionMessage` from the bash tool's result: the tool appends its
-    notices (truncation, background kill, exit status) after the output, separated by
-    blank lines; the message keeps them as fields instead, and the model is told about
-    them in its own words (``bash_execution_text``)."""
-    details = result.details if isinstance(result.details, dict) else {}
-    text = result_text(result.content)
-    appended = sum(1 for present in (details.get("truncation"), details.get("background_killed"), result.is_error)
-                   if present)
-    body = text.rsplit("\n\n", appended)[0] if appended and "\n\n" in text else ("" if appended else text)
-    if body == "(no output)":
-        body = ""
-    exit_code = details.get("exit_code")
-    return BashExecutionMessage(
-        command=command,
-        output=body,
-        exit_code=exit_code if isinstance(exit_code, int) else None,
-        cancelled=bool(details.get("aborted") or details.get("timed_out")),
-        truncated=details.get("truncation") is not None,
-        full_output_path=details.get("full_output_path") if isinstance(details.get("full_output_path"), str) else None,
-        exclude_from_context=not keep,
-    )
 
 
 class Controller:
@@ -101,6 +68,7 @@ class Controller:
         self._listing: list[SessionSummary] = []
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
+        self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
         app.session.subscribe(self._on_event)
 
     @property
@@ -114,6 +82,8 @@ class Controller:
         if self.renderer.activity != self._activity:
             self._activity = self.renderer.activity
             self._changed()
+        elif getattr(event, "type", "") == "message_update":
+            self._changed()  # the live line shows the text not printed yet
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -160,7 +130,10 @@ class Controller:
             return "aborting…"
         if job.kind == "run":
             activity = self.renderer.activity or "working"
-            return f"{activity} · Enter steers · Ctrl+C aborts"
+            live = self.renderer.live_text()
+            if live:
+                return f"{activity}: {live}"
+            return f"{activity} · Enter steers · Alt+Enter queues · Esc aborts"
         what = {"compact": "compacting", "shell": "running a shell command", "tree": "summarising the branch"}
         return f"{what.get(job.kind, job.kind)} · Ctrl+C aborts"
 
@@ -176,7 +149,7 @@ class Controller:
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
         self._print(Text(
-            "Enter sends · Alt+Enter newline · /help commands · Ctrl+C aborts · Ctrl+D exits", style="dim"))
+            "Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
 
     # --- jobs -----------------------------------------------------------------------
 
@@ -234,6 +207,8 @@ class Controller:
         if job is None or job.aborting:
             return False
         job.aborting = True
+        if job.kind == "run":
+            self.renderer.retries.cancel()  # a retry being waited for is cancelled, not "succeeded"
         job.abort()
         self._changed()
         return True
@@ -258,6 +233,7 @@ class Controller:
 
     def start_run(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.renderer.reset_section()
+        self.renderer.retries.reset()
         self.start_job("run", self.session.prompt(text, list(images)), abort=self.session.abort)
 
     async def submit(self, text: str) -> None:
@@ -306,6 +282,30 @@ class Controller:
             self.note(f"↳ steering queued: {first[:80]} (delivered before the next step)", "cyan")
             return
         self.note(f"busy ({job.kind}): wait for it to finish, or press Ctrl+C to abort it", "yellow")
+
+    def queue_follow_up(self, text: str) -> bool:
+        """Alt+Enter while a run works: ``text`` is delivered when the agent would stop
+        (pi's follow-up), not before its next step like Enter's steering. False when no
+        run is going (the caller submits the line as usual)."""
+        job = self.job
+        if job is None or job.kind != "run" or job.aborting or not text.strip():
+            return False
+        expanded = self.session.expand_input(text)
+        self.session.follow_up(expanded)
+        first = expanded.strip().splitlines()[0]
+        self.note(f"↳ follow-up queued: {first[:80]} (delivered when this run would stop)", "cyan")
+        return True
+
+    def cycle_model(self) -> None:
+        """Ctrl+P: the next of :meth:`available_models` (those with a key, or needing none)."""
+        models = self.available_models()
+        if len(models) < 2:
+            self.note("no other model to switch to (/model lists them)")
+            return
+        current = self.session.model
+        refs = [m.ref for m in models]
+        following = models[(refs.index(current.ref) + 1) % len(models)] if current.ref in refs else models[0]
+        self._cmd_model(following.ref)
 
     # --- shell commands ---------------------------------------------------------------
 
@@ -379,8 +379,12 @@ class Controller:
             model = self.app.registry.find(ref)
         except ModelNotFoundError:
             if current.provider == CUSTOM_PROVIDER and current.base_url:
-                custom = dataclasses.replace(current, id=ref, name=ref)
-                return ResolvedModel(custom, self.session.api_key, "/model")
+                # "custom/other-model" names the server's model "other-model": the
+                # provider prefix is heron's, the server never knew it
+                prefix = f"{CUSTOM_PROVIDER}/"
+                model_id = ref[len(prefix):] if ref.startswith(prefix) else ref
+                custom = dataclasses.replace(current, id=model_id, name=model_id)
+                return ResolvedModel(custom, self.session.api_key, "/model", self.app.resolved.key_source)
             raise
         key = cli_key if cli_key and model.provider == current.provider else None
         return resolve_model(self.app.settings, self.app.registry, model.ref, None, key)
@@ -408,6 +412,7 @@ class Controller:
             self.error(str(exc))
             return
         s.set_model(resolved.model, resolved.api_key)
+        self.app.resolved = resolved  # what a refused key is explained from
         self.note(f"model: {resolved.model.ref} (window {format_tokens(resolved.model.context_window)})", "green")
 
     def _cmd_thinking(self, args: str) -> None:
@@ -568,29 +573,8 @@ class Controller:
         self.print_footer()
 
     def _cmd_session(self, args: str) -> None:
-        s = self.session
-        store: SessionStore = s.store
-        types = store.types()
-        roles = count_by([r for r, t in zip(store.roles(), types, strict=True) if t == "message"])
-        tokens = s.estimate_request_tokens(s.messages)
-        totals = self.renderer.totals
-        rows = [
-            ("file", str(store.path) if store.path is not None else "(in memory, not saved)"),
-            ("id", store.session_id),
-            ("name", store.name or "(none; /name sets one)"),
-            ("cwd", store.header.cwd),
-            ("entries", f"{len(types)} ({', '.join(f'{k} {v}' for k, v in sorted(count_by(types).items()))})"),
-            ("messages", ", ".join(f"{k} {v}" for k, v in sorted(roles.items())) or "none"),
-            ("leaf", f"{store.leaf_id} (entry {store.leaf_index})" if store.leaf_id else "(empty)"),
-            ("model", f"{s.model.ref} · thinking {s.thinking_level}"),
-            ("tokens", f"in {totals.input:,} · out {totals.output:,} · cache read {totals.cache_read:,} · "
-                       f"${totals.cost:.4f}"),
-            ("context", f"~{tokens:,} of {s.model.context_window:,} tokens in {len(s.messages)} messages"),
-        ]
-        if store.header.parent_session:
-            rows.append(("forked from", store.header.parent_session))
         self.renderer.reset_section()
-        for key, value in rows:
+        for key, value in session_rows(self.session, self.renderer.totals):
             self._print(Text(f"{key:>11}: {value}"))
 
     def _cmd_name(self, args: str) -> None:

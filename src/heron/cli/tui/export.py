@@ -31,6 +31,7 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from heron.cli.private_files import write_private_text
 from heron.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -242,8 +243,13 @@ def default_export_path(cwd: Path, session_id: str) -> Path:
 
 
 def write_export(store: SessionStore, path: Path, *, model: str | None = None) -> Path:
-    """Write the export (creating parent directories); returns the absolute path."""
+    """Write the export, mode 0600 (it holds the whole conversation); returns the absolute
+    path. A parent directory that does not exist is an error, not created: a typo in
+    the path should not leave the file somewhere unexpected."""
     path = path.expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(export_html(store, model=model), encoding="utf-8")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path.parent}: no such directory (create it first, or choose another path)")
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory; give a file name")
+    write_private_text(path, export_html(store, model=model))
     return path.resolve()

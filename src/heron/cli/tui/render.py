@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,10 @@ from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage
 from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, ToolResultMessage, Usage
+from heron.cli.notices import RetryNotices
+from heron.cli.tui.markdown_stream import Block as Block
+from heron.cli.tui.markdown_stream import BlockSplitter as BlockSplitter
+from heron.cli.tui.sanitize import visible
 
 RESULT_LINES = 4  # lines of a tool result shown under its call
 CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
@@ -35,148 +39,6 @@ NOTICE = re.compile(r"^\[.*\]$")
 STATUS = re.compile(
     r"^(Command (exited with code|timed out after|aborted|terminated by signal)|Background processes still)"
 )
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-# --- streamed markdown ------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Block:
-    """A piece of streamed markdown ready to print. ``continued``: it carries on the
-    paragraph printed just before it (a long paragraph cut at a sentence), so no blank
-    line goes between them."""
-
-    text: str
-    continued: bool = False
-
-
-_SENTENCE_END = re.compile(r"[.!?:;](?=\s)")
-
-
-def _balanced(text: str) -> bool:
-    """No inline code span or bold/italic run left open, so ``text`` renders on its own."""
-    return text.count("`") % 2 == 0 and text.count("**") % 2 == 0 and text.replace("**", "").count("*") % 2 == 0
-
-
-class BlockSplitter:
-    """Cuts streamed markdown into blocks that can be rendered on their own.
-
-    A block ends at a blank line outside a fenced code block, once the next non-blank
-    line shows it is not a continuation (an indented line continues a list item or a
-    code block, so the blank line is kept inside the block). Rendering block by block
-    means a paragraph appears as soon as it is complete, and nothing printed is ever
-    redrawn.
-
-    A paragraph that grows past ``soft_limit`` characters is not held back until it
-    ends: its complete lines, or else its text up to the last finished sentence, are
-    printed as a ``continued`` block, so a long answer keeps appearing while it streams.
-    Fenced code and tables are always printed whole.
-    """
-
-    def __init__(self, soft_limit: int | None = 320) -> None:
-        self.soft_limit = soft_limit
-        self._pending = ""  # text after the last newline
-        self._lines: list[str] = []
-        self._fence: str | None = None
-        self._gap = False  # a blank line was seen after the current block's last line
-        self._continued = False  # the current block continues one already emitted
-
-    def feed(self, text: str) -> list[Block]:
-        """Add streamed text; return the blocks it completed."""
-        self._pending += text
-        out: list[Block] = []
-        while "\n" in self._pending:
-            line, self._pending = self._pending.split("\n", 1)
-            block = self._line(line)
-            if block is not None:
-                out.append(block)
-        if self._gap and self._fence is None and self._pending[:1] not in ("", " ", "\t"):
-            block = self._take()  # the next line has begun, unindented: the block is over
-            if block is not None:
-                out.append(block)
-        early = self._early()
-        if early is not None:
-            out.append(early)
-        return out
-
-    def _line(self, line: str) -> Block | None:
-        stripped = line.strip()
-        if self._fence is not None:
-            self._lines.append(line)
-            if stripped.startswith(self._fence) and not stripped.strip(self._fence[0]):
-                self._fence = None
-            return None
-        if not stripped:
-            if self._lines:
-                self._gap = True
-            return None
-        done: Block | None = None
-        if self._gap:
-            if line[:1] in (" ", "\t"):
-                self._lines.append("")  # a continuation: keep the blank line inside
-            else:
-                done = self._take()
-        self._gap = False
-        match = _FENCE.match(line)
-        if match:
-            self._fence = match.group(1)
-        self._lines.append(line)
-        return done
-
-    def _early(self) -> Block | None:
-        """Part of a long paragraph, when it is safe to print it before the end."""
-        limit = self.soft_limit
-        if limit is None or self._fence is not None or self._gap:
-            return None
-        size = sum(len(line) + 1 for line in self._lines) + len(self._pending)
-        if size <= limit:
-            return None
-        first = (self._lines[0] if self._lines else self._pending).lstrip()
-        if first.startswith(("|", "```", "~~~")) or self._pending.lstrip().startswith(("|", "```", "~~~")):
-            return None
-        if self._lines and _balanced("\n".join(self._lines)):
-            block = self._take()
-            self._continued = True
-            return block
-        if self._lines:
-            return None
-        cut = -1
-        for match in _SENTENCE_END.finditer(self._pending):
-            if _balanced(self._pending[: match.end()]):
-                cut = match.end()
-        if cut <= 0 and len(self._pending) > 2 * limit:
-            space = self._pending.rfind(" ")
-            if space > 0 and _balanced(self._pending[:space]):
-                cut = space
-        if cut <= 0:
-            return None
-        head, self._pending = self._pending[:cut], self._pending[cut:].lstrip()
-        block = Block(head.strip(), continued=self._continued)
-        self._continued = True
-        return block
-
-    def _take(self) -> Block | None:
-        text = "\n".join(self._lines).strip("\n")
-        continued = self._continued
-        self._lines = []
-        self._gap = False
-        self._continued = False
-        return Block(text, continued) if text else None
-
-    def finish(self) -> list[Block]:
-        """The remaining blocks, at the end of the stream."""
-        out: list[Block] = []
-        if self._pending:
-            block = self._line(self._pending)
-            if block is not None:
-                out.append(block)
-            self._pending = ""
-        self._fence = None
-        rest = self._take()
-        if rest is not None:
-            out.append(rest)
-        return out
 
 
 # --- tool calls and results -----------------------------------------------------------
@@ -196,7 +58,12 @@ def _str(args: dict[str, Any], key: str) -> str | None:
 
 
 def describe_call(name: str, args: dict[str, Any], width: int = CALL_WIDTH) -> str:
-    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line."""
+    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line
+    (the model wrote the arguments: control characters are shown, not sent)."""
+    return visible(_describe_call(name, args, width))
+
+
+def _describe_call(name: str, args: dict[str, Any], width: int) -> str:
     path = _str(args, "path")
     if path and path.startswith("@"):
         path = path[1:]
@@ -272,7 +139,7 @@ def result_text(content: Iterable[Any]) -> str:
     parts: list[str] = []
     for block in content:
         if isinstance(block, TextContent):
-            parts.append(block.text)
+            parts.append(visible(block.text))
         elif isinstance(block, ImageContent):
             parts.append(f"(image, {block.mime_type})")
     return "\n".join(parts)
@@ -382,6 +249,9 @@ class Renderer:
         self._calls: dict[str, str] = {}  # tool call id -> its description
         self._pruned = [0, 0]  # records, tokens saved, not yet reported
         self._section: str | None = None
+        self.retries = RetryNotices(self._retry_note)
+        # set by the controller: the text shown for a failed answer (adds what to do)
+        self.explain: Callable[[AssistantMessage], str] | None = None
         utf = (console.encoding or "").lower().replace("-", "").startswith("utf")
         self.bullet = "●" if utf else "*"
         self.bar = "│" if utf else "|"
@@ -406,9 +276,10 @@ class Renderer:
         """A one-line notice (compaction, retry, commands)."""
         self._flush_pruned()
         self._begin("note")
-        self.console.print(Text(message, style=style), soft_wrap=True)
+        self.console.print(Text(visible(message), style=style), soft_wrap=True)
 
     def print_block(self, kind: str, block: str, *, continued: bool = False) -> None:
+        block = visible(block)  # the model's text: no escape sequence reaches the terminal
         if continued and self._section == kind:
             pass  # the rest of a paragraph printed in parts: no blank line between them
         else:
@@ -452,6 +323,10 @@ class Renderer:
         kind = getattr(event, "type", "")
         if kind != "ledger":
             self._flush_pruned()
+        if kind in ("retry_start", "retry_end", "message_end"):
+            self.retries.handle(event)
+            if kind == "retry_start":
+                self.activity = f"retrying (attempt {event.attempt})"
         method = getattr(self, "_on_" + kind, None)
         if method is not None:
             method(event)
@@ -473,12 +348,12 @@ class Renderer:
         kind = inner.type
         index = getattr(inner, "content_index", -1)
         if kind in ("text_start", "thinking_start"):
-            self._streams[index] = _Stream("text" if kind == "text_start" else "thinking", BlockSplitter())
+            self._streams[index] = _Stream("text" if kind == "text_start" else "thinking", self._splitter())
             self.activity = "writing" if kind == "text_start" else "thinking"
         elif kind in ("text_delta", "thinking_delta"):
             stream = self._streams.get(index)
             if stream is None:
-                stream = self._streams[index] = _Stream(kind.split("_")[0], BlockSplitter())
+                stream = self._streams[index] = _Stream(kind.split("_")[0], self._splitter())
             for block in stream.splitter.feed(inner.delta):
                 self.print_block(stream.kind, block.text, continued=block.continued)
         elif kind in ("text_end", "thinking_end"):
@@ -487,6 +362,20 @@ class Renderer:
             self.activity = "writing a tool call"
         elif kind == "toolcall_end":
             self.activity = f"calling {inner.tool_call.name}"
+
+    def _splitter(self) -> BlockSplitter:
+        """Print a paragraph line by line once it is wider than the terminal."""
+        return BlockSplitter(soft_limit=max(40, min(160, self.console.width - 8)))
+
+    def live_text(self, width: int = 60) -> str:
+        """The end of the text received but not printed yet, on one line (the status bar
+        shows it, so every chunk is visible the moment it arrives)."""
+        for index in sorted(self._streams, reverse=True):
+            pending = self._streams[index].splitter.pending_text()
+            if pending.strip():
+                line = " ".join(visible(pending).split())
+                return line if len(line) <= width else "…" + line[-(width - 1):]
+        return ""
 
     def _flush_stream(self, index: int) -> None:
         stream = self._streams.pop(index, None)
@@ -505,7 +394,8 @@ class Renderer:
             self._flush_streams()
             self.totals.add(message.usage)
             if message.stop_reason == StopReason.ERROR:
-                self.note(f"error: {message.error_message or 'the request failed'}", "bold red")
+                text = self.explain(message) if self.explain else message.error_message or "the request failed"
+                self.note(f"error: {text}", "bold red")
             elif message.stop_reason == StopReason.ABORTED:
                 self.note("aborted", "yellow")
         elif isinstance(message, ToolResultMessage):
@@ -547,7 +437,7 @@ class Renderer:
         bar = self.bar
         details = result.details if isinstance(result.details, dict) else {}
         if not event.is_error and event.tool_name == "edit" and isinstance(details.get("diff"), str):
-            changed, added, removed = diff_lines(details["diff"])
+            changed, added, removed = diff_lines(visible(details["diff"]))
             self.console.print(Text(f"  {bar} {text.strip()} (+{added} -{removed})", style="dim"))
             for line in changed:
                 self.console.print(Text(f"  {bar} {line}", style="green" if line.startswith("+") else "red"))
@@ -583,19 +473,9 @@ class Renderer:
                 "green",
             )
 
-    def _on_retry_start(self, event: Any) -> None:
-        self.note(
-            f"{event.error_message.strip() or 'request failed'}; retrying in {event.delay:.1f}s "
-            f"(attempt {event.attempt}/{event.max_attempts})",
-            "yellow",
-        )
-        self.activity = f"retrying (attempt {event.attempt})"
-
-    def _on_retry_end(self, event: Any) -> None:
-        if event.success:
-            self.note(f"retry {event.attempt} succeeded", "dim")
-        else:
-            self.note(f"gave up after {event.attempt} retries: {event.final_error or 'error'}", "bold red")
+    def _retry_note(self, text: str, kind: str) -> None:
+        style = {"retry": "yellow", "ok": "dim", "cancelled": "yellow", "failed": "bold red"}.get(kind, "")
+        self.note(text, style)
 
     def _on_ledger(self, event: Any) -> None:
         record = event.record
@@ -624,7 +504,7 @@ class Renderer:
             self.console.print(Text(f"  … {len(lines) - max_lines} earlier lines", style="dim italic"))
             lines = lines[-max_lines:]
         for line in lines:
-            self.console.print(Text(f"  {line}"))
+            self.console.print(Text(f"  {visible(line)}"))
         if message.cancelled:
             self.console.print(Text("  (cancelled)", style="yellow"))
         elif message.exit_code not in (None, 0):

@@ -1,0 +1,72 @@
+"""Pieces of the interactive controller that need no controller state: a background job,
+the record of a ``!command`` and the ``/session`` rows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from heron.agent.messages import BashExecutionMessage
+from heron.cli.tui.render import Totals, result_text
+from heron.coding.runtime import CodingSession
+from heron.session.store import SessionStore, count_by
+
+
+@dataclass
+class Job:
+    """Work running in the background while the input line stays usable."""
+
+    kind: str  # "run", "compact", "shell", "tree"
+    task: asyncio.Task[Any]
+    abort: Callable[[], None]
+    aborting: bool = False
+
+
+def bash_message(command: str, result: Any, *, keep: bool) -> BashExecutionMessage:
+    """A :class:`BashExecutionMessage` from the bash tool's result: the tool appends its
+    notices (truncation, background kill, exit status) after the output, separated by
+    blank lines; the message keeps them as fields instead, and the model is told about
+    them in its own words (``bash_execution_text``)."""
+    details = result.details if isinstance(result.details, dict) else {}
+    text = result_text(result.content)
+    appended = sum(1 for present in (details.get("truncation"), details.get("background_killed"), result.is_error)
+                   if present)
+    body = text.rsplit("\n\n", appended)[0] if appended and "\n\n" in text else ("" if appended else text)
+    if body == "(no output)":
+        body = ""
+    exit_code = details.get("exit_code")
+    return BashExecutionMessage(
+        command=command,
+        output=body,
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+        cancelled=bool(details.get("aborted") or details.get("timed_out")),
+        truncated=details.get("truncation") is not None,
+        full_output_path=details.get("full_output_path") if isinstance(details.get("full_output_path"), str) else None,
+        exclude_from_context=not keep,
+    )
+
+
+def session_rows(s: CodingSession, totals: Totals) -> list[tuple[str, str]]:
+    """``/session``: file, id, name, counts, model, tokens and context, as label/value rows."""
+    store: SessionStore = s.store
+    types = store.types()
+    roles = count_by([r for r, t in zip(store.roles(), types, strict=True) if t == "message"])
+    tokens = s.estimate_request_tokens(s.messages)
+    rows = [
+        ("file", str(store.path) if store.path is not None else "(in memory, not saved)"),
+        ("id", store.session_id),
+        ("name", store.name or "(none; /name sets one)"),
+        ("cwd", store.header.cwd),
+        ("entries", f"{len(types)} ({', '.join(f'{k} {v}' for k, v in sorted(count_by(types).items()))})"),
+        ("messages", ", ".join(f"{k} {v}" for k, v in sorted(roles.items())) or "none"),
+        ("leaf", f"{store.leaf_id} (entry {store.leaf_index})" if store.leaf_id else "(empty)"),
+        ("model", f"{s.model.ref} · thinking {s.thinking_level}"),
+        ("tokens", f"in {totals.input:,} · out {totals.output:,} · cache read {totals.cache_read:,} · "
+                   f"${totals.cost:.4f}"),
+        ("context", f"~{tokens:,} of {s.model.context_window:,} tokens in {len(s.messages)} messages"),
+    ]
+    if store.header.parent_session:
+        rows.append(("forked from", store.header.parent_session))
+    return rows
