@@ -477,3 +477,18 @@ def test_the_learned_window_is_below_the_rejected_size_when_the_error_names_no_c
     learned = s.policy.learn_from_overflow(overflow("This model's maximum context length is 12000 tokens."))
     assert learned is not None
     assert learned.window < learned.rejected_tokens == 11_500
+
+
+def test_a_pruned_read_does_not_answer_a_re_read(session_for: Callable[..., Session]) -> None:
+    """The read tool's question is answered from the view sent: a pruned read (its stub
+    keeps the original details) is not content the model still has, in either process."""
+    s = session_for(window=16_000)
+    s.add(eight_reads())
+    s.prepare()
+    assert "c0" in s.policy.decisions.stubs and "c7" not in s.policy.decisions.stubs
+    assert s.policy.find_read(str(s.root / "f0.txt"), None, None) is None
+    assert s.policy.find_read(str(s.root / "f7.txt"), None, None) is not None
+    s.restart()
+    s.prepare()
+    assert s.policy.find_read(str(s.root / "f0.txt"), None, None) is None
+    assert s.policy.find_read(str(s.root / "f7.txt"), None, None) is not None
