@@ -97,8 +97,9 @@ async def test_marker_from_turn_one_is_found_after_compaction(
     project.mkdir()
     monkeypatch.setenv("HERON_HOME", str(home))
     script = [
-        tool_call("bash", {"command": f"echo {MARKER}"}), text("printed it"),
-        text("noted"),
+        # long enough that a summary shrinks the context (a compaction never makes it grow)
+        tool_call("bash", {"command": f"echo {MARKER}"}), text("printed it. " + "It is a fine marker. " * 150),
+        text("noted. " + "Something else entirely. " * 150),
         tool_call("search_history", {"query": MARKER}), text("found it again"),
     ]
 
