@@ -271,9 +271,9 @@ class ContextPolicy:
             return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
         return "the kept recent messages alone exceed the threshold"
 
-    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int) -> bool:
+    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int, keep_turns: int = 3) -> bool:
         """One pruning step, recorded in the session; True when something was pruned."""
-        stubs, records = prune_step(messages, self.decisions.stubs, min_saving_tokens=min_saving_tokens)
+        stubs, records = prune_step(messages, self.decisions.stubs, keep_turns, min_saving_tokens)
         if not stubs:
             return False
         self._record(prune_data(stubs))
