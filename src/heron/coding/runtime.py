@@ -19,16 +19,14 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import logging
-import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heron.agent.agent import Agent
 from heron.agent.emitter import Emitter
 from heron.agent.events import MessageEndEvent, ToolExecutionEndEvent
-from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
+from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal
 from heron.ai.events import RetryEvent
@@ -46,6 +44,7 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from heron.coding.breakdown import ContextBreakdown, context_breakdown
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
 from heron.coding.events import (
     CompactionEndEvent,
@@ -56,7 +55,10 @@ from heron.coding.events import (
     RetryEndEvent,
     RetryStartEvent,
     SessionEvent,
+    TodosEvent,
 )
+from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
+from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
 from heron.coding.recovery import recover
 from heron.coding.settings import Settings, load_settings
@@ -64,7 +66,7 @@ from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools
 from heron.coding.tools.env import ReadRecord, ToolEnv
-from heron.context.budget import estimate_message_tokens, fixed_tokens
+from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import (
@@ -79,6 +81,7 @@ from heron.context.invariants import (
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
+from heron.context.todos import TodoItem, clean_todos
 from heron.context.view import with_injections
 from heron.session.context import build_context
 from heron.session.entries import MessageEntry, iso_to_ms
@@ -88,27 +91,6 @@ from heron.session.store import SessionStore, SessionWriteError
 log = logging.getLogger(__name__)
 
 Listener = Callable[[SessionEvent], None]
-
-# A prompt larger than this share of the room left in the window is saved to a file and
-# the model gets its head and the path (a 50 MB piped prompt must not become one request).
-PROMPT_ROOM_SHARE = 0.5
-PROMPT_PREVIEW_CHARS = 4_000
-
-
-@dataclass
-class ContextBreakdown:
-    """What the window holds, by part, in estimated tokens (``/context``)."""
-
-    window: int
-    threshold: int
-    system_prompt: int
-    tools: int
-    context_files: int
-    summaries: int
-    messages: dict[str, int] = field(default_factory=dict)
-    total: int = 0
-    ledger: list[LedgerRecord] = field(default_factory=list)
-    pruned_results: int = 0
 
 
 def session_date(store: SessionStore) -> str:
@@ -182,6 +164,7 @@ class CodingSession:
         self.templates: TemplateSet = load_templates(self.cwd, self.home)
         self._system_prompt_override = system_prompt
         self._append_system_prompt = append_system_prompt
+        self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=self.store)
         self.system_prompt = self._build_system_prompt()
 
         restored = build_context(self.store, self.store.leaf_id)
@@ -261,7 +244,7 @@ class CodingSession:
             prompt_files=load_prompt_files(self.cwd, self.home),
             system_prompt=self._system_prompt_override,
             append_system_prompt=self._append_system_prompt,
-        )
+        ) + self.memory.prompt_section()
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
         """Switch model; recorded as a ``model_change`` entry with the next message."""
@@ -291,7 +274,21 @@ class CodingSession:
             self._retrying = 0
         elif isinstance(event, ToolExecutionEndEvent):
             self._ledger_from_tool(event)
+            if event.tool_name == "todo" and not event.is_error:
+                self._todos_changed(event.result.details)
         self._emit(event)
+
+    @property
+    def todos(self) -> list[TodoItem]:
+        """The current task list (the latest the todo tool wrote on this path)."""
+        return list(self.policy.decisions.todos or [])
+
+    def _todos_changed(self, details: Any) -> None:
+        todos = clean_todos(details)
+        if todos is None:
+            return
+        self.policy.record_todos(todos)
+        self._emit(TodosEvent(todos=[{"content": t["content"], "status": t["status"]} for t in todos]))
 
     def _on_ledger_record(self, record: LedgerRecord) -> None:
         try:
@@ -321,6 +318,9 @@ class CodingSession:
         async def compact() -> list[AgentMessage] | None:
             end = await self.compact(reason="threshold")
             return list(self.agent.state.messages) if end is not None and end.entry_id else None
+
+        if self._flush_wanted() and self.estimate_request_tokens(messages) > self.policy.threshold * FLUSH_SHARE:
+            await self._flush_memory()  # before the compaction that is coming, while it still fits
 
         view = await self.policy.prepare(messages, signal, compact)
         self._last_view = view
@@ -418,6 +418,7 @@ class CodingSession:
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
+        self.memory.record(self.store)  # the system prompt of this session, for every resume
         try:
             added = await self.agent.prompt(message)
             retry = self.settings.retry
@@ -428,24 +429,11 @@ class CodingSession:
             self._turn_prompt = None
 
     def _fit_prompt(self, text: str) -> str:
-        """A prompt too large for the window is saved to a file; the model gets its head
-        and where to read the rest (a 50 MB piped prompt must not become one request)."""
         room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
-        if len(text) <= max(PROMPT_PREVIEW_CHARS * 2, int(room * PROMPT_ROOM_SHARE)):
-            return text
-        directory = self.env.spill_dir()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / f"prompt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.txt"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
-            f.write(text)
-        self.ledger.add(LedgerRecord(kind="spill", chars_before=len(text), chars_after=PROMPT_PREVIEW_CHARS,
-                                     recover=f"read {path} with offset/limit", detail={"prompt": True,
-                                                                                        "path": str(path)}))
-        return (
-            f"{text[:PROMPT_PREVIEW_CHARS]}\n\n[This message is {len(text):,} characters, too large for the "
-            f"context window; the whole message is saved in {path}. Read it with offset/limit, or grep it.]"
-        )
+        fitted, record = fit_prompt(text, room, self.env.spill_dir())
+        if record is not None:
+            self.ledger.add(record)
+        return fitted
 
     def steer(self, text: str) -> None:
         self.agent.steer(text)
@@ -505,6 +493,8 @@ class CodingSession:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. Returns the end event, or ``None`` when nothing was compacted."""
         before = self.estimate_request_tokens(self.agent.state.messages)
+        if reason != "manual" and self._flush_wanted():
+            await self._flush_memory()
         self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
             self.agent.state.messages, model=self.model, api_key=self.api_key, reason=reason, focus=focus,
@@ -524,6 +514,14 @@ class CodingSession:
         if reason == "manual":
             self.policy.enable_auto_compaction("a manual compaction succeeded")
         return self._compaction_end(reason, before, outcome)
+
+    def _flush_wanted(self) -> bool:
+        return self.memory.flush_wanted(self.policy.decisions.flushed)
+
+    async def _flush_memory(self) -> None:
+        await self.memory.flush(self.policy, self.ledger, model=self.model, tools=self.tools,
+                                system_prompt=self.agent.state.system_prompt, messages=self.agent.state.messages,
+                                stream_options=self._stream_options)
 
     def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
         end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
@@ -576,31 +574,7 @@ class CodingSession:
     # --- inspection ----------------------------------------------------------------------------
 
     def context_breakdown(self) -> ContextBreakdown:
-        messages = self.policy.view(self.agent.messages)
-        by_role: dict[str, int] = {}
-        summaries = 0
-        for message in messages:
-            tokens = estimate_message_tokens(message)
-            if isinstance(message, CompactionSummaryMessage):
-                summaries += tokens
-                continue
-            by_role[message.role] = by_role.get(message.role, 0) + tokens
-        files = sum(-(-f.kept_chars // 4) for f in self.context_files) if self.context_files else 0
-        system = -(-len(self.agent.state.system_prompt) // 4)
-        tools = self._fixed_tokens() - system
-        return ContextBreakdown(
-            window=self.window,
-            threshold=self.threshold,
-            system_prompt=system,
-            tools=tools,
-            context_files=files,
-            summaries=summaries,
-            messages=by_role,
-            total=self.policy.count(messages),
-            ledger=list(self.ledger.records),
-            pruned_results=sum(1 for m in self.agent.messages
-                               if isinstance(m, ToolResultMessage) and m.tool_call_id in self.policy.decisions.stubs),
-        )
+        return context_breakdown(self)
 
 
 def message_entry_ids(store: SessionStore) -> list[str]:

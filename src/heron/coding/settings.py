@@ -85,6 +85,15 @@ class SpillSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class MemorySettings:
+    """``memory``: the project memory directory (MEMORY.md) and the pre-compaction flush."""
+
+    enabled: bool = True
+    directory: str | None = None  # None: $HERON_HOME/projects/<encoded cwd>/memory
+    flush: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     default_provider: str | None = None
     default_model: str | None = None
@@ -98,6 +107,7 @@ class Settings:
     default_tools: tuple[str, ...] | None = None  # None: heron's default tool set
     tools: ToolRunSettings = field(default_factory=ToolRunSettings)
     spill: SpillSettings = field(default_factory=SpillSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
     # What loading found: problems to show the user, and the files that were read.
@@ -182,6 +192,7 @@ SCHEMA: dict[str, Any] = {
     "tools": {"maxParallel": _POSITIVE},
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
     "context": {"checkInvariants": _bool},
+    "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
 }
 
 
@@ -294,6 +305,11 @@ def settings_from_dict(
             retention_days=_sub(data, "spill").get("retentionDays", SpillSettings().retention_days),
         ),
         check_invariants=bool(_sub(data, "context").get("checkInvariants", False)),
+        memory=MemorySettings(
+            enabled=_sub(data, "memory").get("enabled", True),
+            directory=_sub(data, "memory").get("directory"),
+            flush=_sub(data, "memory").get("flush", True),
+        ),
         warnings=warnings,
         sources=sources,
     )

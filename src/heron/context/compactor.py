@@ -27,7 +27,13 @@ from heron.context.compaction import SummaryFailed, entry_message, prepare_compa
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
-from heron.context.view import DETAIL_KEPT_PROMPT, DETAIL_REINJECTED, injected_messages, session_messages
+from heron.context.view import (
+    DETAIL_KEPT_PROMPT,
+    DETAIL_REINJECTED,
+    DETAIL_TODOS,
+    injected_messages,
+    session_messages,
+)
 from heron.session.entries import MessageEntry
 
 
@@ -88,6 +94,9 @@ class Compactor:
                                                              timestamp=int(time.time() * 1000))]
         if prompt_id is not None and turn_prompt is not None:
             details[DETAIL_KEPT_PROMPT] = prompt_id
+        if policy.decisions.todos:
+            details[DETAIL_TODOS] = list(policy.decisions.todos)
+            head += injected_messages({DETAIL_TODOS: details[DETAIL_TODOS]}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
         room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
@@ -95,7 +104,7 @@ class Compactor:
         after = bare
         if text is not None:
             details[DETAIL_REINJECTED] = text
-            after += sum(estimate_message_tokens(m) for m in injected_messages(details, 0))
+            after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
             policy.disable_auto_compaction(reason_text)
@@ -105,6 +114,7 @@ class Compactor:
         with strictly_ordered():
             entry = store.append_compaction(summary=result.summary, first_kept_entry_id=plan.first_kept_entry_id,
                                             tokens_before=before, details=details)
+        policy.compacted()
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
         policy.ledger.add(LedgerRecord(
             kind="compaction", ref=entry.id, chars_before=summarised_chars, chars_after=len(result.summary),

@@ -25,6 +25,7 @@ LedgerKind = Literal[
     "summary_fallback",  # the summariser's own input had to be reduced
     "context_file",  # an AGENTS.md / CLAUDE.md cut to its budget
     "overflow",  # the provider rejected a request as too long; heron recovered (or not)
+    "flush",  # the silent memory-flush turn before a compaction ran (or was skipped)
     "invariant",  # a context rule was broken (HERON_CHECK_CONTEXT / context.checkInvariants)
 ]
 
