@@ -41,6 +41,7 @@ from heron.ai.types import (
 )
 from heron.context.budget import estimate_message_tokens
 from heron.context.ledger import LedgerRecord
+from heron.context.summary_chunks import ANALYSIS_INSTRUCTION, parse_summary, summarise_in_chunks
 from heron.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -55,6 +56,8 @@ SUMMARY_TOOL_RESULT_CHARS = 2_000
 FALLBACK_TOOL_RESULT_CHARS = 500
 USER_REQUEST_CHARS = 500
 USER_REQUESTS_KEPT = 20
+# Appended to every summary by heron: the way back to what it summarised.
+RECALL_NOTE = "(Every message before this summary is still in the session file: search_history finds them.)"
 
 CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 TURN_START_ROLES = frozenset({"user", "bashExecution"})
@@ -289,13 +292,14 @@ error messages, values. Keep identifiers exactly as written."""
 
 FIRST_SUMMARY_PROMPT = (
     "Summarise the conversation above for the assistant that will continue it.\n\n" + SUMMARY_FORMAT
+    + "\n\n" + ANALYSIS_INSTRUCTION
 )
 
 UPDATE_SUMMARY_PROMPT = (
     "The conversation above continues from an earlier summary, given in <previous-summary>. "
     "Update that summary with the new messages: keep everything in it that still matters, move "
     "finished items to Done, add new decisions, files and errors, and revise the next steps.\n\n"
-    + SUMMARY_FORMAT
+    + SUMMARY_FORMAT + "\n\n" + ANALYSIS_INSTRUCTION
 )
 
 TURN_PREFIX_PROMPT = """The messages above are the beginning of a turn that is still in progress; its
@@ -522,10 +526,24 @@ async def summarise(
     if previous_summary:
         budget = max(4_000, budget - len(previous_summary))
 
+    async def ask_text(prompt: str) -> str:
+        reply = await _ask(model, prompt, max_tokens, options)
+        if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+            raise SummaryFailed(f"the summary request failed: {reply.error_message}")
+        return reply.text().strip()
+
     async def history() -> str:
         if not plan.messages_to_summarize:
             return previous_summary or ""
         share = budget if not plan.split_turn else int(budget * 0.7)
+        clamped = serialise_transcript(plan.messages_to_summarize, FALLBACK_TOOL_RESULT_CHARS)
+        chunked = None if len(clamped) <= share else await summarise_in_chunks(
+            plan.messages_to_summarize, budget_chars=share, serialise=serialise_transcript,
+            fit=lambda ms, size: _fit_transcript(ms, size, records), ask=ask_text,
+            request=lambda t, p: summary_request(t, p, focus), previous_summary=previous_summary,
+            records=records, merge_format=SUMMARY_FORMAT)
+        if chunked is not None:
+            return chunked
         for attempt in range(2):
             transcript = _fit_transcript(plan.messages_to_summarize, share, records)
             reply = await _ask(model, summary_request(transcript, previous_summary, focus), max_tokens, options)
@@ -549,16 +567,21 @@ async def summarise(
             raise SummaryFailed(f"the turn-prefix summary request failed: {reply.error_message}")
         return reply.text().strip()
 
-    main, prefix = await asyncio.gather(history(), turn_prefix())
+    raw_main, raw_prefix = await asyncio.gather(history(), turn_prefix())
+    main, analysis = parse_summary(raw_main)
+    prefix, _ = parse_summary(raw_prefix)
     summary = main
     if prefix:
         summary += "\n\n---\n\n**Turn in progress** (its later messages follow verbatim):\n\n" + prefix
     lists = file_lists_text(plan.read_files, plan.modified_files, plan.user_requests)
     if lists:
         summary += "\n\n" + lists
-    details = {
+    summary += "\n\n" + RECALL_NOTE
+    details: dict[str, Any] = {
         "readFiles": plan.read_files,
         "modifiedFiles": plan.modified_files,
         "userRequests": plan.user_requests,
     }
+    if analysis:
+        details["analysis"] = analysis  # the summariser's draft: kept, never in the context
     return SummaryResult(summary=summary, details=details, records=records)
