@@ -1,6 +1,6 @@
 """The context ledger: a record of everything heron kept out of the model's view.
 
-Principle 3 of the design: nothing is lost silently. Every truncation, spill, read
+heron's rule that nothing is lost silently (docs/architecture.md, "Principles"). Every truncation, spill, read
 de-duplication, prune and compaction appends a record saying what was cut, where, how
 big it was before and after, and how to get it back. The runtime stores records in the
 session as ``custom`` entries (never in context) and emits them as events, so
