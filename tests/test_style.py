@@ -228,3 +228,36 @@ def test_the_checkers_find_what_they_should(tmp_path: Path) -> None:
 )
 def test_module_names(relpath: str, expected: str) -> None:
     assert module_name(SRC / relpath) == expected
+
+
+# --- docs/architecture.md lists every module ---------------------------------------------
+
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+
+
+def documented_names() -> dict[str, set[str]]:
+    """Backticked names per ``## heron.<layer>`` section of docs/architecture.md."""
+    sections: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+            current = sections.setdefault(title.removeprefix("heron."), set()) if title.startswith("heron.") else None
+        elif current is not None:
+            current.update(part for i, part in enumerate(line.split("`")) if i % 2 == 1)
+    return sections
+
+
+def test_architecture_lists_every_module() -> None:
+    """A module added (or moved) without a line on its job in docs/architecture.md fails here."""
+    sections = documented_names()
+    missing = []
+    for path in modules():
+        parts = path.relative_to(SRC).parts
+        if path.name == "__init__.py" or len(parts) < 2:
+            continue
+        names = sections.get(parts[0], set())
+        within_layer = "/".join(parts[1:])
+        if within_layer not in names and path.name not in names:
+            missing.append(f"src/heron/{rel(path)} (section 'heron.{parts[0]}')")
+    assert not missing, "not described in docs/architecture.md:\n" + "\n".join(missing)
