@@ -1,4 +1,4 @@
-"""Compaction in detail (DESIGN §5 "Compaction algorithm"): the region, the cut, split
+"""Compaction in detail (docs/context.md, "Compaction"): the region, the cut, split
 turns and their concurrent turn-prefix summary, the prompts, the summariser's input, the
 lists heron appends itself, the summariser's fallbacks, and re-injected files."""
 

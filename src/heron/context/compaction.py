@@ -1,4 +1,4 @@
-"""Compaction: old history summarised into a structured note (DESIGN §5).
+"""Compaction: old history summarised into a structured note (docs/context.md, "Compaction").
 
 Two halves. :func:`prepare_compaction` is pure: given the session path it finds the cut
 point and what to summarise (this is what ``heron sessions compact-plan`` prints).
@@ -69,7 +69,8 @@ class CompactionSettings:
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 
     def for_window(self, context_window: int) -> CompactionSettings:
-        """DESIGN §5: both capped at 25% of the window, so a 16k model still has room."""
+        """Both capped at 25% of the window, so a 16k model still has room
+        (docs/context.md, "Limits that scale with the window")."""
         quarter = max(1, context_window // 4)
         return CompactionSettings(
             reserve_tokens=min(self.reserve_tokens, quarter),
@@ -78,7 +79,7 @@ class CompactionSettings:
 
 
 def message_tokens(message: AgentMessage) -> int:
-    """The cut-point estimate of DESIGN §5 step 3 (user images not counted)."""
+    """The estimate that places the cut (user images not counted, as pi does; docs/context.md, "Counting tokens")."""
     return estimate_message_tokens(message)
 
 
@@ -432,8 +433,8 @@ class SummaryFailed(RuntimeError):
 def _fit_transcript(
     messages: list[AgentMessage], budget_chars: int, records: list[LedgerRecord]
 ) -> str:
-    """The transcript, reduced step by step until it fits ``budget_chars`` (DESIGN §5
-    fallbacks: clamp tool results, then head + tail, then drop the oldest turns)."""
+    """The transcript, reduced step by step until it fits ``budget_chars`` (the summariser
+    fallbacks of docs/context.md: clamp tool results, then head + tail, then drop the oldest turns)."""
     transcript = serialise_transcript(messages)
     if len(transcript) <= budget_chars:
         return transcript
