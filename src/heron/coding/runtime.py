@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,7 @@ from heron.context.invariants import (
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
+from heron.context.spill import remove_old_spills
 from heron.context.todos import TodoItem, clean_todos
 from heron.context.view import with_injections
 from heron.session.context import build_context
@@ -167,11 +169,24 @@ class CodingSession:
         self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=self.store)
         self.system_prompt = self._build_system_prompt()
 
+        self.agent = self._make_agent(model, thinking_level)
+        self.policy = self._make_policy()
+        self.compactor = Compactor(self.policy, cwd=self.cwd)
+        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
+        self._recorder = SessionRecorder(self.agent, self.store)
+        self.agent.subscribe(self._on_agent_event)
+        self.ledger.subscribe(self._on_ledger_record)
+        for record in ledger_records(self.context_files):
+            self.ledger.add(record)
+        threading.Thread(target=remove_old_spills, args=(self.home / "tool-output", self.settings.spill.retention_days),
+                         daemon=True, name="heron-spill-cleanup").start()
+
+    def _make_agent(self, model: Model, thinking_level: ThinkingLevel | None) -> Agent:
         restored = build_context(self.store, self.store.leaf_id)
         level: ThinkingLevel = thinking_level or self.settings.default_thinking_level or "off"
         if thinking_level is None and restored.thinking_level and self.store.leaf_id is not None:
             level = restored.thinking_level  # type: ignore[assignment]
-        self.agent = Agent(
+        agent = Agent(
             model=model,
             system_prompt=self.system_prompt,
             tools=self.tools,
@@ -182,28 +197,22 @@ class CodingSession:
             after_tool_batch=self._after_tool_batch,
             max_parallel=self.settings.tools.max_parallel,
         )
-        self._send = self.agent.stream_fn
-        self.agent.stream_fn = self._checked_stream
-        self.policy = ContextPolicy(
+        self._send = agent.stream_fn
+        agent.stream_fn = self._checked_stream
+        return agent
+
+    def _make_policy(self) -> ContextPolicy:
+        compaction = self.settings.compaction
+        return ContextPolicy(
             self.store,
             cwd=self.cwd,
-            settings=PolicySettings(
-                pruning=self.settings.pruning.enabled,
-                compaction=self.settings.compaction.enabled,
-                reserve_tokens=self.settings.compaction.reserve_tokens,
-                keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
-            ),
+            settings=PolicySettings(pruning=self.settings.pruning.enabled, compaction=compaction.enabled,
+                                    reserve_tokens=compaction.reserve_tokens,
+                                    keep_recent_tokens=compaction.keep_recent_tokens),
             ledger=self.ledger,
             model=lambda: self.agent.state.model,
             fixed_tokens=self._fixed_tokens,
         )
-        self.compactor = Compactor(self.policy, cwd=self.cwd)
-        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
-        self._recorder = SessionRecorder(self.agent, self.store)
-        self.agent.subscribe(self._on_agent_event)
-        self.ledger.subscribe(self._on_ledger_record)
-        for record in ledger_records(self.context_files):
-            self.ledger.add(record)
 
     # --- configuration ---------------------------------------------------------------
 

@@ -502,6 +502,23 @@ async def _ask(
     return await complete(model, context, max_tokens=max_tokens, **options)
 
 
+async def _turn_prefix(
+    plan: CompactionPlan, model: Model, budget: int, max_tokens: int, focus: str | None,
+    options: dict[str, Any], records: list[LedgerRecord],
+) -> str:
+    """The summary of the part of a split turn before the cut ("" when the turn is whole)."""
+    if not plan.split_turn or not plan.turn_prefix_messages:
+        return ""
+    transcript = _fit_transcript(plan.turn_prefix_messages, budget, records)
+    prompt = f"<conversation>\n{transcript}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
+    if focus:
+        prompt += f"\n\nThe user asked the summary to focus on: {focus}"
+    reply = await _ask(model, prompt, max_tokens, options)
+    if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+        raise SummaryFailed(f"the turn-prefix summary request failed: {reply.error_message}")
+    return reply.text().strip()
+
+
 async def summarise(
     plan: CompactionPlan,
     model: Model,
@@ -556,19 +573,9 @@ async def summarise(
             raise SummaryFailed(f"the summary request failed: {reply.error_message}")
         raise SummaryFailed("the summary request overflowed twice")
 
-    async def turn_prefix() -> str:
-        if not plan.split_turn or not plan.turn_prefix_messages:
-            return ""
-        transcript = _fit_transcript(plan.turn_prefix_messages, int(budget * 0.3), records)
-        prompt = f"<conversation>\n{transcript}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
-        if focus:
-            prompt += f"\n\nThe user asked the summary to focus on: {focus}"
-        reply = await _ask(model, prompt, max(1_024, max_tokens // 2), options)
-        if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
-            raise SummaryFailed(f"the turn-prefix summary request failed: {reply.error_message}")
-        return reply.text().strip()
-
-    raw_main, raw_prefix = await asyncio.gather(history(), turn_prefix())
+    prefix_request = _turn_prefix(plan, model, int(budget * 0.3), max(1_024, max_tokens // 2), focus, options,
+                                  records)
+    raw_main, raw_prefix = await asyncio.gather(history(), prefix_request)
     main, analysis = parse_summary(raw_main)
     prefix, _ = parse_summary(raw_prefix)
     summary = main

@@ -118,24 +118,28 @@ class Compactor:
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
         policy.ledger.add(LedgerRecord(
             kind="compaction", ref=entry.id, chars_before=summarised_chars, chars_after=len(result.summary),
-            recover="every message stays in the session file; /tree shows them",
-            detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id,
-                    "split_turn": plan.split_turn, "tokens_before": before, "tokens_after": after,
-                    "reinjected": text is not None, "kept_prompt": prompt_id},
+            recover="every message stays in the session file; /tree shows them; search_history finds them",
+            detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id, "split_turn": plan.split_turn,
+                    "tokens_before": before, "tokens_after": after, "reinjected": text is not None,
+                    "kept_prompt": prompt_id},
         ))
-        rebuilt = session_messages(store, store.leaf_id)
-        after = policy.estimate(policy.view(rebuilt))
+        outcome = CompactionOutcome(tokens_before=before, entry_id=entry.id, summary=result.summary,
+                                    estimated_before=estimated_before)
+        return self._rebuilt(outcome)
+
+    def _rebuilt(self, outcome: CompactionOutcome) -> CompactionOutcome:
+        """The conversation after the new compaction entry, and what its size means."""
+        policy, store = self.policy, self.policy.store
+        outcome.messages = session_messages(store, store.leaf_id)
+        after = outcome.tokens_after = policy.estimate(policy.view(outcome.messages))
         if after > policy.threshold:
             policy.ledger.add(LedgerRecord(
-                kind="compaction", ref=entry.id, chars_before=after * 4, chars_after=after * 4,
+                kind="compaction", ref=outcome.entry_id, chars_before=after * 4, chars_after=after * 4,
                 recover="the kept recent messages alone exceed the threshold",
                 detail={"over_threshold": True, "tokens": after, "threshold": policy.threshold}))
-        outcome = CompactionOutcome(tokens_before=before, tokens_after=after, entry_id=entry.id,
-                                    summary=result.summary, messages=rebuilt)
-        outcome.estimated_before = estimated_before
-        if after > estimated_before * (1 - SHRINK_REQUIRED):
+        if after > outcome.estimated_before * (1 - SHRINK_REQUIRED):
             outcome.auto_disabled = (f"the last compaction saved less than {SHRINK_REQUIRED:.0%} "
-                                     f"({estimated_before:,} -> {after:,} tokens)")
+                                     f"({outcome.estimated_before:,} -> {after:,} tokens)")
             policy.disable_auto_compaction(outcome.auto_disabled)
         return outcome
 
