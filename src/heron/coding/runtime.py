@@ -531,6 +531,7 @@ class CodingSession:
         await self.memory.flush(self.policy, self.ledger, model=self.model, tools=self.tools,
                                 system_prompt=self.agent.state.system_prompt, messages=self.agent.state.messages,
                                 stream_options=self._stream_options)
+        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # it may have learnt one
 
     def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
         end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
