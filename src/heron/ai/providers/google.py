@@ -23,10 +23,11 @@ import base64
 import binascii
 import itertools
 import json
-import os
 import re
 from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, same_model
@@ -34,6 +35,7 @@ from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
+from heron.ai.providers import http
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -55,16 +57,74 @@ DEFAULT_API_VERSION = "v1beta"
 # Gemini 3 rejects a function call without a signature in the current turn. Google's
 # documented escape hatch for history written by another model:
 SKIP_SIGNATURE = "skip_thought_signature_validator"
-INCOMPLETE = "stream ended before the response was complete"
+INCOMPLETE = http.INCOMPLETE
 
 _VERSION_SUFFIX = re.compile(r"^(?P<base>.*?)/(?P<version>v\d+(?:(?:alpha|beta)\d*)?)/*$")
 
 
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+
+CURRENT_BUILDER: ContextVar[MessageBuilder | None] = ContextVar("heron_gemini_builder", default=None)
+
+
+def sse_client() -> Any:
+    """The httpx client handed to the SDK: its response hook notes on the current builder
+    when the answer starts and when events (not keep-alives) arrive, and drops SSE
+    comment lines the SDK would try to parse as JSON."""
+    import httpx
+
+    async def hook(response: httpx.Response) -> None:
+        builder = CURRENT_BUILDER.get()
+        if builder is None or "event-stream" not in response.headers.get("content-type", ""):
+            return
+        builder.note_response()
+        response.stream = _sse_filter(httpx)(response.stream, builder)
+
+    return httpx.AsyncClient(timeout=None, event_hooks={"response": [hook]})
+
+
+@cache
+def _sse_filter(httpx: Any) -> Any:
+    """The stream wrapper class (built on first use: httpx is imported lazily)."""
+
+    class SseFilter(httpx.AsyncByteStream):  # type: ignore[misc]
+        """The body without comment lines, noting activity on each ``data`` line."""
+
+        def __init__(self, inner: Any, builder: MessageBuilder) -> None:
+            self._inner = inner
+            self._builder = builder
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            tail = b""
+            async for chunk in self._inner:
+                data = tail + chunk
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    tail = data
+                    continue
+                head, tail = data[: cut + 1], data[cut + 1 :]
+                kept = [line for line in head.splitlines(keepends=True) if not line.startswith(b":")]
+                if any(line.startswith(b"data") for line in kept):
+                    self._builder.note_activity()
+                if kept:
+                    yield b"".join(kept)
+            if tail and not tail.startswith(b":"):
+                yield tail
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return SseFilter
+
+
+
+
 class GoogleProvider:
     api = "google-gemini"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self) -> None:
-        self._clients: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._clients = http.LoopCache()
 
     # --- Provider ------------------------------------------------------------
 
@@ -78,6 +138,7 @@ class GoogleProvider:
             options.on_payload(jsonable({"model": model.id, "contents": contents, "config": config}))
 
         client = self._client(model, options)
+        CURRENT_BUILDER.set(builder)  # read by the response hook of sse_client()
         response = await client.aio.models.generate_content_stream(model=model.id, contents=contents, config=config)
         state = _StreamState(builder, _taken_ids(context.messages))
         try:
@@ -98,7 +159,8 @@ class GoogleProvider:
         if errors is not None and isinstance(exc, errors.APIError):
             return _describe_api_error(exc)
         if errors is not None and isinstance(exc, errors.UnknownApiResponseError):
-            return ProviderError(f"Gemini sent an invalid response: {exc}", kind=ErrorKind.UNKNOWN)
+            # Malformed JSON in the stream: transient, as for every provider.
+            return ProviderError(f"malformed event in the response stream: {exc}", kind=ErrorKind.TRANSIENT)
         module = type(exc).__module__ or ""
         if module.startswith("pydantic"):
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -110,32 +172,28 @@ class GoogleProvider:
     # --- client ----------------------------------------------------------------
 
     def _client(self, model: Model, options: StreamOptions) -> Any:
-        import asyncio
-
-        from google import genai
-        from google.genai import types
-
-        api_key = options.api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
-        api_key = api_key or "heron-no-api-key"
+        api_key = http.api_key(options, API_KEY_ENV) or http.NO_KEY
         base_url, api_version = split_base_url(model.base_url)
         headers = {**(model.headers or {}), **(options.headers or {})}
-        timeout_ms = max(1, int(options.timeout * 1000))
+        # heron's own timers bound the waits; the SDK's limit is only a backstop.
+        timeout_ms = options.request_ms
         key = (base_url, api_version, api_key, tuple(sorted(headers.items())), timeout_ms)
-        # httpx connections belong to the event loop that opened them.
-        loop = asyncio.get_running_loop()
-        cached = self._clients.get(key)
-        if cached is not None and cached[0] is loop:
-            return cached[1]
-        http_options = types.HttpOptions(
-            base_url=base_url,
-            api_version=api_version,
-            headers=headers or None,
-            timeout=timeout_ms,
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
-        client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
-        self._clients[key] = (loop, client)
-        return client
+
+        def make() -> Any:
+            from google import genai
+            from google.genai import types
+
+            http_options = types.HttpOptions(
+                base_url=base_url,
+                api_version=api_version,
+                headers=headers or None,
+                timeout=timeout_ms,
+                retry_options=types.HttpRetryOptions(attempts=1),
+                httpx_async_client=sse_client(),
+            )
+            return genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+
+        return self._clients.get(key, make)
 
 
 # --- request --------------------------------------------------------------------
