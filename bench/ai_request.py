@@ -6,7 +6,7 @@ and a tool call with ~200 characters of arguments) and a ~2,000-character tool r
 then sends the next request. The figure is the time from calling ``heron.ai.stream`` to
 the moment the complete request body has reached the server (the server notes the
 arrival with ``time.perf_counter`` in the same process). Each sampled turn is the
-median of the five requests ending at it.
+median of the nine requests ending at it.
 
 A warm-up request first pays for imports and the connection. Targets: at turn 200 at
 most 3 ms and within 1.5x of turn 1; at turn 1,000 no more than at turn 10 (x1.5
@@ -45,7 +45,7 @@ from heron.ai import (
 from heron.ai.options import NO_RETRY
 
 APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-gemini")
-WINDOW = 5  # requests per sampled turn
+WINDOW = 9  # requests per sampled turn
 
 
 class TimedServer(LocalServer):

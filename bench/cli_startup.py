@@ -67,9 +67,9 @@ def heron_command() -> list[str]:
 
 
 def clean_env(home: Path) -> dict[str, str]:
-    # PYTHONDONTWRITEBYTECODE would make every run compile heron and the SDKs from source.
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTHONDONTWRITEBYTECODE" and not k.endswith("_API_KEY") and not k.startswith("HERON_")}
+    # PYTHONDONTWRITEBYTECODE is kept as the machine sets it (here: 1): heron must not
+    # recompile its own modules on every start even then (heron/cli/bytecode.py).
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env["HERON_HOME"] = str(home)
     return env
 

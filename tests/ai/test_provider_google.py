@@ -1,7 +1,7 @@
 """The Gemini adapter against a local HTTP server speaking the real wire format.
 
-The official ``google-genai`` SDK does the HTTP and SSE decoding; the recorded streams
-in ../shared/fixtures/provider-streams replay through it byte for byte.
+heron's own HTTP client and SSE reader do the transport (no ``google-genai`` SDK); the
+recorded streams in ../shared/fixtures/provider-streams replay through it byte for byte.
 """
 
 from __future__ import annotations

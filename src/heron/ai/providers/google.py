@@ -1,8 +1,9 @@
-"""Google Gemini (``google-gemini``) through the official ``google-genai`` SDK.
+"""Google Gemini (``google-gemini``): ``models/{id}:streamGenerateContent?alt=sse``.
 
-The SDK is imported on first use only. Its own retries (HTTP retry options, automatic
-stream continuation, automatic function calling) are switched off: heron retries, and
-it runs the tools.
+Spoken over heron's lean HTTP client (:mod:`heron.ai.providers.http`), like the other
+providers: the request is plain JSON built once per history segment
+(:mod:`heron.ai.providers.wire`) and the stream's JSON is read directly, so neither the
+``google-genai`` SDK's import nor its per-request model validation is paid for.
 
 Wire facts this adapter relies on:
 
@@ -25,9 +26,7 @@ import itertools
 import json
 import re
 from collections.abc import AsyncIterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, same_model
@@ -36,6 +35,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
 from heron.ai.providers import http
+from heron.ai.providers.wire import Segment, WireCache, all_items, body_text, dumps, join_items
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -64,59 +64,22 @@ _VERSION_SUFFIX = re.compile(r"^(?P<base>.*?)/(?P<version>v\d+(?:(?:alpha|beta)\
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
-CURRENT_BUILDER: ContextVar[MessageBuilder | None] = ContextVar("heron_gemini_builder", default=None)
+class GObj(dict[str, Any]):
+    """A Gemini JSON object read with the field names of Google's SDK (``part.thought_signature``
+    reads ``thoughtSignature``), ``None`` when absent."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        key = _CAMEL.get(name)
+        if key is None:
+            head, *rest = name.split("_")
+            key = _CAMEL[name] = head + "".join(word.title() for word in rest)
+        value = self.get(key)
+        return value if value is not None else self.get(name)
 
 
-def sse_client() -> Any:
-    """The httpx client handed to the SDK: its response hook notes on the current builder
-    when the answer starts and when events (not keep-alives) arrive, and drops SSE
-    comment lines the SDK would try to parse as JSON."""
-    import httpx
-
-    async def hook(response: httpx.Response) -> None:
-        builder = CURRENT_BUILDER.get()
-        if builder is None or "event-stream" not in response.headers.get("content-type", ""):
-            return
-        builder.note_response()
-        response.stream = _sse_filter(httpx)(response.stream, builder)
-
-    return httpx.AsyncClient(timeout=None, event_hooks={"response": [hook]})
-
-
-@cache
-def _sse_filter(httpx: Any) -> Any:
-    """The stream wrapper class (built on first use: httpx is imported lazily)."""
-
-    class SseFilter(httpx.AsyncByteStream):  # type: ignore[misc]
-        """The body without comment lines, noting activity on each ``data`` line."""
-
-        def __init__(self, inner: Any, builder: MessageBuilder) -> None:
-            self._inner = inner
-            self._builder = builder
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            tail = b""
-            async for chunk in self._inner:
-                data = tail + chunk
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    tail = data
-                    continue
-                head, tail = data[: cut + 1], data[cut + 1 :]
-                kept = [line for line in head.splitlines(keepends=True) if not line.startswith(b":")]
-                if any(line.startswith(b"data") for line in kept):
-                    self._builder.note_activity()
-                if kept:
-                    yield b"".join(kept)
-            if tail and not tail.startswith(b":"):
-                yield tail
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return SseFilter
-
-
+_CAMEL: dict[str, str] = {}
 
 
 class GoogleProvider:
@@ -124,76 +87,89 @@ class GoogleProvider:
     default_base_url = DEFAULT_BASE_URL
 
     def __init__(self) -> None:
-        self._clients = http.LoopCache()
+        self._wire = WireCache()
 
     # --- Provider ------------------------------------------------------------
+
+    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
+        """The request body, each history segment converted once."""
+        head = build_body(model, context, options)
+
+        def convert(part: list[Message]) -> list[JSON]:
+            return convert_messages(adapt_messages(part, model), model)
+
+        target = (model.api, model.provider, model.id, model.supports_images())
+        segments = self._wire.segments(target, context.messages, convert)
+        return body_text(head, "contents", contents_json(segments)).encode()
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        messages = adapt_messages(context.messages, model)
-        contents = convert_messages(messages, model)
-        config = build_config(model, context, options)
+        body = self.encode_request(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(jsonable({"model": model.id, "contents": contents, "config": config}))
-
-        client = self._client(model, options)
-        CURRENT_BUILDER.set(builder)  # read by the response hook of sse_client()
-        response = await client.aio.models.generate_content_stream(model=model.id, contents=contents, config=config)
+            options.on_payload({"model": model.id, **json.loads(body)})
+        base_url, api_version = split_base_url(model.base_url)
+        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        url = f"{base}/{api_version}/models/{model.id}:streamGenerateContent?alt=sse"
         state = _StreamState(builder, _taken_ids(context.messages))
-        try:
-            async for chunk in response:
-                for event in state.on_chunk(chunk):
-                    yield event
-        finally:
-            closer = getattr(response, "aclose", None)
-            if closer is not None:
-                await closer()
+        async for sse in http.post_sse(url, self._headers(model, options), body, builder):
+            try:
+                chunk = json.loads(sse.data, object_hook=GObj)
+            except ValueError as exc:
+                raise http.malformed(exc) from exc
+            if not isinstance(chunk, dict):
+                continue
+            if isinstance(chunk.get("error"), dict):
+                raise describe_failure(None, chunk, {})
+            for event in state.on_chunk(chunk):
+                yield event
         for event in state.finish():
             yield event
 
-    def describe_error(self, exc: BaseException) -> ProviderError | None:
-        import sys
+    def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        key = http.api_key(options, API_KEY_ENV)
+        if key:
+            headers["x-goog-api-key"] = key
+        headers.update(model.headers or {})
+        headers.update(options.headers or {})
+        return headers
 
-        errors = sys.modules.get("google.genai.errors")
-        if errors is not None and isinstance(exc, errors.APIError):
-            return _describe_api_error(exc)
-        if errors is not None and isinstance(exc, errors.UnknownApiResponseError):
-            # Malformed JSON in the stream: transient, as for every provider.
-            return ProviderError(f"malformed event in the response stream: {exc}", kind=ErrorKind.TRANSIENT)
-        module = type(exc).__module__ or ""
-        if module.startswith("pydantic"):
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return ProviderError(f"Gemini sent a response the SDK could not read: {first}", kind=ErrorKind.UNKNOWN)
-        if module.startswith("aiohttp"):
-            return ProviderError(f"Connection error: {exc or type(exc).__name__}", kind=ErrorKind.TRANSIENT)
+    async def aclose(self) -> None:
+        await http.CLIENTS.aclose()
+
+    def describe_error(self, exc: BaseException) -> ProviderError | None:
+        if isinstance(exc, http.HttpStatusError):
+            return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
         return None
 
-    # --- client ----------------------------------------------------------------
 
-    def _client(self, model: Model, options: StreamOptions) -> Any:
-        api_key = http.api_key(options, API_KEY_ENV) or http.NO_KEY
-        base_url, api_version = split_base_url(model.base_url)
-        headers = {**(model.headers or {}), **(options.headers or {})}
-        # heron's own timers bound the waits; the SDK's limit is only a backstop.
-        timeout_ms = options.request_ms
-        key = (base_url, api_version, api_key, tuple(sorted(headers.items())), timeout_ms)
+def contents_json(segments: list[Segment]) -> str:
+    """The ``contents`` array; tool results split over two segments (the segment between
+    held only dropped messages) share one user turn, as :func:`convert_messages` does."""
+    last: JSON | None = None
+    for segment in segments:
+        if segment.items:
+            first = segment.items[0]
+            if last is not None and _is_results(first) and _is_results(last):
+                merged = convert_turns(all_items(segments))
+                return "[" + ",".join(dumps(turn) for turn in merged) + "]"
+            last = segment.items[-1]
+    return join_items(segments)
 
-        def make() -> Any:
-            from google import genai
-            from google.genai import types
 
-            http_options = types.HttpOptions(
-                base_url=base_url,
-                api_version=api_version,
-                headers=headers or None,
-                timeout=timeout_ms,
-                retry_options=types.HttpRetryOptions(attempts=1),
-                httpx_async_client=sse_client(),
-            )
-            return genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+def _is_results(turn: JSON) -> bool:
+    return turn["role"] == "user" and bool(turn["parts"]) and "functionResponse" in turn["parts"][0]
 
-        return self._clients.get(key, make)
+
+def convert_turns(turns: list[JSON]) -> list[JSON]:
+    out: list[JSON] = []
+    for turn in turns:
+        if out and _is_results(out[-1]) and _is_results(turn):
+            out[-1] = {**out[-1], "parts": [*out[-1]["parts"], *turn["parts"]]}
+        else:
+            out.append(turn)
+    return out
 
 
 # --- request --------------------------------------------------------------------
@@ -214,33 +190,37 @@ def is_gemini3(model: Model) -> bool:
     return "gemini-3" in model.id.lower()
 
 
-def build_config(model: Model, context: Context, options: StreamOptions) -> JSON:
+def build_body(model: Model, context: Context, options: StreamOptions) -> JSON:
+    """The request without ``contents``: system instruction, tools, generation config."""
     max_tokens = options.max_tokens or model.max_tokens
-    config: JSON = {"max_output_tokens": max_tokens}
+    config: JSON = {"maxOutputTokens": max_tokens}
+    body: JSON = {}
     if context.system_prompt:
-        config["system_instruction"] = context.system_prompt
+        body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
     if options.temperature is not None:
         config["temperature"] = options.temperature
     if context.tools:
         declarations = [
-            {"name": tool.name, "description": tool.description, "parameters_json_schema": tool.parameters}
+            {"name": tool.name, "description": tool.description, "parametersJsonSchema": tool.parameters}
             for tool in context.tools
         ]
-        config["tools"] = [{"function_declarations": declarations}]
+        body["tools"] = [{"functionDeclarations": declarations}]
     if model.reasoning and options.thinking != "off":
-        thinking: JSON = {"include_thoughts": True}
+        thinking: JSON = {"includeThoughts": True}
         if is_gemini3(model):
-            thinking["thinking_level"] = "LOW" if options.thinking in ("minimal", "low") else "HIGH"
+            thinking["thinkingLevel"] = "LOW" if options.thinking in ("minimal", "low") else "HIGH"
         else:
-            thinking["thinking_budget"] = budget_tokens(options.thinking, max_tokens)
-        config["thinking_config"] = thinking
-    # heron runs the tools and retries itself.
-    config["automatic_function_calling"] = {"disable": True}
-    from google.genai import types
+            thinking["thinkingBudget"] = budget_tokens(options.thinking, max_tokens)
+        config["thinkingConfig"] = thinking
+    body["generationConfig"] = config
+    return body
 
-    if "automatic_continuation" in types.GenerateContentConfig.model_fields:
-        config["automatic_continuation"] = False
-    return config
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> JSON:
+    """The whole request body (the readable reference of what :meth:`GoogleProvider.encode_request` sends)."""
+    body = build_body(model, context, options)
+    body["contents"] = convert_messages(adapt_messages(context.messages, model), model)
+    return body
 
 
 def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
@@ -269,7 +249,7 @@ def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
 def _image_part(block: ImageContent, model: Model) -> JSON:
     if not model.supports_images():
         return {"text": "(image omitted: this model does not accept images)"}
-    return {"inline_data": {"mime_type": block.mime_type, "data": _b64decode(block.data)}}
+    return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
 
 
 def _user_parts(message: UserMessage, model: Model) -> list[JSON]:
@@ -305,7 +285,7 @@ def _assistant_parts(message: AssistantMessage, model: Model) -> list[JSON]:
             call: JSON = {"name": block.name, "args": block.arguments}
             if block.id:
                 call["id"] = block.id
-            part = {"function_call": call}
+            part = {"functionCall": call}
             signature = block.thought_signature
             if signature is None and not native and is_gemini3(model):
                 signature = SKIP_SIGNATURE
@@ -325,11 +305,9 @@ def _tool_result_parts(message: ToolResultMessage, model: Model, parts: list[JSO
     inline = images and model.supports_images()
     if inline and is_gemini3(model):
         # Gemini 3 takes media inside the function response itself.
-        response["parts"] = [
-            {"inline_data": {"mime_type": image.mime_type, "data": _b64decode(image.data)}} for image in images
-        ]
+        response["parts"] = [{"inlineData": {"mimeType": image.mime_type, "data": image.data}} for image in images]
         images = []
-    parts.append({"function_response": response})
+    parts.append({"functionResponse": response})
     if images:
         parts.append({"text": f"Image(s) returned by the {message.tool_name} tool:"})
         parts.extend(_image_part(image, model) for image in images)
@@ -337,7 +315,8 @@ def _tool_result_parts(message: ToolResultMessage, model: Model, parts: list[JSO
 
 def _put_signature(part: JSON, signature: str | None) -> None:
     if signature:
-        part["thought_signature"] = _b64decode(signature)
+        # URL-safe base64, as Google's SDK writes bytes fields (the API reads both).
+        part["thoughtSignature"] = base64.urlsafe_b64encode(_b64decode(signature)).decode("ascii")
 
 
 def _b64decode(value: str) -> bytes:
@@ -350,19 +329,15 @@ def _b64decode(value: str) -> bytes:
         return value.encode()
 
 
+def _signature_bytes(value: Any) -> bytes | None:
+    """A ``thoughtSignature`` (base64 on the wire) as bytes."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return _b64decode(str(value))
+
+
 def _b64encode(value: bytes) -> str:
     return base64.b64encode(value).decode("ascii")
-
-
-def jsonable(value: Any) -> Any:
-    """The request as JSON-ready data (bytes as base64) for ``on_payload``."""
-    if isinstance(value, bytes):
-        return _b64encode(value)
-    if isinstance(value, Mapping):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
 
 
 def _taken_ids(messages: list[Message]) -> set[str]:
@@ -436,10 +411,11 @@ class _StreamState:
         candidate = chunk.candidates[0]
         content = candidate.content
         for part in (content.parts if content is not None else None) or []:
+            signature = _signature_bytes(part.thought_signature)
             if part.function_call is not None:
-                events.extend(self._function_call(part.function_call, part.thought_signature))
-            elif part.text is not None or (part.thought and part.thought_signature is not None):
-                events.extend(self._text(part.text or "", bool(part.thought), part.thought_signature))
+                events.extend(self._function_call(part.function_call, signature))
+            elif part.text is not None or (part.thought and signature is not None):
+                events.extend(self._text(part.text or "", bool(part.thought), signature))
         if candidate.finish_reason is not None:
             self.finish_reason = _enum_name(candidate.finish_reason)
             self.finish_message = candidate.finish_message
@@ -492,6 +468,10 @@ class _StreamState:
 
     def _function_call(self, call: Any, signature: bytes | None) -> list[AssistantEvent]:
         builder = self.builder
+        if call.args is not None and not isinstance(call.args, dict):
+            # Checked before any block changes, so the consumer never sees half a call.
+            raise ProviderError("Gemini sent a response heron could not read: functionCall.args is not an object",
+                                kind=ErrorKind.UNKNOWN)
         events = self._close_block()
         encoded = _b64encode(signature) if signature is not None else None
         if call.name:
@@ -677,17 +657,24 @@ def _child(node: Any, step: str | int, empty: Any) -> Any:
 # --- errors ----------------------------------------------------------------------
 
 
-def _describe_api_error(exc: Any) -> ProviderError:
-    code = exc.code if isinstance(exc.code, int) else None
-    status = exc.status or ""
-    message = exc.message or (str(exc.details) if exc.details else "")
-    text = " ".join(str(p) for p in (code, status) if p)
-    text = f"{text}: {message}" if message else text or str(exc)
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    retry_after = parse_retry_after(headers) if isinstance(headers, Mapping) else None
+def describe_failure(
+    status: int | None, body: Any, headers: Mapping[str, str], reason: str = ""
+) -> ProviderError:
+    """``{"error": {"code", "status", "message", "details"}}`` (an HTTP error, or an error
+    object inside the stream) as a :class:`ProviderError`."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        text = body.strip()[:2000] if isinstance(body, str) else (json.dumps(body) if body else "")
+        label = f"{status} {reason}".strip() if status else reason
+        return ProviderError(f"{label}: {text}" if text else label or "error", status=status,
+                             retry_after=parse_retry_after(headers))
+    code = error.get("code") if isinstance(error.get("code"), int) else status
+    label = " ".join(str(p) for p in (code, error.get("status")) if p)
+    message = str(error.get("message") or "")
+    text = f"{label}: {message}" if message else label or reason
+    retry_after = parse_retry_after(headers)
     if retry_after is None:
-        retry_after = _retry_delay(exc.details)
+        retry_after = _retry_delay(error)
     return ProviderError(text, status=code, retry_after=retry_after)
 
 
