@@ -1,0 +1,102 @@
+"""The cached request (each history segment built once) is exactly the request built from
+scratch, however the history changes: growth, a pruned result, a dropped turn, another
+model reading the same messages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from heron.ai import (
+    AssistantMessage,
+    Context,
+    Model,
+    StopReason,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from heron.ai.providers import anthropic, google, openai_chat, openai_responses
+from heron.ai.providers.wire import segment_starts
+
+Builder = Callable[[Model, Context, StreamOptions], dict[str, Any]]
+
+PROVIDERS: list[tuple[str, Any, Builder]] = [
+    ("openai-chat", openai_chat.OpenAIChatProvider, openai_chat.build_request),
+    ("openai-responses", openai_responses.OpenAIResponsesProvider, openai_responses.build_request),
+    ("anthropic-messages", anthropic.AnthropicProvider, anthropic.build_request),
+    ("google-gemini", google.GoogleProvider, google.build_request),
+]
+TOOLS = [Tool(name="read", description="Read a file.", parameters={"type": "object", "properties": {}})]
+OPTIONS = StreamOptions(session_id="s1")
+
+
+def model(api: str, provider: str = "p", model_id: str = "m") -> Model:
+    return Model(id=model_id, api=api, provider=provider, reasoning=True, input=["text", "image"])
+
+
+def turn(api: str, n: int, *, error: bool = False) -> list[Any]:
+    call = ToolCall(id=f"call_{n}", name="read", arguments={"path": f"f{n}.py"})
+    assistant = AssistantMessage(
+        api=api, provider="p", model="m",
+        content=[ThinkingContent(thinking=f"think {n}", thinking_signature=f"sig{n}"), TextContent(text=f"t{n}"), call],
+        stop_reason=StopReason.ERROR if error else StopReason.TOOL_USE,
+    )
+    result = ToolResultMessage(tool_call_id=f"call_{n}", tool_name="read", content=[TextContent(text=f"r{n}")])
+    return [assistant, result]
+
+
+def same(api: str, provider: Any, build: Builder, target: Model, messages: list[Any]) -> None:
+    context = Context(system_prompt="sys", messages=list(messages), tools=TOOLS)
+    sent = json.loads(provider.encode_request(target, context, OPTIONS))
+    expected = json.loads(json.dumps(build(target, context, OPTIONS)))
+    assert sent == expected
+
+
+@pytest.mark.parametrize(("api", "cls", "build"), PROVIDERS, ids=[p[0] for p in PROVIDERS])
+def test_cached_request_equals_fresh_request(api: str, cls: Any, build: Builder) -> None:
+    provider = cls()
+    target = model(api)
+    messages: list[Any] = [UserMessage(content="start")]
+    same(api, provider, build, target, messages)
+    for n in range(1, 8):
+        messages += turn(api, n, error=n == 4)
+        same(api, provider, build, target, messages)  # the history grows
+        if n % 3 == 0:
+            messages.append(UserMessage(content=f"next task {n}"))
+            same(api, provider, build, target, messages)
+    # a result in the middle replaced by a stub (pruning replaces, never edits)
+    messages[4] = ToolResultMessage(tool_call_id="call_2", tool_name="read", content=[TextContent(text="[pruned]")])
+    same(api, provider, build, target, messages)
+    # the same messages for another model: adapted differently (thinking becomes text)
+    other = model(api, provider="q", model_id="other")
+    same(api, provider, build, other, messages)
+    same(api, provider, build, target, messages)
+    # a compacted history: a fresh start
+    compacted = [UserMessage(content="summary"), *messages[-4:]]
+    same(api, provider, build, target, compacted)
+
+
+@pytest.mark.parametrize(("api", "cls", "build"), PROVIDERS, ids=[p[0] for p in PROVIDERS])
+def test_turn_split_by_a_dropped_message_is_merged(api: str, cls: Any, build: Builder) -> None:
+    """[assistant, result, assistant(error), user]: the error turn is dropped and the
+    result and the prompt around it must form one valid request."""
+    provider = cls()
+    target = model(api)
+    failed = AssistantMessage(api=api, provider="p", model="m", content=[TextContent(text="half")],
+                              stop_reason=StopReason.ERROR)
+    messages = [UserMessage(content="go"), *turn(api, 1), failed, UserMessage(content="again")]
+    same(api, provider, build, target, messages[:3])
+    same(api, provider, build, target, messages)
+
+
+def test_segments_start_at_assistant_messages_after_user_side_ones() -> None:
+    messages: list[Any] = [UserMessage(content="a"), *turn("x", 1), *turn("x", 2), UserMessage(content="b")]
+    assert segment_starts(messages) == [0, 1, 3]
