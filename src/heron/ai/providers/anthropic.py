@@ -26,7 +26,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.wire import Segment, WireCache, all_items, body_text, dumps, make_segment
+from heron.ai.providers.wire import Segment, WireCache, all_items, array_pieces, body_bytes, dumps, make_segment
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -262,7 +262,7 @@ def _with_marker(turn: JSON, marker: JSON) -> JSON:
     return {**turn, "content": content}
 
 
-def messages_json(segments: list[Segment], marker: JSON | None) -> str:
+def messages_json(segments: list[Segment], marker: JSON | None) -> list[bytes]:
     """The ``messages`` array from cached segments: the cache marker goes on a copy of the
     last user turn, and a turn split over two segments (the segment between held only
     dropped messages) is merged, as :func:`convert_messages` would."""
@@ -271,7 +271,7 @@ def messages_json(segments: list[Segment], marker: JSON | None) -> str:
         if segment.items:
             if segment.items[0]["role"] == last_role:
                 merged = convert_turns(all_items(segments), marker)
-                return "[" + ",".join(dumps(turn) for turn in merged) + "]"
+                return array_pieces([dumps(turn).encode() for turn in merged])
             last_role = segment.items[-1]["role"]
     pieces = [segment.wire for segment in segments]
     if marker is not None:
@@ -282,7 +282,7 @@ def messages_json(segments: list[Segment], marker: JSON | None) -> str:
                 changed = [*items[:user], _with_marker(items[user], marker), *items[user + 1 :]]
                 pieces[n] = make_segment(changed).wire
                 break
-    return "[" + ",".join(p for p in pieces if p) + "]"
+    return array_pieces(pieces)
 
 
 def convert_turns(turns: list[JSON], marker: JSON | None) -> list[JSON]:
@@ -317,7 +317,7 @@ class AnthropicProvider:
             return convert_messages(adapt_messages(part, model, anthropic_tool_id), model, None)
 
         segments = self._wire.segments(_target(model), context.messages, convert)
-        return body_text(body, "messages", messages_json(segments, cache_marker(options))).encode()
+        return body_bytes(body, "messages", messages_json(segments, cache_marker(options)))
 
     def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream",

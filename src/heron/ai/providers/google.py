@@ -35,7 +35,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.wire import Segment, WireCache, all_items, body_text, dumps, join_items
+from heron.ai.providers.wire import Segment, WireCache, all_items, array_pieces, body_bytes, dumps, join_items
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -100,7 +100,7 @@ class GoogleProvider:
 
         target = (model.api, model.provider, model.id, model.supports_images())
         segments = self._wire.segments(target, context.messages, convert)
-        return body_text(head, "contents", contents_json(segments)).encode()
+        return body_bytes(head, "contents", contents_json(segments))
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
@@ -111,7 +111,7 @@ class GoogleProvider:
         base_url, api_version = split_base_url(model.base_url)
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
         url = f"{base}/{api_version}/models/{model.id}:streamGenerateContent?alt=sse"
-        state = _StreamState(builder, _taken_ids(context.messages))
+        state = _StreamState(builder, context.messages)
         async for sse in http.post_sse(url, self._headers(model, options), body, builder):
             try:
                 chunk = json.loads(sse.data, object_hook=GObj)
@@ -144,7 +144,7 @@ class GoogleProvider:
         return None
 
 
-def contents_json(segments: list[Segment]) -> str:
+def contents_json(segments: list[Segment]) -> list[bytes]:
     """The ``contents`` array; tool results split over two segments (the segment between
     held only dropped messages) share one user turn, as :func:`convert_messages` does."""
     last: JSON | None = None
@@ -153,7 +153,7 @@ def contents_json(segments: list[Segment]) -> str:
             first = segment.items[0]
             if last is not None and _is_results(first) and _is_results(last):
                 merged = convert_turns(all_items(segments))
-                return "[" + ",".join(dumps(turn) for turn in merged) + "]"
+                return array_pieces([dumps(turn).encode() for turn in merged])
             last = segment.items[-1]
     return join_items(segments)
 
@@ -370,9 +370,10 @@ class _PartialCall:
 
 
 class _StreamState:
-    def __init__(self, builder: MessageBuilder, taken_ids: set[str]) -> None:
+    def __init__(self, builder: MessageBuilder, history: list[Message]) -> None:
         self.builder = builder
-        self.taken_ids = taken_ids
+        self._history = history
+        self._taken_ids: set[str] | None = None  # ids already used, collected only when needed
         self.block: tuple[str, int] | None = None  # open text/thinking block
         self.block_kind: str | None = None
         self.counter = 0
@@ -387,10 +388,12 @@ class _StreamState:
 
     def _call_id(self, name: str) -> str:
         n = 1
-        while f"{name}_{n}" in self.taken_ids:
+        if self._taken_ids is None:
+            self._taken_ids = _taken_ids(self._history)
+        while f"{name}_{n}" in self._taken_ids:
             n += 1
         call_id = f"{name}_{n}"
-        self.taken_ids.add(call_id)
+        self._taken_ids.add(call_id)
         return call_id
 
     # --- chunks --------------------------------------------------------------

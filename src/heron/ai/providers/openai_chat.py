@@ -44,7 +44,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.wire import WireCache, body_text, dumps
+from heron.ai.providers.wire import WireCache, array_pieces, body_bytes, dumps
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -442,8 +442,8 @@ class OpenAIChatProvider:
 
         target = (model.api, model.provider, model.id, model.supports_images())
         segments = self._wire.segments(target, context.messages, convert)
-        pieces = [dumps(m) for m in system] + [s.wire for s in segments if s.wire]
-        return body_text(head, "messages", "[" + ",".join(pieces) + "]").encode()
+        wires = [dumps(m).encode() for m in system] + [s.wire for s in segments]
+        return body_bytes(head, "messages", array_pieces(wires))
 
     async def aclose(self) -> None:
         await http.CLIENTS.aclose()

@@ -25,7 +25,7 @@ from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
 from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, openai_base_url, openai_headers
-from heron.ai.providers.wire import WireCache, body_text, join_items
+from heron.ai.providers.wire import WireCache, body_bytes, join_items
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -503,7 +503,7 @@ class OpenAIResponsesProvider:
 
         target = (model.api, model.provider, model.id, model.supports_images())
         segments = self._wire.segments(target, context.messages, convert)
-        return body_text(head, "input", join_items(segments)).encode()
+        return body_bytes(head, "input", join_items(segments))
 
     async def aclose(self) -> None:
         await http.CLIENTS.aclose()

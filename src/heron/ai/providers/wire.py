@@ -38,8 +38,9 @@ _MAX_TARGETS = 16
 @dataclass(slots=True)
 class Segment:
     items: list[JSON]
-    # The items as JSON text, comma-separated, no brackets ("" when there are none).
-    wire: str
+    # The items as UTF-8 JSON, comma-separated, no brackets (b"" when there are none):
+    # encoded once, so a request is one join of cached bytes (no re-encoding).
+    wire: bytes
 
 
 def dumps(value: Any) -> str:
@@ -47,7 +48,7 @@ def dumps(value: Any) -> str:
 
 
 def make_segment(items: list[JSON]) -> Segment:
-    return Segment(items=items, wire=",".join(dumps(item) for item in items))
+    return Segment(items=items, wire=",".join(dumps(item) for item in items).encode())
 
 
 def segment_starts(messages: list[Message], start: int = 0) -> list[int]:
@@ -129,18 +130,31 @@ def _pairs(starts: list[int], end: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1]) for i in range(len(starts))]
 
 
-def join_items(segments: list[Segment]) -> str:
-    """The JSON array of every segment's items."""
-    return "[" + ",".join(s.wire for s in segments if s.wire) + "]"
+def array_pieces(wires: list[bytes]) -> list[bytes]:
+    """A JSON array of already serialised items, as pieces to join once."""
+    pieces = [b"["]
+    for wire in wires:
+        if wire:
+            pieces.append(wire)
+            pieces.append(b",")
+    if len(pieces) > 1:
+        pieces.pop()
+    pieces.append(b"]")
+    return pieces
+
+
+def join_items(segments: list[Segment]) -> list[bytes]:
+    """The JSON array of every segment's items (as pieces)."""
+    return array_pieces([s.wire for s in segments])
 
 
 def all_items(segments: list[Segment]) -> list[JSON]:
     return [item for segment in segments for item in segment.items]
 
 
-def body_text(head: JSON, array_key: str, array_json: str) -> str:
-    """``head`` as JSON with ``array_key`` set to the already serialised array."""
+def body_bytes(head: JSON, array_key: str, array: list[bytes]) -> bytes:
+    """``head`` as JSON with ``array_key`` set to the already serialised array, built with
+    one copy of the cached pieces (a long history is megabytes: copies are what cost)."""
     text = dumps(head)
-    if text == "{}":
-        return "{" + dumps(array_key) + ":" + array_json + "}"
-    return text[:-1] + "," + dumps(array_key) + ":" + array_json + "}"
+    opening = "{" if text == "{}" else text[:-1] + ","
+    return b"".join([(opening + dumps(array_key) + ":").encode(), *array, b"}"])
