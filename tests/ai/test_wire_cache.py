@@ -23,8 +23,12 @@ from heron.ai import (
     ToolResultMessage,
     UserMessage,
 )
-from heron.ai.providers import anthropic, google, openai_chat, openai_responses
+from heron.ai.options import NO_RETRY
+from heron.ai.providers import anthropic, google, openai_chat, openai_responses, wire
 from heron.ai.providers.wire import segment_starts
+from heron.ai.stream import open_stream
+from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
 
 Builder = Callable[[Model, Context, StreamOptions], dict[str, Any]]
 
@@ -36,6 +40,7 @@ PROVIDERS: list[tuple[str, Any, Builder]] = [
 ]
 TOOLS = [Tool(name="read", description="Read a file.", parameters={"type": "object", "properties": {}})]
 OPTIONS = StreamOptions(session_id="s1")
+OPTIONS_K = StreamOptions(api_key="k", retry=NO_RETRY)
 
 
 def model(api: str, provider: str = "p", model_id: str = "m") -> Model:
@@ -100,3 +105,43 @@ def test_turn_split_by_a_dropped_message_is_merged(api: str, cls: Any, build: Bu
 def test_segments_start_at_assistant_messages_after_user_side_ones() -> None:
     messages: list[Any] = [UserMessage(content="a"), *turn("x", 1), *turn("x", 2), UserMessage(content="b")]
     assert segment_starts(messages) == [0, 1, 3]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "BLOCK_BYTES", 64)  # settled segments are joined into blocks at once
+
+
+@pytest.mark.parametrize(("api", "cls", "build"), PROVIDERS, ids=[p[0] for p in PROVIDERS])
+def test_joined_blocks_keep_the_request_exact(small_blocks: None, api: str, cls: Any, build: Builder) -> None:
+    test_cached_request_equals_fresh_request(api, cls, build)
+    test_turn_split_by_a_dropped_message_is_merged(api, cls, build)
+    provider = cls()
+    target = model(api)
+    messages: list[Any] = [UserMessage(content="go")]
+    for n in range(1, 6):
+        messages += turn(api, n)
+        same(api, provider, build, target, messages)
+    # a dropped turn after the blocks were joined: the merge is still made
+    failed = AssistantMessage(api=api, provider="p", model="m", content=[TextContent(text="x")],
+                              stop_reason=StopReason.ERROR)
+    messages += [failed, UserMessage(content="again")]
+    same(api, provider, build, target, messages)
+
+
+async def test_pieces_reach_the_server_unchunked(small_blocks: None, local_server: LocalServer) -> None:
+    api = "openai-chat"
+    target = Model(id="m", api=api, provider="p", base_url=local_server.url + "/v1")
+    provider = openai_chat.OpenAIChatProvider()
+    local_server.fallback = openai_reply("ok")
+    messages: list[Any] = [UserMessage(content="go")]
+    for n in range(1, 5):
+        messages += turn(api, n)
+        context = Context(system_prompt="sys", messages=list(messages), tools=TOOLS)
+        message = await open_stream(provider, target, context, StreamOptions(api_key="k", retry=NO_RETRY)).result()
+        assert message.stop_reason == StopReason.STOP, message.error_message
+        request = local_server.requests[-1]
+        assert "transfer-encoding" not in request.headers
+        assert int(request.headers["content-length"]) == len(request.body)
+        assert request.json() == json.loads(json.dumps(openai_chat.build_request(target, context, OPTIONS_K)))
+    assert len(provider.encode_pieces(target, context, OPTIONS_K)) > 3  # sent as pieces, not one copy

@@ -26,7 +26,16 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.wire import Segment, WireCache, all_items, array_pieces, body_bytes, dumps, make_segment
+from heron.ai.providers.wire import (
+    History,
+    Segment,
+    WireCache,
+    all_items,
+    array_pieces,
+    body_pieces,
+    dumps,
+    make_segment,
+)
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -262,27 +271,38 @@ def _with_marker(turn: JSON, marker: JSON) -> JSON:
     return {**turn, "content": content}
 
 
-def messages_json(segments: list[Segment], marker: JSON | None) -> list[bytes]:
-    """The ``messages`` array from cached segments: the cache marker goes on a copy of the
-    last user turn, and a turn split over two segments (the segment between held only
-    dropped messages) is merged, as :func:`convert_messages` would."""
+def _clean(segments: list[Segment]) -> bool:
+    """No wire turn spans two of ``segments`` (adjacent turns of one role would merge)."""
     last_role: str | None = None
     for segment in segments:
         if segment.items:
             if segment.items[0]["role"] == last_role:
-                merged = convert_turns(all_items(segments), marker)
-                return array_pieces([dumps(turn).encode() for turn in merged])
+                return False
             last_role = segment.items[-1]["role"]
-    pieces = [segment.wire for segment in segments]
+    return True
+
+
+def messages_json(history: History, marker: JSON | None) -> list[bytes]:
+    """The ``messages`` array from cached segments: the cache marker goes on a copy of the
+    last user turn, and a turn split over two segments (the segment between held only
+    dropped messages) is merged, as :func:`convert_messages` would."""
+    loose = history.loose
+    if not _clean(history.segments[max(0, history.frozen - 1) :]):
+        merged = convert_turns(all_items(history.segments), marker)
+        return array_pieces([dumps(turn).encode() for turn in merged])
+    wires = [segment.wire for segment in loose]
     if marker is not None:
-        for n in range(len(segments) - 1, -1, -1):
-            items = segments[n].items
+        for n in range(len(loose) - 1, -1, -1):
+            items = loose[n].items
             user = next((i for i in range(len(items) - 1, -1, -1) if items[i]["role"] == "user"), None)
             if user is not None:
                 changed = [*items[:user], _with_marker(items[user], marker), *items[user + 1 :]]
-                pieces[n] = make_segment(changed).wire
+                wires[n] = make_segment(changed).wire
                 break
-    return array_pieces(pieces)
+        else:  # the last user turn is in a joined block (rare): build the array whole
+            turns = convert_turns(all_items(history.segments), marker)
+            return array_pieces([dumps(turn).encode() for turn in turns])
+    return array_pieces([*history.blocks, *wires])
 
 
 def convert_turns(turns: list[JSON], marker: JSON | None) -> list[JSON]:
@@ -310,14 +330,18 @@ class AnthropicProvider:
 
     def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
         """:func:`build_request` as the bytes sent, built from cached segments."""
+        return b"".join(self.encode_pieces(model, context, options))
+
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        """The request body as a few pieces (joined blocks of the history, its newest part)."""
         body = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
         del body["messages"]
 
         def convert(part: list[Message]) -> list[JSON]:
             return convert_messages(adapt_messages(part, model, anthropic_tool_id), model, None)
 
-        segments = self._wire.segments(_target(model), context.messages, convert)
-        return body_bytes(body, "messages", messages_json(segments, cache_marker(options)))
+        history = self._wire.history(_target(model), context.messages, convert, _clean)
+        return body_pieces(body, "messages", messages_json(history, cache_marker(options)))
 
     def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream",
@@ -346,9 +370,9 @@ class AnthropicProvider:
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_request(model, context, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(json.loads(body))
+            options.on_payload(json.loads(b"".join(body)))
         url = http.join_url(self.base_url(model), "/v1/messages")
         finished = False
         async for sse in http.post_sse(url, self._headers(model, options), body, builder):

@@ -35,7 +35,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.wire import Segment, WireCache, all_items, array_pieces, body_bytes, dumps, join_items
+from heron.ai.providers.wire import History, Segment, WireCache, all_items, array_pieces, body_pieces, dumps
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -93,21 +93,24 @@ class GoogleProvider:
 
     def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
         """The request body, each history segment converted once."""
+        return b"".join(self.encode_pieces(model, context, options))
+
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
         head = build_body(model, context, options)
 
         def convert(part: list[Message]) -> list[JSON]:
             return convert_messages(adapt_messages(part, model), model)
 
         target = (model.api, model.provider, model.id, model.supports_images())
-        segments = self._wire.segments(target, context.messages, convert)
-        return body_bytes(head, "contents", contents_json(segments))
+        history = self._wire.history(target, context.messages, convert, _clean)
+        return body_pieces(head, "contents", contents_json(history))
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_request(model, context, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload({"model": model.id, **json.loads(body)})
+            options.on_payload({"model": model.id, **json.loads(b"".join(body))})
         base_url, api_version = split_base_url(model.base_url)
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
         url = f"{base}/{api_version}/models/{model.id}:streamGenerateContent?alt=sse"
@@ -144,18 +147,24 @@ class GoogleProvider:
         return None
 
 
-def contents_json(segments: list[Segment]) -> list[bytes]:
-    """The ``contents`` array; tool results split over two segments (the segment between
-    held only dropped messages) share one user turn, as :func:`convert_messages` does."""
+def _clean(segments: list[Segment]) -> bool:
+    """No user turn of tool results continues into the next segment."""
     last: JSON | None = None
     for segment in segments:
         if segment.items:
-            first = segment.items[0]
-            if last is not None and _is_results(first) and _is_results(last):
-                merged = convert_turns(all_items(segments))
-                return array_pieces([dumps(turn).encode() for turn in merged])
+            if last is not None and _is_results(segment.items[0]) and _is_results(last):
+                return False
             last = segment.items[-1]
-    return join_items(segments)
+    return True
+
+
+def contents_json(history: History) -> list[bytes]:
+    """The ``contents`` array; tool results split over two segments (the segment between
+    held only dropped messages) share one user turn, as :func:`convert_messages` does."""
+    if not _clean(history.segments[max(0, history.frozen - 1) :]):
+        merged = convert_turns(all_items(history.segments))
+        return array_pieces([dumps(turn).encode() for turn in merged])
+    return array_pieces(history.wires())
 
 
 def _is_results(turn: JSON) -> bool:

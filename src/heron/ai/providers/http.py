@@ -215,10 +215,51 @@ class SseEvent:
     data: str
 
 
+_CHUNK = 64 * 1024
+
+
+def _coalesce(pieces: list[bytes]) -> list[bytes]:
+    """Small pieces joined into chunks of at least 64 KB; large ones passed as they are."""
+    out: list[bytes] = []
+    small: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        if len(piece) >= _CHUNK:
+            if small:
+                out.append(b"".join(small))
+                small, size = [], 0
+            out.append(piece)
+            continue
+        small.append(piece)
+        size += len(piece)
+        if size >= _CHUNK:
+            out.append(b"".join(small))
+            small, size = [], 0
+    if small:
+        out.append(b"".join(small))
+    return out
+
+
+def _content(body: bytes | list[bytes], headers: Mapping[str, str]) -> tuple[Any, dict[str, str]]:
+    """What httpx sends: bytes as they are; pieces as a stream with their total length
+    (so the request is not chunked: some servers refuse chunked request bodies)."""
+    if isinstance(body, bytes):
+        return body, dict(headers)
+    chunks = _coalesce(body)
+    if len(chunks) == 1:
+        return chunks[0], dict(headers)
+
+    async def stream() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    return stream(), {**headers, "content-length": str(sum(map(len, chunks)))}
+
+
 async def post_sse(
     url: str,
     headers: Mapping[str, str],
-    body: bytes,
+    body: bytes | list[bytes],
     builder: MessageBuilder,
 ) -> AsyncIterator[SseEvent]:
     """POST ``body`` and yield the server-sent events of the answer.
@@ -231,7 +272,8 @@ async def post_sse(
     import httpx
 
     client = CLIENTS.get(url)
-    request = client.build_request("POST", url, content=body, headers=headers)
+    content, all_headers = _content(body, headers)
+    request = client.build_request("POST", url, content=content, headers=all_headers)
     try:
         response = await client.send(request, stream=True)
     except httpx.TransportError as exc:

@@ -44,7 +44,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.wire import WireCache, array_pieces, body_bytes, dumps
+from heron.ai.providers.wire import WireCache, array_pieces, body_pieces, dumps
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -434,6 +434,10 @@ class OpenAIChatProvider:
 
     def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
         """:func:`build_request` as the bytes sent, each history segment converted once."""
+        return b"".join(self.encode_pieces(model, context, options))
+
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        """The request body as a few pieces (joined blocks of the history, its newest part)."""
         head = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
         system = head.pop("messages")
 
@@ -441,9 +445,8 @@ class OpenAIChatProvider:
             return convert_messages(adapt_messages(part, model, openai_chat_tool_id), model)
 
         target = (model.api, model.provider, model.id, model.supports_images())
-        segments = self._wire.segments(target, context.messages, convert)
-        wires = [dumps(m).encode() for m in system] + [s.wire for s in segments]
-        return body_bytes(head, "messages", array_pieces(wires))
+        history = self._wire.history(target, context.messages, convert)
+        return body_pieces(head, "messages", array_pieces(history.wires([dumps(m).encode() for m in system])))
 
     async def aclose(self) -> None:
         await http.CLIENTS.aclose()
@@ -451,9 +454,9 @@ class OpenAIChatProvider:
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_request(model, context, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(json.loads(body))
+            options.on_payload(json.loads(b"".join(body)))
         base = openai_base_url(model)
         url = http.join_url(base, "/chat/completions")
         state = _StreamState(builder)

@@ -25,7 +25,7 @@ from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
 from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, openai_base_url, openai_headers
-from heron.ai.providers.wire import WireCache, body_bytes, join_items
+from heron.ai.providers.wire import WireCache, array_pieces, body_pieces
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -495,6 +495,10 @@ class OpenAIResponsesProvider:
 
     def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
         """:func:`build_request` as the bytes sent, each history segment converted once."""
+        return b"".join(self.encode_pieces(model, context, options))
+
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        """The request body as a few pieces (joined blocks of the history, its newest part)."""
         head = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
         del head["input"]
 
@@ -502,8 +506,8 @@ class OpenAIResponsesProvider:
             return build_input(adapt_messages(part, model, responses_tool_id), model)
 
         target = (model.api, model.provider, model.id, model.supports_images())
-        segments = self._wire.segments(target, context.messages, convert)
-        return body_bytes(head, "input", join_items(segments))
+        history = self._wire.history(target, context.messages, convert)
+        return body_pieces(head, "input", array_pieces(history.wires()))
 
     async def aclose(self) -> None:
         await http.CLIENTS.aclose()
@@ -511,9 +515,9 @@ class OpenAIResponsesProvider:
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_request(model, context, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(json.loads(body))
+            options.on_payload(json.loads(b"".join(body)))
         base = openai_base_url(model)
         url = http.join_url(base, "/responses")
         translator = _Translator(builder)

@@ -33,6 +33,9 @@ JSON = dict[str, Any]
 
 _MAX_SEGMENTS = 50_000
 _MAX_TARGETS = 16
+# Settled segments are joined into blocks of about this size, reused by later requests,
+# so a request copies only its newest part and is sent as a few large pieces.
+BLOCK_BYTES = 256 * 1024
 
 
 @dataclass(slots=True)
@@ -64,10 +67,30 @@ def segment_starts(messages: list[Message], start: int = 0) -> list[int]:
 
 
 @dataclass(slots=True)
+class History:
+    """A history's segments for one request: ``blocks`` hold ``segments[:frozen]`` already
+    joined (comma-separated), the rest are still single segments."""
+
+    segments: list[Segment]
+    blocks: list[bytes]
+    frozen: int
+
+    @property
+    def loose(self) -> list[Segment]:
+        return self.segments[self.frozen :]
+
+    def wires(self, first: list[bytes] | None = None) -> list[bytes]:
+        """Serialised pieces of the array (``first`` before the history), for :func:`array_pieces`."""
+        return [*(first or []), *self.blocks, *(segment.wire for segment in self.loose)]
+
+
+@dataclass(slots=True)
 class _Previous:
     messages: list[Message]
     starts: list[int]
     segments: list[Segment]
+    blocks: list[bytes]
+    frozen: int
 
 
 class WireCache:
@@ -82,21 +105,37 @@ class WireCache:
     ) -> list[Segment]:
         """The segments of ``messages`` for ``target``; ``convert`` builds the items of
         one segment (adapting and converting it) when it is not known yet."""
+        return self.history(target, messages, convert).segments
+
+    def history(
+        self,
+        target: Hashable,
+        messages: list[Message],
+        convert: Callable[[list[Message]], list[JSON]],
+        clean: Callable[[list[Segment]], bool] | None = None,
+    ) -> History:
+        """:meth:`segments` with the settled ones joined into reusable blocks. ``clean``
+        says whether a run of segments may be joined as they are (no wire turn of the
+        adapter spans two of them); without it every run may."""
         previous = self._previous.get(target)
         kept: list[Segment] = []
         start = 0
+        blocks: list[bytes] = []
+        frozen = 0
         if previous is not None and len(previous.starts) > 1:
             count = len(previous.messages)
             if len(messages) >= count and messages[:count] == previous.messages:
                 # The last known segment may have grown: rebuild from its start.
                 kept = previous.segments[:-1]
                 start = previous.starts[-1]
+                blocks, frozen = previous.blocks, previous.frozen
         starts = segment_starts(messages, start) if messages else []
         fresh = [self._segment(target, messages, a, b, convert) for a, b in _pairs(starts, len(messages))]
         all_starts = (previous.starts[:-1] if kept and previous is not None else []) + starts
         segments = kept + fresh
-        self._remember(target, _Previous(list(messages), all_starts, segments))
-        return segments
+        blocks, frozen = _freeze(segments, blocks, frozen, clean)
+        self._remember(target, _Previous(list(messages), all_starts, segments, blocks, frozen))
+        return History(segments, blocks, frozen)
 
     def _segment(
         self,
@@ -123,6 +162,23 @@ class WireCache:
         if len(self._previous) >= _MAX_TARGETS:
             del self._previous[next(iter(self._previous))]
         self._previous[target] = previous
+
+
+def _freeze(
+    segments: list[Segment], blocks: list[bytes], frozen: int, clean: Callable[[list[Segment]], bool] | None
+) -> tuple[list[bytes], int]:
+    """Join the settled loose segments (all but the last) into a new block once they
+    reach :data:`BLOCK_BYTES`; a run the adapter cannot join as it is stays loose."""
+    settled = len(segments) - 1
+    if settled - frozen < 1 or not segments[settled - 1].wire:
+        return blocks, frozen  # the last frozen segment must have items: adapters check from it
+    if sum(len(s.wire) for s in segments[frozen:settled]) < BLOCK_BYTES:
+        return blocks, frozen
+    run = segments[max(0, frozen - 1) : settled + 1]
+    if clean is not None and not clean(run):
+        return blocks, frozen
+    block = b",".join(s.wire for s in segments[frozen:settled] if s.wire)
+    return ([*blocks, block] if block else blocks), settled
 
 
 def _pairs(starts: list[int], end: int) -> list[tuple[int, int]]:
@@ -152,9 +208,10 @@ def all_items(segments: list[Segment]) -> list[JSON]:
     return [item for segment in segments for item in segment.items]
 
 
-def body_bytes(head: JSON, array_key: str, array: list[bytes]) -> bytes:
-    """``head`` as JSON with ``array_key`` set to the already serialised array, built with
-    one copy of the cached pieces (a long history is megabytes: copies are what cost)."""
+def body_pieces(head: JSON, array_key: str, array: list[bytes]) -> list[bytes]:
+    """``head`` as JSON with ``array_key`` set to the already serialised array, as pieces:
+    the cached blocks are sent as they are (a long history is megabytes, and copying it
+    is what a request would cost)."""
     text = dumps(head)
     opening = "{" if text == "{}" else text[:-1] + ","
-    return b"".join([(opening + dumps(array_key) + ":").encode(), *array, b"}"])
+    return [(opening + dumps(array_key) + ":").encode(), *array, b"}"]
