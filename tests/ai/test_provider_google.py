@@ -39,9 +39,9 @@ from heron.ai.options import StreamOptions
 from heron.ai.providers.google import (
     SKIP_SIGNATURE,
     GoogleProvider,
-    parse_json_path,
     split_base_url,
 )
+from heron.ai.providers.google_args import parse_json_path
 from heron.ai.registry import unregister_provider
 from tests.ai.wires import check_stream
 from tests.support.fixtures import sse_body, stream_name, streams_for

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import itertools
 import json
 import re
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, same_model
@@ -35,6 +33,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
 from heron.ai.providers import http
+from heron.ai.providers.google_args import PartialCall, apply_partial_args
 from heron.ai.providers.wire import History, Segment, WireCache, all_items, array_pieces, body_pieces, dumps
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
@@ -367,17 +366,6 @@ def _enum_name(value: Any) -> str | None:
     return str(name)
 
 
-@dataclass
-class _PartialCall:
-    """A function call whose arguments arrive as ``partialArgs`` (Vertex AI)."""
-
-    key: tuple[str, int]
-    args: JSON = field(default_factory=dict)
-    open_strings: set[str] = field(default_factory=set)
-    sent: str = ""  # argument text already streamed as deltas
-    diverged: bool = False  # an update rewrote text already sent: replace at the end
-
-
 class _StreamState:
     def __init__(self, builder: MessageBuilder, history: list[Message]) -> None:
         self.builder = builder
@@ -386,7 +374,7 @@ class _StreamState:
         self.block: tuple[str, int] | None = None  # open text/thinking block
         self.block_kind: str | None = None
         self.counter = 0
-        self.call: _PartialCall | None = None
+        self.call: PartialCall | None = None
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
         self.tool_calls = 0
@@ -493,13 +481,13 @@ class _StreamState:
             self.tool_calls += 1
             events.append(builder.start_tool_call(key, call.id or self._call_id(call.name), call.name, encoded))
             if call.will_continue:
-                self.call = _PartialCall(key=key)
+                self.call = PartialCall(key=key)
                 events.extend(self._continue_call(call))
                 return events
             arguments: JSON = dict(call.args or {})
             if call.partial_args:
-                pending = _PartialCall(key=key, args=arguments)
-                _apply_partial_args(pending, call.partial_args)
+                pending = PartialCall(key=key, args=arguments)
+                apply_partial_args(pending, call.partial_args)
                 arguments = pending.args
             events.append(builder.tool_call_delta(key, _dumps(arguments)))
             events.append(builder.end(key))
@@ -516,7 +504,7 @@ class _StreamState:
         assert pending is not None
         if call.args:
             pending.args.update(call.args)
-        last_open = _apply_partial_args(pending, call.partial_args or [])
+        last_open = apply_partial_args(pending, call.partial_args or [])
         events: list[AssistantEvent] = []
         if not pending.diverged:
             text = _dumps(pending.args).rstrip("}]")
@@ -569,101 +557,6 @@ class _StreamState:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-# --- partialArgs -------------------------------------------------------------------
-
-_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*\"((?:[^\"\\]|\\.)*)\"\s*\]")
-
-
-def parse_json_path(path: str) -> list[str | int] | None:
-    """Steps of a simple RFC 9535 path (``$.a.b[0]['c d']``); ``None`` if not one."""
-    if not path.startswith("$"):
-        return None
-    steps: list[str | int] = []
-    pos = 1
-    while pos < len(path):
-        match = _PATH_STEP.match(path, pos)
-        if match is None:
-            return None
-        name, index, single, double = match.groups()
-        if index is not None:
-            steps.append(int(index))
-        else:
-            steps.append(name if name is not None else single if single is not None else double)
-        pos = match.end()
-    return steps
-
-
-def _partial_value(arg: Any) -> tuple[bool, Any]:
-    if arg.string_value is not None:
-        return True, arg.string_value
-    if arg.bool_value is not None:
-        return True, bool(arg.bool_value)
-    if arg.number_value is not None:
-        number = float(arg.number_value)
-        return True, int(number) if number.is_integer() else number
-    if arg.null_value is not None:
-        return True, None
-    return False, None
-
-
-def _apply_partial_args(call: _PartialCall, partial_args: list[Any]) -> bool:
-    """Fold ``partialArgs`` into ``call.args``; whether the last one left a string open."""
-    last_open = False
-    for arg in partial_args:
-        path = arg.json_path or ""
-        steps = parse_json_path(path)
-        present, value = _partial_value(arg)
-        if not steps or not present:
-            last_open = False
-            continue
-        append = isinstance(value, str) and path in call.open_strings
-        _assign(call.args, steps, value, append)
-        if isinstance(value, str) and arg.will_continue:
-            call.open_strings.add(path)
-            last_open = True
-        else:
-            call.open_strings.discard(path)
-            last_open = False
-    return last_open
-
-
-def _assign(root: JSON, steps: list[str | int], value: Any, append: bool) -> None:
-    node: Any = root
-    for step, following in itertools.pairwise(steps):
-        empty: Any = [] if isinstance(following, int) else {}
-        node = _child(node, step, empty)
-        if node is None:
-            return
-    last = steps[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list):
-            return
-        node.extend([None] * (last + 1 - len(node)))
-        current = node[last]
-    else:
-        if not isinstance(node, dict):
-            return
-        current = node.get(last)
-    if append and isinstance(current, str):
-        value = current + value
-    node[last] = value
-
-
-def _child(node: Any, step: str | int, empty: Any) -> Any:
-    if isinstance(step, int):
-        if not isinstance(node, list):
-            return None
-        node.extend([None] * (step + 1 - len(node)))
-        if not isinstance(node[step], type(empty)):
-            node[step] = empty
-        return node[step]
-    if not isinstance(node, dict):
-        return None
-    if not isinstance(node.get(step), type(empty)):
-        node[step] = empty
-    return node[step]
 
 
 # --- errors ----------------------------------------------------------------------
