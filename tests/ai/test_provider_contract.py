@@ -339,3 +339,11 @@ async def test_timeout_is_retried_and_each_retry_reported(wire: Wire, local_serv
 def test_timeouts_below_one_second_are_refused(wire: Wire) -> None:
     with pytest.raises(ValueError, match=r"timeouts\.idleMs must be"):
         StreamOptions(idle_ms=999)
+
+
+async def test_redirect_says_where_to(wire: Wire, local_server: LocalServer) -> None:
+    local_server.queue(Reply(status=307, headers={"location": "https://elsewhere.example/v1"}, body=""))
+    events, message = await run(model_for(wire, local_server))
+    assert isinstance(events[-1], ErrorEvent)
+    assert "https://elsewhere.example/v1" in (message.error_message or "")
+    assert len(local_server.requests) == 1

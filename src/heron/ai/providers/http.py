@@ -296,6 +296,10 @@ async def _status_error(response: httpx.Response, url: str) -> HttpStatusError:
     except httpx.TransportError:
         raw = b""
     text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
+    location = response.headers.get("location")
+    if 300 <= response.status_code < 400 and location:
+        # Redirects are not followed (a streamed body cannot be sent twice): say where to.
+        text = f"the server redirects to {location}; use that as the base URL"
     body: Any = text
     if text.strip():
         try:
