@@ -263,3 +263,36 @@ async def test_long_text_and_arguments_stream_in_linear_time() -> None:
             if e.type == "toolcall_delta"]
     assert seen[-1] >= len(content) * 7 // 8
     assert seen == sorted(seen)
+
+
+async def test_blocks_built_in_a_failed_batch_are_not_ended_unannounced() -> None:
+    """An adapter that starts a block and raises before its batch was yielded: the
+    consumer never saw that block start, so it gets no end for it either."""
+    from heron.ai.builder import MessageBuilder
+    from heron.ai.registry import register_provider, unregister_provider
+    from heron.ai.types import Model
+
+    class Broken:
+        api = "broken-test"
+
+        async def stream(self, model: Model, context: Context, options: object, builder: MessageBuilder):  # type: ignore[no-untyped-def]
+            yield builder.start_text("a")
+            yield builder.text_delta("a", "kept")
+            batch = [builder.start_tool_call("b", "call_1", "read"), builder.tool_call_delta("b", '{"p"')]
+            raise ValueError(f"broken after building {len(batch)} events")
+            yield batch[0]  # pragma: no cover
+
+        def describe_error(self, exc: BaseException) -> None:
+            return None
+
+    register_provider(Broken())
+    try:
+        model = Model(id="m", api="broken-test", provider="t")
+        events = [event async for event in stream(model, ctx("hi"), retry=FAST)]
+    finally:
+        unregister_provider("broken-test")
+    check_stream(events)
+    final = events[-1]
+    assert isinstance(final, ErrorEvent)
+    assert final.error.text() == "kept"
+    assert final.error.tool_calls() == []

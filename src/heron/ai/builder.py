@@ -237,6 +237,19 @@ class MessageBuilder:
             block.raw_arguments = raw
         return ToolCallEndEvent(content_index=index, tool_call=block, partial=self.message)
 
+    def forget_from(self, index: int) -> None:
+        """Drop blocks ``index`` and later: their start events never reached the consumer
+        (the adapter failed while building a batch of events), so an end event for them
+        would break the stream contract."""
+        if index >= len(self.message.content):
+            return
+        del self.message.content[index:]
+        for key, at in list(self._open.items()):
+            if at >= index:
+                del self._open[key]
+                self._raw_args.pop(at, None)
+                self._parsed_size.pop(at, None)
+
     def end_all(self, *, complete: bool = True) -> list[AssistantEvent]:
         return [self.end(key, complete=complete) for key in sorted(self._open, key=self._open.__getitem__)]
 

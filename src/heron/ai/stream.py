@@ -184,10 +184,12 @@ def server_of(provider: Provider, model: Model) -> str | None:
 
 
 class _Attempt:
-    """One try at the request: the events, and the failure if it did not complete."""
+    """One try at the request: the failure if it did not complete, and how many blocks
+    the consumer saw start (blocks after those never reached it)."""
 
     def __init__(self) -> None:
         self.failure: ProviderError | None = None
+        self.announced = 0
 
 
 async def _attempt(
@@ -229,6 +231,8 @@ async def _attempt(
             finally:
                 watchdog.in_provider = False
             builder.note_activity()
+            if event.type.endswith("_start") and event.type != "start":
+                outcome.announced = max(outcome.announced, event.content_index + 1)  # type: ignore[union-attr]
             yield event
     except asyncio.CancelledError:
         if (interrupted or watchdog.fired is not None) and task is not None:
@@ -236,6 +240,7 @@ async def _attempt(
         else:
             # Cancelled from outside: record the outcome, then let cancellation proceed.
             watchdog.stop()
+            builder.forget_from(outcome.announced)
             _finish_aborted(builder, holder, "Request was cancelled")
             await _close(events)
             raise
@@ -318,6 +323,7 @@ async def _run(
                     f" (the server asked to retry after {delay:.0f}s, longer than the "
                     f"{policy.max_delay:.0f}s heron waits)"
                 )
+        builder.forget_from(outcome.announced)
         for event in _fail(model, builder, holder, failure):
             yield event
         return
