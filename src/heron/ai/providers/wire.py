@@ -35,7 +35,7 @@ _MAX_SEGMENTS = 50_000
 _MAX_TARGETS = 16
 # Settled segments are joined into blocks of about this size, reused by later requests,
 # so a request copies only its newest part and is sent as a few large pieces.
-BLOCK_BYTES = 256 * 1024
+BLOCK_BYTES = 64 * 1024
 
 
 @dataclass(slots=True)
