@@ -142,7 +142,7 @@ def test_version_still_works_and_stays_light() -> None:
         "from heron.cli.main import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('heron.') and m not in ('heron.cli', 'heron.cli.main',"
-        " 'heron.cli.sessions_cmd')))\n"
+        " 'heron.cli.sessions_cmd', 'heron.cli.bytecode')))\n"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     assert loaded.stdout.strip().splitlines()[-1] == "[]"
