@@ -39,7 +39,7 @@ from heron.ai.providers.anthropic import AnthropicProvider, build_request
 from heron.ai.registry import get_provider
 from heron.ai.stream import open_stream
 from tests.ai.wires import check_stream
-from tests.support.fixtures import sse_body, stream_name, streams_for
+from tests.support.fixtures import MANIFEST, needs_shared, sse_body, stream_name, streams_for
 from tests.support.http_server import LocalServer, Reply, json_reply
 
 API = "anthropic-messages"
@@ -210,6 +210,7 @@ async def provider() -> AsyncIterator[AnthropicProvider]:
 # --- 1 and 2: recorded streams -----------------------------------------------------------
 
 
+@needs_shared(MANIFEST)
 def test_manifest_has_anthropic_streams() -> None:
     assert len(STREAMS) >= 8
 
@@ -264,6 +265,7 @@ async def test_recorded_stream(entry: dict[str, Any], local_server: LocalServer,
     assert (message.api, message.provider, message.model) == (API, "anthropic", MODEL_ID)
 
 
+@needs_shared(MANIFEST)
 async def test_server_tool_blocks_are_not_client_calls(local_server: LocalServer, provider: AnthropicProvider) -> None:
     entry = next(e for e in STREAMS if stream_name(e) == "sonnet46-server-tool-search-then-tool-use")
     local_server.queue(Reply(body=sse_body(entry), chunk_size=11))

@@ -44,7 +44,7 @@ from heron.ai.providers.google import (
 from heron.ai.providers.google_args import parse_json_path
 from heron.ai.registry import unregister_provider
 from tests.ai.wires import check_stream
-from tests.support.fixtures import sse_body, stream_name, streams_for
+from tests.support.fixtures import MANIFEST, needs_shared, sse_body, stream_name, streams_for
 from tests.support.http_server import LocalServer, Reply, json_reply
 
 API = "google-gemini"
@@ -163,6 +163,7 @@ async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any])
     assert message.model == entry["model"]
 
 
+@needs_shared(MANIFEST)
 async def test_signatures_are_kept_as_sent(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "thought-summaries" in e["file"])
     body = sse_body(entry)
@@ -176,6 +177,7 @@ async def test_signatures_are_kept_as_sent(local_server: LocalServer) -> None:
     assert [b.text_signature for b in texts] == sent
 
 
+@needs_shared(MANIFEST)
 async def test_streamed_partial_arguments_stream_as_deltas(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "partial" in " ".join(e["what_it_exercises"]) or "vertex" in e["file"])
     local_server.queue(Reply(body=sse_body(entry), chunk_size=37))
@@ -581,6 +583,7 @@ async def test_server_error_without_heron_retry_is_sent_once(local_server: Local
     assert len(local_server.requests) == 1
 
 
+@needs_shared(MANIFEST)
 async def test_abort_in_the_middle_of_a_tool_call(local_server: LocalServer) -> None:
     entry = next(e for e in ENTRIES if "vertex" in e["file"])
     local_server.queue(Reply(body=sse_body(entry), chunk_size=120, chunk_delay=0.05))

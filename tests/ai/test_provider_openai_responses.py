@@ -37,7 +37,7 @@ from heron.ai import (
 from heron.ai.events import AssistantEvent
 from heron.ai.providers.openai_responses import OpenAIResponsesProvider, responses_tool_id
 from tests.ai.wires import check_stream
-from tests.support.fixtures import sse_body, stream_name, streams_for
+from tests.support.fixtures import MANIFEST, needs_shared, sse_body, stream_name, streams_for
 from tests.support.http_server import LocalServer, Reply
 
 API = "openai-responses"
@@ -225,6 +225,7 @@ async def test_recorded_stream(local_server: LocalServer, entry: dict[str, Any])
         assert all(server_item["id"] not in call.id for call in calls)
 
 
+@needs_shared(MANIFEST)
 async def test_replayed_reasoning_round_trip(local_server: LocalServer) -> None:
     entry = next(e for e in STREAMS if stream_name(e) == "gpt51-codex-max-reasoning-encrypted-function-call")
     model = make_model(local_server)
