@@ -248,6 +248,7 @@ class Renderer:
         self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
         self._calls: dict[str, str] = {}  # tool call id -> its description
         self._pruned = [0, 0]  # records, tokens saved, not yet reported
+        self._warned: set[str] = set()  # auto-compaction-off reasons shown by a context warning
         self._section: str | None = None
         self.retries = RetryNotices(self._retry_note)
         # set by the controller: the text shown for a failed answer (adds what to do)
@@ -472,6 +473,17 @@ class Renderer:
                 f"~{format_tokens(event.tokens_after)} tokens (the full history stays in the session file)",
                 "green",
             )
+        off = getattr(event, "auto_disabled", None)
+        if off and off not in self._warned:  # not said already by its context warning
+            self.note(f"automatic compaction is off: {off} (/compact still works)", "yellow")
+        self._warned.clear()
+
+    def _on_context_warning(self, event: Any) -> None:
+        """One line per warning the runtime raises about the context (docs/interactive.md)."""
+        self.note(f"context: {event.message}", "yellow")
+        if event.kind == "auto_compaction_off":
+            # the compaction_end that follows carries the same reason: say it once
+            self._warned.add(event.message.removeprefix("automatic compaction is off: "))
 
     def _retry_note(self, text: str, kind: str) -> None:
         style = {"retry": "yellow", "ok": "dim", "cancelled": "yellow", "failed": "bold red"}.get(kind, "")
