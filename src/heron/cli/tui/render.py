@@ -270,6 +270,11 @@ class Renderer:
             self.console.print()
         self._section = section
 
+    def begin_section(self, section: str) -> None:
+        """Start a section of output ("text", "thinking", "tool", "note"): a blank line
+        goes between text and anything else (the recap of a resumed session uses it)."""
+        self._begin(section)
+
     def _width(self) -> int:
         return max(20, min(CALL_WIDTH, self.console.width - 4))
 
