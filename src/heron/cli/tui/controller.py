@@ -26,6 +26,7 @@ from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
 from heron.ai.types import ImageContent, Model, ThinkingLevel, UserMessage
 from heron.cli.app import App
 from heron.cli.notices import explain_error
+from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import format_context
 from heron.cli.tui.controller_parts import Job
@@ -144,6 +145,7 @@ class Controller(SessionCommands):
         count = len(s.messages)
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
+            self._recap()
         self._print(Text(
             "Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
 
@@ -247,7 +249,16 @@ class Controller(SessionCommands):
         elif parsed.slash is not None:
             self._slash_prompt(parsed)
         else:
-            self.start_run(parsed.text)
+            self._start_with_files(parsed.text)
+
+    def _start_with_files(self, text: str) -> None:
+        """A prompt with its ``@file`` mentions and pasted image paths attached."""
+        attached = attach(text, self.app.cwd, self.session.model)
+        for note in attached.notes:
+            self.note(note, "yellow")
+        if attached.files:
+            self.note(f"attached: {', '.join(attached.files)}", "dim")
+        self.start_run(attached.text, attached.images)
 
     def _slash_prompt(self, parsed: Prompt) -> None:
         """``/skill:name`` or a prompt template: the session expands it when prompting."""
