@@ -14,17 +14,13 @@ from typing import Any
 import pytest
 
 from heron.cli.tui.attachments import FileIndex, fuzzy_score
-from tests.cli.test_interactive import (  # noqa: F401 - dirs and spawn are fixtures
-    ANSI,
-    answer,
-    bash_call,
-    dirs,
-    exit_with_ctrl_d,
-    footer,
-    spawn,
-    user_texts,
-)
+from tests.cli import test_interactive as base
+from tests.cli.test_interactive import ANSI, answer, bash_call, exit_with_ctrl_d, footer, user_texts
 from tests.support.http_server import LocalServer, json_reply
+
+# the pseudo-terminal fixtures of test_interactive.py
+dirs = base.dirs
+spawn = base.spawn
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201"

@@ -46,13 +46,13 @@ def test_bad_values_unknown_keys_and_broken_files_change_nothing(places: tuple[P
     path = home / "settings.json"
     with pytest.raises(SettingChangeError, match="must be an integer >= 0"):
         change_setting(["retries", "-1"], cwd, home, ModelRegistry.load())
-    with pytest.raises(SettingChangeError, match="unknown setting 'compaction.enable'"):
+    with pytest.raises(SettingChangeError, match=r"unknown setting 'compaction\.enable'"):
         write_setting(path, "compaction.enable", True)
     with pytest.raises(SettingChangeError, match="is a group of settings"):
         write_setting(path, "compaction", True)
     assert not path.exists()
     path.write_text('{"retry": {')
-    with pytest.raises(SettingChangeError, match="not valid JSON .*nothing was changed"):
+    with pytest.raises(SettingChangeError, match=r"not valid JSON .*nothing was changed"):
         change_setting(["compaction", "off"], cwd, home, ModelRegistry.load())
     assert path.read_text() == '{"retry": {'
 
