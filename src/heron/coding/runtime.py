@@ -328,7 +328,8 @@ class CodingSession:
             end = await self.compact(reason="threshold")
             return list(self.agent.state.messages) if end is not None and end.entry_id else None
 
-        if self._flush_wanted() and self.estimate_request_tokens(messages) > self.policy.threshold * FLUSH_SHARE:
+        tokens = self.estimate_request_tokens(messages)
+        if tokens > self.policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
             await self._flush_memory()  # before the compaction that is coming, while it still fits
 
         view = await self.policy.prepare(messages, signal, compact)
@@ -502,7 +503,7 @@ class CodingSession:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. Returns the end event, or ``None`` when nothing was compacted."""
         before = self.estimate_request_tokens(self.agent.state.messages)
-        if reason != "manual" and self._flush_wanted():
+        if reason != "manual" and self._flush_wanted(before):
             await self._flush_memory()
         self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
@@ -524,7 +525,11 @@ class CodingSession:
             self.policy.enable_auto_compaction("a manual compaction succeeded")
         return self._compaction_end(reason, before, outcome)
 
-    def _flush_wanted(self) -> bool:
+    def _flush_wanted(self, tokens: int) -> bool:
+        """Only when a compaction will summarise something: more history than it keeps."""
+        history = tokens - self.policy.fixed_tokens()
+        if history <= self.policy.compaction_settings.keep_recent_tokens:
+            return False
         return self.memory.flush_wanted(self.policy.decisions.flushed)
 
     async def _flush_memory(self) -> None:
