@@ -31,7 +31,7 @@ from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
 from heron.session.store import SessionStore
 
 WINDOW = 16_384
-ACTIONS = ("read_big", "reread_big", "read_small", "reread_small", "bash_big", "edit", "text")
+ACTIONS = ("read_big", "reread_big", "read_small", "reread_small", "bash_big", "edit", "todo", "text")
 
 
 def workspace(root: Path) -> None:
@@ -48,6 +48,9 @@ def calls_for(action: str, turn: int, step: int) -> FauxReply:
         return tool_call("read", {"path": "small.py"})
     if action == "bash_big":
         return tool_call("bash", {"command": f"seq 1 9000 | sed 's/$/ turn {turn} step {step}/'"})
+    if action == "todo":
+        return tool_call("todo", {"todos": [{"content": f"step {turn}.{step}", "status": "in_progress"},
+                                            {"content": "the rest", "status": "pending"}]})
     if action == "edit":
         return tool_call("edit", {"path": "small.py", "edits": [
             {"oldText": "return 41" if turn % 2 == 0 else "return 42",
@@ -109,7 +112,7 @@ async def drive(root: Path, home: Path, turns: list[list[str]], restart_before: 
                     store.close()
                     store = SessionStore.open(store.path)
                 session = CodingSession(cwd=root, model=model, store=store, settings=settings, home=home,
-                                        tools=["read", "bash", "edit"])
+                                        tools=["read", "bash", "edit", "todo"])
             await session.prompt(f"turn {t}: carry on with the task")
             if t in compact_after:
                 await session.compact()
@@ -146,7 +149,7 @@ def test_requests_are_the_same_with_and_without_restarts(
 
 def test_a_restart_every_turn_sends_the_same_requests(tmp_path: Path) -> None:
     """A fixed scenario that prunes, de-duplicates, compacts automatically and by hand."""
-    turns = [["read_big", "read_small"], ["reread_small", "bash_big"], ["read_big", "edit"],
+    turns = [["read_big", "read_small", "todo"], ["reread_small", "bash_big"], ["read_big", "edit"],
              ["reread_small", "bash_big"], ["read_big"], ["reread_big", "read_small"], ["bash_big", "text"]]
     workspace(tmp_path / "solo" / "proj")
     workspace(tmp_path / "many" / "proj")
