@@ -40,7 +40,7 @@ NOTE = "- the marker is printed by the build script (noted during a flush)"
 def last_text(context: Context) -> str:
     last = context.messages[-1]
     if isinstance(last, UserMessage | ToolResultMessage):
-        return last.text() if isinstance(last, ToolResultMessage) else last.text()
+        return last.text()
     return ""
 
 
