@@ -248,6 +248,13 @@ def build_app(args: argparse.Namespace) -> App:
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
     store = choose_store(args, cwd, home)
+    from heron.coding.mcp.config import project_trusted
+    from heron.coding.mcp.setup import start_session_servers
+
+    mcp = start_session_servers(cwd, home, trusted=project_trusted(cwd, home, getattr(args, "trust", False)),
+                                window=resolved.model.context_window)
+    for warning in mcp.warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
     session = CodingSession(
         cwd=cwd,
         model=resolved.model,
@@ -260,7 +267,9 @@ def build_app(args: argparse.Namespace) -> App:
         system_prompt=_prompt_text(args.system_prompt, cwd),
         append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         home=home,
+        extra_tools=mcp.tools,
     )
+    mcp.bind(session.agent)
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session)
 

@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="heron",
         description="A coding agent that manages its context window.",
-        epilog="Other commands: `heron sessions --help` (list and inspect session files).",
+        epilog="Other commands: `heron sessions --help` (list and inspect session files), "
+               "`heron mcp --help` (MCP servers).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
     parser.add_argument("messages", nargs="*", help="the task; @path arguments attach files")
@@ -48,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")
+    parser.add_argument("--trust", action="store_true",
+                        help="trust this project: start the MCP servers of its .mcp.json (docs/mcp.md)")
     parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
     return parser
 
@@ -57,12 +60,12 @@ def main(argv: list[str] | None = None) -> int:
 
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] == "sessions":
-        from heron.cli import sessions_cmd
+    if args_list and args_list[0] in ("sessions", "mcp"):
+        from heron.cli import mcp_cmd, sessions_cmd
 
         sub = argparse.ArgumentParser(prog="heron")
         commands = sub.add_subparsers(dest="command", metavar="COMMAND")
-        sessions_cmd.add_parser(commands)
+        (sessions_cmd if args_list[0] == "sessions" else mcp_cmd).add_parser(commands)
         parsed = sub.parse_args(args_list)
         result: int = parsed.handler(parsed)
         return result
