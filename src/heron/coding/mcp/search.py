@@ -97,8 +97,13 @@ class ToolSearch(AgentTool[ToolSearchParams]):
         for n, tool in enumerate(self.deferred):
             name_words = set(_WORD.findall(tool.name.lower()))
             desc_words = set(_WORD.findall(tool.description.lower()))
-            score = 3 * len(words & name_words) + len(words & desc_words)
+            score = 3 * _matches(words, name_words) + _matches(words, desc_words)
             if score:
                 scored.append((-score, n, tool))
         scored.sort(key=lambda item: (item[0], item[1]))
         return [tool for _, _, tool in scored[:limit]]
+
+
+def _matches(query: set[str], words: set[str]) -> int:
+    """Query words found in ``words``, also as a prefix ("issue" finds "issues")."""
+    return sum(1 for q in query if any(w.startswith(q) for w in words))
