@@ -43,7 +43,7 @@ def add_parser(commands: Any) -> None:
     add = sub.add_parser("add", help="add a server: NAME COMMAND [ARGS...] or NAME URL --transport http")
     add.add_argument("name")
     add.add_argument("target", help="the command to run, or the URL for --transport http")
-    add.add_argument("args", nargs=argparse.REMAINDER, help="the command's arguments (after --)")
+    add.add_argument("args", nargs="*", help="the command's arguments (put -- before them when they start with -)")
     add.add_argument("--transport", choices=("stdio", "http"), default=None, help="default: http for a URL")
     add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment (repeat)")
     add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'", help="HTTP header")
@@ -131,7 +131,7 @@ def _config_path(scope: str, cwd: Path, home: Path) -> Path:
 
 
 def _add(args: argparse.Namespace, cwd: Path, home: Path) -> int:
-    rest = [a for a in args.args if a != "--"] if args.args[:1] == ["--"] else list(args.args)
+    rest = list(args.args)
     transport = args.transport or ("http" if args.target.startswith(("http://", "https://")) else "stdio")
     entry: dict[str, Any]
     if transport == "http":
