@@ -49,6 +49,8 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     url: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    oauth_client_id: str = ""  # a client registered with the server's authorization server beforehand
+    oauth_client_secret: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The entry as it is written in the file (without name, scope and source)."""
@@ -56,6 +58,9 @@ class ServerConfig:
             out: dict[str, Any] = {"type": "http", "url": self.url}
             if self.headers:
                 out["headers"] = dict(self.headers)
+            if self.oauth_client_id:
+                out["oauth"] = {"clientId": self.oauth_client_id,
+                                **({"clientSecret": self.oauth_client_secret} if self.oauth_client_secret else {})}
             return out
         out = {"command": self.command, "args": list(self.args)}
         if self.env:
@@ -100,7 +105,13 @@ def parse_server(name: str, entry: Any, scope: Scope, source: Path) -> ServerCon
         url = expand(url)
         if not url.startswith(("http://", "https://")):
             raise ValueError(f'"url" must be an http(s) URL, not {url!r}')
-        return ServerConfig(name, "http", scope, source, url=url, headers=_str_map(entry.get("headers"), '"headers"'))
+        oauth = _str_map(entry.get("oauth"), '"oauth"')
+        unknown = set(oauth) - {"clientId", "clientSecret"}
+        if unknown:
+            raise ValueError(f'"oauth" takes clientId and clientSecret, not {", ".join(sorted(unknown))}')
+        return ServerConfig(name, "http", scope, source, url=url, headers=_str_map(entry.get("headers"), '"headers"'),
+                            oauth_client_id=oauth.get("clientId", ""),
+                            oauth_client_secret=oauth.get("clientSecret", ""))
     if kind == "sse":
         raise ValueError('the old "sse" transport is not supported; use "http" (streamable HTTP)')
     if kind != "stdio":

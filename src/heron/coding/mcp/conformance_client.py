@@ -11,8 +11,10 @@ session's MCP tools work against that server. Exit code 0 when the scenario's st
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +37,27 @@ async def call_all(tools: list[McpTool]) -> list[ToolResult]:
     return results
 
 
+async def follow_in_place_of_a_browser(url: str) -> None:
+    """The suite's authorization servers approve at once and redirect to heron's loopback
+    callback: fetching the page with redirects followed is what a user's browser would do."""
+    import httpx2
+
+    async with httpx2.AsyncClient(follow_redirects=True, timeout=10.0) as client:
+        await client.get(url)
+
+
 def run(url: str, scenario: str) -> int:
-    server = ServerConfig("conformance", "http", "user", Path("(conformance)"), url=url)
-    manager = McpManager([server], Timeouts(connect=20.0, call=20.0))
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")  # pre-registered client, if any
+    server = ServerConfig("conformance", "http", "user", Path("(conformance)"), url=url,
+                          oauth_client_id=str(context.get("client_id", "")),
+                          oauth_client_secret=str(context.get("client_secret", "")))
+    with tempfile.TemporaryDirectory(prefix="heron-mcp-auth-") as auth_home:
+        return _run(server, scenario, Path(auth_home))
+
+
+def _run(server: ServerConfig, scenario: str, auth_home: Path) -> int:
+    manager = McpManager([server], Timeouts(connect=20.0, call=20.0), auth_home=auth_home,
+                         open_url=follow_in_place_of_a_browser)
     try:
         (status,) = manager.start()
         if status.state != "connected":

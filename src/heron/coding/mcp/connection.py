@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -44,8 +45,11 @@ class Timeouts:
 
 class Connection:
     def __init__(self, config: ServerConfig, timeouts: Timeouts, cwd: str | None = None,
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, auth_home: Path | None = None,
+                 open_url: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.config = config
+        self.auth_home = auth_home  # where OAuth tokens are kept; None: no OAuth
+        self.open_url = open_url
         self.log_path = log_path  # a stdio server's stderr goes here (not onto heron's terminal)
         self.timeouts = timeouts
         self.cwd = cwd
@@ -125,18 +129,32 @@ class Connection:
         last = lines[-1].strip()[:200] if lines else ""
         return f" (log: {self.log_path}{': ' + last if last else ''})"
 
-    def _transport(self, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
+    @contextlib.asynccontextmanager
+    async def _transport(self, errlog: TextIO) -> AsyncIterator[Any]:
         cfg = self.config
-        if cfg.transport == "http":
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
+        if cfg.transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            client = httpx2.AsyncClient(headers=cfg.headers, timeout=httpx2.Timeout(30.0, read=300.0))
-            return _owning(client, streamable_http_client(cfg.url, http_client=client))
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=cfg.env or None,
+                                           cwd=self.cwd)
+            async with stdio_client(params, errlog=errlog) as streams:
+                yield streams
+            return
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
 
-        params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=cfg.env or None, cwd=self.cwd)
-        return stdio_client(params, errlog=errlog)
+        async with contextlib.AsyncExitStack() as stack:
+            auth = None
+            has_token = any(k.lower() == "authorization" for k in cfg.headers)
+            if self.auth_home is not None and not has_token:  # a 401 then starts the OAuth flow
+                from heron.coding.mcp.oauth import LoopbackCallback, oauth_provider
+
+                callback = LoopbackCallback()
+                stack.push_async_callback(callback.close)
+                auth = await oauth_provider(cfg, self.auth_home, callback, self.open_url)
+            client = httpx2.AsyncClient(headers=cfg.headers, timeout=httpx2.Timeout(30.0, read=300.0), auth=auth)
+            await stack.enter_async_context(client)
+            yield await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
 
     async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
         tools: list[types.Tool] = []
@@ -219,13 +237,6 @@ class Connection:
         await self._halt()
         self.state = "stopped"
         self._session = None
-
-
-@contextlib.asynccontextmanager
-async def _owning(client: Any, transport: contextlib.AbstractAsyncContextManager[Any]) -> Any:
-    """The transport, then the HTTP client it was given closed after it."""
-    async with client, transport as streams:
-        yield streams
 
 
 def describe(exc: BaseException) -> str:

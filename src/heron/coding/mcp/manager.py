@@ -13,7 +13,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,10 +42,12 @@ class McpManager:
     ``await call(...)`` works from any event loop; ``close()`` stops them all."""
 
     def __init__(self, servers: Sequence[ServerConfig], timeouts: Timeouts | None = None,
-                 cwd: str | None = None, log_dir: Path | None = None) -> None:
+                 cwd: str | None = None, log_dir: Path | None = None, auth_home: Path | None = None,
+                 open_url: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.timeouts = timeouts or Timeouts()
         self.connections = {
-            s.name: Connection(s, self.timeouts, cwd, log_dir / f"{s.name}.log" if log_dir is not None else None)
+            s.name: Connection(s, self.timeouts, cwd, log_dir / f"{s.name}.log" if log_dir is not None else None,
+                               auth_home, open_url)
             for s in servers
         }
         self._loop: asyncio.AbstractEventLoop | None = None
