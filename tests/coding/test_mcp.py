@@ -3,6 +3,7 @@ stdio and streamable HTTP, results through the session's budgets, crashes, hangs
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -284,3 +285,15 @@ async def run(tool: McpTool, arguments: dict[str, object]):  # type: ignore[no-u
     from heron.ai.abort import AbortSignal
 
     return await tool.execute("call", tool.parameters.model_validate(arguments), AbortSignal(), lambda _: None)
+
+
+async def test_an_abort_cancels_a_running_call_at_once(manager: McpManager) -> None:
+    from heron.ai.abort import AbortSignal
+
+    tool = tools_of(manager)["mcp__d__sleep"]
+    signal = AbortSignal()
+    asyncio.get_running_loop().call_later(0.5, signal.abort)
+    started = time.monotonic()
+    result = await tool.execute("c", tool.parameters.model_validate({"seconds": 30}), signal, lambda _: None)
+    assert result.is_error and "aborted" in result.content[0].text  # type: ignore[union-attr]
+    assert time.monotonic() - started < 5
