@@ -86,7 +86,7 @@ def _show(args: argparse.Namespace, cwd: Path, home: Path) -> int:
         if not servers and not untrusted:
             print(f"heron: no MCP server named {args.name!r} (see `heron mcp list`)", file=sys.stderr)
             return 1
-    manager = McpManager(servers, timeouts_from_env(), cwd=str(cwd), log_dir=home / "mcp-logs")
+    manager = McpManager(servers, timeouts_from_env(), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home)
     try:
         statuses = manager.start()
     finally:

@@ -32,6 +32,14 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+@dataclass(slots=True)
+class Timeouts:
+    """Seconds: to start a server (handshake and tool list), and for one tool call."""
+
+    connect: float = 30.0
+    call: float = 300.0
+
+
 class McpConfigError(ValueError):
     """A config file that cannot be read or written; the message names the file."""
 

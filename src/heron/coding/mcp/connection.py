@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -26,21 +25,16 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from heron import __version__
-from heron.coding.mcp.config import ServerConfig
+from heron.coding.mcp.config import ServerConfig, Timeouts
 
 State = Literal["pending", "connected", "failed", "stopped"]
 STOP_SECONDS = 5.0
+__all__ = ["STOP_SECONDS", "Connection", "McpCallError", "Timeouts", "describe"]
 MAX_RESTARTS = 1
 
 
 class McpCallError(RuntimeError):
     """A call that did not produce a result: the message is for the model."""
-
-
-@dataclass(slots=True)
-class Timeouts:
-    connect: float = 30.0
-    call: float = 300.0
 
 
 class Connection:

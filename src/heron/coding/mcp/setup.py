@@ -12,14 +12,14 @@ import atexit
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.tools import AgentTool
-from heron.coding.mcp.config import load_config
-from heron.coding.mcp.connection import Timeouts
-from heron.coding.mcp.manager import McpManager, ServerStatus
-from heron.coding.mcp.search import ToolSearch, should_defer
-from heron.coding.mcp.tools import McpTool
+from heron.coding.mcp.config import Timeouts, load_config
+
+if TYPE_CHECKING:  # the SDK is imported only when a server is configured: heron starts fast without
+    from heron.coding.mcp.manager import McpManager, ServerStatus
+    from heron.coding.mcp.search import ToolSearch
 
 
 class _Agent(Protocol):
@@ -31,7 +31,7 @@ class _Agent(Protocol):
 
 @dataclass
 class SessionMcp:
-    manager: McpManager
+    manager: McpManager | None  # None: no server configured
     tools: list[AgentTool[Any]]
     warnings: list[str] = field(default_factory=list)
     search: ToolSearch | None = None
@@ -42,10 +42,11 @@ class SessionMcp:
             self.search.activate = lambda found: agent.set_tools([*agent.state.tools, *found])
 
     def statuses(self) -> list[ServerStatus]:
-        return self.manager.statuses()
+        return self.manager.statuses() if self.manager is not None else []
 
     def close(self) -> None:
-        self.manager.close()
+        if self.manager is not None:
+            self.manager.close()
 
 
 def timeouts_from_env() -> Timeouts:
@@ -64,6 +65,9 @@ def timeouts_from_env() -> Timeouts:
 
 def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], ToolSearch | None]:
     """Every connected server's tools, or one ``tool_search`` when they are too large."""
+    from heron.coding.mcp.search import ToolSearch, should_defer
+    from heron.coding.mcp.tools import McpTool
+
     tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state == "connected" for t in s.tools]
     seen: set[str] = set()
     unique: list[McpTool] = []
@@ -84,10 +88,14 @@ def start_session_servers(cwd: Path, home: Path, *, trusted: bool, window: int,
     if config.skipped_untrusted:
         warnings.append(f"project MCP servers not started ({', '.join(config.skipped_untrusted)}): "
                         "the project is not trusted; run with --trust (docs/mcp.md)")
-    manager = McpManager(config.servers, timeouts or timeouts_from_env(), cwd=str(cwd), log_dir=home / "mcp-logs")
-    if config.servers:
-        manager.start()
-        atexit.register(manager.close)
+    if not config.servers:
+        return SessionMcp(None, [], warnings)
+    from heron.coding.mcp.manager import McpManager
+
+    manager = McpManager(config.servers, timeouts or timeouts_from_env(), cwd=str(cwd), log_dir=home / "mcp-logs",
+                         auth_home=home)
+    manager.start()
+    atexit.register(manager.close)
     for status in manager.statuses():
         if status.state != "connected":
             warnings.append(f"MCP server {status.name!r} is not available: {status.error}")
