@@ -185,3 +185,14 @@ def test_print_mode_calls_an_mcp_tool(env: Env) -> None:
         assert results[0]["content"] == "from mcp from mcp"
     finally:
         server.close()
+
+
+def test_bad_timeout_variables_are_named_and_the_defaults_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from heron.coding.mcp.setup import timeouts_from_env
+
+    monkeypatch.setenv("HERON_MCP_CONNECT_TIMEOUT", "soon")
+    monkeypatch.setenv("HERON_MCP_CALL_TIMEOUT", "12.5")
+    warnings: list[str] = []
+    timeouts = timeouts_from_env(warnings)
+    assert (timeouts.connect, timeouts.call) == (30.0, 12.5)
+    assert warnings == ["HERON_MCP_CONNECT_TIMEOUT='soon' is not a positive number of seconds; using 30"]

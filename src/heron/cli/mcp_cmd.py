@@ -86,7 +86,11 @@ def _show(args: argparse.Namespace, cwd: Path, home: Path) -> int:
         if not servers and not untrusted:
             print(f"heron: no MCP server named {args.name!r} (see `heron mcp list`)", file=sys.stderr)
             return 1
-    manager = McpManager(servers, timeouts_from_env(), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home)
+    env_warnings: list[str] = []
+    timeouts = timeouts_from_env(env_warnings)
+    for warning in env_warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
+    manager = McpManager(servers, timeouts, cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home)
     try:
         statuses = manager.start()
     finally:

@@ -49,17 +49,22 @@ class SessionMcp:
             self.manager.close()
 
 
-def timeouts_from_env() -> Timeouts:
-    """``HERON_MCP_CONNECT_TIMEOUT`` / ``HERON_MCP_CALL_TIMEOUT`` (seconds) over the defaults."""
+def timeouts_from_env(warnings: list[str] | None = None) -> Timeouts:
+    """``HERON_MCP_CONNECT_TIMEOUT`` / ``HERON_MCP_CALL_TIMEOUT`` (seconds) over the defaults;
+    a value that is not a positive number is named in ``warnings`` and the default kept."""
     out = Timeouts()
     for attr, var in (("connect", "HERON_MCP_CONNECT_TIMEOUT"), ("call", "HERON_MCP_CALL_TIMEOUT")):
         value = os.environ.get(var, "").strip()
+        if not value:
+            continue
         try:
-            seconds = float(value) if value else 0.0
+            seconds = float(value)
         except ValueError:
             seconds = 0.0
-        if seconds > 0:
+        if seconds > 0 and seconds != float("inf"):
             setattr(out, attr, seconds)
+        elif warnings is not None:
+            warnings.append(f"{var}={value!r} is not a positive number of seconds; using {getattr(out, attr):g}")
     return out
 
 
@@ -92,8 +97,8 @@ def start_session_servers(cwd: Path, home: Path, *, trusted: bool, window: int,
         return SessionMcp(None, [], warnings)
     from heron.coding.mcp.manager import McpManager
 
-    manager = McpManager(config.servers, timeouts or timeouts_from_env(), cwd=str(cwd), log_dir=home / "mcp-logs",
-                         auth_home=home)
+    manager = McpManager(config.servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd),
+                         log_dir=home / "mcp-logs", auth_home=home)
     manager.start()
     atexit.register(manager.close)
     for status in manager.statuses():
