@@ -297,3 +297,17 @@ async def test_an_abort_cancels_a_running_call_at_once(manager: McpManager) -> N
     result = await tool.execute("c", tool.parameters.model_validate({"seconds": 30}), signal, lambda _: None)
     assert result.is_error and "aborted" in result.content[0].text  # type: ignore[union-attr]
     assert time.monotonic() - started < 5
+
+
+def test_a_server_that_exits_at_start_is_reported_with_its_last_log_line(tmp_path: Path) -> None:
+    script = "import sys; sys.stderr.write('boom: TOKEN is not set\\n'); sys.exit(1)"
+    config = ServerConfig("bad", "stdio", "user", Path("t"), command=sys.executable, args=("-c", script))
+    for _ in range(2):  # the second start's reason must not come from the first start's log lines
+        m = McpManager([config], Timeouts(connect=20, call=5), log_dir=tmp_path / "logs")
+        try:
+            (status,) = m.start()
+        finally:
+            m.close()
+        assert status.state == "failed"
+        assert status.error.endswith(f"(log: {tmp_path / 'logs' / 'bad.log'}: boom: TOKEN is not set)")
+    assert (tmp_path / "logs" / "bad.log").read_text().count("boom") == 2

@@ -196,3 +196,20 @@ def test_bad_timeout_variables_are_named_and_the_defaults_kept(monkeypatch: pyte
     timeouts = timeouts_from_env(warnings)
     assert (timeouts.connect, timeouts.call) == (30.0, 12.5)
     assert warnings == ["HERON_MCP_CONNECT_TIMEOUT='soon' is not a positive number of seconds; using 30"]
+
+
+def test_print_mode_does_not_hang_on_a_dead_server(env: Env) -> None:
+    (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "stuck": {"command": sys.executable, "args": [DOUBLE, "hang"]},
+        "gone": {"command": "/nonexistent/mcp-server"}}}))
+    env.env["HERON_MCP_CONNECT_TIMEOUT"] = "2"
+    server = LocalServer()
+    try:
+        server.queue(openai_reply("No MCP tools today."))
+        done = env.heron("--base-url", server.url + "/v1", "--model", "test-model", "--no-session", "-p", "hi")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "No MCP tools today."
+        assert "MCP server 'stuck' is not available: did not answer within 2 s" in done.stderr
+        assert "MCP server 'gone' is not available: command not found" in done.stderr
+    finally:
+        server.close()

@@ -45,6 +45,7 @@ class Connection:
         self.auth_home = auth_home  # where OAuth tokens are kept; None: no OAuth
         self.open_url = open_url
         self.log_path = log_path  # a stdio server's stderr goes here (not onto heron's terminal)
+        self._log_start = 0
         self.timeouts = timeouts
         self.cwd = cwd
         self.state: State = "pending"
@@ -88,6 +89,7 @@ class Connection:
                 if self.log_path is not None and self.config.transport == "stdio":
                     self.log_path.parent.mkdir(parents=True, exist_ok=True)
                     errlog = stack.enter_context(self.log_path.open("a", encoding="utf-8", errors="replace"))
+                    self._log_start = errlog.tell()  # the hint reads only what this start wrote
                 read, write = await stack.enter_async_context(self._transport(errlog))
                 session = await stack.enter_async_context(
                     ClientSession(read, write, client_info=types.Implementation(name="heron", version=__version__))
@@ -116,7 +118,7 @@ class Connection:
             return ""
         try:
             with self.log_path.open("rb") as f:
-                f.seek(max(0, f.seek(0, 2) - 2000))
+                f.seek(max(self._log_start, f.seek(0, 2) - 2000))
                 lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
         except OSError:
             return ""
