@@ -35,6 +35,7 @@ from heron.session.paths import latest_session, list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
 
 if TYPE_CHECKING:  # imported in build_app: a set-up error is reported without loading the agent
+    from heron.coding.mcp.setup import SessionMcp
     from heron.coding.runtime import CodingSession
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
@@ -64,6 +65,7 @@ class App:
     registry: ModelRegistry
     resolved: ResolvedModel
     session: CodingSession
+    mcp: SessionMcp | None = None  # the MCP servers of this process (docs/mcp.md)
 
     def new_store(self) -> SessionStore:
         if self.args.no_session:
@@ -271,7 +273,7 @@ def build_app(args: argparse.Namespace) -> App:
     )
     mcp.bind(session.agent)
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
-               session=session)
+               session=session, mcp=mcp)
 
 
 def _prompt_text(value: str | None, cwd: Path) -> str | None:
