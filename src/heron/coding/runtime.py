@@ -343,6 +343,7 @@ class CodingSession:
             base_delay=retry.base_delay_ms / 1000,
             max_delay=retry.max_delay_ms / 1000,
         )
+        timeouts = self.settings.timeouts
         return StreamOptions(
             api_key=self.api_key,
             max_tokens=self.policy.last_max_tokens or self.policy.output_cap(self.policy.last_tokens),
@@ -350,6 +351,9 @@ class CodingSession:
             session_id=self.store.session_id,
             retry=policy,
             on_retry=self._on_ai_retry,
+            first_byte_ms=timeouts.first_byte_ms,
+            idle_ms=timeouts.idle_ms,
+            request_ms=timeouts.request_ms,
         )
 
     def _checked_stream(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:

@@ -39,7 +39,7 @@ DEFAULT_RESUME_TURNS = 10  # turns shown when a session is resumed (resume.turns
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
-    """When to compact and what to keep (DESIGN §5; both also capped at 25% of the window)."""
+    """When to compact and what to keep (both also capped at 25% of the window; docs/context.md)."""
 
     enabled: bool = True
     reserve_tokens: int = 16_384
@@ -48,7 +48,7 @@ class CompactionSettings:
 
 @dataclass(frozen=True, slots=True)
 class RetrySettings:
-    """Backoff for transient provider errors (DESIGN §3)."""
+    """Backoff for transient provider errors (see docs/ai.md, "Retries")."""
 
     enabled: bool = True
     max_retries: int = 3
@@ -58,14 +58,14 @@ class RetrySettings:
 
 @dataclass(frozen=True, slots=True)
 class PruningSettings:
-    """Stubbing of old tool results before compaction (DESIGN §5)."""
+    """Stubbing of old tool results before compaction (docs/context.md, "Pruning")."""
 
     enabled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class ContextFileSettings:
-    """Budgets for AGENTS.md / CLAUDE.md in the system prompt (DESIGN §5)."""
+    """Budgets for AGENTS.md / CLAUDE.md in the system prompt (docs/context.md, "Context files")."""
 
     per_file_chars: int = 12_000
     total_chars: int = 60_000
@@ -84,6 +84,15 @@ class SpillSettings:
 
     max_bytes: int = 100 * 1024 * 1024
     retention_days: int = 14
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutSettings:
+    """``timeouts``: how long a request may wait, in milliseconds (see docs/ai.md)."""
+
+    first_byte_ms: int = 60_000  # no byte of the response yet
+    idle_ms: int = 120_000  # no content (keep-alives do not count)
+    request_ms: int = 900_000  # the whole request
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +121,7 @@ class Settings:
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
     memory: MemorySettings = field(default_factory=MemorySettings)
+    timeouts: TimeoutSettings = field(default_factory=TimeoutSettings)
     # resume.turns: how many earlier turns a resumed interactive session shows
     resume_turns: int = DEFAULT_RESUME_TURNS
     # What loading found: problems to show the user, and the files that were read.
@@ -198,6 +208,7 @@ SCHEMA: dict[str, Any] = {
     "context": {"checkInvariants": _bool},
     "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
+    "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
 }
 
 
@@ -311,6 +322,11 @@ def settings_from_dict(
         ),
         check_invariants=bool(_sub(data, "context").get("checkInvariants", False)),
         resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
+        timeouts=TimeoutSettings(
+            first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
+            idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
+            request_ms=_sub(data, "timeouts").get("requestMs", TimeoutSettings().request_ms),
+        ),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
