@@ -53,7 +53,7 @@ class _Url:
 def test_the_first_byte_timeout_setting_ends_a_silent_request(
     silent_server: str, where: tuple[Path, dict[str, str]]  # noqa: F811
 ) -> None:
-    cwd, env = where
+    _, env = where
     home = Path(env["HERON_HOME"])
     (home / "settings.json").write_text(json.dumps({"timeouts": {"firstByteMs": 1000},
                                                      "retry": {"maxRetries": 1, "baseDelayMs": 0}}))
