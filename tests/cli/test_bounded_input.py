@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_hostile_input import heron, sent_user_text, where  # noqa: F401 - fixture
-from tests.cli.test_print_json_e2e import openai_reply
 from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
 
 
 @pytest.fixture
@@ -82,3 +82,26 @@ def test_a_prompt_too_large_for_the_window_is_saved_and_pointed_to(
     saved = Path(path)
     assert saved.read_text() == huge.rstrip("\n")  # all of it (stdin loses only its final newline)
     assert saved.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_task_list_reaches_json_mode_and_the_context_view(
+    local_server: LocalServer, where: tuple[Path, dict[str, str]]  # noqa: F811
+) -> None:
+    todos = [{"content": "read the code", "status": "completed"}, {"content": "fix it", "status": "in_progress"}]
+    local_server.queue(openai_reply("", [("call_todo", "todo", {"todos": todos})]), openai_reply("planned"))
+    done = heron(local_server, where, "--mode", "json", "-p", "plan the work")
+    assert done.returncode == 0, done.stderr.decode()
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    (event,) = [e for e in events if e.get("type") == "todos"]
+    assert event["todos"] == todos
+    _, env = where
+    (session,) = (Path(env["HERON_HOME"]) / "sessions").glob("*/*.jsonl")
+    cwd, env = where
+    import subprocess
+
+    from tests.cli.test_print_json_e2e import heron_command
+
+    shown = subprocess.run([*heron_command(), "sessions", "context", str(session)], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "task list (1/2 completed" in shown.stdout and "[in_progress] fix it" in shown.stdout
