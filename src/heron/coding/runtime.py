@@ -61,7 +61,7 @@ from heron.coding.events import (
 from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
-from heron.coding.recovery import recover
+from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
@@ -105,7 +105,7 @@ def session_date(store: SessionStore) -> str:
     return _dt.date.today().isoformat()
 
 
-class CodingSession:
+class CodingSession(RecoveryHooks):
     """One conversation of the coding agent, recorded in a session file.
 
     ``await session.prompt("fix the failing test")`` runs the agent until it stops;
@@ -336,24 +336,18 @@ class CodingSession:
         self._last_view = view
         return view
 
-    def _stream_options(self, context: Context) -> StreamOptions:
+    def _retry_policy(self) -> RetryPolicy:
         retry = self.settings.retry
-        policy = RetryPolicy(
-            max_retries=retry.max_retries if retry.enabled else 0,
-            base_delay=retry.base_delay_ms / 1000,
-            max_delay=retry.max_delay_ms / 1000,
-        )
+        return RetryPolicy(max_retries=retry.max_retries if retry.enabled else 0,
+                           base_delay=retry.base_delay_ms / 1000, max_delay=retry.max_delay_ms / 1000)
+
+    def _stream_options(self, context: Context) -> StreamOptions:
         timeouts = self.settings.timeouts
         return StreamOptions(
-            api_key=self.api_key,
+            api_key=self.api_key, session_id=self.store.session_id,
             max_tokens=self.policy.last_max_tokens or self.policy.output_cap(self.policy.last_tokens),
-            thinking=self.agent.state.thinking_level,
-            session_id=self.store.session_id,
-            retry=policy,
-            on_retry=self._on_ai_retry,
-            first_byte_ms=timeouts.first_byte_ms,
-            idle_ms=timeouts.idle_ms,
-            request_ms=timeouts.request_ms,
+            thinking=self.agent.state.thinking_level, retry=self._retry_policy(), on_retry=self._on_ai_retry,
+            first_byte_ms=timeouts.first_byte_ms, idle_ms=timeouts.idle_ms, request_ms=timeouts.request_ms,
         )
 
     def _checked_stream(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
@@ -435,10 +429,8 @@ class CodingSession:
         self.memory.record(self.store)  # the system prompt of this session, for every resume
         try:
             added = await self.agent.prompt(message)
-            retry = self.settings.retry
-            policy = RetryPolicy(max_retries=retry.max_retries if retry.enabled else 0,
-                                 base_delay=retry.base_delay_ms / 1000, max_delay=retry.max_delay_ms / 1000)
-            return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
+            return await recover(self, added, policy=self._retry_policy(), signal=self._recovery_abort,
+                                 emit=self._emit)
         finally:
             self._turn_prompt = None
 
@@ -458,48 +450,6 @@ class CodingSession:
     def abort(self) -> None:
         self.agent.abort()
         self._recovery_abort.abort()
-
-    # Recovery hooks (heron.coding.recovery.Recoverable).
-
-    def drop_failed_answer(self) -> str | None:
-        """Take a failed answer out of the live context and off the session's path: the
-        leaf moves back to its parent, so the retry becomes a sibling branch and the
-        failed message stays in the file. Returns the failed entry's id."""
-        failed = self.agent.state.messages.pop()
-        leaf = self.store.leaf_id
-        if leaf is None:
-            return None
-        entry = self.store.get(leaf)
-        if not isinstance(entry, MessageEntry) or entry.message is not failed:
-            return None
-        parent = self.store.parent_id_of(leaf)
-        if parent is not None:
-            self.store.branch(parent)
-        else:
-            self.store.reset_leaf()
-        return leaf
-
-    def restore_failed_answer(self, entry_id: str | None, message: AssistantMessage) -> None:
-        if entry_id is not None:
-            self.store.branch(entry_id)
-        self.agent.state.messages.append(message)
-
-    def learn_window(self, failed: AssistantMessage) -> int | None:
-        learned = self.policy.learn_from_overflow(failed)
-        if learned is None:
-            return None
-        self.env.limits = self.settings.tool_limits.for_window(learned.window)
-        return learned.window
-
-    async def compact_for_overflow(self) -> bool:
-        end = await self.compact(reason="overflow")
-        return end is not None and end.entry_id is not None
-
-    async def continue_run(self) -> list[AgentMessage]:
-        return await self.agent.continue_()
-
-    def note_retry(self, attempt: int) -> None:
-        self._retrying = attempt
 
     # --- compaction ----------------------------------------------------------------------
 
