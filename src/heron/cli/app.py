@@ -260,8 +260,23 @@ def build_app(args: argparse.Namespace) -> App:
         if args.append_system_prompt is not None else None,
         home=home,
     )
+    _apply_control_flags(args, session)
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session)
+
+
+def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> None:
+    """``--trust``, ``--permission-mode``, ``--allow`` (docs/permissions.md)."""
+    control = session.control
+    if getattr(args, "trust", False):
+        control.trust()
+    if getattr(args, "permission_mode", None):
+        control.set_mode(args.permission_mode)  # ValueError: reported as a usage error
+    problems = control.allow(list(getattr(args, "allow", None) or []))
+    if problems:
+        raise UsageError(problems[0])
+    for warning in control.warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
 
 
 def _with_models_json_cause(exc: SetupError, registry: ModelRegistry) -> SetupError:

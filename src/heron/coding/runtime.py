@@ -46,6 +46,7 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from heron.coding.control import Control
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
 from heron.coding.events import (
     CompactionEndEvent,
@@ -168,6 +169,10 @@ class CodingSession:
             spill_max_bytes=self.settings.spill.max_bytes,
         )
         self.env.reads.view_lookup = self._read_in_view
+        self.control = Control(self)  # permissions, hooks, secrets kept from tools, checkpoints
+        self.env.child_env = self.control.child_env
+        self.env.bash_default_timeout = self.settings.bash.default_timeout_ms / 1000
+        self.env.bash_max_timeout = self.settings.bash.max_timeout_ms / 1000
         names = list(tools) if tools is not None else (
             list(self.settings.default_tools) if self.settings.default_tools else None
         )
@@ -197,6 +202,8 @@ class CodingSession:
             transform_context=self._transform_context,
             stream_options=self._stream_options,
             after_tool_batch=self._after_tool_batch,
+            before_tool_call=self.control.before_tool_call,
+            after_tool_call=self.control.after_tool_call,
             max_parallel=self.settings.tools.max_parallel,
         )
         self._send = self.agent.stream_fn
@@ -414,7 +421,10 @@ class CodingSession:
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        body = self._fit_prompt(self.expand_input(text))
+        hooked = await self.control.before_prompt(self.expand_input(text))
+        if hooked is None:  # a UserPromptSubmit hook blocked it (recorded in the ledger)
+            return []
+        body = self._fit_prompt(hooked)
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
@@ -426,6 +436,7 @@ class CodingSession:
             return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
         finally:
             self._turn_prompt = None
+            await self.control.after_prompt()
 
     def _fit_prompt(self, text: str) -> str:
         """A prompt too large for the window is saved to a file; the model gets its head
@@ -504,6 +515,7 @@ class CodingSession:
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. Returns the end event, or ``None`` when nothing was compacted."""
+        await self.control.pre_compact(reason)
         before = self.estimate_request_tokens(self.agent.state.messages)
         self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(

@@ -30,6 +30,7 @@ from heron.ai.types import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, THINKING_
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 
 SETTINGS_FILE = "settings.json"
+LOCAL_SETTINGS_FILE = "settings.local.json"
 
 
 # --- the settings -------------------------------------------------------------
@@ -85,6 +86,14 @@ class SpillSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class BashSettings:
+    """``bash``: the timeout of a command given none, and the longest one the model may ask for."""
+
+    default_timeout_ms: int = 600_000
+    max_timeout_ms: int = 3_600_000
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     default_provider: str | None = None
     default_model: str | None = None
@@ -100,6 +109,7 @@ class Settings:
     spill: SpillSettings = field(default_factory=SpillSettings)
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
+    bash: BashSettings = field(default_factory=BashSettings)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -164,6 +174,12 @@ def _camel(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Bad(f"must be an object, not {_type_name(value)}")
+    return value
+
+
 _POSITIVE = _int(1)
 _NON_NEGATIVE = _int(0)
 
@@ -182,7 +198,13 @@ SCHEMA: dict[str, Any] = {
     "tools": {"maxParallel": _POSITIVE},
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
     "context": {"checkInvariants": _bool},
+    "bash": {"defaultTimeoutMs": _POSITIVE, "maxTimeoutMs": _POSITIVE},
+    # Read per file by heron.coding.permissions / hooks / secrets (a project file may not do what a user's may).
+    "permissions": _object,
+    "hooks": _object,
+    "env": {"passThrough": _tools},
 }
+
 
 
 def _clean(data: Mapping[str, Any], schema: Mapping[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
@@ -244,9 +266,9 @@ def read_settings_file(path: Path, warnings: list[str]) -> dict[str, Any] | None
 
 
 def settings_paths(cwd: Path, home: Path | None = None) -> list[Path]:
-    """The user's then the project's settings file (the later one wins)."""
+    """The user's, the project's, then the project's local (untracked) file; the later wins."""
     home = home if home is not None else heron_home()
-    return [home / SETTINGS_FILE, Path(cwd) / ".heron" / SETTINGS_FILE]
+    return [home / SETTINGS_FILE, Path(cwd) / ".heron" / SETTINGS_FILE, Path(cwd) / ".heron" / LOCAL_SETTINGS_FILE]
 
 
 def _sub(data: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -294,6 +316,10 @@ def settings_from_dict(
             retention_days=_sub(data, "spill").get("retentionDays", SpillSettings().retention_days),
         ),
         check_invariants=bool(_sub(data, "context").get("checkInvariants", False)),
+        bash=BashSettings(
+            default_timeout_ms=_sub(data, "bash").get("defaultTimeoutMs", BashSettings().default_timeout_ms),
+            max_timeout_ms=_sub(data, "bash").get("maxTimeoutMs", BashSettings().max_timeout_ms),
+        ),
         warnings=warnings,
         sources=sources,
     )

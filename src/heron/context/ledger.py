@@ -26,6 +26,8 @@ LedgerKind = Literal[
     "context_file",  # an AGENTS.md / CLAUDE.md cut to its budget
     "overflow",  # the provider rejected a request as too long; heron recovered (or not)
     "invariant",  # a context rule was broken (HERON_CHECK_CONTEXT / context.checkInvariants)
+    "permission",  # a tool call was allowed, asked about or denied (heron.coding.permissions)
+    "hook",  # a settings hook blocked, added context, failed or timed out (heron.coding.hooks)
 ]
 
 

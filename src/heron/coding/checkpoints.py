@@ -1,0 +1,245 @@
+"""Checkpoints of the working tree, so a turn's changes to code can be rewound.
+
+Before each user turn (and after it) the project's files are committed into a shadow git
+repository under ``$HERON_HOME/checkpoints/<project hash>`` - outside the project, so its
+own git history, index and status are never touched. Everything the turn changed is in
+it, whichever tool (edit, write or a bash command) changed it. Files the project's
+``.gitignore`` ignores and files over 2 MB are left out (and so never rewound).
+
+The session records each snapshot as a ``heron.checkpoint`` custom entry on its path, so
+"the state right before user turn N" is the ``before`` checkpoint just ahead of the Nth
+user message of the current branch. :mod:`heron.cli.rewind_cmd` restores it.
+
+Without a ``git`` command checkpoints are off (reported once); a failed snapshot is
+logged and the turn goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from heron.session.entries import CustomEntry, MessageEntry
+from heron.session.store import SessionStore, SessionWriteError
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_TYPE = "heron.checkpoint"
+REWIND_TYPE = "heron.rewind"
+MAX_FILE_BYTES = 2 * 1024 * 1024
+GIT_TIMEOUT = 120.0
+REF = "refs/heads/checkpoints"
+MAX_FILES = 100_000  # a tree this big (a home directory, not a project) is not snapshotted
+
+
+class CheckpointError(RuntimeError):
+    """A git command of the shadow repository failed; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    path: str
+    action: Literal["restore", "delete"]  # restore: the checkpoint's content comes back; delete: it did not exist
+    external: bool = False  # changed outside heron since its last snapshot
+
+
+@dataclass
+class Snapshot:
+    commit: str
+    skipped_large: list[str] = field(default_factory=list)
+
+
+class ShadowRepo:
+    """The shadow repository of one project."""
+
+    def __init__(self, cwd: Path, home: Path) -> None:
+        self.cwd = Path(os.path.realpath(cwd))
+        digest = hashlib.sha256(str(self.cwd).encode()).hexdigest()[:16]
+        self.git_dir = home / "checkpoints" / digest
+        self.git = shutil.which("git")
+
+    @property
+    def available(self) -> bool:
+        return self.git is not None
+
+    def _env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER")}
+        return {**keep, "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.cwd), "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_AUTHOR_NAME": "heron", "GIT_AUTHOR_EMAIL": "heron@localhost", "GIT_COMMITTER_NAME": "heron",
+                "GIT_COMMITTER_EMAIL": "heron@localhost", "GIT_TERMINAL_PROMPT": "0"}
+
+    def run(self, *args: str, stdin: bytes | None = None, check: bool = True) -> bytes:
+        if self.git is None:
+            raise CheckpointError("git is not installed, so there are no checkpoints")
+        cmd = [self.git, "-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.hooksPath=/dev/null",
+               "-c", "filter.lfs.clean=cat", "-c", "filter.lfs.smudge=cat", "-c", "filter.lfs.process=",
+               "-c", "filter.lfs.required=false", *args]
+        try:
+            done = subprocess.run(cmd, input=stdin, capture_output=True, env=self._env(), cwd=self.cwd,
+                                  timeout=GIT_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CheckpointError(f"git {args[0]}: {exc}") from exc
+        if check and done.returncode != 0:
+            raise CheckpointError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
+        return done.stdout
+
+    def _init(self) -> None:
+        if (self.git_dir / "HEAD").exists():
+            return
+        self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.run("init", "-q")
+        (self.git_dir / "heron-project").write_text(str(self.cwd) + "\n", encoding="utf-8")
+
+    def snapshot(self, message: str) -> Snapshot:
+        """Commit the working tree as it is now (ignored and large files left out)."""
+        self._init()
+        listed = self.run("ls-files", "-z", "--cached", "--others", "--exclude-standard").split(b"\0")
+        if len(listed) > MAX_FILES:
+            raise CheckpointError(f"{self.cwd} holds over {MAX_FILES:,} files; no snapshot taken")
+        large: list[str] = []
+        for raw in listed:
+            if not raw:
+                continue
+            path = raw.decode("utf-8", "surrogateescape")
+            try:
+                st = (self.cwd / path).lstat()
+            except OSError:
+                continue
+            if st.st_size > MAX_FILE_BYTES and not os.path.islink(self.cwd / path):
+                large.append(path)
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "exclude").write_text("".join(f"/{_escape(p)}\n" for p in large), encoding="utf-8",
+                                      errors="surrogateescape")
+        if large:
+            self.run("update-index", "--force-remove", "-z", "--stdin",
+                     stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in large))
+        self.run("add", "-A", "--ignore-errors", check=False)
+        tree = self.run("write-tree").decode().strip()
+        parent = self.run("rev-parse", "-q", "--verify", REF, check=False).decode().strip()
+        args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
+        commit = self.run(*args).decode().strip()
+        self.run("update-ref", REF, commit)
+        return Snapshot(commit, large)
+
+    def diff(self, old: str, new: str) -> list[tuple[str, str]]:
+        """(status, path) of every file that differs between two snapshots."""
+        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new).split(b"\0")
+        items = [x.decode("utf-8", "surrogateescape") for x in out if x]
+        return [(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+
+    def restore(self, commit: str, changes: list[Change]) -> None:
+        restore = [c.path for c in changes if c.action == "restore"]
+        if restore:
+            self.run("checkout", commit, "--pathspec-from-file=-", "--pathspec-file-nul",
+                     stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in restore))
+        for change in changes:
+            if change.action == "delete":
+                try:
+                    (self.cwd / change.path).unlink()
+                except FileNotFoundError:
+                    pass
+
+
+def _escape(path: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
+
+
+class Checkpoints:
+    """Snapshots around each turn, recorded in the session (used by the runtime)."""
+
+    def __init__(self, cwd: Path, home: Path, enabled: bool = True) -> None:
+        self.repo = ShadowRepo(cwd, home)
+        # Not a project: the home directory or the root would be snapshotted whole.
+        self.enabled = enabled and self.repo.available and self.repo.cwd not in (Path.home().resolve(), Path("/"))
+        if enabled and not self.repo.available:
+            log.warning("git is not installed: no checkpoints, so `heron rewind` cannot restore code")
+
+    async def before_turn(self, store: SessionStore) -> None:
+        await self._take(store, "before")
+
+    async def after_turn(self, store: SessionStore) -> None:
+        await self._take(store, "after")
+
+    async def _take(self, store: SessionStore, at: str) -> None:
+        if not self.enabled:
+            return
+        try:
+            snap = await asyncio.to_thread(self.repo.snapshot, f"heron {at} turn, session {store.session_id}")
+        except CheckpointError as exc:
+            log.warning("checkpoint not taken: %s", exc)
+            return
+        data: dict[str, Any] = {"commit": snap.commit, "at": at, "time": int(time.time() * 1000)}
+        if snap.skipped_large:
+            data["skippedLarge"] = snap.skipped_large[:50]
+        try:
+            store.append_custom(CHECKPOINT_TYPE, data)
+        except SessionWriteError:
+            pass  # the recorder reports a session that cannot be written
+
+
+# --- rewinding -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    number: int  # from 1, on the current branch
+    entry_id: str
+    text: str
+    checkpoint: str | None  # the commit right before it
+
+
+def turns(store: SessionStore) -> list[Turn]:
+    """The user turns of the current branch, each with the checkpoint taken before it."""
+    out: list[Turn] = []
+    before: str | None = None
+    if store.leaf_id is None:
+        return out
+    for entry in store.path_to(store.leaf_id):
+        if isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_TYPE and isinstance(entry.data, dict):
+            if entry.data.get("at") == "before":
+                before = str(entry.data.get("commit"))
+        elif isinstance(entry, MessageEntry) and getattr(entry.message, "role", None) == "user":
+            content = getattr(entry.message, "content", "")
+            text = content if isinstance(content, str) else " ".join(getattr(b, "text", "") for b in content)
+            out.append(Turn(len(out) + 1, entry.id, text, before))
+            before = None
+    return out
+
+
+def last_checkpoint(store: SessionStore) -> str | None:
+    """The newest snapshot heron took on this branch (what "changed outside heron" is measured from)."""
+    if store.leaf_id is None:
+        return None
+    for entry in reversed(store.path_to(store.leaf_id)):
+        if isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_TYPE and isinstance(entry.data, dict):
+            return str(entry.data.get("commit"))
+    return None
+
+
+def plan_code_rewind(repo: ShadowRepo, target: str, reference: str | None) -> tuple[str, list[Change]]:
+    """What restoring ``target`` would change, against the tree as it is now (snapshotted
+    first, so the rewind itself can be undone). Returns (current snapshot, changes)."""
+    current = repo.snapshot("heron: before a rewind").commit
+    external = {path for _, path in repo.diff(reference, current)} if reference else set()
+    changes = [Change(path, "delete" if status == "A" else "restore", path in external)
+               for status, path in repo.diff(target, current)]
+    return current, changes
+
+
+def rewind_conversation(store: SessionStore, turn: Turn, data: dict[str, Any]) -> None:
+    """Move the leaf to just before ``turn`` and record it, so the file reopens there."""
+    parent = store.parent_id_of(turn.entry_id)
+    if parent is None:
+        store.reset_leaf()
+    else:
+        store.branch(parent)
+    store.append_custom(REWIND_TYPE, data)
