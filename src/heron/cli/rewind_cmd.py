@@ -11,7 +11,6 @@ as it was is snapshotted before anything is restored, so a rewind can itself be 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
                   "code cannot be restored; use --conversation", file=sys.stderr)
             return 1
         _, changes = plan_code_rewind(repo, turn.checkpoint, last_checkpoint(store))
-    applied = [c for c in changes if not c.external or args.include_external]
+    applied = [c for c in changes if c.action != "keep" and (not c.external or args.include_external)]
     _describe(turn, what, changes, applied)
     if args.dry_run:
         return 0
@@ -116,15 +115,16 @@ def _list_turns(found: list[Turn]) -> None:
 
 
 def _describe(turn: Turn, what: str, changes: list[Change], applied: list[Change]) -> None:
-    print(f"rewind to before turn {turn.number} ({what}): {turn.text.strip().splitlines()[0][:70] if turn.text.strip() else ''}")
+    first = (turn.text.strip().splitlines() or [""])[0][:70]
+    print(f"rewind to before turn {turn.number} ({what}): {first}")
     if what == "conversation":
         return
     if not changes:
         print("  no files differ from the checkpoint")
     for change in changes:
-        verb = "restore" if change.action == "restore" else "delete "
-        note = ""
-        if change.external:
+        verb = {"restore": "restore", "delete": "delete ", "keep": "keep   "}[change.action]
+        note = "  (not in the current snapshot: over 2 MB or ignored; left as it is)" if change.action == "keep" else ""
+        if change.external and change.action != "keep":
             note = "  (changed outside heron; " + ("restored" if change in applied else
                                                    "kept: --include-external restores it") + ")"
         print(f"  {verb} {change.path}{note}")

@@ -17,6 +17,7 @@ logged and the turn goes on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -47,7 +48,9 @@ class CheckpointError(RuntimeError):
 @dataclass(frozen=True, slots=True)
 class Change:
     path: str
-    action: Literal["restore", "delete"]  # restore: the checkpoint's content comes back; delete: it did not exist
+    # restore: the checkpoint's content comes back; delete: it did not exist then; keep: it is on disk but in
+    # no snapshot now (over 2 MB, or ignored since), so restoring would lose what it holds
+    action: Literal["restore", "delete", "keep"]
     external: bool = False  # changed outside heron since its last snapshot
 
 
@@ -101,6 +104,9 @@ class ShadowRepo:
     def snapshot(self, message: str) -> Snapshot:
         """Commit the working tree as it is now (ignored and large files left out)."""
         self._init()
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "exclude").write_text("", encoding="utf-8")  # last time's large files are listed again
         listed = self.run("ls-files", "-z", "--cached", "--others", "--exclude-standard").split(b"\0")
         if len(listed) > MAX_FILES:
             raise CheckpointError(f"{self.cwd} holds over {MAX_FILES:,} files; no snapshot taken")
@@ -115,8 +121,6 @@ class ShadowRepo:
                 continue
             if st.st_size > MAX_FILE_BYTES and not os.path.islink(self.cwd / path):
                 large.append(path)
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
         (info / "exclude").write_text("".join(f"/{_escape(p)}\n" for p in large), encoding="utf-8",
                                       errors="surrogateescape")
         if large:
@@ -143,10 +147,8 @@ class ShadowRepo:
                      stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in restore))
         for change in changes:
             if change.action == "delete":
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     (self.cwd / change.path).unlink()
-                except FileNotFoundError:
-                    pass
 
 
 def _escape(path: str) -> str:
@@ -180,10 +182,8 @@ class Checkpoints:
         data: dict[str, Any] = {"commit": snap.commit, "at": at, "time": int(time.time() * 1000)}
         if snap.skipped_large:
             data["skippedLarge"] = snap.skipped_large[:50]
-        try:
+        with contextlib.suppress(SessionWriteError):  # the recorder reports a session that cannot be written
             store.append_custom(CHECKPOINT_TYPE, data)
-        except SessionWriteError:
-            pass  # the recorder reports a session that cannot be written
 
 
 # --- rewinding -----------------------------------------------------------------------------
@@ -230,9 +230,17 @@ def plan_code_rewind(repo: ShadowRepo, target: str, reference: str | None) -> tu
     first, so the rewind itself can be undone). Returns (current snapshot, changes)."""
     current = repo.snapshot("heron: before a rewind").commit
     external = {path for _, path in repo.diff(reference, current)} if reference else set()
-    changes = [Change(path, "delete" if status == "A" else "restore", path in external)
+    changes = [Change(path, _action(repo, status, path), path in external)
                for status, path in repo.diff(target, current)]
     return current, changes
+
+
+def _action(repo: ShadowRepo, status: str, path: str) -> Literal["restore", "delete", "keep"]:
+    if status == "A":
+        return "delete"
+    if status == "D" and os.path.lexists(repo.cwd / path):
+        return "keep"
+    return "restore"
 
 
 def rewind_conversation(store: SessionStore, turn: Turn, data: dict[str, Any]) -> None:

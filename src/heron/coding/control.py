@@ -157,7 +157,9 @@ class Control:
         return BeforeToolCallResult(block=True, reason=f"Permission denied: {decision.message}. The call was not "
                                                        "run; do something else or ask the user.")
 
-    async def _ask(self, call_id: str, tool: str, args: dict[str, Any], decision: Decision) -> BeforeToolCallResult | None:
+    async def _ask(
+        self, call_id: str, tool: str, args: dict[str, Any], decision: Decision
+    ) -> BeforeToolCallResult | None:
         if self.asker is None:
             hint = decision.suggestion or tool
             return BeforeToolCallResult(block=True, reason=(

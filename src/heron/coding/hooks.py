@@ -190,7 +190,7 @@ class HookRunner:
             return run
         try:
             out, err = await asyncio.wait_for(proc.communicate(body.encode()), timeout=hook.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             run.timed_out = True
             await _kill(proc, self.kill_grace)
             return run
@@ -220,7 +220,8 @@ def _combine(outcome: HookOutcome, run: HookRun) -> None:
         if run.stdout.strip():
             outcome.context.append(run.stdout.strip())  # plain stdout: context (prompt and session hooks)
         return
-    specific = data.get("hookSpecificOutput") if isinstance(data.get("hookSpecificOutput"), dict) else {}
+    nested = data.get("hookSpecificOutput")
+    specific: dict[str, Any] = nested if isinstance(nested, dict) else {}
     decision = str(data.get("decision") or specific.get("permissionDecision") or "").lower()
     reason = data.get("reason") or specific.get("permissionDecisionReason") or data.get("stopReason")
     if decision in ("block", "deny") or data.get("continue") is False:
@@ -240,7 +241,7 @@ async def _kill(proc: asyncio.subprocess.Process, grace: float) -> None:
         try:
             await asyncio.wait_for(proc.wait(), timeout=grace)
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
 
 

@@ -46,8 +46,8 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
-from heron.coding.control import Control
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
+from heron.coding.control import Control
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,

@@ -37,6 +37,8 @@ from heron.coding.permissions.scopes import Scope
 from heron.coding.permissions.shell import ShellParseError, SimpleCommand, split_commands
 from heron.coding.tools.env import resolve_path
 
+# Tools that read a whole directory.
+WALKING_TOOLS = frozenset({"grep", "find", "ls"})
 # Tools that only read heron's own data.
 ALWAYS_ALLOWED = frozenset({"search_history"})
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
@@ -140,9 +142,9 @@ class PermissionEngine:
     def _other(self, tool: str) -> Decision:
         what = f"the {tool} tool"
         for behavior in ("deny", "ask"):
-            for rule in self._rules(behavior, tool):  # type: ignore[arg-type]
+            for rule in self._rules(behavior, tool):
                 if rule.specifier is None:
-                    return self._by_rule(behavior, rule, what, tool)  # type: ignore[arg-type]
+                    return self._by_rule(behavior, rule, what, tool)
         if self.mode == "bypass":
             return Decision("allow", "")
         if any(r.specifier is None for r in self._rules("allow", tool)):
@@ -163,13 +165,15 @@ class PermissionEngine:
     def _file(self, tool: str, path: Path) -> Decision:
         real = Path(os.path.realpath(path))
         candidates = {str(path), str(real)}
+        if tool in WALKING_TOOLS:  # `grep secrets/` reads what `Read(./secrets/**)` is about
+            candidates |= {c.rstrip("/") + "/-" for c in list(candidates)}
         verb = "reading" if tool in READ_TOOLS else "writing"
         what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")
         suggestion = suggest_path_rule(tool, real)
         for behavior in ("deny", "ask"):
-            for rule in self._rules(behavior, tool):  # type: ignore[arg-type]
+            for rule in self._rules(behavior, tool):
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
-                    return self._by_rule(behavior, rule, what, suggestion)  # type: ignore[arg-type]
+                    return self._by_rule(behavior, rule, what, suggestion)
         if self.mode == "bypass":
             return Decision("allow", "")
         for rule in self._rules("allow", tool):
@@ -204,8 +208,8 @@ class PermissionEngine:
         return path.name.startswith(".env")
 
     def _protected(self, path: Path) -> bool:
-        return (self._sensitive(path) or self._inside(path, self.cwd / ".heron") or self._inside(path, self.cwd / ".git")
-                or self._inside(path, self.home))
+        inside = [self.cwd / ".heron", self.cwd / ".git", self.home]
+        return self._sensitive(path) or any(self._inside(path, root) for root in inside)
 
     # --- bash ---
 
@@ -240,10 +244,10 @@ class PermissionEngine:
         suggestion = suggest_bash_rule(words)
         variants = _variants(part)
         for behavior in ("deny", "ask"):
-            rules = self._rules(behavior, "bash")  # type: ignore[arg-type]
+            rules = self._rules(behavior, "bash")
             for rule in rules:
                 if rule.specifier is None or any(command_matches(rule.specifier, w, wild) for w, wild in variants):
-                    return self._by_rule(behavior, rule, what, suggestion)  # type: ignore[arg-type]
+                    return self._by_rule(behavior, rule, what, suggestion)
             if rules and part.dynamic_name and self.mode != "bypass":
                 return Decision("ask", f"{what} runs a program whose name is computed when it runs, so the "
                                        f'{behavior} rule "{rules[0].text}" cannot be checked', reason="dynamic",

@@ -61,8 +61,8 @@ class Rule:
         name = self.tool.lower()
         if name.startswith("mcp__"):
             server_rule = name.removesuffix("__*")
-            return tool_name.lower() == name or tool_name.lower().startswith(server_rule + "__") \
-                and server_rule.count("__") == 1
+            return tool_name.lower() == name or (tool_name.lower().startswith(server_rule + "__") \
+                and server_rule.count("__") == 1)
         if name in RULE_TOOLS:
             return tool_name in RULE_TOOLS[name]
         return name == tool_name.lower()
