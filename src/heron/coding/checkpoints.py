@@ -172,7 +172,7 @@ class Checkpoints:
         await self._take(store, "after")
 
     async def _take(self, store: SessionStore, at: str) -> None:
-        if not self.enabled:
+        if not self.enabled or store.path is None:  # an in-memory session (--no-session) cannot be rewound
             return
         try:
             snap = await asyncio.to_thread(self.repo.snapshot, f"heron {at} turn, session {store.session_id}")
