@@ -1,4 +1,4 @@
-"""Cross-model adaptation of history (DESIGN §3, "Switching models mid-session")."""
+"""Cross-model adaptation of history (docs/ai.md, "Switching models mid-session")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A 16,384-token window behind a local server that rejects any larger request.
 
-DESIGN §5 "Limits scale with the window": with pi's absolute defaults a 16k local model
+docs/context.md, "Limits that scale with the window": with pi's absolute defaults a 16k local model
 compacts after every turn and, behind a server that enforces its limit, most turns fail.
 Here an OpenAI-compatible server (chat completions, SSE) counts every request the way a
 strict local server would - ceil(characters of the system prompt, every message's content

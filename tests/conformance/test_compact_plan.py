@@ -2,7 +2,7 @@
 compaction algorithm (with its repeated-compaction data loss fixed) cuts them.
 
 The expected plan is worked out here a second time, straight from the specification
-(DESIGN §5 "Compaction algorithm", steps 1-5) over the raw JSON lines of the files, without
+(docs/context.md, "Compaction", steps 1-5) over the raw JSON lines of the files, without
 any of heron's session or compaction code. The two fixtures are pi's version-1 files:
 entries have no ids, each entry's parent is the line before it (so the path from the root
 to the leaf is simply every entry in file order, and the leaf is the last line), and a

@@ -1,4 +1,5 @@
-"""Token accounting and the limits that scale with the window (DESIGN §5).
+"""Token accounting and the limits that scale with the window (docs/context.md, "Counting tokens" and
+"Limits that scale with the window").
 
 Context tokens = the usage of the last successful assistant message (input + output +
 cache read + cache write) + ceil(chars/4) of every message after it; images count 1,200

@@ -53,13 +53,15 @@ def test_stubs_say_what_was_there_and_how_to_get_it_back() -> None:
     texts = {cid: stub.text() for cid, stub in state.stubs.items()}
     assert texts["c0"] == (
         "[Pruned from the context to save space: the result of read src/app.py (2,000 chars, 1 lines). "
-        "Read src/app.py with offset=10 limit=50 again if you need it.]"
+        "Read src/app.py with offset=10 limit=50 again if you need it. search_history finds it too.]"
     )
-    assert texts["c1"].endswith("Re-run the command if you need its output.]")
+    assert texts["c1"].endswith("Re-run the command if you need its output. search_history finds it too.]")
     assert "bash `pytest -q`" in texts["c1"]
-    assert 'grep "TODO"' in texts["c2"] and texts["c2"].endswith("Run grep again if you need the listing.]")
+    assert 'grep "TODO"' in texts["c2"] and texts["c2"].endswith(
+        "Run grep again if you need the listing. search_history finds it too.]")
     assert texts["c3"].endswith(
-        "The full output is saved in /tmp/out.log; read it (with offset/limit) if you need it.]"
+        "The full output is saved in /tmp/out.log; read it (with offset/limit) if you need it. "
+        "search_history finds it too.]"
     )
     assert [r.ref for r in records] == ["c0", "c1", "c2", "c3"]
     assert all(r.kind == "prune" and r.chars_before == 2_000 and r.chars_after < 300 for r in records)

@@ -97,7 +97,7 @@ async def drive(root: Path, home: Path, turns: list[list[str]], restart_before: 
     recorder = Recorder(script(turns))
     try:
         model = recorder.provider.model(context_window=WINDOW, max_tokens=4_096)
-        settings = settings_from_dict({})
+        settings = settings_from_dict({"memory": {"directory": str(home / "memory")}})
         store = SessionStore.create(root, home=home)
         session: CodingSession | None = None
         ids = [store.session_id]

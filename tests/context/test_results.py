@@ -95,11 +95,20 @@ def test_an_ordinary_tail_is_not_important() -> None:
     assert kind == "head" and tail == 0 and preview == lines(100)[:head]
 
 
-def test_json_output_keeps_its_closing_bracket(tmp_path: Path) -> None:
-    text = json.dumps({"items": [{"id": i, "name": f"item {i}"} for i in range(5000)]}, indent=1)
+def test_output_that_ends_like_json_keeps_its_closing_bracket(tmp_path: Path) -> None:
+    text = "log line\n" * 20000 + json.dumps({"summary": {"failed": 3, "passed": 97}})
     outcome = apply_result_budget(text, "c1", LIMITS, tmp_path)
     assert outcome.preview == "head+tail"
     assert outcome.text.split("\n\n[Output too large")[0].endswith("}")
+
+
+def test_a_json_result_gets_a_structural_preview_and_the_spill_path(tmp_path: Path) -> None:
+    text = json.dumps({"items": [{"id": i, "name": f"item {i}"} for i in range(5000)], "total": 5000}, indent=1)
+    outcome = apply_result_budget(text, "c1", LIMITS, tmp_path)
+    assert outcome.preview == "json" and len(outcome.text) < LIMITS.preview_chars + 600
+    assert '"items"' in outcome.text and "5000" in outcome.text  # keys and the array length
+    assert outcome.spill_path is not None and Path(outcome.spill_path).read_text() == text
+    assert "json_query" in outcome.text
 
 
 def test_call_ids_become_safe_unique_file_names(tmp_path: Path) -> None:

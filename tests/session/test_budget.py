@@ -1,4 +1,6 @@
-"""estimate_context_tokens: last assistant usage + ceil(chars/4) of what follows (DESIGN §5)."""
+"""estimate_context_tokens: last assistant usage + ceil(chars/4) of what follows.
+
+The rules are in docs/context.md ("Counting tokens")."""
 
 from __future__ import annotations
 

@@ -8,11 +8,11 @@ setters that take effect at the next turn.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from heron.agent.emitter import Emitter
 from heron.agent.events import AgentEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent
 from heron.agent.loop import (
     DEFAULT_MAX_PARALLEL,
@@ -40,8 +40,6 @@ from heron.ai.types import (
     ThinkingLevel,
     UserMessage,
 )
-
-log = logging.getLogger(__name__)
 
 Listener = Callable[[AgentEvent], None]
 PromptInput = str | AgentMessage | list[AgentMessage]
@@ -102,7 +100,7 @@ class Agent:
         self.after_tool_batch = after_tool_batch
         self.max_parallel = max_parallel  # tool calls of one answer running at once
         self._queues = MessageQueues()
-        self._listeners: list[Listener] = []
+        self._events: Emitter[AgentEvent] = Emitter("agent event listener")
         self._controller: AbortController | None = None
         self._run: asyncio.Task[list[AgentMessage]] | None = None
         # The running loop's config and context, so the setters reach the next turn.
@@ -146,14 +144,11 @@ class Agent:
     # --- events ------------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` for every event; returns an unsubscribe function."""
-        self._listeners.append(listener)
+        """Call ``listener`` for every event; returns an unsubscribe function.
 
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        A listener that raises is logged and skipped: a broken UI must not stop the run.
+        """
+        return self._events.subscribe(listener)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Events of the next (or current) run as an async iterator, ending at agent_end."""
@@ -178,11 +173,7 @@ class Agent:
             state.pending_tool_calls.add(event.tool_call_id)
         elif event.type == "tool_execution_end":
             state.pending_tool_calls.discard(event.tool_call_id)
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:
-                log.exception("agent event listener failed on %s", event.type)
+        self._events.emit(event)
 
     # --- running -----------------------------------------------------------------------
 

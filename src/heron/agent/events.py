@@ -1,4 +1,4 @@
-"""Agent events (DESIGN §4). Every UI, log and persistence step subscribes to these."""
+"""Agent events (docs/agent.md, "Events"). Every UI, log and persistence step subscribes to these."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ class MessageUpdateEvent:
 
 @dataclass(slots=True, kw_only=True)
 class MessageEndEvent:
-    """The message is final: persist it now (DESIGN §6 durability)."""
+    """The message is final: persist it now, so a crash loses at most the message in flight
+    (docs/sessions.md, "Durability")."""
 
     message: AgentMessage
     type: Literal["message_end"] = "message_end"

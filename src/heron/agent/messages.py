@@ -3,7 +3,8 @@
 The agent keeps more than the model may see - a command the user ran, a summary of
 compacted history, an extension's card, a note for the UI. Each kind is a class with a
 ``role`` and a JSON codec, registered by role so sessions can store and reload it.
-``convert_to_llm`` later decides what of it the model sees (DESIGN §4, principle 2).
+``convert_to_llm`` later decides what of it the model sees: visibility is decided in the
+message layer, never by editing the prompt (docs/architecture.md, "Principles").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Make a history written by one model acceptable to another (DESIGN §3).
+"""Make a history written by one model acceptable to another (docs/ai.md, "Switching models mid-session").
 
 A session may switch model mid-way. Providers reject foreign reasoning signatures and
 tool-call ids outside their alphabet, and every provider rejects a tool call without

@@ -15,7 +15,7 @@ CacheRetention = Literal["none", "short", "long"]
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff for transient failures (DESIGN §3: 3 retries, 2 s base, 60 s cap).
+    """Exponential backoff for transient failures (by default 3 retries, 2 s base, 60 s cap).
 
     A server's ``retry-after`` wins over the computed delay; one longer than ``max_delay``
     is not waited for - the error is reported instead, so a user is never stuck for an

@@ -10,7 +10,7 @@ Which files, in order:
 A file closer to the cwd is more specific, so it comes later: the model reads general
 rules first and the most specific last, where they take precedence.
 
-Budgets (DESIGN §5): each file is cut to ``per_file_chars`` (default 12,000) keeping
+Budgets (docs/context.md, "Context files"): each file is cut to ``per_file_chars`` (default 12,000) keeping
 75% head + 25% tail, since a file's ending often holds its most pointed rules; a marker
 line between the two says how many characters were cut and names the file, so the model
 can read it whole. Then the total (default 60,000) is shared out **from the cwd

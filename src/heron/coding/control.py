@@ -2,8 +2,9 @@
 place the runtime calls at a few points (before/after each tool call, before/after each
 prompt, before a compaction).
 
-The runtime builds one :class:`Control` per session and passes its
-:meth:`before_tool_call` / :meth:`after_tool_call` to the agent. Every decision becomes a
+The runtime builds one :class:`Control` per session, which sets itself as the agent's
+``before_tool_call`` / ``after_tool_call`` and gives the tool environment the bash
+timeouts and the child environment without secrets. Every decision becomes a
 ledger record (so it is in the session file and the event stream); a denied call is a
 tool result with ``is_error`` and the run goes on.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from heron.agent.agent import Agent
 from heron.agent.tools import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ToolResult
 from heron.ai.types import TextContent
 from heron.coding.checkpoints import Checkpoints
@@ -25,6 +27,7 @@ from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.secrets import SecretPolicy
 from heron.coding.settings import Settings
+from heron.coding.tools.env import ToolEnv
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.session.store import SessionStore
 
@@ -59,6 +62,8 @@ class SessionLike(Protocol):
     ledger: Ledger
     store: SessionStore
     api_key: str | None
+    env: ToolEnv
+    agent: Agent
 
 
 class Control:
@@ -73,6 +78,11 @@ class Control:
         self._started = False
         self._load()
         self.checkpoints = Checkpoints(self.cwd, self.home)
+        session.env.child_env = self.child_env
+        session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
+        session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
+        session.agent.before_tool_call = self.before_tool_call
+        session.agent.after_tool_call = self.after_tool_call
 
     def _load(self, mode: Mode | None = None) -> None:
         scopes = load_scopes(self.cwd, self.home)

@@ -66,7 +66,15 @@ class ContextWarningEvent:
     type: Literal["context_warning"] = "context_warning"
 
 
+@dataclass(slots=True, kw_only=True)
+class TodosEvent:
+    """The task list changed (the todo tool ran): the whole new list."""
+
+    todos: list[dict[str, str]]
+    type: Literal["todos"] = "todos"
+
+
 SessionEvent = (
     AgentEvent | CompactionStartEvent | CompactionEndEvent | RetryStartEvent | RetryEndEvent | LedgerEvent
-    | ContextWarningEvent
+    | ContextWarningEvent | TodosEvent
 )

@@ -49,6 +49,9 @@ TOOL_SUMMARIES: dict[str, str] = {
     "grep": "Search file contents for a regex pattern (respects .gitignore)",
     "find": "Find files by glob pattern (respects .gitignore)",
     "ls": "List the entries of a directory",
+    "search_history": "Search this session's whole history, including what compaction summarised",
+    "json_query": "Run a jq expression on a JSON file or spill file",
+    "todo": "Keep a task list for multi-step work; it survives compaction",
 }
 
 DEFAULT_TOOLS = ("read", "write", "edit", "bash")

@@ -19,16 +19,15 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import logging
-import os
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heron.agent.agent import Agent
 from heron.agent.emitter import Emitter
 from heron.agent.events import MessageEndEvent, ToolExecutionEndEvent
-from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
+from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal
 from heron.ai.events import RetryEvent
@@ -46,6 +45,7 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from heron.coding.breakdown import ContextBreakdown, context_breakdown
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
 from heron.coding.control import Control
 from heron.coding.events import (
@@ -57,7 +57,10 @@ from heron.coding.events import (
     RetryEndEvent,
     RetryStartEvent,
     SessionEvent,
+    TodosEvent,
 )
+from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
+from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
 from heron.coding.recovery import recover
 from heron.coding.settings import Settings, load_settings
@@ -65,7 +68,7 @@ from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools
 from heron.coding.tools.env import ReadRecord, ToolEnv
-from heron.context.budget import estimate_message_tokens, fixed_tokens
+from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import (
@@ -80,6 +83,8 @@ from heron.context.invariants import (
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
+from heron.context.spill import remove_old_spills
+from heron.context.todos import TodoItem, clean_todos
 from heron.context.view import with_injections
 from heron.session.context import build_context
 from heron.session.entries import MessageEntry, iso_to_ms
@@ -89,27 +94,6 @@ from heron.session.store import SessionStore, SessionWriteError
 log = logging.getLogger(__name__)
 
 Listener = Callable[[SessionEvent], None]
-
-# A prompt larger than this share of the room left in the window is saved to a file and
-# the model gets its head and the path (a 50 MB piped prompt must not become one request).
-PROMPT_ROOM_SHARE = 0.5
-PROMPT_PREVIEW_CHARS = 4_000
-
-
-@dataclass
-class ContextBreakdown:
-    """What the window holds, by part, in estimated tokens (``/context``)."""
-
-    window: int
-    threshold: int
-    system_prompt: int
-    tools: int
-    context_files: int
-    summaries: int
-    messages: dict[str, int] = field(default_factory=dict)
-    total: int = 0
-    ledger: list[LedgerRecord] = field(default_factory=list)
-    pruned_results: int = 0
 
 
 def session_date(store: SessionStore) -> str:
@@ -169,10 +153,6 @@ class CodingSession:
             spill_max_bytes=self.settings.spill.max_bytes,
         )
         self.env.reads.view_lookup = self._read_in_view
-        self.control = Control(self)  # permissions, hooks, secrets kept from tools, checkpoints
-        self.env.child_env = self.control.child_env
-        self.env.bash_default_timeout = self.settings.bash.default_timeout_ms / 1000
-        self.env.bash_max_timeout = self.settings.bash.max_timeout_ms / 1000
         names = list(tools) if tools is not None else (
             list(self.settings.default_tools) if self.settings.default_tools else None
         )
@@ -187,13 +167,28 @@ class CodingSession:
         self.templates: TemplateSet = load_templates(self.cwd, self.home)
         self._system_prompt_override = system_prompt
         self._append_system_prompt = append_system_prompt
+        self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=self.store)
         self.system_prompt = self._build_system_prompt()
 
+        self.agent = self._make_agent(model, thinking_level)
+        self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
+        self.policy = self._make_policy()
+        self.compactor = Compactor(self.policy, cwd=self.cwd)
+        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
+        self._recorder = SessionRecorder(self.agent, self.store)
+        self.agent.subscribe(self._on_agent_event)
+        self.ledger.subscribe(self._on_ledger_record)
+        for record in ledger_records(self.context_files):
+            self.ledger.add(record)
+        threading.Thread(target=remove_old_spills, args=(self.home / "tool-output", self.settings.spill.retention_days),
+                         daemon=True, name="heron-spill-cleanup").start()
+
+    def _make_agent(self, model: Model, thinking_level: ThinkingLevel | None) -> Agent:
         restored = build_context(self.store, self.store.leaf_id)
         level: ThinkingLevel = thinking_level or self.settings.default_thinking_level or "off"
         if thinking_level is None and restored.thinking_level and self.store.leaf_id is not None:
             level = restored.thinking_level  # type: ignore[assignment]
-        self.agent = Agent(
+        agent = Agent(
             model=model,
             system_prompt=self.system_prompt,
             tools=self.tools,
@@ -202,32 +197,24 @@ class CodingSession:
             transform_context=self._transform_context,
             stream_options=self._stream_options,
             after_tool_batch=self._after_tool_batch,
-            before_tool_call=self.control.before_tool_call,
-            after_tool_call=self.control.after_tool_call,
             max_parallel=self.settings.tools.max_parallel,
         )
-        self._send = self.agent.stream_fn
-        self.agent.stream_fn = self._checked_stream
-        self.policy = ContextPolicy(
+        self._send = agent.stream_fn
+        agent.stream_fn = self._checked_stream
+        return agent
+
+    def _make_policy(self) -> ContextPolicy:
+        compaction = self.settings.compaction
+        return ContextPolicy(
             self.store,
             cwd=self.cwd,
-            settings=PolicySettings(
-                pruning=self.settings.pruning.enabled,
-                compaction=self.settings.compaction.enabled,
-                reserve_tokens=self.settings.compaction.reserve_tokens,
-                keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
-            ),
+            settings=PolicySettings(pruning=self.settings.pruning.enabled, compaction=compaction.enabled,
+                                    reserve_tokens=compaction.reserve_tokens,
+                                    keep_recent_tokens=compaction.keep_recent_tokens),
             ledger=self.ledger,
             model=lambda: self.agent.state.model,
             fixed_tokens=self._fixed_tokens,
         )
-        self.compactor = Compactor(self.policy, cwd=self.cwd)
-        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
-        self._recorder = SessionRecorder(self.agent, self.store)
-        self.agent.subscribe(self._on_agent_event)
-        self.ledger.subscribe(self._on_ledger_record)
-        for record in ledger_records(self.context_files):
-            self.ledger.add(record)
 
     # --- configuration ---------------------------------------------------------------
 
@@ -268,7 +255,7 @@ class CodingSession:
             prompt_files=load_prompt_files(self.cwd, self.home),
             system_prompt=self._system_prompt_override,
             append_system_prompt=self._append_system_prompt,
-        )
+        ) + self.memory.prompt_section()
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
         """Switch model; recorded as a ``model_change`` entry with the next message."""
@@ -298,7 +285,21 @@ class CodingSession:
             self._retrying = 0
         elif isinstance(event, ToolExecutionEndEvent):
             self._ledger_from_tool(event)
+            if event.tool_name == "todo" and not event.is_error:
+                self._todos_changed(event.result.details)
         self._emit(event)
+
+    @property
+    def todos(self) -> list[TodoItem]:
+        """The current task list (the latest the todo tool wrote on this path)."""
+        return list(self.policy.decisions.todos or [])
+
+    def _todos_changed(self, details: Any) -> None:
+        todos = clean_todos(details)
+        if todos is None:
+            return
+        self.policy.record_todos(todos)
+        self._emit(TodosEvent(todos=[{"content": t["content"], "status": t["status"]} for t in todos]))
 
     def _on_ledger_record(self, record: LedgerRecord) -> None:
         try:
@@ -328,6 +329,9 @@ class CodingSession:
         async def compact() -> list[AgentMessage] | None:
             end = await self.compact(reason="threshold")
             return list(self.agent.state.messages) if end is not None and end.entry_id else None
+
+        if self._flush_wanted() and self.estimate_request_tokens(messages) > self.policy.threshold * FLUSH_SHARE:
+            await self._flush_memory()  # before the compaction that is coming, while it still fits
 
         view = await self.policy.prepare(messages, signal, compact)
         self._last_view = view
@@ -421,13 +425,13 @@ class CodingSession:
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        hooked = await self.control.before_prompt(self.expand_input(text))
-        if hooked is None:  # a UserPromptSubmit hook blocked it (recorded in the ledger)
-            return []
+        if (hooked := await self.control.before_prompt(self.expand_input(text))) is None:
+            return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
         body = self._fit_prompt(hooked)
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
+        self.memory.record(self.store)  # the system prompt of this session, for every resume
         try:
             added = await self.agent.prompt(message)
             retry = self.settings.retry
@@ -439,24 +443,11 @@ class CodingSession:
             await self.control.after_prompt()
 
     def _fit_prompt(self, text: str) -> str:
-        """A prompt too large for the window is saved to a file; the model gets its head
-        and where to read the rest (a 50 MB piped prompt must not become one request)."""
         room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
-        if len(text) <= max(PROMPT_PREVIEW_CHARS * 2, int(room * PROMPT_ROOM_SHARE)):
-            return text
-        directory = self.env.spill_dir()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / f"prompt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.txt"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
-            f.write(text)
-        self.ledger.add(LedgerRecord(kind="spill", chars_before=len(text), chars_after=PROMPT_PREVIEW_CHARS,
-                                     recover=f"read {path} with offset/limit", detail={"prompt": True,
-                                                                                        "path": str(path)}))
-        return (
-            f"{text[:PROMPT_PREVIEW_CHARS]}\n\n[This message is {len(text):,} characters, too large for the "
-            f"context window; the whole message is saved in {path}. Read it with offset/limit, or grep it.]"
-        )
+        fitted, record = fit_prompt(text, room, self.env.spill_dir())
+        if record is not None:
+            self.ledger.add(record)
+        return fitted
 
     def steer(self, text: str) -> None:
         self.agent.steer(text)
@@ -517,6 +508,8 @@ class CodingSession:
         session. Returns the end event, or ``None`` when nothing was compacted."""
         await self.control.pre_compact(reason)
         before = self.estimate_request_tokens(self.agent.state.messages)
+        if reason != "manual" and self._flush_wanted():
+            await self._flush_memory()
         self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
             self.agent.state.messages, model=self.model, api_key=self.api_key, reason=reason, focus=focus,
@@ -536,6 +529,14 @@ class CodingSession:
         if reason == "manual":
             self.policy.enable_auto_compaction("a manual compaction succeeded")
         return self._compaction_end(reason, before, outcome)
+
+    def _flush_wanted(self) -> bool:
+        return self.memory.flush_wanted(self.policy.decisions.flushed)
+
+    async def _flush_memory(self) -> None:
+        await self.memory.flush(self.policy, self.ledger, model=self.model, tools=self.tools,
+                                system_prompt=self.agent.state.system_prompt, messages=self.agent.state.messages,
+                                stream_options=self._stream_options)
 
     def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
         end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
@@ -588,31 +589,7 @@ class CodingSession:
     # --- inspection ----------------------------------------------------------------------------
 
     def context_breakdown(self) -> ContextBreakdown:
-        messages = self.policy.view(self.agent.messages)
-        by_role: dict[str, int] = {}
-        summaries = 0
-        for message in messages:
-            tokens = estimate_message_tokens(message)
-            if isinstance(message, CompactionSummaryMessage):
-                summaries += tokens
-                continue
-            by_role[message.role] = by_role.get(message.role, 0) + tokens
-        files = sum(-(-f.kept_chars // 4) for f in self.context_files) if self.context_files else 0
-        system = -(-len(self.agent.state.system_prompt) // 4)
-        tools = self._fixed_tokens() - system
-        return ContextBreakdown(
-            window=self.window,
-            threshold=self.threshold,
-            system_prompt=system,
-            tools=tools,
-            context_files=files,
-            summaries=summaries,
-            messages=by_role,
-            total=self.policy.count(messages),
-            ledger=list(self.ledger.records),
-            pruned_results=sum(1 for m in self.agent.messages
-                               if isinstance(m, ToolResultMessage) and m.tool_call_id in self.policy.decisions.stubs),
-        )
+        return context_breakdown(self)
 
 
 def message_entry_ids(store: SessionStore) -> list[str]:

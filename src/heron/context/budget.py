@@ -1,11 +1,13 @@
-"""How many tokens a message list occupies in the context window (DESIGN §5).
+"""How many tokens a message list occupies in the context window.
+
+The rules are written up in docs/context.md ("Counting tokens").
 
 Context tokens = the usage the provider reported for the last assistant message (input +
 output + cache read + cache write: the request that produced it plus its answer) plus an
 estimate of every message after it. Without a usable report, everything is estimated.
 A report from before the latest compaction is never used: it measured the context before
 it was summarised. Estimates are ceil(chars / 4) per message, chars counted per message
-kind as DESIGN §5 step 3 specifies:
+kind (the same counts compaction uses to place its cut):
 
 - user: text (images not counted: pi's cut-point estimate; the context estimate,
   :func:`estimate_context_tokens`, counts a user's image at 1,200 tokens like any other,

@@ -1,4 +1,4 @@
-"""Compaction: old history summarised into a structured note (DESIGN §5).
+"""Compaction: old history summarised into a structured note (docs/context.md, "Compaction").
 
 Two halves. :func:`prepare_compaction` is pure: given the session path it finds the cut
 point and what to summarise (this is what ``heron sessions compact-plan`` prints).
@@ -41,6 +41,7 @@ from heron.ai.types import (
 )
 from heron.context.budget import estimate_message_tokens
 from heron.context.ledger import LedgerRecord
+from heron.context.summary_chunks import ANALYSIS_INSTRUCTION, parse_summary, summarise_in_chunks
 from heron.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -55,6 +56,8 @@ SUMMARY_TOOL_RESULT_CHARS = 2_000
 FALLBACK_TOOL_RESULT_CHARS = 500
 USER_REQUEST_CHARS = 500
 USER_REQUESTS_KEPT = 20
+# Appended to every summary by heron: the way back to what it summarised.
+RECALL_NOTE = "(Every message before this summary is still in the session file: search_history finds them.)"
 
 CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 TURN_START_ROLES = frozenset({"user", "bashExecution"})
@@ -66,7 +69,8 @@ class CompactionSettings:
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 
     def for_window(self, context_window: int) -> CompactionSettings:
-        """DESIGN §5: both capped at 25% of the window, so a 16k model still has room."""
+        """Both capped at 25% of the window, so a 16k model still has room
+        (docs/context.md, "Limits that scale with the window")."""
         quarter = max(1, context_window // 4)
         return CompactionSettings(
             reserve_tokens=min(self.reserve_tokens, quarter),
@@ -75,7 +79,7 @@ class CompactionSettings:
 
 
 def message_tokens(message: AgentMessage) -> int:
-    """The cut-point estimate of DESIGN §5 step 3 (user images not counted)."""
+    """The estimate that places the cut (user images not counted, as pi does; docs/context.md, "Counting tokens")."""
     return estimate_message_tokens(message)
 
 
@@ -289,13 +293,14 @@ error messages, values. Keep identifiers exactly as written."""
 
 FIRST_SUMMARY_PROMPT = (
     "Summarise the conversation above for the assistant that will continue it.\n\n" + SUMMARY_FORMAT
+    + "\n\n" + ANALYSIS_INSTRUCTION
 )
 
 UPDATE_SUMMARY_PROMPT = (
     "The conversation above continues from an earlier summary, given in <previous-summary>. "
     "Update that summary with the new messages: keep everything in it that still matters, move "
     "finished items to Done, add new decisions, files and errors, and revise the next steps.\n\n"
-    + SUMMARY_FORMAT
+    + SUMMARY_FORMAT + "\n\n" + ANALYSIS_INSTRUCTION
 )
 
 TURN_PREFIX_PROMPT = """The messages above are the beginning of a turn that is still in progress; its
@@ -428,8 +433,8 @@ class SummaryFailed(RuntimeError):
 def _fit_transcript(
     messages: list[AgentMessage], budget_chars: int, records: list[LedgerRecord]
 ) -> str:
-    """The transcript, reduced step by step until it fits ``budget_chars`` (DESIGN §5
-    fallbacks: clamp tool results, then head + tail, then drop the oldest turns)."""
+    """The transcript, reduced step by step until it fits ``budget_chars`` (the summariser
+    fallbacks of docs/context.md: clamp tool results, then head + tail, then drop the oldest turns)."""
     transcript = serialise_transcript(messages)
     if len(transcript) <= budget_chars:
         return transcript
@@ -497,6 +502,23 @@ async def _ask(
     return await complete(model, context, max_tokens=max_tokens, **options)
 
 
+async def _turn_prefix(
+    plan: CompactionPlan, model: Model, budget: int, max_tokens: int, focus: str | None,
+    options: dict[str, Any], records: list[LedgerRecord],
+) -> str:
+    """The summary of the part of a split turn before the cut ("" when the turn is whole)."""
+    if not plan.split_turn or not plan.turn_prefix_messages:
+        return ""
+    transcript = _fit_transcript(plan.turn_prefix_messages, budget, records)
+    prompt = f"<conversation>\n{transcript}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
+    if focus:
+        prompt += f"\n\nThe user asked the summary to focus on: {focus}"
+    reply = await _ask(model, prompt, max_tokens, options)
+    if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+        raise SummaryFailed(f"the turn-prefix summary request failed: {reply.error_message}")
+    return reply.text().strip()
+
+
 async def summarise(
     plan: CompactionPlan,
     model: Model,
@@ -522,10 +544,24 @@ async def summarise(
     if previous_summary:
         budget = max(4_000, budget - len(previous_summary))
 
+    async def ask_text(prompt: str) -> str:
+        reply = await _ask(model, prompt, max_tokens, options)
+        if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+            raise SummaryFailed(f"the summary request failed: {reply.error_message}")
+        return reply.text().strip()
+
     async def history() -> str:
         if not plan.messages_to_summarize:
             return previous_summary or ""
         share = budget if not plan.split_turn else int(budget * 0.7)
+        clamped = serialise_transcript(plan.messages_to_summarize, FALLBACK_TOOL_RESULT_CHARS)
+        chunked = None if len(clamped) <= share else await summarise_in_chunks(
+            plan.messages_to_summarize, budget_chars=share, serialise=serialise_transcript,
+            fit=lambda ms, size: _fit_transcript(ms, size, records), ask=ask_text,
+            request=lambda t, p: summary_request(t, p, focus), previous_summary=previous_summary,
+            records=records, merge_format=SUMMARY_FORMAT)
+        if chunked is not None:
+            return chunked
         for attempt in range(2):
             transcript = _fit_transcript(plan.messages_to_summarize, share, records)
             reply = await _ask(model, summary_request(transcript, previous_summary, focus), max_tokens, options)
@@ -537,28 +573,23 @@ async def summarise(
             raise SummaryFailed(f"the summary request failed: {reply.error_message}")
         raise SummaryFailed("the summary request overflowed twice")
 
-    async def turn_prefix() -> str:
-        if not plan.split_turn or not plan.turn_prefix_messages:
-            return ""
-        transcript = _fit_transcript(plan.turn_prefix_messages, int(budget * 0.3), records)
-        prompt = f"<conversation>\n{transcript}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
-        if focus:
-            prompt += f"\n\nThe user asked the summary to focus on: {focus}"
-        reply = await _ask(model, prompt, max(1_024, max_tokens // 2), options)
-        if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
-            raise SummaryFailed(f"the turn-prefix summary request failed: {reply.error_message}")
-        return reply.text().strip()
-
-    main, prefix = await asyncio.gather(history(), turn_prefix())
+    prefix_request = _turn_prefix(plan, model, int(budget * 0.3), max(1_024, max_tokens // 2), focus, options,
+                                  records)
+    raw_main, raw_prefix = await asyncio.gather(history(), prefix_request)
+    main, analysis = parse_summary(raw_main)
+    prefix, _ = parse_summary(raw_prefix)
     summary = main
     if prefix:
         summary += "\n\n---\n\n**Turn in progress** (its later messages follow verbatim):\n\n" + prefix
     lists = file_lists_text(plan.read_files, plan.modified_files, plan.user_requests)
     if lists:
         summary += "\n\n" + lists
-    details = {
+    summary += "\n\n" + RECALL_NOTE
+    details: dict[str, Any] = {
         "readFiles": plan.read_files,
         "modifiedFiles": plan.modified_files,
         "userRequests": plan.user_requests,
     }
+    if analysis:
+        details["analysis"] = analysis  # the summariser's draft: kept, never in the context
     return SummaryResult(summary=summary, details=details, records=records)

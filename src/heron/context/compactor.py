@@ -27,7 +27,13 @@ from heron.context.compaction import SummaryFailed, entry_message, prepare_compa
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
-from heron.context.view import DETAIL_KEPT_PROMPT, DETAIL_REINJECTED, injected_messages, session_messages
+from heron.context.view import (
+    DETAIL_KEPT_PROMPT,
+    DETAIL_REINJECTED,
+    DETAIL_TODOS,
+    injected_messages,
+    session_messages,
+)
 from heron.session.entries import MessageEntry
 
 
@@ -88,6 +94,9 @@ class Compactor:
                                                              timestamp=int(time.time() * 1000))]
         if prompt_id is not None and turn_prompt is not None:
             details[DETAIL_KEPT_PROMPT] = prompt_id
+        if policy.decisions.todos:
+            details[DETAIL_TODOS] = list(policy.decisions.todos)
+            head += injected_messages({DETAIL_TODOS: details[DETAIL_TODOS]}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
         room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
@@ -95,7 +104,7 @@ class Compactor:
         after = bare
         if text is not None:
             details[DETAIL_REINJECTED] = text
-            after += sum(estimate_message_tokens(m) for m in injected_messages(details, 0))
+            after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
             policy.disable_auto_compaction(reason_text)
@@ -105,27 +114,32 @@ class Compactor:
         with strictly_ordered():
             entry = store.append_compaction(summary=result.summary, first_kept_entry_id=plan.first_kept_entry_id,
                                             tokens_before=before, details=details)
+        policy.compacted()
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
         policy.ledger.add(LedgerRecord(
             kind="compaction", ref=entry.id, chars_before=summarised_chars, chars_after=len(result.summary),
-            recover="every message stays in the session file; /tree shows them",
-            detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id,
-                    "split_turn": plan.split_turn, "tokens_before": before, "tokens_after": after,
-                    "reinjected": text is not None, "kept_prompt": prompt_id},
+            recover="every message stays in the session file; /tree shows them; search_history finds them",
+            detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id, "split_turn": plan.split_turn,
+                    "tokens_before": before, "tokens_after": after, "reinjected": text is not None,
+                    "kept_prompt": prompt_id},
         ))
-        rebuilt = session_messages(store, store.leaf_id)
-        after = policy.estimate(policy.view(rebuilt))
+        outcome = CompactionOutcome(tokens_before=before, entry_id=entry.id, summary=result.summary,
+                                    estimated_before=estimated_before)
+        return self._rebuilt(outcome)
+
+    def _rebuilt(self, outcome: CompactionOutcome) -> CompactionOutcome:
+        """The conversation after the new compaction entry, and what its size means."""
+        policy, store = self.policy, self.policy.store
+        outcome.messages = session_messages(store, store.leaf_id)
+        after = outcome.tokens_after = policy.estimate(policy.view(outcome.messages))
         if after > policy.threshold:
             policy.ledger.add(LedgerRecord(
-                kind="compaction", ref=entry.id, chars_before=after * 4, chars_after=after * 4,
+                kind="compaction", ref=outcome.entry_id, chars_before=after * 4, chars_after=after * 4,
                 recover="the kept recent messages alone exceed the threshold",
                 detail={"over_threshold": True, "tokens": after, "threshold": policy.threshold}))
-        outcome = CompactionOutcome(tokens_before=before, tokens_after=after, entry_id=entry.id,
-                                    summary=result.summary, messages=rebuilt)
-        outcome.estimated_before = estimated_before
-        if after > estimated_before * (1 - SHRINK_REQUIRED):
+        if after > outcome.estimated_before * (1 - SHRINK_REQUIRED):
             outcome.auto_disabled = (f"the last compaction saved less than {SHRINK_REQUIRED:.0%} "
-                                     f"({estimated_before:,} -> {after:,} tokens)")
+                                     f"({outcome.estimated_before:,} -> {after:,} tokens)")
             policy.disable_auto_compaction(outcome.auto_disabled)
         return outcome
 

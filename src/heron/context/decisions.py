@@ -20,13 +20,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from heron.session.entries import CustomEntry, Entry, iso_to_ms
+from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem, clean_todos
+from heron.session.entries import CompactionEntry, CustomEntry, Entry, iso_to_ms
 
 DECISION_CUSTOM_TYPE = "heron.context"
 
 OP_PRUNE = "prune"
 OP_WINDOW = "window"
 OP_AUTO_COMPACTION = "auto_compaction"
+OP_FLUSH = "flush"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +50,27 @@ class ContextDecisions:
     auto_compaction: bool = True
     auto_compaction_reason: str = ""
     last_view_change_ms: int = 0  # timestamp of the latest prune step
+    todos: list[TodoItem] | None = None  # the latest task list on the path
+    flushed: bool = False  # a memory flush ran (or was skipped) since the latest compaction
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
         decisions = cls()
         for entry in entries:
-            if isinstance(entry, CustomEntry) and entry.custom_type == DECISION_CUSTOM_TYPE:
-                decisions.apply(entry.data, iso_to_ms(entry.timestamp))
+            decisions.see(entry)
         return decisions
+
+    def see(self, entry: Entry) -> None:
+        """Take an entry of the path into account (those that are not decisions are ignored)."""
+        if isinstance(entry, CompactionEntry):
+            self.flushed = False  # a new epoch: the next compaction may flush again
+        elif isinstance(entry, CustomEntry):
+            if entry.custom_type == DECISION_CUSTOM_TYPE:
+                self.apply(entry.data, iso_to_ms(entry.timestamp))
+            elif entry.custom_type == TODOS_CUSTOM_TYPE:
+                todos = clean_todos(entry.data)
+                if todos is not None:
+                    self.todos = todos
 
     def apply(self, data: Any, timestamp_ms: int) -> None:
         """Take one recorded decision into account (unknown or malformed ones are ignored:
@@ -80,6 +95,8 @@ class ContextDecisions:
                     rejected_tokens=rejected if isinstance(rejected, int) else 0,
                     source=str(data.get("source") or ""),
                 )
+        elif op == OP_FLUSH:
+            self.flushed = True
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
@@ -107,3 +124,10 @@ def window_data(learned: LearnedWindow) -> dict[str, Any]:
 
 def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:
     return {"op": OP_AUTO_COMPACTION, "enabled": enabled, "reason": reason}
+
+
+def flush_data(files: list[str], skipped: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"op": OP_FLUSH, "files": list(files)}
+    if skipped:
+        out["skipped"] = skipped
+    return out

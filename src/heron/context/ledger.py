@@ -1,6 +1,6 @@
 """The context ledger: a record of everything heron kept out of the model's view.
 
-Principle 3 of the design: nothing is lost silently. Every truncation, spill, read
+heron's rule that nothing is lost silently (docs/architecture.md, "Principles"). Every truncation, spill, read
 de-duplication, prune and compaction appends a record saying what was cut, where, how
 big it was before and after, and how to get it back. The runtime stores records in the
 session as ``custom`` entries (never in context) and emits them as events, so
@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from heron.agent.emitter import Emitter
+
 LEDGER_CUSTOM_TYPE = "heron.ledger"
 
 LedgerKind = Literal[
@@ -25,6 +27,7 @@ LedgerKind = Literal[
     "summary_fallback",  # the summariser's own input had to be reduced
     "context_file",  # an AGENTS.md / CLAUDE.md cut to its budget
     "overflow",  # the provider rejected a request as too long; heron recovered (or not)
+    "flush",  # the silent memory-flush turn before a compaction ran (or was skipped)
     "invariant",  # a context rule was broken (HERON_CHECK_CONTEXT / context.checkInvariants)
     "permission",  # a tool call was allowed, asked about or denied (heron.coding.permissions)
     "hook",  # a settings hook blocked, added context, failed or timed out (heron.coding.hooks)
@@ -120,25 +123,20 @@ Listener = Callable[[LedgerRecord], None]
 
 class Ledger:
     """Records of one session, in order. Listeners (the session store, the UI) see each
-    record as it is added."""
+    record as it is added; one that raises is logged and the others still hear of it,
+    because the record itself is already kept and must not be lost to a display bug."""
 
     def __init__(self, records: list[LedgerRecord] | None = None) -> None:
         self.records: list[LedgerRecord] = list(records or [])
-        self._listeners: list[Listener] = []
+        self._events: Emitter[LedgerRecord] = Emitter("ledger listener")
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        """Call ``listener`` for each record added; returns an unsubscribe function."""
+        return self._events.subscribe(listener)
 
     def add(self, record: LedgerRecord) -> LedgerRecord:
         self.records.append(record)
-        for listener in list(self._listeners):
-            listener(record)
+        self._events.emit(record)
         return record
 
     def totals(self) -> dict[str, int]:

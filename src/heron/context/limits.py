@@ -1,9 +1,10 @@
 """The output limits every tool obeys, and how they shrink for small context windows.
 
-DESIGN §5: the absolute defaults are caps for large windows; each is also capped by a
+The absolute defaults are caps for large windows; each is also capped by a
 share of the model's window so that a 16k-token local model works with the defaults
 (one result <= 30% of the window, all results of one turn <= 50%). Tokens are turned
-into characters/bytes at 4 per token, the same estimate heron uses everywhere.
+into characters/bytes at 4 per token, the same estimate heron uses everywhere. The table of
+limits is in docs/context.md ("Limits that scale with the window").
 """
 
 from __future__ import annotations

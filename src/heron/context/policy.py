@@ -33,11 +33,13 @@ from heron.context.decisions import (
     ContextDecisions,
     LearnedWindow,
     auto_compaction_data,
+    flush_data,
     prune_data,
     window_data,
 )
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.prune import prune_step
+from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, ViewBuilder
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
@@ -152,7 +154,8 @@ class ContextPolicy:
         entries: list[Any] = []
         if leaf is not None:
             ids, types = self.store.lineage(leaf)
-            entries = [self.store.get(i) for i, kind in zip(ids, types, strict=True) if kind == "custom"]
+            entries = [self.store.get(i) for i, kind in zip(ids, types, strict=True)
+                       if kind in ("custom", "compaction")]
         self.decisions = ContextDecisions.from_entries(e for e in entries if e is not None)
         self.views.reset()
         self.reads = ReadIndex()
@@ -271,9 +274,9 @@ class ContextPolicy:
             return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
         return "the kept recent messages alone exceed the threshold"
 
-    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int) -> bool:
+    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int, keep_turns: int = 3) -> bool:
         """One pruning step, recorded in the session; True when something was pruned."""
-        stubs, records = prune_step(messages, self.decisions.stubs, min_saving_tokens=min_saving_tokens)
+        stubs, records = prune_step(messages, self.decisions.stubs, keep_turns, min_saving_tokens)
         if not stubs:
             return False
         self._record(prune_data(stubs))
@@ -320,6 +323,18 @@ class ContextPolicy:
                                      detail={"error": text, "source": source,
                                              "window": window, "rejectedTokens": rejected}))
         return learned
+
+    def record_todos(self, todos: list[TodoItem]) -> None:
+        """A new task list (the todo tool ran): stored, and carried into later compactions."""
+        entry = self.store.append_custom(TODOS_CUSTOM_TYPE, {"todos": todos})
+        self.decisions.see(entry)
+
+    def record_flush(self, files: list[str], skipped: str | None = None) -> None:
+        self._record(flush_data(files, skipped))
+
+    def compacted(self) -> None:
+        """A compaction entry was written: a new flush epoch starts."""
+        self.decisions.flushed = False
 
     def disable_auto_compaction(self, reason: str) -> None:
         if self.decisions.auto_compaction:

@@ -100,7 +100,7 @@ def make_stub(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMes
     error = " (it was an error)" if result.is_error else ""
     stub = (
         f"[Pruned from the context to save space: the result of {describe_call(result, call)} "
-        f"({size}){error}. {recovery_hint(result, call)}]"
+        f"({size}){error}. {recovery_hint(result, call)} search_history finds it too.]"
     )
     return ToolResultMessage(
         tool_call_id=result.tool_call_id,

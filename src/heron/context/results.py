@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from heron.ai.types import ImageContent, TextContent, ToolResultMessage
+from heron.context.json_preview import structural_preview
 from heron.context.limits import ToolLimits
 from heron.context.spill import SPILL_MAX_BYTES, CappedSpill, private_dir
 
-PreviewKind = Literal["head", "head+tail"]
+PreviewKind = Literal["head", "head+tail", "json"]
 BudgetReason = Literal["result", "turn"]
 
 HEAD_SHARE = 0.75
@@ -147,6 +148,20 @@ def spill_notice(text: str, path: str, kind: PreviewKind, head: int, tail: int, 
     )
 
 
+def _looks_like_json(text: str) -> bool:
+    head = text.lstrip("\ufeff \t\r\n")[:1]
+    return head in ("{", "[")
+
+
+def json_spill_notice(text: str, path: str, omitted_bytes: int = 0) -> str:
+    capped = f" (capped: {omitted_bytes:,} bytes from its middle left out)" if omitted_bytes else ""
+    return (
+        f"[JSON too large for the context: {len(text):,} characters; shown above: its structure (keys, types, "
+        f"array lengths, first items). The whole document is in {path}{capped}. Query it with json_query "
+        f"(jq syntax, e.g. '.items | length') if that tool is available, or read it with offset/limit.]"
+    )
+
+
 def _write_spill(text: str, call_id: str, spill_dir: Path, max_bytes: int) -> tuple[Path, int]:
     """Write the full text before anything is replaced; reuse an identical earlier copy.
 
@@ -201,6 +216,10 @@ def apply_result_budget(
         path, reused = Path(existing_path), True
     else:
         (path, omitted), reused = _write_spill(result_text, call_id, spill_dir, max_spill_bytes), False
+    structure = structural_preview(result_text, limits.preview_chars) if _looks_like_json(result_text) else None
+    if structure is not None:  # JSON: its shape says more than its first characters
+        text = f"{structure}\n\n{json_spill_notice(result_text, str(path), omitted)}"
+        return BudgetOutcome(call_id, text, True, before, len(text), str(path), reused, "json", reason)
     body, kind, head, tail = make_preview(result_text, limits.preview_chars)
     text = f"{body}\n\n{spill_notice(result_text, str(path), kind, head, tail, omitted)}"
     return BudgetOutcome(call_id, text, True, before, len(text), str(path), reused, kind, reason)

@@ -30,6 +30,7 @@ from typing import Any
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
 from heron.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.context.decisions import ContextDecisions
+from heron.context.todos import TODOS_MESSAGE_TYPE, clean_todos, injected_todos_text
 from heron.session.context import EntrySource, SessionContext, build_context
 from heron.session.entries import CompactionEntry, MessageEntry, iso_to_ms
 
@@ -37,9 +38,10 @@ REINJECTED_FILES_TYPE = "heron.reinjected-files"
 # Keys a compaction entry's details may carry for the view (heron's; pi ignores them).
 DETAIL_REINJECTED = "heronReinjected"
 DETAIL_KEPT_PROMPT = "heronKeptPrompt"
+DETAIL_TODOS = "heronTodos"
 # ``budget_spill`` in a result's details: the result was replaced by a preview.
 SPILL_KEY = "budget_spill"
-INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE})
+INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE})
 GONE_PREFIX = "[This read was answered with a reference to an earlier read"
 
 
@@ -72,11 +74,18 @@ def with_injections(source: EntrySource, context: SessionContext) -> list[AgentM
 
 
 def injected_messages(details: dict[str, Any], timestamp_ms: int) -> list[AgentMessage]:
-    """The block a compaction injects after its summary (empty when it injected none)."""
+    """The block a compaction injects after its summary (empty when it injected none):
+    the task list as it stood, then the files the model was working on."""
+    out: list[AgentMessage] = []
+    todos = clean_todos(details.get(DETAIL_TODOS)) if DETAIL_TODOS in details else None
+    if todos:
+        out.append(ExtensionMessage(custom_type=TODOS_MESSAGE_TYPE, content=injected_todos_text(todos),
+                                    display=False, timestamp=timestamp_ms))
     text = details.get(DETAIL_REINJECTED)
-    if not isinstance(text, str) or not text:
-        return []
-    return [ExtensionMessage(custom_type=REINJECTED_FILES_TYPE, content=text, display=False, timestamp=timestamp_ms)]
+    if isinstance(text, str) and text:
+        out.append(ExtensionMessage(custom_type=REINJECTED_FILES_TYPE, content=text, display=False,
+                                    timestamp=timestamp_ms))
+    return out
 
 
 def is_injected(message: AgentMessage) -> bool:

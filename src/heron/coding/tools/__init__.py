@@ -1,5 +1,5 @@
-"""The coding tools: read, write, edit, bash and search_history by default; grep, find, ls
-and json_query on request.
+"""The coding tools: read, write, edit, bash, search_history and todo by default; grep,
+find, ls and json_query on request.
 
 ``search_history`` is on by default because it is the way back to whatever compaction
 and pruning took out of the context (see docs/recall.md); ``json_query`` is asked for by
@@ -14,8 +14,10 @@ from typing import Any
 from heron.agent.tools import AgentTool
 from heron.coding.tools.env import ToolEnv
 
-DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history")
-ALL_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "grep", "find", "ls", "search_history", "json_query")
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo")
+ALL_TOOLS: tuple[str, ...] = (
+    "read", "bash", "edit", "write", "grep", "find", "ls", "search_history", "json_query", "todo",
+)
 
 
 class UnknownToolError(ValueError):
@@ -41,6 +43,7 @@ def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[Agent
         "ls": ("heron.coding.tools.ls", "LsTool"),
         "search_history": ("heron.coding.tools.search_history", "SearchHistoryTool"),
         "json_query": ("heron.coding.tools.json_query", "JsonQueryTool"),
+        "todo": ("heron.coding.tools.todo", "TodoTool"),
     }
     tools: list[AgentTool[Any]] = []
     for name in ALL_TOOLS:

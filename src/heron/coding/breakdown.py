@@ -1,0 +1,62 @@
+"""``/context``: what the window holds, by part, in estimated tokens, and the ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from heron.agent.messages import CompactionSummaryMessage
+from heron.ai.types import ToolResultMessage
+from heron.context.budget import estimate_message_tokens
+from heron.context.ledger import LedgerRecord
+
+if TYPE_CHECKING:
+    from heron.coding.runtime import CodingSession
+
+
+@dataclass
+class ContextBreakdown:
+    """What the window holds, by part, in estimated tokens (``/context``)."""
+
+    window: int
+    threshold: int
+    system_prompt: int
+    tools: int
+    context_files: int
+    summaries: int
+    messages: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+    ledger: list[LedgerRecord] = field(default_factory=list)
+    pruned_results: int = 0
+    todos: list[dict[str, str]] = field(default_factory=list)
+
+
+def context_breakdown(session: CodingSession) -> ContextBreakdown:
+    policy = session.policy
+    messages = policy.view(session.agent.messages)
+    by_role: dict[str, int] = {}
+    summaries = 0
+    for message in messages:
+        tokens = estimate_message_tokens(message)
+        if isinstance(message, CompactionSummaryMessage):
+            summaries += tokens
+            continue
+        by_role[message.role] = by_role.get(message.role, 0) + tokens
+    files = sum(-(-f.kept_chars // 4) for f in session.context_files) if session.context_files else 0
+    system = -(-len(session.agent.state.system_prompt) // 4)
+    tools = policy.fixed_tokens() - system
+    stubs = policy.decisions.stubs
+    return ContextBreakdown(
+        window=policy.window,
+        threshold=policy.threshold,
+        system_prompt=system,
+        tools=tools,
+        context_files=files,
+        summaries=summaries,
+        messages=by_role,
+        total=policy.count(messages),
+        ledger=list(session.ledger.records),
+        pruned_results=sum(1 for m in session.agent.messages
+                           if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs),
+        todos=[{"content": t["content"], "status": t["status"]} for t in policy.decisions.todos or []],
+    )

@@ -1,0 +1,213 @@
+"""Project memory: notes the model keeps across sessions, and the flush before compaction.
+
+The memory directory lives outside the repository by default
+(``$HERON_HOME/projects/<cwd encoded as for session folders>/memory/``; the
+``memory.directory`` setting puts it elsewhere). ``MEMORY.md`` there is the index: its
+first 200 lines or 25 KB go into the system prompt when a session is created. That text
+is recorded in the session (a ``heron.memory`` custom entry), so a resumed session sends
+the same system prompt byte for byte, while a new session picks up what changed. The
+model writes notes with the ordinary write and edit tools.
+
+Before an automatic compaction heron gives the model one silent turn (OpenClaw's
+pre-compaction flush) to save there what must survive: only write and edit inside the
+memory directory are allowed, its messages never enter the session's context, and it
+runs at most once per compaction (see :class:`MemoryFlush`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heron.agent.agent import Agent
+from heron.agent.messages import AgentMessage
+from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
+from heron.ai.options import StreamOptions
+from heron.ai.types import Context, Model, TextContent, UserMessage
+from heron.coding.settings import MemorySettings
+from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.policy import ContextPolicy
+from heron.session.entries import CustomEntry
+from heron.session.paths import encode_cwd
+from heron.session.store import SessionStore
+
+MEMORY_CUSTOM_TYPE = "heron.memory"
+INDEX_FILE = "MEMORY.md"
+MAX_LINES = 200
+MAX_BYTES = 25 * 1024
+FLUSH_MAX_TURNS = 4
+FLUSH_SHARE = 0.85  # flush once the context passes this share of the compaction threshold
+FLUSH_ENV = "HERON_MEMORY_FLUSH"  # "0" turns the flush off whatever the settings say (the test suite)
+
+FLUSH_PROMPT = (
+    "[heron: the conversation is about to be compacted; older messages will be replaced by a summary.]\n"
+    "Before that happens, save anything that must survive - decisions, facts you found, the state of the "
+    "task, what to do next - as notes in the project memory directory {directory} (keep {index} there as a "
+    "short index pointing to the notes). Use only the write and edit tools, only inside that directory. "
+    "If there is nothing worth saving, answer with one short sentence and do nothing else."
+)
+
+
+def memory_dir(home: Path, cwd: Path, directory: str | None = None) -> Path:
+    if directory:
+        return Path(os.path.expanduser(directory)).resolve()
+    return home / "projects" / encode_cwd(str(cwd)) / "memory"
+
+
+def read_index(directory: Path) -> str:
+    """The first 200 lines or 25 KB of MEMORY.md (whichever is less); "" if there is none."""
+    try:
+        with open(directory / INDEX_FILE, "rb") as f:
+            raw = f.read(MAX_BYTES)
+    except OSError:
+        return ""
+    text = raw.decode("utf-8", errors="replace")
+    if len(raw) == MAX_BYTES:
+        text = text[: text.rfind("\n") + 1] if "\n" in text else text  # no cut line
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:MAX_LINES]).rstrip("\n")
+
+
+def recorded_memory(store: SessionStore) -> str | None:
+    """The memory text this session's system prompt was built with, if it was recorded."""
+    leaf = store.leaf_id
+    if leaf is None:
+        return None
+    ids, types = store.lineage(leaf)
+    for entry_id, kind in zip(ids, types, strict=True):
+        if kind != "custom":
+            continue
+        entry = store.get(entry_id)
+        if isinstance(entry, CustomEntry) and entry.custom_type == MEMORY_CUSTOM_TYPE:
+            data: Any = entry.data
+            text = data.get("text") if isinstance(data, dict) else None
+            return text if isinstance(text, str) else ""
+    return None
+
+
+def memory_section(text: str, directory: Path) -> str:
+    """What the system prompt says about memory (only when there is something to say)."""
+    where = f"Project memory directory: {directory} (notes kept across sessions; {INDEX_FILE} is the index)."
+    if not text:
+        return where
+    return f"{where}\n\n<memory>\n{text}\n</memory>"
+
+
+@dataclass
+class FlushGuard:
+    """``before_tool_call`` for the flush turn: write/edit inside the memory directory only."""
+
+    directory: Path
+    touched: list[str]
+
+    async def __call__(self, ctx: ToolCallContext) -> BeforeToolCallResult | None:
+        name = ctx.tool_call.name
+        if name not in ("write", "edit"):
+            return BeforeToolCallResult(block=True, reason=(
+                f"During the memory flush only write and edit inside {self.directory} are allowed."))
+        raw = ctx.tool_call.arguments.get("path")
+        if not isinstance(raw, str) or not raw:
+            return BeforeToolCallResult(block=True, reason="A path inside the memory directory is needed.")
+        target = Path(os.path.expanduser(raw.removeprefix("@")))
+        target = (target if target.is_absolute() else self.directory / target).resolve()
+        if not target.is_relative_to(self.directory.resolve()):
+            return BeforeToolCallResult(block=True, reason=(
+                f"{raw} is outside the memory directory {self.directory}; during the flush only files "
+                "there may be written."))
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.touched.append(str(target))
+        return None
+
+
+async def run_flush(
+    *,
+    model: Model,
+    system_prompt: str,
+    tools: list[AgentTool[Any]],
+    view: list[AgentMessage],
+    stream_options: Callable[[Context], StreamOptions],
+    directory: Path,
+    max_turns: int = FLUSH_MAX_TURNS,
+) -> list[str]:
+    """One silent agentic turn on a copy of the view; returns the memory files it wrote.
+    Nothing it says is recorded in the session or kept in the context."""
+    guard = FlushGuard(directory, [])
+    agent = Agent(model=model, system_prompt=system_prompt, tools=tools, messages=list(view),
+                  before_tool_call=guard, stream_options=stream_options)
+    turns = 0
+
+    def count(event: Any) -> None:
+        nonlocal turns
+        if getattr(event, "type", None) == "turn_end":
+            turns += 1
+            if turns >= max_turns:
+                agent.abort()
+
+    agent.subscribe(count)
+    prompt = FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)
+    await agent.prompt(UserMessage(content=[TextContent(text=prompt)]))
+    return sorted({p for p in guard.touched if Path(p).is_file()})
+
+
+def flush_prompt_tokens(directory: Path) -> int:
+    return len(FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)) // 4 + 1
+
+
+class MemoryKeeper:
+    """The memory of one session: the text its system prompt was built with (recorded at
+    its first prompt), and the flush before automatic compactions."""
+
+    def __init__(self, settings: MemorySettings, *, home: Path, cwd: Path, store: SessionStore) -> None:
+        self.settings = settings
+        self.directory = memory_dir(home, cwd, settings.directory)
+        recorded = recorded_memory(store) if settings.enabled else None
+        self._recorded = recorded is not None or not settings.enabled
+        self.text = recorded if recorded is not None else (read_index(self.directory) if settings.enabled else "")
+
+    def prompt_section(self) -> str:
+        return f"\n\n{memory_section(self.text, self.directory)}" if self.settings.enabled else ""
+
+    def record(self, store: SessionStore) -> None:
+        if not self._recorded:
+            store.append_custom(MEMORY_CUSTOM_TYPE, {"text": self.text, "directory": str(self.directory)})
+            self._recorded = True
+
+    def flush_wanted(self, flushed: bool) -> bool:
+        if not (self.settings.enabled and self.settings.flush) or os.environ.get(FLUSH_ENV, "") == "0":
+            return False
+        return not flushed
+
+    async def flush(
+        self,
+        policy: ContextPolicy,
+        ledger: Ledger,
+        *,
+        model: Model,
+        tools: list[AgentTool[Any]],
+        system_prompt: str,
+        messages: list[AgentMessage],
+        stream_options: Callable[[Context], StreamOptions],
+    ) -> None:
+        """The silent turn, recorded (files touched, or why it was skipped) in the session."""
+        view = policy.view(messages)
+        tokens = policy.count(view) + flush_prompt_tokens(self.directory)
+        if tokens > policy.threshold:
+            why = f"the flush request ({tokens:,} tokens) would not fit under {policy.threshold:,}"
+            policy.record_flush([], skipped=why)
+            ledger.add(LedgerRecord(kind="flush", recover=why, detail={"skipped": True}))
+            return
+        cap = policy.output_cap(tokens)
+
+        def options(context: Context) -> StreamOptions:
+            base = stream_options(context)
+            base.max_tokens = cap
+            return base
+
+        files = await run_flush(model=model, system_prompt=system_prompt, tools=tools, view=view,
+                                stream_options=options, directory=self.directory)
+        policy.record_flush(files)
+        ledger.add(LedgerRecord(kind="flush", recover=f"notes in {self.directory}",
+                                detail={"files": files, "directory": str(self.directory)}))
