@@ -46,7 +46,7 @@ def test_a_file_that_became_large_is_dropped_and_rewind_restores_the_rest(tmp_pa
     (project / "new.py").write_text("new")
     second = repo.snapshot("2")
     assert files(repo, second.commit) == {"code.py", "new.py"}
-    _, changes = plan_code_rewind(repo, first, second.commit)
+    _, changes = plan_code_rewind(repo, first)
     by_path = {c.path: c.action for c in changes}
     # grows.bin is in no snapshot now: restoring it would lose its current content.
     assert by_path == {"code.py": "restore", "new.py": "delete", "grows.bin": "keep"}

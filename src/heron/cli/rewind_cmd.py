@@ -20,7 +20,6 @@ from heron.coding.checkpoints import (
     CheckpointError,
     ShadowRepo,
     Turn,
-    last_checkpoint,
     plan_code_rewind,
     rewind_conversation,
     turns,
@@ -70,7 +69,8 @@ def _run(args: argparse.Namespace) -> int:
     cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd().resolve()
     home = heron_home()
     store = _open(args, cwd, home)
-    found = turns(store)
+    repo = ShadowRepo(Path(store.header.cwd) if store.header and store.header.cwd else cwd, home)
+    found = turns(store, repo.before_turn_index(store.session_id) if repo.available else {})
     if args.to is None:
         _list_turns(found)
         return 0
@@ -80,14 +80,13 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     turn = found[args.to - 1]
     what = args.what or "both"
-    repo = ShadowRepo(Path(store.header.cwd) if store.header and store.header.cwd else cwd, home)
     changes: list[Change] = []
     if what in ("code", "both"):
         if turn.checkpoint is None:
             print(f"heron rewind: turn {turn.number} has no checkpoint (taken by heron before each turn), so its "
                   "code cannot be restored; use --conversation", file=sys.stderr)
             return 1
-        _, changes = plan_code_rewind(repo, turn.checkpoint, last_checkpoint(store))
+        _, changes = plan_code_rewind(repo, turn.checkpoint)
     applied = [c for c in changes if c.action != "keep" and (not c.external or args.include_external)]
     _describe(turn, what, changes, applied)
     if args.dry_run:

@@ -6,9 +6,11 @@ own git history, index and status are never touched. Everything the turn changed
 it, whichever tool (edit, write or a bash command) changed it. Files the project's
 ``.gitignore`` ignores and files over 2 MB are left out (and so never rewound).
 
-The session records each snapshot as a ``heron.checkpoint`` custom entry on its path, so
-"the state right before user turn N" is the ``before`` checkpoint just ahead of the Nth
-user message of the current branch. :mod:`heron.cli.rewind_cmd` restores it.
+Each snapshot's commit message names the session and the session's leaf when it was
+taken, so "the state right before user turn N" is the ``before`` snapshot taken at the
+leaf the Nth user message of the current branch hangs off. Nothing is added to the
+session file: what a session sends is the same whether or not checkpoints were taken.
+:mod:`heron.cli.rewind_cmd` restores them.
 
 Without a ``git`` command checkpoints are off (reported once); a failed snapshot is
 logged and the turn goes on.
@@ -23,17 +25,15 @@ import logging
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from heron.session.entries import CustomEntry, MessageEntry
-from heron.session.store import SessionStore, SessionWriteError
+from heron.session.entries import MessageEntry
+from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_TYPE = "heron.checkpoint"
 REWIND_TYPE = "heron.rewind"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 GIT_TIMEOUT = 120.0
@@ -134,6 +134,24 @@ class ShadowRepo:
         self.run("update-ref", REF, commit)
         return Snapshot(commit, large)
 
+    def head(self) -> str | None:
+        """The newest snapshot of this project (any session), if any."""
+        if not (self.git_dir / "HEAD").exists():
+            return None
+        return self.run("rev-parse", "-q", "--verify", REF, check=False).decode().strip() or None
+
+    def before_turn_index(self, session_id: str) -> dict[str, str]:
+        """Leaf id (``""``: the empty session) -> the newest ``before`` snapshot taken there."""
+        if self.head() is None:
+            return {}
+        out = self.run("log", "--format=%H%x00%B%x00", REF).decode("utf-8", "replace").split("\0")
+        index: dict[str, str] = {}
+        for commit, body in zip(out[0::2], out[1::2], strict=False):
+            fields = dict(line.split(": ", 1) for line in body.splitlines() if ": " in line)
+            if fields.get("session") == session_id and fields.get("at") == "before":
+                index.setdefault(fields.get("leaf", ""), commit.strip())
+        return index
+
     def diff(self, old: str, new: str) -> list[tuple[str, str]]:
         """(status, path) of every file that differs between two snapshots."""
         out = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new).split(b"\0")
@@ -174,16 +192,14 @@ class Checkpoints:
     async def _take(self, store: SessionStore, at: str) -> None:
         if not self.enabled or store.path is None:  # an in-memory session (--no-session) cannot be rewound
             return
+        message = f"heron checkpoint\n\nsession: {store.session_id}\nleaf: {store.leaf_id or ''}\nat: {at}\n"
         try:
-            snap = await asyncio.to_thread(self.repo.snapshot, f"heron {at} turn, session {store.session_id}")
+            snap = await asyncio.to_thread(self.repo.snapshot, message)
         except CheckpointError as exc:
             log.warning("checkpoint not taken: %s", exc)
             return
-        data: dict[str, Any] = {"commit": snap.commit, "at": at, "time": int(time.time() * 1000)}
         if snap.skipped_large:
-            data["skippedLarge"] = snap.skipped_large[:50]
-        with contextlib.suppress(SessionWriteError):  # the recorder reports a session that cannot be written
-            store.append_custom(CHECKPOINT_TYPE, data)
+            log.info("checkpoint left out %d file(s) over 2 MB", len(snap.skipped_large))
 
 
 # --- rewinding -----------------------------------------------------------------------------
@@ -197,38 +213,31 @@ class Turn:
     checkpoint: str | None  # the commit right before it
 
 
-def turns(store: SessionStore) -> list[Turn]:
-    """The user turns of the current branch, each with the checkpoint taken before it."""
+def turns(store: SessionStore, index: dict[str, str]) -> list[Turn]:
+    """The user turns of the current branch, each with the snapshot taken right before it:
+    the one taken at the nearest entry above its message, back to the previous user message
+    (entries such as a model change may be appended between the snapshot and the message)."""
     out: list[Turn] = []
-    before: str | None = None
+    since_user: list[str] = [""]  # entry ids since the last user message; "" is the empty session
     if store.leaf_id is None:
         return out
     for entry in store.path_to(store.leaf_id):
-        if isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_TYPE and isinstance(entry.data, dict):
-            if entry.data.get("at") == "before":
-                before = str(entry.data.get("commit"))
-        elif isinstance(entry, MessageEntry) and getattr(entry.message, "role", None) == "user":
+        if isinstance(entry, MessageEntry) and getattr(entry.message, "role", None) == "user":
             content = getattr(entry.message, "content", "")
             text = content if isinstance(content, str) else " ".join(getattr(b, "text", "") for b in content)
+            before = next((index[i] for i in reversed(since_user) if i in index), None)
             out.append(Turn(len(out) + 1, entry.id, text, before))
-            before = None
+            since_user = []
+        since_user.append(entry.id)
     return out
 
 
-def last_checkpoint(store: SessionStore) -> str | None:
-    """The newest snapshot heron took on this branch (what "changed outside heron" is measured from)."""
-    if store.leaf_id is None:
-        return None
-    for entry in reversed(store.path_to(store.leaf_id)):
-        if isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_TYPE and isinstance(entry.data, dict):
-            return str(entry.data.get("commit"))
-    return None
-
-
-def plan_code_rewind(repo: ShadowRepo, target: str, reference: str | None) -> tuple[str, list[Change]]:
+def plan_code_rewind(repo: ShadowRepo, target: str) -> tuple[str, list[Change]]:
     """What restoring ``target`` would change, against the tree as it is now (snapshotted
-    first, so the rewind itself can be undone). Returns (current snapshot, changes)."""
-    current = repo.snapshot("heron: before a rewind").commit
+    first, so the rewind itself can be undone). A file that differs from heron's newest
+    snapshot of the project is marked ``external``. Returns (current snapshot, changes)."""
+    reference = repo.head()
+    current = repo.snapshot("heron: before a rewind\n\nat: rewind\n").commit
     external = {path for _, path in repo.diff(reference, current)} if reference else set()
     changes = [Change(path, _action(repo, status, path), path in external)
                for status, path in repo.diff(target, current)]

@@ -50,8 +50,7 @@ Outcome = Literal["exit", "aborted", "timeout"]
 class BashParams(ToolParams):
     command: str = Field(description="Shell command (bash syntax).")
     timeout: float | None = Field(
-        default=None, gt=0, description="Seconds after which the command and everything it started are killed "
-        "(default and maximum come from the settings)."
+        default=None, gt=0, description="Seconds after which the command and everything it started are killed."
     )
 
 
