@@ -24,6 +24,7 @@ from heron.ai import (
 )
 from heron.ai.events import AssistantEvent
 from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_request, text, tool_call
+from tests.ai.wires import check_stream
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=1.0)
 
@@ -34,28 +35,6 @@ def ctx(prompt: str = "hi") -> Context:
 
 async def collect(faux: FauxProvider, context: Context | None = None, **options: object) -> list[AssistantEvent]:
     return [event async for event in stream(faux.model(), context or ctx(), **options)]  # type: ignore[arg-type]
-
-
-def check_well_formed(events: list[AssistantEvent]) -> None:
-    """One start first, one terminal last, and every block opened, filled and closed in order."""
-    assert events[0].type == "start"
-    assert events[-1].type in ("done", "error")
-    assert sum(e.type in ("done", "error") for e in events) == 1
-    assert sum(e.type == "start" for e in events) == 1
-    open_blocks: dict[int, str] = {}
-    seen: set[int] = set()
-    for event in events[1:-1]:
-        kind, _, phase = event.type.rpartition("_")
-        index = event.content_index  # type: ignore[union-attr]
-        if phase == "start":
-            assert index not in seen
-            open_blocks[index] = kind
-            seen.add(index)
-        else:
-            assert open_blocks.get(index) == kind, event.type
-            if phase == "end":
-                del open_blocks[index]
-    assert not open_blocks
 
 
 async def test_text_thinking_and_tool_call_stream(faux: FauxProvider) -> None:
@@ -69,7 +48,7 @@ async def test_text_thinking_and_tool_call_stream(faux: FauxProvider) -> None:
         )
     )
     events = await collect(faux)
-    check_well_formed(events)
+    check_stream(events)
     done = events[-1]
     assert isinstance(done, DoneEvent)
     message = done.message
@@ -105,7 +84,7 @@ async def test_usage_estimate_and_simulated_prompt_cache(faux: FauxProvider) -> 
 
 async def test_empty_queue_is_an_error_event(faux: FauxProvider) -> None:
     events = await collect(faux)
-    check_well_formed(events)
+    check_stream(events)
     assert isinstance(events[-1], ErrorEvent)
     assert events[-1].error.stop_reason == StopReason.ERROR
     assert "no reply queued" in (events[-1].error.error_message or "")
@@ -121,7 +100,7 @@ async def test_transient_error_is_retried_before_content(faux: FauxProvider) -> 
     retries: list[RetryEvent] = []
     faux.queue(error("overloaded", 529), error("bad gateway", 502), text("fine"))
     events = await collect(faux, retry=FAST, on_retry=retries.append)
-    check_well_formed(events)
+    check_stream(events)
     assert isinstance(events[-1], DoneEvent)
     assert events[-1].message.text() == "fine"
     assert [r.attempt for r in retries] == [1, 2]
@@ -162,7 +141,7 @@ async def test_no_retry_once_content_was_streamed(faux: FauxProvider) -> None:
         text("never used"),
     )
     events = await collect(faux, retry=FAST)
-    check_well_formed(events)
+    check_stream(events)
     last = events[-1]
     assert isinstance(last, ErrorEvent)
     assert last.error.text() == "partial answer here"[: faux.chunk_size]
@@ -185,7 +164,7 @@ async def test_abort_mid_tool_call_keeps_partial_content() -> None:
         events.append(event)
         if event.type == "toolcall_delta" and len(events) > 20:
             controller.abort()
-    check_well_formed(events)
+    check_stream(events)
     last = events[-1]
     assert isinstance(last, ErrorEvent)
     assert last.reason == StopReason.ABORTED and last.kind == "aborted"
@@ -275,7 +254,7 @@ async def test_long_text_and_arguments_stream_in_linear_time() -> None:
     write = ToolCall(id="w", name="write", arguments={"path": "a.py", "content": content})
     faux.queue(FauxReply(content=[TextContent(text="y" * 100_000), write]))
     events = [e async for e in stream(faux.model(), ctx())]
-    check_well_formed(events)
+    check_stream(events)
     final = events[-1]
     assert isinstance(final, DoneEvent)
     assert final.message.text() == "y" * 100_000
@@ -284,3 +263,36 @@ async def test_long_text_and_arguments_stream_in_linear_time() -> None:
             if e.type == "toolcall_delta"]
     assert seen[-1] >= len(content) * 7 // 8
     assert seen == sorted(seen)
+
+
+async def test_blocks_built_in_a_failed_batch_are_not_ended_unannounced() -> None:
+    """An adapter that starts a block and raises before its batch was yielded: the
+    consumer never saw that block start, so it gets no end for it either."""
+    from heron.ai.builder import MessageBuilder
+    from heron.ai.registry import register_provider, unregister_provider
+    from heron.ai.types import Model
+
+    class Broken:
+        api = "broken-test"
+
+        async def stream(self, model: Model, context: Context, options: object, builder: MessageBuilder):  # type: ignore[no-untyped-def]
+            yield builder.start_text("a")
+            yield builder.text_delta("a", "kept")
+            batch = [builder.start_tool_call("b", "call_1", "read"), builder.tool_call_delta("b", '{"p"')]
+            raise ValueError(f"broken after building {len(batch)} events")
+            yield batch[0]  # pragma: no cover
+
+        def describe_error(self, exc: BaseException) -> None:
+            return None
+
+    register_provider(Broken())
+    try:
+        model = Model(id="m", api="broken-test", provider="t")
+        events = [event async for event in stream(model, ctx("hi"), retry=FAST)]
+    finally:
+        unregister_provider("broken-test")
+    check_stream(events)
+    final = events[-1]
+    assert isinstance(final, ErrorEvent)
+    assert final.error.text() == "kept"
+    assert final.error.tool_calls() == []

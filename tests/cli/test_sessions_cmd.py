@@ -112,7 +112,31 @@ def test_tree_draws_branches(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert lines[1].startswith("[1] ")
     assert lines[2].startswith("├─ [2] ") and "left branch" in lines[2]
     assert lines[3].startswith("└─ [3] ") and "right branch" in lines[3]
-    assert lines[4].startswith("[4] ") and lines[4].endswith("<- leaf")  # the last branch carries on
+    # what follows the last branch is indented under it, as under the other branches
+    assert lines[4].startswith("   [4] ") and lines[4].endswith("<- leaf")
+
+
+def test_children_of_the_last_branch_are_indented_like_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = SessionStore.create(tmp_path, path=tmp_path / "s.jsonl")
+    store.append_message(user("start"))
+    fork = store.append_message(assistant("first answer"))
+    store.append_message(user("left question"))
+    store.append_message(assistant("left answer"))
+    store.branch(fork.id)
+    store.append_message(user("right question"))
+    store.append_message(assistant("right answer"))
+    store.close()
+    code, out, _ = run("sessions", "tree", str(tmp_path / "s.jsonl"), capsys=capsys)
+    assert code == 0
+    body = out.splitlines()[1:]
+    left = next(line for line in body if "left answer" in line)
+    right = next(line for line in body if "right answer" in line)
+    fork_line = next(line for line in body if "first answer" in line)
+    column = left.index("[")
+    assert right.index("[") == column, body  # both branches' children at one indentation
+    assert column > fork_line.index("["), body  # deeper than the branch point
 
 
 def test_tree_of_a_generated_pi_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,7 +166,7 @@ def test_version_still_works_and_stays_light() -> None:
         "from heron.cli.main import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('heron.') and m not in ('heron.cli', 'heron.cli.main',"
-        " 'heron.cli.sessions_cmd')))\n"
+        " 'heron.cli.sessions_cmd', 'heron.cli.bytecode')))\n"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     assert loaded.stdout.strip().splitlines()[-1] == "[]"

@@ -277,7 +277,8 @@ async def test_fork_new_and_resume(project: Path, home: Path, faux: FauxProvider
     out = await submit(c, "/resume")
     assert "original prompt" in out and "in the new one" in out
     out = await submit(c, f"/resume {first_path.stem.split('_', 1)[1][:8]}")
-    assert "resumed:" in out and "last prompt: original prompt" in out and "answer one" in out
+    assert "resumed:" in out and "earlier in this session (1 turn)" in out
+    assert "original prompt" in out and "answer one" in out
     assert c.session.store.path == first_path
     assert "that is the current session" in await submit(c, f"/resume {c.session.store.session_id[:8]}")
     assert "no session" in await submit(c, "/resume ffffffffffff")

@@ -8,7 +8,10 @@ key (Anthropic's content index, OpenAI's tool-call index, ...).
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Hashable
+from typing import Any
 
 from heron.ai.events import (
     AssistantEvent,
@@ -37,6 +40,28 @@ from heron.ai.types import (
 
 PARSE_EVERY_DELTA_BELOW = 4_096
 
+# A lone UTF-16 surrogate (from a JSON escape such as "\\ud800") cannot be encoded as
+# UTF-8: it would fail printing and poison the session file. Replaced on the way in.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with unpaired surrogates replaced by U+FFFD (cheap for ASCII)."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_value(value: Any) -> Any:
+    """``clean_text`` through parsed JSON (tool arguments)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value
+
 
 class MessageBuilder:
     def __init__(self, model: Model) -> None:
@@ -46,6 +71,23 @@ class MessageBuilder:
         self._open: dict[Hashable, int] = {}
         self._raw_args: dict[int, str] = {}
         self._parsed_size: dict[int, int] = {}
+        # When the answer started (headers received) and when content last arrived
+        # (time.monotonic): read by the stream's timers (StreamOptions.*_ms).
+        self.responded_at: float | None = None
+        self.active_at: float | None = None
+
+    def note_response(self) -> None:
+        """The server started answering (its status line and headers arrived)."""
+        now = time.monotonic()
+        self.responded_at = now
+        self.active_at = now
+
+    def note_activity(self) -> None:
+        """Content arrived (not a keep-alive)."""
+        now = time.monotonic()
+        if self.responded_at is None:
+            self.responded_at = now
+        self.active_at = now
 
     # --- state -------------------------------------------------------------
 
@@ -97,7 +139,7 @@ class MessageBuilder:
         return index
 
     def start_text(self, key: Hashable, signature: str | None = None) -> TextStartEvent:
-        index = self._push(key, TextContent(text="", text_signature=signature))
+        index = self._push(key, TextContent(text="", text_signature=clean_text(signature) if signature else signature))
         return TextStartEvent(content_index=index, partial=self.message)
 
     def start_thinking(
@@ -118,6 +160,7 @@ class MessageBuilder:
     # --- deltas ------------------------------------------------------------
 
     def text_delta(self, key: Hashable, delta: str) -> TextDeltaEvent:
+        delta = clean_text(delta)
         index = self._open[key]
         block = self.message.content[index]
         assert isinstance(block, TextContent)
@@ -131,6 +174,7 @@ class MessageBuilder:
         return TextDeltaEvent(content_index=index, delta=delta, partial=self.message)
 
     def thinking_delta(self, key: Hashable, delta: str) -> ThinkingDeltaEvent:
+        delta = clean_text(delta)
         index = self._open[key]
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
@@ -141,6 +185,7 @@ class MessageBuilder:
         return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.message)
 
     def tool_call_delta(self, key: Hashable, delta: str) -> ToolCallDeltaEvent:
+        delta = clean_text(delta)
         index = self._open[key]
         block = self.message.content[index]
         assert isinstance(block, ToolCall)
@@ -182,11 +227,28 @@ class MessageBuilder:
         arguments, valid = parse_final(raw)
         if not valid and not complete:
             arguments = parse_partial(raw) or block.arguments
+        if "\\u" in raw or not raw.isascii():
+            arguments = clean_value(arguments)  # a "\\ud800" escape decodes to a lone surrogate
         block.arguments = arguments
+        block.id = clean_text(block.id)
+        block.name = clean_text(block.name)
         if not valid:
             # Keep what the model actually sent; tool validation will report it.
             block.raw_arguments = raw
         return ToolCallEndEvent(content_index=index, tool_call=block, partial=self.message)
+
+    def forget_from(self, index: int) -> None:
+        """Drop blocks ``index`` and later: their start events never reached the consumer
+        (the adapter failed while building a batch of events), so an end event for them
+        would break the stream contract."""
+        if index >= len(self.message.content):
+            return
+        del self.message.content[index:]
+        for key, at in list(self._open.items()):
+            if at >= index:
+                del self._open[key]
+                self._raw_args.pop(at, None)
+                self._parsed_size.pop(at, None)
 
     def end_all(self, *, complete: bool = True) -> list[AssistantEvent]:
         return [self.end(key, complete=complete) for key in sorted(self._open, key=self._open.__getitem__)]
@@ -209,7 +271,7 @@ class MessageBuilder:
         events = self.end_all(complete=False)
         reason = StopReason.ABORTED if aborted else StopReason.ERROR
         self.message.stop_reason = reason
-        self.message.error_message = error_message
+        self.message.error_message = clean_text(error_message)
         self.message.error_kind = kind
         self.message.error_status = status
         self.message.retry_after = retry_after

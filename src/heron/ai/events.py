@@ -122,6 +122,9 @@ class RetryEvent:
     error_message: str
     kind: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # Ready to show: what failed, where, and when heron tries again, e.g.
+    # "500 api_error: Internal server error (http://host); retrying in 4 s (2/3)".
+    message: str = ""
 
 
 AssistantEvent = (

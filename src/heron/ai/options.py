@@ -34,6 +34,17 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(max_retries=0)
 
+# Bounds on every wait, in milliseconds (the settings ``timeouts.firstByteMs``,
+# ``timeouts.idleMs`` and ``timeouts.requestMs``). Below MIN_TIMEOUT_MS is refused.
+FIRST_BYTE_MS = 60_000
+IDLE_MS = 120_000
+REQUEST_MS = 900_000
+MIN_TIMEOUT_MS = 1_000
+
+# The setting each timer is configured by, as a user writes it: named in the error.
+TIMEOUT_SETTINGS = {"first_byte_ms": "timeouts.firstByteMs", "idle_ms": "timeouts.idleMs",
+                    "request_ms": "timeouts.requestMs"}
+
 
 @dataclass(slots=True)
 class StreamOptions:
@@ -50,4 +61,18 @@ class StreamOptions:
     on_retry: Callable[[RetryEvent], None] | None = None
     # Called with the request body just before it is sent (debugging, tests, the ledger).
     on_payload: Callable[[dict[str, Any]], None] | None = None
+    # No byte of the answer yet (connecting, the server thinking before its headers).
+    first_byte_ms: int = FIRST_BYTE_MS
+    # No content for this long once the answer started; SSE comments and pings do not count.
+    idle_ms: int = IDLE_MS
+    # The whole request, from sending it to its last event.
+    request_ms: int = REQUEST_MS
+    # Kept for callers of earlier versions; the three bounds above are what is enforced.
     timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        for name in TIMEOUT_SETTINGS:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < MIN_TIMEOUT_MS:
+                raise ValueError(f"{TIMEOUT_SETTINGS[name]} must be a whole number of milliseconds "
+                                 f">= {MIN_TIMEOUT_MS}, got {value!r}")

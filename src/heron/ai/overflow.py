@@ -109,8 +109,12 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         kind: ErrorKind | None = None,
+        url: str | None = None,
     ) -> None:
         super().__init__(message)
+        # The server the request went to (``scheme://host``), named in messages of
+        # failures a user may have to act on (connection, 5xx, 429).
+        self.url = url
         self.message = message
         self.status = status
         self.retry_after = retry_after

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import ImageContent
+from heron.cli.clean_input import clean_arguments, read_text_stream
 from heron.coding.prompt import resolve_prompt_text
 from heron.coding.settings import (
     SETUP_POINTER,
@@ -29,6 +30,7 @@ from heron.coding.settings import (
     resolve_model,
     setup_help,
 )
+from heron.session.jsonl import clean_text
 from heron.session.paths import latest_session, list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
 
@@ -132,9 +134,9 @@ def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None
             and not _isatty(stream) and (wants_stdin or not words or _has_data(stream, STDIN_WAIT_SECONDS)):
         # Piped text is a block of its own: joined to the words with a space, its lines
         # would run into the task ("Explain: <first line of the file>").
-        blocks.append(stream.read().strip("\n"))
+        blocks.append(read_text_stream(stream).strip("\n"))
     text = "\n\n".join(block for block in blocks if block.strip())
-    return Task(text=text.strip(), images=images)
+    return Task(text=clean_text(text.strip()), images=images)
 
 
 def _has_data(stream: TextIO, timeout: float) -> bool:
@@ -255,9 +257,8 @@ def build_app(args: argparse.Namespace) -> App:
         tools=tools,
         thinking_level=args.thinking,
         # a value naming an existing file is that file's content
-        system_prompt=resolve_prompt_text(args.system_prompt, cwd) if args.system_prompt is not None else None,
-        append_system_prompt=resolve_prompt_text(args.append_system_prompt, cwd)
-        if args.append_system_prompt is not None else None,
+        system_prompt=_prompt_text(args.system_prompt, cwd),
+        append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         home=home,
     )
     _apply_control_flags(args, session)
@@ -279,6 +280,11 @@ def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> No
         print(f"heron: warning: {warning}", file=sys.stderr)
 
 
+def _prompt_text(value: str | None, cwd: Path) -> str | None:
+    """A ``--system-prompt`` value: the text, or the content of the file it names."""
+    return clean_text(resolve_prompt_text(value, cwd)) if value is not None else None
+
+
 def _with_models_json_cause(exc: SetupError, registry: ModelRegistry) -> SetupError:
     """A broken models.json is usually why no model resolved: say that first (file, line,
     problem), then the resolver's own message, shortened to a pointer when it is the
@@ -295,6 +301,7 @@ def _with_models_json_cause(exc: SetupError, registry: ModelRegistry) -> SetupEr
 def run_app(args: argparse.Namespace) -> int:
     mode = args.mode or ("print" if args.print_prompt is not None else "interactive")
     args.mode = mode
+    clean_arguments(args)
     if getattr(args, "setup_help", False):
         print(setup_help(ModelRegistry.load()))
         return 0

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from heron.cli.bytecode import keep_own_bytecode
+
+    keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd

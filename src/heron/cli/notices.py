@@ -67,6 +67,16 @@ class RetryNotices:
             self.cancel()
 
 
+def context_warning_text(event: Any) -> str | None:
+    """The one line for a ``context_warning`` event (automatic compaction switched off, a
+    window learnt from a refusal, a context rule broken); None for other events. Print
+    mode writes it to stderr as ``heron: warning: ...``."""
+    kind = getattr(event, "type", "")
+    if kind == "context_warning":
+        return f"context: {event.message}"
+    return None
+
+
 def explain_error(message: AssistantMessage, resolved: ResolvedModel | None) -> str:
     """The error text of a failed answer, with what to do about a refused key."""
     text = message.error_message or "the request failed"

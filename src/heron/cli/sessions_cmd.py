@@ -239,8 +239,8 @@ def _tree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def render_tree(store: SessionStore, width: int = 72) -> list[str]:
     """One line per entry: a run of entries each the only child of the one before stays
     at one indentation; where an entry has several children each starts a branch
-    (``├─`` / ``└─``), the last one continuing at the same indentation. ``<- leaf`` marks
-    the leaf; labels are shown in brackets."""
+    (``├─`` / ``└─``) whose entries are indented under it. ``<- leaf`` marks the leaf;
+    labels are shown in brackets."""
     children = store.children_indices()
     ids = store.ids()
     labels = store.labels
@@ -260,11 +260,12 @@ def render_tree(store: SessionStore, width: int = 72) -> list[str]:
         if len(kids) == 1:
             stack.append((kids[0], prefix, prefix))
         elif kids:
-            # the last child carries on at this indentation (so the main line does not drift
-            # right at every branch point); the others are drawn as branches off it
+            # every child starts a branch, and what follows a branch is indented under it -
+            # under the last one too (with blanks where the others have the rail), so a
+            # branch's entries never line up with the entries above the branch point
             for n, kid in reversed(list(enumerate(kids))):
                 last = n == len(kids) - 1
-                stack.append((kid, prefix + ("└─ " if last else "├─ "), prefix if last else prefix + "│  "))
+                stack.append((kid, prefix + ("└─ " if last else "├─ "), prefix + ("   " if last else "│  ")))
     return lines
 
 

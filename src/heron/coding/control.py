@@ -215,9 +215,10 @@ class Control:
 
     # --- prompts and compaction -------------------------------------------------------------
 
-    async def before_prompt(self, text: str) -> str | None:
+    async def before_prompt(self, text: str, fit: Callable[[str], str] = str) -> str | None:
         """Checkpoint the working tree, run SessionStart (once) and UserPromptSubmit hooks.
-        Returns the prompt (with any context hooks added), or None when a hook blocked it."""
+        Returns ``fit`` of the prompt (with any context hooks added), or None when a hook
+        blocked it."""
         await self.checkpoints.before_turn(self.session.store)
         extra: list[str] = []
         if not self._started:
@@ -234,8 +235,8 @@ class Control:
                 return None
             extra.extend(outcome.context)
         if not extra:
-            return text
-        return text + "\n\n" + "\n\n".join(f"<hook-context>\n{c}\n</hook-context>" for c in extra)
+            return fit(text)
+        return fit(text + "\n\n" + "\n\n".join(f"<hook-context>\n{c}\n</hook-context>" for c in extra))
 
     async def after_prompt(self) -> None:
         """Stop hooks (reported; they cannot make the run go on yet) and the end-of-turn snapshot."""

@@ -26,7 +26,7 @@ from heron.agent.agent import Agent
 from heron.agent.messages import AgentMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
-from heron.ai.types import Context, Model, TextContent, UserMessage
+from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, UserMessage
 from heron.coding.settings import MemorySettings
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.policy import ContextPolicy
@@ -131,9 +131,10 @@ async def run_flush(
     stream_options: Callable[[Context], StreamOptions],
     directory: Path,
     max_turns: int = FLUSH_MAX_TURNS,
-) -> list[str]:
-    """One silent agentic turn on a copy of the view; returns the memory files it wrote.
-    Nothing it says is recorded in the session or kept in the context."""
+) -> tuple[list[str], AssistantMessage | None]:
+    """One silent agentic turn on a copy of the view; returns the memory files it wrote
+    and, if it ended in an error, the failed answer. Nothing it says is recorded in the
+    session or kept in the context."""
     guard = FlushGuard(directory, [])
     agent = Agent(model=model, system_prompt=system_prompt, tools=tools, messages=list(view),
                   before_tool_call=guard, stream_options=stream_options)
@@ -148,8 +149,10 @@ async def run_flush(
 
     agent.subscribe(count)
     prompt = FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)
-    await agent.prompt(UserMessage(content=[TextContent(text=prompt)]))
-    return sorted({p for p in guard.touched if Path(p).is_file()})
+    added = await agent.prompt(UserMessage(content=[TextContent(text=prompt)]))
+    last = added[-1] if added else None
+    failed = last if isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR else None
+    return sorted({p for p in guard.touched if Path(p).is_file()}), failed
 
 
 def flush_prompt_tokens(directory: Path) -> int:
@@ -206,8 +209,13 @@ class MemoryKeeper:
             base.max_tokens = cap
             return base
 
-        files = await run_flush(model=model, system_prompt=system_prompt, tools=tools, view=view,
-                                stream_options=options, directory=self.directory)
+        files, failed = await run_flush(model=model, system_prompt=system_prompt, tools=tools, view=view,
+                                        stream_options=options, directory=self.directory)
+        if failed is not None and failed.error_kind == "overflow":
+            # the server enforces less than planned: learn it from this request, so the
+            # session's own next request is sized right (one rejection, not two)
+            policy.last_tokens, policy.last_max_tokens = tokens, cap
+            policy.learn_from_overflow(failed)
         policy.record_flush(files)
         ledger.add(LedgerRecord(kind="flush", recover=f"notes in {self.directory}",
                                 detail={"files": files, "directory": str(self.directory)}))

@@ -1,11 +1,7 @@
-"""Choosing the model and API key for a session, and what to tell a user who has none.
-
-:func:`resolve_model` picks the model and key from the command line, the settings and
-the environment, or raises :class:`SetupError`, whose message gives the cause first and
-then exactly how to configure a model. Nothing here reads a settings file: it is given
-the loaded :class:`~heron.coding.settings.Settings` (imported for typing only, so that
-``heron.coding.settings`` can re-export these names without an import cycle).
-"""
+"""The choice of model and API key for a session, and what to tell the user when none
+can be made: :func:`resolve_model` picks them or raises :class:`SetupError`, whose message
+says exactly how to configure one. (Re-exported by :mod:`heron.coding.settings`, where
+callers have always found these names.)"""
 
 from __future__ import annotations
 
@@ -17,9 +13,10 @@ from typing import TYPE_CHECKING
 from heron.ai.models import ENV_API_KEYS, ConfigValueError, ModelNotFoundError, ModelRegistry, env_api_key, heron_home
 from heron.ai.types import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, Model
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # settings.py imports this module at its end: no import cycle at run time
     from heron.coding.settings import Settings
 
+# --- choosing the model ---------------------------------------------------------------
 
 # The model used when only a provider is known (its key is set, or defaultProvider
 # names it), in the order providers are tried when nothing is configured.
@@ -290,8 +287,6 @@ def missing_key_message(model: Model) -> str:
 
 def setup_help(registry: ModelRegistry | None = None) -> str:
     """The full 'how to set up a model' text shown when nothing usable is configured."""
-    from heron.coding.settings import SETTINGS_FILE  # at call time: settings imports this module
-
     home = heron_home()
     rows = []
     for provider, model_id in DEFAULT_MODELS.items():
@@ -313,7 +308,7 @@ def setup_help(registry: ModelRegistry | None = None) -> str:
         *("  " + line for line in MODELS_JSON_EXAMPLE.splitlines()),
         "and run: heron --model ollama/qwen2.5-coder:7b",
         "",
-        f"To make a choice the default, put it in {home / SETTINGS_FILE}:",
+        f"To make a choice the default, put it in {home / 'settings.json'}:",
         f'  {{"defaultProvider": "anthropic", "defaultModel": "{DEFAULT_MODELS["anthropic"]}"}}',
     ]
     return "\n".join(lines)

@@ -425,9 +425,8 @@ class CodingSession:
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        if (hooked := await self.control.before_prompt(self.expand_input(text))) is None:
+        if (body := await self.control.before_prompt(self.expand_input(text), fit=self._fit_prompt)) is None:
             return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
-        body = self._fit_prompt(hooked)
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
@@ -537,6 +536,7 @@ class CodingSession:
         await self.memory.flush(self.policy, self.ledger, model=self.model, tools=self.tools,
                                 system_prompt=self.agent.state.system_prompt, messages=self.agent.state.messages,
                                 stream_options=self._stream_options)
+        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # it may have learnt one
 
     def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
         end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,

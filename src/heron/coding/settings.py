@@ -1,4 +1,4 @@
-"""Settings from ``settings.json`` files.
+"""Settings from ``settings.json`` files, and the choice of model and API key.
 
 Two files, both optional, in pi's camelCase form (``docs/configuration.md`` lists every
 key): ``$HERON_HOME/settings.json`` (the user's) and ``<cwd>/.heron/settings.json`` (the
@@ -11,13 +11,13 @@ typo, usually) is ignored, and each case becomes a warning that names the file a
 key, so the user can fix it. Each file is checked on its own before merging, so a
 warning always points at the file that holds the bad value.
 
-The choice of model and API key (:func:`resolve_model`, :class:`SetupError`) lives in
-:mod:`heron.coding.model_choice`; its names are re-exported here because callers have
-always found them in this module.
+:func:`resolve_model` picks the model and key for a session, or raises
+:class:`SetupError` whose message tells the user exactly how to configure one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,26 +28,11 @@ from typing import Any, cast
 
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
-from heron.coding.model_choice import API_CHOICES as API_CHOICES
-from heron.coding.model_choice import BASE_URL_KEY_ENV as BASE_URL_KEY_ENV
-from heron.coding.model_choice import CUSTOM_PROVIDER as CUSTOM_PROVIDER
-from heron.coding.model_choice import DEFAULT_MODELS as DEFAULT_MODELS
-from heron.coding.model_choice import MODELS_JSON_EXAMPLE as MODELS_JSON_EXAMPLE
-from heron.coding.model_choice import NOT_CONFIGURED_EXIT as NOT_CONFIGURED_EXIT
-from heron.coding.model_choice import SETUP_POINTER as SETUP_POINTER
-from heron.coding.model_choice import ResolvedModel as ResolvedModel
-from heron.coding.model_choice import SetupError as SetupError
-from heron.coding.model_choice import _key_for as _key_for
-from heron.coding.model_choice import auth_hint as auth_hint
-from heron.coding.model_choice import describe_key as describe_key
-from heron.coding.model_choice import key_and_source as key_and_source
-from heron.coding.model_choice import missing_key_message as missing_key_message
-from heron.coding.model_choice import resolve_model as resolve_model
-from heron.coding.model_choice import setup_help as setup_help
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 
 SETTINGS_FILE = "settings.json"
 LOCAL_SETTINGS_FILE = "settings.local.json"
+DEFAULT_RESUME_TURNS = 10  # turns shown when a session is resumed (resume.turns)
 
 
 # --- the settings -------------------------------------------------------------
@@ -55,8 +40,7 @@ LOCAL_SETTINGS_FILE = "settings.local.json"
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
-    """When to compact and what to keep; both are also capped at 25% of the window, so a small
-    model keeps room to work (docs/context.md, "Limits that scale with the window")."""
+    """When to compact and what to keep (DESIGN §5; both also capped at 25% of the window)."""
 
     enabled: bool = True
     reserve_tokens: int = 16_384
@@ -65,7 +49,7 @@ class CompactionSettings:
 
 @dataclass(frozen=True, slots=True)
 class RetrySettings:
-    """Backoff for transient provider errors, handed to ``heron.ai`` (docs/ai.md, "Retry")."""
+    """Backoff for transient provider errors (DESIGN §3)."""
 
     enabled: bool = True
     max_retries: int = 3
@@ -75,14 +59,14 @@ class RetrySettings:
 
 @dataclass(frozen=True, slots=True)
 class PruningSettings:
-    """Stubbing of old tool results before compaction (docs/context.md, "Pruning")."""
+    """Stubbing of old tool results before compaction (DESIGN §5)."""
 
     enabled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class ContextFileSettings:
-    """Budgets for AGENTS.md / CLAUDE.md in the system prompt (docs/context.md, "Context files")."""
+    """Budgets for AGENTS.md / CLAUDE.md in the system prompt (DESIGN §5)."""
 
     per_file_chars: int = 12_000
     total_chars: int = 60_000
@@ -134,10 +118,12 @@ class Settings:
     default_tools: tuple[str, ...] | None = None  # None: heron's default tool set
     tools: ToolRunSettings = field(default_factory=ToolRunSettings)
     spill: SpillSettings = field(default_factory=SpillSettings)
-    memory: MemorySettings = field(default_factory=MemorySettings)
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
     bash: BashSettings = field(default_factory=BashSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    # resume.turns: how many earlier turns a resumed interactive session shows
+    resume_turns: int = DEFAULT_RESUME_TURNS
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -231,6 +217,7 @@ SCHEMA: dict[str, Any] = {
     "permissions": _object,
     "hooks": _object,
     "env": {"passThrough": _tools},
+    "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
 }
 
@@ -349,6 +336,7 @@ def settings_from_dict(
             default_timeout_ms=_sub(data, "bash").get("defaultTimeoutMs", BashSettings().default_timeout_ms),
             max_timeout_ms=_sub(data, "bash").get("maxTimeoutMs", BashSettings().max_timeout_ms),
         ),
+        resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
@@ -375,3 +363,126 @@ def load_settings(cwd: Path, home: Path | None = None) -> Settings:
             sources.append(path)
             merged = deep_merge(merged, data)
     return settings_from_dict(merged, tuple(warnings), tuple(sources))
+
+
+# --- changing a setting -------------------------------------------------------------------
+
+
+class SettingChangeError(ValueError):
+    """A change that cannot be made; the message says why, and the file is unchanged."""
+
+
+def check_setting(key: str, value: Any) -> Any:
+    """``value`` for the dotted on-disk ``key`` (``compaction.enabled``) as the schema
+    takes it, or :class:`SettingChangeError` - the same checks a file's values get."""
+    schema: Any = SCHEMA
+    for part in key.split("."):
+        if not isinstance(schema, Mapping) or part not in schema:
+            raise SettingChangeError(f"unknown setting {key!r}")
+        schema = schema[part]
+    if isinstance(schema, Mapping):
+        raise SettingChangeError(f"{key!r} is a group of settings; name one of: "
+                                 + ", ".join(f"{key}.{name}" for name in schema))
+    try:
+        return schema(value)
+    except _Bad as exc:
+        raise SettingChangeError(f"{key} {exc}") from exc
+
+
+def write_setting(path: Path, key: str, value: Any) -> None:
+    """Set ``key`` (dotted) to ``value`` in the settings file at ``path``, or remove it
+    when ``value`` is None (the default applies again). Other keys, and their order, are
+    kept; a file that is not a JSON object is refused rather than overwritten, because
+    it holds the user's text. Written to a temporary file and renamed: never half written."""
+    data: dict[str, Any] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingChangeError(f"cannot read {path}: {exc}") from exc
+    if text.strip():
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SettingChangeError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                                     "fix it first - nothing was changed") from exc
+        if not isinstance(loaded, dict):
+            raise SettingChangeError(f"{path}: the top level must be an object; nothing was changed")
+        data = loaded
+    if value is not None:
+        value = check_setting(key, value)
+    *groups, name = key.split(".")
+    node = data
+    for group in groups:
+        child = node.get(group)
+        if not isinstance(child, dict):
+            if value is None:
+                break
+            child = node[group] = {}
+        node = child
+    else:
+        if value is None:
+            node.pop(name, None)
+        else:
+            node[name] = value
+    _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o600
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise SettingChangeError(f"cannot write {path}: {exc}") from exc
+
+
+# The choice of the model lives in its own module; its names stay importable from here.
+from heron.coding.model_choice import (  # noqa: E402
+    API_CHOICES,
+    BASE_URL_KEY_ENV,
+    CUSTOM_PROVIDER,
+    DEFAULT_MODELS,
+    MODELS_JSON_EXAMPLE,
+    NOT_CONFIGURED_EXIT,
+    SETUP_POINTER,
+    ResolvedModel,
+    SetupError,
+    _key_for,
+    auth_hint,
+    describe_key,
+    key_and_source,
+    missing_key_message,
+    resolve_model,
+    setup_help,
+)
+
+__all__ = [
+    "API_CHOICES",
+    "BASE_URL_KEY_ENV",
+    "CUSTOM_PROVIDER",
+    "DEFAULT_MODELS",
+    "MODELS_JSON_EXAMPLE",
+    "NOT_CONFIGURED_EXIT",
+    "SETUP_POINTER",
+    "ResolvedModel",
+    "SetupError",
+    "_key_for",
+    "auth_hint",
+    "describe_key",
+    "key_and_source",
+    "missing_key_message",
+    "resolve_model",
+    "setup_help",
+]

@@ -526,6 +526,7 @@ async def summarise(
     reserve_tokens: int,
     focus: str | None = None,
     stream_options: dict[str, Any] | None = None,
+    window: int | None = None,
 ) -> SummaryResult:
     """Generate the summary (and the turn-prefix summary, concurrently) for ``plan``.
 
@@ -538,7 +539,8 @@ async def summarise(
     options = dict(stream_options or {})
     max_tokens = min(model.max_tokens, max(1_024, int(reserve_tokens * 0.8)))
     overhead = 4 * 1_500  # system prompt + instructions, in chars
-    budget = max(4_000, (model.context_window - max_tokens) * 4 - overhead)
+    # ``window``: the one the session plans for (a server may enforce less than the model's)
+    budget = max(4_000, ((window or model.context_window) - max_tokens) * 4 - overhead)
     records: list[LedgerRecord] = []
     previous_summary = plan.previous.summary if plan.previous is not None else None
     if previous_summary:

@@ -80,7 +80,8 @@ class Compactor:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         try:
             result = await summarise(plan, model, reserve_tokens=settings.reserve_tokens, focus=focus,
-                                     stream_options={"api_key": api_key, "session_id": None})
+                                     stream_options={"api_key": api_key, "session_id": None},
+                                     window=policy.window)
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
         for record in result.records:

@@ -1,4 +1,4 @@
-"""Anthropic Messages API (``POST /v1/messages``, streamed) through the official SDK.
+"""Anthropic Messages API (``POST /v1/messages``, streamed) over heron's lean HTTP client.
 
 The request side turns heron's message model into Messages API turns: the system prompt
 as a cached text block, consecutive tool results merged into one user turn, thinking
@@ -8,23 +8,34 @@ block of the last user turn so each request reuses the previous one's prefix.
 The response side maps the raw stream events (``message_start``, ``content_block_*``,
 ``message_delta``, ``message_stop``) onto a :class:`MessageBuilder`. Blocks the server
 runs itself (``server_tool_use``, ``*_tool_result``) are not client tool calls and are
-skipped. The SDK is imported on first use only.
+skipped. The transport (client per event loop, SSE reading, connection failures) is
+:mod:`heron.ai.providers.http`; each history segment's turns are built once
+(:mod:`heron.ai.providers.wire`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import weakref
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from heron.ai.adapt import adapt_messages, anthropic_tool_id
 from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
-from heron.ai.overflow import ErrorKind, ProviderError, classify, parse_retry_after
+from heron.ai.overflow import ProviderError, classify, parse_retry_after
+from heron.ai.providers import http
+from heron.ai.providers.wire import (
+    History,
+    Segment,
+    WireCache,
+    all_items,
+    array_pieces,
+    body_pieces,
+    dumps,
+    make_segment,
+)
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -40,14 +51,11 @@ from heron.ai.types import (
     UserMessage,
 )
 
-if TYPE_CHECKING:
-    import asyncio
-
 JSON = dict[str, Any]
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
-# The SDK refuses to build a client with no credential; local test servers need none.
-PLACEHOLDER_API_KEY = "heron-no-api-key"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
 
 IMAGE_OMITTED = "(image omitted: this model does not accept images)"
 EMPTY_RESULT = "(no output)"
@@ -223,11 +231,11 @@ def _error_fields(body: object) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _describe_status_error(exc: Any) -> ProviderError:
-    status = int(getattr(exc, "status_code", 0) or 0)
-    body = getattr(exc, "body", None)
+def describe_failure(status: int, body: Any, headers: Mapping[str, str] | None, fallback: str = "") -> ProviderError:
+    """A failed answer as a :class:`ProviderError`. ``status`` below 400 means an
+    ``error`` event inside a 200 stream: its ``error.type`` gives the status."""
     error_type, provider_text = _error_fields(body)
-    in_stream = status < 400  # an ``error`` event inside a 200 stream
+    in_stream = status < 400
     if in_stream:
         status = _STATUS_OF_ERROR_TYPE.get(error_type or "", 500)
     if provider_text is None:
@@ -237,16 +245,13 @@ def _describe_status_error(exc: Any) -> ProviderError:
             provider_text = json.dumps(body, ensure_ascii=False)
         else:
             provider_text = ""
-    shown = provider_text or str(getattr(exc, "message", "") or exc)
+    shown = provider_text or fallback
     if len(shown) > _MAX_ERROR_TEXT:  # an HTML error page from a proxy
         shown = shown[:_MAX_ERROR_TEXT] + "..."
     label = f"{status} {error_type}" if error_type else str(status)
-    retry_after = None
-    if not in_stream:
-        response = getattr(exc, "response", None)
-        retry_after = parse_retry_after(getattr(response, "headers", None))
+    retry_after = None if in_stream else parse_retry_after(headers)
     return ProviderError(
-        f"{label}: {shown}",
+        f"{label}: {shown}" if shown else label,
         status=status,
         retry_after=retry_after,
         kind=classify(status, provider_text),
@@ -256,88 +261,139 @@ def _describe_status_error(exc: Any) -> ProviderError:
 # --- provider ----------------------------------------------------------------------
 
 
+def _target(model: Model) -> tuple[Any, ...]:
+    return (model.api, model.provider, model.id, model.supports_images())
+
+
+def _with_marker(turn: JSON, marker: JSON) -> JSON:
+    content = list(turn["content"])
+    content[-1] = {**content[-1], "cache_control": dict(marker)}
+    return {**turn, "content": content}
+
+
+def _clean(segments: list[Segment]) -> bool:
+    """No wire turn spans two of ``segments`` (adjacent turns of one role would merge)."""
+    last_role: str | None = None
+    for segment in segments:
+        if segment.items:
+            if segment.items[0]["role"] == last_role:
+                return False
+            last_role = segment.items[-1]["role"]
+    return True
+
+
+def messages_json(history: History, marker: JSON | None) -> list[bytes]:
+    """The ``messages`` array from cached segments: the cache marker goes on a copy of the
+    last user turn, and a turn split over two segments (the segment between held only
+    dropped messages) is merged, as :func:`convert_messages` would."""
+    loose = history.loose
+    if not _clean(history.segments[max(0, history.frozen - 1) :]):
+        merged = convert_turns(all_items(history.segments), marker)
+        return array_pieces([dumps(turn).encode() for turn in merged])
+    wires = [segment.wire for segment in loose]
+    if marker is not None:
+        for n in range(len(loose) - 1, -1, -1):
+            items = loose[n].items
+            user = next((i for i in range(len(items) - 1, -1, -1) if items[i]["role"] == "user"), None)
+            if user is not None:
+                changed = [*items[:user], _with_marker(items[user], marker), *items[user + 1 :]]
+                wires[n] = make_segment(changed).wire
+                break
+        else:  # the last user turn is in a joined block (rare): build the array whole
+            turns = convert_turns(all_items(history.segments), marker)
+            return array_pieces([dumps(turn).encode() for turn in turns])
+    return array_pieces([*history.blocks, *wires])
+
+
+def convert_turns(turns: list[JSON], marker: JSON | None) -> list[JSON]:
+    """Adjacent turns of one role merged, then the marker placed (the slow path)."""
+    out: list[JSON] = []
+    for turn in turns:
+        if out and out[-1]["role"] == turn["role"]:
+            out[-1] = {**out[-1], "content": [*out[-1]["content"], *turn["content"]]}
+        else:
+            out.append(turn)
+    if marker is not None:
+        for n in range(len(out) - 1, -1, -1):
+            if out[n]["role"] == "user":
+                out[n] = _with_marker(out[n], marker)
+                break
+    return out
+
+
 class AnthropicProvider:
     api = "anthropic-messages"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self) -> None:
-        # SDK clients hold a connection pool bound to the event loop that opened it, so
-        # they are cached per loop, then per (base_url, api_key, headers).
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._wire = WireCache()
 
-    def _client(self, model: Model, options: StreamOptions) -> Any:
-        import asyncio
+    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
+        """:func:`build_request` as the bytes sent, built from cached segments."""
+        return b"".join(self.encode_pieces(model, context, options))
 
-        from anthropic import AsyncAnthropic
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        """The request body as a few pieces (joined blocks of the history, its newest part)."""
+        body = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
+        del body["messages"]
 
-        api_key = options.api_key or os.environ.get(API_KEY_ENV) or PLACEHOLDER_API_KEY
-        headers = {**(model.headers or {}), **(options.headers or {})}
-        key = (model.base_url, api_key, tuple(sorted(headers.items())))
-        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
-        client = per_loop.get(key)
-        if client is None:
-            client = AsyncAnthropic(
-                api_key=api_key,
-                base_url=model.base_url,
-                default_headers=headers,
-                max_retries=0,
-                timeout=options.timeout,
-            )
-            per_loop[key] = client
-        return client
+        def convert(part: list[Message]) -> list[JSON]:
+            return convert_messages(adapt_messages(part, model, anthropic_tool_id), model, None)
+
+        history = self._wire.history(_target(model), context.messages, convert, _clean)
+        return body_pieces(body, "messages", messages_json(history, cache_marker(options)))
+
+    def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream",
+                   "anthropic-version": API_VERSION}
+        key = http.api_key(options, (API_KEY_ENV,))
+        if key:
+            headers["x-api-key"] = key
+        elif os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            headers["authorization"] = f"Bearer {os.environ['ANTHROPIC_AUTH_TOKEN']}"
+        headers.update(model.headers or {})
+        headers.update(options.headers or {})
+        return headers
+
+    def base_url(self, model: Model) -> str:
+        return model.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
 
     async def aclose(self) -> None:
-        """Close the SDK clients (and their connections) opened on the running event loop."""
-        import asyncio
-
-        clients = self._clients.pop(asyncio.get_running_loop(), {})
-        for client in clients.values():
-            await client.close()
+        """Close the HTTP client (and its connections) of the running event loop."""
+        await http.CLIENTS.aclose()
 
     def describe_error(self, exc: BaseException) -> ProviderError | None:
-        sdk = sys.modules.get("anthropic")
-        if sdk is None:  # the SDK was never loaded: the error cannot be one of its own
-            return None
-        if isinstance(exc, sdk.APIStatusError):
-            return _describe_status_error(exc)
-        if isinstance(exc, sdk.APITimeoutError):
-            return ProviderError(f"Request timed out: {exc}", kind=ErrorKind.TRANSIENT)
-        if isinstance(exc, sdk.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-            return ProviderError(f"Connection error: {detail}", kind=ErrorKind.TRANSIENT)
+        if isinstance(exc, http.HttpStatusError):
+            return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
         return None
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        body = build_request(model, context, options)
-        client = self._client(model, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(body)
-        sdk_stream: Any = await client.messages.create(**body, timeout=options.timeout)
-        try:
-            finished = False
-            events = sdk_stream.__aiter__()
-            while True:
-                try:
-                    event = await events.__anext__()
-                except StopAsyncIteration:
-                    break
-                except json.JSONDecodeError as exc:
-                    raise ProviderError(
-                        f"invalid JSON in the response stream: {exc}", kind=ErrorKind.TRANSIENT
-                    ) from exc
-                if event.type == "message_stop":
-                    finished = True  # read on to the end of the body, so the connection is reusable
-                    continue
-                for out in self._handle(event, builder):
-                    yield out
-            if not finished:
-                raise ProviderError("stream ended before the response was complete", kind=ErrorKind.TRANSIENT)
-        finally:
-            await sdk_stream.close()
+            options.on_payload(json.loads(b"".join(body)))
+        url = http.join_url(self.base_url(model), "/v1/messages")
+        finished = False
+        async for sse in http.post_sse(url, self._headers(model, options), body, builder):
+            if finished:
+                continue  # read on to the end of the body, so the connection is reusable
+            try:
+                event = http.loads(sse.data)
+            except ValueError as exc:
+                raise http.malformed(exc) from exc
+            kind = event.get("type") if isinstance(event, dict) else None
+            if kind is None or kind == "ping":
+                continue
+            if kind == "error":
+                raise describe_failure(200, event, None, "error event in the stream")
+            if kind == "message_stop":
+                finished = True
+                continue
+            for out in self._handle(event, builder):
+                yield out
+        if not finished:
+            raise http.incomplete()
 
     def _handle(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
         kind = event.type

@@ -1,8 +1,9 @@
-"""Google Gemini (``google-gemini``) through the official ``google-genai`` SDK.
+"""Google Gemini (``google-gemini``): ``models/{id}:streamGenerateContent?alt=sse``.
 
-The SDK is imported on first use only. Its own retries (HTTP retry options, automatic
-stream continuation, automatic function calling) are switched off: heron retries, and
-it runs the tools.
+Spoken over heron's lean HTTP client (:mod:`heron.ai.providers.http`), like the other
+providers: the request is plain JSON built once per history segment
+(:mod:`heron.ai.providers.wire`) and the stream's JSON is read directly, so neither the
+``google-genai`` SDK's import nor its per-request model validation is paid for.
 
 Wire facts this adapter relies on:
 
@@ -21,12 +22,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import itertools
 import json
-import os
 import re
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, same_model
@@ -34,6 +32,9 @@ from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
+from heron.ai.providers import http
+from heron.ai.providers.google_args import PartialCall, apply_partial_args
+from heron.ai.providers.wire import History, Segment, WireCache, all_items, array_pieces, body_pieces, dumps
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -55,87 +56,128 @@ DEFAULT_API_VERSION = "v1beta"
 # Gemini 3 rejects a function call without a signature in the current turn. Google's
 # documented escape hatch for history written by another model:
 SKIP_SIGNATURE = "skip_thought_signature_validator"
-INCOMPLETE = "stream ended before the response was complete"
+INCOMPLETE = http.INCOMPLETE
 
 _VERSION_SUFFIX = re.compile(r"^(?P<base>.*?)/(?P<version>v\d+(?:(?:alpha|beta)\d*)?)/*$")
 
 
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+
+class GObj(dict[str, Any]):
+    """A Gemini JSON object read with the field names of Google's SDK (``part.thought_signature``
+    reads ``thoughtSignature``), ``None`` when absent."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        key = _CAMEL.get(name)
+        if key is None:
+            head, *rest = name.split("_")
+            key = _CAMEL[name] = head + "".join(word.title() for word in rest)
+        value = self.get(key)
+        return value if value is not None else self.get(name)
+
+
+_CAMEL: dict[str, str] = {}
+
+
 class GoogleProvider:
     api = "google-gemini"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self) -> None:
-        self._clients: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._wire = WireCache()
 
     # --- Provider ------------------------------------------------------------
+
+    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
+        """The request body, each history segment converted once."""
+        return b"".join(self.encode_pieces(model, context, options))
+
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        head = build_body(model, context, options)
+
+        def convert(part: list[Message]) -> list[JSON]:
+            return convert_messages(adapt_messages(part, model), model)
+
+        target = (model.api, model.provider, model.id, model.supports_images())
+        history = self._wire.history(target, context.messages, convert, _clean)
+        return body_pieces(head, "contents", contents_json(history))
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        messages = adapt_messages(context.messages, model)
-        contents = convert_messages(messages, model)
-        config = build_config(model, context, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(jsonable({"model": model.id, "contents": contents, "config": config}))
-
-        client = self._client(model, options)
-        response = await client.aio.models.generate_content_stream(model=model.id, contents=contents, config=config)
-        state = _StreamState(builder, _taken_ids(context.messages))
-        try:
-            async for chunk in response:
-                for event in state.on_chunk(chunk):
-                    yield event
-        finally:
-            closer = getattr(response, "aclose", None)
-            if closer is not None:
-                await closer()
+            options.on_payload({"model": model.id, **json.loads(b"".join(body))})
+        base_url, api_version = split_base_url(model.base_url)
+        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        url = f"{base}/{api_version}/models/{model.id}:streamGenerateContent?alt=sse"
+        state = _StreamState(builder, context.messages)
+        async for sse in http.post_sse(url, self._headers(model, options), body, builder):
+            try:
+                chunk = json.loads(sse.data, object_hook=GObj)
+            except ValueError as exc:
+                raise http.malformed(exc) from exc
+            if not isinstance(chunk, dict):
+                continue
+            if isinstance(chunk.get("error"), dict):
+                raise describe_failure(None, chunk, {})
+            for event in state.on_chunk(chunk):
+                yield event
         for event in state.finish():
             yield event
 
-    def describe_error(self, exc: BaseException) -> ProviderError | None:
-        import sys
+    def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        key = http.api_key(options, API_KEY_ENV)
+        if key:
+            headers["x-goog-api-key"] = key
+        headers.update(model.headers or {})
+        headers.update(options.headers or {})
+        return headers
 
-        errors = sys.modules.get("google.genai.errors")
-        if errors is not None and isinstance(exc, errors.APIError):
-            return _describe_api_error(exc)
-        if errors is not None and isinstance(exc, errors.UnknownApiResponseError):
-            return ProviderError(f"Gemini sent an invalid response: {exc}", kind=ErrorKind.UNKNOWN)
-        module = type(exc).__module__ or ""
-        if module.startswith("pydantic"):
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return ProviderError(f"Gemini sent a response the SDK could not read: {first}", kind=ErrorKind.UNKNOWN)
-        if module.startswith("aiohttp"):
-            return ProviderError(f"Connection error: {exc or type(exc).__name__}", kind=ErrorKind.TRANSIENT)
+    async def aclose(self) -> None:
+        await http.CLIENTS.aclose()
+
+    def describe_error(self, exc: BaseException) -> ProviderError | None:
+        if isinstance(exc, http.HttpStatusError):
+            return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
         return None
 
-    # --- client ----------------------------------------------------------------
 
-    def _client(self, model: Model, options: StreamOptions) -> Any:
-        import asyncio
+def _clean(segments: list[Segment]) -> bool:
+    """No user turn of tool results continues into the next segment."""
+    last: JSON | None = None
+    for segment in segments:
+        if segment.items:
+            if last is not None and _is_results(segment.items[0]) and _is_results(last):
+                return False
+            last = segment.items[-1]
+    return True
 
-        from google import genai
-        from google.genai import types
 
-        api_key = options.api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
-        api_key = api_key or "heron-no-api-key"
-        base_url, api_version = split_base_url(model.base_url)
-        headers = {**(model.headers or {}), **(options.headers or {})}
-        timeout_ms = max(1, int(options.timeout * 1000))
-        key = (base_url, api_version, api_key, tuple(sorted(headers.items())), timeout_ms)
-        # httpx connections belong to the event loop that opened them.
-        loop = asyncio.get_running_loop()
-        cached = self._clients.get(key)
-        if cached is not None and cached[0] is loop:
-            return cached[1]
-        http_options = types.HttpOptions(
-            base_url=base_url,
-            api_version=api_version,
-            headers=headers or None,
-            timeout=timeout_ms,
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
-        client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
-        self._clients[key] = (loop, client)
-        return client
+def contents_json(history: History) -> list[bytes]:
+    """The ``contents`` array; tool results split over two segments (the segment between
+    held only dropped messages) share one user turn, as :func:`convert_messages` does."""
+    if not _clean(history.segments[max(0, history.frozen - 1) :]):
+        merged = convert_turns(all_items(history.segments))
+        return array_pieces([dumps(turn).encode() for turn in merged])
+    return array_pieces(history.wires())
+
+
+def _is_results(turn: JSON) -> bool:
+    return turn["role"] == "user" and bool(turn["parts"]) and "functionResponse" in turn["parts"][0]
+
+
+def convert_turns(turns: list[JSON]) -> list[JSON]:
+    out: list[JSON] = []
+    for turn in turns:
+        if out and _is_results(out[-1]) and _is_results(turn):
+            out[-1] = {**out[-1], "parts": [*out[-1]["parts"], *turn["parts"]]}
+        else:
+            out.append(turn)
+    return out
 
 
 # --- request --------------------------------------------------------------------
@@ -156,33 +198,37 @@ def is_gemini3(model: Model) -> bool:
     return "gemini-3" in model.id.lower()
 
 
-def build_config(model: Model, context: Context, options: StreamOptions) -> JSON:
+def build_body(model: Model, context: Context, options: StreamOptions) -> JSON:
+    """The request without ``contents``: system instruction, tools, generation config."""
     max_tokens = options.max_tokens or model.max_tokens
-    config: JSON = {"max_output_tokens": max_tokens}
+    config: JSON = {"maxOutputTokens": max_tokens}
+    body: JSON = {}
     if context.system_prompt:
-        config["system_instruction"] = context.system_prompt
+        body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
     if options.temperature is not None:
         config["temperature"] = options.temperature
     if context.tools:
         declarations = [
-            {"name": tool.name, "description": tool.description, "parameters_json_schema": tool.parameters}
+            {"name": tool.name, "description": tool.description, "parametersJsonSchema": tool.parameters}
             for tool in context.tools
         ]
-        config["tools"] = [{"function_declarations": declarations}]
+        body["tools"] = [{"functionDeclarations": declarations}]
     if model.reasoning and options.thinking != "off":
-        thinking: JSON = {"include_thoughts": True}
+        thinking: JSON = {"includeThoughts": True}
         if is_gemini3(model):
-            thinking["thinking_level"] = "LOW" if options.thinking in ("minimal", "low") else "HIGH"
+            thinking["thinkingLevel"] = "LOW" if options.thinking in ("minimal", "low") else "HIGH"
         else:
-            thinking["thinking_budget"] = budget_tokens(options.thinking, max_tokens)
-        config["thinking_config"] = thinking
-    # heron runs the tools and retries itself.
-    config["automatic_function_calling"] = {"disable": True}
-    from google.genai import types
+            thinking["thinkingBudget"] = budget_tokens(options.thinking, max_tokens)
+        config["thinkingConfig"] = thinking
+    body["generationConfig"] = config
+    return body
 
-    if "automatic_continuation" in types.GenerateContentConfig.model_fields:
-        config["automatic_continuation"] = False
-    return config
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> JSON:
+    """The whole request body (the readable reference of what :meth:`GoogleProvider.encode_request` sends)."""
+    body = build_body(model, context, options)
+    body["contents"] = convert_messages(adapt_messages(context.messages, model), model)
+    return body
 
 
 def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
@@ -211,7 +257,7 @@ def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
 def _image_part(block: ImageContent, model: Model) -> JSON:
     if not model.supports_images():
         return {"text": "(image omitted: this model does not accept images)"}
-    return {"inline_data": {"mime_type": block.mime_type, "data": _b64decode(block.data)}}
+    return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
 
 
 def _user_parts(message: UserMessage, model: Model) -> list[JSON]:
@@ -247,7 +293,7 @@ def _assistant_parts(message: AssistantMessage, model: Model) -> list[JSON]:
             call: JSON = {"name": block.name, "args": block.arguments}
             if block.id:
                 call["id"] = block.id
-            part = {"function_call": call}
+            part = {"functionCall": call}
             signature = block.thought_signature
             if signature is None and not native and is_gemini3(model):
                 signature = SKIP_SIGNATURE
@@ -267,11 +313,9 @@ def _tool_result_parts(message: ToolResultMessage, model: Model, parts: list[JSO
     inline = images and model.supports_images()
     if inline and is_gemini3(model):
         # Gemini 3 takes media inside the function response itself.
-        response["parts"] = [
-            {"inline_data": {"mime_type": image.mime_type, "data": _b64decode(image.data)}} for image in images
-        ]
+        response["parts"] = [{"inlineData": {"mimeType": image.mime_type, "data": image.data}} for image in images]
         images = []
-    parts.append({"function_response": response})
+    parts.append({"functionResponse": response})
     if images:
         parts.append({"text": f"Image(s) returned by the {message.tool_name} tool:"})
         parts.extend(_image_part(image, model) for image in images)
@@ -279,7 +323,8 @@ def _tool_result_parts(message: ToolResultMessage, model: Model, parts: list[JSO
 
 def _put_signature(part: JSON, signature: str | None) -> None:
     if signature:
-        part["thought_signature"] = _b64decode(signature)
+        # URL-safe base64, as Google's SDK writes bytes fields (the API reads both).
+        part["thoughtSignature"] = base64.urlsafe_b64encode(_b64decode(signature)).decode("ascii")
 
 
 def _b64decode(value: str) -> bytes:
@@ -292,19 +337,15 @@ def _b64decode(value: str) -> bytes:
         return value.encode()
 
 
+def _signature_bytes(value: Any) -> bytes | None:
+    """A ``thoughtSignature`` (base64 on the wire) as bytes."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return _b64decode(str(value))
+
+
 def _b64encode(value: bytes) -> str:
     return base64.b64encode(value).decode("ascii")
-
-
-def jsonable(value: Any) -> Any:
-    """The request as JSON-ready data (bytes as base64) for ``on_payload``."""
-    if isinstance(value, bytes):
-        return _b64encode(value)
-    if isinstance(value, Mapping):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
 
 
 def _taken_ids(messages: list[Message]) -> set[str]:
@@ -325,25 +366,15 @@ def _enum_name(value: Any) -> str | None:
     return str(name)
 
 
-@dataclass
-class _PartialCall:
-    """A function call whose arguments arrive as ``partialArgs`` (Vertex AI)."""
-
-    key: tuple[str, int]
-    args: JSON = field(default_factory=dict)
-    open_strings: set[str] = field(default_factory=set)
-    sent: str = ""  # argument text already streamed as deltas
-    diverged: bool = False  # an update rewrote text already sent: replace at the end
-
-
 class _StreamState:
-    def __init__(self, builder: MessageBuilder, taken_ids: set[str]) -> None:
+    def __init__(self, builder: MessageBuilder, history: list[Message]) -> None:
         self.builder = builder
-        self.taken_ids = taken_ids
+        self._history = history
+        self._taken_ids: set[str] | None = None  # ids already used, collected only when needed
         self.block: tuple[str, int] | None = None  # open text/thinking block
         self.block_kind: str | None = None
         self.counter = 0
-        self.call: _PartialCall | None = None
+        self.call: PartialCall | None = None
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
         self.tool_calls = 0
@@ -354,10 +385,12 @@ class _StreamState:
 
     def _call_id(self, name: str) -> str:
         n = 1
-        while f"{name}_{n}" in self.taken_ids:
+        if self._taken_ids is None:
+            self._taken_ids = _taken_ids(self._history)
+        while f"{name}_{n}" in self._taken_ids:
             n += 1
         call_id = f"{name}_{n}"
-        self.taken_ids.add(call_id)
+        self._taken_ids.add(call_id)
         return call_id
 
     # --- chunks --------------------------------------------------------------
@@ -378,10 +411,11 @@ class _StreamState:
         candidate = chunk.candidates[0]
         content = candidate.content
         for part in (content.parts if content is not None else None) or []:
+            signature = _signature_bytes(part.thought_signature)
             if part.function_call is not None:
-                events.extend(self._function_call(part.function_call, part.thought_signature))
-            elif part.text is not None or (part.thought and part.thought_signature is not None):
-                events.extend(self._text(part.text or "", bool(part.thought), part.thought_signature))
+                events.extend(self._function_call(part.function_call, signature))
+            elif part.text is not None or (part.thought and signature is not None):
+                events.extend(self._text(part.text or "", bool(part.thought), signature))
         if candidate.finish_reason is not None:
             self.finish_reason = _enum_name(candidate.finish_reason)
             self.finish_message = candidate.finish_message
@@ -434,6 +468,10 @@ class _StreamState:
 
     def _function_call(self, call: Any, signature: bytes | None) -> list[AssistantEvent]:
         builder = self.builder
+        if call.args is not None and not isinstance(call.args, dict):
+            # Checked before any block changes, so the consumer never sees half a call.
+            raise ProviderError("Gemini sent a response heron could not read: functionCall.args is not an object",
+                                kind=ErrorKind.UNKNOWN)
         events = self._close_block()
         encoded = _b64encode(signature) if signature is not None else None
         if call.name:
@@ -443,13 +481,13 @@ class _StreamState:
             self.tool_calls += 1
             events.append(builder.start_tool_call(key, call.id or self._call_id(call.name), call.name, encoded))
             if call.will_continue:
-                self.call = _PartialCall(key=key)
+                self.call = PartialCall(key=key)
                 events.extend(self._continue_call(call))
                 return events
             arguments: JSON = dict(call.args or {})
             if call.partial_args:
-                pending = _PartialCall(key=key, args=arguments)
-                _apply_partial_args(pending, call.partial_args)
+                pending = PartialCall(key=key, args=arguments)
+                apply_partial_args(pending, call.partial_args)
                 arguments = pending.args
             events.append(builder.tool_call_delta(key, _dumps(arguments)))
             events.append(builder.end(key))
@@ -466,7 +504,7 @@ class _StreamState:
         assert pending is not None
         if call.args:
             pending.args.update(call.args)
-        last_open = _apply_partial_args(pending, call.partial_args or [])
+        last_open = apply_partial_args(pending, call.partial_args or [])
         events: list[AssistantEvent] = []
         if not pending.diverged:
             text = _dumps(pending.args).rstrip("}]")
@@ -521,115 +559,27 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-# --- partialArgs -------------------------------------------------------------------
-
-_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*\"((?:[^\"\\]|\\.)*)\"\s*\]")
-
-
-def parse_json_path(path: str) -> list[str | int] | None:
-    """Steps of a simple RFC 9535 path (``$.a.b[0]['c d']``); ``None`` if not one."""
-    if not path.startswith("$"):
-        return None
-    steps: list[str | int] = []
-    pos = 1
-    while pos < len(path):
-        match = _PATH_STEP.match(path, pos)
-        if match is None:
-            return None
-        name, index, single, double = match.groups()
-        if index is not None:
-            steps.append(int(index))
-        else:
-            steps.append(name if name is not None else single if single is not None else double)
-        pos = match.end()
-    return steps
-
-
-def _partial_value(arg: Any) -> tuple[bool, Any]:
-    if arg.string_value is not None:
-        return True, arg.string_value
-    if arg.bool_value is not None:
-        return True, bool(arg.bool_value)
-    if arg.number_value is not None:
-        number = float(arg.number_value)
-        return True, int(number) if number.is_integer() else number
-    if arg.null_value is not None:
-        return True, None
-    return False, None
-
-
-def _apply_partial_args(call: _PartialCall, partial_args: list[Any]) -> bool:
-    """Fold ``partialArgs`` into ``call.args``; whether the last one left a string open."""
-    last_open = False
-    for arg in partial_args:
-        path = arg.json_path or ""
-        steps = parse_json_path(path)
-        present, value = _partial_value(arg)
-        if not steps or not present:
-            last_open = False
-            continue
-        append = isinstance(value, str) and path in call.open_strings
-        _assign(call.args, steps, value, append)
-        if isinstance(value, str) and arg.will_continue:
-            call.open_strings.add(path)
-            last_open = True
-        else:
-            call.open_strings.discard(path)
-            last_open = False
-    return last_open
-
-
-def _assign(root: JSON, steps: list[str | int], value: Any, append: bool) -> None:
-    node: Any = root
-    for step, following in itertools.pairwise(steps):
-        empty: Any = [] if isinstance(following, int) else {}
-        node = _child(node, step, empty)
-        if node is None:
-            return
-    last = steps[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list):
-            return
-        node.extend([None] * (last + 1 - len(node)))
-        current = node[last]
-    else:
-        if not isinstance(node, dict):
-            return
-        current = node.get(last)
-    if append and isinstance(current, str):
-        value = current + value
-    node[last] = value
-
-
-def _child(node: Any, step: str | int, empty: Any) -> Any:
-    if isinstance(step, int):
-        if not isinstance(node, list):
-            return None
-        node.extend([None] * (step + 1 - len(node)))
-        if not isinstance(node[step], type(empty)):
-            node[step] = empty
-        return node[step]
-    if not isinstance(node, dict):
-        return None
-    if not isinstance(node.get(step), type(empty)):
-        node[step] = empty
-    return node[step]
-
-
 # --- errors ----------------------------------------------------------------------
 
 
-def _describe_api_error(exc: Any) -> ProviderError:
-    code = exc.code if isinstance(exc.code, int) else None
-    status = exc.status or ""
-    message = exc.message or (str(exc.details) if exc.details else "")
-    text = " ".join(str(p) for p in (code, status) if p)
-    text = f"{text}: {message}" if message else text or str(exc)
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    retry_after = parse_retry_after(headers) if isinstance(headers, Mapping) else None
+def describe_failure(
+    status: int | None, body: Any, headers: Mapping[str, str], reason: str = ""
+) -> ProviderError:
+    """``{"error": {"code", "status", "message", "details"}}`` (an HTTP error, or an error
+    object inside the stream) as a :class:`ProviderError`."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        text = body.strip()[:2000] if isinstance(body, str) else (json.dumps(body) if body else "")
+        label = f"{status} {reason}".strip() if status else reason
+        return ProviderError(f"{label}: {text}" if text else label or "error", status=status,
+                             retry_after=parse_retry_after(headers))
+    code = error.get("code") if isinstance(error.get("code"), int) else status
+    label = " ".join(str(p) for p in (code, error.get("status")) if p)
+    message = str(error.get("message") or "")
+    text = f"{label}: {message}" if message else label or reason
+    retry_after = parse_retry_after(headers)
     if retry_after is None:
-        retry_after = _retry_delay(exc.details)
+        retry_after = _retry_delay(error)
     return ProviderError(text, status=code, retry_after=retry_after)
 
 

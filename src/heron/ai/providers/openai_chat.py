@@ -14,6 +14,9 @@ stream mapping is deliberately lenient:
 - ``finish_reason`` may be missing altogether (OpenRouter): a stream that still reached
   its usage chunk or ``data: [DONE]`` is complete, one with none of the three is not.
 
+The transport is :mod:`heron.ai.providers.http` (no SDK); each history segment's
+messages are built once (:mod:`heron.ai.providers.wire`).
+
 ``model.compat`` switches per-server behaviour:
 
 - ``developer_role`` (bool): the system prompt goes as a ``developer`` message to
@@ -32,16 +35,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Hashable
+from typing import Any
 
 from heron.ai.adapt import adapt_messages, openai_chat_tool_id, same_model
 from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
-from heron.ai.overflow import ErrorKind, ProviderError, classify, parse_retry_after
+from heron.ai.overflow import ProviderError
+from heron.ai.providers import http
+from heron.ai.providers.openai_errors import error_message as _error_message
+from heron.ai.providers.openai_errors import status_error, stream_error
+from heron.ai.providers.wire import WireCache, array_pieces, body_pieces, dumps
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -58,34 +63,17 @@ from heron.ai.types import (
     UserMessage,
 )
 
-if TYPE_CHECKING:
-    import asyncio
-
 JSON = dict[str, Any]
 
 OPENAI_HOST = "api.openai.com"
-NO_KEY = "heron-no-key"  # local servers ignore the key, the SDK insists on one
-INCOMPLETE = "stream ended before the response was complete"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = http.NO_KEY  # local servers ignore the key; some proxies insist on one
+INCOMPLETE = http.INCOMPLETE
 IMAGE_OMITTED = "(image omitted: this model does not accept images)"
 TOOL_IMAGES_NOTE = "Images returned by the tool call above:"
 
 # Delta fields that carry reasoning text, in order of preference.
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-
-# Body keys the SDK's ``create`` takes as arguments; anything else goes in ``extra_body``.
-_SDK_PARAMS = frozenset(
-    {
-        "max_completion_tokens",
-        "max_tokens",
-        "prompt_cache_key",
-        "reasoning_effort",
-        "stream_options",
-        "temperature",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-    }
-)
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": StopReason.STOP,
@@ -96,11 +84,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "function_call": StopReason.TOOL_USE,
     "content_filter": StopReason.STOP,
 }
-
-# ``data: [DONE]`` at the start of a line, as raw bytes (it may straddle two reads).
-_DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
-_SSE_STATE = "heron.sse_state"
-
 
 def is_openai_url(base_url: str | None) -> bool:
     return base_url is None or OPENAI_HOST in base_url
@@ -252,90 +235,14 @@ def _assistant_message(message: AssistantMessage, model: Model) -> JSON | None:
     return out
 
 
-# --- [DONE] detection -----------------------------------------------------------
-
-
-def _make_done_hook() -> Any:
-    """An httpx response hook that records whether ``data: [DONE]`` went by.
-
-    The SDK swallows the sentinel, yet it is the only end marker some servers send (no
-    ``finish_reason``, no usage): without it a clean stream and a cut one look the same.
-    The raw bytes are watched on their way to the SDK's decoder; compressed bodies are
-    left alone (then only ``finish_reason`` / usage tell).
-    """
-    import httpx2
-
-    class DoneWatcher(httpx2.AsyncByteStream):
-        def __init__(self, inner: httpx2.AsyncByteStream, state: dict[str, bool]) -> None:
-            self._inner = inner
-            self._state = state
-            self._tail = b"\n"
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            inner = self._inner.__aiter__()
-            try:
-                async for chunk in inner:
-                    if not self._state["done"]:
-                        window = self._tail + chunk
-                        if _DONE_LINE.search(window):
-                            self._state["done"] = True
-                        self._tail = window[-16:]
-                    yield chunk
-            finally:
-                if isinstance(inner, AsyncGenerator):
-                    await inner.aclose()
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-        @property
-        def elapsed(self) -> Any:
-            return getattr(self._inner, "elapsed", None)
-
-    async def hook(response: httpx2.Response) -> None:
-        content_type = response.headers.get("content-type", "")
-        encoding = response.headers.get("content-encoding", "identity").lower()
-        if "event-stream" not in content_type or encoding not in ("", "identity"):
-            return
-        stream = response.stream
-        if isinstance(stream, httpx2.AsyncByteStream):
-            state = {"done": False}
-            response.extensions[_SSE_STATE] = state
-            response.stream = DoneWatcher(stream, state)
-
-    return hook
-
-
-def _saw_done(sdk_stream: Any) -> bool:
-    response = getattr(sdk_stream, "response", None)
-    state = getattr(response, "extensions", {}).get(_SSE_STATE)
-    return bool(state and state.get("done"))
-
-
 # --- stream -----------------------------------------------------------------------
 
 
 def _extra(obj: Any, name: str) -> Any:
-    """A field the SDK's model may not declare (then it is kept in ``model_extra``).
-
-    Looked up in ``model_extra`` first: ``getattr`` of an undeclared field goes through
-    pydantic's ``__getattr__`` and an exception, which costs more than parsing the chunk.
-    """
-    cls = type(obj)
-    declared = _DECLARED_FIELDS.get(cls)
-    if declared is None:
-        fields = getattr(cls, "model_fields", None)
-        declared = frozenset(fields) if isinstance(fields, dict) else frozenset()
-        _DECLARED_FIELDS[cls] = declared
-    if name in declared:
-        return getattr(obj, name)
-    extra = getattr(obj, "__pydantic_extra__", None)
-    if isinstance(extra, dict):
-        return extra.get(name)
+    """A field a server may or may not send (wire objects are dicts with attribute reads)."""
+    if isinstance(obj, dict):
+        return obj.get(name)
     return getattr(obj, name, None)
-
-
-_DECLARED_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def _is_json(text: str) -> bool:
@@ -501,82 +408,80 @@ def apply_usage(builder: MessageBuilder, usage: Any) -> None:
     target.total_tokens = target.input + target.output + target.cache_read + target.cache_write
 
 
+def openai_headers(model: Model, options: StreamOptions, base_url: str) -> dict[str, str]:
+    """Bearer auth (``OPENAI_API_KEY`` only for OpenAI's own servers), organisation and
+    project for OpenAI, then the model's and the request's own headers."""
+    openai_host = is_openai_url(base_url)
+    key = http.api_key(options, ("OPENAI_API_KEY",), use_env=openai_host) or NO_KEY
+    headers = {"content-type": "application/json", "accept": "text/event-stream", "authorization": f"Bearer {key}"}
+    if openai_host:
+        for env, header in (("OPENAI_ORG_ID", "openai-organization"), ("OPENAI_PROJECT_ID", "openai-project")):
+            if os.environ.get(env):
+                headers[header] = os.environ[env]
+    headers.update(model.headers or {})
+    headers.update(options.headers or {})
+    return headers
+
+
+def openai_base_url(model: Model) -> str:
+    return model.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
 class OpenAIChatProvider:
     api = "openai-chat"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self) -> None:
-        # Clients hold connection pools bound to an event loop: one cache per loop.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Hashable, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._wire = WireCache()
 
-    def _client(self, model: Model, options: StreamOptions) -> Any:
-        import asyncio
+    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
+        """:func:`build_request` as the bytes sent, each history segment converted once."""
+        return b"".join(self.encode_pieces(model, context, options))
 
-        import openai
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        """The request body as a few pieces (joined blocks of the history, its newest part)."""
+        head = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
+        system = head.pop("messages")
 
-        api_key = options.api_key
-        if api_key is None and is_openai_url(model.base_url):
-            api_key = os.environ.get("OPENAI_API_KEY")
-        api_key = api_key or NO_KEY
-        headers = {**(model.headers or {}), **(options.headers or {})}
-        key = (model.base_url, api_key, tuple(sorted(headers.items())))
-        cache = self._clients.setdefault(asyncio.get_running_loop(), {})
-        client = cache.get(key)
-        if client is None:
-            client = openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=model.base_url,
-                default_headers=headers or None,
-                max_retries=0,
-                timeout=options.timeout,
-                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_make_done_hook()]}),
-            )
-            cache[key] = client
-        return client
+        def convert(part: list[Message]) -> list[JSON]:
+            return convert_messages(adapt_messages(part, model, openai_chat_tool_id), model)
+
+        target = (model.api, model.provider, model.id, model.supports_images())
+        history = self._wire.history(target, context.messages, convert)
+        return body_pieces(head, "messages", array_pieces(history.wires([dumps(m).encode() for m in system])))
+
+    async def aclose(self) -> None:
+        await http.CLIENTS.aclose()
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        import openai
-
-        client = self._client(model, options)
-        body = build_request(model, context, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(body)
-        params = {k: v for k, v in body.items() if k in _SDK_PARAMS}
-        extra_body = {
-            k: v for k, v in body.items() if k not in _SDK_PARAMS and k not in ("model", "messages", "stream")
-        }
-        sdk_stream = await client.chat.completions.create(
-            model=body["model"],
-            messages=body["messages"],
-            stream=True,
-            extra_body=extra_body or None,
-            timeout=options.timeout,
-            **params,
-        )
+            options.on_payload(json.loads(b"".join(body)))
+        base = openai_base_url(model)
+        url = http.join_url(base, "/chat/completions")
         state = _StreamState(builder)
-        try:
-            chunks = sdk_stream.__aiter__()
-            while True:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    break
-                except openai.APITimeoutError:
-                    raise
-                except openai.APIConnectionError as exc:
-                    raise ProviderError(INCOMPLETE, kind=ErrorKind.TRANSIENT) from exc
-                except json.JSONDecodeError as exc:
-                    raise ProviderError(f"malformed event in the stream: {exc}", kind=ErrorKind.UNKNOWN) from exc
-                for event in self._chunk(state, chunk):
-                    yield event
-        finally:
-            await sdk_stream.close()
+        saw_done = False
+        async for sse in http.post_sse(url, openai_headers(model, options, base), body, builder):
+            if saw_done:
+                continue
+            if sse.data.strip() == "[DONE]":
+                saw_done = True  # read on to the end, so the connection goes back to the pool
+                continue
+            try:
+                chunk = http.loads(sse.data)
+            except ValueError as exc:
+                raise http.malformed(exc) from exc
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                raise stream_error(chunk["error"])
+            for event in self._chunk(state, chunk):
+                yield event
 
-        if state.finish_reason is None and state.usage is None and not _saw_done(sdk_stream):
-            raise ProviderError(INCOMPLETE, kind=ErrorKind.TRANSIENT)
+        if state.finish_reason is None and state.usage is None and not saw_done:
+            raise http.incomplete()
         if state.usage is not None:
             apply_usage(builder, state.usage)
         reason = _STOP_REASONS.get(state.finish_reason or "", StopReason.STOP)
@@ -623,81 +528,6 @@ class OpenAIChatProvider:
     # --- errors ----------------------------------------------------------------
 
     def describe_error(self, exc: BaseException) -> ProviderError | None:
-        import sys
-
-        openai = sys.modules.get("openai")
-        if openai is None:
-            return None
-        if isinstance(exc, openai.APITimeoutError):
-            return ProviderError(f"Request timed out: {exc.__cause__ or exc}", kind=ErrorKind.TRANSIENT)
-        if isinstance(exc, openai.APIConnectionError):
-            return ProviderError(f"Connection error: {exc.__cause__ or exc}", kind=ErrorKind.TRANSIENT)
-        if isinstance(exc, openai.APIStatusError):
-            status = int(exc.status_code)
-            body = exc.body
-            text = _error_message(body)
-            if not text and isinstance(body, str):
-                text = body.strip()[:2000]
-            label = _error_label(body) or exc.response.reason_phrase or "error"
-            kind = classify(status, f"{label} {text}" if text else "")
-            headers = dict(exc.response.headers.items())
-            message = f"{status} {label}: {text}" if text else f"{status} {label}"
-            return ProviderError(message, status=status, retry_after=parse_retry_after(headers), kind=kind)
-        if isinstance(exc, openai.APIError):
-            # An error object inside the stream (OpenRouter, vLLM): no HTTP status.
-            body = exc.body
-            text = _error_message(body) or str(exc)
-            label = _error_label(body)
-            body_status = _status_from_body(body)
-            message = f"{label}: {text}" if label else text
-            if body_status is not None:
-                message = f"{body_status} {message}"
-            return ProviderError(message, status=body_status)
+        if isinstance(exc, http.HttpStatusError):
+            return status_error(exc)
         return None
-
-
-def _error_message(body: Any) -> str:
-    if not isinstance(body, dict):
-        return ""
-    inner = body.get("error")
-    if isinstance(inner, dict):
-        body = inner
-    message = body.get("message")
-    text = message if isinstance(message, str) else ""
-    metadata = body.get("metadata")
-    raw = metadata.get("raw") if isinstance(metadata, dict) else None
-    if isinstance(raw, str) and raw and raw not in text:
-        # OpenRouter: "Provider returned error" with the upstream's own text here.
-        text = f"{text} ({raw[:1000]})" if text else raw[:1000]
-    return text
-
-
-def _error_label(body: Any) -> str:
-    """``type (code)`` of an OpenAI-style error object, e.g. ``invalid_request_error
-    (context_length_exceeded)``."""
-    if not isinstance(body, dict):
-        return ""
-    inner = body.get("error")
-    if isinstance(inner, dict):
-        body = inner
-    kind = body.get("type")
-    code = body.get("code")
-    kind = kind if isinstance(kind, str) else ""
-    code = code if isinstance(code, str) else ""
-    if kind and code and code != kind:
-        return f"{kind} ({code})"
-    return kind or code
-
-
-def _status_from_body(body: Any) -> int | None:
-    if not isinstance(body, dict):
-        return None
-    code = body.get("code")
-    if isinstance(code, int) and 400 <= code < 600:
-        return code
-    if isinstance(code, str) and code.isdigit() and 400 <= int(code) < 600:
-        return int(code)
-    label = f"{body.get('type')} {code}".lower()
-    if "overloaded" in label:
-        return 529
-    return None

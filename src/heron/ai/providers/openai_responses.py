@@ -14,9 +14,7 @@ and item types this module does not know (server-side tools such as ``tool_searc
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import AsyncIterator, Hashable
 from typing import Any
 
@@ -24,7 +22,10 @@ from heron.ai.adapt import adapt_messages, anthropic_tool_id, same_model
 from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
-from heron.ai.overflow import ErrorKind, ProviderError, classify, parse_retry_after
+from heron.ai.overflow import ProviderError, classify, parse_retry_after
+from heron.ai.providers import http
+from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, openai_base_url, openai_headers
+from heron.ai.providers.wire import WireCache, array_pieces, body_pieces
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -42,7 +43,6 @@ from heron.ai.types import (
 )
 
 API = "openai-responses"
-PLACEHOLDER_API_KEY = "heron-no-api-key"  # local servers ignore it; the SDK refuses None
 IMAGE_OMITTED = "(image omitted: this model does not accept images)"
 
 _ITEM_ID = re.compile(r"fc[A-Za-z0-9_-]*")
@@ -59,8 +59,6 @@ _CODE_STATUS: dict[str, int] = {
     "service_unavailable": 503,
     "slow_down": 503,
 }
-
-ClientKey = tuple[str | None, str, tuple[tuple[str, str], ...]]
 
 
 def responses_tool_id(tool_id: str) -> str:
@@ -279,11 +277,6 @@ def _stream_error(code: Any, message: Any, fallback: str) -> ProviderError:
     return ProviderError(text, status=_CODE_STATUS.get(code_text))
 
 
-def _summary_text(item: Any) -> str:
-    parts = [_get(part, "text", "") or "" for part in _get(item, "summary", []) or []]
-    return "\n\n".join(p for p in parts if p)
-
-
 def _message_text(item: Any) -> str:
     pieces: list[str] = []
     for part in _get(item, "content", []) or []:
@@ -315,6 +308,7 @@ class _Translator:
         self.builder = builder
         self.finished = False
         self._index_of_item: dict[str, int] = {}
+        self._parts: dict[int | None, list[Hashable]] = {}
 
     def _index(self, event: Any) -> int | None:
         index = _get(event, "output_index")
@@ -332,6 +326,38 @@ class _Translator:
         if self.builder.is_open(key):
             return []
         return [self.builder.start_thinking(key)]
+
+    def _thinking_part(self, index: int | None, part: Any) -> list[AssistantEvent]:
+        """The thinking block of summary part ``part`` of reasoning item ``index``: each
+        part is a block of its own (the stream's text, exactly - no separator added)."""
+        keys = self._parts.setdefault(index, [])
+        key = (index, "thinking", part)
+        if keys and keys[-1] == key:
+            return []
+        events: list[AssistantEvent] = []
+        if keys and self.builder.is_open(keys[-1]):
+            events.append(self.builder.end(keys[-1]))
+        keys.append(key)
+        events.append(self.builder.start_thinking(key))
+        return events
+
+    def _reasoning_done(self, index: int | None, item: Any) -> list[AssistantEvent]:
+        """Close the item's thinking; its last block carries the whole reasoning item (the
+        signature that is replayed once)."""
+        builder = self.builder
+        events: list[AssistantEvent] = []
+        keys = self._parts.get(index, [])
+        if not keys:  # no streamed parts: the item's own summary, or one empty block
+            texts = [_get(part, "text", "") or "" for part in _get(item, "summary", []) or []] or [""]
+            for n, text in enumerate(texts):
+                events.extend(self._thinking_part(index, n))
+                if text:
+                    events.append(builder.thinking_delta(self._parts[index][-1], text))
+            keys = self._parts[index]
+        if builder.is_open(keys[-1]):
+            builder.thinking(keys[-1]).thinking_signature = _signature_json(item)
+            events.append(builder.end(keys[-1]))
+        return events
 
     def _finish_arguments(self, key: Hashable, arguments: Any) -> list[AssistantEvent]:
         if not isinstance(arguments, str) or not self.builder.is_open(key):
@@ -362,14 +388,13 @@ class _Translator:
             key = (index, "text")
             return [*self._ensure_text(key), builder.text_delta(key, str(_get(event, "delta", "")))]
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            key = (self._index(event), "thinking")
-            return [*self._ensure_thinking(key), builder.thinking_delta(key, str(_get(event, "delta", "")))]
+            index = self._index(event)
+            part = _get(event, "summary_index", _get(event, "content_index", 0))
+            events = self._thinking_part(index, part)
+            part_key = self._parts[index][-1]
+            return [*events, builder.thinking_delta(part_key, str(_get(event, "delta", "")))]
         if kind == "response.reasoning_summary_part.added":
-            key = (self._index(event), "thinking")
-            events = self._ensure_thinking(key)
-            if builder.thinking(key).thinking:
-                events.append(builder.thinking_delta(key, "\n\n"))
-            return events
+            return self._thinking_part(self._index(event), _get(event, "summary_index", 0))
         if kind == "response.function_call_arguments.delta":
             key = (self._index(event), "tool")
             if not builder.is_open(key):
@@ -406,7 +431,7 @@ class _Translator:
         if item_type == "message":
             return self._ensure_text((index, "text"), item_id if isinstance(item_id, str) else None)
         if item_type == "reasoning":
-            return self._ensure_thinking((index, "thinking"))
+            return []  # a thinking block opens with each summary part (or at the item's end)
         if item_type == "function_call":
             key = (index, "tool")
             if self.builder.is_open(key):
@@ -432,13 +457,7 @@ class _Translator:
                 events.append(builder.text_delta(key, full))
             events.append(builder.end(key))
         elif item_type == "reasoning":
-            key = (index, "thinking")
-            events.extend(self._ensure_thinking(key))
-            summary = _summary_text(item)
-            if summary and not builder.thinking(key).thinking:
-                events.append(builder.thinking_delta(key, summary))
-            builder.thinking(key).thinking_signature = _signature_json(item)
-            events.append(builder.end(key))
+            events.extend(self._reasoning_done(index, item))
         elif item_type == "function_call":
             key = (index, "tool")
             if not builder.is_open(key):
@@ -469,74 +488,72 @@ class _Translator:
 
 class OpenAIResponsesProvider:
     api = API
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self) -> None:
-        self._clients: dict[ClientKey, Any] = {}
+        self._wire = WireCache()
 
-    def _client(self, model: Model, options: StreamOptions) -> Any:
-        api_key = options.api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
-        headers = {**(model.headers or {}), **(options.headers or {})}
-        key: ClientKey = (model.base_url, api_key, tuple(sorted(headers.items())))
-        client = self._clients.get(key)
-        if client is None:
-            from openai import AsyncOpenAI  # lazily: importing heron.ai must not load the SDK
+    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
+        """:func:`build_request` as the bytes sent, each history segment converted once."""
+        return b"".join(self.encode_pieces(model, context, options))
 
-            client = AsyncOpenAI(
-                api_key=api_key,
-                base_url=model.base_url,
-                default_headers=headers or None,
-                timeout=options.timeout,
-                max_retries=0,
-            )
-            self._clients[key] = client
-        return client
+    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
+        """The request body as a few pieces (joined blocks of the history, its newest part)."""
+        head = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
+        del head["input"]
+
+        def convert(part: list[Message]) -> list[dict[str, Any]]:
+            return build_input(adapt_messages(part, model, responses_tool_id), model)
+
+        target = (model.api, model.provider, model.id, model.supports_images())
+        history = self._wire.history(target, context.messages, convert)
+        return body_pieces(head, "input", array_pieces(history.wires()))
+
+    async def aclose(self) -> None:
+        await http.CLIENTS.aclose()
 
     async def stream(
         self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
     ) -> AsyncIterator[AssistantEvent]:
-        body = build_request(model, context, options)
-        client = self._client(model, options)
+        body = self.encode_pieces(model, context, options)
         if options.on_payload is not None:
-            options.on_payload(body)
+            options.on_payload(json.loads(b"".join(body)))
+        base = openai_base_url(model)
+        url = http.join_url(base, "/responses")
         translator = _Translator(builder)
-        stream = await client.responses.create(**body, timeout=options.timeout)
-        try:
-            # Read to the end even after the terminal event: a fully read body lets the
-            # connection go back to the pool instead of being torn down.
-            async for event in stream:
-                if translator.finished:
-                    continue
-                for out in translator.handle(event):
-                    yield out
-        finally:
-            await stream.close()
+        # Read to the end even after the terminal event: a fully read body lets the
+        # connection go back to the pool instead of being torn down.
+        async for sse in http.post_sse(url, openai_headers(model, options, base), body, builder):
+            if translator.finished or sse.data.strip() == "[DONE]":
+                continue
+            try:
+                event = http.loads(sse.data)
+            except ValueError as exc:
+                raise http.malformed(exc) from exc
+            if not isinstance(event, dict):
+                continue
+            error = event.get("error")
+            if isinstance(error, dict) and event.get("type") in (None, "error"):
+                # {"error": {...}} or {"type": "error", "error": {...}} (some gateways)
+                raise _stream_error(error.get("code") or error.get("type"), error.get("message"), str(error))
+            if event.get("type") is None:
+                event["type"] = sse.event
+            for out in translator.handle(event):
+                yield out
         if not translator.finished:
-            raise ProviderError("stream ended before the response was complete", kind=ErrorKind.TRANSIENT)
+            raise http.incomplete()
 
     def describe_error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, json.JSONDecodeError):
-            return ProviderError(f"Malformed event in the response stream: {exc}", kind=ErrorKind.UNKNOWN)
-        openai = sys.modules.get("openai")
-        if openai is None:
-            return None
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, http.HttpStatusError):
             return _status_error(exc)
-        if isinstance(exc, openai.APITimeoutError):
-            return ProviderError("Request timed out", kind=ErrorKind.TRANSIENT)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            detail = str(cause) if cause is not None and str(cause) else exc.message
-            return ProviderError(f"Connection error: {detail}", kind=ErrorKind.TRANSIENT)
-        if isinstance(exc, openai.APIError):
-            # An ``error`` payload inside the event stream.
-            body = exc.body if isinstance(exc.body, dict) else {}
-            return _stream_error(exc.code or body.get("type"), body.get("message") or exc.message, str(exc))
         return None
 
 
-def _status_error(exc: Any) -> ProviderError:
-    status = int(exc.status_code)
+def _status_error(exc: http.HttpStatusError) -> ProviderError:
+    status = exc.status
     body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
     error_type: str | None = None
     code: str | None = None
     if isinstance(body, dict):
@@ -552,8 +569,7 @@ def _status_error(exc: Any) -> ProviderError:
     if code and code != label and code not in detail:
         detail = f"{detail} ({code})" if detail else code
     text = f"{status} {label}: {detail}" if label else f"{status}: {detail or 'no error details'}"
-    headers = exc.response.headers
-    retry_after = parse_retry_after({k: v for k, v in headers.items()}) if headers is not None else None
+    retry_after = parse_retry_after(exc.headers)
     # Classify on the provider's own words: a 400/413 with an empty body is an overflow.
     kind = classify(status, f"{label or ''} {detail}" if detail else "")
     return ProviderError(text, status=status, retry_after=retry_after, kind=kind)

@@ -9,6 +9,7 @@ Keys (pi's): Enter sends (while a run works: a steering message); Alt+Enter queu
 follow-up, delivered when the run would stop; Shift+Enter (where the terminal reports it)
 or Ctrl+J inserts a newline (pastes keep theirs); Up/Down walk the history
 (``$HERON_HOME/history``, 0600); Ctrl+P cycles the models; Tab completes slash commands;
+``@`` offers the project's files as it is typed (Tab picks);
 Esc or Ctrl+C aborts the running job, Ctrl+C clears the input when nothing runs; Ctrl+D
 on an empty line exits.
 
@@ -32,6 +33,7 @@ from rich.console import Console
 from heron.cli.app import App, Task
 from heron.cli.private_files import ensure_private_file
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
+from heron.cli.tui.settings_view import COMMON
 
 log = logging.getLogger(__name__)
 
@@ -74,92 +76,12 @@ def _isatty(stream: Any) -> bool:
 
 
 async def _run_terminal(app: App, task: Task) -> int:
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
-    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
     from prompt_toolkit.patch_stdout import patch_stdout
-
-    from heron.cli.tui.commands import SlashCompleter
 
     console = make_console()
     controller = Controller(app, console)
     loop = asyncio.get_running_loop()
-
-    try:
-        app.home.mkdir(parents=True, exist_ok=True)
-        ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
-        history: Any = FileHistory(str(app.home / "history"))
-    except OSError:
-        history = InMemoryHistory()
-
-    bindings = KeyBindings()
-    _map_shift_enter()
-
-    @bindings.add("c-j")  # Ctrl+J, and Shift+Enter where the terminal tells it apart
-    def _newline(event: KeyPressEvent) -> None:
-        event.current_buffer.insert_text("\n")
-
-    @bindings.add("escape", "enter")  # Alt+Enter: queue a follow-up while a run works
-    def _follow_up(event: KeyPressEvent) -> None:
-        buffer = event.current_buffer
-        if controller.queue_follow_up(buffer.text):
-            buffer.append_to_history()
-            buffer.reset()
-        else:
-            buffer.validate_and_handle()  # nothing runs: the same as Enter
-
-    @bindings.add("escape")  # Esc alone aborts the running job, like Ctrl+C
-    def _escape(event: KeyPressEvent) -> None:
-        controller.interrupt()
-
-    @bindings.add("c-p")  # pi's model cycling; Up keeps the history
-    def _cycle(event: KeyPressEvent) -> None:
-        controller.cycle_model()
-
-    @bindings.add("c-c")
-    def _interrupt(event: KeyPressEvent) -> None:
-        if controller.interrupt():
-            return
-        buffer = event.current_buffer
-        if buffer.text:
-            buffer.reset()
-        elif controller.job is None:
-            controller.note("(Ctrl+D on an empty line exits)")
-
-    def extra_names() -> Iterable[tuple[str, str]]:
-        s = app.session
-        for skill in s.skills.skills:
-            yield f"skill:{skill.name}", skill.description[:60]
-        for template in s.templates.sorted():
-            yield template.name, template.description[:60]
-
-    def arguments(name: str) -> Iterable[str]:
-        if name == "model":
-            return [m.ref for m in controller.available_models()]
-        if name == "thinking":
-            return list(THINKING_LEVELS)
-        return []
-
-    def toolbar() -> Any:
-        status = controller.status()
-        footer = controller.footer().plain
-        return f" {status}  │  {footer}" if status else f" {footer}"
-
-    def message() -> str:
-        return PROMPT_BUSY if controller.busy else PROMPT
-
-    prompt: PromptSession[str] = PromptSession(
-        message=message,
-        history=history,
-        key_bindings=bindings,
-        completer=SlashCompleter(extra_names, arguments),
-        complete_while_typing=False,
-        bottom_toolbar=toolbar,
-        multiline=False,
-        prompt_continuation=lambda width, line_number, soft_wrap: " " * width,
-        enable_history_search=False,
-        refresh_interval=0.5,
-    )
+    prompt = _make_prompt(app, controller)
 
     def place_in_input(text: str) -> bool:
         application = prompt.app
@@ -200,6 +122,104 @@ async def _run_terminal(app: App, task: Task) -> int:
             await _submit(controller, text)
         await controller.shutdown()
     return 0
+
+
+def _make_prompt(app: App, controller: Controller) -> Any:
+    """The input line: history, keys, completion of commands and ``@paths``, status bar."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import merge_completers
+    from prompt_toolkit.filters import Condition
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
+    from heron.cli.tui.commands import SlashCompleter
+
+    try:
+        app.home.mkdir(parents=True, exist_ok=True)
+        ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
+        history: Any = FileHistory(str(app.home / "history"))
+    except OSError:
+        history = InMemoryHistory()
+
+    def extra_names() -> Iterable[tuple[str, str]]:
+        s = app.session
+        for skill in s.skills.skills:
+            yield f"skill:{skill.name}", skill.description[:60]
+        for template in s.templates.sorted():
+            yield template.name, template.description[:60]
+
+    def arguments(name: str) -> Iterable[str]:
+        if name == "model":
+            return [m.ref for m in controller.available_models()]
+        if name == "thinking":
+            return list(THINKING_LEVELS)
+        if name == "settings":
+            return [common.name for common in COMMON]
+        return []
+
+    def toolbar() -> Any:
+        status = controller.status()
+        footer = controller.footer().plain
+        return f" {status}  │  {footer}" if status else f" {footer}"
+
+    def message() -> str:
+        return PROMPT_BUSY if controller.busy else PROMPT
+
+    prompt: PromptSession[str] = PromptSession(
+        message=message,
+        history=history,
+        key_bindings=_key_bindings(controller),
+        completer=merge_completers([SlashCompleter(extra_names, arguments), FileCompleter(FileIndex(app.cwd))]),
+        # commands complete on Tab; an @path as it is typed (the list follows the letters)
+        complete_while_typing=Condition(lambda: mention_before(prompt.default_buffer.document.text_before_cursor)
+                                        is not None),
+        bottom_toolbar=toolbar,
+        multiline=False,
+        prompt_continuation=lambda width, line_number, soft_wrap: " " * width,
+        enable_history_search=False,
+        refresh_interval=0.5,
+    )
+    return prompt
+
+
+def _key_bindings(controller: Controller) -> Any:
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    bindings = KeyBindings()
+    _map_shift_enter()
+
+    @bindings.add("c-j")  # Ctrl+J, and Shift+Enter where the terminal tells it apart
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("escape", "enter")  # Alt+Enter: queue a follow-up while a run works
+    def _follow_up(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if controller.queue_follow_up(buffer.text):
+            buffer.append_to_history()
+            buffer.reset()
+        else:
+            buffer.validate_and_handle()  # nothing runs: the same as Enter
+
+    @bindings.add("escape")  # Esc alone aborts the running job, like Ctrl+C
+    def _escape(event: KeyPressEvent) -> None:
+        controller.interrupt()
+
+    @bindings.add("c-p")  # pi's model cycling; Up keeps the history
+    def _cycle(event: KeyPressEvent) -> None:
+        controller.cycle_model()
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        if controller.interrupt():
+            return
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+        elif controller.job is None:
+            controller.note("(Ctrl+D on an empty line exits)")
+
+    return bindings
 
 
 def _map_shift_enter() -> None:

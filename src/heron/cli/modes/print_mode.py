@@ -14,7 +14,7 @@ import sys
 
 from heron.ai.types import AssistantMessage, StopReason
 from heron.cli.app import App, Task
-from heron.cli.notices import RetryNotices, explain_error
+from heron.cli.notices import RetryNotices, context_warning_text, explain_error
 
 
 def outcome(app: App) -> tuple[str | None, str | None]:
@@ -35,11 +35,14 @@ def outcome(app: App) -> tuple[str | None, str | None]:
     return last.text(), None
 
 
-def install_interrupt(app: App) -> None:
+def install_interrupt(app: App, *, warnings: bool = False) -> None:
     """Ctrl+C aborts the run (the session keeps what was done) instead of a traceback;
-    retries are reported on stderr as they happen (a cancelled one as cancelled)."""
+    retries are reported on stderr as they happen (a cancelled one as cancelled), and
+    with ``warnings`` the runtime's context warnings too (json mode has them as events)."""
     notices = RetryNotices(lambda text, kind: print(f"heron: {text}", file=sys.stderr, flush=True))
     app.session.subscribe(notices.handle)
+    if warnings:
+        app.session.subscribe(_print_warning)
 
     def interrupt() -> None:
         notices.cancel()
@@ -49,6 +52,12 @@ def install_interrupt(app: App) -> None:
     # Not available off the main thread or on some platforms: then Ctrl+C just stops heron.
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt)
+
+
+def _print_warning(event: object) -> None:
+    text = context_warning_text(event)
+    if text is not None:
+        print(f"heron: warning: {text}", file=sys.stderr, flush=True)
 
 
 def discard_stdout() -> None:
@@ -61,7 +70,7 @@ def discard_stdout() -> None:
 
 
 async def run_print(app: App, task: Task) -> int:
-    install_interrupt(app)
+    install_interrupt(app, warnings=True)
     await app.session.prompt(task.text, task.images)
     answer, error = outcome(app)
     if error is not None:

@@ -39,6 +39,8 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("resume", "/resume [N|id-prefix]", "list this directory's sessions, or switch to one"),
         CommandSpec("session", "/session", "file, id, name and counts of this session", while_running=True),
         CommandSpec("name", "/name [NAME]", "show or set the session's name"),
+        CommandSpec("cost", "/cost", "tokens and cost of this session, by model", while_running=True),
+        CommandSpec("settings", "/settings [NAME VALUE]", "show the common settings, or change one (saved)"),
         CommandSpec("export", "/export [path]", "write the session as a self-contained HTML file"),
         CommandSpec("quit", "/quit", "leave heron (also Ctrl+D on an empty line)", while_running=True),
     )
@@ -110,6 +112,7 @@ def help_lines() -> list[str]:
         f"  {'/skill:name [args]':<{width}}  use a skill; /template [args] expands a prompt template",
         f"  {'!command':<{width}}  run a shell command; its output joins the context",
         f"  {'!!command':<{width}}  run a shell command without adding it to the context",
+        f"  {'@path':<{width}}  attach a file (Tab or typing completes project paths); image paths attach images",
         "",
         "  Enter sends · Shift+Enter or Ctrl+J inserts a newline · Up/Down: history · Ctrl+P: next model",
         "  While heron works: Enter queues a steering message (delivered before its next step),",

@@ -16,42 +16,39 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.text import Text
 
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
-from heron.ai.types import AssistantMessage, ImageContent, Model, TextContent, ThinkingLevel, UserMessage
+from heron.ai.types import ImageContent, Model, ThinkingLevel, UserMessage
 from heron.cli.app import App
 from heron.cli.notices import explain_error
-from heron.cli.sessions_cmd import render_tree
+from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import format_context
-from heron.cli.tui.controller_parts import Job, session_rows
+from heron.cli.tui.controller_parts import Job
 from heron.cli.tui.controller_parts import bash_message as bash_message
-from heron.cli.tui.export import default_export_path, write_export
 from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
+from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
+from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
+from heron.cli.tui.session_commands import SessionCommands
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
 from heron.coding.tools.bash import BashParams, BashTool
-from heron.session.entries import MessageEntry
-from heron.session.paths import SessionSummary, list_sessions
-from heron.session.store import SessionError, SessionStore
+from heron.session.paths import SessionSummary
+from heron.session.store import SessionError
 
 log = logging.getLogger(__name__)
 
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
 MODELS_LISTED = 60
-SESSIONS_LISTED = 30
-TREE_LINES = 400
 
 
-class Controller:
+class Controller(SessionCommands):
     def __init__(self, app: App, console: Console) -> None:
         self.app = app
         self.console = console
@@ -148,6 +145,7 @@ class Controller:
         count = len(s.messages)
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
+            self._recap()
         self._print(Text(
             "Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
 
@@ -251,7 +249,16 @@ class Controller:
         elif parsed.slash is not None:
             self._slash_prompt(parsed)
         else:
-            self.start_run(parsed.text)
+            self._start_with_files(parsed.text)
+
+    def _start_with_files(self, text: str) -> None:
+        """A prompt with its ``@file`` mentions and pasted image paths attached."""
+        attached = attach(text, self.app.cwd, self.session.model)
+        for note in attached.notes:
+            self.note(note, "yellow")
+        if attached.files:
+            self.note(f"attached: {', '.join(attached.files)}", "dim")
+        self.start_run(attached.text, attached.images)
 
     def _slash_prompt(self, parsed: Prompt) -> None:
         """``/skill:name`` or a prompt template: the session expands it when prompting."""
@@ -436,161 +443,3 @@ class Controller:
     def _cmd_context(self, args: str) -> None:
         self.renderer.reset_section()
         self._print(Text(format_context(self.session.context_breakdown())))
-
-    # /tree, /fork
-
-    def _entry_target(self, number: str) -> tuple[str | None, str | None, int]:
-        """Where entry ``number`` puts the leaf, and the text to edit: choosing a user
-        message goes to just before it, with the message back in the input to edit."""
-        store: SessionStore = self.session.store
-        if not number.isdigit():
-            raise ValueError(f"not an entry number: {number!r} (/tree shows the numbers)")
-        index = int(number)
-        ids = store.ids()
-        if not 0 <= index < len(ids):
-            raise ValueError(f"no entry {index}; the session has entries 0-{len(ids) - 1}")
-        entry = store.entry_at(index)
-        if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
-            text = "".join(b.text for b in entry.message.content if isinstance(b, TextContent)) \
-                if not isinstance(entry.message.content, str) else entry.message.content
-            return store.parent_id_of(ids[index]), text, index
-        return ids[index], None, index
-
-    async def _cmd_tree(self, args: str) -> None:
-        s = self.session
-        words = args.split()
-        if not words:
-            store: SessionStore = s.store
-            if len(store) == 0:
-                self.note("the session has no entries yet")
-                return
-            lines = render_tree(store, width=max(20, self.console.width - 40))
-            self.renderer.reset_section()
-            if len(lines) > TREE_LINES:
-                self._print(Text(f"… {len(lines) - TREE_LINES} earlier lines", style="dim"))
-                lines = lines[-TREE_LINES:]
-            for line in lines:
-                self._print(Text(line, style="bold" if line.endswith("<- leaf") else ""))
-            self._print(Text("/tree N moves to entry N; /tree N --summary also summarises the branch left",
-                                    style="dim"))
-            return
-        summarize = any(w in ("--summary", "-s") for w in words[1:])
-        target, text, index = self._entry_target(words[0])
-        if summarize:
-            self.start_job("tree", self._navigate(target, True, text, index))
-        else:
-            await self._navigate(target, False, text, index)
-
-    async def _navigate(self, target: str | None, summarize: bool, text: str | None, index: int) -> None:
-        summary = await self.session.navigate(target, summarize=summarize)
-        where = f"entry {index}" if text is None else f"just before entry {index} (its text is in the input)"
-        self.note(f"moved to {where}; {len(self.session.messages)} messages in the context", "green")
-        if summary:
-            self.note("the branch left behind was summarised into the context", "green")
-        if text is not None:
-            self.set_prefill(text)
-
-    def _switch(self, store: SessionStore, what: str) -> None:
-        s = self.session
-        old = s.store
-        s.switch_store(store)
-        if old is not store:
-            old.close()
-        self.renderer.totals = Totals.of(s.messages)
-        where = str(store.path) if store.path is not None else "in memory"
-        self.note(f"{what}: {where} ({len(s.messages)} messages in the context)", "green")
-
-    def _cmd_fork(self, args: str) -> None:
-        number = args.strip()
-        if not number:
-            self._switch(self.app.fork_store(None), "forked")
-            return
-        target, text, _ = self._entry_target(number)
-        if target is None:  # before the first entry: nothing to copy
-            self._switch(self.app.new_store(), "new session")
-        else:
-            self._switch(self.app.fork_store(target), "forked")
-        if text is not None:
-            self.set_prefill(text)
-
-    def _cmd_new(self, args: str) -> None:
-        self._switch(self.app.new_store(), "new session")
-
-    def _cmd_resume(self, args: str) -> None:
-        ref = args.strip()
-        current = self.session.store.path
-        if not ref:
-            self._listing = list_sessions(self.app.cwd, home=self.app.home)[:SESSIONS_LISTED]
-            if not self._listing:
-                self.note("no saved sessions for this directory")
-                return
-            self.renderer.reset_section()
-            for number, summary in enumerate(self._listing, 1):
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
-                title = summary.name or " ".join((summary.first_message or "(no messages)").split())[:60]
-                mark = "*" if current is not None and summary.path == current else " "
-                self._print(Text(
-                    f"{mark}{number:>3}. {when}  {summary.id[:8]}  {summary.message_count:>4} msgs  {title}"))
-            self._print(Text("/resume N or /resume <id prefix> switches", style="dim"))
-            return
-        path: Path | None = None
-        if ref.isdigit() and len(ref) <= 3:
-            listing = self._listing or list_sessions(self.app.cwd, home=self.app.home)[:SESSIONS_LISTED]
-            if 1 <= int(ref) <= len(listing):
-                path = listing[int(ref) - 1].path
-        if path is not None and current is not None and path.resolve() == current.resolve():
-            self.note("that is the current session")
-            return
-        if path is not None:
-            store = SessionStore.open(path)
-        else:
-            from heron.session.paths import resolve_session
-
-            found = resolve_session(ref, home=self.app.home)
-            if current is not None and found.resolve() == current.resolve():
-                self.note("that is the current session")
-                return
-            store = SessionStore.open(found)
-        self._switch(store, "resumed")
-        self._recap()
-
-    def _recap(self) -> None:
-        """The last exchange of a resumed session, so the user knows where it stopped."""
-        messages = self.session.messages
-        last_user = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
-        last_answer = next((m for m in reversed(messages) if isinstance(m, AssistantMessage) and m.text().strip()),
-                           None)
-        if last_user is not None:
-            first = last_user.text().strip().splitlines()[0] if last_user.text().strip() else ""
-            self.note(f"last prompt: {first[:100]}")
-        if last_answer is not None:
-            self.renderer.reset_section()
-            text = last_answer.text().strip()
-            lines = text.splitlines()
-            if len(lines) > 20:
-                text = "\n".join(lines[:20]) + "\n\n…"
-            self.console.print(Markdown(text, hyperlinks=False))
-        self.print_footer()
-
-    def _cmd_session(self, args: str) -> None:
-        self.renderer.reset_section()
-        for key, value in session_rows(self.session, self.renderer.totals):
-            self._print(Text(f"{key:>11}: {value}"))
-
-    def _cmd_name(self, args: str) -> None:
-        store: SessionStore = self.session.store
-        name = args.strip()
-        if not name:
-            self.note(f"name: {store.name}" if store.name else "the session has no name; /name NAME sets one", "")
-            return
-        store.set_name(name)
-        self.note(f"session named {name!r}", "green")
-
-    def _cmd_export(self, args: str) -> None:
-        store: SessionStore = self.session.store
-        raw = args.strip()
-        path = Path(raw).expanduser() if raw else default_export_path(self.app.cwd, store.session_id)
-        if not path.is_absolute():
-            path = self.app.cwd / path
-        written = write_export(store, path, model=self.session.model.ref)
-        self.note(f"exported to {written}", "green")

@@ -248,6 +248,7 @@ class Renderer:
         self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
         self._calls: dict[str, str] = {}  # tool call id -> its description
         self._pruned = [0, 0]  # records, tokens saved, not yet reported
+        self._warned: set[str] = set()  # auto-compaction-off reasons shown by a context warning
         self._section: str | None = None
         self.retries = RetryNotices(self._retry_note)
         # set by the controller: the text shown for a failed answer (adds what to do)
@@ -268,6 +269,11 @@ class Renderer:
         if last is not None and (section in ("text", "thinking") or last in ("text", "thinking")):
             self.console.print()
         self._section = section
+
+    def begin_section(self, section: str) -> None:
+        """Start a section of output ("text", "thinking", "tool", "note"): a blank line
+        goes between text and anything else (the recap of a resumed session uses it)."""
+        self._begin(section)
 
     def _width(self) -> int:
         return max(20, min(CALL_WIDTH, self.console.width - 4))
@@ -472,6 +478,17 @@ class Renderer:
                 f"~{format_tokens(event.tokens_after)} tokens (the full history stays in the session file)",
                 "green",
             )
+        off = getattr(event, "auto_disabled", None)
+        if off and off not in self._warned:  # not said already by its context warning
+            self.note(f"automatic compaction is off: {off} (/compact still works)", "yellow")
+        self._warned.clear()
+
+    def _on_context_warning(self, event: Any) -> None:
+        """One line per warning the runtime raises about the context (docs/interactive.md)."""
+        self.note(f"context: {event.message}", "yellow")
+        if event.kind == "auto_compaction_off":
+            # the compaction_end that follows carries the same reason: say it once
+            self._warned.add(event.message.removeprefix("automatic compaction is off: "))
 
     def _retry_note(self, text: str, kind: str) -> None:
         style = {"retry": "yellow", "ok": "dim", "cancelled": "yellow", "failed": "bold red"}.get(kind, "")

@@ -1,0 +1,110 @@
+"""stdin and stdout of the rpc mode: LF-framed input lines read in a thread, JSON lines
+written and flushed one by one, and the provider SDK loaded off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from heron.ai.registry import get_provider
+from heron.cli.modes.rpc_protocol import encode_line
+
+
+class Output:
+    """stdout as JSON lines, flushed one by one. When the reader has gone (broken pipe),
+    further output is dropped and ``on_close`` stops the server."""
+
+    def __init__(self, stream: BinaryIO, on_close: Callable[[], None]) -> None:
+        self.stream = stream
+        self.on_close = on_close
+        self.closed = False
+
+    def write(self, data: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            self.stream.write(encode_line(data))
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.closed = True
+            # Point fd 1 at /dev/null so the interpreter's last flush at exit stays quiet.
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.stream.fileno())
+                os.close(devnull)
+            self.on_close()
+
+
+def split_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
+    """Add ``chunk`` to ``buffer`` and take out the complete lines, each with its LF. The
+    only separator is the byte ``\\n``: never U+2028 and friends, never a lone CR."""
+    buffer += chunk
+    if b"\n" not in chunk:  # a long line arriving in pieces is not rescanned
+        return []
+    *lines, rest = bytes(buffer).split(b"\n")
+    buffer[:] = rest
+    return [line + b"\n" for line in lines]
+
+
+def read_lines(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None]) -> None:
+    """In a thread: stdin may be a pipe, a file or a terminal, and a blocking read works on
+    all of them (asyncio's pipe transports do not take files). ``os.read`` on the raw fd,
+    not ``sys.stdin``, so an exit while this thread waits never trips over the buffered
+    reader's lock; and no length limit on a line (a prompt may carry images). A last line
+    without its LF still counts at EOF."""
+    buffer = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except InterruptedError:
+                continue
+            if not chunk:
+                break
+            for line in split_lines(buffer, chunk):
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+        if buffer:
+            loop.call_soon_threadsafe(queue.put_nowait, bytes(buffer))
+    except (OSError, RuntimeError):  # stdin unreadable, or the loop is gone
+        pass
+    finally:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+
+# The provider SDKs are imported on first use; that import (a second or more for some)
+# would freeze the event loop - and so get_state, steer and abort - at the first request.
+_SDKS = {
+    "openai-chat": "openai",
+    "openai-completions": "openai",
+    "openai-responses": "openai",
+    "anthropic-messages": "anthropic",
+    "google-gemini": "google.genai",
+    "google-generative-ai": "google.genai",
+}
+
+
+def warm_up(api: str) -> concurrent.futures.Future[None]:
+    """Import the model's provider and its SDK in a thread; the returned future is done
+    when that is over. Best effort: any failure is left for the request to report."""
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def load() -> None:
+        try:
+            get_provider(api)
+            sdk = _SDKS.get(api)
+            if sdk is not None:
+                importlib.import_module(sdk)
+        except Exception:  # noqa: BLE001 - the request will say what is wrong
+            pass
+        finally:
+            done.set_result(None)
+
+    threading.Thread(target=load, name="heron-warm-up", daemon=True).start()
+    return done

@@ -1,0 +1,228 @@
+"""The interactive commands about the session itself: ``/tree``, ``/fork``, ``/new``,
+``/resume`` (with the recap of the earlier conversation), ``/session``, ``/name``,
+``/export``, ``/cost`` and ``/settings``. A mixin of :class:`Controller`, kept apart so
+each module stays small; it uses the controller's app, renderer and printing helpers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.text import Text
+
+from heron.ai.types import TextContent, UserMessage
+from heron.cli.sessions_cmd import render_tree
+from heron.cli.tui.controller_parts import session_rows
+from heron.cli.tui.cost import cost_lines, usage_by_model
+from heron.cli.tui.export import default_export_path, write_export
+from heron.cli.tui.recap import Recap
+from heron.cli.tui.render import Renderer, Totals
+from heron.cli.tui.settings_view import change_setting, settings_lines
+from heron.coding.settings import SettingChangeError, load_settings
+from heron.session.entries import MessageEntry
+from heron.session.paths import SessionSummary, list_sessions
+from heron.session.store import SessionStore
+
+if TYPE_CHECKING:
+    from heron.cli.app import App
+    from heron.coding.runtime import CodingSession
+
+SESSIONS_LISTED = 30
+TREE_LINES = 400
+
+
+class SessionCommands:
+    """``_cmd_*`` handlers for the session commands (see the module docstring)."""
+
+    app: App
+    console: Console
+    renderer: Renderer
+    _listing: list[SessionSummary]
+
+    if TYPE_CHECKING:
+        @property
+        def session(self) -> CodingSession: ...
+        def _print(self, text: Text) -> None: ...
+        def note(self, message: str, style: str = "dim") -> None: ...
+        def error(self, message: str) -> None: ...
+        def print_footer(self) -> None: ...
+        def set_prefill(self, text: str) -> None: ...
+        def start_job(self, kind: str, work: Any, abort: Callable[[], None] | None = None) -> Any: ...
+
+    # /tree, /fork
+
+    def _entry_target(self, number: str) -> tuple[str | None, str | None, int]:
+        """Where entry ``number`` puts the leaf, and the text to edit: choosing a user
+        message goes to just before it, with the message back in the input to edit."""
+        store: SessionStore = self.session.store
+        if not number.isdigit():
+            raise ValueError(f"not an entry number: {number!r} (/tree shows the numbers)")
+        index = int(number)
+        ids = store.ids()
+        if not 0 <= index < len(ids):
+            raise ValueError(f"no entry {index}; the session has entries 0-{len(ids) - 1}")
+        entry = store.entry_at(index)
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+            text = "".join(b.text for b in entry.message.content if isinstance(b, TextContent)) \
+                if not isinstance(entry.message.content, str) else entry.message.content
+            return store.parent_id_of(ids[index]), text, index
+        return ids[index], None, index
+
+    async def _cmd_tree(self, args: str) -> None:
+        s = self.session
+        words = args.split()
+        if not words:
+            store: SessionStore = s.store
+            if len(store) == 0:
+                self.note("the session has no entries yet")
+                return
+            lines = render_tree(store, width=max(20, self.console.width - 40))
+            self.renderer.reset_section()
+            if len(lines) > TREE_LINES:
+                self._print(Text(f"… {len(lines) - TREE_LINES} earlier lines", style="dim"))
+                lines = lines[-TREE_LINES:]
+            for line in lines:
+                self._print(Text(line, style="bold" if line.endswith("<- leaf") else ""))
+            self._print(Text("/tree N moves to entry N; /tree N --summary also summarises the branch left",
+                                    style="dim"))
+            return
+        summarize = any(w in ("--summary", "-s") for w in words[1:])
+        target, text, index = self._entry_target(words[0])
+        if summarize:
+            self.start_job("tree", self._navigate(target, True, text, index))
+        else:
+            await self._navigate(target, False, text, index)
+
+    async def _navigate(self, target: str | None, summarize: bool, text: str | None, index: int) -> None:
+        summary = await self.session.navigate(target, summarize=summarize)
+        where = f"entry {index}" if text is None else f"just before entry {index} (its text is in the input)"
+        self.note(f"moved to {where}; {len(self.session.messages)} messages in the context", "green")
+        if summary:
+            self.note("the branch left behind was summarised into the context", "green")
+        if text is not None:
+            self.set_prefill(text)
+
+    def _switch(self, store: SessionStore, what: str) -> None:
+        s = self.session
+        old = s.store
+        s.switch_store(store)
+        if old is not store:
+            old.close()
+        self.renderer.totals = Totals.of(s.messages)
+        where = str(store.path) if store.path is not None else "in memory"
+        self.note(f"{what}: {where} ({len(s.messages)} messages in the context)", "green")
+
+    def _cmd_fork(self, args: str) -> None:
+        number = args.strip()
+        if not number:
+            self._switch(self.app.fork_store(None), "forked")
+            return
+        target, text, _ = self._entry_target(number)
+        if target is None:  # before the first entry: nothing to copy
+            self._switch(self.app.new_store(), "new session")
+        else:
+            self._switch(self.app.fork_store(target), "forked")
+        if text is not None:
+            self.set_prefill(text)
+
+    def _cmd_new(self, args: str) -> None:
+        self._switch(self.app.new_store(), "new session")
+
+    def _cmd_resume(self, args: str) -> None:
+        ref = args.strip()
+        current = self.session.store.path
+        if not ref:
+            self._listing = list_sessions(self.app.cwd, home=self.app.home)[:SESSIONS_LISTED]
+            if not self._listing:
+                self.note("no saved sessions for this directory")
+                return
+            self.renderer.reset_section()
+            for number, summary in enumerate(self._listing, 1):
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
+                title = summary.name or " ".join((summary.first_message or "(no messages)").split())[:60]
+                mark = "*" if current is not None and summary.path == current else " "
+                self._print(Text(
+                    f"{mark}{number:>3}. {when}  {summary.id[:8]}  {summary.message_count:>4} msgs  {title}"))
+            self._print(Text("/resume N or /resume <id prefix> switches", style="dim"))
+            return
+        path: Path | None = None
+        if ref.isdigit() and len(ref) <= 3:
+            listing = self._listing or list_sessions(self.app.cwd, home=self.app.home)[:SESSIONS_LISTED]
+            if 1 <= int(ref) <= len(listing):
+                path = listing[int(ref) - 1].path
+        if path is not None and current is not None and path.resolve() == current.resolve():
+            self.note("that is the current session")
+            return
+        if path is not None:
+            store = SessionStore.open(path)
+        else:
+            from heron.session.paths import resolve_session
+
+            found = resolve_session(ref, home=self.app.home)
+            if current is not None and found.resolve() == current.resolve():
+                self.note("that is the current session")
+                return
+            store = SessionStore.open(found)
+        self._switch(store, "resumed")
+        self._recap()
+
+    def _recap(self) -> None:
+        """The earlier conversation of a resumed session: its last turns, tool output
+        folded (docs/interactive.md)."""
+        Recap(self.renderer).show(self.session.messages, self.app.settings.resume_turns)
+        self.print_footer()
+
+    # /cost, /settings
+
+    def _cmd_cost(self, args: str) -> None:
+        store: SessionStore = self.session.store
+        types = store.types()
+        compactions = sum(1 for i in store.path_indices() if types[i] == "compaction")
+        self.renderer.reset_section()
+        self._print(Text("Tokens and cost of this session, by model", style="bold"))
+        for line in cost_lines(usage_by_model(store), compactions):
+            self._print(Text(line))
+
+    def _cmd_settings(self, args: str) -> None:
+        app = self.app
+        words = args.split()
+        if words:
+            try:
+                change = change_setting(words, app.cwd, app.home, app.registry)
+            except SettingChangeError as exc:
+                self.error(f"/settings: {exc}")
+                return
+            app.settings = load_settings(app.cwd, app.home)
+            self.note(change.text, "green")
+            return
+        self.renderer.reset_section()
+        self._print(Text("Settings", style="bold"))
+        for line in settings_lines(app.settings, app.cwd, app.home):
+            self._print(Text(line))
+
+    def _cmd_session(self, args: str) -> None:
+        self.renderer.reset_section()
+        for key, value in session_rows(self.session, self.renderer.totals):
+            self._print(Text(f"{key:>11}: {value}"))
+
+    def _cmd_name(self, args: str) -> None:
+        store: SessionStore = self.session.store
+        name = args.strip()
+        if not name:
+            self.note(f"name: {store.name}" if store.name else "the session has no name; /name NAME sets one", "")
+            return
+        store.set_name(name)
+        self.note(f"session named {name!r}", "green")
+
+    def _cmd_export(self, args: str) -> None:
+        store: SessionStore = self.session.store
+        raw = args.strip()
+        path = Path(raw).expanduser() if raw else default_export_path(self.app.cwd, store.session_id)
+        if not path.is_absolute():
+            path = self.app.cwd / path
+        written = write_export(store, path, model=self.session.model.ref)
+        self.note(f"exported to {written}", "green")
