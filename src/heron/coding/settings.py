@@ -282,9 +282,10 @@ def read_settings_file(path: Path, warnings: list[str]) -> dict[str, Any] | None
 
 
 def settings_paths(cwd: Path, home: Path | None = None) -> list[Path]:
-    """The user's, the project's, then the project's local (untracked) file; the later wins."""
+    """The user's then the project's settings file (the later one wins); the project's
+    local file (:data:`LOCAL_SETTINGS_FILE`, kept out of git) is read after both."""
     home = home if home is not None else heron_home()
-    return [home / SETTINGS_FILE, Path(cwd) / ".heron" / SETTINGS_FILE, Path(cwd) / ".heron" / LOCAL_SETTINGS_FILE]
+    return [home / SETTINGS_FILE, Path(cwd) / ".heron" / SETTINGS_FILE]
 
 
 def _sub(data: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -353,7 +354,7 @@ def load_settings(cwd: Path, home: Path | None = None) -> Settings:
     merged: dict[str, Any] = {}
     sources: list[Path] = []
     seen: set[str] = set()
-    for path in settings_paths(cwd, home):
+    for path in [*settings_paths(cwd, home), Path(cwd) / ".heron" / LOCAL_SETTINGS_FILE]:
         real = os.path.realpath(path)
         if real in seen:  # running in the directory that holds $HERON_HOME: one file, read once
             continue
