@@ -47,6 +47,7 @@ from heron.ai.types import (
 )
 from heron.coding.breakdown import ContextBreakdown, context_breakdown
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
+from heron.coding.control import Control
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
@@ -170,6 +171,7 @@ class CodingSession(RecoveryHooks):
         self.system_prompt = self._build_system_prompt()
 
         self.agent = self._make_agent(model, thinking_level)
+        self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
         self.policy = self._make_policy()
         self.compactor = Compactor(self.policy, cwd=self.cwd)
         self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
@@ -422,7 +424,8 @@ class CodingSession(RecoveryHooks):
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        body = self._fit_prompt(self.expand_input(text))
+        if (body := await self.control.before_prompt(self.expand_input(text), fit=self._fit_prompt)) is None:
+            return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
@@ -433,6 +436,7 @@ class CodingSession(RecoveryHooks):
                                  emit=self._emit)
         finally:
             self._turn_prompt = None
+            await self.control.after_prompt()
 
     def _fit_prompt(self, text: str) -> str:
         room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
@@ -456,6 +460,7 @@ class CodingSession(RecoveryHooks):
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. Returns the end event, or ``None`` when nothing was compacted."""
+        await self.control.pre_compact(reason)
         before = self.estimate_request_tokens(self.agent.state.messages)
         if reason != "manual" and self._flush_wanted(before):
             await self._flush_memory()
