@@ -271,9 +271,24 @@ def build_app(args: argparse.Namespace) -> App:
         home=home,
         extra_tools=mcp.tools,
     )
+    _apply_control_flags(args, session)
     mcp.bind(session.agent)
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session, mcp=mcp)
+
+
+def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> None:
+    """``--trust``, ``--permission-mode``, ``--allow`` (docs/permissions.md)."""
+    control = session.control
+    if getattr(args, "trust", False):
+        control.trust()
+    if getattr(args, "permission_mode", None):
+        control.set_mode(args.permission_mode)  # ValueError: reported as a usage error
+    problems = control.allow(list(getattr(args, "allow", None) or []))
+    if problems:
+        raise UsageError(problems[0])
+    for warning in control.warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
 
 
 def _prompt_text(value: str | None, cwd: Path) -> str | None:

@@ -217,14 +217,8 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 
 
 def project_trusted(cwd: Path, home: Path, flag: bool) -> bool:
-    """``--trust`` on the command line, or a project the user already trusted (the trust
-    list of the permission layer, when this build has it)."""
-    if flag:
-        return True
-    import importlib
+    """``--trust`` on the command line, or a project the user trusted before (the trust
+    list of the permission layer, ``$HERON_HOME/trusted-projects.json``)."""
+    from heron.coding.permissions.trust import is_trusted
 
-    try:
-        trust = importlib.import_module("heron.coding.permissions.trust")
-    except ImportError:
-        return False
-    return bool(trust.is_trusted(cwd, home))
+    return flag or is_trusted(cwd, home)
