@@ -213,3 +213,28 @@ def test_print_mode_does_not_hang_on_a_dead_server(env: Env) -> None:
         assert "MCP server 'gone' is not available: command not found" in done.stderr
     finally:
         server.close()
+
+
+def test_permission_rules_and_remembered_trust_apply_to_mcp_tools(env: Env) -> None:
+    (env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "dbl": {"command": sys.executable, "args": [DOUBLE, "stdio"]}}}))
+    (env.home / "settings.json").write_text(json.dumps({"permissions": {"deny": ["mcp__dbl__getenv"]}}))
+    server = LocalServer()
+    try:
+        calls = [("c1", "mcp__dbl__echo", {"text": "allowed"}), ("c2", "mcp__dbl__getenv", {"name": "HOME"})]
+        server.queue(openai_reply("", calls), openai_reply("ok"))
+        args = ["--base-url", server.url + "/v1", "--model", "test-model", "--no-session", "-p", "go"]
+        done = env.heron("--trust", *args)
+        assert done.returncode == 0, done.stderr
+        results = {m["tool_call_id"]: m["content"] for m in server.requests[1].json()["messages"]
+                   if m["role"] == "tool"}
+        assert results["c1"] == "allowed"
+        assert results["c2"].startswith("Permission denied: the mcp__dbl__getenv tool matches the deny rule")
+        # --trust was remembered: the next run starts the project's servers without it
+        server.requests.clear()
+        server.queue(openai_reply("no tools needed"))
+        again = env.heron(*args)
+        assert again.returncode == 0 and "not trusted" not in again.stderr
+        assert "mcp__dbl__echo" in {t["function"]["name"] for t in server.requests[0].json()["tools"]}
+    finally:
+        server.close()
