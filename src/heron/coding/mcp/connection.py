@@ -178,6 +178,8 @@ class Connection:
             raise McpCallError(f"MCP server {self.config.name!r} refused {tool}: {exc.message}") from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
             raise McpCallError(await self._crashed(describe(exc))) from exc
+        except Exception as exc:  # e.g. a result that breaks the tool's own output schema
+            raise McpCallError(f"MCP server {self.config.name!r}: {tool} failed: {describe(exc)}") from exc
         if not isinstance(result, types.CallToolResult):
             raise McpCallError(f"MCP server {self.config.name!r} sent an unexpected result for {tool}")
         return result
