@@ -78,8 +78,14 @@ class McpManager:
             async def connect_all() -> None:
                 await asyncio.gather(*(c.connect() for c in self.connections.values()))
 
-            # Each connect is bounded by its own timeout, and stopping a stuck one by STOP_SECONDS twice.
-            self._submit(connect_all()).result(timeout=self.timeouts.connect + 3 * STOP_SECONDS)
+            # Each connect is bounded by its own timeout, and stopping a stuck one by STOP_SECONDS twice;
+            # this outer bound only guards against a bug there leaving the caller waiting.
+            try:
+                self._submit(connect_all()).result(timeout=self.timeouts.connect + 3 * STOP_SECONDS)
+            except concurrent.futures.TimeoutError:
+                for c in self.connections.values():
+                    if c.state == "pending":
+                        c.state, c.error = "failed", "did not finish starting"
         return self.statuses()
 
     def statuses(self) -> list[ServerStatus]:
