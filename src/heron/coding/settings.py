@@ -96,6 +96,14 @@ class MemorySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SubagentSettings:
+    """``subagents``: how deep sub-agents may nest and how many run at once."""
+
+    max_depth: int = 2
+    max_parallel: int = 4
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     default_provider: str | None = None
     default_model: str | None = None
@@ -112,6 +120,7 @@ class Settings:
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
     memory: MemorySettings = field(default_factory=MemorySettings)
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
     # resume.turns: how many earlier turns a resumed interactive session shows
     resume_turns: int = DEFAULT_RESUME_TURNS
     # What loading found: problems to show the user, and the files that were read.
@@ -198,6 +207,7 @@ SCHEMA: dict[str, Any] = {
     "context": {"checkInvariants": _bool},
     "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
+    "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
 }
 
 
@@ -315,6 +325,10 @@ def settings_from_dict(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
             flush=_sub(data, "memory").get("flush", True),
+        ),
+        subagents=SubagentSettings(
+            max_depth=_sub(data, "subagents").get("maxDepth", SubagentSettings().max_depth),
+            max_parallel=_sub(data, "subagents").get("maxParallel", SubagentSettings().max_parallel),
         ),
         warnings=warnings,
         sources=sources,
