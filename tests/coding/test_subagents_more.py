@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from heron.agent.messages import ExtensionMessage
+from heron.ai.abort import AbortSignal
 from heron.ai.providers.faux import FauxProvider, text
-from heron.ai.types import ToolResultMessage
+from heron.ai.types import ToolCall, ToolResultMessage
 from heron.cli.events_json import event_json
 from heron.coding.events import SubagentEvent
 from heron.coding.subagents.definitions import load_definitions, parse_definition
@@ -143,3 +144,20 @@ async def test_child_events_reach_the_parent_tagged(project: Path, faux: FauxPro
     as_json: dict[str, Any] = event_json([e for e in seen if e.event.type == "message_end"][-1])
     assert as_json["type"] == "subagent" and as_json["session_id"] == child_id
     assert as_json["event"]["message"]["content"][0]["text"] == "child says hi"
+
+
+async def test_search_history_reaches_the_childs_session(project: Path, faux: FauxProvider) -> None:
+    (project / "secret.txt").write_text("the code word is ZEBRAFISH-42\n")
+    Router(faux, {
+        "find the code word": [calls(task_call("c", "read secret.txt")), text("ok")],
+        "read secret.txt": [calls(ToolCall(id="r1", name="read", arguments={"path": "secret.txt"})),
+                            text("I read it.")],
+    })
+    parent = make_session(project, faux)
+    await parent.prompt("find the code word")
+    assert "ZEBRAFISH" not in results(parent)[0].text()  # only the child saw it
+    search = next(t for t in parent.tools if t.name == "search_history")
+    found = await search.execute("s1", search.parameters(query="ZEBRAFISH-42", scope="project"), AbortSignal(),
+                                 lambda _: None)
+    assert "ZEBRAFISH-42" in found.content[0].text  # type: ignore[union-attr]
+    assert results(parent)[0].details["sessionId"] in found.content[0].text  # type: ignore[union-attr]
