@@ -258,11 +258,61 @@ async def test_child_that_overflows_its_window_is_an_error(project: Path, faux: 
     assert parent.messages[-1].text() == "parent fine"  # type: ignore[union-attr]
 
 
-async def test_bad_description_and_depth(project: Path, faux: FauxProvider) -> None:
-    Router(faux, {"go": [calls(task_call("d", "p", description="x")), text("ok")]})
-    parent = make_session(project, faux, settings={"subagents": {"maxDepth": 0}})
+async def test_bad_description_is_an_error(project: Path, faux: FauxProvider) -> None:
+    Router(faux, {"go": [calls(task_call("d", "p", description="x"),
+                               task_call("e", "p", description="one two three four five six seven eight")),
+                         text("ok")]})
+    parent = make_session(project, faux)
     await parent.prompt("go")
-    assert "3 to 7 words" in results(parent)[0].text()
+    texts = [r.text() for r in results(parent)]
+    assert "(it has 1)" in texts[0] and "(it has 8)" in texts[1] and all("3 to 7 words" in t for t in texts)
+    assert parent.messages[-1].text() == "ok"  # type: ignore[union-attr]
+
+
+async def test_max_parallel_one_runs_children_one_after_the_other(project: Path, faux: FauxProvider) -> None:
+    faux.chunk_delay = 0.01
+    Router(faux, {
+        "two in a row": [calls(task_call("a", "job A"), task_call("b", "job B")), text("both done")],
+        "job A": [text("A" * 200)],
+        "job B": [text("B" * 200)],
+    })
+    parent = make_session(project, faux, settings={"subagents": {"maxParallel": 1}})
+    spans: dict[str, list[float]] = {}
+    parent.subscribe(lambda e: spans.setdefault(e.tool_call_id, []).append(time.monotonic())
+                     if isinstance(e, SubagentEvent) else None)
+    await parent.prompt("two in a row")
+    first, second = sorted((spans["a"], spans["b"]), key=lambda s: s[0])
+    assert first[-1] <= second[0]
+    assert sorted(r.text() for r in results(parent)) == ["A" * 200, "B" * 200]
+
+
+async def test_fork_refuses_task_at_the_depth_limit_and_agent_with_fork(project: Path, faux: FauxProvider) -> None:
+    router = Router(faux, {
+        "fork it": [calls(task_call("f", "forked work", context="fork"),
+                          task_call("g", "p", agent="x", context="fork")), text("parent ok")],
+        "forked work": [calls(task_call("n", "nested")), text("fork ok")],
+    })
+    parent = make_session(project, faux, settings={"subagents": {"maxDepth": 1}})
+    await parent.prompt("fork it")
+    by_id = {r.tool_call_id: r for r in results(parent)}
+    assert by_id["g"].is_error and 'cannot be combined with context "fork"' in by_id["g"].text()
+    assert by_id["f"].text() == "fork ok"
+    fork_requests = router.requests["forked work"]
+    assert "task" in [t.name for t in fork_requests[0].tools or []]  # kept for the cached prefix
+    refused = [m for m in fork_requests[1].messages if isinstance(m, ToolResultMessage) and m.tool_call_id == "n"]
+    assert refused[0].is_error and "maximum depth" in refused[0].text()
+
+
+async def test_unknown_model_in_a_definition_is_an_error(project: Path, faux: FauxProvider) -> None:
+    agents = project / ".heron" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "m.md").write_text("---\nname: modelled\ndescription: d\nmodel: nosuch/model-zz\n---\n")
+    Router(faux, {"go": [calls(task_call("m", "p", agent="modelled")), text("ok")]})
+    parent = make_session(project, faux)
+    await parent.prompt("go")
+    result = results(parent)[0]
+    assert result.is_error and "unknown model 'nosuch/model-zz'" in result.text()
+    assert parent.messages[-1].text() == "ok"  # type: ignore[union-attr]
 
 
 async def test_depth_limit_refuses_task(project: Path, faux: FauxProvider) -> None:

@@ -101,8 +101,8 @@ class SubagentManager:
     def _spawn(self, call_id: str, params: TaskParams, definition: AgentDefinition | None) -> CodingSession:
         if params.context == "fork":
             arguments = params.model_dump(exclude_none=True)
-            return forked_child(self.session, call_id, arguments,
-                                lambda child: self._child_tool(child, allowed=self.depth + 1 < self.settings.max_depth))
+            # A fork keeps task (same tools: the cached prefix); the depth check refuses it at run time.
+            return forked_child(self.session, call_id, arguments, lambda child: self._child_tool(child, allowed=True))
         allows = definition is not None and definition.allows_task
         return isolated_child(self.session, definition,
                               lambda child: self._child_tool(child, allowed=allows) if allows else None)
