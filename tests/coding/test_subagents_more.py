@@ -14,7 +14,7 @@ from heron.ai.providers.faux import FauxProvider, text
 from heron.ai.types import ToolCall, ToolResultMessage
 from heron.cli.events_json import event_json
 from heron.coding.events import SubagentEvent
-from heron.coding.subagents.definitions import load_definitions, parse_definition
+from heron.coding.subagents.definitions import listing_lines, load_definitions, parse_definition
 from heron.context.children import CHILDREN_MESSAGE_TYPE
 from tests.coding.test_subagents import Router, calls, make_session, project, results, task_call
 
@@ -51,6 +51,10 @@ def test_definitions_from_the_three_places_with_reasons(project: Path, tmp_path:
     assert "'description' is missing" in reasons["f.md"]
     assert "description" in found.why_missing("nodesc") and "f.md" in found.why_missing("nodesc")
     assert found.why_missing("zzz") == "unknown agent 'zzz' (available: cc, shared)"
+    lines = listing_lines(found)
+    assert lines[0] == "cc: Claude style" and "tools: read, grep, bash, todo; model: sonnet" in lines[1]
+    assert sum(line.startswith("skipped ") for line in lines) == 3
+    assert listing_lines(load_definitions(tmp_path / "empty", tmp_path / "nohome"))[0].startswith("No agent")
 
 
 def test_definition_fields_are_checked(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ by name, so a ``task`` call that names a skipped definition is told why it is mi
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import Any
 from heron.ai.models import heron_home
 from heron.coding.frontmatter import FrontMatterError, parse_front_matter
 from heron.coding.tools import ALL_TOOLS
+
+log = logging.getLogger(__name__)
 
 TASK_TOOL = "task"
 
@@ -172,4 +175,21 @@ def load_definitions(cwd: Path, home: Path | None = None) -> AgentDefinitions:
                 result.problems.append(DefinitionProblem(path, str(exc)))
                 continue
             result.agents[definition.name] = definition
+    for problem in result.problems:
+        log.warning("agent definition skipped: %s", problem)
     return result
+
+
+def listing_lines(definitions: AgentDefinitions) -> list[str]:
+    """What ``/agents`` shows: each definition (name, tools, model, file), then each
+    skipped file with its reason."""
+    lines: list[str] = []
+    for agent in sorted(definitions.agents.values(), key=lambda a: a.name):
+        tools = ", ".join(agent.tools) if agent.tools is not None else "the parent's minus task"
+        model = agent.model or "the parent's"
+        lines.append(f"{agent.name}: {agent.description}")
+        lines.append(f"    tools: {tools}; model: {model}; {agent.path}")
+    if not definitions.agents:
+        lines.append("No agent definitions (markdown files in ~/.heron/agents/, .heron/agents/, .claude/agents/).")
+    lines += [f"skipped {problem}" for problem in definitions.problems]
+    return lines
