@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from heron.ai.providers.faux import FauxProvider, FauxReply, error, text
-from heron.ai.types import Context, ToolCall, ToolResultMessage, UserMessage
+from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.coding.events import SubagentEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
@@ -73,7 +73,11 @@ def task_call(call_id: str, prompt: str, description: str = "look at the notes",
     return ToolCall(id=call_id, name="task", arguments={"description": description, "prompt": prompt, **extra})
 
 
-def calls(*blocks: ToolCall) -> FauxReply:
+def text_block(value: str) -> TextContent:
+    return TextContent(text=value)
+
+
+def calls(*blocks: ToolCall | TextContent) -> FauxReply:
     return FauxReply(content=list(blocks))
 
 
@@ -321,3 +325,23 @@ async def test_depth_limit_refuses_task(project: Path, faux: FauxProvider) -> No
     await parent.prompt("go")
     result = results(parent)[0]
     assert result.is_error and "maximum depth" in result.text()
+
+
+async def test_failing_child_reports_what_it_did(project: Path, faux: FauxProvider) -> None:
+    def broken(context: Context) -> FauxReply:
+        raise RuntimeError("the server fell over")
+
+    Router(faux, {
+        "delegate": [calls(task_call("c", "read then fail")), text("parent carries on")],
+        "read then fail": [calls(ToolCall(id="r", name="read", arguments={"path": "notes.txt"}),
+                                 text_block("Reading the notes first.")), broken],
+    })
+    parent = make_session(project, faux, settings={"retry": {"enabled": False}})
+    await parent.prompt("delegate")
+    result = results(parent)[0]
+    assert result.is_error and result.details["status"] == "error"
+    body = result.text()
+    assert "The sub-agent did not finish" in body and "the server fell over" in body
+    assert "- read(path=notes.txt): done" in body and "Reading the notes first." in body
+    assert result.details["session"] in body
+    assert parent.messages[-1].text() == "parent carries on"  # type: ignore[union-attr]

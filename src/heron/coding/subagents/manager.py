@@ -128,9 +128,14 @@ class SubagentManager:
         remove = signal.add_listener(child.abort)
         self.running[call_id] = child
         error: str | None = None
+        start = len(child.messages)  # a fork starts with the parent's history: not the child's work
         try:
             added = await child.prompt(params.prompt)
-        except Exception as exc:
+        except asyncio.CancelledError:  # the parent's run was cancelled past the abort grace period
+            record["status"] = "aborted"
+            self._link(record, params)
+            raise
+        except Exception as exc:  # whatever broke the child, the parent carries on
             log.exception("sub-agent %s failed", record["id"])
             error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -141,7 +146,8 @@ class SubagentManager:
             if isinstance(child_manager, SubagentManager):
                 add_usage(usage, child_manager.usage)
             add_usage(self.usage, usage)
-        result = self._result(child, added or child.messages, error, signal, session_ref, usage)
+            child.store.close()  # its file and lock released (the store still reads from its cache)
+        result = self._result(child, added or child.messages[start:], error, signal, session_ref, usage)
         record["status"] = result.details["status"]
         self._link(record, params)
         return result
