@@ -165,3 +165,18 @@ async def test_search_history_reaches_the_childs_session(project: Path, faux: Fa
                                  lambda _: None)
     assert "ZEBRAFISH-42" in found.content[0].text  # type: ignore[union-attr]
     assert results(parent)[0].details["sessionId"] in found.content[0].text  # type: ignore[union-attr]
+
+
+async def test_children_obey_the_parents_permissions(project: Path, faux: FauxProvider) -> None:
+    router = Router(faux, {
+        "delegate a write": [calls(task_call("c", "write the file")), text("ok")],
+        "write the file": [calls(ToolCall(id="w", name="write", arguments={"path": "out.txt", "content": "x"})),
+                           text("tried")],
+    })
+    parent = make_session(project, faux)
+    parent.control.set_mode("plan")  # read-only
+    await parent.prompt("delegate a write")
+    assert not (project / "out.txt").exists()
+    denied = next(m for m in router.requests["write the file"][1].messages if isinstance(m, ToolResultMessage))
+    assert denied.is_error and "plan mode is read-only" in denied.text()
+    assert results(parent)[0].text() == "tried"

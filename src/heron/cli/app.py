@@ -261,8 +261,23 @@ def build_app(args: argparse.Namespace) -> App:
         append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         home=home,
     )
+    _apply_control_flags(args, session)
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session)
+
+
+def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> None:
+    """``--trust``, ``--permission-mode``, ``--allow`` (docs/permissions.md)."""
+    control = session.control
+    if getattr(args, "trust", False):
+        control.trust()
+    if getattr(args, "permission_mode", None):
+        control.set_mode(args.permission_mode)  # ValueError: reported as a usage error
+    problems = control.allow(list(getattr(args, "allow", None) or []))
+    if problems:
+        raise UsageError(problems[0])
+    for warning in control.warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
 
 
 def _prompt_text(value: str | None, cwd: Path) -> str | None:

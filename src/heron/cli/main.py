@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="heron",
         description="A coding agent that manages its context window.",
-        epilog="Other commands: `heron sessions --help` (list and inspect session files).",
+        epilog="Other commands: `heron sessions --help` (list and inspect session files), "
+               "`heron rewind --help` (undo turns: code, conversation or both).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
     parser.add_argument("messages", nargs="*", help="the task; @path arguments attach files")
@@ -48,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")
+    parser.add_argument("--permission-mode", default=None, metavar="MODE",
+                        help="default, plan (read-only), accept-edits or bypass (docs/permissions.md)")
+    parser.add_argument("--allow", action="append", default=[], metavar="RULE",
+                        help="allow tool calls matching RULE, e.g. --allow 'Bash(make:*)' (repeatable)")
+    parser.add_argument("--trust", action="store_true",
+                        help="trust this project: run its hooks and use its allow rules (remembered)")
     parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
     return parser
 
@@ -57,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
 
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "rewind":
+        from heron.cli import rewind_cmd
+
+        return rewind_cmd.main(args_list[1:])
     if args_list and args_list[0] == "sessions":
         from heron.cli import sessions_cmd
 

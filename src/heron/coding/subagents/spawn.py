@@ -49,6 +49,19 @@ def child_settings(parent: CodingSession) -> Settings:
     return dataclasses.replace(parent.settings, memory=memory)
 
 
+def share_control(parent: CodingSession, child: CodingSession) -> None:
+    """The child obeys the parent's permissions: the same engine object (so a mode the user
+    switches to, ``--allow`` rules and rules allowed always apply to running children too),
+    the same trust, and the parent's way of asking the user (none in print mode: denied)."""
+    ours, theirs = getattr(parent, "control", None), getattr(child, "control", None)
+    if ours is None or theirs is None:
+        return
+    theirs.trusted = ours.trusted
+    theirs.permissions = ours.permissions
+    theirs.hooks = ours.hooks
+    theirs.asker = ours.asker
+
+
 def resolve_child_model(parent: CodingSession, ref: str | None) -> tuple[Model, str | None]:
     model = parent.model
     if ref is None or ref.strip().lower() in INHERIT_ALIASES or ref.strip() in (model.id, model.ref):
@@ -105,6 +118,7 @@ def isolated_child(parent: CodingSession, definition: AgentDefinition | None, ta
     )
     child.system_prompt = prompt
     child.agent.set_system_prompt(prompt)
+    share_control(parent, child)
     return child
 
 
@@ -158,4 +172,5 @@ def forked_child(parent: CodingSession, call_id: str, arguments: dict[str, Any],
     child.agent.set_tools(tools)
     child.system_prompt = parent.agent.state.system_prompt
     child.agent.set_system_prompt(child.system_prompt)
+    share_control(parent, child)
     return child
