@@ -120,6 +120,7 @@ async def test_isolated_child_sees_only_its_prompt(project: Path, faux: FauxProv
     links = [e for e in parent.store.entries() if isinstance(e, CustomEntry) and e.custom_type == CHILD_CUSTOM_TYPE]
     assert [e.data["status"] for e in links] == ["running", "done"]
     assert links[-1].data["session"] == str(child_path)
+    assert links[-1].data["usage"]["output"] > 0 and "usage" not in links[0].data
     assert parent.subagents is not None and parent.subagents.usage.output > 0
 
 
@@ -149,13 +150,13 @@ async def test_forked_child_repeats_the_parents_last_request(project: Path, faux
 
 async def test_two_tasks_overlap_and_both_results_come_back_capped(project: Path, faux: FauxProvider) -> None:
     faux.chunk_delay = 0.01
-    long_answer = "x" * 30_000
+    long_answer = "x" * 9_000
     router = Router(faux, {
         "do two things": [calls(task_call("a", "job A"), task_call("b", "job B")), text("both done")],
-        "job A": [text("A" * 400)],
+        "job A": [text("A" * 2_000)],
         "job B": [text(long_answer)],
     })
-    faux.chunk_size = 400
+    faux.chunk_size = 100  # A streams for ~0.2 s, B for ~0.9 s
     window = 16_000  # 10% of the window is 1,600 tokens, about 6,400 characters: below 8,000
     parent = make_session(project, faux, window=window)
     spans: dict[str, list[float]] = {}
@@ -170,8 +171,8 @@ async def test_two_tasks_overlap_and_both_results_come_back_capped(project: Path
     assert a[0] < b[-1] and b[0] < a[-1], "the two children did not run at the same time"
     next_request = router.requests["do two things"][1]
     sent = {m.tool_call_id: m.text() for m in next_request.messages if isinstance(m, ToolResultMessage)}
-    assert sent["a"] == "A" * 400
-    assert len(sent["b"]) <= 6_400 and "Sub-agent answer cut: 30,000 characters" in sent["b"]
+    assert sent["a"] == "A" * 2_000
+    assert len(sent["b"]) <= 6_400 and "Sub-agent answer cut: 9,000 characters" in sent["b"]
     spill = next(r for r in results(parent) if r.tool_call_id == "b").details["spill"]
     assert Path(spill).read_text() == long_answer
     # both children's session files open with `heron sessions info`

@@ -149,7 +149,7 @@ class SubagentManager:
             child.store.close()  # its file and lock released (the store still reads from its cache)
         result = self._result(child, added or child.messages[start:], error, signal, session_ref, usage)
         record["status"] = result.details["status"]
-        self._link(record, params)
+        self._link(record, params, usage)
         return result
 
     def _result(self, child: CodingSession, messages: Sequence[Any], error: str | None, signal: AbortSignal,
@@ -176,10 +176,13 @@ class SubagentManager:
             details["spill"] = spilled
         return ToolResult.text(text, details=details)
 
-    def _link(self, record: ChildRecord, params: TaskParams) -> None:
-        """The registry entry in the parent's session (the child's header names the parent)."""
+    def _link(self, record: ChildRecord, params: TaskParams, usage: Usage | None = None) -> None:
+        """The registry entry in the parent's session (the child's header names the parent);
+        the final one carries the child's usage, so the parent's file has what it cost."""
         self.children[record["id"]] = ChildRecord(**record)
-        data = {**record, "agent": params.agent, "context": params.context}
+        data: dict[str, Any] = {**record, "agent": params.agent, "context": params.context}
+        if usage is not None:
+            data["usage"] = usage.to_json_dict()
         # A broken session file is reported by the recorder; the child still runs.
         with contextlib.suppress(SessionWriteError):
             self.session.store.append_custom(CHILD_CUSTOM_TYPE, data)
