@@ -346,3 +346,18 @@ async def test_failing_child_reports_what_it_did(project: Path, faux: FauxProvid
     assert "- read(path=notes.txt): done" in body and "Reading the notes first." in body
     assert result.details["session"] in body
     assert parent.messages[-1].text() == "parent carries on"  # type: ignore[union-attr]
+
+
+async def test_a_child_that_cannot_be_built_is_an_error(project: Path, faux: FauxProvider,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_disk(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("heron.coding.subagents.manager.isolated_child", no_disk)
+    Router(faux, {"go": [calls(task_call("x", "p")), text("still fine")]})
+    parent = make_session(project, faux)
+    await parent.prompt("go")
+    result = results(parent)[0]
+    assert result.is_error and "cannot start the sub-agent: OSError" in result.text()
+    assert "No space left on device" in result.text()
+    assert parent.messages[-1].text() == "still fine"  # type: ignore[union-attr]

@@ -96,6 +96,9 @@ class SubagentManager:
                 child = self._spawn(call_id, params, definition)
             except (SpawnError, UnknownToolError) as exc:
                 return ToolResult.error(f"cannot start the sub-agent: {exc}")
+            except Exception as exc:  # a models.json key that cannot be resolved, a session dir not writable...
+                log.exception("could not start a sub-agent")
+                return ToolResult.error(f"cannot start the sub-agent: {type(exc).__name__}: {exc}")
             return await self._drive(child, call_id, params, signal, on_update)
 
     def _spawn(self, call_id: str, params: TaskParams, definition: AgentDefinition | None) -> CodingSession:
