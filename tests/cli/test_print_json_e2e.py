@@ -161,7 +161,7 @@ def check_openai_requests(server: LocalServer, task: str) -> None:
     assert system["role"] in ("system", "developer") and "heron" in system["content"]
     assert first["messages"][1] == {"role": "user", "content": task}
     tools = {tool["function"]["name"] for tool in first["tools"]}
-    assert tools == {"read", "bash", "edit", "write", "search_history", "todo"}
+    assert tools == {"read", "bash", "edit", "write", "search_history", "todo", "task"}
     # Each request carries the results of the calls before it, in order.
     assert openai_tool_results(server.requests[0]) == {}
     assert openai_tool_results(server.requests[1])["call_read"] == GREET.rstrip("\n")
@@ -185,7 +185,8 @@ def check_anthropic_requests(server: LocalServer, task: str) -> None:
     assert user["role"] == "user"
     user_text = user["content"] if isinstance(user["content"], str) else user["content"][0]["text"]
     assert user_text == task
-    assert {tool["name"] for tool in first["tools"]} == {"read", "bash", "edit", "write", "search_history", "todo"}
+    names = {tool["name"] for tool in first["tools"]}
+    assert names == {"read", "bash", "edit", "write", "search_history", "todo", "task"}
     assert all("input_schema" in tool for tool in first["tools"])
     assert anthropic_tool_results(server.requests[1])["call_read"] == GREET.rstrip("\n")
     assert "call_edit" in anthropic_tool_results(server.requests[2])

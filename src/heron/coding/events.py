@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from heron.agent.events import AgentEvent
 from heron.context.ledger import LedgerRecord
@@ -74,7 +74,19 @@ class TodosEvent:
     type: Literal["todos"] = "todos"
 
 
+@dataclass(slots=True, kw_only=True)
+class SubagentEvent:
+    """An event of a sub-agent (``task`` tool), tagged with the child's session id and the
+    parent's tool call that started it; ``event`` is any of the child's session events
+    (text deltas excepted: the child's ``message_end`` carries its answer)."""
+
+    session_id: str
+    tool_call_id: str
+    event: Any
+    type: Literal["subagent"] = "subagent"
+
+
 SessionEvent = (
     AgentEvent | CompactionStartEvent | CompactionEndEvent | RetryStartEvent | RetryEndEvent | LedgerEvent
-    | ContextWarningEvent | TodosEvent
+    | ContextWarningEvent | TodosEvent | SubagentEvent
 )

@@ -65,6 +65,7 @@ from heron.coding.prompt import build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
+from heron.coding.subagents import SubagentManager, attach_subagents
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools
 from heron.coding.tools.env import ReadRecord, ToolEnv
@@ -109,10 +110,8 @@ def session_date(store: SessionStore) -> str:
 class CodingSession(RecoveryHooks):
     """One conversation of the coding agent, recorded in a session file.
 
-    ``await session.prompt("fix the failing test")`` runs the agent until it stops;
-    ``session.subscribe(listener)`` sees every agent event plus compaction, retry,
-    ledger and context-warning events.
-    """
+    ``await session.prompt("fix the failing test")`` runs the agent until it stops; ``session.subscribe(listener)``
+    sees every agent event plus compaction, retry, ledger, context-warning and sub-agent events."""
 
     def __init__(
         self,
@@ -157,6 +156,7 @@ class CodingSession(RecoveryHooks):
             list(self.settings.default_tools) if self.settings.default_tools else None
         )
         self.tools: list[AgentTool[Any]] = [*create_tools(self.env, names), *extra_tools]
+        self.subagents: SubagentManager | None = attach_subagents(self, names)  # the task tool (docs/subagents.md)
         self.context_files: list[ContextFile] = load_context_files(
             self.cwd,
             self.home,

@@ -114,6 +114,14 @@ class MemorySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SubagentSettings:
+    """``subagents``: how deep sub-agents may nest and how many run at once."""
+
+    max_depth: int = 2
+    max_parallel: int = 4
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     default_provider: str | None = None
     default_model: str | None = None
@@ -132,6 +140,7 @@ class Settings:
     bash: BashSettings = field(default_factory=BashSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     timeouts: TimeoutSettings = field(default_factory=TimeoutSettings)
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
     # resume.turns: how many earlier turns a resumed interactive session shows
     resume_turns: int = DEFAULT_RESUME_TURNS
     # What loading found: problems to show the user, and the files that were read.
@@ -230,6 +239,7 @@ SCHEMA: dict[str, Any] = {
     "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
     "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
+    "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
 }
 
 
@@ -358,6 +368,10 @@ def settings_from_dict(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
             flush=_sub(data, "memory").get("flush", True),
+        ),
+        subagents=SubagentSettings(
+            max_depth=_sub(data, "subagents").get("maxDepth", SubagentSettings().max_depth),
+            max_parallel=_sub(data, "subagents").get("maxParallel", SubagentSettings().max_parallel),
         ),
         warnings=warnings,
         sources=sources,

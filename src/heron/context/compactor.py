@@ -23,11 +23,13 @@ from typing import Any
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage
 from heron.ai.types import Model, UserMessage
 from heron.context.budget import estimate_message_tokens
+from heron.context.children import children_on_path
 from heron.context.compaction import SummaryFailed, entry_message, prepare_compaction, summarise
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
 from heron.context.view import (
+    DETAIL_CHILDREN,
     DETAIL_KEPT_PROMPT,
     DETAIL_REINJECTED,
     DETAIL_TODOS,
@@ -98,6 +100,10 @@ class Compactor:
         if policy.decisions.todos:
             details[DETAIL_TODOS] = list(policy.decisions.todos)
             head += injected_messages({DETAIL_TODOS: details[DETAIL_TODOS]}, 0)
+        children = children_on_path(path)
+        if children:
+            details[DETAIL_CHILDREN] = children
+            head += injected_messages({DETAIL_CHILDREN: children}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
         room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]

@@ -29,6 +29,7 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
 from heron.ai.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
 from heron.context.prune import with_text
 from heron.context.todos import TODOS_MESSAGE_TYPE, clean_todos, injected_todos_text
@@ -40,9 +41,10 @@ REINJECTED_FILES_TYPE = "heron.reinjected-files"
 DETAIL_REINJECTED = "heronReinjected"
 DETAIL_KEPT_PROMPT = "heronKeptPrompt"
 DETAIL_TODOS = "heronTodos"
+DETAIL_CHILDREN = "heronSubagents"
 # ``budget_spill`` in a result's details: the result was replaced by a preview.
 SPILL_KEY = "budget_spill"
-INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE})
+INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE, CHILDREN_MESSAGE_TYPE})
 GONE_PREFIX = "[This read was answered with a reference to an earlier read"
 
 
@@ -76,11 +78,16 @@ def with_injections(source: EntrySource, context: SessionContext) -> list[AgentM
 
 def injected_messages(details: dict[str, Any], timestamp_ms: int) -> list[AgentMessage]:
     """The block a compaction injects after its summary (empty when it injected none):
-    the task list as it stood, then the files the model was working on."""
+    the task list as it stood, the sub-agents started so far, then the files the model
+    was working on."""
     out: list[AgentMessage] = []
     todos = clean_todos(details.get(DETAIL_TODOS)) if DETAIL_TODOS in details else None
     if todos:
         out.append(ExtensionMessage(custom_type=TODOS_MESSAGE_TYPE, content=injected_todos_text(todos),
+                                    display=False, timestamp=timestamp_ms))
+    children = clean_children(details.get(DETAIL_CHILDREN)) if DETAIL_CHILDREN in details else None
+    if children:
+        out.append(ExtensionMessage(custom_type=CHILDREN_MESSAGE_TYPE, content=render_children(children),
                                     display=False, timestamp=timestamp_ms))
     text = details.get(DETAIL_REINJECTED)
     if isinstance(text, str) and text:

@@ -41,6 +41,9 @@ from heron.coding.tools.env import resolve_path
 WALKING_TOOLS = frozenset({"grep", "find", "ls"})
 # Tools that only read heron's own data.
 ALWAYS_ALLOWED = frozenset({"search_history"})
+# Tools that only start a sub-agent, whose every call goes through this same engine (the
+# child shares it): read-only in themselves, so plan mode does not ask for them.
+DELEGATING_TOOLS = frozenset({"task"})
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
@@ -149,7 +152,7 @@ class PermissionEngine:
             return Decision("allow", "")
         if any(r.specifier is None for r in self._rules("allow", tool)):
             return Decision("allow", "", rule=self._rules("allow", tool)[0], reason="rule")
-        if self.mode == "plan":
+        if self.mode == "plan" and tool not in DELEGATING_TOOLS:
             return Decision("ask", f"{what} may change things, and plan mode is read-only", suggestion=tool)
         return Decision("allow", "")
 

@@ -1,5 +1,8 @@
-"""The coding tools: read, write, edit, bash, search_history and todo by default; grep,
-find, ls and json_query on request.
+"""The coding tools: read, write, edit, bash, search_history, todo and task by default;
+grep, find, ls and json_query on request.
+
+``task`` (sub-agents, :mod:`heron.coding.subagents`) needs the session it runs in, so
+:func:`create_tools` leaves it out and the runtime adds it (docs/subagents.md).
 
 ``search_history`` is on by default because it is the way back to whatever compaction
 and pruning took out of the context (see docs/recall.md); ``json_query`` is asked for by
@@ -14,10 +17,11 @@ from typing import Any
 from heron.agent.tools import AgentTool
 from heron.coding.tools.env import ToolEnv
 
-DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo")
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo", "task")
 ALL_TOOLS: tuple[str, ...] = (
-    "read", "bash", "edit", "write", "grep", "find", "ls", "search_history", "json_query", "todo",
+    "read", "bash", "edit", "write", "grep", "find", "ls", "search_history", "json_query", "todo", "task",
 )
+SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
 
 
 class UnknownToolError(ValueError):
@@ -47,10 +51,10 @@ def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[Agent
     }
     tools: list[AgentTool[Any]] = []
     for name in ALL_TOOLS:
-        if name in wanted:
+        if name in wanted and name not in SESSION_TOOLS:
             module, cls = factories[name]
             tools.append(getattr(importlib.import_module(module), cls)(env))
     return tools
 
 
-__all__ = ["ALL_TOOLS", "DEFAULT_TOOLS", "ToolEnv", "UnknownToolError", "create_tools"]
+__all__ = ["ALL_TOOLS", "DEFAULT_TOOLS", "SESSION_TOOLS", "ToolEnv", "UnknownToolError", "create_tools"]
