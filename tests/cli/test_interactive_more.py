@@ -263,3 +263,17 @@ def test_a_context_warning_is_one_line_in_the_conversation(spawn: Any, local_ser
 @pytest.fixture(autouse=True)
 def _no_git_identity_needed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def test_agents_lists_the_definitions_and_the_skipped_files(spawn: Any, dirs: tuple[Path, Path]) -> None:
+    _, project = dirs
+    agents = project / ".heron" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews a diff for bugs\n"
+                                        "tools: read, grep\n---\nYou review code.\n")
+    (agents / "broken.md").write_text("no front matter here\n")
+    child = spawn()
+    child.send("/agents\r")
+    child.expect("reviewer: Reviews a diff for bugs")
+    child.expect("broken.md")
+    exit_with_ctrl_d(child)

@@ -187,6 +187,15 @@ class SessionCommands:
         for line in cost_lines(usage_by_model(store), compactions):
             self._print(Text(line))
 
+    def _cmd_agents(self, args: str) -> None:
+        """The agent definitions the task tool can use, and the files skipped with why."""
+        from heron.coding.subagents.definitions import listing_lines, load_definitions
+
+        self.renderer.reset_section()
+        self._print(Text("Agent definitions (task tool)", style="bold"))
+        for line in listing_lines(load_definitions(self.session.cwd, self.session.home)):
+            self._print(Text(line))
+
     def _cmd_settings(self, args: str) -> None:
         app = self.app
         words = args.split()
