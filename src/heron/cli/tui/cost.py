@@ -5,15 +5,18 @@ in, from its first entry, also the part a compaction took out of the context - a
 grouped by the provider and model that answered (each answer records both). Branches
 left by ``/tree`` are not on the path and not counted; ``heron sessions info`` counts
 the whole file. Summaries made for compaction are requests of their own whose usage the
-session does not record, so they are not in these figures (the note says so).
+session does not record, so they are not in these figures (the note says so). What the
+sub-agents of the ``task`` tool cost is a row of its own, from the usage each child's
+registry entry records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from heron.ai.types import AssistantMessage
-from heron.session.entries import MessageEntry
+from heron.ai.types import AssistantMessage, Usage
+from heron.context.children import CHILD_CUSTOM_TYPE
+from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 
 
@@ -29,8 +32,10 @@ class ModelUsage:
     cost: float = 0.0
 
     def add(self, message: AssistantMessage) -> None:
-        usage = message.usage
-        self.answers += 1
+        self.add_usage(message.usage)
+
+    def add_usage(self, usage: Usage, answers: int = 1) -> None:
+        self.answers += answers
         self.input += usage.input
         self.output += usage.output
         self.cache_read += usage.cache_read
@@ -53,7 +58,29 @@ def usage_by_model(store: SessionStore) -> list[ModelUsage]:
         if row is None:
             row = rows[key] = ModelUsage(message.provider, message.model)
         row.add(message)
-    return list(rows.values())
+    children = _children_usage(store)
+    return [*rows.values(), *([children] if children is not None else [])]
+
+
+def _children_usage(store: SessionStore) -> ModelUsage | None:
+    """What the sub-agents of this session cost (the task tool records it with each child)."""
+    finished: dict[str, Usage] = {}
+    types = store.types()
+    for index in store.path_indices():
+        if types[index] != "custom":
+            continue
+        entry = store.entry_at(index, cache=False)
+        if not isinstance(entry, CustomEntry) or entry.custom_type != CHILD_CUSTOM_TYPE:
+            continue
+        data = entry.data if isinstance(entry.data, dict) else {}
+        if isinstance(data.get("usage"), dict) and isinstance(data.get("id"), str):
+            finished[data["id"]] = Usage.from_json_dict(data["usage"])
+    if not finished:
+        return None
+    row = ModelUsage("sub-agents", f"{len(finished)} child session(s)")
+    for usage in finished.values():
+        row.add_usage(usage, answers=0)
+    return row
 
 
 def cost_lines(rows: list[ModelUsage], compactions: int) -> list[str]:
