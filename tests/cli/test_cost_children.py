@@ -17,10 +17,9 @@ def test_children_are_a_row_of_their_own(tmp_path: Path) -> None:
     store.append_message(AssistantMessage(api="faux", provider="p", model="m", content=[TextContent(text="ok")],
                                           usage=own))
     store.append_custom(CHILD_CUSTOM_TYPE, {"id": "c1", "status": "running"})  # started: no usage yet
-    store.append_custom(CHILD_CUSTOM_TYPE, {"id": "c1", "status": "done",
-                                            "usage": Usage(input=500, output=50, cost=Cost(total=0.005)).to_json_dict()})
-    store.append_custom(CHILD_CUSTOM_TYPE, {"id": "c2", "status": "done",
-                                            "usage": Usage(input=300, output=30, cost=Cost(total=0.003)).to_json_dict()})
+    for child, tokens, cost in (("c1", 500, 0.005), ("c2", 300, 0.003)):
+        usage = Usage(input=tokens, output=tokens // 10, cost=Cost(total=cost))
+        store.append_custom(CHILD_CUSTOM_TYPE, {"id": child, "status": "done", "usage": usage.to_json_dict()})
     rows = usage_by_model(store)
     assert [(r.provider, r.model) for r in rows] == [("p", "m"), ("sub-agents", "2 child session(s)")]
     assert (rows[1].input, rows[1].output, round(rows[1].cost, 4)) == (800, 80, 0.008)
