@@ -261,8 +261,25 @@ def build_app(args: argparse.Namespace) -> App:
         append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         home=home,
     )
+    _trace(session, getattr(args, "otel", None))
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session)
+
+
+def _trace(session: CodingSession, otel: str | None) -> None:
+    """``--otel console`` or an OTLP endpoint in the environment: spans of every run
+    (docs/tracing.md). Without either, OpenTelemetry is never imported."""
+    from heron.coding.tracing import tracing_mode
+
+    mode = tracing_mode(otel)
+    if mode is None:
+        return
+    import atexit
+
+    from heron.coding.tracing import SessionTracer, flush_tracing, get_tracer
+
+    SessionTracer(session, get_tracer(mode))
+    atexit.register(flush_tracing)
 
 
 def _prompt_text(value: str | None, cwd: Path) -> str | None:
