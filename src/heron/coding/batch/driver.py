@@ -88,7 +88,7 @@ async def run_jobs(jobs: Sequence[Job], executor: Executor, *, workers: int, res
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*slots, return_exceptions=True)
         stopper.cancel()
-        if all_done.done() and not all_done.cancelled() and all_done.exception() is not None:
+        if not outcome.interrupted and all_done.exception() is not None:
             raise all_done.exception()  # type: ignore[misc]
     finally:
         await executor.stop()

@@ -111,8 +111,8 @@ async def _run_session(job: Job, work: Path, session_path: Path, result: TaskRes
 
         tracer = SessionTracer(session, get_tracer(job.tracing), capture_content=job.trace_content)
     timed_out = False
+    run = asyncio.ensure_future(session.prompt(task.prompt))
     try:
-        run = asyncio.ensure_future(session.prompt(task.prompt))
         done, _ = await asyncio.wait({run}, timeout=task.timeout_s)
         if not done:
             timed_out = True
@@ -124,8 +124,9 @@ async def _run_session(job: Job, work: Path, session_path: Path, result: TaskRes
                     await run
         elif run.exception() is not None:
             raise run.exception()  # type: ignore[misc]
-    except asyncio.CancelledError:
+    except asyncio.CancelledError:  # the batch is stopping: abort the run, record nothing
         session.abort()
+        run.cancel()
         raise
     finally:
         if tracer is not None:
