@@ -104,7 +104,8 @@ def batch_args(tasks: Path, out: Path, server: ScriptedServer, *extra: str) -> l
             "--model", MODEL, "--progress", "plain", *extra]
 
 
-def run_batch(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_batch(args: list[str], env: dict[str, str], cwd: Path,
+              timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, check=False)
 
