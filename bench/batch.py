@@ -24,13 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT))
-
-from _common import parser, table, write_json
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.batch.support import ScriptedServer, batch_args, batch_env, make_project, read_results, write_tasks
+
+from _common import parser, table, write_json
 
 
 def run_once(executor: str, workers: int, tasks: int, latency: float) -> dict[str, Any]:
