@@ -4,6 +4,7 @@ installs it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -133,3 +134,52 @@ def test_a_task_that_kills_its_worker_every_time_ends_as_an_error(tmp_path: Path
     (result,) = read_results(tmp_path / "out")
     assert result["status"] == "error" and result["attempts"] == 2
     assert "worker running it died (2 attempt(s))" in result["error"]
+
+
+def socket_peers(pids: list[int]) -> set[str]:
+    """The addresses (local and remote, as /proc/net/tcp* spells them) of every TCP
+    socket that one of ``pids`` holds."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+        except OSError:
+            continue
+    addresses: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] in inodes and fields[3] != "0A":  # not LISTEN
+                    addresses.update(field.split(":")[0] for field in fields[1:3])
+    return addresses
+
+
+LOOPBACK = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+
+
+def test_the_local_cluster_talks_over_loopback_only(tmp_path: Path, server: ScriptedServer) -> None:
+    """Ray's own processes (driver, GCS, raylet, actors) connect to 127.0.0.1 only."""
+    project = make_project(tmp_path)
+    write_tasks(tmp_path / "tasks.jsonl", project, 10)
+    args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray", "--workers", "2")
+    process = subprocess.Popen(args, env=batch_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    seen: set[str] = set()
+
+    def look(request: Recorded, count: int) -> None:
+        if count == 5:
+            seen.update(socket_peers([process.pid, *descendants(process.pid)]))
+
+    server.on_request = look
+    try:
+        _, err = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert seen and seen <= LOOPBACK, seen

@@ -29,6 +29,9 @@ from heron.coding.batch.runner import Job
 ACTORS_PER_NODE = 2
 # Environment the actors need from the driver's: heron's home, keys, tracing set-up.
 FORWARDED_PREFIXES = ("HERON_", "OTEL_")
+# Off: Ray keeps a local node on 127.0.0.1 (the variable's name is Ray's, for macOS and
+# Windows, where that is the default).
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def _actor_class() -> Any:
@@ -74,10 +77,17 @@ class RayExecutor:
         self._concurrency = 1
         self._cls: Any = None
 
+    def _prepare_environment(self) -> None:
+        """Before Ray is imported (it reads these at import): no usage statistics, and for
+        a local cluster the loopback address - Ray otherwise turns 127.0.0.1 into the
+        machine's network address and its processes talk over that."""
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if not self.address:
+            os.environ.setdefault(LOOPBACK_ENV, "0")
+
     def _init(self) -> None:
         import ray
 
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if ray.is_initialized():
             return
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
@@ -90,6 +100,7 @@ class RayExecutor:
         self._started_ray = True
 
     async def start(self, workers: int) -> None:
+        self._prepare_environment()
         import asyncio
 
         import ray
