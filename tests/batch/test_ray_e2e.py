@@ -183,3 +183,18 @@ def test_the_local_cluster_talks_over_loopback_only(tmp_path: Path, server: Scri
             process.kill()
     assert process.returncode == 0, err
     assert seen and seen <= LOOPBACK, seen
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_batch_otel_console_prints_every_span(tmp_path: Path, server: ScriptedServer, executor: str) -> None:
+    """Each task's spans reach the output, from the actors too (forwarded by Ray)."""
+    pytest.importorskip("opentelemetry.sdk")
+    project = make_project(tmp_path)
+    write_tasks(tmp_path / "tasks.jsonl", project, 3)
+    args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", executor,
+                      "--workers", "2", "--otel", "console")
+    done = run_batch(args, batch_env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count('"name": "invoke_agent heron"') == 3
+    assert done.stderr.count('"name": "chat test-model"') == 6
+    assert done.stderr.count('"name": "execute_tool read"') == 3

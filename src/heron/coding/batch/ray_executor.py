@@ -32,6 +32,7 @@ FORWARDED_PREFIXES = ("HERON_", "OTEL_")
 # Off: Ray keeps a local node on 127.0.0.1 (the variable's name is Ray's, for macOS and
 # Windows, where that is the default).
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+LOG_FORWARD_WAIT_S = 2.0
 
 
 def _actor_class() -> Any:
@@ -84,6 +85,8 @@ class RayExecutor:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if not self.address:
             os.environ.setdefault(LOOPBACK_ENV, "0")
+        if self.log_to_driver:  # Ray would fold identical lines of different actors (two spans) into one
+            os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
     def _init(self) -> None:
         import ray
@@ -149,6 +152,9 @@ class RayExecutor:
         for slot in self._slots:
             with contextlib.suppress(Exception):  # a dead actor has nothing to flush
                 await asyncio.wait_for(slot.actor.flush.remote(), timeout=10)
+        if self.log_to_driver:  # Ray forwards the actors' output (console spans) from log files, a little later
+            await asyncio.sleep(LOG_FORWARD_WAIT_S)
+        for slot in self._slots:
             ray.kill(slot.actor)
         self._slots = []
         if self._started_ray:
