@@ -135,3 +135,14 @@ def test_otel_console_prints_the_spans_on_stderr(tmp_path: Path, server: Scripte
     assert done.stdout == "done: hello\n"  # stdout keeps only the answer
     for name in ('"invoke_agent heron"', '"chat test-model"', '"execute_tool read"', '"gen_ai.conversation.id"'):
         assert name in done.stderr
+
+
+def test_missing_packages_are_named_with_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    assert tracing.missing_packages("otlp") is None  # installed here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a))
+    assert tracing.missing_packages("console") == "tracing needs opentelemetry.sdk: pip install 'heron[otel]'"
+    assert "opentelemetry.exporter.otlp.proto.http" in str(tracing.missing_packages("otlp"))

@@ -81,6 +81,21 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise BatchError(f"--out {args.out}: exists and is not a directory")
 
 
+def _tracing(args: argparse.Namespace) -> str | None:
+    """The tracing mode; ``--otel`` without the packages is an error, an OTLP endpoint in
+    the environment without them only a warning (the batch runs untraced)."""
+    from heron.coding.tracing import missing_packages, tracing_mode
+
+    mode = tracing_mode(args.otel)
+    problem = missing_packages(mode) if mode is not None else None
+    if problem is None:
+        return mode
+    if args.otel:
+        raise BatchError(f"--otel {args.otel}: {problem}")
+    print(f"heron batch: warning: {problem}; running without traces", file=sys.stderr)
+    return None
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -97,15 +112,15 @@ def main(argv: list[str]) -> int:
         if args.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise BatchError("--executor ray needs Ray: pip install 'heron[ray]'")
         models = resolve_models(todo, args)
+        mode = _tracing(args)
     except (BatchError, TaskFileError) as exc:
         print(f"heron batch: {exc}", file=sys.stderr)
         return 2
     skipped = len(tasks) - len(todo)
     if skipped:
         print(f"heron batch: {skipped} of {len(tasks)} tasks already done; running {len(todo)}", file=sys.stderr)
-    from heron.coding.tracing import content_wanted, tracing_mode
+    from heron.coding.tracing import content_wanted
 
-    mode = tracing_mode(args.otel)
     home = heron_home()
     jobs = [Job(task=t, model=models[t.model].model, api_key=models[t.model].api_key, out_dir=out, home=home,
                 tracing=mode, trace_content=content_wanted()) for t in todo]

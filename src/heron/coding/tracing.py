@@ -48,6 +48,20 @@ def tracing_mode(otel_flag: str | None) -> str | None:
     return None
 
 
+def missing_packages(mode: str) -> str | None:
+    """What to install when the packages ``mode`` needs are not there (else None)."""
+    import importlib.util
+
+    needed = ["opentelemetry.sdk"] + (["opentelemetry.exporter.otlp.proto.http"] if mode == "otlp" else [])
+    try:
+        missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    except ModuleNotFoundError:  # the parent package itself is absent
+        missing = needed
+    if not missing:
+        return None
+    return f"tracing needs {', '.join(missing)}: pip install 'heron[otel]'"
+
+
 def content_wanted() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true", "yes")
 
