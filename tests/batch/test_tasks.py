@@ -98,3 +98,12 @@ def test_results_survive_a_torn_last_line(tmp_path: Path) -> None:
     again.close()
     third = ResultsLog(tmp_path)
     assert set(third.done) == {"a", "b"} and third.done["b"].error == "boom"
+
+
+def test_a_model_that_cannot_be_resolved_stops_the_batch_before_it_runs(tmp_path: Path) -> None:
+    tasks = write(tmp_path / "t.jsonl", {"id": "a", "prompt": "x", "cwd": ".", "model": "nowhere/nothing"})
+    done = subprocess.run([*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out")],
+                          env=batch_env(tmp_path), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "model nowhere/nothing (tasks a)" in done.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists()
