@@ -198,3 +198,4 @@ def test_batch_otel_console_prints_every_span(tmp_path: Path, server: ScriptedSe
     assert done.stderr.count('"name": "invoke_agent heron"') == 3
     assert done.stderr.count('"name": "chat test-model"') == 6
     assert done.stderr.count('"name": "execute_tool read"') == 3
+

@@ -124,8 +124,13 @@ def main(argv: list[str]) -> int:
     home = heron_home()
     jobs = [Job(task=t, model=models[t.model].model, api_key=models[t.model].api_key, out_dir=out, home=home,
                 tracing=mode, trace_content=content_wanted()) for t in todo]
+    from heron.coding.batch.driver import ExecutorError
+
     try:
         return asyncio.run(_run(jobs, args, results))
+    except ExecutorError as exc:
+        print(f"heron batch: {exc}", file=sys.stderr)
+        return 2
     finally:
         results.close()
 

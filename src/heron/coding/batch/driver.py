@@ -23,6 +23,10 @@ class WorkerLost(RuntimeError):
     """The process running a job went away before the job finished."""
 
 
+class ExecutorError(RuntimeError):
+    """The executor could not start (a Ray cluster that cannot be started or joined)."""
+
+
 class Executor(Protocol):
     name: str
 

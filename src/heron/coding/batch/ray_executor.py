@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from heron.coding.batch.driver import WorkerLost
+from heron.coding.batch.driver import ExecutorError, WorkerLost
 from heron.coding.batch.results import TaskResult
 from heron.coding.batch.runner import Job
 
@@ -108,7 +108,11 @@ class RayExecutor:
 
         import ray
 
-        await asyncio.to_thread(self._init)
+        try:
+            await asyncio.to_thread(self._init)
+        except Exception as exc:
+            where = f"join the Ray cluster at {self.address}" if self.address else "start a local Ray cluster"
+            raise ExecutorError(f"could not {where}: {exc}") from exc
         nodes = [node for node in ray.nodes() if node.get("Alive")]  # type: ignore[no-untyped-call]
         count = max(1, min(workers, self.actors_per_node * max(1, len(nodes))))
         self._concurrency = math.ceil(workers / count)
