@@ -252,7 +252,9 @@ async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
         faux.set_fallback(script)
         model = faux.model(context_window=WINDOW, max_tokens=MAX_TOKENS)
         session = CodingSession(cwd=root, model=model, store=SessionStore.in_memory(root), home=home,
-                                date="2025-01-01", settings=settings_from_dict(settings))
+                                date="2025-01-01",
+                                # the context mechanics alone: no memory flush turns in the script
+                                settings=settings_from_dict({**settings, "memory": {"enabled": False}}))
         marks: list[tuple[int, str, Any]] = []  # (payloads so far, kind, event)
 
         def listen(event: Any) -> None:

@@ -611,3 +611,30 @@ async def test_partial_output_is_streamed_and_throttled(env: ToolEnv) -> None:
     assert all(len(text_of(u).encode()) <= env.limits.max_bytes for u in updates)
     assert all(u.details["partial"] is True for u in updates)
     assert text_of(result).endswith("Full output: " + str(env.spill_dir() / "bash-call-1.log") + "]")
+
+
+# --- the default and maximum timeout (bash.defaultTimeoutMs / bash.maxTimeoutMs) ----------
+
+
+def test_a_command_without_a_timeout_gets_the_default(tmp_path: Path) -> None:
+    env = ToolEnv(cwd=tmp_path, bash_default_timeout=0.5)
+    result = asyncio.run(BashTool(env, kill_grace=0.2).execute("t", BashParams(command="sleep 30"), AbortSignal(),
+                                                              lambda _: None))
+    assert text_of(result).endswith("Command timed out after 0.5 seconds")
+
+
+def test_a_longer_timeout_than_the_maximum_is_capped(tmp_path: Path) -> None:
+    env = ToolEnv(cwd=tmp_path, bash_max_timeout=0.5)
+    params = BashParams(command="sleep 30", timeout=10_000)
+    result = asyncio.run(BashTool(env, kill_grace=0.2).execute("t", params, AbortSignal(), lambda _: None))
+    assert text_of(result).endswith("Command timed out after 0.5 seconds (the longest allowed: bash.maxTimeoutMs "
+                                    "in the settings)")
+
+
+def test_bash_children_lose_credential_variables_even_without_a_runtime(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-should-not-leak")
+    monkeypatch.setenv("PLAIN_VARIABLE", "plain")
+    result = asyncio.run(BashTool(ToolEnv(cwd=tmp_path)).execute("t", BashParams(command="env"), AbortSignal(),
+                                                                 lambda _: None))
+    assert "PLAIN_VARIABLE=plain" in text_of(result) and "tok-should-not-leak" not in text_of(result)

@@ -372,3 +372,21 @@ def test_tool_run_and_spill_settings() -> None:
     assert defaults.spill.max_bytes == 100 * 1024 * 1024 and defaults.spill.retention_days == 14
     custom = from_dict({"tools": {"maxParallel": 2}, "spill": {"maxBytes": 1000, "retentionDays": 3}})
     assert (custom.tools.max_parallel, custom.spill.max_bytes, custom.spill.retention_days) == (2, 1000, 3)
+
+
+def test_the_local_settings_file_is_read_last(tmp_path: Path) -> None:
+    from heron.coding.settings import load_settings, settings_paths
+
+    home, cwd = tmp_path / "home", tmp_path / "proj"
+    (cwd / ".heron").mkdir(parents=True)
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"bash": {"defaultTimeoutMs": 1000}}))
+    project = {"bash": {"defaultTimeoutMs": 2000, "maxTimeoutMs": 9000}}
+    (cwd / ".heron" / "settings.json").write_text(json.dumps(project))
+    (cwd / ".heron" / "settings.local.json").write_text(json.dumps({"bash": {"defaultTimeoutMs": 3000},
+                                                                    "permissions": {"deny": ["Bash(rm:*)"]},
+                                                                    "hooks": {}, "env": {"passThrough": ["X"]}}))
+    settings = load_settings(cwd, home)
+    assert settings.bash.default_timeout_ms == 3000 and settings.bash.max_timeout_ms == 9000
+    assert settings.warnings == ()  # permissions, hooks and env are known keys
+    assert len(settings_paths(cwd, home)) == 2  # the user's and the project's, as /settings shows them

@@ -35,6 +35,7 @@ from heron.session.paths import latest_session, list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
 
 if TYPE_CHECKING:  # imported in build_app: a set-up error is reported without loading the agent
+    from heron.coding.mcp.setup import SessionMcp
     from heron.coding.runtime import CodingSession
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
@@ -64,6 +65,7 @@ class App:
     registry: ModelRegistry
     resolved: ResolvedModel
     session: CodingSession
+    mcp: SessionMcp | None = None  # the MCP servers of this process (docs/mcp.md)
 
     def new_store(self) -> SessionStore:
         if self.args.no_session:
@@ -248,6 +250,13 @@ def build_app(args: argparse.Namespace) -> App:
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
     store = choose_store(args, cwd, home)
+    from heron.coding.mcp.config import project_trusted
+    from heron.coding.mcp.setup import start_session_servers
+
+    mcp = start_session_servers(cwd, home, trusted=project_trusted(cwd, home, getattr(args, "trust", False)),
+                                window=resolved.model.context_window)
+    for warning in mcp.warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
     session = CodingSession(
         cwd=cwd,
         model=resolved.model,
@@ -260,10 +269,27 @@ def build_app(args: argparse.Namespace) -> App:
         system_prompt=_prompt_text(args.system_prompt, cwd),
         append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         home=home,
+        extra_tools=mcp.tools,
     )
+    _apply_control_flags(args, session)
+    mcp.bind(session.agent)
     _trace(session, getattr(args, "otel", None))
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
-               session=session)
+               session=session, mcp=mcp)
+
+
+def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> None:
+    """``--trust``, ``--permission-mode``, ``--allow`` (docs/permissions.md)."""
+    control = session.control
+    if getattr(args, "trust", False):
+        control.trust()
+    if getattr(args, "permission_mode", None):
+        control.set_mode(args.permission_mode)  # ValueError: reported as a usage error
+    problems = control.allow(list(getattr(args, "allow", None) or []))
+    if problems:
+        raise UsageError(problems[0])
+    for warning in control.warnings:
+        print(f"heron: warning: {warning}", file=sys.stderr)
 
 
 def _trace(session: CodingSession, otel: str | None) -> None:

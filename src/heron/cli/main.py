@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="heron",
         description="A coding agent that manages its context window.",
         epilog="Other commands: `heron sessions --help` (list and inspect session files), "
+               "`heron rewind --help` (undo turns: code, conversation or both), `heron mcp --help` (MCP servers), "
                "`heron batch --help` (many tasks at once).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
@@ -49,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")
+    parser.add_argument("--permission-mode", default=None, metavar="MODE",
+                        help="default, plan (read-only), accept-edits or bypass (docs/permissions.md)")
+    parser.add_argument("--allow", action="append", default=[], metavar="RULE",
+                        help="allow tool calls matching RULE, e.g. --allow 'Bash(make:*)' (repeatable)")
+    parser.add_argument("--trust", action="store_true",
+                        help="trust this project: run its hooks, use its allow rules, start its .mcp.json "
+                             "servers (remembered)")
     parser.add_argument("--otel", choices=("console",), default=None,
                         help="print OpenTelemetry spans of the run (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
     parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
@@ -60,12 +68,16 @@ def main(argv: list[str] | None = None) -> int:
 
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] == "sessions":
-        from heron.cli import sessions_cmd
+    if args_list and args_list[0] == "rewind":
+        from heron.cli import rewind_cmd
+
+        return rewind_cmd.main(args_list[1:])
+    if args_list and args_list[0] in ("sessions", "mcp"):
+        from heron.cli import mcp_cmd, sessions_cmd
 
         sub = argparse.ArgumentParser(prog="heron")
         commands = sub.add_subparsers(dest="command", metavar="COMMAND")
-        sessions_cmd.add_parser(commands)
+        (sessions_cmd if args_list[0] == "sessions" else mcp_cmd).add_parser(commands)
         parsed = sub.parse_args(args_list)
         result: int = parsed.handler(parsed)
         return result

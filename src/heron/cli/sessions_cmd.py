@@ -421,6 +421,7 @@ def session_context_breakdown(store: SessionStore, window: int | None = None) ->
     from heron.context.budget import estimate_context_tokens, estimate_message_tokens
     from heron.context.compaction import CompactionSettings
     from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+    from heron.context.todos import TODOS_CUSTOM_TYPE, clean_todos
     from heron.session.entries import CustomEntry
 
     messages = store.build_context().messages
@@ -433,8 +434,11 @@ def session_context_breakdown(store: SessionStore, window: int | None = None) ->
         else:
             by_role[message.role] = by_role.get(message.role, 0) + tokens
     ledger: list[LedgerRecord] = []
+    todos: list[dict[str, str]] = []
     if store.leaf_id is not None:
         for entry in store.path_to(store.leaf_id):
+            if isinstance(entry, CustomEntry) and entry.custom_type == TODOS_CUSTOM_TYPE:
+                todos = [{"content": t["content"], "status": t["status"]} for t in clean_todos(entry.data) or []]
             if not isinstance(entry, CustomEntry) or entry.custom_type != LEDGER_CUSTOM_TYPE:
                 continue
             if isinstance(entry.data, dict):
@@ -452,6 +456,7 @@ def session_context_breakdown(store: SessionStore, window: int | None = None) ->
         messages=by_role,
         total=estimate_context_tokens(messages),
         ledger=ledger,
+        todos=todos,
     )
 
 
@@ -468,6 +473,7 @@ def breakdown_json(breakdown: ContextBreakdown, *, offline: bool = False) -> dic
         "messages": dict(breakdown.messages),
         "total": breakdown.total,
         "pruned_results": breakdown.pruned_results,
+        "todos": breakdown.todos,
         "ledger": [record.to_json_dict() for record in breakdown.ledger],
         "ledger_saved_tokens": _ledger_totals(breakdown),
     }
@@ -517,6 +523,11 @@ def format_context_breakdown(
     lines.append(f"  {'total (last reported usage + after it)':<38} {breakdown.total:>9,}{share(breakdown.total)}")
     if breakdown.pruned_results:
         lines.append(f"  {breakdown.pruned_results} old tool result(s) pruned to stubs in the requests")
+    todos = getattr(breakdown, "todos", None) or []
+    if todos:
+        lines.append(f"task list ({sum(t['status'] == 'completed' for t in todos)}/{len(todos)} completed; "
+                     "re-injected after every compaction):")
+        lines.extend(f"  [{t['status']}] {t['content']}" for t in todos)
     records = breakdown.ledger
     if not records:
         lines.append("ledger: empty (nothing was cut, spilled, pruned or compacted)")

@@ -20,12 +20,24 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from heron.agent.agent import Agent
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal, sleep_or_abort
 from heron.ai.options import RetryPolicy
 from heron.ai.overflow import RETRYABLE, ErrorKind
 from heron.ai.types import AssistantMessage, StopReason
-from heron.coding.events import ContextWarningEvent, RetryStartEvent, SessionEvent
+from heron.coding.events import (
+    CompactionEndEvent,
+    CompactionReason,
+    ContextWarningEvent,
+    RetryStartEvent,
+    SessionEvent,
+)
+from heron.coding.settings import Settings
+from heron.coding.tools.env import ToolEnv
+from heron.context.policy import ContextPolicy
+from heron.session.entries import MessageEntry
+from heron.session.store import SessionStore
 
 
 class Recoverable(Protocol):
@@ -97,3 +109,59 @@ async def recover(
             return added
         session.drop_failed_answer()
         added += await session.continue_run()
+
+
+class RecoveryHooks:
+    """:class:`Recoverable`, implemented over a coding session's agent, store and policy
+    (CodingSession inherits it; kept here, next to the decisions that use it)."""
+
+    agent: Agent
+    store: SessionStore
+    policy: ContextPolicy
+    env: ToolEnv
+    settings: Settings
+    _retrying: int
+
+    async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
+        raise NotImplementedError
+
+    def drop_failed_answer(self) -> str | None:
+        """Take a failed answer out of the live context and off the session's path: the
+        leaf moves back to its parent, so the retry becomes a sibling branch and the
+        failed message stays in the file. Returns the failed entry's id."""
+        failed = self.agent.state.messages.pop()
+        leaf = self.store.leaf_id
+        if leaf is None:
+            return None
+        entry = self.store.get(leaf)
+        if not isinstance(entry, MessageEntry) or entry.message is not failed:
+            return None
+        parent = self.store.parent_id_of(leaf)
+        if parent is not None:
+            self.store.branch(parent)
+        else:
+            self.store.reset_leaf()
+        return leaf
+
+    def restore_failed_answer(self, entry_id: str | None, message: AssistantMessage) -> None:
+        if entry_id is not None:
+            self.store.branch(entry_id)
+        self.agent.state.messages.append(message)
+
+    def learn_window(self, failed: AssistantMessage) -> int | None:
+        learned = self.policy.learn_from_overflow(failed)
+        if learned is None:
+            return None
+        self.env.limits = self.settings.tool_limits.for_window(learned.window)
+        return learned.window
+
+    async def compact_for_overflow(self) -> bool:
+        end = await self.compact(reason="overflow")
+        return end is not None and end.entry_id is not None
+
+    async def continue_run(self) -> list[AgentMessage]:
+        return await self.agent.continue_()
+
+    def note_retry(self, attempt: int) -> None:
+        self._retrying = attempt
+

@@ -47,6 +47,7 @@ from heron.ai.types import (
 )
 from heron.coding.breakdown import ContextBreakdown, context_breakdown
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
+from heron.coding.control import Control
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
@@ -61,7 +62,7 @@ from heron.coding.events import (
 from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
-from heron.coding.recovery import recover
+from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
@@ -105,7 +106,7 @@ def session_date(store: SessionStore) -> str:
     return _dt.date.today().isoformat()
 
 
-class CodingSession:
+class CodingSession(RecoveryHooks):
     """One conversation of the coding agent, recorded in a session file.
 
     ``await session.prompt("fix the failing test")`` runs the agent until it stops;
@@ -170,6 +171,7 @@ class CodingSession:
         self.system_prompt = self._build_system_prompt()
 
         self.agent = self._make_agent(model, thinking_level)
+        self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
         self.policy = self._make_policy()
         self.compactor = Compactor(self.policy, cwd=self.cwd)
         self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
@@ -336,20 +338,18 @@ class CodingSession:
         self._last_view = view
         return view
 
-    def _stream_options(self, context: Context) -> StreamOptions:
+    def _retry_policy(self) -> RetryPolicy:
         retry = self.settings.retry
-        policy = RetryPolicy(
-            max_retries=retry.max_retries if retry.enabled else 0,
-            base_delay=retry.base_delay_ms / 1000,
-            max_delay=retry.max_delay_ms / 1000,
-        )
+        return RetryPolicy(max_retries=retry.max_retries if retry.enabled else 0,
+                           base_delay=retry.base_delay_ms / 1000, max_delay=retry.max_delay_ms / 1000)
+
+    def _stream_options(self, context: Context) -> StreamOptions:
+        timeouts = self.settings.timeouts
         return StreamOptions(
-            api_key=self.api_key,
+            api_key=self.api_key, session_id=self.store.session_id,
             max_tokens=self.policy.last_max_tokens or self.policy.output_cap(self.policy.last_tokens),
-            thinking=self.agent.state.thinking_level,
-            session_id=self.store.session_id,
-            retry=policy,
-            on_retry=self._on_ai_retry,
+            thinking=self.agent.state.thinking_level, retry=self._retry_policy(), on_retry=self._on_ai_retry,
+            first_byte_ms=timeouts.first_byte_ms, idle_ms=timeouts.idle_ms, request_ms=timeouts.request_ms,
         )
 
     def _checked_stream(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
@@ -424,19 +424,19 @@ class CodingSession:
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        body = self._fit_prompt(self.expand_input(text))
+        if (body := await self.control.before_prompt(self.expand_input(text), fit=self._fit_prompt)) is None:
+            return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
         try:
             added = await self.agent.prompt(message)
-            retry = self.settings.retry
-            policy = RetryPolicy(max_retries=retry.max_retries if retry.enabled else 0,
-                                 base_delay=retry.base_delay_ms / 1000, max_delay=retry.max_delay_ms / 1000)
-            return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
+            return await recover(self, added, policy=self._retry_policy(), signal=self._recovery_abort,
+                                 emit=self._emit)
         finally:
             self._turn_prompt = None
+            await self.control.after_prompt()
 
     def _fit_prompt(self, text: str) -> str:
         room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
@@ -455,53 +455,12 @@ class CodingSession:
         self.agent.abort()
         self._recovery_abort.abort()
 
-    # Recovery hooks (heron.coding.recovery.Recoverable).
-
-    def drop_failed_answer(self) -> str | None:
-        """Take a failed answer out of the live context and off the session's path: the
-        leaf moves back to its parent, so the retry becomes a sibling branch and the
-        failed message stays in the file. Returns the failed entry's id."""
-        failed = self.agent.state.messages.pop()
-        leaf = self.store.leaf_id
-        if leaf is None:
-            return None
-        entry = self.store.get(leaf)
-        if not isinstance(entry, MessageEntry) or entry.message is not failed:
-            return None
-        parent = self.store.parent_id_of(leaf)
-        if parent is not None:
-            self.store.branch(parent)
-        else:
-            self.store.reset_leaf()
-        return leaf
-
-    def restore_failed_answer(self, entry_id: str | None, message: AssistantMessage) -> None:
-        if entry_id is not None:
-            self.store.branch(entry_id)
-        self.agent.state.messages.append(message)
-
-    def learn_window(self, failed: AssistantMessage) -> int | None:
-        learned = self.policy.learn_from_overflow(failed)
-        if learned is None:
-            return None
-        self.env.limits = self.settings.tool_limits.for_window(learned.window)
-        return learned.window
-
-    async def compact_for_overflow(self) -> bool:
-        end = await self.compact(reason="overflow")
-        return end is not None and end.entry_id is not None
-
-    async def continue_run(self) -> list[AgentMessage]:
-        return await self.agent.continue_()
-
-    def note_retry(self, attempt: int) -> None:
-        self._retrying = attempt
-
     # --- compaction ----------------------------------------------------------------------
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. Returns the end event, or ``None`` when nothing was compacted."""
+        await self.control.pre_compact(reason)
         before = self.estimate_request_tokens(self.agent.state.messages)
         if reason != "manual" and self._flush_wanted(before):
             await self._flush_memory()

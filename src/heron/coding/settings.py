@@ -31,6 +31,7 @@ from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 
 SETTINGS_FILE = "settings.json"
+LOCAL_SETTINGS_FILE = "settings.local.json"
 DEFAULT_RESUME_TURNS = 10  # turns shown when a session is resumed (resume.turns)
 
 
@@ -39,7 +40,7 @@ DEFAULT_RESUME_TURNS = 10  # turns shown when a session is resumed (resume.turns
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
-    """When to compact and what to keep (DESIGN §5; both also capped at 25% of the window)."""
+    """When to compact and what to keep (both also capped at 25% of the window; docs/context.md)."""
 
     enabled: bool = True
     reserve_tokens: int = 16_384
@@ -48,7 +49,7 @@ class CompactionSettings:
 
 @dataclass(frozen=True, slots=True)
 class RetrySettings:
-    """Backoff for transient provider errors (DESIGN §3)."""
+    """Backoff for transient provider errors (see docs/ai.md, "Retries")."""
 
     enabled: bool = True
     max_retries: int = 3
@@ -58,14 +59,14 @@ class RetrySettings:
 
 @dataclass(frozen=True, slots=True)
 class PruningSettings:
-    """Stubbing of old tool results before compaction (DESIGN §5)."""
+    """Stubbing of old tool results before compaction (docs/context.md, "Pruning")."""
 
     enabled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class ContextFileSettings:
-    """Budgets for AGENTS.md / CLAUDE.md in the system prompt (DESIGN §5)."""
+    """Budgets for AGENTS.md / CLAUDE.md in the system prompt (docs/context.md, "Context files")."""
 
     per_file_chars: int = 12_000
     total_chars: int = 60_000
@@ -84,6 +85,23 @@ class SpillSettings:
 
     max_bytes: int = 100 * 1024 * 1024
     retention_days: int = 14
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutSettings:
+    """``timeouts``: how long a request may wait, in milliseconds (see docs/ai.md)."""
+
+    first_byte_ms: int = 60_000  # no byte of the response yet
+    idle_ms: int = 120_000  # no content (keep-alives do not count)
+    request_ms: int = 900_000  # the whole request
+
+
+@dataclass(frozen=True, slots=True)
+class BashSettings:
+    """``bash``: the timeout of a command given none, and the longest one the model may ask for."""
+
+    default_timeout_ms: int = 600_000
+    max_timeout_ms: int = 3_600_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +129,9 @@ class Settings:
     spill: SpillSettings = field(default_factory=SpillSettings)
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
+    bash: BashSettings = field(default_factory=BashSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    timeouts: TimeoutSettings = field(default_factory=TimeoutSettings)
     # resume.turns: how many earlier turns a resumed interactive session shows
     resume_turns: int = DEFAULT_RESUME_TURNS
     # What loading found: problems to show the user, and the files that were read.
@@ -178,6 +198,12 @@ def _camel(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Bad(f"must be an object, not {_type_name(value)}")
+    return value
+
+
 _POSITIVE = _int(1)
 _NON_NEGATIVE = _int(0)
 
@@ -196,9 +222,16 @@ SCHEMA: dict[str, Any] = {
     "tools": {"maxParallel": _POSITIVE},
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
     "context": {"checkInvariants": _bool},
+    "bash": {"defaultTimeoutMs": _POSITIVE, "maxTimeoutMs": _POSITIVE},
+    # Read per file by heron.coding.permissions / hooks / secrets (a project file may not do what a user's may).
+    "permissions": _object,
+    "hooks": _object,
+    "env": {"passThrough": _tools},
     "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
+    "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
 }
+
 
 
 def _clean(data: Mapping[str, Any], schema: Mapping[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
@@ -260,7 +293,8 @@ def read_settings_file(path: Path, warnings: list[str]) -> dict[str, Any] | None
 
 
 def settings_paths(cwd: Path, home: Path | None = None) -> list[Path]:
-    """The user's then the project's settings file (the later one wins)."""
+    """The user's then the project's settings file (the later one wins); the project's
+    local file (:data:`LOCAL_SETTINGS_FILE`, kept out of git) is read after both."""
     home = home if home is not None else heron_home()
     return [home / SETTINGS_FILE, Path(cwd) / ".heron" / SETTINGS_FILE]
 
@@ -310,7 +344,16 @@ def settings_from_dict(
             retention_days=_sub(data, "spill").get("retentionDays", SpillSettings().retention_days),
         ),
         check_invariants=bool(_sub(data, "context").get("checkInvariants", False)),
+        bash=BashSettings(
+            default_timeout_ms=_sub(data, "bash").get("defaultTimeoutMs", BashSettings().default_timeout_ms),
+            max_timeout_ms=_sub(data, "bash").get("maxTimeoutMs", BashSettings().max_timeout_ms),
+        ),
         resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
+        timeouts=TimeoutSettings(
+            first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
+            idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
+            request_ms=_sub(data, "timeouts").get("requestMs", TimeoutSettings().request_ms),
+        ),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
@@ -327,7 +370,7 @@ def load_settings(cwd: Path, home: Path | None = None) -> Settings:
     merged: dict[str, Any] = {}
     sources: list[Path] = []
     seen: set[str] = set()
-    for path in settings_paths(cwd, home):
+    for path in [*settings_paths(cwd, home), Path(cwd) / ".heron" / LOCAL_SETTINGS_FILE]:
         real = os.path.realpath(path)
         if real in seen:  # running in the directory that holds $HERON_HOME: one file, read once
             continue

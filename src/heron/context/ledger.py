@@ -29,6 +29,8 @@ LedgerKind = Literal[
     "overflow",  # the provider rejected a request as too long; heron recovered (or not)
     "flush",  # the silent memory-flush turn before a compaction ran (or was skipped)
     "invariant",  # a context rule was broken (HERON_CHECK_CONTEXT / context.checkInvariants)
+    "permission",  # a tool call was allowed, asked about or denied (heron.coding.permissions)
+    "hook",  # a settings hook blocked, added context, failed or timed out (heron.coding.hooks)
 ]
 
 

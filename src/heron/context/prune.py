@@ -102,10 +102,15 @@ def make_stub(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMes
         f"[Pruned from the context to save space: the result of {describe_call(result, call)} "
         f"({size}){error}. {recovery_hint(result, call)} search_history finds it too.]"
     )
+    return with_text(result, stub)
+
+
+def with_text(result: ToolResultMessage, text: str) -> ToolResultMessage:
+    """``result`` with its content replaced by ``text`` (a stub): same call, same details."""
     return ToolResultMessage(
         tool_call_id=result.tool_call_id,
         tool_name=result.tool_name,
-        content=[TextContent(text=stub)],
+        content=[TextContent(text=text)],
         details=result.details,
         is_error=result.is_error,
         timestamp=result.timestamp,

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
-from heron.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from heron.ai.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from heron.context.decisions import ContextDecisions
+from heron.context.prune import with_text
 from heron.context.todos import TODOS_MESSAGE_TYPE, clean_todos, injected_todos_text
 from heron.session.context import EntrySource, SessionContext, build_context
 from heron.session.entries import CompactionEntry, MessageEntry, iso_to_ms
@@ -208,14 +209,7 @@ def gone_note(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMes
     path = call.arguments.get("path") if call is not None else None
     shown = path if isinstance(path, str) and path else "the file"
     text = f"{GONE_PREFIX} of {shown}, which is no longer in the context. Read {shown} again if you need its content.]"
-    return ToolResultMessage(
-        tool_call_id=result.tool_call_id,
-        tool_name=result.tool_name,
-        content=[TextContent(text=text)],
-        details=result.details,
-        is_error=result.is_error,
-        timestamp=result.timestamp,
-    )
+    return with_text(result, text)
 
 
 class ViewBuilder:
@@ -265,14 +259,7 @@ class ViewBuilder:
         key = (message.tool_call_id, text)
         cached = self._stub_cache.get(key)
         if cached is None:
-            cached = ToolResultMessage(
-                tool_call_id=message.tool_call_id,
-                tool_name=message.tool_name,
-                content=[TextContent(text=text)],
-                details=message.details,
-                is_error=message.is_error,
-                timestamp=message.timestamp,
-            )
+            cached = with_text(message, text)
             self._stub_cache[key] = cached
         return cached
 

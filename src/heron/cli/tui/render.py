@@ -483,6 +483,14 @@ class Renderer:
             self.note(f"automatic compaction is off: {off} (/compact still works)", "yellow")
         self._warned.clear()
 
+    def _on_todos(self, event: Any) -> None:
+        """The task list, each time the model changes it (the todo tool)."""
+        marks = {"completed": "✔", "in_progress": "▸", "pending": "○"}
+        self.note(f"{self.bullet} tasks:", "cyan")
+        for item in event.todos:
+            style = "dim" if item["status"] == "completed" else ("bold" if item["status"] == "in_progress" else "")
+            self.note(f"  {marks.get(item['status'], '-')} {visible(item['content'])}", style)
+
     def _on_context_warning(self, event: Any) -> None:
         """One line per warning the runtime raises about the context (docs/interactive.md)."""
         self.note(f"context: {event.message}", "yellow")

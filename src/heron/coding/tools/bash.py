@@ -30,6 +30,7 @@ from pydantic import Field
 
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
+from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
@@ -110,6 +111,8 @@ class BashTool(AgentTool[BashParams]):
             raise ToolError(f"Working directory is not a directory: {cwd}")
         shell = resolve_shell(self.env.shell)
         limits = self.env.limits
+        params = params.model_copy(update={"timeout": self._timeout(params.timeout)})
+        child_env = self.env.child_env() if self.env.child_env is not None else child_environment()
 
         loop = asyncio.get_running_loop()
         sanitizer = StreamSanitizer()
@@ -126,6 +129,7 @@ class BashTool(AgentTool[BashParams]):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=str(cwd),
+                env=child_env,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -207,6 +211,15 @@ class BashTool(AgentTool[BashParams]):
 
     # -- helpers --
 
+    def _timeout(self, asked: float | None) -> float | None:
+        """The model's timeout, or the default; never above the maximum (a command that
+        never ends must not hold the session forever)."""
+        timeout = asked if asked is not None else self.env.bash_default_timeout
+        ceiling = self.env.bash_max_timeout
+        if ceiling is not None and (timeout is None or timeout > ceiling):
+            return ceiling
+        return timeout
+
     def _spill_path(self, call_id: str) -> Path:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80].strip(".") or secrets.token_hex(8)
         return self.env.spill_dir() / f"bash-{safe}.log"
@@ -255,7 +268,10 @@ class BashTool(AgentTool[BashParams]):
         is_error = True
         if outcome == "timeout":
             assert params.timeout is not None
-            parts.append(f"Command timed out after {_format_seconds(params.timeout)} seconds")
+            line = f"Command timed out after {_format_seconds(params.timeout)} seconds"
+            if params.timeout == self.env.bash_max_timeout:
+                line += " (the longest allowed: bash.maxTimeoutMs in the settings)"
+            parts.append(line)
         elif outcome == "aborted":
             parts.append("Command aborted")
         elif returncode is not None and returncode < 0:

@@ -100,6 +100,10 @@ class ToolEnv:
     reads: FileReadTracker = field(default_factory=FileReadTracker)
     shell: str | None = None  # None: $SHELL if it is bash/zsh/sh, else /bin/bash, else sh
     spill_max_bytes: int = SPILL_MAX_BYTES  # the ``spill.maxBytes`` setting: cap of one full-output file
+    # The environment of a bash child, made at each call; None: heron's without credential-named variables.
+    child_env: Callable[[], dict[str, str]] | None = None
+    bash_default_timeout: float | None = 600.0  # ``bash.defaultTimeoutMs``: a command given no timeout
+    bash_max_timeout: float | None = 3600.0  # ``bash.maxTimeoutMs``: the longest timeout the model may ask for
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""

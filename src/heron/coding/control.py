@@ -1,0 +1,252 @@
+"""Control over what the agent does: permissions, hooks, secrets and checkpoints, in one
+place the runtime calls at a few points (before/after each tool call, before/after each
+prompt, before a compaction).
+
+The runtime builds one :class:`Control` per session, which sets itself as the agent's
+``before_tool_call`` / ``after_tool_call`` and gives the tool environment the bash
+timeouts and the child environment without secrets. Every decision becomes a
+ledger record (so it is in the session file and the event stream); a denied call is a
+tool result with ``is_error`` and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from heron.agent.agent import Agent
+from heron.agent.tools import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ToolResult
+from heron.ai.types import TextContent
+from heron.coding.checkpoints import Checkpoints
+from heron.coding.hooks import HookOutcome, HookRunner, parse_hooks
+from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
+from heron.coding.permissions.trust import is_trusted, remember_trust
+from heron.coding.secrets import SecretPolicy
+from heron.coding.settings import Settings
+from heron.coding.tools.env import ToolEnv
+from heron.context.ledger import Ledger, LedgerRecord
+from heron.session.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+Answer = Literal["allow_once", "allow_always", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionPrompt:
+    """An "ask": what a UI (interactive, rpc) shows the user."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    decision: Decision
+
+
+@dataclass(frozen=True, slots=True)
+class AskReply:
+    answer: Answer
+    reason: str | None = None  # deny: what the model is told
+
+
+Asker = Callable[[PermissionPrompt], Awaitable[AskReply]]
+
+
+class SessionLike(Protocol):
+    cwd: Path
+    home: Path
+    settings: Settings
+    ledger: Ledger
+    store: SessionStore
+    api_key: str | None
+    env: ToolEnv
+    agent: Agent
+
+
+class Control:
+    def __init__(self, session: SessionLike) -> None:
+        self.session = session
+        self.cwd = session.cwd
+        self.home = session.home
+        self.trusted = is_trusted(self.cwd, self.home)
+        self.asker: Asker | None = None  # None: an "ask" is denied with how to allow it
+        self.cli_rules: list[str] = []
+        self._notes: dict[str, list[str]] = {}  # call id -> hook problems to show with its result
+        self._started = False
+        self._load()
+        self.checkpoints = Checkpoints(self.cwd, self.home)
+        session.env.child_env = self.child_env
+        session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
+        session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
+        session.agent.before_tool_call = self.before_tool_call
+        session.agent.after_tool_call = self.after_tool_call
+
+    def _load(self, mode: Mode | None = None) -> None:
+        scopes = load_scopes(self.cwd, self.home)
+        self.warnings: list[str] = []
+        self.permissions = PermissionEngine.from_scopes(self.cwd, self.home, scopes, trusted=self.trusted)
+        if mode is not None:
+            self.permissions.mode = mode
+        self.permissions.add_rules("allow", self.cli_rules, "--allow")
+        pass_through = [name for s in scopes if s.name == "user" or self.trusted
+                        for name in (s.data.get("env", {}).get("passThrough") or [])]
+        self.secrets = SecretPolicy.for_heron(self.home, pass_through, [self.session.api_key])
+        self.hooks = HookRunner(parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings), self.cwd,
+                                self.child_env)
+        self.warnings.extend(self.permissions.warnings)
+
+    # --- configuration (flags, /mode) ---------------------------------------------------
+
+    def trust(self, remember: bool = True) -> None:
+        """Trust the project: its hooks and allow rules count from now on."""
+        self.trusted = True
+        if remember:
+            remember_trust(self.cwd, self.home)
+        self._load(self.permissions.mode)
+
+    def set_mode(self, mode: str) -> Mode:
+        parsed = parse_mode(mode)
+        self.permissions.mode = parsed
+        return parsed
+
+    def allow(self, rules: list[str]) -> list[str]:
+        """``--allow`` rules; returns the problems of rules that could not be read."""
+        self.cli_rules.extend(rules)
+        return self.permissions.add_rules("allow", rules, "--allow")
+
+    def child_env(self) -> dict[str, str]:
+        return self.secrets.child_environment()
+
+    def _record(self, kind: Literal["permission", "hook"], call_id: str | None, tool: str | None, recover: str,
+                detail: dict[str, Any]) -> None:
+        try:
+            self.session.ledger.add(LedgerRecord(kind=kind, ref=call_id, tool=tool, recover=recover, detail=detail))
+        except Exception:  # recording must never break a run
+            log.exception("could not record a %s decision", kind)
+
+    def _payload(self, **extra: Any) -> dict[str, Any]:
+        store = self.session.store
+        path = getattr(store, "path", None)
+        return {"session_id": store.session_id, "transcript_path": str(path) if path else None, **extra}
+
+    def _hook_problems(self, event: str, outcome: HookOutcome, call_id: str | None = None) -> list[str]:
+        problems = outcome.problems
+        for problem in problems:
+            log.warning("%s: %s", event, problem)
+            self._record("hook", call_id, None, problem, {"event": event, "problem": problem})
+        return problems
+
+    # --- tool calls ------------------------------------------------------------------------
+
+    async def before_tool_call(self, ctx: ToolCallContext) -> BeforeToolCallResult | None:
+        call, tool = ctx.tool_call, ctx.tool_call.name
+        args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
+        approved = False
+        if self.hooks.has("PreToolUse", tool):
+            outcome = await self.hooks.run("PreToolUse", self._payload(tool_name=tool, tool_input=args), tool)
+            self._notes[call.id] = self._hook_problems("PreToolUse", outcome, call.id)
+            if outcome.context:
+                self._notes[call.id].extend(outcome.context)
+            if outcome.blocked:
+                reason = outcome.reason
+                self._record("hook", call.id, tool, reason, {"event": "PreToolUse", "decision": "block"})
+                return BeforeToolCallResult(block=True, reason=f"A PreToolUse hook blocked this call:\n{reason}")
+            approved = outcome.approved
+        decision = self.permissions.decide(tool, args)
+        if decision.behavior == "ask" and approved:
+            decision = Decision("allow", "", reason="hook")
+        self._record("permission", call.id, tool, decision.message, {**decision.to_json(),
+                                                                     "mode": self.permissions.mode})
+        if decision.behavior == "allow":
+            return None
+        if decision.behavior == "ask":
+            return await self._ask(call.id, tool, args, decision)
+        return BeforeToolCallResult(block=True, reason=f"Permission denied: {decision.message}. The call was not "
+                                                       "run; do something else or ask the user.")
+
+    async def _ask(
+        self, call_id: str, tool: str, args: dict[str, Any], decision: Decision
+    ) -> BeforeToolCallResult | None:
+        if self.asker is None:
+            hint = decision.suggestion or tool
+            return BeforeToolCallResult(block=True, reason=(
+                f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was not "
+                f"run. To allow it, run heron with --allow '{hint}', or add \"{hint}\" to permissions.allow in "
+                ".heron/settings.local.json."))
+        reply = await self.asker(PermissionPrompt(call_id, tool, args, decision))
+        self._record("permission", call_id, tool, reply.reason or "", {"decision": reply.answer, "reason": "user"})
+        if reply.answer == "allow_always" and decision.suggestion:
+            try:
+                await asyncio.to_thread(add_local_rule, self.cwd, "allow", decision.suggestion)
+                self.permissions.add_rules("allow", [decision.suggestion], ".heron/settings.local.json")
+            except (OSError, ValueError) as exc:
+                log.warning("could not save the rule %s: %s", decision.suggestion, exc)
+        if reply.answer == "deny":
+            return BeforeToolCallResult(block=True, reason=f"The user denied this call: {reply.reason or 'no reason'}")
+        return None
+
+    async def after_tool_call(self, ctx: ToolCallContext, result: ToolResult) -> AfterToolCallResult | None:
+        call, tool = ctx.tool_call, ctx.tool_call.name
+        notes = self._notes.pop(call.id, [])
+        if self.hooks.has("PostToolUse", tool):
+            args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
+            response = {"content": "".join(b.text for b in result.content if isinstance(b, TextContent)),
+                        "is_error": result.is_error, "details": result.details}
+            outcome = await self.hooks.run("PostToolUse", self._payload(tool_name=tool, tool_input=args,
+                                                                        tool_response=response), tool)
+            notes.extend(self._hook_problems("PostToolUse", outcome, call.id))
+            if outcome.blocked:
+                notes.append(f"A PostToolUse hook objected: {outcome.reason}")
+            notes.extend(outcome.context)
+            if outcome.context or outcome.blocked:
+                self._record("hook", call.id, tool, "", {"event": "PostToolUse", "blocked": outcome.blocked,
+                                                         "context_chars": sum(map(len, outcome.context))})
+        content = [TextContent(text=self.secrets.redact(b.text)) if isinstance(b, TextContent) else b
+                   for b in result.content]
+        changed = any(isinstance(a, TextContent) and a.text != b.text  # type: ignore[union-attr]
+                      for a, b in zip(content, result.content, strict=True))
+        if not notes and not changed:
+            return None
+        content.extend(TextContent(text=f"[hook] {note}") for note in notes)
+        return AfterToolCallResult(content=content)
+
+    # --- prompts and compaction -------------------------------------------------------------
+
+    async def before_prompt(self, text: str, fit: Callable[[str], str] = str) -> str | None:
+        """Checkpoint the working tree, run SessionStart (once) and UserPromptSubmit hooks.
+        Returns ``fit`` of the prompt (with any context hooks added), or None when a hook
+        blocked it."""
+        await self.checkpoints.before_turn(self.session.store)
+        extra: list[str] = []
+        if not self._started:
+            self._started = True
+            if self.hooks.has("SessionStart"):
+                outcome = await self.hooks.run("SessionStart", self._payload(source="startup"))
+                self._hook_problems("SessionStart", outcome)
+                extra.extend(outcome.context)
+        if self.hooks.has("UserPromptSubmit"):
+            outcome = await self.hooks.run("UserPromptSubmit", self._payload(prompt=text))
+            self._hook_problems("UserPromptSubmit", outcome)
+            if outcome.blocked:
+                self._record("hook", None, None, outcome.reason, {"event": "UserPromptSubmit", "decision": "block"})
+                return None
+            extra.extend(outcome.context)
+        if not extra:
+            return fit(text)
+        return fit(text + "\n\n" + "\n\n".join(f"<hook-context>\n{c}\n</hook-context>" for c in extra))
+
+    async def after_prompt(self) -> None:
+        """Stop hooks (reported; they cannot make the run go on yet) and the end-of-turn snapshot."""
+        if self.hooks.has("Stop"):
+            outcome = await self.hooks.run("Stop", self._payload(stop_hook_active=False))
+            self._hook_problems("Stop", outcome)
+        await self.checkpoints.after_turn(self.session.store)
+
+    async def pre_compact(self, reason: str) -> None:
+        if self.hooks.has("PreCompact"):
+            trigger = "manual" if reason == "manual" else "auto"
+            outcome = await self.hooks.run("PreCompact", self._payload(trigger=trigger, custom_instructions=None))
+            self._hook_problems("PreCompact", outcome)

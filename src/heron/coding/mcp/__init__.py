@@ -1,0 +1,1 @@
+"""The MCP client: servers from ``.mcp.json`` / ``mcp.json`` as heron tools (docs/mcp.md)."""

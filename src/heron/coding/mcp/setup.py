@@ -1,0 +1,108 @@
+"""The MCP servers of one session: loaded, started, turned into tools, stopped at exit.
+
+The CLI calls :func:`start_session_servers` before it builds the session and passes
+``tools`` as the session's extra tools; :meth:`SessionMcp.bind` then lets
+``tool_search`` add tools to the running agent. Project servers start only in a trusted
+project, since a cloned repository's ``.mcp.json`` names commands to run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from heron.agent.tools import AgentTool
+from heron.coding.mcp.config import Timeouts, load_config
+
+if TYPE_CHECKING:  # the SDK is imported only when a server is configured: heron starts fast without
+    from heron.coding.mcp.manager import McpManager, ServerStatus
+    from heron.coding.mcp.search import ToolSearch
+
+
+class _Agent(Protocol):
+    @property
+    def state(self) -> Any: ...
+
+    def set_tools(self, tools: list[AgentTool[Any]]) -> None: ...
+
+
+@dataclass
+class SessionMcp:
+    manager: McpManager | None  # None: no server configured
+    tools: list[AgentTool[Any]]
+    warnings: list[str] = field(default_factory=list)
+    search: ToolSearch | None = None
+
+    def bind(self, agent: _Agent) -> None:
+        """Tools found by ``tool_search`` are added to ``agent``'s tool list."""
+        if self.search is not None:
+            self.search.activate = lambda found: agent.set_tools([*agent.state.tools, *found])
+
+    def statuses(self) -> list[ServerStatus]:
+        return self.manager.statuses() if self.manager is not None else []
+
+    def close(self) -> None:
+        if self.manager is not None:
+            self.manager.close()
+
+
+def timeouts_from_env(warnings: list[str] | None = None) -> Timeouts:
+    """``HERON_MCP_CONNECT_TIMEOUT`` / ``HERON_MCP_CALL_TIMEOUT`` (seconds) over the defaults;
+    a value that is not a positive number is named in ``warnings`` and the default kept."""
+    out = Timeouts()
+    for attr, var in (("connect", "HERON_MCP_CONNECT_TIMEOUT"), ("call", "HERON_MCP_CALL_TIMEOUT")):
+        value = os.environ.get(var, "").strip()
+        if not value:
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = 0.0
+        if seconds > 0 and seconds != float("inf"):
+            setattr(out, attr, seconds)
+        elif warnings is not None:
+            warnings.append(f"{var}={value!r} is not a positive number of seconds; using {getattr(out, attr):g}")
+    return out
+
+
+def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], ToolSearch | None]:
+    """Every connected server's tools, or one ``tool_search`` when they are too large."""
+    from heron.coding.mcp.search import ToolSearch, should_defer
+    from heron.coding.mcp.tools import McpTool
+
+    tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state == "connected" for t in s.tools]
+    seen: set[str] = set()
+    unique: list[McpTool] = []
+    for tool in tools:  # two remote names can clean up to one heron name: keep the first
+        if tool.name not in seen:
+            seen.add(tool.name)
+            unique.append(tool)
+    if should_defer(unique, window):
+        search = ToolSearch(unique)
+        return [search], search
+    return list(unique), None
+
+
+def start_session_servers(cwd: Path, home: Path, *, trusted: bool, window: int,
+                          timeouts: Timeouts | None = None) -> SessionMcp:
+    config = load_config(cwd, home, trusted=trusted)
+    warnings = list(config.warnings)
+    if config.skipped_untrusted:
+        warnings.append(f"project MCP servers not started ({', '.join(config.skipped_untrusted)}): "
+                        "the project is not trusted; run with --trust (docs/mcp.md)")
+    if not config.servers:
+        return SessionMcp(None, [], warnings)
+    from heron.coding.mcp.manager import McpManager
+
+    manager = McpManager(config.servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd),
+                         log_dir=home / "mcp-logs", auth_home=home)
+    manager.start()
+    atexit.register(manager.close)
+    for status in manager.statuses():
+        if status.state != "connected":
+            warnings.append(f"MCP server {status.name!r} is not available: {status.error}")
+    tools, search = mcp_tools(manager, window)
+    return SessionMcp(manager, tools, warnings, search)

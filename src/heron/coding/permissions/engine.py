@@ -1,0 +1,308 @@
+"""The permission decision for one tool call: allow, ask or deny, and why.
+
+Order: a deny rule wins, then an ask rule, then (in bypass mode) anything goes, then an
+allow rule, then what the mode does by default (:mod:`.modes`). Paths are checked on
+what the call would really touch: the path as written and, after following symlinks
+(even a dangling one), the file it lands on; a deny or ask rule matching either counts,
+an allow rule must match the real target. A bash command is allowed only if every
+command it runs is (:mod:`.shell`).
+
+Rules from the project's own files (``.heron/settings.json`` and ``settings.local.json``,
+which a repository can ship) may only restrict - their ``allow`` rules and
+``defaultMode`` count once the project is trusted (``--trust``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heron.coding.permissions.modes import Mode, is_read_only, parse_mode
+from heron.coding.permissions.rules import (
+    EDIT_TOOLS,
+    READ_TOOLS,
+    Behavior,
+    Rule,
+    RuleError,
+    command_matches,
+    parse_rule,
+    path_pattern,
+    suggest_bash_rule,
+    suggest_path_rule,
+)
+from heron.coding.permissions.scopes import Scope
+from heron.coding.permissions.shell import ShellParseError, SimpleCommand, split_commands
+from heron.coding.tools.env import resolve_path
+
+# Tools that read a whole directory.
+WALKING_TOOLS = frozenset({"grep", "find", "ls"})
+# Tools that only read heron's own data.
+ALWAYS_ALLOWED = frozenset({"search_history"})
+SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
+                  ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
+SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
+# Commands that run another command given as their arguments (checked unwrapped for deny rules).
+WRAPPERS = frozenset({"sudo", "doas", "env", "command", "exec", "nohup", "time", "nice", "ionice", "timeout",
+                      "xargs", "builtin", "stdbuf", "setsid", "chronic", "unbuffer"})
+_OPTION_ARGS = frozenset({"-u", "-g", "-n", "-I", "-P", "-L", "-s", "-k", "-c", "-C", "-p", "-E"})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    behavior: Behavior
+    message: str  # what the model (and the user) is told
+    rule: Rule | None = None
+    suggestion: str | None = None  # a rule that would allow the call
+    reason: str = "mode"  # rule | mode | parse | dynamic | always
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"decision": self.behavior, "reason": self.reason, "message": self.message}
+        if self.rule is not None:
+            out["rule"] = self.rule.text
+            out["source"] = self.rule.source
+        if self.suggestion:
+            out["suggestion"] = self.suggestion
+        return out
+
+
+@dataclass
+class PermissionEngine:
+    cwd: Path
+    home: Path  # heron's home ($HERON_HOME): its configuration is protected like a project's .heron
+    mode: Mode = "default"
+    rules: list[Rule] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_scopes(cls, cwd: Path, home: Path, scopes: Iterable[Scope], *, trusted: bool) -> PermissionEngine:
+        engine = cls(cwd=Path(os.path.realpath(cwd)), home=Path(os.path.realpath(home)))
+        for scope in scopes:
+            section = scope.data.get("permissions")
+            if not isinstance(section, Mapping):
+                continue
+            engine._load_section(section, scope, trusted)
+        return engine
+
+    def _load_section(self, section: Mapping[str, Any], scope: Scope, trusted: bool) -> None:
+        restricted = scope.name != "user" and not trusted
+        for behavior in ("deny", "ask", "allow"):
+            texts = section.get(behavior, [])
+            if not isinstance(texts, list):
+                self.warnings.append(f"{scope.path}: permissions.{behavior} must be an array of rules (ignored)")
+                continue
+            if behavior == "allow" and restricted and texts:
+                self.warnings.append(f"{scope.path}: permissions.allow is used only in a trusted project "
+                                     "(run with --trust); ignored")
+                continue
+            self.add_rules(behavior, texts, str(scope.path))
+        mode = section.get("defaultMode")
+        if mode is None:
+            return
+        try:
+            parsed = parse_mode(str(mode))
+        except ValueError as exc:
+            self.warnings.append(f"{scope.path}: permissions.defaultMode: {exc} (ignored)")
+            return
+        if restricted and parsed in ("bypass", "accept-edits"):
+            self.warnings.append(f"{scope.path}: permissions.defaultMode {parsed!r} is used only in a trusted "
+                                 "project (run with --trust); ignored")
+            return
+        self.mode = parsed
+
+    def add_rules(self, behavior: str, texts: Iterable[Any], source: str) -> list[str]:
+        """Add rules; returns a problem per rule that could not be read (also kept in warnings)."""
+        problems: list[str] = []
+        for text in texts:
+            try:
+                self.rules.append(parse_rule(text, behavior, source))  # type: ignore[arg-type]
+            except RuleError as exc:
+                problems.append(f"{source}: permissions.{behavior}: {exc}")
+        self.warnings.extend(problems)
+        return problems
+
+    def _rules(self, behavior: Behavior, tool: str) -> list[Rule]:
+        return [r for r in self.rules if r.behavior == behavior and r.covers_tool(tool)]
+
+    # --- deciding ---------------------------------------------------------------------
+
+    def decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
+        if tool in ALWAYS_ALLOWED:
+            return Decision("allow", "", reason="always")
+        if tool == "bash":
+            return self._bash(str(args.get("command", "")))
+        if tool in READ_TOOLS or tool in EDIT_TOOLS:
+            raw = args.get("path")
+            path = resolve_path(str(raw), self.cwd) if isinstance(raw, str) and raw.strip() else self.cwd
+            return self._file(tool, path)
+        return self._other(tool)
+
+    def _other(self, tool: str) -> Decision:
+        what = f"the {tool} tool"
+        for behavior in ("deny", "ask"):
+            for rule in self._rules(behavior, tool):
+                if rule.specifier is None:
+                    return self._by_rule(behavior, rule, what, tool)
+        if self.mode == "bypass":
+            return Decision("allow", "")
+        if any(r.specifier is None for r in self._rules("allow", tool)):
+            return Decision("allow", "", rule=self._rules("allow", tool)[0], reason="rule")
+        if self.mode == "plan":
+            return Decision("ask", f"{what} may change things, and plan mode is read-only", suggestion=tool)
+        return Decision("allow", "")
+
+    def _by_rule(self, behavior: Behavior, rule: Rule, what: str, suggestion: str | None) -> Decision:
+        if behavior == "deny":
+            return Decision("deny", f'{what} matches the deny rule "{rule.text}" ({rule.source})', rule=rule,
+                            reason="rule")
+        return Decision("ask", f'{what} matches the ask rule "{rule.text}" ({rule.source})', rule=rule,
+                        suggestion=suggestion, reason="rule")
+
+    # --- files ---
+
+    def _file(self, tool: str, path: Path) -> Decision:
+        real = Path(os.path.realpath(path))
+        candidates = {str(path), str(real)}
+        if tool in WALKING_TOOLS:  # `grep secrets/` reads what `Read(./secrets/**)` is about
+            candidates |= {c.rstrip("/") + "/-" for c in list(candidates)}
+        verb = "reading" if tool in READ_TOOLS else "writing"
+        what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")
+        suggestion = suggest_path_rule(tool, real)
+        for behavior in ("deny", "ask"):
+            for rule in self._rules(behavior, tool):
+                if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
+                    return self._by_rule(behavior, rule, what, suggestion)
+        if self.mode == "bypass":
+            return Decision("allow", "")
+        for rule in self._rules("allow", tool):
+            if rule.specifier is None or path_pattern(rule.specifier, self.cwd).match(str(real)):
+                return Decision("allow", "", rule=rule, reason="rule")
+        if tool in READ_TOOLS:
+            if self._sensitive(path) or self._sensitive(real):
+                return Decision("ask", f"{what}: the place holds credentials", suggestion=suggestion)
+            return Decision("allow", "")
+        if self.mode == "plan":
+            return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
+                                    "(--permission-mode default, or /mode default) to make changes")
+        if self._protected(path) or self._protected(real):
+            return Decision("ask", f"{what}: it is heron's or git's configuration, or holds credentials",
+                            suggestion=suggestion)
+        if self.mode == "accept-edits" or self._inside(real, self.cwd):
+            return Decision("allow", "")
+        return Decision("ask", f"{what}: it is outside the project ({self.cwd})", suggestion=suggestion)
+
+    @staticmethod
+    def _inside(path: Path, root: Path) -> bool:
+        return path == root or root in path.parents
+
+    def _sensitive(self, path: Path) -> bool:
+        user_home = Path(os.path.expanduser("~"))
+        if any(self._inside(path, user_home / name) for name in SENSITIVE_HOME):
+            return True
+        if any(self._inside(path, Path(name)) for name in SENSITIVE_SYSTEM):
+            return True
+        if self._inside(path, self.home / "models.json") or self._inside(path, self.home / "auth.json"):
+            return True
+        return path.name.startswith(".env")
+
+    def _protected(self, path: Path) -> bool:
+        inside = [self.cwd / ".heron", self.cwd / ".git", self.home]
+        return self._sensitive(path) or any(self._inside(path, root) for root in inside)
+
+    # --- bash ---
+
+    def _bash(self, command: str) -> Decision:
+        try:
+            parts = split_commands(command)
+        except ShellParseError as exc:
+            return self._unparsed(command, str(exc))
+        decisions = [self._bash_part(part) for part in parts]
+        for behavior in ("deny", "ask"):
+            for decision in decisions:
+                if decision.behavior == behavior:
+                    return decision
+        rules = [d.rule for d in decisions if d.rule is not None]
+        return Decision("allow", "", rule=rules[0] if rules else None, reason="rule" if rules else "mode")
+
+    def _unparsed(self, command: str, why: str) -> Decision:
+        if self.mode == "bypass":
+            return Decision("allow", "")
+        rules = self._rules("deny", "bash") + self._rules("ask", "bash") + self._rules("allow", "bash")
+        if self.mode != "plan" and not rules:
+            return Decision("allow", "")
+        words = command.split()
+        message = f'the command "{_short(command)}" cannot be checked against the permission rules ({why})'
+        if self.mode == "plan":
+            return Decision("deny", f"plan mode is read-only and {message}", reason="parse")
+        return Decision("ask", message, suggestion=suggest_bash_rule(words[:1]), reason="parse")
+
+    def _bash_part(self, part: SimpleCommand) -> Decision:
+        words = [w.text for w in part.words]
+        what = f'the command "{_short(part.text)}"' if words else "an output redirection"
+        suggestion = suggest_bash_rule(words)
+        variants = _variants(part)
+        for behavior in ("deny", "ask"):
+            rules = self._rules(behavior, "bash")
+            for rule in rules:
+                if rule.specifier is None or any(command_matches(rule.specifier, w, wild) for w, wild in variants):
+                    return self._by_rule(behavior, rule, what, suggestion)
+            if rules and part.dynamic_name and self.mode != "bypass":
+                return Decision("ask", f"{what} runs a program whose name is computed when it runs, so the "
+                                       f'{behavior} rule "{rules[0].text}" cannot be checked', reason="dynamic",
+                                suggestion=suggestion)
+        if self.mode == "bypass":
+            return Decision("allow", "")
+        for rule in self._rules("allow", "bash"):
+            if rule.specifier is None or (not part.dynamic_name and command_matches(rule.specifier, words)):
+                return Decision("allow", "", rule=rule, reason="rule")
+        if self.mode == "plan" and (part.writes_files or part.dynamic_name or not is_read_only(words)):
+            return Decision("deny", f"plan mode is read-only and {what} is not a read-only command; leave plan "
+                                    "mode (--permission-mode default, or /mode default) to make changes")
+        return Decision("allow", "")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _variants(part: SimpleCommand) -> list[tuple[list[str], frozenset[int]]]:
+    """The command as written and as the program it finally runs (``sudo rm`` -> ``rm``,
+    ``/bin/rm`` -> ``rm``), with the positions of words computed at run time."""
+    words = [w.text for w in part.words]
+    wild = frozenset(i for i, w in enumerate(part.words) if w.dynamic)
+    out: list[tuple[list[str], frozenset[int]]] = []
+    start = 0
+    while start < len(words):
+        rest = words[start:]
+        shifted = frozenset(i - start for i in wild if i >= start)
+        out.append((rest, shifted))
+        base = rest[0].rsplit("/", 1)[-1]
+        if base != rest[0]:
+            out.append(([base, *rest[1:]], shifted))
+        if base not in WRAPPERS:
+            break
+        start = _skip_wrapper(words, start, base)
+    return out
+
+
+def _skip_wrapper(words: list[str], start: int, name: str) -> int:
+    i = start + 1
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return i + 1
+        if word.startswith("-"):
+            i += 2 if word in _OPTION_ARGS else 1
+        elif name == "env" and "=" in word:
+            i += 1
+        elif name == "timeout" and word[:1].isdigit():
+            i += 1
+            return i
+        elif name == "nice" and word.lstrip("-+").isdigit():
+            i += 1
+        else:
+            return i
+    return i

@@ -1,0 +1,70 @@
+"""Permission modes, and what each allows when no rule decides.
+
+* ``default`` - reads anywhere except sensitive places (``~/.ssh``, ``~/.aws``,
+  ``~/.gnupg``, credential files, ``.env*``) ask; edits and writes inside the project are
+  allowed, outside it (and to heron's own configuration, ``.git``) ask; bash runs.
+* ``plan`` - read-only: edits and writes are denied; bash only for read-only commands.
+* ``accept-edits`` - as default, and edits/writes outside the project are allowed too
+  (heron's configuration, ``.git`` and the sensitive places still ask).
+* ``bypass`` - everything runs; only deny rules still apply.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Mode = Literal["default", "plan", "accept-edits", "bypass"]
+MODES: tuple[Mode, ...] = ("default", "plan", "accept-edits", "bypass")
+# Claude Code's spellings, so a settings file brought from there works.
+_ALIASES: dict[str, Mode] = {"acceptedits": "accept-edits", "accept_edits": "accept-edits",
+                             "bypasspermissions": "bypass", "dontask": "bypass"}
+
+
+def parse_mode(text: str) -> Mode:
+    """A mode from a flag or setting; raises ``ValueError`` naming the choices."""
+    key = text.strip().lower()
+    for mode in MODES:
+        if key == mode:
+            return mode
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise ValueError(f"unknown permission mode {text!r}: use one of {', '.join(MODES)}")
+
+
+def next_mode(mode: Mode) -> Mode:
+    """Shift+Tab: default -> accept-edits -> plan -> default (bypass only on request)."""
+    return {"default": "accept-edits", "accept-edits": "plan"}.get(mode, "default")  # type: ignore[return-value]
+
+
+# Programs that only read, for plan mode, with the arguments that would make them write.
+READ_ONLY_PROGRAMS = frozenset({
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "egrep", "fgrep", "pwd", "echo", "printf", "which", "type",
+    "file", "stat", "tree", "du", "df", "basename", "dirname", "realpath", "readlink", "date", "true", "false",
+    "test", "[", "diff", "cmp", "uniq", "cut", "tr", "nl", "sort", "find", "sed", "git", "jq", "whoami", "uname",
+    "id", "hostname", "column", "comm", "md5sum", "sha256sum", "sha1sum", "cd", "less", "more", "fd",
+})
+_WRITING_ARGS: dict[str, tuple[str, ...]] = {
+    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
+    "sort": ("-o", "--output"),
+    "sed": ("-i", "--in-place"),
+    "rg": ("--pre",),
+    "fd": ("-x", "--exec", "-X", "--exec-batch"),
+}
+_GIT_READ = frozenset({"status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "grep", "describe",
+                       "shortlog", "cat-file", "ls-tree", "reflog"})
+
+
+def is_read_only(words: list[str]) -> bool:
+    if not words:
+        return True
+    program = words[0].rsplit("/", 1)[-1]
+    if program not in READ_ONLY_PROGRAMS:
+        return False
+    args = words[1:]
+    if program == "git":
+        rest = [a for a in args if not a.startswith("-")]
+        return bool(rest) and rest[0] in _GIT_READ and "--output" not in " ".join(args)
+    for bad in _WRITING_ARGS.get(program, ()):
+        if any(a == bad or a.startswith(bad + "=") or (bad == "-i" and a.startswith("-i")) for a in args):
+            return False
+    return True

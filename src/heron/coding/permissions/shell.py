@@ -1,0 +1,335 @@
+"""Split a shell command line into the simple commands it would run.
+
+A permission rule such as ``Bash(rm:*)`` is about one program; ``echo ok && rm -rf build``
+runs two. So before matching, the line is cut into every command it can start: parts
+joined by ``&&``, ``||``, ``;``, ``|``, ``&`` or newlines, the bodies of subshells and
+groups, command substitutions (``$(...)``, backticks), process substitutions, and the
+scripts given to ``bash -c`` / ``sh -c`` / ``eval``. Quotes are removed the way the shell
+removes them, so ``r''m`` and ``\\rm`` are ``rm``.
+
+This is deliberately a checker, not a shell: anything it cannot follow for certain (an
+unterminated quote, ``case``, a here-document that expands commands) raises
+:class:`ShellParseError`, and the caller treats the command as one it cannot vouch for.
+A word built at run time (``$CMD``, ``$(echo rm)``) is marked ``dynamic``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_DEPTH = 8
+
+
+class ShellParseError(ValueError):
+    """The command uses shell syntax the checker cannot follow with certainty."""
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    text: str
+    dynamic: bool = False  # contains an expansion: its value is known only when it runs
+
+
+@dataclass(slots=True)
+class SimpleCommand:
+    """One program run: its words (assignments and redirections removed)."""
+
+    words: list[Word] = field(default_factory=list)
+    writes_files: bool = False  # an output redirection to a file (not /dev/null, not a descriptor)
+
+    @property
+    def text(self) -> str:
+        return " ".join(w.text for w in self.words)
+
+    @property
+    def dynamic_name(self) -> bool:
+        return bool(self.words) and self.words[0].dynamic
+
+
+_OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
+_REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "[[", "]]"}
+_SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+
+
+def split_commands(line: str) -> list[SimpleCommand]:
+    """Every simple command ``line`` can run, in order. Raises :class:`ShellParseError`."""
+    return _Parser(line, 0).parse()
+
+
+class _Parser:
+    def __init__(self, text: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise ShellParseError("commands nested too deeply")
+        self.s = text
+        self.i = 0
+        self.depth = depth
+        self.out: list[SimpleCommand] = []
+        self.current = SimpleCommand()
+        self.heredocs: list[tuple[str, bool]] = []  # (delimiter, expands)
+        self.pending_redirect: str | None = None
+
+    # --- driving ---
+
+    def parse(self) -> list[SimpleCommand]:
+        while self.i < len(self.s):
+            ch = self.s[self.i]
+            if ch in " \t":
+                self.i += 1
+            elif ch == "\\" and self.s.startswith("\\\n", self.i):
+                self.i += 2
+            elif ch == "#":
+                end = self.s.find("\n", self.i)
+                self.i = len(self.s) if end < 0 else end
+            elif (op := self._operator()) is not None:
+                self.i += len(op)
+                self._end_command()
+                if op == "\n":
+                    self._skip_heredocs()
+            elif (redirect := self._redirect()) is not None:
+                self._start_redirect(redirect)
+            else:
+                self._add_word(self._word())
+        if self.pending_redirect is not None:
+            raise ShellParseError(f"a redirection ({self.pending_redirect}) has no target")
+        if self.heredocs:
+            self._skip_heredocs()
+        self._end_command()
+        return self.out
+
+    def _operator(self) -> str | None:
+        for op in _OPERATORS:
+            if self.s.startswith(op, self.i):
+                return op
+        return None
+
+    def _redirect(self) -> str | None:
+        j = self.i
+        while j < len(self.s) and self.s[j].isdigit():
+            j += 1
+        for op in _REDIRECTS:
+            if self.s.startswith(op, j):
+                if op in (">", "<") and self.s.startswith("(", j + 1):
+                    return None  # a process substitution, read as a word
+                return self.s[self.i : j + len(op)]
+        return None
+
+    def _start_redirect(self, redirect: str) -> None:
+        if self.pending_redirect is not None:
+            raise ShellParseError("two redirections in a row")
+        self.i += len(redirect)
+        self.pending_redirect = redirect.lstrip("0123456789")
+
+    def _add_word(self, word: Word) -> None:
+        redirect, self.pending_redirect = self.pending_redirect, None
+        if redirect is not None:
+            self._redirect_target(redirect, word)
+            return
+        cmd = self.current
+        if not cmd.words and "=" in word.text and _is_assignment(word.text):
+            return
+        cmd.words.append(word)
+
+    def _redirect_target(self, redirect: str, word: Word) -> None:
+        if redirect in ("<<", "<<-"):
+            raw = word.text
+            self.heredocs.append((raw, not self._last_word_quoted))
+            return
+        if ">" in redirect and not (word.text == "/dev/null" or (redirect.endswith("&") and word.text.isdigit())
+                                    or word.text == "-"):
+            self.current.writes_files = True
+
+    def _end_command(self) -> None:
+        cmd = self.current
+        self.current = SimpleCommand()
+        if self.pending_redirect is not None:
+            raise ShellParseError(f"a redirection ({self.pending_redirect}) has no target")
+        while cmd.words and not cmd.words[0].dynamic and cmd.words[0].text in _KEYWORDS:
+            cmd.words.pop(0)
+        if not cmd.words and not cmd.writes_files:
+            return
+        if cmd.words and cmd.words[0].text in ("case", "select", "function", "coproc"):
+            raise ShellParseError(f"`{cmd.words[0].text}` is not followed by the checker")
+        if cmd.words and cmd.words[0].text == "for":
+            return  # `for x in a b`: the list is words, not a command; substitutions were already split
+        self.out.append(cmd)
+        self._nested_scripts(cmd)
+
+    def _nested_scripts(self, cmd: SimpleCommand) -> None:
+        """``bash -c 'script'`` and ``eval 'script'`` run a script of their own."""
+        words = cmd.words
+        name = words[0].text.rsplit("/", 1)[-1] if words else ""
+        script: list[Word] = []
+        if name == "eval":
+            script = words[1:]
+        elif name in _SHELLS:
+            for n, word in enumerate(words[1:], 1):
+                if word.text.startswith("-") and "c" in word.text[1:] and not word.text.startswith("--"):
+                    script = words[n + 1 : n + 2]
+                    break
+        if not script:
+            return
+        if any(w.dynamic for w in script):
+            raise ShellParseError(f"the script given to `{name}` is built at run time")
+        self.out.extend(_Parser(" ".join(w.text for w in script), self.depth + 1).parse())
+
+    def _skip_heredocs(self) -> None:
+        """The bodies of pending here-documents follow the line: skip them."""
+        while self.heredocs:
+            delimiter, expands = self.heredocs.pop(0)
+            while True:
+                if self.i >= len(self.s):
+                    raise ShellParseError(f"here-document `{delimiter}` never ends")
+                end = self.s.find("\n", self.i)
+                line = self.s[self.i : end if end >= 0 else len(self.s)]
+                self.i = end + 1 if end >= 0 else len(self.s)
+                if line.strip("\t") == delimiter:
+                    break
+                if expands and ("$(" in line or "`" in line):
+                    raise ShellParseError("a here-document runs commands ($(...) or backticks)")
+
+    # --- words ---
+
+    _last_word_quoted = False
+
+    def _word(self) -> Word:
+        parts: list[str] = []
+        dynamic = False
+        quoted = False
+        s = self.s
+        while self.i < len(s):
+            ch = s[self.i]
+            if ch in " \t" or self._operator() is not None or (parts and self._redirect() is not None
+                                                               and not "".join(parts).isdigit()):
+                break
+            if ch == "\\":
+                if self.i + 1 < len(s) and s[self.i + 1] != "\n":
+                    parts.append(s[self.i + 1])
+                self.i += 2
+                quoted = True
+            elif ch == "'":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    raise ShellParseError("a single quote is never closed")
+                parts.append(s[self.i + 1 : end])
+                self.i = end + 1
+                quoted = True
+            elif ch == '"':
+                text, dyn = self._double_quoted()
+                parts.append(text)
+                dynamic |= dyn
+                quoted = True
+            elif ch == "$" or ch == "`" or (ch in "<>" and s.startswith("(", self.i + 1)):
+                parts.append(self._expansion())
+                dynamic = True
+            else:
+                parts.append(ch)
+                self.i += 1
+        self._last_word_quoted = quoted
+        if not parts and not quoted:
+            raise ShellParseError(f"unexpected character {s[self.i]!r}")
+        return Word("".join(parts), dynamic)
+
+    def _double_quoted(self) -> tuple[str, bool]:
+        s = self.s
+        self.i += 1
+        parts: list[str] = []
+        dynamic = False
+        while True:
+            if self.i >= len(s):
+                raise ShellParseError("a double quote is never closed")
+            ch = s[self.i]
+            if ch == '"':
+                self.i += 1
+                return "".join(parts), dynamic
+            if ch == "\\" and self.i + 1 < len(s) and s[self.i + 1] in '"\\$`\n':
+                if s[self.i + 1] != "\n":
+                    parts.append(s[self.i + 1])
+                self.i += 2
+            elif ch == "$" or ch == "`":
+                parts.append(self._expansion())
+                dynamic = True
+            else:
+                parts.append(ch)
+                self.i += 1
+
+    def _expansion(self) -> str:
+        """``$name``, ``${...}``, ``$((...))``, ``$(...)``, backticks, ``<(...)``; the
+        commands inside a substitution are checked like any other."""
+        s = self.s
+        start = self.i
+        if s.startswith("$((", start):
+            end = _matching(s, start + 1, "(", ")")
+            self.i = end + 1
+            inner = s[start + 3 : end - 1]
+            if "$(" in inner or "`" in inner:
+                raise ShellParseError("arithmetic that runs commands")
+            return s[start : self.i]
+        if s.startswith("$(", start) or s[start] in "<>":
+            end = _matching(s, start + 1, "(", ")")
+            self.out.extend(_Parser(s[start + 2 : end], self.depth + 1).parse())
+            self.i = end + 1
+            return s[start : self.i]
+        if s[start] == "`":
+            end = start + 1
+            while end < len(s) and s[end] != "`":
+                end += 2 if s[end] == "\\" else 1
+            if end >= len(s):
+                raise ShellParseError("a backtick is never closed")
+            self.out.extend(_Parser(s[start + 1 : end].replace("\\`", "`"), self.depth + 1).parse())
+            self.i = end + 1
+            return s[start : self.i]
+        if s.startswith("${", start):
+            end = _matching(s, start + 1, "{", "}")
+            inner = s[start + 2 : end]
+            if "$(" in inner or "`" in inner:
+                raise ShellParseError("a parameter expansion that runs commands")
+            self.i = end + 1
+            return s[start : self.i]
+        j = start + 1
+        if j < len(s) and (s[j].isalnum() or s[j] == "_"):
+            while j < len(s) and (s[j].isalnum() or s[j] == "_"):
+                j += 1
+        elif j < len(s) and s[j] in "@*#?$!-":
+            j += 1
+        else:
+            self.i = j
+            return "$"  # a lone dollar sign is literal
+        self.i = j
+        return s[start:j]
+
+
+def _matching(s: str, open_at: int, opening: str, closing: str) -> int:
+    """Index of the ``closing`` that ends the group opened at ``open_at`` (quote-aware)."""
+    depth = 0
+    i = open_at
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            end = s.find("'", i + 1)
+            if end < 0:
+                raise ShellParseError("a single quote is never closed")
+            i = end + 1
+            continue
+        if ch == '"':
+            i += 1
+            while i < len(s) and s[i] != '"':
+                i += 2 if s[i] == "\\" else 1
+            i += 1
+            continue
+        if ch == opening:
+            depth += 1
+        elif ch == closing:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ShellParseError(f"a {opening!r} is never closed")
+
+
+def _is_assignment(word: str) -> bool:
+    name = word.split("=", 1)[0].removesuffix("+")
+    return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name)
