@@ -39,6 +39,7 @@ def test_tasks_are_read_with_their_options(tmp_path: Path) -> None:
     ('{"id": "a", "prompt": "x", "cwd": ".", "timeout_s": -1}', "positive number"),
     ('{"id": "a", "prompt": "x", "cwd": ".", "colour": 1}', "unknown key(s) colour"),
     ('{"id": "a", "prompt": "x", "cwd": ".", "settings": []}', '"settings" must be an object'),
+    ('{"id": "a", "prompt": "x", "cwd": ".", "settings": {"permissions": {}}}', "cannot set permissions"),
 ])
 def test_bad_lines_are_refused_with_their_number(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(TaskFileError) as caught:

@@ -19,6 +19,9 @@ from heron.coding.tools import ALL_TOOLS
 # Ids name files (sessions/<id>.jsonl, work/<id>/), so they must be safe file names.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 KNOWN_KEYS = {"id", "prompt", "cwd", "model", "settings", "tools", "timeout_s"}
+# Settings read file by file with their scope (what a project file may do differs from a
+# user's), so an overlay from the task file would be silently ignored: refused instead.
+PER_FILE_KEYS = {"permissions", "hooks", "env"}
 
 
 class TaskFileError(ValueError):
@@ -62,6 +65,10 @@ def parse_task(data: Any, base: Path) -> BatchTask:
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise ValueError('"settings" must be an object (the shape of settings.json)')
+    per_file = sorted(set(settings) & PER_FILE_KEYS)
+    if per_file:
+        raise ValueError(f'"settings" cannot set {", ".join(per_file)}: heron reads those from each settings '
+                         "file by its scope (docs/permissions.md); put them in the user's settings.json")
     tools = data.get("tools")
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
