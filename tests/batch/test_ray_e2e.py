@@ -199,3 +199,14 @@ def test_batch_otel_console_prints_every_span(tmp_path: Path, server: ScriptedSe
     assert done.stderr.count('"name": "chat test-model"') == 6
     assert done.stderr.count('"name": "execute_tool read"') == 3
 
+
+
+def test_a_cluster_address_that_refuses_is_a_clear_error_at_once(tmp_path: Path, server: ScriptedServer) -> None:
+    project = make_project(tmp_path)
+    write_tasks(tmp_path / "tasks.jsonl", project, 1)
+    args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray",
+                      "--ray-address", "127.0.0.1:1")  # nothing listens on port 1
+    done = run_batch(args, batch_env(tmp_path), tmp_path, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "could not join the Ray cluster at 127.0.0.1:1" in done.stderr
+    assert read_results(tmp_path / "out") == [] and not server.times

@@ -88,6 +88,20 @@ class RayExecutor:
         if self.log_to_driver:  # Ray would fold identical lines of different actors (two spans) into one
             os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
+    def _check_reachable(self) -> None:
+        """Ray retries an unreachable ``--ray-address`` for many minutes without a word; a
+        plain ``host:port`` that refuses a connection is reported at once instead."""
+        import socket
+
+        host, sep, port = (self.address or "").rpartition(":")
+        if not sep or not port.isdigit() or "/" in host or not host:
+            return  # "auto", "ray://...": left to Ray
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+        except OSError as exc:
+            raise ExecutorError(f"could not join the Ray cluster at {self.address}: "
+                                f"{exc.strerror or exc} (is `ray start --head` running there?)") from exc
+
     def _init(self) -> None:
         import ray
 
@@ -108,6 +122,8 @@ class RayExecutor:
 
         import ray
 
+        if self.address:
+            await asyncio.to_thread(self._check_reachable)
         try:
             await asyncio.to_thread(self._init)
         except Exception as exc:
