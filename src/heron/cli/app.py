@@ -273,6 +273,7 @@ def build_app(args: argparse.Namespace) -> App:
     )
     _apply_control_flags(args, session)
     mcp.bind(session.agent)
+    _trace(session, getattr(args, "otel", None))
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session, mcp=mcp)
 
@@ -289,6 +290,26 @@ def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> No
         raise UsageError(problems[0])
     for warning in control.warnings:
         print(f"heron: warning: {warning}", file=sys.stderr)
+
+
+def _trace(session: CodingSession, otel: str | None) -> None:
+    """``--otel console`` or an OTLP endpoint in the environment: spans of every run
+    (docs/tracing.md). Without either, OpenTelemetry is never imported."""
+    from heron.coding.tracing import missing_packages, tracing_mode
+
+    mode = tracing_mode(otel)
+    if mode is None:
+        return
+    problem = missing_packages(mode)
+    if problem is not None:
+        print(f"heron: warning: {problem}; running without traces", file=sys.stderr)
+        return
+    import atexit
+
+    from heron.coding.tracing import SessionTracer, flush_tracing, get_tracer
+
+    SessionTracer(session, get_tracer(mode))
+    atexit.register(flush_tracing)
 
 
 def _prompt_text(value: str | None, cwd: Path) -> str | None:

@@ -22,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="heron",
         description="A coding agent that manages its context window.",
         epilog="Other commands: `heron sessions --help` (list and inspect session files), "
-               "`heron rewind --help` (undo turns: code, conversation or both), `heron mcp --help` (MCP servers).",
+               "`heron rewind --help` (undo turns: code, conversation or both), `heron mcp --help` (MCP servers), "
+               "`heron batch --help` (many tasks at once).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
     parser.add_argument("messages", nargs="*", help="the task; @path arguments attach files")
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trust", action="store_true",
                         help="trust this project: run its hooks, use its allow rules, start its .mcp.json "
                              "servers (remembered)")
+    parser.add_argument("--otel", choices=("console",), default=None,
+                        help="print OpenTelemetry spans of the run (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
     parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
     return parser
 
@@ -78,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         parsed = sub.parse_args(args_list)
         result: int = parsed.handler(parsed)
         return result
+    if args_list and args_list[0] == "batch":
+        from heron.cli import batch_cmd
+
+        return batch_cmd.main(args_list[1:])
     args = build_parser().parse_args(args_list)
     from heron.cli.app import run_app
 

@@ -1,0 +1,217 @@
+"""OpenTelemetry traces of coding sessions, following the GenAI semantic conventions.
+
+A :class:`SessionTracer` listens to one :class:`CodingSession`'s events - no lower layer
+knows about tracing - and turns them into spans:
+
+- ``invoke_agent heron``: one per run (``agent_start`` .. ``agent_end``), with the
+  session id as ``gen_ai.conversation.id`` and the run's summed token usage;
+- ``chat {model}``: one per model request (``turn_start`` .. the answer's
+  ``message_end``), a child of the run, with the request's and response's model,
+  finish reason and ``gen_ai.usage.*`` tokens;
+- ``execute_tool {name}``: one per tool call, a child of the run.
+
+Message content (the prompt, answers, tool arguments and results) is recorded only when
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is true or the caller opts in.
+
+OpenTelemetry is imported only by :func:`get_tracer` and the tracer itself, so a heron
+run without tracing loads none of it. Spans go to the OTLP/HTTP exporter when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) is set, or to stderr with
+``--otel console``. See docs/tracing.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
+    from heron.coding.runtime import CodingSession
+
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+TRACER_NAME = "heron"
+_lock = threading.Lock()
+_provider: Any = None
+
+
+def tracing_mode(otel_flag: str | None) -> str | None:
+    """``"console"`` or ``"otlp"`` when traces are wanted, else None (nothing imported)."""
+    if otel_flag:
+        return otel_flag
+    if any(os.environ.get(name) for name in ENDPOINT_ENVS):
+        return "otlp"
+    return None
+
+
+def missing_packages(mode: str) -> str | None:
+    """What to install when the packages ``mode`` needs are not there (else None)."""
+    import importlib.util
+
+    needed = ["opentelemetry.sdk"] + (["opentelemetry.exporter.otlp.proto.http"] if mode == "otlp" else [])
+    try:
+        missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    except ModuleNotFoundError:  # the parent package itself is absent
+        missing = needed
+    if not missing:
+        return None
+    return f"tracing needs {', '.join(missing)}: pip install 'heron[otel]'"
+
+
+def content_wanted() -> bool:
+    return os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def get_tracer(mode: str) -> Tracer:
+    """The process's tracer, setting up its provider on first use (once per process:
+    a Ray actor sets up its own)."""
+    global _provider
+    with _lock:
+        if _provider is None:
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
+
+            from heron import __version__
+
+            provider = TracerProvider(resource=Resource.create({"service.name": "heron",
+                                                                "service.version": __version__}))
+            if mode == "console":
+                provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+            else:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+                provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            _provider = provider
+    return _provider.get_tracer(TRACER_NAME)  # type: ignore[no-any-return]
+
+
+def use_provider(provider: Any) -> None:
+    """Use ``provider`` (tests: one with an in-memory exporter) instead of setting one up."""
+    global _provider
+    with _lock:
+        _provider = provider
+
+
+def flush_tracing() -> None:
+    """Send every finished span before the process ends (the batch exporter buffers)."""
+    if _provider is not None:
+        _provider.force_flush()
+
+
+class SessionTracer:
+    """The spans of one session's runs; :meth:`close` ends any still open."""
+
+    def __init__(self, session: CodingSession, tracer: Tracer, *, capture_content: bool | None = None) -> None:
+        self.session = session
+        self.tracer = tracer
+        self.capture = content_wanted() if capture_content is None else capture_content
+        self._run: Span | None = None
+        self._chat: Span | None = None
+        self._tools: dict[str, Span] = {}
+        self._usage = [0, 0]
+        self._unsubscribe = session.subscribe(self._on_event)
+
+    def _base(self, operation: str) -> dict[str, Any]:
+        model = self.session.model
+        return {"gen_ai.operation.name": operation, "gen_ai.provider.name": model.provider,
+                "gen_ai.request.model": model.id, "gen_ai.conversation.id": self.session.store.session_id}
+
+    def _child(self, name: str, attributes: dict[str, Any], client: bool = False) -> Span:
+        from opentelemetry import trace
+
+        context = trace.set_span_in_context(self._run) if self._run is not None else None
+        kind = trace.SpanKind.CLIENT if client else trace.SpanKind.INTERNAL
+        return self.tracer.start_span(name, context=context, kind=kind, attributes=attributes)
+
+    def _on_event(self, event: Any) -> None:
+        handler = getattr(self, f"_on_{getattr(event, 'type', '')}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_agent_start(self, event: Any) -> None:
+        attributes = self._base("invoke_agent") | {"gen_ai.agent.name": "heron"}
+        self._usage = [0, 0]
+        self._run = self.tracer.start_span("invoke_agent heron", attributes=attributes)
+
+    def _on_turn_start(self, event: Any) -> None:
+        self._chat = self._child(f"chat {self.session.model.id}", self._base("chat"), client=True)
+
+    def _on_message_end(self, event: Any) -> None:
+        from heron.ai.types import AssistantMessage, StopReason, UserMessage
+
+        message = event.message
+        if isinstance(message, UserMessage) and self.capture and self._run is not None:
+            self._run.set_attribute("gen_ai.input.messages", json.dumps([_message_json(message)]))
+        if not isinstance(message, AssistantMessage) or self._chat is None:
+            return
+        span, self._chat = self._chat, None
+        usage = message.usage
+        self._usage[0] += usage.input + usage.cache_read + usage.cache_write
+        self._usage[1] += usage.output
+        span.set_attributes({
+            "gen_ai.response.model": message.model,
+            "gen_ai.response.finish_reasons": [str(getattr(message.stop_reason, "value", message.stop_reason))],
+            "gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
+            "gen_ai.usage.output_tokens": usage.output,
+        })
+        if message.response_id:
+            span.set_attribute("gen_ai.response.id", message.response_id)
+        if self.capture:
+            span.set_attribute("gen_ai.output.messages", json.dumps([_message_json(message)]))
+        if message.stop_reason == StopReason.ERROR:
+            _fail(span, message.error_kind or "error", message.error_message or "the request failed")
+        span.end()
+
+    def _on_tool_execution_start(self, event: Any) -> None:
+        attributes = self._base("execute_tool") | {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.type": "function",
+                                                   "gen_ai.tool.call.id": event.tool_call_id}
+        if self.capture:
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(event.args, default=str)
+        self._tools[event.tool_call_id] = self._child(f"execute_tool {event.tool_name}", attributes)
+
+    def _on_tool_execution_end(self, event: Any) -> None:
+        span = self._tools.pop(event.tool_call_id, None)
+        if span is None:
+            return
+        if self.capture:
+            text = "".join(getattr(block, "text", "") for block in event.result.content)
+            span.set_attribute("gen_ai.tool.call.result", text)
+        if event.is_error:
+            _fail(span, "tool_error", "the tool reported an error")
+        span.end()
+
+    def _on_agent_end(self, event: Any) -> None:
+        for span in [*self._tools.values(), *([self._chat] if self._chat is not None else [])]:
+            span.end()
+        self._tools, self._chat = {}, None
+        if self._run is not None:
+            self._run.set_attributes({"gen_ai.usage.input_tokens": self._usage[0],
+                                      "gen_ai.usage.output_tokens": self._usage[1]})
+            self._run.end()
+            self._run = None
+
+    def close(self) -> None:
+        self._on_agent_end(None)
+        self._unsubscribe()
+
+
+def _message_json(message: Any) -> dict[str, Any]:
+    text = message.content if isinstance(message.content, str) else "".join(
+        getattr(block, "text", "") for block in message.content)
+    parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
+    for block in message.content if not isinstance(message.content, str) else []:
+        if getattr(block, "type", "") == "toolCall":
+            parts.append({"type": "tool_call", "id": block.id, "name": block.name, "arguments": block.arguments})
+    return {"role": message.role, "parts": parts}
+
+
+def _fail(span: Span, kind: str, message: str) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("error.type", kind)
+    span.set_status(Status(StatusCode.ERROR, message))
