@@ -277,3 +277,20 @@ def test_agents_lists_the_definitions_and_the_skipped_files(spawn: Any, dirs: tu
     child.expect("reviewer: Reviews a diff for bugs")
     child.expect("broken.md")
     exit_with_ctrl_d(child)
+
+
+def test_mcp_lists_the_servers_and_their_tools(spawn: Any, dirs: tuple[Path, Path]) -> None:
+    import sys
+
+    home, _ = dirs
+    double = str(Path(__file__).parents[1] / "coding" / "mcp_double.py")
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "dbl": {"command": sys.executable, "args": [double, "stdio"]},
+        "gone": {"command": str(home / "no-such-server")},
+    }}))
+    child = spawn()
+    child.send("/mcp\r")
+    child.expect(r"dbl \(user, stdio\): (ready|connected|running)")
+    child.expect("mcp__dbl__echo")
+    child.expect(r"gone \(user, stdio\): ")
+    exit_with_ctrl_d(child)

@@ -41,6 +41,7 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("name", "/name [NAME]", "show or set the session's name"),
         CommandSpec("cost", "/cost", "tokens and cost of this session, by model", while_running=True),
         CommandSpec("agents", "/agents", "the agent definitions the task tool can use", while_running=True),
+        CommandSpec("mcp", "/mcp", "the MCP servers of this session: state and tools", while_running=True),
         CommandSpec("settings", "/settings [NAME VALUE]", "show the common settings, or change one (saved)"),
         CommandSpec("export", "/export [path]", "write the session as a self-contained HTML file"),
         CommandSpec("quit", "/quit", "leave heron (also Ctrl+D on an empty line)", while_running=True),

@@ -196,6 +196,23 @@ class SessionCommands:
         for line in listing_lines(load_definitions(self.session.cwd, self.session.home)):
             self._print(Text(line))
 
+    def _cmd_mcp(self, args: str) -> None:
+        """The MCP servers of this session: state, tools, the reason a failed one gave."""
+        mcp = self.app.mcp
+        statuses = mcp.statuses() if mcp is not None else []
+        self.renderer.reset_section()
+        self._print(Text("MCP servers", style="bold"))
+        if not statuses:
+            self._print(Text("none configured (.mcp.json in the project, or mcp.json in the heron home; "
+                             "project servers start with --trust; see docs/mcp.md)"))
+        for status in statuses:
+            names = ", ".join(f"mcp__{status.name}__{tool.name}" for tool in status.tools) or "no tools"
+            line = f"{status.name} ({status.scope}, {status.transport}): {status.state}"
+            if status.restarts:
+                line += f", restarted {status.restarts}x"
+            self._print(Text(line))
+            self._print(Text(f"    {status.error}" if status.error else f"    {names}"))
+
     def _cmd_settings(self, args: str) -> None:
         app = self.app
         words = args.split()
