@@ -330,9 +330,11 @@ class CodingSession(RecoveryHooks):
             end = await self.compact(reason="threshold")
             return list(self.agent.state.messages) if end is not None and end.entry_id else None
 
-        tokens = self.estimate_request_tokens(messages)
-        if tokens > self.policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
-            await self._flush_memory()  # before the compaction that is coming, while it still fits
+        # counted only while a flush is still possible (the view is counted again in prepare)
+        if self.memory.flush_wanted(self.policy.decisions.flushed):
+            tokens = self.estimate_request_tokens(messages)
+            if tokens > self.policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
+                await self._flush_memory()  # before the compaction that is coming, while it still fits
 
         view = await self.policy.prepare(messages, signal, compact)
         self._last_view = view

@@ -124,25 +124,7 @@ class SessionWriter:
     def create(self, data: bytes) -> int:
         """Create the file (it must not exist), lock it and write ``data``; returns the
         descriptor. On failure the half-made file is removed."""
-        path = self.path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        except OSError as exc:
-            raise write_error("creating the file", path, exc) from None
-        try:
-            lock(fd, path)
-            _write_all(fd, data)
-            if self.fsync:
-                os.fsync(fd)
-        except OSError as exc:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            raise write_error("creating the file", path, exc) from None
-        except BaseException:
-            os.close(fd)
-            raise
+        fd = _create(self.path, data, fsync=self.fsync, locked=True)
         self.fd = fd
         self.needs_newline = False
         return fd
@@ -179,12 +161,20 @@ class SessionWriter:
 
 def write_new_file(path: Path, data: bytes, *, fsync: bool = False) -> None:
     """Write a whole new session file (a fork); it must not exist yet."""
+    os.close(_create(path, data, fsync=fsync, locked=False))
+
+
+def _create(path: Path, data: bytes, *, fsync: bool, locked: bool) -> int:
+    """A new file (0600, it must not exist) holding ``data``; its descriptor. On failure
+    the half-made file is removed and the error names what failed and where."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
     except OSError as exc:
         raise write_error("creating the file", path, exc) from None
     try:
+        if locked:
+            lock(fd, path)
         _write_all(fd, data)
         if fsync:
             os.fsync(fd)
@@ -193,7 +183,10 @@ def write_new_file(path: Path, data: bytes, *, fsync: bool = False) -> None:
         with contextlib.suppress(OSError):
             os.unlink(path)
         raise write_error("creating the file", path, exc) from None
-    os.close(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def line_places(lines: list[bytes]) -> tuple[list[int], list[int]]:
