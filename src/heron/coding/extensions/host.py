@@ -91,7 +91,7 @@ class ExtensionHost:
                     close()
                 raise TypeError("register(api) must be a plain function, not async")
         except Exception as exc:
-            log.warning("%s failed to load", label, exc_info=True)
+            log.debug("%s failed to load", label, exc_info=True)  # the user is told by the caller
             return f"{label} disabled: {type(exc).__name__}: {exc}"
         extension = Extension(candidate.name, candidate.source, candidate.path, api.registration)
         self.extensions.append(extension)
@@ -135,7 +135,7 @@ class ExtensionHost:
         why = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
         message = f"extension {extension.name} ({extension.path}) disabled: {where}: {why}"
         extension.error = message
-        log.warning("%s", message, exc_info=isinstance(exc, BaseException))
+        log.debug("%s", message, exc_info=isinstance(exc, BaseException))  # the user is told by the warning
         self.warn(message)
 
     def warn(self, message: str) -> None:
