@@ -110,7 +110,8 @@ def test_a_raising_extension_is_disabled_and_the_others_work(project: Project, l
                 raise ValueError("handler broke")
     """)
     user_extension(project, "words", WORD_COUNT)
-    local_server.queue(openai_reply("", [bash("b", "echo hi")]), openai_reply("", [("w", "word_count", {"text": "a b"})]),
+    local_server.queue(openai_reply("", [bash("b", "echo hi")]),
+                       openai_reply("", [("w", "word_count", {"text": "a b"})]),
                        openai_reply("", [bash("c", "echo again")]), openai_reply("done"))
     result = project.run(*openai_args(local_server), "-p", "go")
     assert result.code == 0, result.err
@@ -233,7 +234,7 @@ def test_stop_continuations_are_capped(project: Project, local_server: LocalServ
 def child_or_parent(request: Recorded) -> Reply:
     messages = request.json()["messages"]
     text = json.dumps(messages)
-    if "count the files" in json.dumps([m for m in messages if m["role"] == "user"][0]):  # the child
+    if "count the files" in json.dumps(next(m for m in messages if m["role"] == "user")):  # the child
         return openai_reply("there are 2 files" if "SubagentStop hook feedback" in text else "many files")
     if '"role": "tool"' in text:
         return openai_reply("the child said so")
