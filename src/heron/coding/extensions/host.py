@@ -60,7 +60,7 @@ class ExtensionHost:
         self.warnings: list[str] = []  # every message about an extension, in order
         self._installed = False
         self._parent: ExtensionHost | None = None
-        self._pending: set[asyncio.Future[None]] = set()  # async event handlers still running
+        self._pending: set[asyncio.Task[None]] = set()  # async event handlers still running
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -162,9 +162,20 @@ class ExtensionHost:
                     self.disable(extension, f"its {wanted!r} event handler raised", exc)
                     continue
                 if inspect.isawaitable(result):
-                    task = asyncio.ensure_future(self._finish(extension, wanted, result))
-                    self._pending.add(task)
-                    task.add_done_callback(self._pending.discard)
+                    self._schedule(extension, wanted, result)
+
+    def _schedule(self, extension: Extension, wanted: str, pending: Any) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # an event sent from a worker thread: nowhere to await it
+            close = getattr(pending, "close", None)
+            if callable(close):
+                close()
+            log.debug("extension %s: async %r handler skipped (no event loop)", extension.name, wanted)
+            return
+        task = loop.create_task(self._finish(extension, wanted, pending))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
     async def _finish(self, extension: Extension, wanted: str, pending: Any) -> None:
         try:
