@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.test_control_e2e import bash, run_calls
-from tests.cli.test_print_json_e2e import Project, openai_args, project
+from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
 from tests.support.http_server import LocalServer, Recorded, Reply
 from tests.support.sse import openai_reply
 
@@ -261,3 +261,19 @@ def test_subagent_stop_fires_with_the_payload_and_can_continue_the_child(project
     assert first["agent_id"] in first["agent_transcript_path"]
     tool = [m for m in server.requests[-1].json()["messages"] if m["role"] == "tool"]
     assert "there are 2 files" in tool[0]["content"]  # the answer after the continuation
+
+
+def test_json_mode_has_the_disabling_as_a_context_warning_event(project: Project, local_server: LocalServer) -> None:
+    user_extension(project, "flaky", """
+        def register(api):
+            @api.after_tool_call
+            def explode(call, result):
+                raise ValueError("after broke")
+    """)
+    local_server.queue(openai_reply("", [bash("b", "echo hi")]), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "--mode", "json", "-p", "go")
+    assert result.code == 0, result.err
+    warnings = [e for e in result.lines() if e.get("type") == "context_warning"]
+    assert len(warnings) == 1 and warnings[0]["kind"] == "extension"
+    assert "extension flaky" in warnings[0]["message"] and "ValueError: after broke" in warnings[0]["message"]
+    assert openai_tool_results(local_server.requests[-1])["b"].strip() == "hi"
