@@ -77,7 +77,7 @@ class Control:
         self._notes: dict[str, list[str]] = {}  # call id -> hook problems to show with its result
         self._started = False
         self._load()
-        self.checkpoints = Checkpoints(self.cwd, self.home)
+        self.checkpoints = Checkpoints(self.cwd, self.home, keep_days=session.settings.checkpoint_keep_days)
         session.env.child_env = self.child_env
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
