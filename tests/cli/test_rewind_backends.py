@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -83,7 +83,7 @@ def test_rewind_to_a_turn_whose_snapshot_was_pruned_says_it_is_gone(project: Pro
         if "timestamp" in record and record.get("type") != "session":
             record["timestamp"] = "2000-01-01T00:00:00.000Z"
     session.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    reports = prune_all(project.home, 30, now=__import__("time").time() + 40 * 86_400)
+    reports = prune_all(project.home, 30, now=time.time() + 40 * 86_400)
     assert [r.removed for r in reports] and all(r.kept == 0 for r in reports)
     listing = rewind(project)
     assert "  1. turn 1  (snapshot pruned after 30 days: conversation only)" in listing.stdout

@@ -40,6 +40,7 @@ from heron.coding.checkpoints.base import (
 
 IDENTITY = b"heron <heron@localhost>"
 CACHE = "heron-stat-cache.json"
+GITLINK = 0o160000
 _STATUS = {"add": "A", "delete": "D", "modify": "M"}
 
 
@@ -84,7 +85,7 @@ class DulwichBackend:
             dirs[:] = keep_dirs
             for name in names:
                 path = prefix + name
-                if ignores.is_ignored(path):
+                if name == ".git" or ignores.is_ignored(path):  # a .git file: a worktree's or submodule's link
                     continue
                 try:
                     st = os.lstat(os.path.join(top, name))
@@ -208,6 +209,8 @@ class DulwichBackend:
         tree = self._tree_of(commit)
         for path in paths:
             mode, sha = tree_lookup_path(self.repo.object_store.__getitem__, tree, path_bytes(path))
+            if stat.S_IFMT(mode) == GITLINK:
+                continue  # a nested repository the git backend recorded: its content is not in the snapshot
             blob = self.repo[sha]
             assert isinstance(blob, Blob)
             target = self.cwd / path
