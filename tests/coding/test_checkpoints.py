@@ -239,3 +239,22 @@ def test_the_prune_runs_at_most_once_a_day_in_the_background(project: Path, tmp_
     assert child is not None and child.wait(timeout=60) == 0
     assert not repo.git_dir.exists()  # its only snapshot was 60 days old
     assert not prune_due(home) and schedule_prune(home, 30) is None  # done for today
+
+
+@pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")
+@pytest.mark.parametrize(("writer", "pruner"), [("git", "dulwich"), ("dulwich", "git")])
+def test_one_backend_prunes_packed_snapshots_of_the_other(project: Path, tmp_path: Path, writer: str, pruner: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    repo = ShadowRepo(project, home, writer)  # type: ignore[arg-type]
+    (project / "old.txt").write_text("old content, packed")
+    snapshot_at(repo, 50, monkeypatch, "a")
+    (project / "old.txt").unlink()
+    (project / "new.txt").write_text("kept")
+    recent = snapshot_at(repo, 1, monkeypatch, "b")
+    assert repo.backend is not None
+    repo.backend.gc()  # everything is in a pack now, not loose
+    assert list((repo.git_dir / "objects" / "pack").glob("*.pack"))
+    assert [(r.removed, r.kept) for r in prune_all(home, 30, backend=pruner)] == [(1, 1)]  # type: ignore[arg-type]
+    assert Blob.from_string(b"old content, packed").id not in objects(repo)
+    assert files(repo, recent) == {"new.txt": b"kept"}
