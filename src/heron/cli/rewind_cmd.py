@@ -24,6 +24,7 @@ from heron.coding.checkpoints import (
     rewind_conversation,
     turns,
 )
+from heron.coding.settings import load_settings
 from heron.session.paths import latest_session, resolve_session
 from heron.session.store import SessionError, SessionStore
 
@@ -71,8 +72,9 @@ def _run(args: argparse.Namespace) -> int:
     store = _open(args, cwd, home)
     repo = ShadowRepo(Path(store.header.cwd) if store.header and store.header.cwd else cwd, home)
     found = turns(store, repo.before_turn_index(store.session_id) if repo.available else {})
+    keep_days = load_settings(cwd, home).checkpoint_keep_days
     if args.to is None:
-        _list_turns(found)
+        _list_turns(found, keep_days)
         return 0
     if not 1 <= args.to <= len(found):
         print(f"heron rewind: --to {args.to}: the session has {len(found)} user turn(s) on this branch "
@@ -83,8 +85,8 @@ def _run(args: argparse.Namespace) -> int:
     changes: list[Change] = []
     if what in ("code", "both"):
         if turn.checkpoint is None:
-            print(f"heron rewind: turn {turn.number} has no checkpoint (taken by heron before each turn), so its "
-                  "code cannot be restored; use --conversation", file=sys.stderr)
+            print(f"heron rewind: {_missing(turn, keep_days)}, so its code cannot be restored; "
+                  "use --conversation", file=sys.stderr)
             return 1
         _, changes = plan_code_rewind(repo, turn.checkpoint)
     applied = [c for c in changes if c.action != "keep" and (not c.external or args.include_external)]
@@ -104,11 +106,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_turns(found: list[Turn]) -> None:
+def _pruned(turn: Turn, keep_days: int) -> bool:
+    age = turn.age_days()
+    return turn.checkpoint is None and age is not None and age > keep_days
+
+
+def _missing(turn: Turn, keep_days: int) -> str:
+    """Why a turn has no snapshot: pruned for its age, or never taken."""
+    if _pruned(turn, keep_days):
+        return (f"the snapshot of turn {turn.number} is gone: it was pruned, because snapshots are kept "
+                f"{keep_days} days (checkpoints.keepDays) and this turn is {int(turn.age_days() or 0)} days old")
+    return f"turn {turn.number} has no checkpoint (taken by heron before each turn)"
+
+
+def _list_turns(found: list[Turn], keep_days: int) -> None:
     if not found:
         print("no user turns on this branch")
     for turn in found:
-        mark = "" if turn.checkpoint else "  (no checkpoint: conversation only)"
+        mark = "" if turn.checkpoint else (f"  (snapshot pruned after {keep_days} days: conversation only)"
+                                           if _pruned(turn, keep_days) else "  (no checkpoint: conversation only)")
         first = (turn.text.strip().splitlines() or [""])[0][:70]
         print(f"{turn.number:>3}. {first}{mark}")
 

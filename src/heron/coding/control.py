@@ -89,7 +89,7 @@ class Control:
         self.subagent_fields: dict[str, Any] = {}
         self._parent: Control | None = None
         self._load()
-        self.checkpoints = Checkpoints(self.cwd, self.home)
+        self.checkpoints = Checkpoints(self.cwd, self.home, keep_days=session.settings.checkpoint_keep_days)
         session.env.child_env = self.child_env
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
