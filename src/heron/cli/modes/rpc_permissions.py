@@ -74,7 +74,8 @@ class RpcAsker:
         decision = prompt.decision
         self._write({
             "type": "permission_request", "id": request_id, "toolCallId": prompt.call_id, "toolName": prompt.tool,
-            "input": prompt.args, "message": decision.message,
+            "input": {key: value for key, value in prompt.args.items() if value is not None},
+            "message": decision.message,
             "rule": decision.rule.text if decision.rule is not None else None,
             "suggestion": decision.suggestion, "options": list(OPTIONS), "timeout": self.timeout_ms or None,
         })
