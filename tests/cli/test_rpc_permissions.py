@@ -197,3 +197,27 @@ def test_bad_answers_get_errors_and_the_question_stays_open(local_server: LocalS
     assert client.until(lambda o: o["type"] == "permission_resolved")["decision"] == "deny"
     assert client.until(lambda o: o["type"] == "run_end")["answer"] == "Fine."
     assert client.close() == 0
+
+
+def test_the_timeout_comes_from_the_environment_then_the_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from heron.cli.modes.rpc_permissions import DEFAULT_TIMEOUT_MS, ask_timeout_ms
+
+    home, cwd = tmp_path / "h", tmp_path / "p"
+    (cwd / ".heron").mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.delenv("HERON_PERMISSION_TIMEOUT_MS", raising=False)
+    assert ask_timeout_ms(cwd, home) == DEFAULT_TIMEOUT_MS
+    (home / "settings.json").write_text(json.dumps({"permissions": {"askTimeoutMs": 60_000}}))
+    assert ask_timeout_ms(cwd, home) == 60_000
+    (cwd / ".heron" / "settings.local.json").write_text(json.dumps({"permissions": {"askTimeoutMs": 0}}))
+    assert ask_timeout_ms(cwd, home) == 0  # the local file wins; 0 waits for ever
+    (cwd / ".heron" / "settings.local.json").write_text(json.dumps({"permissions": {"askTimeoutMs": "soon"}}))
+    assert ask_timeout_ms(cwd, home) == 60_000  # a bad value is skipped, and said so
+    assert "settings.local.json: permissions.askTimeoutMs must be a number of milliseconds >= 0, got 'soon'" in (
+        capsys.readouterr().err)
+    monkeypatch.setenv("HERON_PERMISSION_TIMEOUT_MS", "1500")
+    assert ask_timeout_ms(cwd, home) == 1500
+    monkeypatch.setenv("HERON_PERMISSION_TIMEOUT_MS", "-4")
+    assert ask_timeout_ms(cwd, home) == 60_000
+    assert "HERON_PERMISSION_TIMEOUT_MS='-4' is not a number" in capsys.readouterr().err

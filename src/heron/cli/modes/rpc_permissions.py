@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,22 +31,29 @@ TIMEOUT_ENV = "HERON_PERMISSION_TIMEOUT_MS"
 def ask_timeout_ms(cwd: Path, home: Path) -> int:
     """How long a question waits: ``$HERON_PERMISSION_TIMEOUT_MS``, else the setting
     ``permissions.askTimeoutMs`` (the local file over the project's over the user's),
-    else five minutes. 0 means wait for ever. A bad value is ignored for the next one."""
+    else five minutes. 0 means wait for ever. A bad value is reported on stderr and
+    skipped."""
     raw = os.environ.get(TIMEOUT_ENV)
     if raw is not None:
-        try:
-            value = int(raw)
-            if value >= 0:
-                return value
-        except ValueError:
-            pass
+        if raw.strip().isdigit():
+            return int(raw)
+        _warn(f"{TIMEOUT_ENV}={raw!r} is not a number of milliseconds >= 0 (ignored)")
     chosen = DEFAULT_TIMEOUT_MS
     for scope in load_scopes(cwd, home):
         permissions = scope.data.get("permissions")
-        setting = permissions.get("askTimeoutMs") if isinstance(permissions, dict) else None
+        if not isinstance(permissions, dict) or "askTimeoutMs" not in permissions:
+            continue
+        setting = permissions["askTimeoutMs"]
         if isinstance(setting, int) and not isinstance(setting, bool) and setting >= 0:
             chosen = setting
+        else:
+            _warn(f"{scope.path}: permissions.askTimeoutMs must be a number of milliseconds >= 0, got "
+                  f"{setting!r} (ignored)")
     return chosen
+
+
+def _warn(message: str) -> None:
+    print(f"heron: warning: {message}", file=sys.stderr)
 
 
 @dataclass
