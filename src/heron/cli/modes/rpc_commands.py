@@ -11,7 +11,7 @@ from typing import Any
 from heron.ai.models import ConfigValueError
 from heron.ai.types import THINKING_LEVELS, AssistantMessage, Model, UserMessage
 from heron.cli.app import App
-from heron.cli.modes.rpc_protocol import CommandError, CommandId, message_text, model_json, string_field
+from heron.cli.modes.rpc_protocol import CommandError, CommandId, Write, message_text, model_json, string_field
 from heron.cli.modes.rpc_stats import session_stats
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import SetupError, _key_for
@@ -25,6 +25,7 @@ Handler = Callable[[CommandId, dict[str, Any]], Awaitable[dict[str, Any] | None]
 class SessionCommands:
     app: App
     _partial: AssistantMessage | None
+    _write: Write
 
     # provided by RpcServer
     @property
@@ -55,7 +56,8 @@ class SessionCommands:
             "switch_session": self._switch_session, "fork": self._fork, "clone": self._clone,
             "get_fork_messages": self._get_fork_messages, "get_last_assistant_text": self._get_last_assistant_text,
             "set_session_name": self._set_session_name, "get_session_stats": self._get_session_stats,
-            "get_partial_message": self._get_partial_message,
+            "get_partial_message": self._get_partial_message, "cycle_thinking_level": self._cycle_thinking_level,
+            "get_entries": self._get_entries, "get_tree": self._get_tree,
         }
 
     # --- state --------------------------------------------------------------------------------
@@ -178,7 +180,23 @@ class SessionCommands:
         if level not in THINKING_LEVELS:
             raise CommandError(f"unknown thinking level {level!r}; levels: {', '.join(THINKING_LEVELS)}")
         self.session.set_thinking_level(level)
+        self._write({"type": "thinking_level_changed", "level": level})
         return {"thinkingLevel": level, "modelReasons": self.session.model.reasoning}
+
+    async def _cycle_thinking_level(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """The next level the model takes, or ``data: null`` for a model without reasoning."""
+        if not self.session.model.reasoning:
+            self._respond_null(cmd_id, "cycle_thinking_level")
+            return None
+        levels = list(THINKING_LEVELS)
+        current = self.session.thinking_level
+        level = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
+        self.session.set_thinking_level(level)
+        self._write({"type": "thinking_level_changed", "level": level})
+        return {"level": level}
+
+    def _respond_null(self, cmd_id: CommandId, command: str) -> None:
+        self._write({"type": "response", "id": cmd_id, "command": command, "success": True, "data": None})
 
     async def _get_thinking_levels(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         return {"levels": list(THINKING_LEVELS) if self.session.model.reasoning else ["off"]}
@@ -205,7 +223,37 @@ class SessionCommands:
             raise CommandError("Session name cannot be empty")
         self._require_idle("rename the session")
         self.session.store.append(SessionInfoEntry(name=name))
+        self._write({"type": "session_info_changed", "name": name})
         return {"sessionName": name}
+
+    async def _get_entries(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """Every entry of the session file in append order (all branches), after the entry
+        ``since`` when given: an entry id is a cursor that survives restarts."""
+        store: SessionStore = self.session.store
+        entries = [entry.to_json_dict() for entry in store.entries()]
+        since = string_field(fields, "since", required=False)
+        if since is not None:
+            index = next((i for i, e in enumerate(entries) if e.get("id") == since), None)
+            if index is None:
+                raise CommandError(f"Entry not found: {since}")
+            entries = entries[index + 1:]
+        return {"entries": entries, "leafId": store.leaf_id}
+
+    async def _get_tree(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """The entries as a tree (``{entry, children, label?}``); an entry whose parent is
+        missing is a root of its own, so nothing is left out."""
+        store: SessionStore = self.session.store
+        nodes: dict[str, dict[str, Any]] = {}
+        roots: list[dict[str, Any]] = []
+        for entry in store.entries():
+            node: dict[str, Any] = {"entry": entry.to_json_dict(), "children": []}
+            label = store.label_of(entry.id)
+            if label:
+                node["label"] = label
+            nodes[entry.id] = node
+            parent = nodes.get(entry.parent_id) if entry.parent_id is not None else None
+            (parent["children"] if parent is not None else roots).append(node)
+        return {"tree": roots, "leafId": store.leaf_id}
 
     # --- sessions ---------------------------------------------------------------------------------
 

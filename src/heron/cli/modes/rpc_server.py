@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import sys
+import time
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from heron.agent.events import MessageEndEvent, MessageUpdateEvent
+from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, StopReason
 from heron.cli.app import App
@@ -54,6 +55,7 @@ class RpcServer(SessionCommands):
         self._aborted = False  # the running prompt was aborted (agent_settled says so)
         self._queue_seen: tuple[list[str], list[str]] = ([], [])
         self._waiters: set[asyncio.Future[None]] = set()  # abort responses waiting for the run to end
+        self._tool_started: dict[str, float] = {}  # tool call id -> when it started (for durationMs)
         self._unsubscribe = app.session.subscribe(self._on_event)
         self.asker = RpcAsker(write, ask_timeout_ms(app.session.cwd, app.home))
         app.session.control.asker = self.asker.ask
@@ -91,7 +93,14 @@ class RpcServer(SessionCommands):
             self._compacting = max(0, self._compacting - 1)
             self._write(compaction_end_json(event, self._first_kept(event.entry_id)))
             return
-        self._write(pi_event(event))
+        out = pi_event(event)
+        if isinstance(event, ToolExecutionStartEvent):
+            self._tool_started[event.tool_call_id] = time.monotonic()
+        elif isinstance(event, ToolExecutionEndEvent):
+            started = self._tool_started.pop(event.tool_call_id, None)
+            if started is not None:
+                out["durationMs"] = round((time.monotonic() - started) * 1000)
+        self._write(out)
         self._queue_changed()
 
     def _first_kept(self, entry_id: str | None) -> str | None:
