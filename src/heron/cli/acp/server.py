@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from typing import Any
 
 from heron.ai.models import ModelRegistry, heron_home
+from heron.cli.acp.guard import guarded
 
 
 class UsageError(RuntimeError):
@@ -85,9 +87,14 @@ async def serve(args: argparse.Namespace, protocol_out: int) -> int:
         reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     finally:
         sys.stdout = saved
+    def reply(payload: dict[str, Any]) -> None:
+        writer.write(json.dumps(payload).encode() + b"\n")
+
+    clean, pump = guarded(reader, reply, DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     try:
-        await run_agent(agent, writer, reader)  # type: ignore[arg-type]
+        await run_agent(agent, writer, clean)  # type: ignore[arg-type]
     finally:
+        pump.cancel()
         agent.close()
     return 0
 
