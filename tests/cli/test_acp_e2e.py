@@ -74,17 +74,22 @@ async def heron_acp(project: Project, server: LocalServer, editor: Editor, *flag
 
 def fold(updates: list[dict[str, Any]]) -> list[Any]:
     """One entry per message (consecutive chunks joined), per tool call (its updates
-    merged into its start, in the place it started) and per plan; usage updates left out."""
+    merged into its start, in the place it started) and per plan; usage updates (sent at
+    the end of each prompt) left out, as boundaries between messages."""
     out: list[Any] = []
     calls: dict[str, dict[str, Any]] = {}
+    joinable = False
     for update in updates:
         kind = update["sessionUpdate"]
-        if kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
+        if kind == "usage_update":
+            joinable = False
+        elif kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
             text = update["content"].get("text", f"<{update['content']['type']}>")
-            if out and isinstance(out[-1], tuple) and out[-1][0] == kind:
+            if joinable and out and isinstance(out[-1], tuple) and out[-1][0] == kind:
                 out[-1] = (kind, out[-1][1] + text)
             else:
                 out.append((kind, text))
+            joinable = True
         elif kind == "tool_call":
             calls[update["toolCallId"]] = dict(update)
             out.append(calls[update["toolCallId"]])
@@ -213,23 +218,29 @@ def test_cancel_stops_a_running_command_within_five_seconds(project: Project, lo
 
 
 def test_compact_command_shows_the_compaction_as_a_tool_call(project: Project, local_server: LocalServer) -> None:
-    local_server.queue(openai_reply("Hello there."), openai_reply("## Goal\nSay hello.\n"))
+    project.write_settings({"compaction": {"keepRecentTokens": 1}})
+    long = "Hello there. " * 600  # enough history for a summary to shrink
+    local_server.queue(openai_reply(long), openai_reply("Done."), openai_reply("## Goal\nSay hello.\n"),
+                       openai_reply("## Turn\nThanked."))  # the history's summary, then the split turn's
     editor = Editor()
 
     async def run() -> Any:
         async with heron_acp(project, local_server, editor) as conn:
             sid = await new_session(conn, project)
             await prompt(conn, sid, "say hello")
+            await prompt(conn, sid, "thanks")
             return await prompt(conn, sid, "/compact")
 
     assert asyncio.run(run()).stop_reason == "end_turn"
-    [answer, compaction] = fold(editor.updates)
-    assert answer == ("agent_message_chunk", "Hello there.")
+    [answer, done, compaction] = fold(editor.updates)
+    assert answer == ("agent_message_chunk", long)
+    assert done == ("agent_message_chunk", "Done.")
+    text = tool_text(compaction)
     assert (compaction["title"], compaction["kind"], compaction["status"]) == ("Compact the context", "other",
-                                                                              "completed")
+                                                                              "completed"), text
     assert compaction["toolCallId"].startswith("compaction-")
-    assert "Say hello." in tool_text(compaction)
-    assert "Compacted (manual)" in tool_text(compaction)
+    assert "Say hello." in text
+    assert "Compacted (manual)" in text
     compactions = [json.loads(line) for f in (project.home / "sessions").rglob("*.jsonl")
                    for line in f.read_text().splitlines() if '"compaction"' in line]
-    assert [c["type"] for c in compactions] == ["compaction"]
+    assert [c["type"] for c in compactions if c["type"] == "compaction"] == ["compaction"]
