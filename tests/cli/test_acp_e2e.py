@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
 
 from tests.cli.test_print_json_e2e import GREET, READ, Project, heron_command, openai_args, project
@@ -244,3 +244,44 @@ def test_compact_command_shows_the_compaction_as_a_tool_call(project: Project, l
     compactions = [json.loads(line) for f in (project.home / "sessions").rglob("*.jsonl")
                    for line in f.read_text().splitlines() if '"compaction"' in line]
     assert [c["type"] for c in compactions if c["type"] == "compaction"] == ["compaction"]
+
+
+TODO = ("call_todo", "todo", {"todos": [{"content": "read greet.py", "status": "completed"},
+                                        {"content": "explain it", "status": "in_progress"}]})
+
+
+def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Project,
+                                                                   local_server: LocalServer) -> None:
+    local_server.queue(openai_reply("Reading.", [READ]), openai_reply("", [TODO]), openai_reply("It prints hello."),
+                       openai_reply("Still hello."))
+    live, loaded = Editor(), Editor()
+
+    async def first() -> str:
+        async with heron_acp(project, local_server, live) as conn:
+            sid = await new_session(conn, project)
+            await prompt(conn, sid, "what does greet.py print?")
+            return sid
+
+    async def second(sid: str) -> tuple[Any, Any, Any]:
+        async with heron_acp(project, local_server, loaded) as conn:
+            listed = await conn.list_sessions(cwd=str(project.cwd))
+            response = await asyncio.wait_for(conn.load_session(cwd=str(project.cwd), session_id=sid,
+                                                                mcp_servers=[]), TIMEOUT)
+            replayed = list(loaded.updates)
+            again = await prompt(conn, sid, "and now?")
+            return listed, response, replayed
+
+    sid = asyncio.run(first())
+    listed, response, replayed = asyncio.run(second(sid))
+    assert [(s.session_id, s.cwd, s.title) for s in listed.sessions] == [
+        (sid, str(project.cwd), "what does greet.py print?")]
+    assert response.modes.current_mode_id == "default"
+    folded = fold(replayed)
+    assert folded[0] == ("user_message_chunk", "what does greet.py print?")
+    assert folded[1:] == fold(live.updates)
+    assert ("plan", [("read greet.py", "completed"), ("explain it", "in_progress")]) in folded
+    kinds = [(e["kind"], e["status"]) for e in folded if isinstance(e, dict)]
+    assert kinds == [("read", "completed"), ("other", "completed")]
+    history = local_server.requests[-1].json()["messages"]
+    assert [m["content"] for m in history if m["role"] == "user"][-2:] == ["what does greet.py print?", "and now?"]
+    assert fold(loaded.updates[len(replayed):]) == [("agent_message_chunk", "Still hello.")]
