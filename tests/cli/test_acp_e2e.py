@@ -268,7 +268,7 @@ def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Proje
             response = await asyncio.wait_for(conn.load_session(cwd=str(project.cwd), session_id=sid,
                                                                 mcp_servers=[]), TIMEOUT)
             replayed = list(loaded.updates)
-            again = await prompt(conn, sid, "and now?")
+            assert (await prompt(conn, sid, "and now?")).stop_reason == "end_turn"
             return listed, response, replayed
 
     sid = asyncio.run(first())
