@@ -53,11 +53,15 @@ class Editor:
 
 
 @asynccontextmanager
-async def heron_acp(project: Project, server: LocalServer, editor: Editor, *flags: str) -> AsyncIterator[Any]:
+async def heron_acp(project: Project, server: LocalServer, editor: Editor, *flags: str,
+                    model: list[str] | None = None) -> AsyncIterator[Any]:
+    """heron --mode acp, initialized; the model is the local server's (``openai_args``)
+    unless ``model`` gives other flags."""
     command = heron_command()
     log = (project.home / "acp-stderr.log").open("ab")
     try:
-        async with spawn_agent_process(editor, command[0], *command[1:], "--mode", "acp", *openai_args(server),
+        async with spawn_agent_process(editor, command[0], *command[1:], "--mode", "acp",
+                                       *(openai_args(server) if model is None else model),
                                        *flags, env=project.env, cwd=project.cwd,
                                        transport_kwargs={"stderr": log.fileno()}) as (conn, process):
             reply = await asyncio.wait_for(conn.initialize(
