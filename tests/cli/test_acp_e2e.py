@@ -54,7 +54,8 @@ class Editor:
 
 @asynccontextmanager
 async def heron_acp(project: Project, server: LocalServer, editor: Editor, *flags: str,
-                    model: list[str] | None = None) -> AsyncIterator[Any]:
+                    model: list[str] | None = None, capabilities: ClientCapabilities | None = None
+                    ) -> AsyncIterator[Any]:
     """heron --mode acp, initialized; the model is the local server's (``openai_args``)
     unless ``model`` gives other flags."""
     command = heron_command()
@@ -65,7 +66,7 @@ async def heron_acp(project: Project, server: LocalServer, editor: Editor, *flag
                                        *flags, env=project.env, cwd=project.cwd,
                                        transport_kwargs={"stderr": log.fileno()}) as (conn, process):
             reply = await asyncio.wait_for(conn.initialize(
-                protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()), TIMEOUT)
+                protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities or ClientCapabilities()), TIMEOUT)
             assert reply.protocol_version == PROTOCOL_VERSION
             assert reply.agent_capabilities.load_session is True
             assert reply.agent_capabilities.prompt_capabilities.image is True

@@ -34,7 +34,7 @@ from acp.schema import (
 )
 
 from heron.ai.models import ModelRegistry
-from heron.cli.acp import options
+from heron.cli.acp import client_fs, options
 from heron.cli.acp.permissions import PermissionBridge
 from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_reason, turn_usage, usage_update
 from heron.cli.acp.replay import replay
@@ -100,6 +100,7 @@ class HeronAgent:
         state = AcpSession(sid, session, EventTranslator(session.cwd), PermissionBridge(sid, session.cwd,
                                                                                             self._ask), mcp)
         session.control.asker = state.bridge
+        client_fs.attach(session, self.conn, sid, self.client_capabilities)
         outbox = Outbox(lambda update: self.conn.session_update(sid, update))
         state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
         old = self.sessions.pop(sid, None)
