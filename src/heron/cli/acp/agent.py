@@ -34,12 +34,12 @@ from acp.schema import (
 )
 
 from heron.ai.models import ModelRegistry
-from heron.cli.acp import client_fs, options
+from heron.cli.acp import client_fs, options, terminal
 from heron.cli.acp.permissions import PermissionBridge
 from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_reason, turn_usage, usage_update
 from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
-from heron.cli.acp.updates import EventTranslator
+from heron.cli.acp.updates import EventTranslator, terminal_shown
 from heron.coding.settings import SetupError
 from heron.session.paths import list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
@@ -102,10 +102,21 @@ class HeronAgent:
         session.control.asker = state.bridge
         client_fs.attach(session, self.conn, sid, self.client_capabilities)
         outbox = Outbox(lambda update: self.conn.session_update(sid, update))
+
+        def show(call_id: str, terminal_id: str) -> None:
+            state.translator.terminals[call_id] = terminal_id
+            outbox.put(terminal_shown(call_id, terminal_id))
+
+        tools = terminal.attach(session.agent.state.tools, session.env, self.conn, sid, show,
+                                self.client_capabilities)
+        if tools is not None:
+            session.agent.set_tools(tools)
         state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
-        old = self.sessions.pop(sid, None)
+        old, old_outbox = self.sessions.pop(sid, None), self.outboxes.pop(sid, None)
         if old is not None:
             old.close()
+        if old_outbox is not None:
+            old_outbox.close()
         self.sessions[sid] = state
         self.outboxes[sid] = outbox
         return state

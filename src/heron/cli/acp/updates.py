@@ -23,6 +23,7 @@ from acp.schema import (
     AgentThoughtChunk,
     ContentToolCallContent,
     PlanEntry,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -46,6 +47,16 @@ def text(kind: str, value: str) -> AgentMessageChunk | AgentThoughtChunk | UserM
     if kind == "user":
         return UserMessageChunk(session_update="user_message_chunk", content=block)
     return AgentMessageChunk(session_update="agent_message_chunk", content=block)
+
+
+def terminal_content(terminal_id: str) -> TerminalToolCallContent:
+    return TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
+
+
+def terminal_shown(call_id: str, terminal_id: str) -> ToolCallProgress:
+    """The update that puts the editor's terminal (running a bash call) into the tool call."""
+    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
+                            content=[terminal_content(terminal_id)])
 
 
 def plan(todos: list[dict[str, Any]]) -> AgentPlanUpdate:
@@ -78,6 +89,7 @@ class EventTranslator:
         self._args: dict[str, tuple[str, dict[str, Any]]] = {}
         self._announced: set[str] = set()
         self._compaction_id = "compaction"
+        self.terminals: dict[str, str] = {}  # tool call id -> the editor's terminal running it
 
     def translate(self, event: Any) -> list[Update]:
         if isinstance(event, MessageUpdateEvent):
@@ -96,8 +108,12 @@ class EventTranslator:
         if isinstance(event, ToolExecutionEndEvent):
             name, args = self._args.pop(event.tool_call_id, (event.tool_name, None))
             self._announced.discard(event.tool_call_id)
-            return [toolcalls.finished(event.tool_call_id, name, args, list(event.result.content), event.is_error,
-                                       event.result.details, self.cwd)]
+            done = toolcalls.finished(event.tool_call_id, name, args, list(event.result.content), event.is_error,
+                                      event.result.details, self.cwd)
+            terminal = self.terminals.pop(event.tool_call_id, None)
+            if terminal is not None:  # the editor keeps showing a released terminal's output
+                done.content = [terminal_content(terminal), *(done.content or [])]
+            return [done]
         if isinstance(event, TodosEvent):
             return [plan(list(event.todos))]
         return self._compaction(event)
