@@ -47,6 +47,9 @@ class Editor:
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.permissions.append({"toolCall": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
                                  "options": [o.model_dump(mode="json", by_alias=True) for o in options]})
+        if self.answer == "wait":  # the user has not decided yet: only a cancel ends the question
+            self.seen.set()
+            await asyncio.Event().wait()
         if self.answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.answer))
@@ -220,6 +223,28 @@ def test_cancel_stops_a_running_command_within_five_seconds(project: Project, lo
     assert (call["toolCallId"], call["kind"], call["title"], call["status"]) == (
         "call_sleep", "execute", "`sleep 30`", "failed")
     assert len(local_server.requests) == 1  # the run stopped: no request after the cancelled tool
+
+
+def test_cancel_while_the_editor_is_asked_denies_the_call(project: Project, local_server: LocalServer) -> None:
+    outside, edit = _edit_outside(project)
+    local_server.queue(openai_reply("", [edit]), openai_reply("never sent"))
+    editor = Editor("wait")
+
+    async def run() -> tuple[Any, float]:
+        async with heron_acp(project, local_server, editor) as conn:
+            sid = await new_session(conn, project)
+            task = asyncio.ensure_future(prompt(conn, sid, "change outside.py"))
+            await asyncio.wait_for(editor.seen.wait(), TIMEOUT)
+            started = time.monotonic()
+            await conn.cancel(session_id=sid)
+            return await asyncio.wait_for(task, 10), time.monotonic() - started
+
+    response, took = asyncio.run(run())
+    assert response.stop_reason == "cancelled" and took < 5.0
+    assert outside.read_text() == GREET
+    [call] = fold(editor.updates)
+    assert call["status"] == "failed"
+    assert len(local_server.requests) == 1
 
 
 def test_compact_command_shows_the_compaction_as_a_tool_call(project: Project, local_server: LocalServer) -> None:
