@@ -127,3 +127,32 @@ def test_a_task_on_the_command_line_is_a_usage_error(project: Project) -> None:
                           capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "--mode acp takes no task" in done.stderr
+
+
+def test_a_failing_model_request_is_a_prompt_error_and_the_session_goes_on(project: Project,
+                                                                          local_server: LocalServer) -> None:
+    from tests.support.http_server import json_reply
+    from tests.support.sse import openai_reply
+
+    local_server.queue(json_reply(401, {"error": {"message": "invalid api key", "type": "auth"}}),
+                       openai_reply("Now it works."))
+    raw = Raw(project, *openai_args(local_server))
+    try:
+        assert "result" in raw.send(request(1, "initialize", {"protocolVersion": 1}))
+        sid = raw.send(request(2, "session/new", {"cwd": str(project.cwd), "mcpServers": []}))["result"]["sessionId"]
+        text = [{"type": "text", "text": "hi"}]
+        reply = _skip_updates(raw, request(3, "session/prompt", {"sessionId": sid, "prompt": text}))
+        assert reply["error"]["code"] == -32603 and "invalid api key" in reply["error"]["data"]["message"]
+        reply = _skip_updates(raw, request(4, "session/prompt", {"sessionId": sid, "prompt": text}))
+        assert reply["result"]["stopReason"] == "end_turn"
+    finally:
+        code, err = raw.close()
+    assert code == 0, err
+
+
+def _skip_updates(raw: Raw, message: dict[str, Any]) -> dict[str, Any]:
+    """Send ``message`` and return its response, past the session/update notifications."""
+    reply = raw.send(message)
+    while reply.get("method") == "session/update":
+        reply = json.loads(raw.lines.get(timeout=TIMEOUT))
+    return reply

@@ -107,3 +107,18 @@ def test_other_modes_do_not_import_the_sdk() -> None:
             "print(sorted(m for m in sys.modules if m == 'acp' or m.startswith(('acp.', 'heron.cli.acp'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_stop_reasons() -> None:
+    from heron.ai.types import AssistantMessage, StopReason, UserMessage
+    from heron.cli.acp.prompting import stop_reason
+
+    def reply(reason: StopReason, error: str | None = None) -> AssistantMessage:
+        return AssistantMessage(api="x", provider="p", model="m", stop_reason=reason, error_message=error)
+
+    assert stop_reason([reply(StopReason.STOP)], cancelled=False) == ("end_turn", None)
+    assert stop_reason([reply(StopReason.LENGTH)], cancelled=False) == ("max_tokens", None)
+    assert stop_reason([reply(StopReason.ABORTED)], cancelled=False) == ("cancelled", None)
+    assert stop_reason([reply(StopReason.STOP)], cancelled=True) == ("cancelled", None)
+    assert stop_reason([reply(StopReason.ERROR, "401 bad key")], cancelled=False) == ("end_turn", "401 bad key")
+    assert stop_reason([UserMessage(content="hi")], cancelled=False) == ("end_turn", None)
