@@ -315,3 +315,29 @@ def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Proje
     history = local_server.requests[-1].json()["messages"]
     assert [m["content"] for m in history if m["role"] == "user"][-2:] == ["what does greet.py print?", "and now?"]
     assert fold(loaded.updates[len(replayed):]) == [("agent_message_chunk", "Still hello.")]
+
+
+def test_thinking_is_streamed_as_thought_chunks_and_a_reload_in_the_same_process_replays_it(
+        project: Project, local_server: LocalServer) -> None:
+    from tests.support.http_server import Reply
+    from tests.support.sse import openai_chunk, openai_sse
+
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    local_server.queue(Reply(body=openai_sse([
+        openai_chunk({"role": "assistant", "content": ""}), openai_chunk({"reasoning_content": "Let me "}),
+        openai_chunk({"reasoning_content": "think."}), openai_chunk({"content": "Answer."}),
+        openai_chunk({}, finish="stop"), openai_chunk(usage=usage)])))
+    editor = Editor()
+
+    async def run() -> list[dict[str, Any]]:
+        async with heron_acp(project, local_server, editor) as conn:
+            sid = await new_session(conn, project)
+            await prompt(conn, sid, "think first")
+            seen = len(editor.updates)
+            await asyncio.wait_for(conn.load_session(cwd=str(project.cwd), session_id=sid, mcp_servers=[]), TIMEOUT)
+            return editor.updates[seen:]
+
+    replayed = asyncio.run(run())
+    live = ("agent_thought_chunk", "Let me think."), ("agent_message_chunk", "Answer.")
+    assert fold(editor.updates[:len(editor.updates) - len(replayed)]) == list(live)
+    assert fold(replayed) == [("user_message_chunk", "think first"), *live]

@@ -142,9 +142,19 @@ class HeronAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        running = self.sessions.get(session_id)
-        if running is not None and running.run is not None and not running.run.done():
+        state = self.sessions.get(session_id)
+        if state is not None and state.run is not None and not state.run.done():
             raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
+        if state is None:
+            state = await self._load(cwd, session_id, mcp_servers)
+        for update in replay(state.session.store, state.session.cwd):
+            await self.conn.session_update(state.id, update)
+        return LoadSessionResponse(modes=options.modes(state.session),
+                                   config_options=options.config(state.session, self.registry))
+
+    async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
+        """The session file with this id, opened (a session open here already is reused:
+        its file has one writer)."""
         try:
             path = resolve_session(session_id, home=self.home)
             store = await asyncio.to_thread(SessionStore.open, path)
@@ -153,11 +163,7 @@ class HeronAgent:
         if store.session_id != session_id:
             raise _invalid(f"no session {session_id!r} (an id prefix matched {store.session_id!r}; give the whole id)",
                            sessionId=session_id)
-        state = await self._open(cwd, store, mcp_servers)
-        for update in replay(state.session.store, state.session.cwd):
-            await self.conn.session_update(state.id, update)
-        return LoadSessionResponse(modes=options.modes(state.session),
-                                   config_options=options.config(state.session, self.registry))
+        return await self._open(cwd, store, mcp_servers)
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
