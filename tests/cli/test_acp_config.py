@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from acp import embedded_text_resource, image_block, resource_block, text_block
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
 from tests.cli.test_acp_e2e import TIMEOUT, Editor, fold, heron_acp, new_session, prompt, tool_text
 from tests.cli.test_print_json_e2e import GREET, PNG, Project, anthropic_provider, project
+from tests.coding.test_mcp import http_server
 from tests.support.http_server import LocalServer
 from tests.support.sse import anthropic_reply, openai_reply
 
-__all__ = ["project"]
+__all__ = ["http_server", "project"]
 
 DOUBLE = str(Path(__file__).parents[1] / "coding" / "mcp_double.py")
 EDIT = ("call_edit", "edit", {"path": "greet.py", "old_text": "hello, world", "new_text": "hello, plan"})
@@ -96,6 +97,26 @@ def test_mcp_servers_from_the_client_are_connected(project: Project, local_serve
     assert (entry["toolCallId"], entry["kind"], entry["status"]) == ("call_echo", "other", "completed")
     assert "hi from mcp hi from mcp" in tool_text(entry)
     assert answer == ("agent_message_chunk", "Echoed.")
+
+
+def test_an_http_mcp_server_from_the_client_is_connected_and_sse_is_skipped(
+        project: Project, local_server: LocalServer, http_server: str) -> None:
+    call = ("call_echo", "mcp__web__echo", {"text": "over http"})
+    local_server.queue(openai_reply("", [call]), openai_reply("Echoed."))
+    editor = Editor()
+    servers = [HttpMcpServer(type="http", name="web", url=http_server, headers=[HttpHeader(name="X-Test", value="1")]),
+               SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])]
+
+    async def run() -> None:
+        async with heron_acp(project, local_server, editor) as conn:
+            response = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=servers), TIMEOUT)
+            await prompt(conn, response.session_id, "echo over http")
+
+    asyncio.run(run())
+    [entry, _] = fold(editor.updates)
+    assert (entry["toolCallId"], entry["status"], tool_text(entry)) == ("call_echo", "completed", "over http")
+    stderr = (project.home / "acp-stderr.log").read_text()
+    assert "MCP server 'old': transport 'sse' is not supported" in stderr
 
 
 def test_images_and_embedded_files_reach_the_model(project: Project, local_server: LocalServer) -> None:
