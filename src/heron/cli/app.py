@@ -339,6 +339,10 @@ def run_app(args: argparse.Namespace) -> int:
     if getattr(args, "setup_help", False):
         print(setup_help(ModelRegistry.load()))
         return 0
+    if mode == "acp":  # sessions are opened by the editor, each with its own cwd (docs/editors.md)
+        from heron.cli.acp.server import run_acp
+
+        return run_acp(args)
     try:
         check_arguments(args, mode)
         cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()

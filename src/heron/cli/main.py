@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-MODES = ("interactive", "print", "json", "rpc")
+MODES = ("interactive", "print", "json", "rpc", "acp")
 # The same as heron.coding.settings.API_CHOICES, repeated so `heron --help` imports nothing.
 API_CHOICES = ("openai-chat", "openai-responses", "anthropic-messages", "google-gemini")
 THINKING = ("off", "minimal", "low", "medium", "high", "xhigh")
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--print", dest="print_prompt", nargs="?", const="", default=None, metavar="TASK",
                         help="run one task, print the final answer and exit (reads piped stdin too)")
     parser.add_argument("--mode", choices=MODES, default=None,
-                        help="output mode (default: interactive, or print with -p)")
+                        help="output mode (default: interactive, or print with -p; acp: for editors)")
     parser.add_argument("-c", "--continue", dest="continue_session", action="store_true",
                         help="continue the newest session of this directory")
     parser.add_argument("-r", "--resume", action="store_true", help="pick a session of this directory to resume")

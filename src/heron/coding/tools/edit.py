@@ -26,7 +26,7 @@ from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, Upda
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import EditDetails
 from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
-from heron.coding.tools.files import is_read_only, os_error, replace_file, stat_regular_file
+from heron.coding.tools.files import client_written, is_read_only, os_error, replace_file, stat_regular_file
 
 _BOM = "\ufeff"
 
@@ -194,12 +194,19 @@ class EditTool(AgentTool[EditParams]):
             raise ToolError(f"Edit aborted; {shown} was not changed.")
 
         last = self.env.reads.last_read(path)
+        files = self.env.client_files
+        held = await files.read_text(path) if files is not None else None
         plan = await asyncio.to_thread(
-            _plan, path, shown, pairs, multi, last.mtime_ns if last else None, last.size if last else None
+            _plan, path, shown, pairs, multi, last.mtime_ns if last else None, last.size if last else None,
+            None if held is None else held.encode("utf-8"),
         )
         if signal.aborted:
             raise ToolError(f"Edit aborted; {shown} was not changed.")
-        written = await asyncio.to_thread(replace_file, path, shown, plan.data, plan.info)
+        if files is not None:
+            await files.write_text(path, plan.data.decode("utf-8"))
+            written = client_written(path, shown, len(plan.data), created=False)
+        else:
+            written = await asyncio.to_thread(replace_file, path, shown, plan.data, plan.info)
         self.env.reads.note_write(path, written.mtime_ns, written.size)
 
         count = len(pairs)
@@ -275,8 +282,10 @@ def _plan(
     multi: bool,
     read_mtime_ns: int | None,
     read_size: int | None,
+    held: bytes | None = None,
 ) -> _Plan:
-    """Everything up to the write: checks, matching, the new bytes and the diff."""
+    """Everything up to the write: checks, matching, the new bytes and the diff. ``held``:
+    the content a client holds (``ToolEnv.client_files``), matched instead of the file's."""
     info = stat_regular_file(path, shown, "edited", "Give the path of one file to edit.")
     if read_mtime_ns is not None and (info.st_mtime_ns != read_mtime_ns or info.st_size != read_size):
         raise ToolError(
@@ -289,7 +298,7 @@ def _plan(
             "If it should change, make it writable first (e.g. chmod u+w with bash)."
         )
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if held is None else held
     except OSError as exc:
         raise os_error(exc, path, shown) from None
     try:

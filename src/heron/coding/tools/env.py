@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from heron.ai.models import heron_home
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
@@ -91,6 +92,20 @@ class FileReadTracker:
         self._since_reset.clear()
 
 
+class ClientFiles(Protocol):
+    """Files a client has open, e.g. an editor driving heron over ACP (docs/editors.md).
+
+    When a session has one, ``edit`` matches against the text the client holds (unsaved
+    changes included) and ``write`` and ``edit`` give the new text to the client rather
+    than replacing the file themselves, so the change lands in the editor's buffer and
+    undo history instead of behind its back. ``read_text`` returns None when the client
+    does not hold the file: it is read from disk then."""
+
+    async def read_text(self, path: Path) -> str | None: ...
+
+    async def write_text(self, path: Path, text: str) -> None: ...
+
+
 @dataclass
 class ToolEnv:
     cwd: Path
@@ -104,6 +119,7 @@ class ToolEnv:
     child_env: Callable[[], dict[str, str]] | None = None
     bash_default_timeout: float | None = 600.0  # ``bash.defaultTimeoutMs``: a command given no timeout
     bash_max_timeout: float | None = 3600.0  # ``bash.maxTimeoutMs``: the longest timeout the model may ask for
+    client_files: ClientFiles | None = None  # None: write and edit work on the files themselves
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""

@@ -116,6 +116,15 @@ class Written:
     in_place: bool  # a hard-linked file, written through rather than replaced
 
 
+def client_written(path: Path, shown: str, size: int, *, created: bool) -> Written:
+    """What a client that took the new text (``ToolEnv.client_files``) left on disk: the
+    file as it is now, or only the size when the client has not saved it yet."""
+    st = stat_path(path, shown, "write", missing_ok=True)
+    if st is None:
+        return Written(mtime_ns=0, size=size, created=created, in_place=False)
+    return Written(mtime_ns=st.st_mtime_ns, size=st.st_size, created=created, in_place=False)
+
+
 def replace_file(path: Path, shown: str, data: bytes, existing: os.stat_result | None) -> Written:
     """Give ``path`` the content ``data`` (see the module docstring for how).
 

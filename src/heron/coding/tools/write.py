@@ -16,7 +16,7 @@ from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, Upda
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import WriteDetails
 from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
-from heron.coding.tools.files import Written, check_regular, permission_error, replace_file, stat_path
+from heron.coding.tools.files import Written, check_regular, client_written, permission_error, replace_file, stat_path
 
 DESCRIPTION = (
     "Create or overwrite a file with the given content; missing parent directories are created. "
@@ -55,7 +55,12 @@ class WriteTool(AgentTool[WriteParams]):
             ) from exc
         if signal.aborted:
             raise ToolError("Write was aborted; nothing was written.")
-        written = await asyncio.to_thread(_write, path, shown, data)
+        if self.env.client_files is not None:
+            existed = path.exists()
+            await self.env.client_files.write_text(path, params.content)
+            written = client_written(path, shown, len(data), created=not existed)
+        else:
+            written = await asyncio.to_thread(_write, path, shown, data)
         self.env.reads.note_write(path, written.mtime_ns, written.size)
         details = WriteDetails(path=shown, bytes=len(data), created=written.created)
         text = f"Wrote {len(data)} bytes to {shown}"

@@ -1,0 +1,276 @@
+"""The ACP agent: heron's answers to the requests an editor sends (docs/editors.md).
+
+Every session the client opens or loads is an :class:`AcpSession` here, keyed by heron's
+session id (the id of the session file, so ``session/load`` after a restart finds it).
+Requests naming a session this process does not have get an invalid-params error; the
+server keeps serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    CurrentModeUpdate,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+)
+
+from heron.ai.models import ModelRegistry
+from heron.cli.acp import client_fs, options, terminal
+from heron.cli.acp.permissions import PermissionBridge
+from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_reason, turn_usage, usage_update
+from heron.cli.acp.replay import replay
+from heron.cli.acp.sessions import AcpSession, build_session
+from heron.cli.acp.updates import EventTranslator, terminal_shown
+from heron.coding.settings import SetupError
+from heron.session.paths import list_sessions, resolve_session
+from heron.session.store import SessionError, SessionStore
+
+# How long a cancelled run may take to stop by itself before its task is cancelled.
+CANCEL_GRACE_SECONDS = 3.0
+
+
+def _invalid(message: str, **data: Any) -> RequestError:
+    return RequestError.invalid_params({"message": message, **data})
+
+
+class HeronAgent:
+    def __init__(self, args: argparse.Namespace, registry: ModelRegistry, home: Path) -> None:
+        self.args = args
+        self.registry = registry
+        self.home = home
+        self.conn: Any = None
+        self.client_capabilities: Any = None
+        self.sessions: dict[str, AcpSession] = {}
+        self.outboxes: dict[str, Outbox] = {}
+        self._watchdogs: set[asyncio.Future[None]] = set()
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    # --- initialize ----------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+                         **kwargs: Any) -> InitializeResponse:
+        from heron import __version__
+
+        self.client_capabilities = client_capabilities
+        capabilities = AgentCapabilities(
+            load_session=True,
+            prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
+            mcp_capabilities=McpCapabilities(http=True, sse=False),
+            session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+        )
+        return InitializeResponse(protocol_version=min(protocol_version, PROTOCOL_VERSION),
+                                  agent_capabilities=capabilities,
+                                  agent_info=Implementation(name="heron", title="heron", version=__version__))
+
+    # --- sessions --------------------------------------------------------------------------
+
+    async def _open(self, cwd: str, store: SessionStore | None, mcp_servers: Any) -> AcpSession:
+        path = Path(cwd)
+        if not path.is_absolute() or not path.is_dir():
+            raise _invalid(f"cwd {cwd!r} is not an absolute path of a directory", cwd=cwd)
+        try:
+            session, mcp = await asyncio.to_thread(build_session, self.args, self.registry, self.home,
+                                                   path.resolve(), store, mcp_servers)
+        except SetupError as exc:
+            raise RequestError.internal_error({"message": str(exc)}) from exc
+        except (ValueError, SessionError, OSError) as exc:
+            raise _invalid(str(exc)) from exc
+        sid = session.store.session_id
+        state = AcpSession(sid, session, EventTranslator(session.cwd), PermissionBridge(sid, session.cwd,
+                                                                                            self._ask), mcp)
+        session.control.asker = state.bridge
+        client_fs.attach(session, self.conn, sid, self.client_capabilities)
+        outbox = Outbox(lambda update: self.conn.session_update(sid, update))
+
+        def show(call_id: str, terminal_id: str) -> None:
+            state.translator.terminals[call_id] = terminal_id
+            outbox.put(terminal_shown(call_id, terminal_id))
+
+        tools = terminal.attach(session.agent.state.tools, session.env, self.conn, sid, show,
+                                self.client_capabilities)
+        if tools is not None:
+            session.agent.set_tools(tools)
+        state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
+        old, old_outbox = self.sessions.pop(sid, None), self.outboxes.pop(sid, None)
+        if old is not None:
+            old.close()
+        if old_outbox is not None:
+            old_outbox.close()
+        self.sessions[sid] = state
+        self.outboxes[sid] = outbox
+        return state
+
+    def _on_event(self, state: AcpSession, outbox: Outbox, event: Any) -> None:
+        for update in state.translator.translate(event):
+            outbox.put(update)
+
+    async def _ask(self, session_id: str, tool_call: Any, choices: Any) -> Any:
+        return await self.conn.request_permission(session_id=session_id, tool_call=tool_call, options=choices)
+
+    def _get(self, session_id: str) -> AcpSession:
+        state = self.sessions.get(session_id)
+        if state is None:
+            raise _invalid(f"unknown session {session_id!r}: create it with session/new or load it with session/load",
+                           sessionId=session_id)
+        return state
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        state = await self._open(cwd, None, mcp_servers)
+        return NewSessionResponse(session_id=state.id, modes=options.modes(state.session),
+                                  config_options=options.config(state.session, self.registry))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           **kwargs: Any) -> LoadSessionResponse:
+        state = self.sessions.get(session_id)
+        if state is not None and state.run is not None and not state.run.done():
+            raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
+        if state is None:
+            state = await self._load(cwd, session_id, mcp_servers)
+        for update in replay(state.session.store, state.session.cwd):
+            await self.conn.session_update(state.id, update)
+        return LoadSessionResponse(modes=options.modes(state.session),
+                                   config_options=options.config(state.session, self.registry))
+
+    async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
+        """The session file with this id, opened (a session open here already is reused:
+        its file has one writer)."""
+        try:
+            path = resolve_session(session_id, home=self.home)
+            store = await asyncio.to_thread(SessionStore.open, path)
+        except (SessionError, LookupError, ValueError, OSError) as exc:
+            raise _invalid(f"no session {session_id!r}: {exc}", sessionId=session_id) from exc
+        if store.session_id != session_id:
+            raise _invalid(f"no session {session_id!r} (an id prefix matched {store.session_id!r}; give the whole id)",
+                           sessionId=session_id)
+        return await self._open(cwd, store, mcp_servers)
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **kwargs: Any) -> ListSessionsResponse:
+        if cwd is not None and not Path(cwd).is_absolute():
+            raise _invalid(f"cwd {cwd!r} is not an absolute path", cwd=cwd)
+        found = await asyncio.to_thread(list_sessions, cwd, all_cwds=cwd is None, home=self.home)
+        infos = [SessionInfo(session_id=s.id, cwd=s.cwd, title=_title(s.name, s.first_message),
+                             updated_at=_dt.datetime.fromtimestamp(s.modified, _dt.UTC).isoformat())
+                 for s in found]
+        return ListSessionsResponse(sessions=infos)
+
+    # --- configuration ---------------------------------------------------------------------
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        state = self._get(session_id)
+        try:
+            state.session.control.set_mode(mode_id)
+        except ValueError as exc:
+            raise _invalid(str(exc), modeId=mode_id) from exc
+        await self.conn.session_update(session_id, CurrentModeUpdate(session_update="current_mode_update",
+                                                                     current_mode_id=mode_id))
+        return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
+                                **kwargs: Any) -> SetSessionConfigOptionResponse:
+        state = self._get(session_id)
+        if config_id == "model" and isinstance(value, str):
+            await self.set_session_model(session_id, value)
+        elif config_id == "mode" and isinstance(value, str):
+            await self.set_session_mode(session_id, value)
+        else:
+            raise _invalid(f"unknown config option {config_id!r} (heron has: model, mode)", configId=config_id)
+        return SetSessionConfigOptionResponse(config_options=options.config(state.session, self.registry))
+
+    async def set_session_model(self, session_id: str, model_id: str, **kwargs: Any) -> dict[str, Any]:
+        state = self._get(session_id)
+        try:
+            resolved = options.resolve(self.args, self.registry, state.session, model_id)
+        except (SetupError, LookupError, ValueError) as exc:
+            raise _invalid(f"model {model_id!r}: {exc}", modelId=model_id) from exc
+        state.session.set_model(resolved.model, resolved.api_key)
+        return {}
+
+    # --- prompts ---------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        state = self._get(session_id)
+        if state.run is not None and not state.run.done():
+            raise RequestError.invalid_request({"message": "a prompt is already running in this session; "
+                                                           "cancel it first"})
+        try:
+            text, images = prompt_content(prompt)
+        except PromptError as exc:
+            raise _invalid(str(exc)) from exc
+        if not text.strip() and not images:
+            raise _invalid("the prompt is empty")
+        state.cancelled = False
+        outbox = self.outboxes[session_id]
+        command = text.strip()
+        if command == "/compact" or command.startswith("/compact "):
+            state.run = asyncio.ensure_future(state.session.compact(command[len("/compact"):].strip() or None))
+        else:
+            state.run = asyncio.ensure_future(state.session.prompt(text, images))
+        try:
+            result = await state.run
+        except asyncio.CancelledError:
+            result = []
+            if not state.cancelled:
+                raise
+        added = result if isinstance(result, list) else []
+        session = state.session
+        outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))
+        await outbox.flush()
+        reason, error = stop_reason(added, state.cancelled)
+        if error is not None:
+            raise RequestError.internal_error({"message": error})
+        return PromptResponse(stop_reason=reason, usage=turn_usage(added))  # type: ignore[arg-type]
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self.sessions.get(session_id)
+        if state is None or state.run is None or state.run.done():
+            return
+        state.cancelled = True
+        state.bridge.cancel_all()
+        state.session.abort()
+        run = state.run
+
+        async def force() -> None:
+            await asyncio.sleep(CANCEL_GRACE_SECONDS)
+            if not run.done():
+                run.cancel()
+
+        self._watchdogs.add(task := asyncio.ensure_future(force()))
+        task.add_done_callback(self._watchdogs.discard)
+
+    def close(self) -> None:
+        for state in self.sessions.values():
+            state.close()
+        for outbox in self.outboxes.values():
+            outbox.close()
+
+
+def _title(name: str | None, first: str | None) -> str | None:
+    if name:
+        return name
+    if first:
+        lines = first.strip().splitlines()
+        return lines[0][:100] if lines else None
+    return None
+

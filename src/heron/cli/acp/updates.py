@@ -1,0 +1,139 @@
+"""Heron's session events turned into ACP ``session/update`` payloads.
+
+The translation is pure (events in, update objects out) so it can be tested without a
+connection; :mod:`heron.cli.acp.agent` sends what it returns, in order.
+
+* text and thinking deltas -> ``agent_message_chunk`` / ``agent_thought_chunk``;
+* a tool call, once the model finished writing it -> ``tool_call`` (pending, with kind,
+  title, locations, diff), then ``tool_call_update`` in_progress and completed/failed;
+* the todo tool's list -> ``plan``;
+* a compaction -> a ``tool_call`` of kind ``other`` titled "Compact the context", whose
+  update says how many tokens it saved, so the editor shows why the context shrank.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    PlanEntry,
+    TerminalToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+from heron.agent.events import MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
+from heron.ai.events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallEndEvent
+from heron.cli.acp import toolcalls
+from heron.coding.events import CompactionEndEvent, CompactionStartEvent, TodosEvent
+
+Update: TypeAlias = (UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+                     | AgentPlanUpdate | UsageUpdate)
+
+
+def text(kind: str, value: str) -> AgentMessageChunk | AgentThoughtChunk | UserMessageChunk:
+    block = TextContentBlock(type="text", text=value)
+    if kind == "thought":
+        return AgentThoughtChunk(session_update="agent_thought_chunk", content=block)
+    if kind == "user":
+        return UserMessageChunk(session_update="user_message_chunk", content=block)
+    return AgentMessageChunk(session_update="agent_message_chunk", content=block)
+
+
+def terminal_content(terminal_id: str) -> TerminalToolCallContent:
+    return TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
+
+
+def terminal_shown(call_id: str, terminal_id: str) -> ToolCallProgress:
+    """The update that puts the editor's terminal (running a bash call) into the tool call."""
+    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
+                            content=[terminal_content(terminal_id)])
+
+
+def plan(todos: list[dict[str, Any]]) -> AgentPlanUpdate:
+    entries = [PlanEntry(content=str(t.get("content", "")), priority="medium",
+                         status=t["status"] if t.get("status") in ("pending", "in_progress", "completed")
+                         else "pending")
+               for t in todos]
+    return AgentPlanUpdate(session_update="plan", entries=entries)
+
+
+def compaction_start(call_id: str, tokens_before: int) -> ToolCallStart:
+    return ToolCallStart(session_update="tool_call", tool_call_id=call_id, title="Compact the context",
+                         kind="other", status="in_progress", raw_input={"tokens_before": tokens_before})
+
+
+def compaction_end(call_id: str, summary: str | None, note: str, failed: bool) -> ToolCallProgress:
+    body = note + (f"\n\n{summary}" if summary else "")
+    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
+                            status="failed" if failed else "completed",
+                            content=[ContentToolCallContent(type="content",
+                                                            content=TextContentBlock(type="text", text=body))])
+
+
+class EventTranslator:
+    """Turns the events of one session into updates; remembers each call's arguments
+    (for the final update's diff) and the id of the compaction under way."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self._args: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._announced: set[str] = set()
+        self._compaction_id = "compaction"
+        self.terminals: dict[str, str] = {}  # tool call id -> the editor's terminal running it
+
+    def translate(self, event: Any) -> list[Update]:
+        if isinstance(event, MessageUpdateEvent):
+            inner = event.event
+            if isinstance(inner, TextDeltaEvent) and inner.delta:
+                return [text("message", inner.delta)]
+            if isinstance(inner, ThinkingDeltaEvent) and inner.delta:
+                return [text("thought", inner.delta)]
+            if isinstance(inner, ToolCallEndEvent):
+                call = inner.tool_call
+                return self._announce(call.id, call.name, dict(call.arguments))
+            return []
+        if isinstance(event, ToolExecutionStartEvent):
+            return [*self._announce(event.tool_call_id, event.tool_name, dict(event.args)),
+                    toolcalls.running(event.tool_call_id)]
+        if isinstance(event, ToolExecutionEndEvent):
+            name, args = self._args.pop(event.tool_call_id, (event.tool_name, None))
+            self._announced.discard(event.tool_call_id)
+            done = toolcalls.finished(event.tool_call_id, name, args, list(event.result.content), event.is_error,
+                                      event.result.details, self.cwd)
+            terminal = self.terminals.pop(event.tool_call_id, None)
+            if terminal is not None:  # the editor keeps showing a released terminal's output
+                done.content = [terminal_content(terminal), *(done.content or [])]
+            return [done]
+        if isinstance(event, TodosEvent):
+            return [plan(list(event.todos))]
+        return self._compaction(event)
+
+    def _announce(self, call_id: str, name: str, args: dict[str, Any]) -> list[Update]:
+        if call_id in self._announced:
+            return []
+        self._announced.add(call_id)
+        self._args[call_id] = (name, args)
+        return [toolcalls.start(call_id, name, args, self.cwd)]
+
+    def _compaction(self, event: Any) -> list[Update]:
+        if isinstance(event, CompactionStartEvent):
+            self._compaction_id = f"compaction-{uuid.uuid4().hex[:12]}"
+            return [compaction_start(self._compaction_id, event.tokens_before)]
+        if isinstance(event, CompactionEndEvent):
+            call_id = self._compaction_id
+            if event.error or event.skipped:
+                return [compaction_end(call_id, None, f"Not compacted: {event.error or event.skipped}",
+                                       failed=bool(event.error))]
+            note = f"Compacted ({event.reason}): {event.tokens_before} -> {event.tokens_after} tokens."
+            return [compaction_end(call_id, event.summary, note, failed=False)]
+        return []
