@@ -117,6 +117,24 @@ def test_allow_always_saves_the_rule_and_is_not_asked_again(local_server: LocalS
     assert client.close() == 0
 
 
+def test_allow_always_on_an_ask_rule_holds_for_the_process_and_writes_nothing(
+        local_server: LocalServer, rpc: Callable[..., Client], workdir: Path) -> None:
+    # an explicit ask rule beats any allow rule, so a saved rule could not answer it again
+    local_server.queue(touch("a.txt"), turn("One."), touch("b.txt", "call_2"), turn("Two."))
+    client = rpc()
+    client.call({"type": "prompt", "message": "make a.txt"})
+    asked = request(client)
+    assert asked["rule"] == "Bash(touch:*)"
+    client.send({"type": "permission_response", "id": asked["id"], "decision": "allow_always"})
+    client.until(lambda o: o["type"] == "run_end" and o["answer"] == "One.")
+    client.call({"type": "prompt", "message": "make b.txt"})
+    client.until(lambda o: o["type"] == "run_end" and o["answer"] == "Two.")
+    assert (workdir / "a.txt").exists() and (workdir / "b.txt").exists()
+    assert [o for o in client.seen if o["type"] == "permission_request"] == [asked]
+    assert not (workdir / ".heron" / "settings.local.json").exists()
+    assert client.close() == 0
+
+
 def test_deny_with_a_reason_the_model_sees(local_server: LocalServer, rpc: Callable[..., Client],
                                            workdir: Path) -> None:
     local_server.queue(touch("a.txt"), turn("Understood."))

@@ -84,6 +84,10 @@ class Control:
         self.asker: Asker | None = None  # None: an "ask" is denied with how to allow it
         self.cli_rules: list[str] = []
         self._notes: dict[str, list[str]] = {}  # call id -> hook problems to show with its result
+        # "allow always" given to an explicit ask rule: (rule, suggestion) pairs approved for this
+        # process. A saved allow rule could not do it (an ask rule beats any allow rule), and the
+        # user's ask rule is theirs to remove.
+        self._session_approvals: set[tuple[str, str | None]] = set()
         self._started = False
         self.stop_event = "Stop"  # "SubagentStop" in a sub-agent (as_subagent)
         self.subagent_fields: dict[str, Any] = {}
@@ -184,6 +188,8 @@ class Control:
         decision = self.permissions.decide(tool, args)
         if decision.behavior == "ask" and approved:
             decision = Decision("allow", "", reason="hook")
+        elif decision.behavior == "ask" and self._approved_this_session(decision):
+            decision = Decision("allow", "", rule=decision.rule, reason="session")
         self._record("permission", call.id, tool, decision.message, {**decision.to_json(),
                                                                      "mode": self.permissions.mode})
         if decision.behavior == "allow":
@@ -204,7 +210,9 @@ class Control:
                 ".heron/settings.local.json."))
         reply = await self.asker(PermissionPrompt(call_id, tool, args, decision))
         self._record("permission", call_id, tool, reply.reason or "", {"decision": reply.answer, "reason": "user"})
-        if reply.answer == "allow_always" and decision.suggestion:
+        if reply.answer == "allow_always" and decision.reason == "rule" and decision.rule is not None:
+            self._session_approvals.add((decision.rule.text, decision.suggestion))
+        elif reply.answer == "allow_always" and decision.suggestion:
             try:
                 await asyncio.to_thread(add_local_rule, self.cwd, "allow", decision.suggestion)
                 self.permissions.add_rules("allow", [decision.suggestion], ".heron/settings.local.json")
@@ -213,6 +221,13 @@ class Control:
         if reply.answer == "deny":
             return BeforeToolCallResult(block=True, reason=f"The user denied this call: {reply.reason or 'no reason'}")
         return None
+
+    def _approved_this_session(self, decision: Decision) -> bool:
+        """An ask rule's question answered "allow always" earlier in this process, for the same
+        kind of call (the same suggested rule)."""
+        if decision.reason != "rule" or decision.rule is None:
+            return False
+        return (decision.rule.text, decision.suggestion) in self._session_approvals
 
     async def after_tool_call(self, ctx: ToolCallContext, result: ToolResult) -> AfterToolCallResult | None:
         call, tool = ctx.tool_call, ctx.tool_call.name
