@@ -130,3 +130,22 @@ def interrupt_and_resume(tmp_path: Path, server: ScriptedServer, *extra: str) ->
 def test_ctrl_c_keeps_what_finished_and_the_rerun_runs_only_the_rest(tmp_path: Path,
                                                                         server: ScriptedServer) -> None:
     interrupt_and_resume(tmp_path, server)
+
+
+def test_the_users_extensions_run_in_batch_tasks(tmp_path: Path, server: ScriptedServer) -> None:
+    (tmp_path / "extensions").mkdir()  # HERON_HOME is tmp_path (batch_env)
+    (tmp_path / "extensions" / "guard.py").write_text(
+        "def register(api):\n"
+        "    @api.before_tool_call\n"
+        "    def no_reads(call):\n"
+        "        return api.block('reads are off in this batch') if call.tool_name == 'read' else None\n")
+    project = make_project(tmp_path)
+    write_tasks(tmp_path / "tasks.jsonl", project, 2)
+    done = run_batch(batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server), batch_env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr
+    for result in read_results(tmp_path / "out"):
+        assert result["status"] == "ok"
+        entries = [json.loads(line) for line in Path(result["session"]).read_text().splitlines()]
+        tool_results = [e["message"] for e in entries if e.get("message", {}).get("role") == "toolResult"]
+        assert tool_results and tool_results[0]["isError"] is True
+        assert "Blocked by extension guard: reads are off in this batch" in json.dumps(tool_results[0]["content"])

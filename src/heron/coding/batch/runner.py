@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from heron.coding.batch.tasks import BatchTask
 from heron.coding.settings import Settings, deep_merge, read_settings_file, settings_from_dict, settings_paths
 
 # After a timeout the run is aborted; this long is given for it to stop by itself.
+log = logging.getLogger(__name__)
+
 ABORT_GRACE_S = 10.0
 
 
@@ -105,6 +108,10 @@ async def _run_session(job: Job, work: Path, session_path: Path, result: TaskRes
     session = CodingSession(cwd=work, model=job.model, api_key=job.api_key, store=store,
                             settings=task_settings(work, job.home, dict(task.settings)),
                             tools=list(task.tools) if task.tools is not None else None, home=job.home)
+    # the user's extensions, as in every other mode; a task's work copy is a new, untrusted
+    # directory, so its project extensions stay off (docs/batch.md)
+    for warning in session.extensions.load(trusted=session.control.trusted):
+        log.warning("task %s: %s", task.id, warning)
     tracer = None
     if job.tracing:
         from heron.coding.tracing import SessionTracer, get_tracer
