@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from heron.cli.rewind_cmd import applied_changes, apply_rewind, describe_lines, find_turns, open_repo, turn_lines
-from heron.cli.tui.permission_prompt import PermissionAsker
+from heron.cli.tui.permission_prompt import MARK, PermissionAsker
 from heron.cli.tui.render import Renderer, Totals
 from heron.coding.checkpoints import Change, CheckpointError, Turn, plan_code_rewind
 from heron.coding.permissions.modes import MODES, Mode, next_mode
@@ -133,7 +133,7 @@ class ControlCommands:
 
     async def _ask_number(self, count: int) -> int | None:
         while True:
-            text = await self.ask_line(f"rewind to before turn (1-{count}; Enter cancels) › ")
+            text = await self.ask_line(f"rewind to before turn (1-{count}; Enter cancels)" + MARK)
             if text is None or not text.strip():
                 self.note("rewind cancelled; nothing changed")
                 return None
@@ -147,7 +147,7 @@ class ControlCommands:
             return "conversation"
         self._print(Text("  1 code and conversation   2 code only   3 conversation only"))
         while True:
-            text = await self.ask_line("restore what? (1-3; Enter: 1) › ")
+            text = await self.ask_line("restore what? (1-3; Enter: 1)" + MARK)
             if text is None:
                 self.note("rewind cancelled; nothing changed")
                 return None
@@ -160,7 +160,7 @@ class ControlCommands:
         """List what would change, confirm, apply; the conversation is then shown as it is."""
         s = self.session
         changes: list[Change] = []
-        if what != "conversation":
+        if what != "conversation" and turn.checkpoint is not None:
             try:
                 _, changes = await asyncio.to_thread(plan_code_rewind, repo, turn.checkpoint)
             except CheckpointError as exc:
@@ -171,10 +171,11 @@ class ControlCommands:
         for line in describe_lines(turn, what, changes, applied_changes(changes, False)):
             self._print(Text(line))
         if external:
-            answer = await self.ask_line(f"also restore the {len(external)} file(s) changed outside heron? [y/N] › ")
+            answer = await self.ask_line(f"also restore the {len(external)} file(s) changed outside heron? "
+                                         "[y/N]" + MARK)
             include_external = (answer or "").strip().lower() in YES
         applied = applied_changes(changes, include_external)
-        answer = await self.ask_line("apply? [y/N] › ")
+        answer = await self.ask_line("apply? [y/N]" + MARK)
         if (answer or "").strip().lower() not in YES:
             self.note("rewind cancelled; nothing changed")
             return

@@ -21,12 +21,13 @@ from rich.text import Text
 
 from heron.cli.tui.render import describe_call
 from heron.cli.tui.sanitize import visible
-from heron.coding.control import AskReply, PermissionPrompt
+from heron.coding.control import Answer, AskReply, PermissionPrompt
 
-LABEL = "allow? 1 once · 2 always · 3 deny › "
+MARK = " › "  # noqa: RUF001 - the input marker, not a quote
+LABEL = "allow? 1 once · 2 always · 3 deny" + MARK
 COMMAND_LINES = 20
 DECLINED = "the user declined at the permission prompt (Esc)"
-_CHOICES = {"1": "allow_once", "y": "allow_once", "yes": "allow_once", "once": "allow_once",
+_CHOICES: dict[str, Answer] = {"1": "allow_once", "y": "allow_once", "yes": "allow_once", "once": "allow_once",
             "2": "allow_always", "a": "allow_always", "always": "allow_always",
             "3": "deny", "n": "deny", "no": "deny", "deny": "deny"}
 
@@ -39,7 +40,7 @@ class Asking(Protocol):
     async def ask_line(self, label: str) -> str | None: ...
 
 
-def parse_answer(text: str) -> tuple[str | None, str]:
+def parse_answer(text: str) -> tuple[Answer | None, str]:
     """``"3 use make"`` -> ``("deny", "use make")``; an unknown first word -> ``(None, "")``."""
     first, _, rest = text.strip().partition(" ")
     return _CHOICES.get(first.lower()), rest.strip()
@@ -77,7 +78,7 @@ class PermissionAsker:
                 self.ui.error("answer 1 (allow once), 2 (allow always) or 3 (deny, a reason may follow)")
 
     async def _reason(self) -> str:
-        text = await self.ui.ask_line("reason for the model (Enter: none) › ")
+        text = await self.ui.ask_line("reason for the model (Enter: none)" + MARK)
         return (text or "").strip() or "no reason given"
 
     def _show(self, prompt: PermissionPrompt) -> None:
