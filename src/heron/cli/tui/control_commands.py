@@ -55,7 +55,7 @@ class ControlCommands:
         def error(self, message: str) -> None: ...
         def set_prefill(self, text: str) -> None: ...
         def start_job(self, kind: str, work: Any, abort: Callable[[], None] | None = None) -> Any: ...
-        async def ask_line(self, label: str) -> str | None: ...
+        async def ask_line(self, label: str, say: str | None = None) -> str | None: ...
 
     def install_asker(self) -> None:
         """Answer the session's "ask" decisions here (sub-agents take the parent's asker)."""
@@ -133,7 +133,7 @@ class ControlCommands:
 
     async def _ask_number(self, count: int) -> int | None:
         while True:
-            text = await self.ask_line(f"rewind to before turn (1-{count}; Enter cancels)" + MARK)
+            text = await self.ask_line("turn" + MARK, f"rewind to before which turn? (1-{count}; Enter cancels)")
             if text is None or not text.strip():
                 self.note("rewind cancelled; nothing changed")
                 return None
@@ -145,9 +145,9 @@ class ControlCommands:
         if turn.checkpoint is None:
             self.note(f"turn {turn.number} has no checkpoint: only the conversation can go back", "yellow")
             return "conversation"
-        self._print(Text("  1 code and conversation   2 code only   3 conversation only"))
         while True:
-            text = await self.ask_line("restore what? (1-3; Enter: 1)" + MARK)
+            text = await self.ask_line("restore" + MARK, "restore what? 1 code and conversation · 2 code only · "
+                                       "3 conversation only (Enter: 1)")
             if text is None:
                 self.note("rewind cancelled; nothing changed")
                 return None
@@ -171,11 +171,11 @@ class ControlCommands:
         for line in describe_lines(turn, what, changes, applied_changes(changes, False)):
             self._print(Text(line))
         if external:
-            answer = await self.ask_line(f"also restore the {len(external)} file(s) changed outside heron? "
-                                         "[y/N]" + MARK)
+            answer = await self.ask_line("restore them too? [y/N]" + MARK, f"also restore the {len(external)} "
+                                         "file(s) changed outside heron? [y/N]")
             include_external = (answer or "").strip().lower() in YES
         applied = applied_changes(changes, include_external)
-        answer = await self.ask_line("apply? [y/N]" + MARK)
+        answer = await self.ask_line("apply? [y/N]" + MARK, "apply these changes? [y/N]")
         if (answer or "").strip().lower() not in YES:
             self.note("rewind cancelled; nothing changed")
             return

@@ -118,6 +118,8 @@ class Controller(SessionCommands, ControlCommands):
         self.renderer.reset_section()
         line = Text("─ " if self.renderer.bullet == "●" else "- ", style="dim")
         line.append_text(self.footer())
+        if self.mode != "default":  # the permission mode, when it is not the usual one
+            line.append(f" · mode {self.mode}", style="yellow")
         self._print(line)
         self.renderer.reset_section()
 
@@ -205,9 +207,10 @@ class Controller(SessionCommands, ControlCommands):
             await asyncio.wait({self.job.task}, timeout=0.05)
             await asyncio.sleep(0)  # let the done callback run
 
-    async def ask_line(self, label: str) -> str | None:
-        """The next line the user submits, as the answer to a question (``label`` becomes
-        the input line's prompt); None when they press Ctrl+C or Esc, or the input ends.
+    async def ask_line(self, label: str, say: str | None = None) -> str | None:
+        """The next line the user submits, as the answer to a question (``say`` is printed
+        first, in full; ``label`` becomes the input line's prompt, kept short because the
+        terminal redraws it); None when they press Ctrl+C or Esc, or the input ends.
         Questions are asked one at a time: a second waits for the first."""
         while self.question is not None and not self.quit_requested:
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -215,6 +218,8 @@ class Controller(SessionCommands, ControlCommands):
             await asyncio.sleep(0)
         if self.quit_requested:
             return None
+        if say:
+            self._print(Text(say, style="bold"))
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         question = Question(label, future)
         self.question = question

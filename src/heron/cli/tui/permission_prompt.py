@@ -24,7 +24,7 @@ from heron.cli.tui.sanitize import visible
 from heron.coding.control import Answer, AskReply, PermissionPrompt
 
 MARK = " › "  # noqa: RUF001 - the input marker, not a quote
-LABEL = "allow? 1 once · 2 always · 3 deny" + MARK
+LABEL = "allow? 1/2/3" + MARK
 COMMAND_LINES = 20
 DECLINED = "the user declined at the permission prompt (Esc)"
 _CHOICES: dict[str, Answer] = {"1": "allow_once", "y": "allow_once", "yes": "allow_once", "once": "allow_once",
@@ -37,7 +37,7 @@ class Asking(Protocol):
 
     def _print(self, text: Text) -> None: ...
     def error(self, message: str) -> None: ...
-    async def ask_line(self, label: str) -> str | None: ...
+    async def ask_line(self, label: str, say: str | None = None) -> str | None: ...
 
 
 def parse_answer(text: str) -> tuple[Answer | None, str]:
@@ -78,7 +78,7 @@ class PermissionAsker:
                 self.ui.error("answer 1 (allow once), 2 (allow always) or 3 (deny, a reason may follow)")
 
     async def _reason(self) -> str:
-        text = await self.ui.ask_line("reason for the model (Enter: none)" + MARK)
+        text = await self.ui.ask_line("reason" + MARK, "why? the model is told your reason (Enter: no reason)")
         return (text or "").strip() or "no reason given"
 
     def _show(self, prompt: PermissionPrompt) -> None:
