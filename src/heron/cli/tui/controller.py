@@ -237,6 +237,7 @@ class Controller(SessionCommands, ControlCommands):
         if question is None or question.answer.done():
             return False
         question.answer.set_result(text)
+        self.question = None  # at once: the next line is not for it (the asker resumes later)
         return True
 
     def interrupt(self) -> bool:
