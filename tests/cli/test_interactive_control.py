@@ -101,7 +101,7 @@ def test_an_ask_answered_allow_once_runs_the_call_and_asks_again_next_time(
 def test_allow_always_writes_the_rule_and_the_second_call_is_not_asked(
     spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    home, project = dirs
+    _, project = dirs
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "out.txt"
