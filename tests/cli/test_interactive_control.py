@@ -315,7 +315,8 @@ def test_rewind_restores_a_file_changed_by_bash_and_the_conversation(
     footer(child)
     assert (project / "notes.txt").read_text() == "one\n"
     assert not (project / "added.txt").exists()
-    child.send("\x03")  # the rewound turn's prompt is back in the input: clear it
+    child.expect("second turn")  # the rewound turn's prompt is back in the input line
+    child.send("\x03")  # clear it
     local_server.queue(answer("After the rewind."))
     child.send("third turn\r")
     child.expect("After the rewind.")
