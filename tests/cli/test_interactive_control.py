@@ -96,6 +96,8 @@ def test_an_ask_answered_allow_once_runs_the_call_and_asks_again_next_time(
     exit_with_ctrl_d(child)
     assert "ran-twice" in tool_results(local_server.requests[3])[-1]
     assert not (project / ".heron" / "settings.local.json").exists()
+    typed = [line for line in (home / "history").read_text().splitlines() if line.startswith("+")]
+    assert typed == ["+run the echo", "+again"]  # the answers are not in the history
 
 
 def test_allow_always_writes_the_rule_and_the_second_call_is_not_asked(

@@ -138,10 +138,17 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
     from heron.cli.tui.commands import SlashCompleter
 
+    class AnswersLeftOut(FileHistory):
+        """Answers to questions ("1", "y") are not worth walking back to with Up."""
+
+        def append_string(self, string: str) -> None:
+            if controller.question is None:
+                super().append_string(string)
+
     try:
         app.home.mkdir(parents=True, exist_ok=True)
         ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
-        history: Any = FileHistory(str(app.home / "history"))
+        history: Any = AnswersLeftOut(str(app.home / "history"))
     except OSError:
         history = InMemoryHistory()
 
