@@ -145,11 +145,12 @@ def test_what_in_a_project_needs_trust(project: Path, home: Path) -> None:
         "env": {"passThrough": ["TOKEN"]}}))
     (heron_dir / "extensions").mkdir()
     (heron_dir / "extensions" / "tool.py").write_text("def register(api):\n    pass\n")
+    (heron_dir / "extensions" / "_helper.py").write_text("")  # not loaded by itself: not listed
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"files": {"command": "true"}}}))
     reasons = trust_reasons(project, home)
     assert reasons == ["hooks in .heron/settings.json", "allow rules in .heron/settings.json",
                        "defaultMode bypassPermissions in .heron/settings.json",
-                       "env.passThrough in .heron/settings.json", "Python extensions in .heron/extensions/",
+                       "env.passThrough in .heron/settings.json", "Python extensions in .heron/extensions/ (tool.py)",
                        "MCP servers in .mcp.json (files)"]
 
 

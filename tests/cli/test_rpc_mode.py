@@ -110,12 +110,13 @@ async def test_prompt_answers_at_once_then_streams_events_and_ends_with_run_end(
     h = Harness(project, faux)
     response = await h.call({"id": "p1", "type": "prompt", "message": "what does f return?"})
     assert response == {"type": "response", "id": "p1", "command": "prompt", "success": True,
-                        "data": {"accepted": True}}
+                        "data": {"disposition": "started"}}
     end = await h.run_end("p1")
     assert end["stop_reason"] == "stop" and end["answer"] == "f returns 1." and end["error"] is None
     types = [o["type"] for o in h.out]
-    assert types[0] == "response" and types[1] == "agent_start" and types[-1] == "run_end"
-    assert types[-2] == "agent_end"
+    assert types[0] == "response" and types[1] == "agent_start" and types[-1] == "agent_settled"
+    assert types[-3:-1] == ["agent_end", "run_end"]
+    assert h.out[-1] == {"type": "agent_settled", "aborted": False}
     for name in ("message_update", "tool_execution_start", "tool_execution_end", "turn_end"):
         assert name in types
     tool_end = next(o for o in h.out if o["type"] == "tool_execution_end")
@@ -131,10 +132,10 @@ async def test_prompt_answers_at_once_then_streams_events_and_ends_with_run_end(
 async def test_malformed_lines_each_get_an_error_and_serving_goes_on(project: Path, faux: FauxProvider) -> None:
     h = Harness(project, faux)
     bad: list[tuple[bytes | str | dict[str, Any], Any, Any, str]] = [
-        ("garbage", None, None, "invalid JSON"),
-        ("[]", None, None, "a command is a JSON object, got an array"),
-        ('"prompt"', None, None, "got a string"),
-        ({"type": "nope", "id": 1}, 1, "nope", "unknown command 'nope'"),
+        ("garbage", None, "parse", "invalid JSON"),
+        ("[]", None, "parse", "a command is a JSON object, got an array"),
+        ('"prompt"', None, "parse", "got a string"),
+        ({"type": "nope", "id": 1}, 1, "nope", "Unknown command: nope"),
         ({"id": 2}, 2, None, '"type" missing'),
         ({"type": 3, "id": "x"}, "x", None, '"type" must be a string'),
         ({"type": "prompt", "id": 4}, 4, "prompt", 'missing "message"'),
@@ -145,17 +146,22 @@ async def test_malformed_lines_each_get_an_error_and_serving_goes_on(project: Pa
          "prompt", "not base64"),
         ({"type": "prompt", "id": 9, "message": "hi", "images": [{"data": "AAAA", "mimeType": "text/plain"}]}, 9,
          "prompt", '"mimeType" must be one of'),
-        ({"type": "get_state", "id": {"a": 1}}, None, None, '"id" must be a string or a number'),
-        ({"type": "get_state", "id": True}, None, None, '"id" must be a string or a number'),
+        ({"type": "get_state", "id": {"a": 1}}, None, "parse", '"id" must be a string or a number'),
+        ({"type": "get_state", "id": True}, None, "parse", '"id" must be a string or a number'),
         ({"type": "set_thinking_level", "id": 10, "level": "max"}, 10, "set_thinking_level",
          "unknown thinking level 'max'"),
         ({"type": "set_model", "id": 11}, 11, "set_model", "set_model needs"),
         ({"type": "steer", "id": 12, "message": "x"}, 12, "steer", "nothing is running"),
         ({"type": "follow_up", "id": 13, "message": "x"}, 13, "follow_up", "nothing is running"),
-        ({"type": "fork", "id": 14, "entry_id": "nope"}, 14, "fork", "no entry 'nope'"),
+        ({"type": "fork", "id": 14, "entryId": "nope"}, 14, "fork", "no entry 'nope'"),
+        ({"type": "set_steering_mode", "id": 16, "mode": "one-at-a-time"}, 16, "set_steering_mode",
+         'the only mode is "all"'),
+        ({"type": "set_session_name", "id": 17, "name": " "}, 17, "set_session_name", "cannot be empty"),
+        ({"type": "permission_response", "id": "perm-9", "decision": "deny"}, "perm-9", "permission_response",
+         "no open permission request 'perm-9'"),
         ({"type": "switch_session", "id": 15, "session": "ffffffff-no-such"}, 15, "switch_session", "no session"),
-        (b'{"type":"get_state","id":"\xff"}', None, None, "not UTF-8"),
-        ("{" * 100_000, None, None, "invalid JSON"),
+        (b'{"type":"get_state","id":"\xff"}', None, "parse", "not UTF-8"),
+        ("{" * 100_000, None, "parse", "invalid JSON"),
     ]
     for line, cmd_id, command, message in bad:
         before = len(h.out)
@@ -169,7 +175,7 @@ async def test_malformed_lines_each_get_an_error_and_serving_goes_on(project: Pa
     await h.send("   \r")
     assert len(h.out) == len(bad)
     state = await h.call({"id": "ok", "type": "get_state"})
-    assert state["success"] is True and state["data"]["is_running"] is False
+    assert state["success"] is True and state["data"]["isStreaming"] is False
 
 
 async def test_text_with_unicode_line_separators_stays_in_its_line(project: Path, faux: FauxProvider) -> None:
@@ -228,11 +234,16 @@ async def test_a_prompt_while_running_is_refused_steer_and_follow_up_are_queued(
     refused = await h.call({"id": 2, "type": "prompt", "message": "another"})
     assert refused["success"] is False and "steer" in refused["error"] and "follow_up" in refused["error"]
     steer = await h.call({"id": 3, "type": "steer", "message": "change of plan"})
-    assert steer["success"] is True and steer["data"]["pending"] == {"steering": 1, "follow_up": 0}
+    assert steer["success"] is True and steer["data"]["pending"] == {"steering": 1, "followUp": 0}
+    assert steer["data"]["disposition"] == "queued"
     follow = await h.call({"id": 4, "type": "follow_up", "message": "and then this"})
-    assert follow["data"]["pending"] == {"steering": 1, "follow_up": 1}
+    assert follow["data"]["pending"] == {"steering": 1, "followUp": 1}
     state = (await h.call({"id": 5, "type": "get_state"}))["data"]
-    assert state["is_running"] is True and state["pending"] == {"steering": 1, "follow_up": 1}
+    assert state["isStreaming"] is True and state["pending"] == {"steering": 1, "followUp": 1}
+    assert state["pendingMessageCount"] == 2
+    updates = [o for o in h.out if o["type"] == "queue_update"]
+    assert updates == [{"type": "queue_update", "steering": ["change of plan"], "followUp": []},
+                       {"type": "queue_update", "steering": ["change of plan"], "followUp": ["and then this"]}]
     for command in ({"type": "compact"}, {"type": "new_session"}, {"type": "fork"}):
         busy = await h.call({"id": "busy", **command})
         assert busy["success"] is False and "running" in busy["error"]
@@ -252,11 +263,13 @@ async def test_abort_ends_the_run_as_aborted_and_reports_unsent_messages(project
     await h.wait(lambda o: o["type"] == "message_update")
     await h.call({"id": 2, "type": "steer", "message": "never delivered"})
     aborted = await h.call({"id": 3, "type": "abort"})
-    assert aborted["data"] == {"was_running": True}
+    assert aborted["data"] == {"wasRunning": True}
     end = await h.run_end(1)
+    # pi's abort answers once the session is idle: after run_end and agent_settled
+    assert h.out.index(end) < h.out.index({"type": "agent_settled", "aborted": True}) < h.out.index(aborted)
     assert end["stop_reason"] == "aborted" and end["answer"] is None and end["unsent"] == ["never delivered"]
-    assert (await h.call({"id": 4, "type": "abort"}))["data"] == {"was_running": False}
-    assert (await h.call({"id": 5, "type": "get_state"}))["data"]["pending"] == {"steering": 0, "follow_up": 0}
+    assert (await h.call({"id": 4, "type": "abort"}))["data"] == {"wasRunning": False}
+    assert (await h.call({"id": 5, "type": "get_state"}))["data"]["pending"] == {"steering": 0, "followUp": 0}
     faux.chunk_delay = 0.0
     await h.call({"id": 6, "type": "prompt", "message": "again"})
     assert (await h.run_end(6))["answer"] == "after the abort"
@@ -269,7 +282,7 @@ async def test_abort_while_waiting_for_the_provider_to_load_cancels_the_run(proj
     h = Harness(project, faux)
     h.server._warming = concurrent.futures.Future()  # a provider that never finishes loading
     await h.call({"id": 1, "type": "prompt", "message": "go"})
-    assert (await h.call({"id": 2, "type": "abort"}))["data"] == {"was_running": True}
+    assert (await h.call({"id": 2, "type": "abort"}))["data"] == {"wasRunning": True}
     end = await h.run_end(1)
     assert end["stop_reason"] == "aborted" and end["error"] is None
     assert faux.requests == []
@@ -292,24 +305,27 @@ async def test_compact_answers_with_the_result_or_nothing_to_compact(project: Pa
     asked = summaries(faux, [text("a" * 2_000), text("b" * 2_000)])
     h = Harness(project, faux, settings={"compaction": {"keepRecentTokens": 100}})
     nothing = await h.call({"id": 1, "type": "compact"})
-    assert nothing["success"] is True and nothing["data"] == {"compacted": False, "reason": "nothing to compact"}
+    # pi answers a compaction that cannot be done with an error; so does heron now
+    assert nothing["success"] is False and nothing["error"] == "Nothing to compact: nothing to compact"
     for number in (2, 3):
         await h.call({"id": number, "type": "prompt", "message": f"question {number}"})
         await h.run_end(number)
     before = (await h.call({"id": 4, "type": "get_state"}))["data"]["context"]["tokens"]
-    done = await h.call({"id": 5, "type": "compact", "focus": "the b answers"})
+    done = await h.call({"id": 5, "type": "compact", "customInstructions": "the b answers"})
     assert done["success"] is True, done
     data = done["data"]
-    assert data["compacted"] is True and data["summary"].startswith("## Goal\nsummarised")
-    assert data["tokens_after"] < data["tokens_before"] and data["entry_id"]
+    assert data["summary"].startswith("## Goal\nsummarised") and data["details"] == {}
+    assert data["estimatedTokensAfter"] < data["tokensBefore"] and data["entryId"] and data["firstKeptEntryId"]
     assert "the b answers" in json.dumps([str(m.content) for m in asked[0].messages])
     types = [o["type"] for o in h.out]
     assert types.index("compaction_start") < types.index("compaction_end") < h.out.index(done)
     after = (await h.call({"id": 6, "type": "get_state"}))["data"]
-    assert after["context"]["tokens"] < before and after["is_compacting"] is False
+    assert after["context"]["tokens"] < before and after["isCompacting"] is False
+    end = [o for o in h.out if o["type"] == "compaction_end"][-1]
+    assert end["reason"] == "manual" and end["aborted"] is False and end["result"]["summary"] == data["summary"]
     stats = (await h.call({"id": 7, "type": "get_session_stats"}))["data"]
     assert stats["compactions"] == 1 and stats["ledger"]["records"] >= 1
-    assert stats["ledger"]["saved_tokens"].get("compaction", 0) > 0
+    assert stats["ledger"]["savedTokens"].get("compaction", 0) > 0
 
 
 async def test_compact_failure_is_an_error_response(project: Path, faux: FauxProvider) -> None:
@@ -340,17 +356,18 @@ async def test_set_model_and_thinking_level(project: Path, faux: FauxProvider,
     assert no_key["success"] is False and "ANTHROPIC_API_KEY" in no_key["error"]
     assert h.app.session.model.provider == "faux"
     same = await h.call({"id": 3, "type": "set_model", "model": "faux/faux-1"})
-    assert same["data"]["changed"] is False
+    assert same["data"]["ref"] == "faux/faux-1"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     ok = await h.call({"id": 4, "type": "set_model", "provider": "anthropic", "model_id": "claude-sonnet-4-5"})
-    assert ok["success"] is True and ok["data"]["model"]["ref"] == "anthropic/claude-sonnet-4-5"
+    assert ok["success"] is True and ok["data"]["ref"] == "anthropic/claude-sonnet-4-5"
+    assert ok["data"]["provider"] == "anthropic" and ok["data"]["contextWindow"] > 0
     assert h.app.session.model.ref == "anthropic/claude-sonnet-4-5" and h.app.session.api_key == "sk-test"
     by_ref = await h.call({"id": 5, "type": "set_model", "model": "anthropic/claude-haiku-4-5"})
-    assert by_ref["data"]["changed"] is True
+    assert by_ref["data"]["id"] == "claude-haiku-4-5"
     level = await h.call({"id": 6, "type": "set_thinking_level", "level": "high"})
-    assert level["data"]["thinking_level"] == "high"
+    assert level["data"]["thinkingLevel"] == "high"
     state = (await h.call({"id": 7, "type": "get_state"}))["data"]
-    assert state["model"]["ref"] == "anthropic/claude-haiku-4-5" and state["thinking_level"] == "high"
+    assert state["model"]["ref"] == "anthropic/claude-haiku-4-5" and state["thinkingLevel"] == "high"
 
 
 async def test_new_session_switch_session_and_fork(project: Path, faux: FauxProvider) -> None:
@@ -360,31 +377,43 @@ async def test_new_session_switch_session_and_fork(project: Path, faux: FauxProv
     await h.run_end(1)
     await h.call({"id": 2, "type": "set_thinking_level", "level": "low"})
     original = (await h.call({"id": 3, "type": "get_state"}))["data"]
+    assert "sessionName" not in original  # pi leaves it out until one is set
     path = (await h.call({"id": 4, "type": "get_messages"}))["data"]["path"]
     user_entry = next(p["id"] for p in path if p.get("role") == "user")
 
     fresh = await h.call({"id": 5, "type": "new_session"})
-    assert fresh["success"] is True and fresh["data"]["message_count"] == 0
-    assert fresh["data"]["session_id"] != original["session_id"]
+    assert fresh["success"] is True and fresh["data"]["messageCount"] == 0 and fresh["data"]["cancelled"] is False
+    assert fresh["data"]["sessionId"] != original["sessionId"]
     await h.call({"id": 6, "type": "prompt", "message": "two"})
     await h.run_end(6)
     assert (await h.call({"id": 7, "type": "set_thinking_level", "level": "off"}))["success"]
 
-    back = await h.call({"id": 8, "type": "switch_session", "session": original["session_id"][:8]})
+    back = await h.call({"id": 8, "type": "switch_session", "sessionPath": original["sessionId"][:8]})
     assert back["success"] is True, back
-    assert back["data"]["session_id"] == original["session_id"] and back["data"]["message_count"] == 2
-    assert back["data"]["thinking_level"] == "low"  # recorded in that session
-    again = await h.call({"id": 9, "type": "switch_session", "session": original["session_file"]})
+    assert back["data"]["sessionId"] == original["sessionId"] and back["data"]["messageCount"] == 2
+    assert back["data"]["thinkingLevel"] == "low"  # recorded in that session
+    again = await h.call({"id": 9, "type": "switch_session", "session": original["sessionFile"]})
     assert again["data"]["changed"] is False
+    forkable = (await h.call({"id": 91, "type": "get_fork_messages"}))["data"]["messages"]
+    assert forkable == [{"entryId": user_entry, "text": "one"}]
 
-    fork = await h.call({"id": 10, "type": "fork", "entry_id": user_entry})
+    # pi's fork: from a user message, into a session holding what came before it
+    fork = await h.call({"id": 10, "type": "fork", "entryId": user_entry})
     assert fork["success"] is True, fork
     data = fork["data"]
-    assert data["parent_session"] == original["session_file"] and data["session_id"] != original["session_id"]
-    assert data["message_count"] == 1 and data["path"] == data["session_file"]
-    whole = await h.call({"id": 11, "type": "fork"})
-    assert whole["data"]["message_count"] == 1 and Path(whole["data"]["path"]).parent == Path(
-        original["session_file"]).parent
+    assert data["text"] == "one" and data["cancelled"] is False and data["messageCount"] == 0
+    assert data["parentSession"] == original["sessionFile"] and data["sessionId"] != original["sessionId"]
+    # heron's extension: at any other entry, the fork ends with that entry
+    await h.call({"id": 11, "type": "switch_session", "sessionPath": original["sessionFile"]})
+    answer_entry = next(p["id"] for p in path if p.get("role") == "assistant")
+    at = (await h.call({"id": 12, "type": "fork", "entryId": answer_entry}))["data"]
+    assert at["text"] is None and at["messageCount"] == 2 and at["entryId"] == answer_entry
+    clone = (await h.call({"id": 13, "type": "clone"}))["data"]
+    assert clone["cancelled"] is False and clone["messageCount"] == 2 and Path(clone["sessionFile"]).parent == Path(
+        original["sessionFile"]).parent
+    named = await h.call({"id": 14, "type": "set_session_name", "name": "my work"})
+    assert named["success"] is True
+    assert (await h.call({"id": 15, "type": "get_state"}))["data"]["sessionName"] == "my work"
 
 
 async def test_session_stats_count_the_whole_file(project: Path, faux: FauxProvider) -> None:
@@ -393,11 +422,13 @@ async def test_session_stats_count_the_whole_file(project: Path, faux: FauxProvi
     await h.call({"id": 1, "type": "prompt", "message": "read it"})
     await h.run_end(1)
     stats = (await h.call({"id": 2, "type": "get_session_stats"}))["data"]
-    assert stats["messages"] == {"user": 1, "assistant": 2, "tool_result": 1, "other": 0, "total": 4}
-    assert stats["tool_calls"] == 1 and stats["compactions"] == 0
+    assert (stats["userMessages"], stats["assistantMessages"], stats["toolResults"], stats["totalMessages"]) == (
+        1, 2, 1, 4)
+    assert stats["toolCalls"] == 1 and stats["compactions"] == 0 and stats["otherMessages"] == 0
     assert stats["tokens"]["input"] > 0 and stats["tokens"]["output"] > 0
     assert stats["tokens"]["total"] >= stats["tokens"]["input"] + stats["tokens"]["output"]
-    assert stats["cost"] > 0 and stats["session_file"] == str(h.app.session.store.path)
+    assert stats["cost"] > 0 and stats["sessionFile"] == str(h.app.session.store.path)
+    assert set(stats["contextUsage"]) == {"tokens", "contextWindow", "percent"}
 
 
 async def test_no_session_keeps_new_sessions_and_forks_in_memory(project: Path, faux: FauxProvider) -> None:
@@ -405,10 +436,10 @@ async def test_no_session_keeps_new_sessions_and_forks_in_memory(project: Path, 
     h = Harness(project, faux, no_session=True)
     await h.call({"id": 1, "type": "prompt", "message": "hello"})
     await h.run_end(1)
-    fork = (await h.call({"id": 2, "type": "fork"}))["data"]
-    assert fork["path"] is None and fork["message_count"] == 2
+    fork = (await h.call({"id": 2, "type": "clone"}))["data"]
+    assert fork["sessionFile"] is None and fork["messageCount"] == 2
     fresh = (await h.call({"id": 3, "type": "new_session"}))["data"]
-    assert fresh["session_file"] is None and fresh["message_count"] == 0
+    assert fresh["sessionFile"] is None and fresh["messageCount"] == 0
     assert not (Path(os.environ["HERON_HOME"]) / "sessions").exists()
 
 
@@ -561,20 +592,22 @@ def test_subprocess_prompt_events_final_answer_and_state(local_server: LocalServ
     client = rpc()
     end = client.run("what do the notes say?")
     assert end["stop_reason"] == "stop" and end["answer"] == "It says 42."
+    client.until(lambda o: o["type"] == "agent_settled")
     types = [o["type"] for o in client.seen]
     assert types[0] == "response" and types[1] == "agent_start"
+    assert types.index("run_end") < types.index("agent_settled")
     assert types.index("tool_execution_start") < types.index("tool_execution_end") < types.index("agent_end")
     tool_end = next(o for o in client.seen if o["type"] == "tool_execution_end")
     assert "the answer is 42" in tool_end["result"]["content"][0]["text"]
     assert request_messages(local_server, 1)[-1]["role"] == "tool"
 
     state = client.call({"type": "get_state"})["data"]
-    assert state["model"]["ref"] == "custom/test-model" and state["is_running"] is False
-    assert state["message_count"] == 4 and state["pending"] == {"steering": 0, "follow_up": 0}
-    assert state["context"]["window"] == 128_000 and 0 < state["context"]["tokens"] < 2_000
-    session_file = Path(state["session_file"])
+    assert state["model"]["ref"] == "custom/test-model" and state["isStreaming"] is False
+    assert state["messageCount"] == 4 and state["pending"] == {"steering": 0, "followUp": 0}
+    assert state["context"]["contextWindow"] == 128_000 and 0 < state["context"]["tokens"] < 2_000
+    session_file = Path(state["sessionFile"])
     assert session_file.is_file() and home in session_file.parents
-    assert state["session_id"] in session_file.name
+    assert state["sessionId"] in session_file.name
 
     messages = client.call({"type": "get_messages"})["data"]["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
@@ -590,11 +623,11 @@ def test_subprocess_steer_during_a_tool_call_reaches_the_next_request(local_serv
     local_server.queue(turn("", [("call_1", "bash", {"command": "sleep 1; echo slept"})]), turn("Adjusted."))
     client = rpc()
     accepted = client.call({"type": "prompt", "message": "run the slow command"})
-    client.until(lambda o: o["type"] == "tool_execution_start" and o["tool_name"] == "bash")
+    client.until(lambda o: o["type"] == "tool_execution_start" and o["toolName"] == "bash")
     steer = client.call({"type": "steer", "message": "also mention the weather"})
     assert steer["success"] is True and steer["data"]["pending"]["steering"] == 1
     state = client.call({"type": "get_state"})
-    assert state["data"]["is_running"] is True
+    assert state["data"]["isStreaming"] is True
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == accepted["id"])
     # both were answered while the command was still running
     tool_end = next(i for i, o in enumerate(client.seen) if o["type"] == "tool_execution_end")
@@ -617,12 +650,12 @@ def test_subprocess_abort_during_a_slow_stream_then_keeps_serving(local_server: 
     client.until(lambda o: o["type"] == "message_update")
     started = time.monotonic()
     aborted = client.call({"type": "abort"})
-    assert aborted["success"] is True and aborted["data"]["was_running"] is True
+    assert aborted["success"] is True and aborted["data"]["wasRunning"] is True
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == accepted["id"])
     assert end["stop_reason"] == "aborted" and time.monotonic() - started < 10
     last = next(o for o in reversed(client.seen) if o["type"] == "message_end")
     assert last["message"]["stopReason"] == "aborted"
-    assert client.call({"type": "get_state"})["data"]["is_running"] is False
+    assert client.call({"type": "get_state"})["data"]["isStreaming"] is False
     again = client.run("try again")
     assert again["answer"] == "Fresh answer."
     assert client.close() == 0
@@ -635,16 +668,16 @@ def test_subprocess_compact_and_stats(local_server: LocalServer, rpc: Callable[.
     client = rpc()
     client.run("first")
     client.run("second " + "b" * 3_000)
-    assert client.call({"type": "get_state"})["data"]["message_count"] == 4
-    done = client.call({"type": "compact", "focus": "keep the b part"})
+    assert client.call({"type": "get_state"})["data"]["messageCount"] == 4
+    done = client.call({"type": "compact", "customInstructions": "keep the b part"})
     assert done["success"] is True, done
-    assert done["data"]["compacted"] is True and done["data"]["summary"].startswith("## Goal\nthe summary")
+    assert done["data"]["summary"].startswith("## Goal\nthe summary")
     assert "keep the b part" in json.dumps(local_server.requests[-1].json())
-    assert client.call({"type": "get_state"})["data"]["message_count"] == 3
+    assert client.call({"type": "get_state"})["data"]["messageCount"] == 3
     messages = client.call({"type": "get_messages"})["data"]["messages"]
     assert [m["role"] for m in messages] == ["compactionSummary", "user", "assistant"]
     stats = client.call({"type": "get_session_stats"})["data"]
-    assert stats["compactions"] == 1 and stats["messages"]["user"] == 2 and stats["messages"]["assistant"] == 2
+    assert stats["compactions"] == 1 and stats["userMessages"] == 2 and stats["assistantMessages"] == 2
     assert stats["tokens"]["input"] == 200 and stats["tokens"]["output"] == 40  # from the usage chunks
     assert client.close() == 0
 
@@ -654,16 +687,16 @@ def test_subprocess_fork_and_switch_back(local_server: LocalServer, rpc: Callabl
     client = rpc()
     client.run("hello")
     original = client.call({"type": "get_state"})["data"]
-    fork = client.call({"type": "fork"})
+    fork = client.call({"type": "clone"})
     assert fork["success"] is True, fork
-    forked = Path(fork["data"]["path"])
-    assert forked.is_file() and str(forked) != original["session_file"]
+    forked = Path(fork["data"]["sessionFile"])
+    assert forked.is_file() and str(forked) != original["sessionFile"]
     header = json.loads(forked.read_text().splitlines()[0])
-    assert header["parentSession"] == original["session_file"]
+    assert header["parentSession"] == original["sessionFile"]
     state = client.call({"type": "get_state"})["data"]
-    assert state["session_file"] == str(forked) and state["message_count"] == 2
-    back = client.call({"type": "switch_session", "session": original["session_id"][:8]})
-    assert back["success"] is True and back["data"]["session_file"] == original["session_file"]
+    assert state["sessionFile"] == str(forked) and state["messageCount"] == 2
+    back = client.call({"type": "switch_session", "sessionPath": original["sessionId"][:8]})
+    assert back["success"] is True and back["data"]["sessionFile"] == original["sessionFile"]
     assert client.close() == 0
 
 
@@ -677,7 +710,7 @@ def test_subprocess_malformed_lines_then_a_valid_command(local_server: LocalServ
     errors = [client.next() for _ in range(4)]
     assert all(e["type"] == "response" and e["success"] is False for e in errors)
     assert [e["id"] for e in errors] == [None, None, None, "m"]
-    assert [e["command"] for e in errors] == [None, None, "nope", "prompt"]
+    assert [e["command"] for e in errors] == ["parse", "parse", "nope", "prompt"]
     assert "invalid JSON" in errors[0]["error"] and 'missing "message"' in errors[3]["error"]
     crlf = client.next()
     assert crlf["id"] == "crlf" and crlf["success"] is True
@@ -704,7 +737,7 @@ def test_subprocess_commands_from_a_file_eof_lets_the_run_finish(local_server: L
         end = client.until(lambda o: o["type"] == "run_end")
         assert end["id"] == "p" and end["answer"] == "Finished."
         state = client.until(lambda o: o.get("id") == "s")
-        assert state["data"]["is_running"] is True
+        assert state["data"]["isStreaming"] is True
         assert client.seen.index(state) < client.seen.index(end)
     finally:
         client.kill()
@@ -719,7 +752,7 @@ def test_subprocess_ctrl_c_aborts_the_run_then_ends_heron_when_idle(local_server
     client.proc.send_signal(signal.SIGINT)
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == accepted["id"])
     assert end["stop_reason"] == "aborted"
-    assert client.call({"type": "get_state"})["data"]["is_running"] is False  # still serving
+    assert client.call({"type": "get_state"})["data"]["isStreaming"] is False  # still serving
     client.proc.send_signal(signal.SIGINT)
     assert client.proc.wait(TIMEOUT) == 0
 
@@ -733,15 +766,17 @@ async def test_updates_carry_deltas_and_the_partial_message_comes_on_request(pro
     idle = await h.call({"id": 0, "type": "get_partial_message"})
     assert idle["data"] == {"message": None}
     await h.call({"id": 1, "type": "prompt", "message": "go"})
-    await h.wait(lambda o: o["type"] == "message_update" and o["event"]["type"] == "text_delta")
+    await h.wait(lambda o: o["type"] == "message_update" and o["assistantMessageEvent"]["type"] == "text_delta")
     partial = (await h.call({"id": 2, "type": "get_partial_message"}))["data"]["message"]
     assert partial["role"] == "assistant" and partial["content"][0]["type"] == "text"
     assert 0 < len(partial["content"][0]["text"]) <= 104
     end = await h.run_end(1)
     assert end["answer"] == "abcdefghijklmnopqrstuvwxyz" * 4
     updates = [o for o in h.out if o["type"] == "message_update"]
-    assert updates and all(set(o) == {"type", "event"} and "partial" not in o["event"] for o in updates)
-    deltas = "".join(o["event"]["delta"] for o in updates if o["event"]["type"] == "text_delta")
+    assert updates and all(set(o) == {"type", "usage", "assistantMessageEvent"} for o in updates)
+    inner = [o["assistantMessageEvent"] for o in updates]
+    assert all("partial" not in e and "contentIndex" in e for e in inner if e["type"] != "start")
+    deltas = "".join(e["delta"] for e in inner if e["type"] == "text_delta")
     assert deltas == end["answer"]
     assert (await h.call({"id": 3, "type": "get_partial_message"}))["data"] == {"message": None}
     faux.chunk_delay = 0.0

@@ -138,6 +138,16 @@ def test_add_list_get_remove(env: Env) -> None:
     assert again.returncode == 1 and "--scope project" in again.stderr
 
 
+def test_add_writes_the_lazy_flag_only_when_given(env: Env) -> None:
+    assert env.heron("mcp", "add", "slow", "cmd", "--lazy").returncode == 0
+    assert env.heron("mcp", "add", "eager", "cmd", "--no-lazy").returncode == 0
+    assert env.heron("mcp", "add", "plain", "cmd").returncode == 0
+    servers = json.loads((env.home / "mcp.json").read_text())["mcpServers"]
+    assert servers["slow"]["lazy"] is True and servers["eager"]["lazy"] is False
+    assert "lazy" not in servers["plain"]
+    assert [s.lazy for s in load_config(env.cwd, env.home, trusted=True).servers if s.name == "slow"] == [True]
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["bad name", "cmd"], "letters, digits"),
     (["x", "cmd", "-e", "NOEQUALS"], "KEY=VALUE"),

@@ -272,6 +272,8 @@ def build_app(args: argparse.Namespace) -> App:
         extra_tools=mcp.tools,
     )
     _apply_control_flags(args, session)
+    for warning in session.extensions.load(trusted=session.control.trusted):  # docs/extensions.md
+        print(f"heron: warning: {warning}", file=sys.stderr)
     mcp.bind(session.agent)
     _trace(session, getattr(args, "otel", None))
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,

@@ -47,6 +47,8 @@ def add_parser(commands: Any) -> None:
     add.add_argument("--transport", choices=("stdio", "http"), default=None, help="default: http for a URL")
     add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment (repeat)")
     add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'", help="HTTP header")
+    add.add_argument("--lazy", action=argparse.BooleanOptionalAction, default=None,
+                     help="start the server at the first call of one of its tools (--no-lazy: with the session)")
     remove = sub.add_parser("remove", help="remove a server")
     remove.add_argument("name")
     for p in (add, remove):
@@ -158,6 +160,8 @@ def _add(args: argparse.Namespace, cwd: Path, home: Path) -> int:
                 raise ValueError(f"--env {item!r}: write it as KEY=VALUE")
             env[key] = value
         entry = {"command": args.target, "args": rest, **({"env": env} if env else {})}
+    if args.lazy is not None:
+        entry["lazy"] = args.lazy
     path = _config_path(args.scope, cwd, home)
     parse_server(args.name, entry, args.scope, path)  # the same checks as loading: refuse what would be skipped
     write_server(path, args.name, entry)

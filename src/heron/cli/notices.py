@@ -73,7 +73,7 @@ def context_warning_text(event: Any) -> str | None:
     mode writes it to stderr as ``heron: warning: ...``."""
     kind = getattr(event, "type", "")
     if kind == "context_warning":
-        return f"context: {event.message}"
+        return str(event.message) if event.kind == "extension" else f"context: {event.message}"
     return None
 
 

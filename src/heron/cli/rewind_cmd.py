@@ -24,6 +24,7 @@ from heron.coding.checkpoints import (
     rewind_conversation,
     turns,
 )
+from heron.coding.settings import load_settings
 from heron.session.paths import latest_session, resolve_session
 from heron.session.store import SessionError, SessionStore
 
@@ -96,8 +97,9 @@ def _run(args: argparse.Namespace) -> int:
     store = _open(args, cwd, home)
     repo = open_repo(store, cwd, home)
     found = find_turns(store, repo)
+    keep_days = load_settings(cwd, home).checkpoint_keep_days
     if args.to is None:
-        print("\n".join(turn_lines(found)))
+        print("\n".join(turn_lines(found, keep_days)))
         return 0
     if not 1 <= args.to <= len(found):
         print(f"heron rewind: --to {args.to}: the session has {len(found)} user turn(s) on this branch "
@@ -108,8 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     changes: list[Change] = []
     if what in ("code", "both"):
         if turn.checkpoint is None:
-            print(f"heron rewind: turn {turn.number} has no checkpoint (taken by heron before each turn), so its "
-                  "code cannot be restored; use --conversation", file=sys.stderr)
+            print(f"heron rewind: {missing_reason(turn, keep_days)}, so its code cannot be restored; "
+                  "use --conversation", file=sys.stderr)
             return 1
         _, changes = plan_code_rewind(repo, turn.checkpoint)
     applied = applied_changes(changes, args.include_external)
@@ -125,13 +127,27 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def turn_lines(found: list[Turn]) -> list[str]:
+def _pruned(turn: Turn, keep_days: int) -> bool:
+    age = turn.age_days()
+    return turn.checkpoint is None and age is not None and age > keep_days
+
+
+def missing_reason(turn: Turn, keep_days: int) -> str:
+    """Why a turn has no snapshot: pruned for its age, or never taken."""
+    if _pruned(turn, keep_days):
+        return (f"the snapshot of turn {turn.number} is gone: it was pruned, because snapshots are kept "
+                f"{keep_days} days (checkpoints.keepDays) and this turn is {int(turn.age_days() or 0)} days old")
+    return f"turn {turn.number} has no checkpoint (taken by heron before each turn)"
+
+
+def turn_lines(found: list[Turn], keep_days: int) -> list[str]:
     """The numbered turn list (``heron rewind`` without ``--to``, ``/rewind``)."""
     if not found:
         return ["no user turns on this branch"]
     lines = []
     for turn in found:
-        mark = "" if turn.checkpoint else "  (no checkpoint: conversation only)"
+        mark = "" if turn.checkpoint else (f"  (snapshot pruned after {keep_days} days: conversation only)"
+                                           if _pruned(turn, keep_days) else "  (no checkpoint: conversation only)")
         first = (turn.text.strip().splitlines() or [""])[0][:70]
         lines.append(f"{turn.number:>3}. {first}{mark}")
     return lines

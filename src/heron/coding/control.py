@@ -19,10 +19,18 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from heron.agent.agent import Agent
+from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.agent.tools import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ToolResult
-from heron.ai.types import TextContent
+from heron.ai.types import AssistantMessage, StopReason, TextContent
 from heron.coding.checkpoints import Checkpoints
-from heron.coding.hooks import HookOutcome, HookRunner, parse_hooks
+from heron.coding.hooks import (
+    HOOK_MESSAGE_TYPE,
+    HookOutcome,
+    HookRunner,
+    continuation,
+    max_continuations,
+    parse_hooks,
+)
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.secrets import SecretPolicy
@@ -53,6 +61,7 @@ class AskReply:
 
 
 Asker = Callable[[PermissionPrompt], Awaitable[AskReply]]
+RunTurn = Callable[[AgentMessage], Awaitable[list[AgentMessage]]]
 
 
 class SessionLike(Protocol):
@@ -76,8 +85,11 @@ class Control:
         self.cli_rules: list[str] = []
         self._notes: dict[str, list[str]] = {}  # call id -> hook problems to show with its result
         self._started = False
+        self.stop_event = "Stop"  # "SubagentStop" in a sub-agent (as_subagent)
+        self.subagent_fields: dict[str, Any] = {}
+        self._parent: Control | None = None
         self._load()
-        self.checkpoints = Checkpoints(self.cwd, self.home)
+        self.checkpoints = Checkpoints(self.cwd, self.home, keep_days=session.settings.checkpoint_keep_days)
         session.env.child_env = self.child_env
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
@@ -96,6 +108,7 @@ class Control:
         self.secrets = SecretPolicy.for_heron(self.home, pass_through, [self.session.api_key])
         self.hooks = HookRunner(parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings), self.cwd,
                                 self.child_env)
+        self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
         self.warnings.extend(self.permissions.warnings)
 
     # --- configuration (flags, /mode) ---------------------------------------------------
@@ -127,7 +140,20 @@ class Control:
         except Exception:  # recording must never break a run
             log.exception("could not record a %s decision", kind)
 
+    def as_subagent(self, parent: Control, agent_type: str) -> None:
+        """This session is a sub-agent of ``parent``'s: its stop is a ``SubagentStop``
+        (session and transcript are the parent's, ``agent_*`` the child's), and the
+        prompt hooks (SessionStart, UserPromptSubmit) are the parent's business, not run."""
+        self._parent, self._started = parent, True
+        self.stop_event = "SubagentStop"
+        self.max_continuations = parent.max_continuations
+        store = self.session.store
+        self.subagent_fields = {"agent_id": store.session_id, "agent_type": agent_type,
+                                "agent_transcript_path": str(store.path) if store.path else None}
+
     def _payload(self, **extra: Any) -> dict[str, Any]:
+        if self._parent is not None:
+            return self._parent._payload(**extra)
         store = self.session.store
         path = getattr(store, "path", None)
         return {"session_id": store.session_id, "transcript_path": str(path) if path else None, **extra}
@@ -227,7 +253,7 @@ class Control:
                 outcome = await self.hooks.run("SessionStart", self._payload(source="startup"))
                 self._hook_problems("SessionStart", outcome)
                 extra.extend(outcome.context)
-        if self.hooks.has("UserPromptSubmit"):
+        if self._parent is None and self.hooks.has("UserPromptSubmit"):
             outcome = await self.hooks.run("UserPromptSubmit", self._payload(prompt=text))
             self._hook_problems("UserPromptSubmit", outcome)
             if outcome.blocked:
@@ -238,11 +264,40 @@ class Control:
             return fit(text)
         return fit(text + "\n\n" + "\n\n".join(f"<hook-context>\n{c}\n</hook-context>" for c in extra))
 
+    async def run_until_stopped(self, message: AgentMessage, run: RunTurn) -> list[AgentMessage]:
+        """``run(message)``, then the Stop (SubagentStop) hooks each time the agent stops: a
+        hook that blocks makes it go on with the hook's reason as a new message, at most
+        ``hooks.maxContinuations`` times per prompt (docs/hooks.md)."""
+        added = await run(message)
+        event, count = self.stop_event, 0
+        matcher = self.subagent_fields.get("agent_type")
+        while self.hooks.has(event, matcher):
+            last = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)
+            if last is not None and last.stop_reason == StopReason.ABORTED:
+                break  # the user stopped it: not a stop for the hooks to argue with
+            payload = self._payload(**self.subagent_fields, stop_hook_active=count > 0,
+                                    permission_mode=self.permissions.mode,
+                                    last_assistant_message=last.text() if last is not None else None)
+            outcome = await self.hooks.run(event, payload, matcher)
+            self._hook_problems(event, outcome)
+            reason = continuation(outcome)
+            if reason is None:
+                break
+            if count >= self.max_continuations or (last is not None and last.stop_reason == StopReason.ERROR):
+                why = "the cap is reached" if count >= self.max_continuations else "the run ended in an error"
+                self._record("hook", None, None, f"{event} hook asked to go on; not done: {why}",
+                             {"event": event, "decision": "block", "continued": False, "continuations": count})
+                break
+            count += 1
+            self._record("hook", None, None, reason, {"event": event, "decision": "block", "continued": True,
+                                                      "continuations": count})
+            feedback = ExtensionMessage(custom_type=HOOK_MESSAGE_TYPE, content=f"{event} hook feedback:\n{reason}",
+                                        details={"event": event, "continuation": count})
+            added += await run(feedback)
+        return added
+
     async def after_prompt(self) -> None:
-        """Stop hooks (reported; they cannot make the run go on yet) and the end-of-turn snapshot."""
-        if self.hooks.has("Stop"):
-            outcome = await self.hooks.run("Stop", self._payload(stop_hook_active=False))
-            self._hook_problems("Stop", outcome)
+        """The end-of-turn snapshot (the Stop hooks ran in :meth:`run_until_stopped`)."""
         await self.checkpoints.after_turn(self.session.store)
 
     async def pre_compact(self, reason: str) -> None:

@@ -59,9 +59,10 @@ class LedgerEvent:
 @dataclass(slots=True, kw_only=True)
 class ContextWarningEvent:
     """Something the user should know about the context: automatic compaction switched
-    off, a context invariant violated (with ``HERON_CHECK_CONTEXT``), a window learnt."""
+    off, a context invariant violated (with ``HERON_CHECK_CONTEXT``), a window learnt, an
+    extension disabled or its context transform not used (docs/extensions.md)."""
 
-    kind: Literal["auto_compaction_off", "invariant", "window_learned"]
+    kind: Literal["auto_compaction_off", "invariant", "window_learned", "extension"]
     message: str
     type: Literal["context_warning"] = "context_warning"
 

@@ -13,7 +13,12 @@ stdout may give ``decision`` (``block``/``approve``), ``reason`` and ``additiona
 (also inside ``hookSpecificOutput``). The hooks of one event run in parallel; a hook
 that fails, prints garbage or outlives its timeout is killed and reported, and the
 session goes on. Hooks run with the same environment bash gets: without heron's keys.
-See docs/hooks.md.
+
+A ``Stop`` (or ``SubagentStop``) hook that blocks - exit 2 with stderr, or
+``{"decision": "block", "reason": ...}`` - makes the agent go on, with the reason as a
+new hook-originated message; ``stop_hook_active`` is true in the next one's stdin, and
+``hooks.maxContinuations`` (default 5) caps how often that happens per prompt.
+``{"continue": false}`` always lets it stop. See docs/hooks.md.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ from heron.coding.permissions.scopes import Scope
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "SubagentStop")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 DEFAULT_TIMEOUT = 60.0
+STOP_EVENTS = ("Stop", "SubagentStop")
+CONTINUATIONS_KEY = "maxContinuations"  # in "hooks", beside the events: the cap on Stop continuations
+DEFAULT_MAX_CONTINUATIONS = 5
+# custom_type of the message a blocking Stop/SubagentStop hook adds (in context as a user message)
+HOOK_MESSAGE_TYPE = "heron.hook_feedback"
 OUTPUT_LIMIT = 64 * 1024  # characters of a hook's stdout/stderr kept
 # heron's tool names -> Claude Code's, so a matcher written for either matches.
 CLAUDE_NAMES = {"bash": "Bash", "read": "Read", "edit": "Edit", "write": "Write", "grep": "Grep", "find": "Glob",
@@ -92,6 +102,7 @@ class HookOutcome:
 
     runs: list[HookRun] = field(default_factory=list)
     blocked: bool = False
+    halted: bool = False  # {"continue": false}: stop whatever else was asked
     approved: bool = False
     reasons: list[str] = field(default_factory=list)
     context: list[str] = field(default_factory=list)
@@ -117,6 +128,8 @@ def parse_hooks(scopes: Iterable[Scope], *, trusted: bool, warnings: list[str]) 
             continue
         for event, entries in section.items():
             where = f"{scope.path}: hooks.{event}"
+            if event == CONTINUATIONS_KEY:
+                continue
             if event not in EVENTS:
                 warnings.append(f"{where}: unknown event (one of {', '.join(EVENTS)}); ignored")
                 continue
@@ -125,6 +138,32 @@ def parse_hooks(scopes: Iterable[Scope], *, trusted: bool, warnings: list[str]) 
                 continue
             groups.extend(g for g in (_group(event, e, where, str(scope.path), warnings) for e in entries) if g)
     return groups
+
+
+def max_continuations(scopes: Iterable[Scope], *, trusted: bool, warnings: list[str]) -> int:
+    """``hooks.maxContinuations``: the last file that sets it (and counts) wins."""
+    cap = DEFAULT_MAX_CONTINUATIONS
+    for scope in scopes:
+        section = scope.data.get("hooks")
+        if not isinstance(section, Mapping) or CONTINUATIONS_KEY not in section:
+            continue
+        if scope.name != "user" and not trusted:
+            continue  # reported with the project's hooks
+        value = section[CONTINUATIONS_KEY]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            cap = value
+        else:
+            warnings.append(f"{scope.path}: hooks.{CONTINUATIONS_KEY} must be a whole number >= 0; "
+                            f"{DEFAULT_MAX_CONTINUATIONS} used")
+    return cap
+
+
+def continuation(outcome: HookOutcome) -> str | None:
+    """What a Stop/SubagentStop outcome asks the agent to do next: the reason to go on
+    with, or None to stop."""
+    if not outcome.blocked or outcome.halted:
+        return None
+    return outcome.reason or "A stop hook asked you to keep going."
 
 
 def _group(event: str, entry: Any, where: str, source: str, warnings: list[str]) -> HookGroup | None:
@@ -224,6 +263,8 @@ def _combine(outcome: HookOutcome, run: HookRun) -> None:
     specific: dict[str, Any] = nested if isinstance(nested, dict) else {}
     decision = str(data.get("decision") or specific.get("permissionDecision") or "").lower()
     reason = data.get("reason") or specific.get("permissionDecisionReason") or data.get("stopReason")
+    if data.get("continue") is False:
+        outcome.halted = True
     if decision in ("block", "deny") or data.get("continue") is False:
         outcome.blocked = True
         outcome.reasons.append(str(reason or f"blocked by hook `{_short(run.hook.command)}`"))

@@ -59,6 +59,7 @@ from heron.coding.events import (
     SessionEvent,
     TodosEvent,
 )
+from heron.coding.extensions import ExtensionHost
 from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
@@ -172,6 +173,7 @@ class CodingSession(RecoveryHooks):
 
         self.agent = self._make_agent(model, thinking_level)
         self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
+        self.extensions = ExtensionHost(self)  # empty until load() (docs/extensions.md)
         self.policy = self._make_policy()
         self.compactor = Compactor(self.policy, cwd=self.cwd)
         self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
@@ -337,6 +339,7 @@ class CodingSession(RecoveryHooks):
                 await self._flush_memory()  # before the compaction that is coming, while it still fits
 
         view = await self.policy.prepare(messages, signal, compact)
+        view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
         self._last_view = view
         return view
 
@@ -426,19 +429,23 @@ class CodingSession(RecoveryHooks):
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
-        if (body := await self.control.before_prompt(self.expand_input(text), fit=self._fit_prompt)) is None:
+        if (typed := await self.extensions.run_command(text)) is None:
+            return []  # an extension's /command did what there was to do
+        if (body := await self.control.before_prompt(self.expand_input(typed), fit=self._fit_prompt)) is None:
             return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
         try:
-            added = await self.agent.prompt(message)
-            return await recover(self, added, policy=self._retry_policy(), signal=self._recovery_abort,
-                                 emit=self._emit)
+            return await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
         finally:
             self._turn_prompt = None
             await self.control.after_prompt()
+
+    async def _run_turn(self, message: AgentMessage) -> list[AgentMessage]:
+        added = await self.agent.prompt(message)
+        return await recover(self, added, policy=self._retry_policy(), signal=self._recovery_abort, emit=self._emit)
 
     def _fit_prompt(self, text: str) -> str:
         room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4

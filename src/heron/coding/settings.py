@@ -143,6 +143,10 @@ class Settings:
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
     # resume.turns: how many earlier turns a resumed interactive session shows
     resume_turns: int = DEFAULT_RESUME_TURNS
+    # checkpoints.keepDays: checkpoint snapshots older than this are pruned (heron.coding.checkpoints)
+    checkpoint_keep_days: int = 30
+    # mcp.startup: "eager" starts MCP servers with the session, "lazy" at their first tool call (docs/mcp.md)
+    mcp_startup: str = "eager"
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -213,6 +217,12 @@ def _object(value: Any) -> dict[str, Any]:
     return value
 
 
+def _startup(value: Any) -> str:
+    if value not in ("eager", "lazy"):
+        raise _Bad(f'must be "eager" or "lazy", not {value!r}')
+    return str(value)
+
+
 _POSITIVE = _int(1)
 _NON_NEGATIVE = _int(0)
 
@@ -240,6 +250,8 @@ SCHEMA: dict[str, Any] = {
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
     "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
     "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
+    "checkpoints": {"keepDays": _POSITIVE},
+    "mcp": {"startup": _startup},
 }
 
 
@@ -359,6 +371,8 @@ def settings_from_dict(
             max_timeout_ms=_sub(data, "bash").get("maxTimeoutMs", BashSettings().max_timeout_ms),
         ),
         resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
+        checkpoint_keep_days=_sub(data, "checkpoints").get("keepDays", 30),
+        mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         timeouts=TimeoutSettings(
             first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
             idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),

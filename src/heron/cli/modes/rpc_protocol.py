@@ -92,15 +92,22 @@ def images_field(fields: dict[str, Any]) -> list[ImageContent]:
 
 
 def model_json(model: Model) -> dict[str, Any]:
+    """A model as pi's RPC protocol describes one (its ``Model`` object: camelCase fields,
+    costs in dollars per million tokens), plus heron's ``ref`` (what ``--model`` takes)."""
+    cost = model.cost
     return {
-        "provider": model.provider,
         "id": model.id,
-        "ref": model.ref,
         "name": model.name or model.id,
         "api": model.api,
-        "context_window": model.context_window,
-        "max_tokens": model.max_tokens,
+        "provider": model.provider,
+        "baseUrl": model.base_url,
         "reasoning": model.reasoning,
+        "input": list(model.input),
+        "contextWindow": model.context_window,
+        "maxTokens": model.max_tokens,
+        "cost": {"input": cost.input, "output": cost.output, "cacheRead": cost.cache_read,
+                 "cacheWrite": cost.cache_write},
+        "ref": model.ref,
     }
 
 
@@ -123,11 +130,13 @@ class ParsedCommand:
 
 @dataclass(frozen=True, slots=True)
 class LineError:
-    """Why a line is not a command; ``id``/``command`` are echoed when they could be read."""
+    """Why a line is not a command; ``id``/``command`` are echoed when they could be read.
+    A line that is not a JSON object at all answers as pi's does, with ``"command":
+    "parse"``."""
 
     error: str
     id: CommandId = None
-    command: str | None = None
+    command: str | None = "parse"
 
 
 def parse_command(line: bytes, known: str) -> ParsedCommand | LineError | None:
@@ -159,5 +168,5 @@ def parse_command(line: bytes, known: str) -> ParsedCommand | LineError | None:
     kind = command.get("type")
     if not isinstance(kind, str):
         what = "missing" if kind is None else f"must be a string, got {type_name(kind)}"
-        return LineError(f'"type" {what}; commands: {known}', cmd_id)
+        return LineError(f'"type" {what}; commands: {known}', cmd_id, None)
     return ParsedCommand(cmd_id, kind, command)

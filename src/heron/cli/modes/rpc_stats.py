@@ -1,5 +1,6 @@
 """``get_session_stats``: counts, tokens, cost and ledger savings over a whole session
-file (every branch: what the session cost), not only the current path."""
+file (every branch: what the session cost), not only the current path; the fields are
+pi's (``userMessages``, ``tokens.cacheRead`` ...) with heron's ledger figures beside them."""
 
 from __future__ import annotations
 
@@ -46,13 +47,19 @@ def session_stats(store: SessionStore) -> dict[str, Any]:
                 ledger_records += 1
                 ledger_tokens[record.kind] = ledger_tokens.get(record.kind, 0) + record.saved_tokens
     return {
-        "messages": {**counts, "total": sum(counts.values())},
-        "tool_calls": tool_calls,
-        "tokens": tokens,
+        "userMessages": counts["user"],
+        "assistantMessages": counts["assistant"],
+        "toolCalls": tool_calls,
+        "toolResults": counts["tool_result"],
+        "totalMessages": sum(counts.values()),
+        "tokens": {"input": tokens["input"], "output": tokens["output"], "cacheRead": tokens["cache_read"],
+                   "cacheWrite": tokens["cache_write"], "total": tokens["total"]},
         "cost": round(cost, 6),
+        # heron's own figures, beside pi's
+        "otherMessages": counts["other"],
         "compactions": types.count("compaction"),
-        "ledger": {"records": ledger_records, "saved_tokens": ledger_tokens,
-                   "total_saved_tokens": sum(ledger_tokens.values())},
+        "ledger": {"records": ledger_records, "savedTokens": ledger_tokens,
+                   "totalSavedTokens": sum(ledger_tokens.values())},
     }
 
 

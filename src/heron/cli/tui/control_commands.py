@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
-from heron.cli.rewind_cmd import applied_changes, apply_rewind, describe_lines, find_turns, open_repo, turn_lines
+from heron.cli.rewind_cmd import (
+    applied_changes,
+    apply_rewind,
+    describe_lines,
+    find_turns,
+    missing_reason,
+    open_repo,
+    turn_lines,
+)
 from heron.cli.tui.permission_prompt import MARK, PermissionAsker
 from heron.cli.tui.render import Renderer, Totals
 from heron.coding.checkpoints import Change, CheckpointError, Turn, plan_code_rewind
@@ -113,7 +121,7 @@ class ControlCommands:
             self.note("no user turns on this branch: nothing to rewind")
             return
         if number is None:
-            for line in turn_lines(found):
+            for line in turn_lines(found, self.app.settings.checkpoint_keep_days):
                 self._print(Text(line))
             number = await self._ask_number(len(found))
             if number is None:
@@ -126,8 +134,8 @@ class ControlCommands:
         if what is None:
             return
         if what != "conversation" and turn.checkpoint is None:
-            self.error(f"/rewind: turn {turn.number} has no checkpoint, so its code cannot be restored "
-                       "(choose conversation only)")
+            self.error(f"/rewind: {missing_reason(turn, self.app.settings.checkpoint_keep_days)}, so its code "
+                       "cannot be restored (choose conversation only)")
             return
         await self._rewind_to(turn, what, repo)
 
@@ -143,7 +151,8 @@ class ControlCommands:
 
     async def _ask_what(self, turn: Turn) -> str | None:
         if turn.checkpoint is None:
-            self.note(f"turn {turn.number} has no checkpoint: only the conversation can go back", "yellow")
+            reason = missing_reason(turn, self.app.settings.checkpoint_keep_days)
+            self.note(f"{reason}: only the conversation can go back", "yellow")
             return "conversation"
         while True:
             text = await self.ask_line("restore" + MARK, "restore what? 1 code and conversation · 2 code only · "

@@ -41,15 +41,23 @@ def trust_reasons(cwd: Path, home: Path) -> list[str]:
         env = data.get("env")
         if isinstance(env, dict) and env.get("passThrough"):
             reasons.append(f"env.passThrough in {where}")
-    extensions = cwd / ".heron" / "extensions"
-    if extensions.is_dir() and any(extensions.glob("*.py")):
-        reasons.append("Python extensions in .heron/extensions/")
+    extensions = _extension_files(cwd / ".heron" / "extensions")
+    if extensions:
+        reasons.append(f"Python extensions in .heron/extensions/ ({', '.join(extensions)})")
     from heron.coding.mcp.config import load_config
 
     skipped = load_config(cwd, home, trusted=False).skipped_untrusted
     if skipped:
         reasons.append(f"MCP servers in .mcp.json ({', '.join(skipped)})")
     return reasons
+
+
+def _extension_files(directory: Path) -> list[str]:
+    """The files the extension loader would load from ``directory`` (``_*.py`` are helpers)."""
+    try:
+        return sorted(p.name for p in directory.glob("*.py") if p.is_file() and not p.name.startswith("_"))
+    except OSError:
+        return []
 
 
 def ask_trust(cwd: Path, home: Path, read: Callable[[str], str] = input,

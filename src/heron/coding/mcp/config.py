@@ -17,6 +17,7 @@ name, since the user wrote them and a repository did not.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -59,9 +60,16 @@ class ServerConfig:
     headers: dict[str, str] = field(default_factory=dict)
     oauth_client_id: str = ""  # a client registered with the server's authorization server beforehand
     oauth_client_secret: str = ""
+    lazy: bool | None = None  # "lazy" in the entry: start at first use; None: the mcp.startup setting decides
 
     def to_json(self) -> dict[str, Any]:
         """The entry as it is written in the file (without name, scope and source)."""
+        out = self._entry()
+        if self.lazy is not None:
+            out["lazy"] = self.lazy
+        return out
+
+    def _entry(self) -> dict[str, Any]:
         if self.transport == "http":
             out: dict[str, Any] = {"type": "http", "url": self.url}
             if self.headers:
@@ -105,6 +113,13 @@ def parse_server(name: str, entry: Any, scope: Scope, source: Path) -> ServerCon
         raise ValueError("the name may use only letters, digits, _ and - (at most 40)")
     if not isinstance(entry, dict):
         raise ValueError("the entry must be an object")
+    lazy = entry.get("lazy")
+    if lazy is not None and not isinstance(lazy, bool):
+        raise ValueError('"lazy" must be true or false')
+    return dataclasses.replace(_parse_transport(name, entry, scope, source), lazy=lazy)
+
+
+def _parse_transport(name: str, entry: dict[str, Any], scope: Scope, source: Path) -> ServerConfig:
     kind = entry.get("type", "http" if "url" in entry else "stdio")
     if kind in ("http", "streamable-http", "streamableHttp"):
         url = entry.get("url")

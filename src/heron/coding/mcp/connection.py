@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -27,7 +28,8 @@ from mcp.shared.exceptions import MCPError
 from heron import __version__
 from heron.coding.mcp.config import ServerConfig, Timeouts
 
-State = Literal["pending", "connected", "failed", "stopped"]
+log = logging.getLogger(__name__)
+State = Literal["pending", "lazy", "connected", "failed", "stopped"]  # lazy: not started yet, tools cached
 STOP_SECONDS = 5.0
 __all__ = ["STOP_SECONDS", "Connection", "McpCallError", "Timeouts", "describe"]
 MAX_RESTARTS = 1
@@ -40,8 +42,9 @@ class McpCallError(RuntimeError):
 class Connection:
     def __init__(self, config: ServerConfig, timeouts: Timeouts, cwd: str | None = None,
                  log_path: Path | None = None, auth_home: Path | None = None,
-                 open_url: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 open_url: Callable[[str], Awaitable[None]] | None = None, cache_dir: Path | None = None) -> None:
         self.config = config
+        self.cache_dir = cache_dir  # where the tool list is saved after each start (for lazy servers)
         self.auth_home = auth_home  # where OAuth tokens are kept; None: no OAuth
         self.open_url = open_url
         self.log_path = log_path  # a stdio server's stderr goes here (not onto heron's terminal)
@@ -76,6 +79,14 @@ class Connection:
         else:
             self.state = "connected"
             self.error = ""
+            if self.cache_dir is not None:
+                from heron.coding.mcp.cache import save_tools
+
+                save_tools(self.cache_dir, self.config, self.tools)
+
+    @property
+    def connected(self) -> bool:
+        return self.state == "connected"
 
     def _fail(self, reason: str) -> None:
         self.state = "failed"
@@ -188,6 +199,14 @@ class Connection:
         async with self._lock:
             if self.state == "connected" and self._session is not None:
                 return self._session
+            if self.state == "lazy":  # the first call to a lazy server starts it (within the connect timeout)
+                await self.connect()
+                if not self.connected:
+                    log.warning("MCP server %r could not be started at first use: %s", self.config.name, self.error)
+                    raise McpCallError(f"MCP server {self.config.name!r} could not be started at first use: "
+                                       f"{self.error}")
+                if self._session is not None:
+                    return self._session
             if self.state == "connected":  # the connection task ended on its own
                 self._fail("the connection ended")
                 self.dropped = True

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import mcp.types as types
 
+from heron.coding.mcp.cache import CACHE_DIR
 from heron.coding.mcp.config import ServerConfig
 from heron.coding.mcp.connection import STOP_SECONDS, Connection, McpCallError, Timeouts
 
@@ -43,11 +44,13 @@ class McpManager:
 
     def __init__(self, servers: Sequence[ServerConfig], timeouts: Timeouts | None = None,
                  cwd: str | None = None, log_dir: Path | None = None, auth_home: Path | None = None,
-                 open_url: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 open_url: Callable[[str], Awaitable[None]] | None = None, cache_dir: Path | None = None) -> None:
         self.timeouts = timeouts or Timeouts()
+        # auth_home is heron's home: tool lists are saved there for lazy starts unless told otherwise
+        self.cache_dir = cache_dir or (auth_home / CACHE_DIR if auth_home is not None else None)
         self.connections = {
             s.name: Connection(s, self.timeouts, cwd, log_dir / f"{s.name}.log" if log_dir is not None else None,
-                               auth_home, open_url)
+                               auth_home, open_url, self.cache_dir)
             for s in servers
         }
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -72,18 +75,25 @@ class McpManager:
     def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
 
+    def defer(self, name: str, tools: list[types.Tool]) -> None:
+        """Mark a server lazy: ``start()`` leaves it alone, its first call starts it, and until
+        then ``tools`` (its list from the last start) stand for its tools."""
+        connection = self.connections[name]
+        connection.state, connection.tools = "lazy", list(tools)
+
     def start(self) -> list[ServerStatus]:
-        """Connect all servers (each within the connect timeout); never raises for a server."""
-        if self.connections:
+        """Connect all servers not deferred (each within the connect timeout); never raises for a server."""
+        pending = [c for c in self.connections.values() if c.state == "pending"]
+        if pending:
             async def connect_all() -> None:
-                await asyncio.gather(*(c.connect() for c in self.connections.values()))
+                await asyncio.gather(*(c.connect() for c in pending))
 
             # Each connect is bounded by its own timeout, and stopping a stuck one by STOP_SECONDS twice;
             # this outer bound only guards against a bug there leaving the caller waiting.
             try:
                 self._submit(connect_all()).result(timeout=self.timeouts.connect + 3 * STOP_SECONDS)
             except concurrent.futures.TimeoutError:
-                for c in self.connections.values():
+                for c in pending:
                     if c.state == "pending":
                         c.state, c.error = "failed", "did not finish starting"
         return self.statuses()

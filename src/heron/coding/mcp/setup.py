@@ -73,7 +73,8 @@ def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], T
     from heron.coding.mcp.search import ToolSearch, should_defer
     from heron.coding.mcp.tools import McpTool
 
-    tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state == "connected" for t in s.tools]
+    tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state in ("connected", "lazy")
+             for t in s.tools]
     seen: set[str] = set()
     unique: list[McpTool] = []
     for tool in tools:  # two remote names can clean up to one heron name: keep the first
@@ -86,8 +87,21 @@ def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], T
     return list(unique), None
 
 
+def _defer_lazy(manager: McpManager, startup: str) -> None:
+    from heron.coding.mcp.cache import load_tools
+
+    for name, connection in manager.connections.items():
+        lazy = connection.config.lazy if connection.config.lazy is not None else startup == "lazy"
+        tools = load_tools(manager.cache_dir, connection.config) if lazy and manager.cache_dir else None
+        if tools is not None:
+            manager.defer(name, tools)
+
+
 def start_session_servers(cwd: Path, home: Path, *, trusted: bool, window: int,
-                          timeouts: Timeouts | None = None) -> SessionMcp:
+                          timeouts: Timeouts | None = None, startup: str | None = None) -> SessionMcp:
+    """Start the servers (``startup``: "eager"/"lazy"; None: the ``mcp.startup`` setting).
+    A lazy server with a saved tool list is left for its first call; one without a list
+    (never started with this entry) starts now, once, so its tools are known."""
     config = load_config(cwd, home, trusted=trusted)
     warnings = list(config.warnings)
     if config.skipped_untrusted:
@@ -99,10 +113,15 @@ def start_session_servers(cwd: Path, home: Path, *, trusted: bool, window: int,
 
     manager = McpManager(config.servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd),
                          log_dir=home / "mcp-logs", auth_home=home)
+    if startup is None:
+        from heron.coding.settings import load_settings
+
+        startup = load_settings(cwd, home).mcp_startup
+    _defer_lazy(manager, startup)
     manager.start()
     atexit.register(manager.close)
     for status in manager.statuses():
-        if status.state != "connected":
+        if status.state not in ("connected", "lazy"):
             warnings.append(f"MCP server {status.name!r} is not available: {status.error}")
     tools, search = mcp_tools(manager, window)
     return SessionMcp(manager, tools, warnings, search)

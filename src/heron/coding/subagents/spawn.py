@@ -36,6 +36,7 @@ FORK_PLACEHOLDER = (
 )
 # Claude Code's model aliases: a .claude/agents file means "a model of that family"; the
 # parent's model is the one heron knows to be usable.
+GENERAL_AGENT_TYPE = "general-purpose"  # SubagentStop's agent_type without a definition (Claude Code's name)
 INHERIT_ALIASES = frozenset({"inherit", "sonnet", "opus", "haiku"})
 
 
@@ -49,10 +50,11 @@ def child_settings(parent: CodingSession) -> Settings:
     return dataclasses.replace(parent.settings, memory=memory)
 
 
-def share_control(parent: CodingSession, child: CodingSession) -> None:
+def share_control(parent: CodingSession, child: CodingSession, agent_type: str) -> None:
     """The child obeys the parent's permissions: the same engine object (so a mode the user
     switches to, ``--allow`` rules and rules allowed always apply to running children too),
-    the same trust, and the parent's way of asking the user (none in print mode: denied)."""
+    the same trust, and the parent's way of asking the user (none in print mode: denied);
+    its stop runs the SubagentStop hooks; the parent's extensions see its tool calls."""
     ours, theirs = getattr(parent, "control", None), getattr(child, "control", None)
     if ours is None or theirs is None:
         return
@@ -60,6 +62,8 @@ def share_control(parent: CodingSession, child: CodingSession) -> None:
     theirs.permissions = ours.permissions
     theirs.hooks = ours.hooks
     theirs.asker = ours.asker
+    theirs.as_subagent(ours, agent_type)
+    child.extensions.share(parent.extensions)
 
 
 def resolve_child_model(parent: CodingSession, ref: str | None) -> tuple[Model, str | None]:
@@ -118,7 +122,7 @@ def isolated_child(parent: CodingSession, definition: AgentDefinition | None, ta
     )
     child.system_prompt = prompt
     child.agent.set_system_prompt(prompt)
-    share_control(parent, child)
+    share_control(parent, child, definition.name if definition is not None else GENERAL_AGENT_TYPE)
     return child
 
 
@@ -172,5 +176,5 @@ def forked_child(parent: CodingSession, call_id: str, arguments: dict[str, Any],
     child.agent.set_tools(tools)
     child.system_prompt = parent.agent.state.system_prompt
     child.agent.set_system_prompt(child.system_prompt)
-    share_control(parent, child)
+    share_control(parent, child, "fork")
     return child

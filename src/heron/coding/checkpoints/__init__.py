@@ -1,0 +1,36 @@
+"""Checkpoints of the working tree, so a turn's changes to code can be rewound.
+
+Before each user turn (and after it) the project's files are committed into a shadow git
+repository under ``$HERON_HOME/checkpoints/<project hash>`` - outside the project, so its
+own git history, index and status are never touched. Everything the turn changed is in
+it, whichever tool (edit, write or a bash command) changed it. Files the project's
+``.gitignore`` ignores and files over 2 MB are left out (and so never rewound).
+
+The ``git`` command runs the repository when it is installed, dulwich otherwise; both
+write the same format (``base.py``), so either reads the other's snapshots. Snapshots
+older than ``checkpoints.keepDays`` are pruned (``prune.py``). ``heron rewind``
+(:mod:`heron.cli.rewind_cmd`) restores them through ``rewind.py``.
+"""
+
+from heron.coding.checkpoints.base import MAX_FILE_BYTES, CheckpointError, Snapshot, SnapshotInfo
+from heron.coding.checkpoints.prune import DEFAULT_KEEP_DAYS, prune_all
+from heron.coding.checkpoints.repo import Change, ShadowRepo
+from heron.coding.checkpoints.rewind import REWIND_TYPE, Turn, plan_code_rewind, rewind_conversation, turns
+from heron.coding.checkpoints.session import Checkpoints
+
+__all__ = [
+    "DEFAULT_KEEP_DAYS",
+    "MAX_FILE_BYTES",
+    "REWIND_TYPE",
+    "Change",
+    "CheckpointError",
+    "Checkpoints",
+    "ShadowRepo",
+    "Snapshot",
+    "SnapshotInfo",
+    "Turn",
+    "plan_code_rewind",
+    "prune_all",
+    "rewind_conversation",
+    "turns",
+]

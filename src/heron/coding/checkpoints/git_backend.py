@@ -1,0 +1,128 @@
+"""The shadow repository through the ``git`` command.
+
+``GIT_DIR`` is the shadow repository and ``GIT_WORK_TREE`` the project, so the project's own
+repository, index and status are never touched. The shadow repository's own index keeps
+git's stat cache, so a snapshot of an unchanged tree re-reads nothing. Hooks and LFS
+filters are switched off: a snapshot must store the bytes on disk and run nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from heron.coding.checkpoints.base import (
+    LEGACY_REF,
+    MAX_FILES,
+    SNAPSHOT_PREFIX,
+    CheckpointError,
+    SnapshotInfo,
+    is_large,
+    path_bytes,
+    path_str,
+)
+
+GIT_TIMEOUT = 120.0
+_CONFIG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.hooksPath=/dev/null",
+           "-c", "filter.lfs.clean=cat", "-c", "filter.lfs.smudge=cat", "-c", "filter.lfs.process=",
+           "-c", "filter.lfs.required=false", "-c", "gc.auto=0"]
+
+
+def _escape(path: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
+
+
+class GitBackend:
+    name = "git"
+
+    def __init__(self, git: str, git_dir: Path, cwd: Path) -> None:
+        self.git, self.git_dir, self.cwd = git, git_dir, cwd
+
+    def _env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items()
+                if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "GIT_COMMITTER_DATE")}
+        return {**keep, "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.cwd), "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_AUTHOR_NAME": "heron", "GIT_AUTHOR_EMAIL": "heron@localhost", "GIT_COMMITTER_NAME": "heron",
+                "GIT_COMMITTER_EMAIL": "heron@localhost", "GIT_TERMINAL_PROMPT": "0"}
+
+    def run(self, *args: str, stdin: bytes | None = None, check: bool = True,
+            env: dict[str, str] | None = None) -> bytes:
+        try:
+            done = subprocess.run([self.git, *_CONFIG, *args], input=stdin, capture_output=True,
+                                  env={**self._env(), **(env or {})}, cwd=self.cwd, timeout=GIT_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CheckpointError(f"git {args[0]}: {exc}") from exc
+        if check and done.returncode != 0:
+            raise CheckpointError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
+        return done.stdout
+
+    def init(self) -> None:
+        self.run("init", "-q")
+
+    def write_tree(self) -> tuple[str, list[str]]:
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "exclude").write_text("", encoding="utf-8")  # last time's large files are listed again
+        listed = self.run("ls-files", "-z", "--cached", "--others", "--exclude-standard").split(b"\0")
+        if len(listed) > MAX_FILES:
+            raise CheckpointError(f"{self.cwd} holds over {MAX_FILES:,} files; no snapshot taken")
+        large = [path_str(raw) for raw in listed if raw and is_large(self.cwd, path_str(raw))]
+        (info / "exclude").write_text("".join(f"/{_escape(p)}\n" for p in large), encoding="utf-8",
+                                      errors="surrogateescape")
+        # Files in the shadow index that are large now or ignored since: git would keep them.
+        dropped = [raw for raw in self.run("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+                   .split(b"\0") if raw]
+        if dropped:
+            self.run("update-index", "--force-remove", "-z", "--stdin", stdin=b"\0".join(dropped))
+        self.run("add", "-A", "--ignore-errors", check=False)
+        return self.run("write-tree").decode().strip(), large
+
+    def commit(self, tree: str, message: str, when: int | None = None) -> str:
+        env = {"GIT_COMMITTER_DATE": f"@{when} +0000", "GIT_AUTHOR_DATE": f"@{when} +0000"} if when else None
+        return self.run("commit-tree", tree, "-m", message, env=env).decode().strip()
+
+    def set_ref(self, ref: str, commit: str) -> None:
+        self.run("update-ref", ref, commit)
+
+    def delete_refs(self, refs: list[str]) -> None:
+        if refs:
+            self.run("update-ref", "--stdin", "-z", stdin=b"".join(b"delete " + path_bytes(r) + b"\0\0" for r in refs))
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        out = self.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(contents)%01",
+                       SNAPSHOT_PREFIX)
+        found = []
+        for record in out.decode("utf-8", "replace").split("\x01"):
+            parts = record.lstrip("\n").split("\0")
+            if len(parts) == 4:
+                found.append(SnapshotInfo(parts[0], parts[1], int(parts[2] or 0), parts[3]))
+        return found + [info for info, _ in self.legacy()]
+
+    def legacy(self) -> list[tuple[SnapshotInfo, str]]:
+        if not self.run("rev-parse", "-q", "--verify", LEGACY_REF, check=False).strip():
+            return []
+        out = self.run("log", "--format=%H%x00%T%x00%ct%x00%B%x01", LEGACY_REF).decode("utf-8", "replace")
+        found = []
+        for record in out.split("\x01"):
+            parts = record.lstrip("\n").split("\0")
+            if len(parts) == 4:
+                found.append((SnapshotInfo(None, parts[0], int(parts[2] or 0), parts[3]), parts[1]))
+        return found
+
+    def drop_legacy(self) -> None:
+        self.run("update-ref", "-d", LEGACY_REF, check=False)
+
+    def diff(self, old: str, new: str) -> list[tuple[str, str]]:
+        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new).split(b"\0")
+        items = [path_str(x) for x in out if x]
+        return [(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+
+    def checkout(self, commit: str, paths: list[str]) -> None:
+        if paths:
+            self.run("checkout", commit, "--pathspec-from-file=-", "--pathspec-file-nul",
+                     stdin=b"\0".join(path_bytes(p) for p in paths))
+
+    def gc(self) -> None:
+        self.run("reflog", "expire", "--expire=now", "--all", check=False)
+        self.run("gc", "-q", "--prune=now")

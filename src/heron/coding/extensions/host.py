@@ -1,0 +1,308 @@
+"""The extensions of one session: loading them, and running their handlers safely.
+
+:class:`ExtensionHost` is ``session.extensions``. ``load()`` imports every extension
+(:mod:`heron.coding.extensions.loader`) and calls its ``register(api)``; what it
+registered takes effect only if that returns. Then the host wraps the agent's
+``before_tool_call`` / ``after_tool_call`` (heron's permissions and hooks stay first
+before a call, and last after it, so key redaction sees the extension's result), listens
+to the session's events, and gives the runtime :meth:`transform` and :meth:`run_command`.
+
+An extension whose ``register`` or any handler raises (or returns something that is not
+what the handler may return) is disabled: its handlers stop running, its tools answer
+that it is disabled (their definitions stay, so the request prefix does not change),
+and a ``context_warning`` event of kind ``extension`` says so. The others carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from heron.agent.tools import AfterToolCallResult, AgentTool, BeforeToolCallResult, ToolCallContext, ToolResult
+from heron.coding.events import ContextWarningEvent
+from heron.coding.extensions.api import ExtensionAPI, ExtensionCommand, Registration, ToolCallInfo
+from heron.coding.extensions.commands import CommandRegistry, add_templates
+from heron.coding.extensions.loader import Candidate, find_extensions
+from heron.coding.extensions.tools import GuardedTool
+from heron.coding.extensions.verify import is_message_list, view_problems
+from heron.coding.tools import ALL_TOOLS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Extension:
+    name: str
+    source: str
+    path: str
+    registration: Registration = field(default_factory=Registration)
+    enabled: bool = True
+    error: str | None = None
+
+
+async def _settle(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _arguments(ctx: ToolCallContext) -> dict[str, Any]:
+    params = ctx.params
+    return params.model_dump() if hasattr(params, "model_dump") else dict(ctx.tool_call.arguments)
+
+
+class ExtensionHost:
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.extensions: list[Extension] = []
+        self.commands = CommandRegistry()
+        self.warnings: list[str] = []  # every message about an extension, in order
+        self._installed = False
+        self._parent: ExtensionHost | None = None
+        self._pending: set[asyncio.Task[None]] = set()  # async event handlers still running
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def load(self, *, trusted: bool) -> list[str]:
+        """Find, import and register every extension; returns the load-time messages."""
+        messages: list[str] = []
+        for candidate in find_extensions(self.session.cwd, self.session.home, trusted=trusted, warnings=messages):
+            problem = self._load_one(candidate)
+            if problem is not None:
+                messages.append(problem)
+        self.warnings.extend(messages)
+        self._install()
+        return messages
+
+    def _taken_tools(self) -> set[str]:
+        return set(ALL_TOOLS) | {t.name for t in self.session.tools}
+
+    def _load_one(self, candidate: Candidate) -> str | None:
+        label = f"extension {candidate.name} ({candidate.path})"
+        api = ExtensionAPI(candidate.name, candidate.source, candidate.path, cwd=self.session.cwd,
+                           home=self.session.home, taken_tools=self._taken_tools)
+        try:
+            register = candidate.load()
+            result = register(api)
+            if inspect.isawaitable(result):
+                close = getattr(result, "close", None)
+                if callable(close):
+                    close()
+                raise TypeError("register(api) must be a plain function, not async")
+        except Exception as exc:
+            log.debug("%s failed to load", label, exc_info=True)  # the user is told by the caller
+            return f"{label} disabled: {type(exc).__name__}: {exc}"
+        extension = Extension(candidate.name, candidate.source, candidate.path, api.registration)
+        self.extensions.append(extension)
+        problems = self._commit(extension)
+        return "; ".join(problems) if problems else None
+
+    def _commit(self, extension: Extension) -> list[str]:
+        reg, session = extension.registration, self.session
+        if reg.tools:
+            session.tools.extend(GuardedTool(t, extension) for t in reg.tools)
+            session.agent.set_tools(session.tools)
+            session.system_prompt = session._build_system_prompt()  # the tool list is in it
+            session.agent.set_system_prompt(session.system_prompt)
+        problems = [f"extension {extension.name}: {p}" for p in self.commands.add(reg.commands)]
+        problems += [f"extension {extension.name}: {p}"
+                     for p in add_templates(session.templates, reg.templates, extension.path, extension.source)]
+        return problems
+
+    def share(self, parent: ExtensionHost) -> None:
+        """A sub-agent's host: the parent's extensions (one enabled flag each) around the
+        child's tool calls and requests; events reach them through the parent."""
+        if not parent.extensions:
+            return
+        self.extensions, self._parent = parent.extensions, parent
+        self._installed = True
+        self._wrap_tool_calls()
+
+    def _install(self) -> None:
+        if self._installed or not self.extensions:
+            return
+        self._installed = True
+        self._wrap_tool_calls()
+        self.session.subscribe(self._on_event)
+
+    # --- disabling -------------------------------------------------------------------------
+
+    def disable(self, extension: Extension, where: str, exc: BaseException | str) -> None:
+        if not extension.enabled:
+            return
+        extension.enabled = False
+        why = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        message = f"extension {extension.name} ({extension.path}) disabled: {where}: {why}"
+        extension.error = message
+        log.debug("%s", message, exc_info=isinstance(exc, BaseException))  # the user is told by the warning
+        self.warn(message)
+
+    def warn(self, message: str) -> None:
+        if self._parent is not None:  # said where the user looks: the parent's events
+            self._parent.warn(message)
+            return
+        self.warnings.append(message)
+        self.session._emit(ContextWarningEvent(kind="extension", message=message))
+
+    def _active(self) -> list[Extension]:
+        return [e for e in self.extensions if e.enabled]
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        for extension in self._active():
+            for wanted, handler in extension.registration.events:
+                if wanted not in ("*", kind) or not extension.enabled:
+                    continue
+                try:
+                    result = handler(event)
+                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+                    self.disable(extension, f"its {wanted!r} event handler raised", exc)
+                    continue
+                if inspect.isawaitable(result):
+                    self._schedule(extension, wanted, result)
+
+    def _schedule(self, extension: Extension, wanted: str, pending: Any) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # an event sent from a worker thread: nowhere to await it
+            close = getattr(pending, "close", None)
+            if callable(close):
+                close()
+            log.debug("extension %s: async %r handler skipped (no event loop)", extension.name, wanted)
+            return
+        task = loop.create_task(self._finish(extension, wanted, pending))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _finish(self, extension: Extension, wanted: str, pending: Any) -> None:
+        try:
+            await pending
+        except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+            self.disable(extension, f"its {wanted!r} event handler raised", exc)
+
+    # --- tool calls ------------------------------------------------------------------------
+
+    def _wrap_tool_calls(self) -> None:
+        agent = self.session.agent
+        inner_before, inner_after = agent.before_tool_call, agent.after_tool_call
+
+        async def before(ctx: ToolCallContext) -> BeforeToolCallResult | None:
+            verdict: BeforeToolCallResult | None = await inner_before(ctx) if inner_before is not None else None
+            if verdict is not None and verdict.block:
+                return verdict
+            return await self._before(ctx, verdict)
+
+        async def after(ctx: ToolCallContext, result: ToolResult) -> AfterToolCallResult | None:
+            current = await self._after(ctx, result)
+            change = await inner_after(ctx, current) if inner_after is not None else None
+            if current is result:
+                return change
+            if change is None:
+                return AfterToolCallResult(content=current.content, details=current.details, is_error=current.is_error)
+            return AfterToolCallResult(content=change.content if change.content is not None else current.content,
+                                       details=change.details if change.details is not None else current.details,
+                                       is_error=change.is_error if change.is_error is not None else current.is_error)
+
+        agent.before_tool_call, agent.after_tool_call = before, after
+
+    async def _before(self, ctx: ToolCallContext, verdict: BeforeToolCallResult | None) -> BeforeToolCallResult | None:
+        arguments = verdict.arguments if verdict is not None and verdict.arguments is not None else _arguments(ctx)
+        info = ToolCallInfo(ctx.tool_call.id, ctx.tool_call.name, dict(arguments))
+        changed = verdict is not None and verdict.arguments is not None
+        for extension in self._active():
+            for handler in extension.registration.before:
+                try:
+                    answer = await _settle(handler(info))
+                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+                    self.disable(extension, "its before_tool_call handler raised", exc)
+                    break
+                if answer is None:
+                    continue
+                if not isinstance(answer, BeforeToolCallResult):
+                    self.disable(extension, "its before_tool_call handler returned "
+                                            f"{type(answer).__name__}, not None or api.block(...)", "bad value")
+                    break
+                if answer.block:
+                    reason = answer.reason or "no reason given"
+                    return BeforeToolCallResult(block=True, reason=f"Blocked by extension {extension.name}: {reason}")
+                if answer.arguments is not None:
+                    info, changed = replace(info, arguments=dict(answer.arguments)), True
+        return BeforeToolCallResult(arguments=info.arguments) if changed else None
+
+    async def _after(self, ctx: ToolCallContext, result: ToolResult) -> ToolResult:
+        info = ToolCallInfo(ctx.tool_call.id, ctx.tool_call.name, _arguments(ctx))
+        current = result
+        for extension in self._active():
+            for handler in extension.registration.after:
+                try:
+                    answer = await _settle(handler(info, current))
+                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+                    self.disable(extension, "its after_tool_call handler raised", exc)
+                    break
+                if isinstance(answer, ToolResult):
+                    current = answer
+                elif isinstance(answer, AfterToolCallResult):
+                    current = ToolResult(
+                        content=answer.content if answer.content is not None else current.content,
+                        details=answer.details if answer.details is not None else current.details,
+                        is_error=answer.is_error if answer.is_error is not None else current.is_error)
+                elif answer is not None:
+                    self.disable(extension, "its after_tool_call handler returned "
+                                            f"{type(answer).__name__}, not None or a ToolResult", "bad value")
+                    break
+        return current
+
+    # --- requests and commands -----------------------------------------------------------
+
+    async def transform(self, view: list[Any]) -> list[Any]:
+        """Each extension's ``transform_context`` on the view heron built, in load order; a
+        result that breaks a context rule is not used for this request (warned)."""
+        for extension in self._active():
+            for handler in extension.registration.transforms:
+                try:
+                    out = await _settle(handler(list(view)))
+                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+                    self.disable(extension, "its transform_context handler raised", exc)
+                    break
+                if out is None:
+                    continue
+                if not is_message_list(out):
+                    self.disable(extension, f"its transform_context handler returned {type(out).__name__}, "
+                                            "not a list of messages", "bad value")
+                    break
+                problems = view_problems(self.session, out)
+                if problems:
+                    rules = "; ".join(str(p) for p in problems)
+                    self.warn(f"extension {extension.name}: its transform_context result was not used for this "
+                              f"request, because it breaks the context rules ({rules})")
+                    continue
+                view = out
+        return view
+
+    async def run_command(self, text: str) -> str | None:
+        """``/name args`` of an extension command: its handler's prompt (None: nothing to
+        send). Any other text comes back unchanged."""
+        found = self.commands.match(text)
+        if found is None:
+            return text
+        command, args = found
+        extension = next((e for e in self.extensions if e.name == command.extension), None)
+        if extension is not None and not extension.enabled:
+            self.warn(f"/{command.name} is not available: {extension.error}")
+            return None
+        try:
+            out = await _settle(command.handler(args))
+        except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+            if extension is not None:
+                self.disable(extension, f"its /{command.name} command raised", exc)
+            return None
+        return out if isinstance(out, str) and out.strip() else None
+
+    def tools_of(self, extension: Extension) -> list[AgentTool[Any]]:
+        return list(extension.registration.tools)
+
+    def command_list(self) -> list[ExtensionCommand]:
+        return self.commands.sorted()

@@ -1,0 +1,41 @@
+"""The context rules checked on an extension's ``transform_context`` result before it is used.
+
+heron's own view is built to keep the rules of ``heron.context.invariants`` (tool calls
+paired with results, the turn's prompt present, injected blocks first, within the window
+...). An extension's transform gets that view and may return anything, so its result is
+checked the same way a request is, whatever ``HERON_CHECK_CONTEXT`` says; one that
+breaks a rule is not used for that request (docs/extensions.md). The request that is
+finally sent is checked again by the runtime, as every request is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from heron.agent.messages import AgentMessage
+from heron.ai.types import Context
+from heron.context.invariants import RequestSnapshot, Violation, check_request
+
+
+def is_message_list(value: Any) -> bool:
+    return isinstance(value, list) and all(hasattr(m, "role") for m in value)
+
+
+def view_problems(session: Any, view: Sequence[AgentMessage]) -> list[Violation]:
+    """What is wrong with sending ``view`` as the next request of ``session``."""
+    agent, policy = session.agent, session.policy
+    converted = agent.convert_to_llm(list(view))
+    if not isinstance(converted, list):  # an async converter: the runtime's final check still runs
+        return []
+    context = Context(system_prompt=agent.state.system_prompt, messages=converted,
+                      tools=[t.definition() for t in agent.state.tools] or None)
+    model = agent.state.model
+    snapshot = RequestSnapshot(
+        view=view, context=context,
+        max_tokens=policy.last_max_tokens or policy.output_cap(policy.last_tokens),
+        window=policy.window, reserve=policy.reserve, stubs=policy.decisions.stubs, cwd=session.cwd,
+        turn_prompt=getattr(session, "_turn_prompt", None), floor_ms=policy.decisions.last_view_change_ms,
+        model=(model.provider, model.id), over_threshold_reason=policy.over_threshold_reason,
+    )
+    return check_request(snapshot)
