@@ -49,7 +49,7 @@ def completions(completer: SlashCompleter, text: str) -> list[str]:
 
 def test_completes_command_names_skills_and_templates() -> None:
     completer = SlashCompleter(lambda: [("skill:pdf", "PDF tools"), ("review", "review a file")])
-    assert completions(completer, "/mo") == ["/model"]
+    assert completions(completer, "/mo") == ["/model", "/mode"]
     assert completions(completer, "/t") == ["/thinking", "/tree"]
     assert "/skill:pdf" in completions(completer, "/sk")
     assert completions(completer, "/rev") == ["/review"]

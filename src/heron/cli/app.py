@@ -349,6 +349,10 @@ def run_app(args: argparse.Namespace) -> int:
         task = gather_task(args, cwd.resolve()) if mode != "rpc" else Task(text="")
         if mode in ("print", "json") and not task:
             raise UsageError("no task given: heron -p \"what to do\" (or pipe it on stdin)")
+        if mode == "interactive":  # before the session starts the project's servers and hooks
+            from heron.cli.tui.trust_question import maybe_ask_trust
+
+            maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
         app = build_app(args)
     except SetupError as exc:
         text = str(exc)

@@ -66,15 +66,40 @@ def _open(args: argparse.Namespace, cwd: Path, home: Path) -> SessionStore:
     return SessionStore.open(newest)
 
 
+def open_repo(store: SessionStore, cwd: Path, home: Path) -> ShadowRepo:
+    """The shadow repository of the session's project (its header's cwd, else ``cwd``)."""
+    return ShadowRepo(Path(store.header.cwd) if store.header and store.header.cwd else cwd, home)
+
+
+def find_turns(store: SessionStore, repo: ShadowRepo) -> list[Turn]:
+    """The user turns of the current branch, each with its checkpoint when there is one."""
+    return turns(store, repo.before_turn_index(store.session_id) if repo.available else {})
+
+
+def applied_changes(changes: list[Change], include_external: bool) -> list[Change]:
+    """The changes a rewind makes: not the kept files, and files changed outside heron
+    only when asked."""
+    return [c for c in changes if c.action != "keep" and (not c.external or include_external)]
+
+
+def apply_rewind(store: SessionStore, repo: ShadowRepo, turn: Turn, what: str, applied: list[Change]) -> None:
+    """Restore ``applied`` from the turn's checkpoint and/or move the conversation."""
+    if applied:
+        assert turn.checkpoint is not None
+        repo.restore(turn.checkpoint, applied)
+    if what in ("conversation", "both"):
+        rewind_conversation(store, turn, {"toTurn": turn.number, "code": what != "conversation"})
+
+
 def _run(args: argparse.Namespace) -> int:
     cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd().resolve()
     home = heron_home()
     store = _open(args, cwd, home)
-    repo = ShadowRepo(Path(store.header.cwd) if store.header and store.header.cwd else cwd, home)
-    found = turns(store, repo.before_turn_index(store.session_id) if repo.available else {})
+    repo = open_repo(store, cwd, home)
+    found = find_turns(store, repo)
     keep_days = load_settings(cwd, home).checkpoint_keep_days
     if args.to is None:
-        _list_turns(found, keep_days)
+        print("\n".join(turn_lines(found, keep_days)))
         return 0
     if not 1 <= args.to <= len(found):
         print(f"heron rewind: --to {args.to}: the session has {len(found)} user turn(s) on this branch "
@@ -85,22 +110,18 @@ def _run(args: argparse.Namespace) -> int:
     changes: list[Change] = []
     if what in ("code", "both"):
         if turn.checkpoint is None:
-            print(f"heron rewind: {_missing(turn, keep_days)}, so its code cannot be restored; "
+            print(f"heron rewind: {missing_reason(turn, keep_days)}, so its code cannot be restored; "
                   "use --conversation", file=sys.stderr)
             return 1
         _, changes = plan_code_rewind(repo, turn.checkpoint)
-    applied = [c for c in changes if c.action != "keep" and (not c.external or args.include_external)]
-    _describe(turn, what, changes, applied)
+    applied = applied_changes(changes, args.include_external)
+    print("\n".join(describe_lines(turn, what, changes, applied)))
     if args.dry_run:
         return 0
     if not args.yes and not _confirm():
         print("heron rewind: nothing changed", file=sys.stderr)
         return 1
-    if applied:
-        assert turn.checkpoint is not None
-        repo.restore(turn.checkpoint, applied)
-    if what in ("conversation", "both"):
-        rewind_conversation(store, turn, {"toTurn": turn.number, "code": what != "conversation"})
+    apply_rewind(store, repo, turn, what, applied)
     print(f"rewound to before turn {turn.number}: {len(applied)} file(s) restored"
           + (", conversation moved" if what != "code" else ""))
     return 0
@@ -111,7 +132,7 @@ def _pruned(turn: Turn, keep_days: int) -> bool:
     return turn.checkpoint is None and age is not None and age > keep_days
 
 
-def _missing(turn: Turn, keep_days: int) -> str:
+def missing_reason(turn: Turn, keep_days: int) -> str:
     """Why a turn has no snapshot: pruned for its age, or never taken."""
     if _pruned(turn, keep_days):
         return (f"the snapshot of turn {turn.number} is gone: it was pruned, because snapshots are kept "
@@ -119,30 +140,35 @@ def _missing(turn: Turn, keep_days: int) -> str:
     return f"turn {turn.number} has no checkpoint (taken by heron before each turn)"
 
 
-def _list_turns(found: list[Turn], keep_days: int) -> None:
+def turn_lines(found: list[Turn], keep_days: int) -> list[str]:
+    """The numbered turn list (``heron rewind`` without ``--to``, ``/rewind``)."""
     if not found:
-        print("no user turns on this branch")
+        return ["no user turns on this branch"]
+    lines = []
     for turn in found:
         mark = "" if turn.checkpoint else (f"  (snapshot pruned after {keep_days} days: conversation only)"
                                            if _pruned(turn, keep_days) else "  (no checkpoint: conversation only)")
         first = (turn.text.strip().splitlines() or [""])[0][:70]
-        print(f"{turn.number:>3}. {first}{mark}")
+        lines.append(f"{turn.number:>3}. {first}{mark}")
+    return lines
 
 
-def _describe(turn: Turn, what: str, changes: list[Change], applied: list[Change]) -> None:
+def describe_lines(turn: Turn, what: str, changes: list[Change], applied: list[Change]) -> list[str]:
+    """What a rewind would change, one file a line (``--dry-run`` prints exactly this)."""
     first = (turn.text.strip().splitlines() or [""])[0][:70]
-    print(f"rewind to before turn {turn.number} ({what}): {first}")
+    lines = [f"rewind to before turn {turn.number} ({what}): {first}"]
     if what == "conversation":
-        return
+        return lines
     if not changes:
-        print("  no files differ from the checkpoint")
+        lines.append("  no files differ from the checkpoint")
     for change in changes:
         verb = {"restore": "restore", "delete": "delete ", "keep": "keep   "}[change.action]
         note = "  (not in the current snapshot: over 2 MB or ignored; left as it is)" if change.action == "keep" else ""
         if change.external and change.action != "keep":
             note = "  (changed outside heron; " + ("restored" if change in applied else
                                                    "kept: --include-external restores it") + ")"
-        print(f"  {verb} {change.path}{note}")
+        lines.append(f"  {verb} {change.path}{note}")
+    return lines
 
 
 def _confirm() -> bool:

@@ -8,10 +8,13 @@ heron. Output goes through ``patch_stdout``, which prints it above the input lin
 Keys (pi's): Enter sends (while a run works: a steering message); Alt+Enter queues a
 follow-up, delivered when the run would stop; Shift+Enter (where the terminal reports it)
 or Ctrl+J inserts a newline (pastes keep theirs); Up/Down walk the history
-(``$HERON_HOME/history``, 0600); Ctrl+P cycles the models; Tab completes slash commands;
+(``$HERON_HOME/history``, 0600); Ctrl+P cycles the models; Shift+Tab the permission
+modes; Tab completes slash commands;
 ``@`` offers the project's files as it is typed (Tab picks);
 Esc or Ctrl+C aborts the running job, Ctrl+C clears the input when nothing runs; Ctrl+D
-on an empty line exits.
+on an empty line exits. When heron asks something (a permission, a /rewind choice) the
+input line's prompt becomes the question and the next line answers it; Esc or Ctrl+C
+declines.
 
 Without a terminal on stdin (``heron < script.txt``) each line is submitted in turn and
 the next waits for the previous one to finish.
@@ -34,6 +37,7 @@ from heron.cli.app import App, Task
 from heron.cli.private_files import ensure_private_file
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
 from heron.cli.tui.settings_view import COMMON
+from heron.coding.permissions.modes import MODES
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +138,17 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
     from heron.cli.tui.commands import SlashCompleter
 
+    class AnswersLeftOut(FileHistory):
+        """Answers to questions ("1", "y") are not worth walking back to with Up."""
+
+        def append_string(self, string: str) -> None:
+            if controller.question is None:
+                super().append_string(string)
+
     try:
         app.home.mkdir(parents=True, exist_ok=True)
         ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
-        history: Any = FileHistory(str(app.home / "history"))
+        history: Any = AnswersLeftOut(str(app.home / "history"))
     except OSError:
         history = InMemoryHistory()
 
@@ -155,14 +166,18 @@ def _make_prompt(app: App, controller: Controller) -> Any:
             return list(THINKING_LEVELS)
         if name == "settings":
             return [common.name for common in COMMON]
+        if name == "mode":
+            return list(MODES)
         return []
 
     def toolbar() -> Any:
         status = controller.status()
-        footer = controller.footer().plain
+        footer = f"{controller.footer().plain}  │  mode {controller.mode} (Shift+Tab)"
         return f" {status}  │  {footer}" if status else f" {footer}"
 
     def message() -> str:
+        if controller.question is not None:
+            return controller.question.label
         return PROMPT_BUSY if controller.busy else PROMPT
 
     prompt: PromptSession[str] = PromptSession(
@@ -183,6 +198,7 @@ def _make_prompt(app: App, controller: Controller) -> Any:
 
 
 def _key_bindings(controller: Controller) -> Any:
+    from prompt_toolkit.filters import has_completions
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
     bindings = KeyBindings()
@@ -208,6 +224,10 @@ def _key_bindings(controller: Controller) -> Any:
     @bindings.add("c-p")  # pi's model cycling; Up keeps the history
     def _cycle(event: KeyPressEvent) -> None:
         controller.cycle_model()
+
+    @bindings.add("s-tab", filter=~has_completions)  # Shift+Tab: the next permission mode
+    def _mode(event: KeyPressEvent) -> None:
+        controller.cycle_mode()
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
@@ -248,7 +268,8 @@ def _echo_task(controller: Controller, task: Task) -> None:
 
 async def _run_lines(app: App, task: Task) -> int:
     """stdin is a pipe or a file: submit each line, waiting for each to finish; the
-    same commands work, there is just no live input line (and so no steering)."""
+    same commands work, there is just no live input line (and so no steering). A
+    question (a permission, /rewind) takes the next line as its answer."""
     console = make_console()
     controller = Controller(app, console)
     loop = asyncio.get_running_loop()
@@ -263,7 +284,7 @@ async def _run_lines(app: App, task: Task) -> int:
         if not line:
             break
         text = line.rstrip("\n")
-        if not text.strip():
+        if not text.strip() and controller.question is None:  # an empty answer is an answer
             continue
         await _submit(controller, text)
         await controller.wait()

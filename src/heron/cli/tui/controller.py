@@ -29,7 +29,8 @@ from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import format_context
-from heron.cli.tui.controller_parts import Job
+from heron.cli.tui.control_commands import ControlCommands
+from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
 from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
@@ -48,13 +49,14 @@ THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium",
 MODELS_LISTED = 60
 
 
-class Controller(SessionCommands):
+class Controller(SessionCommands, ControlCommands):
     def __init__(self, app: App, console: Console) -> None:
         self.app = app
         self.console = console
         self.renderer = Renderer(console)
         self.renderer.totals = Totals.of(app.session.messages)
         self.job: Job | None = None
+        self.question: Question | None = None  # a line asked for; the next submitted line answers
         self.quit_requested = False
         # text for the next input line (a message to edit after /tree, undelivered steering)
         self.prefill = ""
@@ -67,6 +69,7 @@ class Controller(SessionCommands):
         self._footer: tuple[tuple[Any, ...], Text] | None = None
         self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
         app.session.subscribe(self._on_event)
+        self.install_asker()
 
     @property
     def session(self) -> CodingSession:
@@ -115,12 +118,16 @@ class Controller(SessionCommands):
         self.renderer.reset_section()
         line = Text("─ " if self.renderer.bullet == "●" else "- ", style="dim")
         line.append_text(self.footer())
+        if self.mode != "default":  # the permission mode, when it is not the usual one
+            line.append(f" · mode {self.mode}", style="yellow")
         self._print(line)
         self.renderer.reset_section()
 
     def status(self) -> str:
         """One line for a status bar: what runs now, and how to steer or stop it."""
         job = self.job
+        if self.question is not None:
+            return "answer above · Esc or Ctrl+C declines"
         if job is None:
             return ""
         if job.aborting:
@@ -131,7 +138,8 @@ class Controller(SessionCommands):
             if live:
                 return f"{activity}: {live}"
             return f"{activity} · Enter steers · Alt+Enter queues · Esc aborts"
-        what = {"compact": "compacting", "shell": "running a shell command", "tree": "summarising the branch"}
+        what = {"compact": "compacting", "shell": "running a shell command", "tree": "summarising the branch",
+                "rewind": "rewinding"}
         return f"{what.get(job.kind, job.kind)} · Ctrl+C aborts"
 
     def banner(self) -> None:
@@ -193,14 +201,50 @@ class Controller(SessionCommands):
         self.print_footer()
 
     async def wait(self) -> None:
-        """Until no job runs (the line-by-line mode and tests)."""
-        while self.job is not None:
-            await asyncio.wait({self.job.task})
+        """Until no job runs, or the job asks a question (the line-by-line mode and tests:
+        the next line is its answer)."""
+        while self.job is not None and self.question is None:
+            await asyncio.wait({self.job.task}, timeout=0.05)
             await asyncio.sleep(0)  # let the done callback run
+
+    async def ask_line(self, label: str, say: str | None = None) -> str | None:
+        """The next line the user submits, as the answer to a question (``say`` is printed
+        first, in full; ``label`` becomes the input line's prompt, kept short because the
+        terminal redraws it); None when they press Ctrl+C or Esc, or the input ends.
+        Questions are asked one at a time: a second waits for the first."""
+        while self.question is not None and not self.quit_requested:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.shield(self.question.answer)
+            await asyncio.sleep(0)
+        if self.quit_requested:
+            return None
+        if say:
+            self._print(Text(say, style="bold"))
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        question = Question(label, future)
+        self.question = question
+        self._changed()
+        try:
+            return await future
+        finally:
+            if self.question is question:
+                self.question = None
+            self._changed()
+
+    def answer_question(self, text: str | None) -> bool:
+        """Give the waiting question its answer; False when none waits."""
+        question = self.question
+        if question is None or question.answer.done():
+            return False
+        question.answer.set_result(text)
+        self.question = None  # at once: the next line is not for it (the asker resumes later)
+        return True
 
     def interrupt(self) -> bool:
         """Ctrl+C: abort the job; False when there is none (or it is already aborting),
-        so the front end clears the input instead."""
+        so the front end clears the input instead. A question waiting is declined instead."""
+        if self.answer_question(None):
+            return True
         job = self.job
         if job is None or job.aborting:
             return False
@@ -212,6 +256,8 @@ class Controller(SessionCommands):
         return True
 
     async def shutdown(self) -> None:
+        self.quit_requested = True  # no further questions: each would be declined
+        self.answer_question(None)
         if self.job is not None:
             self.job.aborting = True
             self.job.abort()
@@ -235,7 +281,10 @@ class Controller(SessionCommands):
         self.start_job("run", self.session.prompt(text, list(images)), abort=self.session.abort)
 
     async def submit(self, text: str) -> None:
-        """Handle one submitted line. Long work starts a job and returns at once."""
+        """Handle one submitted line. Long work starts a job and returns at once. While a
+        question waits, the line is its answer."""
+        if self.answer_question(text):
+            return
         if not text.strip():
             return
         parsed = parse_input(text)

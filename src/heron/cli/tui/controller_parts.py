@@ -1,5 +1,5 @@
 """Pieces of the interactive controller that need no controller state: a background job,
-the record of a ``!command`` and the ``/session`` rows."""
+a question waiting for its answer, the record of a ``!command`` and the ``/session`` rows."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ from heron.agent.messages import BashExecutionMessage
 from heron.cli.tui.render import Totals, result_text
 from heron.coding.runtime import CodingSession
 from heron.session.store import SessionStore, count_by
+
+
+@dataclass
+class Question:
+    """A line the user is asked for (a permission, a /rewind choice): the next submitted
+    line answers it instead of steering or starting a run; Ctrl+C or Esc answer None."""
+
+    label: str  # shown as the input line's prompt
+    answer: asyncio.Future[str | None]
 
 
 @dataclass

@@ -1,0 +1,103 @@
+"""The interactive answer to a permission "ask": the call is shown (tool, command or
+path, and the rule or mode that asked), then one line answers it:
+
+* ``1`` / ``y`` - allow this call once;
+* ``2`` / ``a`` - allow always: the suggested rule is added to
+  ``.heron/settings.local.json`` (and counts at once for the rest of the session); not
+  offered when an ask rule asked, since ask beats allow and it would ask again anyway;
+* ``3`` / ``n`` - deny; a reason may follow on the same line (``3 use the Makefile``) or
+  is asked for next. The model sees it in the tool result.
+
+Ctrl+C or Esc at the question denies. Calls asking at the same time (tools running in
+parallel, sub-agents) are asked one after the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from rich.text import Text
+
+from heron.cli.tui.render import describe_call
+from heron.cli.tui.sanitize import visible
+from heron.coding.control import Answer, AskReply, PermissionPrompt
+
+MARK = " › "  # noqa: RUF001 - the input marker, not a quote
+LABEL = "allow? 1/2/3" + MARK
+COMMAND_LINES = 20
+DECLINED = "the user declined at the permission prompt (Esc)"
+_CHOICES: dict[str, Answer] = {"1": "allow_once", "y": "allow_once", "yes": "allow_once", "once": "allow_once",
+            "2": "allow_always", "a": "allow_always", "always": "allow_always",
+            "3": "deny", "n": "deny", "no": "deny", "deny": "deny"}
+
+
+class Asking(Protocol):
+    """What the asker needs of the controller."""
+
+    def _print(self, text: Text) -> None: ...
+    def error(self, message: str) -> None: ...
+    async def ask_line(self, label: str, say: str | None = None) -> str | None: ...
+
+
+def parse_answer(text: str) -> tuple[Answer | None, str]:
+    """``"3 use make"`` -> ``("deny", "use make")``; an unknown first word -> ``(None, "")``."""
+    first, _, rest = text.strip().partition(" ")
+    return _CHOICES.get(first.lower()), rest.strip()
+
+
+def always_rule(prompt: PermissionPrompt) -> str | None:
+    """The rule "allow always" would save, or None when saving one would not help: no rule
+    fits the call, or an ask rule asked (ask beats allow, so it would ask again)."""
+    decision = prompt.decision
+    return decision.suggestion if decision.suggestion and decision.rule is None else None
+
+
+class PermissionAsker:
+    """``Control.asker`` for the interactive mode."""
+
+    def __init__(self, ui: Asking) -> None:
+        self.ui = ui
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, prompt: PermissionPrompt) -> AskReply:
+        async with self._lock:
+            self._show(prompt)
+            while True:
+                text = await self.ui.ask_line(LABEL)
+                if text is None:
+                    return AskReply("deny", DECLINED)
+                choice, rest = parse_answer(text)
+                if choice == "allow_always" and always_rule(prompt) is None:
+                    self.ui.error("allow always is not offered for this call; answer 1 (once) or 3 (deny)")
+                    continue
+                if choice == "allow_once" or choice == "allow_always":
+                    return AskReply(choice)
+                if choice == "deny":
+                    return AskReply("deny", rest or await self._reason())
+                self.ui.error("answer 1 (allow once), 2 (allow always) or 3 (deny, a reason may follow)")
+
+    async def _reason(self) -> str:
+        text = await self.ui.ask_line("reason" + MARK, "why? the model is told your reason (Enter: no reason)")
+        return (text or "").strip() or "no reason given"
+
+    def _show(self, prompt: PermissionPrompt) -> None:
+        decision = prompt.decision
+        self.ui._print(Text(f"permission needed: {describe_call(prompt.tool, prompt.args, 100)}",
+                            style="bold yellow"))
+        command = prompt.args.get("command")
+        if prompt.tool == "bash" and isinstance(command, str) and ("\n" in command or len(command) > 100):
+            lines = visible(command).splitlines()
+            for line in lines[:COMMAND_LINES]:
+                self.ui._print(Text(f"  │ {line}"))
+            if len(lines) > COMMAND_LINES:
+                self.ui._print(Text(f"  │ … {len(lines) - COMMAND_LINES} more line(s)", style="dim"))
+        self.ui._print(Text(f"  why: {visible(decision.message)}"))  # names the rule (and its file) or the mode
+        rule = always_rule(prompt)
+        if rule is not None:
+            always = f"2 allow always (adds {rule} to .heron/settings.local.json)"
+        elif decision.rule is not None:  # ask beats allow: a remembered allow would not stop the asking
+            always = f"(an ask rule always asks: remove it from {decision.rule.source} to stop)"
+        else:
+            always = "(allow always not offered: no rule fits this call)"
+        self.ui._print(Text(f"  1 allow once   {always}   3 deny (a reason may follow: 3 REASON)"))
