@@ -75,23 +75,26 @@ async def test_esc_at_the_question_denies_and_the_run_goes_on(project: Path, hom
     assert not (project / "made.txt").exists()
 
 
-async def test_an_unclear_answer_is_asked_again_and_always_is_refused_for_an_ask_rule(
+async def test_an_unclear_answer_is_asked_again_and_always_on_an_ask_rule_lasts_the_session(
     project: Path, home: Path, faux: FauxProvider
 ) -> None:
-    faux.queue(tool_call("bash", {"command": "touch made.txt"}), text("ran"))
+    faux.queue(tool_call("bash", {"command": "touch made.txt"}), text("ran"),
+               tool_call("bash", {"command": "touch again.txt"}), text("ran again"))
     c = controller_with_ask_rule(project, home, faux, "Bash(touch:*)")
     await c.submit("make it")
     await until_asked(c)
-    assert "an ask rule always asks" in output(c.console)
+    assert "2 allow for the rest of this session (the ask rule stays in" in output(c.console)
     await c.submit("maybe")
     await until_asked(c)
     assert "answer 1 (allow once), 2 (allow always) or 3 (deny" in output(c.console)
     await c.submit("2")
-    await until_asked(c)
-    assert "allow always is not offered for this call" in output(c.console)
-    await c.submit("1")
     await c.wait()
     assert (project / "made.txt").exists()
+    asked = output(c.console).count("permission needed:")
+    await c.submit("make another")
+    await c.wait()
+    assert (project / "again.txt").exists()
+    assert output(c.console).count("permission needed:") == asked  # not asked again in this session
     assert not (project / ".heron" / "settings.local.json").exists()
 
 

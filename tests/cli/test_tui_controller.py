@@ -353,3 +353,24 @@ async def test_in_memory_sessions_work_too(project: Path, home: Path, faux: Faux
     assert "forked: in memory" in await submit(c, "/fork")
     assert not list((home / "sessions").glob("**/*.jsonl")) if (home / "sessions").exists() else True
     assert isinstance(c.session.store, SessionStore)
+
+
+# --- extension commands ------------------------------------------------------------------
+
+
+async def test_an_extension_command_runs_from_the_input_line_and_is_listed(project: Path, home: Path,
+                                                                          faux: FauxProvider) -> None:
+    (home / "extensions").mkdir(exist_ok=True)
+    (home / "extensions" / "review.py").write_text(
+        "def register(api):\n"
+        "    @api.command('review', 'review the staged changes')\n"
+        "    def review(args):\n"
+        "        return f'Review the staged diff, focusing on {args}'\n")
+    faux.queue(text("Looks fine."))
+    c = controller_for(project, home, faux)
+    assert c.session.extensions.load(trusted=False) == []
+    out = await submit(c, "/review error handling")
+    assert "unknown command" not in out and "Looks fine." in out
+    assert user_texts(faux.requests[-1])[-1] == "Review the staged diff, focusing on error handling"
+    await c.submit("/help")
+    assert "extension commands: /review" in output(c.console)

@@ -158,6 +158,8 @@ def _make_prompt(app: App, controller: Controller) -> Any:
             yield f"skill:{skill.name}", skill.description[:60]
         for template in s.templates.sorted():
             yield template.name, template.description[:60]
+        for name, description in s.extensions.commands.names():
+            yield name, description[:60]
 
     def arguments(name: str) -> Iterable[str]:
         if name == "model":

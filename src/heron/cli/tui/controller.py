@@ -310,7 +310,11 @@ class Controller(SessionCommands, ControlCommands):
         self.start_run(attached.text, attached.images)
 
     def _slash_prompt(self, parsed: Prompt) -> None:
-        """``/skill:name`` or a prompt template: the session expands it when prompting."""
+        """``/skill:name``, a prompt template or an extension's command: the session expands
+        (or runs) it when prompting."""
+        if self.session.extensions.commands.match(parsed.text) is not None:
+            self.start_run(parsed.text)
+            return
         try:
             expanded = self.session.expand_input(parsed.text)
         except SkillNotFoundError as exc:
@@ -406,6 +410,8 @@ class Controller(SessionCommands, ControlCommands):
             self._print(Text("  skills: " + " ".join(skills), style="dim"))
         if templates:
             self._print(Text("  templates: " + " ".join(templates), style="dim"))
+        if commands := [f"/{name}" for name, _ in s.extensions.commands.names()]:
+            self._print(Text("  extension commands: " + " ".join(commands), style="dim"))
 
     def _cmd_quit(self, args: str) -> None:
         self.quit_requested = True

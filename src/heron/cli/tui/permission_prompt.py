@@ -68,7 +68,7 @@ class PermissionAsker:
                 if text is None:
                     return AskReply("deny", DECLINED)
                 choice, rest = parse_answer(text)
-                if choice == "allow_always" and always_rule(prompt) is None:
+                if choice == "allow_always" and always_rule(prompt) is None and prompt.decision.rule is None:
                     self.ui.error("allow always is not offered for this call; answer 1 (once) or 3 (deny)")
                     continue
                 if choice == "allow_once" or choice == "allow_always":
@@ -96,8 +96,9 @@ class PermissionAsker:
         rule = always_rule(prompt)
         if rule is not None:
             always = f"2 allow always (adds {rule} to .heron/settings.local.json)"
-        elif decision.rule is not None:  # ask beats allow: a remembered allow would not stop the asking
-            always = f"(an ask rule always asks: remove it from {decision.rule.source} to stop)"
+        elif decision.rule is not None:  # ask beats allow: Control approves the ask rule for this process instead
+            always = (f"2 allow for the rest of this session (the ask rule stays in {decision.rule.source}; "
+                      "remove it there to stop the asking)")
         else:
             always = "(allow always not offered: no rule fits this call)"
         self.ui._print(Text(f"  1 allow once   {always}   3 deny (a reason may follow: 3 REASON)"))
