@@ -106,12 +106,11 @@ class Compactor:
             head += injected_messages({DETAIL_CHILDREN: children}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
         # Re-injection never lifts the compacted view above the pruning low-water mark: a
-        # compaction leaves headroom for the next turns instead of refilling it at once.
+        # compaction leaves headroom for the next turns instead of refilling it at once (and
+        # an automatic one, which starts above the marks' midpoint, always saves enough).
         low = policy.prune_marks[1]
-        # It also gets only what the compaction saved beyond twice the required shrink, so
-        # that refilling never makes a compaction look futile.
-        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), low - bare,
-                   int(estimated_before * (1 - 2 * SHRINK_REQUIRED)) - bare)
+        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1,
+                   low - bare)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
         text = reinjected_text(candidates(summarised, kept, self.cwd), self.cwd, room)
         after = bare
