@@ -504,8 +504,8 @@ def main() -> None:
         values = []
         for s in (s_on, s_off):
             v = s[key]
-            values.append(pct(v) if isinstance(v, float) and ("reuse" in key or key.endswith(("share", "ratio"))) else f"{v:,}" if isinstance(v, int)
-                          else f"{v:,.1f}")
+            share = isinstance(v, float) and ("reuse" in key or key.endswith(("share", "ratio")))
+            values.append(pct(v) if share else f"{v:,}" if isinstance(v, int) else f"{v:,.1f}")
         summary_rows.append([title, *values])
     print(table(["figure", "pruning on", "pruning off"], summary_rows))
 
