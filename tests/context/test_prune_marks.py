@@ -14,9 +14,10 @@ import pytest
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
-from heron.ai.providers.faux import FauxProvider
+from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import (
     AssistantMessage,
+    Context,
     StopReason,
     TextContent,
     ToolCall,
@@ -24,7 +25,9 @@ from heron.ai.types import (
     UserMessage,
     now_ms,
 )
+from heron.coding.runtime import CodingSession
 from heron.coding.settings import PruningSettings, load_settings, settings_from_dict
+from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
 from heron.context.decisions import DECISION_CUSTOM_TYPE
 from heron.context.ledger import Ledger
 from heron.context.policy import ContextPolicy, PolicySettings
@@ -220,3 +223,43 @@ def test_bad_marks_are_reported_and_the_defaults_kept(tmp_path: Path, monkeypatc
 def test_a_low_mark_above_the_high_one_is_clamped(make: Any) -> None:
     s = make(prune_high_water=0.5, prune_low_water=0.9)
     assert s.policy.prune_marks == (6_000, 6_000)
+
+
+# --- a compaction leaves headroom ---------------------------------------------------------------------
+
+
+async def test_reinjection_stops_at_the_low_water_mark(tmp_path: Path, faux: FauxProvider,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files re-injected after a compaction get only the room under the low-water mark, so
+    the compacted view has headroom for the next turns instead of being refilled at once."""
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for n in range(1, 5):
+        (proj / f"f{n}.py").write_text("".join(f"value_{n}_{i} = {i}  # a line of module {n}\n" for i in range(300)))
+    script = [*(tool_call("read", {"path": f"f{n}.py"}) for n in range(1, 5)), text("read them all")]
+
+    def reply(context: Context) -> FauxReply:
+        return text("## Goal\nsummary") if context.system_prompt == SUMMARISER_SYSTEM_PROMPT else script.pop(0)
+
+    faux.set_fallback(reply)
+
+    def session(low: float) -> CodingSession:
+        return CodingSession(cwd=proj, model=faux.model(context_window=32_000, max_tokens=4_096),
+                             store=SessionStore.create(proj), home=tmp_path / "home",
+                             settings=settings_from_dict({"compaction": {"keepRecentTokens": 100},
+                                                          "pruning": {"lowWater": low}}))
+
+    wide = session(1.0)
+    await wide.prompt("read f1.py to f4.py")
+    end = await wide.compact()
+    assert end is not None and end.entry_id is not None
+    roomy = end.tokens_after  # the re-injection budget (15% of the window) binds
+    script[:] = [*(tool_call("read", {"path": f"f{n}.py"}) for n in range(1, 5)), text("read them all")]
+    tight = session(0.15)
+    await tight.prompt("read f1.py to f4.py")
+    end = await tight.compact()
+    assert end is not None and end.entry_id is not None
+    low = tight.policy.prune_marks[1]
+    assert end.tokens_after <= low < roomy

@@ -263,7 +263,7 @@ class ContextPolicy:
                 # the step removed is known, so the view is at least the old count minus that.
                 tokens = max(self.count(view), tokens - saved)
                 stepped = True
-        # A step that could not reach the low-water mark: what fills the budget is the
+        # A step that could not get below the marks' midpoint: what fills the budget is the
         # conversation itself, which only a compaction removes. Compacting now, while the
         # prefix breaks anyway, spares the string of ever shallower steps that would follow.
         middle = (high + low) // 2
