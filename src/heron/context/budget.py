@@ -171,3 +171,26 @@ def request_tokens(
         return fixed_tokens + sum(context_message_tokens(m) for m in messages)
     reported = _reported(messages[index]) or 0
     return reported + sum(context_message_tokens(m) for m in messages[index + 1:])
+
+
+def calibrated_request_tokens(
+    messages: Sequence[AgentMessage],
+    fixed_tokens: int,
+    *,
+    floor_ms: int = 0,
+    model: tuple[str, str] | None = None,
+    max_ratio: float = 1.5,
+) -> int:
+    """:func:`request_tokens`, with the part after the anchor estimated at the provider's
+    own rate: its report over heron's estimate of the same request (never below 1, at
+    most ``max_ratio``). chars / 4 misses JSON escaping and each message's framing; the
+    anchored request says by how much, for this conversation and this provider. Never
+    less than :func:`request_tokens`, so a view that passes this count passes that one."""
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    if index is None:
+        return fixed_tokens + sum(context_message_tokens(m) for m in messages)
+    reported = _reported(messages[index]) or 0
+    anchored = fixed_tokens + sum(context_message_tokens(m) for m in messages[: index + 1])
+    ratio = min(max_ratio, max(1.0, reported / max(1, anchored)))
+    tail = sum(context_message_tokens(m) for m in messages[index + 1:])
+    return reported + math.ceil(tail * ratio)

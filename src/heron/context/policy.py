@@ -26,7 +26,7 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import context_message_tokens, request_tokens
+from heron.context.budget import calibrated_request_tokens, context_message_tokens
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -221,9 +221,12 @@ class ContextPolicy:
         return self.views.apply(messages, self.decisions)
 
     def count(self, view: Sequence[AgentMessage]) -> int:
+        """Tokens of the request ``view`` makes: the anchor, and what came after it at the
+        provider's own rate (:func:`calibrated_request_tokens`; never less than the plain
+        count the invariants check)."""
         model = self.model
-        return request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
-                              model=(model.provider, model.id))
+        return calibrated_request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
+                                         model=(model.provider, model.id))
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
