@@ -297,11 +297,13 @@ class ContextPolicy:
         return view
 
     def _worth_compacting(self, view: Sequence[AgentMessage], tokens: int, excess: int) -> bool:
-        """Whether a compaction now would remove at least ``excess`` tokens (and a tenth of
-        the window): the view minus what it would keep (the recent messages, as pruned).
-        ``tokens`` is the view's count; what it has over the chars/4 estimate is each
-        message's framing, spread evenly over the messages (the history a compaction
-        removes is many small messages, so their framing matters)."""
+        """Whether the history that pruning cannot reduce - everything before the results
+        it protects, old results already stubbed - is at least ``excess`` tokens (and a
+        tenth of the window), and a compaction now would remove that much. Recent results
+        above the marks are not a reason to compact: that would summarise exactly what
+        ``keep_turns`` protects. ``tokens`` is the view's count; what it has over the
+        chars/4 estimate is each message's framing, spread evenly over the messages (the
+        history is many small messages, so their framing matters)."""
         leaf = self.store.leaf_id
         if leaf is None:
             return False
@@ -309,11 +311,16 @@ class ContextPolicy:
         plan = prepare_compaction(path, self.compaction_settings)
         if plan is None or not plan.has_work:
             return False
-        kept = [m for m in (entry_message(e) for e in path[plan.first_kept_index:]) if m is not None]
         framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
-        kept_view = self.view(kept)
-        removable = (self.estimate(view) - self.estimate(kept_view) + framing * (len(view) - len(kept_view))
-                     - SUMMARY_ALLOWANCE_TOKENS)
+
+        def size(messages: Sequence[AgentMessage]) -> float:
+            return sum(context_message_tokens(m) for m in messages) + framing * len(messages)
+
+        kept = self.view([m for m in (entry_message(e) for e in path[plan.first_kept_index:]) if m is not None])
+        asks = [i for i, m in enumerate(view) if isinstance(m, AssistantMessage)]
+        keep = self.settings.prune_keep_turns
+        boundary = asks[-keep] if keep and len(asks) >= keep else len(view) if not keep else 0
+        removable = min(size(view[:boundary]), size(view) - size(kept)) - SUMMARY_ALLOWANCE_TOKENS
         return removable >= max(excess, int(self.window * PRUNE_MIN_STEP_SHARE))
 
     def _why_over(self) -> str:
