@@ -111,12 +111,19 @@ class Compactor:
         low = policy.prune_marks[1]
         room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1,
                    low - bare)
+        early = policy.compacting_early
+        if early:  # asked for below the threshold: it must save what a compaction is required to
+            room = min(room, int(estimated_before * (1 - 2 * SHRINK_REQUIRED)) - bare)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
         text = reinjected_text(candidates(summarised, kept, self.cwd), self.cwd, room)
         after = bare
         if text is not None:
             details[DETAIL_REINJECTED] = text
             after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
+        if early and after > estimated_before * (1 - SHRINK_REQUIRED):
+            return CompactionOutcome(tokens_before=before, tokens_after=after,
+                                     skipped=f"an early compaction would save too little ({estimated_before:,} -> "
+                                             f"{after:,} tokens)")
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
             policy.disable_auto_compaction(reason_text)

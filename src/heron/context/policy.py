@@ -145,6 +145,9 @@ class ContextPolicy:
         self.last_tokens = 0
         self.last_max_tokens = 0
         self.over_threshold_reason: str | None = None
+        # A compaction the policy asked for below the threshold (after a shallow step): if
+        # it would not save enough it is skipped, and automatic compaction stays on.
+        self.compacting_early = False
         self.reload()
 
     # --- state from the session ----------------------------------------------------------
@@ -274,7 +277,11 @@ class ContextPolicy:
                  and self._worth_compacting(view, tokens, tokens - middle))
         if (tokens > self.threshold or early) and not signal.aborted:
             if self.auto_compaction:
-                rebuilt = await compact()
+                self.compacting_early = early and tokens <= self.threshold
+                try:
+                    rebuilt = await compact()
+                finally:
+                    self.compacting_early = False
                 if rebuilt is not None:
                     messages = rebuilt
                     view = self.view(messages)
