@@ -194,7 +194,7 @@ async def test_sixteen_k_window_twelve_heavy_turns(project: Path, strict: tuple[
         assert prompt + completion <= WINDOW, (kind, prompt, completion)
     turns = [c for c in handler.counts if c[0] == "turn"]
     assert len(turns) == 2 * TURNS  # one call and one answer per turn: nothing retried
-    # read and bash cut their output to the per-result budget (20% of the window) with their
+    # read and bash cut their output to the per-result budget (15% of the window) with their
     # own notices; it is not spilled again to a 2,000-character preview
     results = [e.message for e in store.entries() if isinstance(e, MessageEntry)
                and isinstance(e.message, ToolResultMessage)]

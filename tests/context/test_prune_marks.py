@@ -199,7 +199,7 @@ def test_a_deep_enough_step_does_not_compact(make: Any) -> None:
 
 def test_the_marks_are_settings_with_documented_defaults() -> None:
     assert PruningSettings() == PruningSettings(True, PRUNE_HIGH_WATER, PRUNE_LOW_WATER, PRUNE_KEEP_TURNS)
-    assert (PRUNE_HIGH_WATER, PRUNE_LOW_WATER, PRUNE_KEEP_TURNS) == (1.0, 0.3, 2)
+    assert (PRUNE_HIGH_WATER, PRUNE_LOW_WATER, PRUNE_KEEP_TURNS) == (1.0, 0.3, 3)
     chosen = settings_from_dict({"pruning": {"highWater": 0.8, "lowWater": 0.4, "keepTurns": 1}}).pruning
     assert (chosen.high_water, chosen.low_water, chosen.keep_turns) == (0.8, 0.4, 1)
 

@@ -2,7 +2,7 @@
 
 The absolute defaults are caps for large windows; each is also capped by a
 share of the model's window so that a 16k-token local model works with the defaults
-(one result <= 20% of the window, all results of one turn <= 50%). Tokens are turned
+(one result <= 15% of the window, all results of one turn <= 50%). Tokens are turned
 into characters/bytes at 4 per token, the same estimate heron uses everywhere. The table of
 limits is in docs/context.md ("Limits that scale with the window").
 """
@@ -15,8 +15,8 @@ CHARS_PER_TOKEN = 4
 # One result's share of the window. Pruning frees room in steps (docs/context.md,
 # "Pruning"): with one result at 30% of a small window, the latest result alone filled
 # half the input budget after a step and the next big one forced another step, a
-# prompt-cache miss nearly every turn; at 20% a step lasts several results.
-RESULT_WINDOW_SHARE = 0.20
+# prompt-cache miss nearly every turn; at 15% a step lasts several results.
+RESULT_WINDOW_SHARE = 0.15
 TURN_WINDOW_SHARE = 0.50
 
 

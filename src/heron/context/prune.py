@@ -28,7 +28,7 @@ DEFAULT_KEEP_TURNS = 3
 # the input budget (window - reserve).
 PRUNE_HIGH_WATER = 1.0
 PRUNE_LOW_WATER = 0.3
-PRUNE_KEEP_TURNS = 2  # the results of the last two assistant messages are never pruned
+PRUNE_KEEP_TURNS = DEFAULT_KEEP_TURNS  # the results of the last three assistant messages are never pruned
 # Results shorter than this are left alone: the stub would save almost nothing and the
 # model would lose an exact detail (an edit's confirmation, an exit code).
 MIN_PRUNE_CHARS = 600
