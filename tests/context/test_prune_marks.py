@@ -263,3 +263,42 @@ async def test_reinjection_stops_at_the_low_water_mark(tmp_path: Path, faux: Fau
     assert end is not None and end.entry_id is not None
     low = tight.policy.prune_marks[1]
     assert end.tokens_after <= low < roomy
+
+
+async def test_an_early_compaction_that_saves_too_little_is_skipped(tmp_path: Path, faux: FauxProvider,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """One the policy asks for below the threshold is not written when it would save less
+    than a compaction must, and it never switches automatic compaction off (a threshold
+    compaction that saved that little would)."""
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+
+    def run(early: bool) -> Any:
+        script = [text("hello"), text("noted")]
+
+        def reply(context: Context) -> FauxReply:
+            return text("## Goal\nsummary") if context.system_prompt == SUMMARISER_SYSTEM_PROMPT else script.pop(0)
+
+        faux.set_fallback(reply)
+        session = CodingSession(cwd=proj, model=faux.model(context_window=128_000, max_tokens=4_096),
+                                store=SessionStore.create(proj), home=tmp_path / "home",
+                                settings=settings_from_dict({"compaction": {"keepRecentTokens": 100}}))
+
+        async def go() -> Any:
+            await session.prompt("hi")
+            await session.prompt("keep this in mind: " + "x" * 40_000)  # kept: the history is one tiny turn
+            session.policy.compacting_early = early
+            end = await session.compact(reason="threshold")
+            session.policy.compacting_early = False
+            return session, end
+
+        return go()
+
+    session, end = await run(early=True)
+    assert end is None  # nothing written
+    assert not [e for e in session.store.entries() if type(e).__name__ == "CompactionEntry"]
+    assert session.policy.auto_compaction
+    session, end = await run(early=False)  # the same compaction at the threshold switches it off
+    assert not session.policy.auto_compaction
