@@ -173,7 +173,8 @@ def request_tokens(
     return reported + sum(context_message_tokens(m) for m in messages[index + 1:])
 
 
-def calibrated_request_tokens(
+
+def tail_pressure(
     messages: Sequence[AgentMessage],
     fixed_tokens: int,
     *,
@@ -181,16 +182,21 @@ def calibrated_request_tokens(
     model: tuple[str, str] | None = None,
     max_ratio: float = 1.5,
 ) -> int:
-    """:func:`request_tokens`, with the part after the anchor estimated at the provider's
-    own rate: its report over heron's estimate of the same request (never below 1, at
-    most ``max_ratio``). chars / 4 misses JSON escaping and each message's framing; the
-    anchored request says by how much, for this conversation and this provider. Never
-    less than :func:`request_tokens`, so a view that passes this count passes that one."""
+    """What :func:`request_tokens` misses, estimated: the messages after the anchor at the
+    provider's own rate rather than chars / 4. The rate is the anchored request's prompt
+    count (input + cache, not the reply's output, which may hold hidden reasoning) over
+    heron's estimate of that prompt, between 1 and ``max_ratio``; 0 without an anchor.
+    chars / 4 misses JSON escaping and each message's framing, which this conversation's
+    own report measures."""
     index = last_usage_index(messages, floor_ms=floor_ms, model=model)
     if index is None:
-        return fixed_tokens + sum(context_message_tokens(m) for m in messages)
-    reported = _reported(messages[index]) or 0
-    anchored = fixed_tokens + sum(context_message_tokens(m) for m in messages[: index + 1])
-    ratio = min(max_ratio, max(1.0, reported / max(1, anchored)))
+        return 0
+    message = messages[index]
+    if not isinstance(message, AssistantMessage):
+        return 0
+    usage = message.usage
+    prompt = usage.input + usage.cache_read + usage.cache_write
+    estimated = fixed_tokens + sum(context_message_tokens(m) for m in messages[:index])
+    ratio = min(max_ratio, max(1.0, prompt / max(1, estimated)))
     tail = sum(context_message_tokens(m) for m in messages[index + 1:])
-    return reported + math.ceil(tail * ratio)
+    return math.ceil(tail * (ratio - 1.0))

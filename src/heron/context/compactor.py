@@ -105,15 +105,8 @@ class Compactor:
             details[DETAIL_CHILDREN] = children
             head += injected_messages({DETAIL_CHILDREN: children}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
-        # Re-injection never lifts the compacted view above the pruning low-water mark: a
-        # compaction leaves headroom for the next turns instead of refilling it at once (and
-        # an automatic one, which starts above the marks' midpoint, always saves enough).
-        low = policy.prune_marks[1]
-        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1,
-                   low - bare)
         early = policy.compacting_early
-        if early:  # asked for below the threshold: it must save what a compaction is required to
-            room = min(room, int(estimated_before * (1 - 2 * SHRINK_REQUIRED)) - bare)
+        room = self._reinject_room(bare, estimated_before, early)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
         text = reinjected_text(candidates(summarised, kept, self.cwd), self.cwd, room)
         after = bare
@@ -145,6 +138,18 @@ class Compactor:
         outcome = CompactionOutcome(tokens_before=before, entry_id=entry.id, summary=result.summary,
                                     estimated_before=estimated_before)
         return self._rebuilt(outcome)
+
+    def _reinject_room(self, bare: int, estimated_before: int, early: bool) -> int:
+        """Tokens the re-injected files may take. Never more than the summary saved (the
+        context must not grow), and never above the pruning low-water mark: a compaction
+        leaves headroom for the next turns instead of refilling it at once. An early one
+        (asked for below the threshold) keeps twice the saving a compaction must make."""
+        policy = self.policy
+        low = policy.prune_marks[1]
+        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1, low - bare)
+        if early:
+            room = min(room, int(estimated_before * (1 - 2 * SHRINK_REQUIRED)) - bare)
+        return room
 
     def _rebuilt(self, outcome: CompactionOutcome) -> CompactionOutcome:
         """The conversation after the new compaction entry, and what its size means."""

@@ -26,7 +26,7 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import calibrated_request_tokens, context_message_tokens
+from heron.context.budget import context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -224,12 +224,17 @@ class ContextPolicy:
         return self.views.apply(messages, self.decisions)
 
     def count(self, view: Sequence[AgentMessage]) -> int:
-        """Tokens of the request ``view`` makes: the anchor, and what came after it at the
-        provider's own rate (:func:`calibrated_request_tokens`; never less than the plain
-        count the invariants check)."""
         model = self.model
-        return calibrated_request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
-                                         model=(model.provider, model.id))
+        return request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
+                              model=(model.provider, model.id))
+
+    def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
+        """``tokens`` (the count) plus what chars / 4 misses after the usage anchor, at the
+        provider's own rate (:func:`tail_pressure`): what pruning and compaction decide on,
+        so a request the provider counts over the threshold is not sent on an undercount."""
+        model = self.model
+        return tokens + tail_pressure(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
+                                      model=(model.provider, model.id))
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
@@ -256,28 +261,30 @@ class ContextPolicy:
         self.over_threshold_reason = None
         view = self.view(messages)
         tokens = self.count(view)
+        load = self.load(view, tokens)  # what the decisions compare: never less than the count
         high, low = self.prune_marks
         stepped = False
-        if self.settings.pruning and tokens > high:
+        if self.settings.pruning and load > high:
             # Small steps only when they might spare a compaction (each is a cache miss).
-            min_saving = 0 if tokens > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
-            saved = self.prune(messages, min_saving, target_saving_tokens=tokens - low)
+            min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
+            saved = self.prune(messages, min_saving, target_saving_tokens=load - low)
             if saved:
                 view = self.view(messages)
-                # The count before the step was anchored on the provider's report; after it,
+                tokens = self.count(view)
+                # The load before the step was anchored on the provider's report; after it,
                 # everything is estimated, and chars/4 misses each message's framing. What
-                # the step removed is known, so the view is at least the old count minus that.
-                tokens = max(self.count(view), tokens - saved)
+                # the step removed is known, so the view is at least the old load minus that.
+                load = max(self.load(view, tokens), load - saved)
                 stepped = True
         # A step that could not get below the marks' midpoint: what fills the budget is the
         # conversation itself, which only a compaction removes. Compacting now, while the
         # prefix breaks anyway, spares the string of ever shallower steps that would follow.
         middle = (high + low) // 2
-        early = (stepped and tokens > middle and self.auto_compaction
-                 and self._worth_compacting(view, tokens, tokens - middle))
-        if (tokens > self.threshold or early) and not signal.aborted:
+        early = (stepped and load > middle and self.auto_compaction
+                 and self._worth_compacting(view, load, load - middle))
+        if (load > self.threshold or early) and not signal.aborted:
             if self.auto_compaction:
-                self.compacting_early = early and tokens <= self.threshold
+                self.compacting_early = early and load <= self.threshold
                 try:
                     rebuilt = await compact()
                 finally:
@@ -286,8 +293,9 @@ class ContextPolicy:
                     messages = rebuilt
                     view = self.view(messages)
                     tokens = self.count(view)
-                    if (tokens > self.threshold and self.settings.pruning
-                            and self.prune(messages, 0, target_saving_tokens=tokens - low)):
+                    load = self.load(view, tokens)
+                    if (load > self.threshold and self.settings.pruning
+                            and self.prune(messages, 0, target_saving_tokens=load - low)):
                         view = self.view(messages)
                         tokens = self.count(view)
             if tokens > self.threshold:
