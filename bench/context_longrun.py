@@ -34,11 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import RESULTS, parser, table, write_json
 from heron.ai.providers.faux import FauxProvider, FauxReply, _common_prefix, error, serialise_request, text
 from heron.ai.registry import unregister_provider
-from heron.ai.types import Context, TextContent, ToolCall
+from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.prune import PRUNE_LOW_WATER
 from heron.session.store import SessionStore
 
 WINDOW = 32_000
@@ -46,6 +47,7 @@ MAX_TOKENS = 8_192
 SEED = 6
 FILES = 14
 TARGET_REUSE = 0.95
+TARGET_WHOLE_PREFIX = 0.85  # issue 10: share of requests that carry the whole previous one
 
 
 # --- the scripted session ------------------------------------------------------------------
@@ -235,6 +237,9 @@ class Run:
     pruned_results: int
     rejected: int
     threshold: int
+    prune_ages: list[int] = field(default_factory=list)  # turns between a result and its pruning
+    results: int = 0  # tool results the model got
+    cut_results: int = 0  # ...of which cut to the size cap (read/bash byte limit or a spill preview)
 
 
 async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
@@ -308,6 +313,7 @@ def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int
         ))
         previous = payload
     prune_steps = compactions = pruned = 0
+    ages: list[int] = []
     last_prune_at = -1
     for count, kind, event in marks:
         target = next((r for r, j in zip(requests, main, strict=True) if j >= count), None)
@@ -316,6 +322,9 @@ def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int
         if kind == "prune":
             pruned += 1
             target.pruned += 1
+            ref = str(getattr(event, "ref", "") or "")  # the bench's call ids: t<turn>_<step>
+            if ref.startswith("t") and "_" in ref:
+                ages.append(target.turn - int(ref[1:ref.index("_")]))
             if count != last_prune_at:
                 prune_steps += 1
                 last_prune_at = count
@@ -326,10 +335,24 @@ def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int
     for r in requests:
         if r.pruned:
             r.events.insert(0, f"prune x{r.pruned}")
+    results, cut = tool_results(faux)
     return Run(name=name, requests=requests, summary_requests=len(summary_ix),
                summary_tokens=sum(math.ceil(len(faux.payloads[j]) / 4) for j in summary_ix),
                compactions=compactions, prune_steps=prune_steps, pruned_results=pruned,
-               rejected=script.rejected, threshold=threshold)
+               rejected=script.rejected, threshold=threshold, prune_ages=ages, results=results, cut_results=cut)
+
+
+def tool_results(faux: FauxProvider) -> tuple[int, int]:
+    """(tool results sent, those cut to the size cap): what the per-result cap costs."""
+    seen: dict[str, bool] = {}
+    for context in faux.requests:
+        for message in context.messages:
+            if isinstance(message, ToolResultMessage) and message.tool_call_id not in seen:
+                details: Any = message.details if isinstance(message.details, dict) else {}
+                truncation = details.get("truncation") or {}
+                by_size = isinstance(truncation, dict) and truncation.get("truncated_by") == "bytes"
+                seen[message.tool_call_id] = by_size or "budget_spill" in details
+    return len(seen), sum(seen.values())
 
 
 # --- report --------------------------------------------------------------------------------
@@ -344,8 +367,18 @@ def stats(r: Run) -> dict[str, Any]:
     ideal = [min(1.0, reqs[i - 1].tokens / reqs[i].tokens) for i in range(1, len(reqs))
              if not reqs[i].pruned and not reqs[i].compacted]
     broken = [q for q in steady if q.reuse_of_previous < 0.999]
+    whole = [q for q in reqs[1:] if q.reuse_of_previous >= 0.999]
+    ages = sorted(r.prune_ages)
     return {
         "requests": len(reqs),
+        "whole_prefix_requests": len(whole),
+        "whole_prefix_share": len(whole) / max(1, len(reqs)),
+        "cache_hit_ratio": cached / max(1, total),
+        "tool_results": r.results,
+        "tool_results_cut_to_cap": r.cut_results,
+        "pruned_age_min_turns": ages[0] if ages else -1,
+        "pruned_age_median_turns": ages[len(ages) // 2] if ages else -1,
+        "pruned_within_one_turn": sum(1 for a in ages if a <= 1),
         "max_tokens_sent": max(q.tokens for q in reqs),
         "window": WINDOW,
         "threshold": r.threshold,
@@ -397,7 +430,8 @@ def plot(runs: list[Run], target: Path) -> None:
                     label=f"{r.name}: prefix / request")
     top.axhline(WINDOW, color="red", ls="--", lw=1, label=f"window {WINDOW:,}")
     top.axhline(runs[0].threshold, color="grey", ls=":", lw=1, label=f"compaction threshold {runs[0].threshold:,}")
-    top.axhline(WINDOW * 0.5, color="grey", ls="-.", lw=0.8, label="prune threshold (50%)")
+    low = int(runs[0].threshold * PRUNE_LOW_WATER)
+    top.axhline(low, color="grey", ls="-.", lw=0.8, label=f"pruning low-water mark {low:,}")
     top.set_ylabel("tokens sent (serialised / 4)")
     top.set_title(f"Long coding session, {WINDOW:,}-token window, faux provider "
                   f"({max(r.requests[-1].turn for r in runs)} turns)")
@@ -436,6 +470,13 @@ def main() -> None:
     s_on, s_off = stats(on), stats(off)
     keys = [
         ("requests", "requests to the session model"),
+        ("whole_prefix_requests", "requests reusing the whole previous request as their prefix"),
+        ("whole_prefix_share", "  share of all requests (target >= 85%)"),
+        ("cache_hit_ratio", "simulated cache-hit ratio (prefix tokens / input tokens)"),
+        ("tool_results", "tool results"),
+        ("tool_results_cut_to_cap", "  of which cut to the per-result size cap"),
+        ("pruned_within_one_turn", "results pruned within one turn of their call"),
+        ("pruned_age_median_turns", "median age of a result when pruned (turns)"),
         ("max_tokens_sent", "max tokens sent"),
         ("over_window", f"requests over the window ({WINDOW:,})"),
         ("over_threshold", f"requests over window - reserve ({on.threshold:,})"),
@@ -463,8 +504,8 @@ def main() -> None:
         values = []
         for s in (s_on, s_off):
             v = s[key]
-            values.append(pct(v) if isinstance(v, float) and "reuse" in key else f"{v:,}" if isinstance(v, int)
-                          else f"{v:,.1f}")
+            share = isinstance(v, float) and ("reuse" in key or key.endswith(("share", "ratio")))
+            values.append(pct(v) if share else f"{v:,}" if isinstance(v, int) else f"{v:,.1f}")
         summary_rows.append([title, *values])
     print(table(["figure", "pruning on", "pruning off"], summary_rows))
 
@@ -475,7 +516,10 @@ def main() -> None:
               f"prefix stability {pct(s['mean_reuse_of_previous_steady'])} "
               f"({'meets' if ok_reuse else 'misses'} the {pct(TARGET_REUSE)} target); "
               f"cache reads {pct(s['mean_reuse_of_request_steady'])} of each request "
-              f"(bound by new content: best {pct(s['mean_ideal_reuse_of_request_steady'])})")
+              f"(bound by new content: best {pct(s['mean_ideal_reuse_of_request_steady'])}); "
+              f"{s['whole_prefix_requests']}/{s['requests']} requests ({pct(s['whole_prefix_share'])}) reuse the "
+              f"whole previous request ({'meets' if s['whole_prefix_share'] >= TARGET_WHOLE_PREFIX else 'misses'} "
+              f"the {pct(TARGET_WHOLE_PREFIX)} target)")
 
     png = RESULTS / ("context_longrun.quick.png" if args.quick else "context_longrun.png")
     png.parent.mkdir(parents=True, exist_ok=True)

@@ -71,10 +71,11 @@ async def test_prompt_runs_tools_and_persists_everything(project: Path, faux: Fa
 async def test_compaction_is_checked_between_tool_turns(project: Path, faux: FauxProvider) -> None:
     """A single long run on a 16k window: heron compacts mid-run, and no request it sends
     exceeds window - reserve (pi only checks after the run and overflows)."""
-    # pages of ~4.5k tokens: pruning (which keeps the last 3 results) is not enough alone
+    # pages cut to the per-result cap (15% of the window); pruning off, so that only a
+    # compaction between the tool turns keeps the run within the window
     script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 450, "limit": 450}) for i in range(8)]
     summaries = scripted(faux, [*script, text("done reading")])
-    s = session(project, faux, window=16_384)
+    s = session(project, faux, window=16_384, settings={"pruning": {"enabled": False}})
     events: list[str] = []
     s.subscribe(lambda e: events.append(e.type))
     await s.prompt("read big.txt in pages of 450 lines")

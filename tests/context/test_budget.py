@@ -190,8 +190,8 @@ def test_reserve_and_keep_recent_are_capped_at_a_quarter_of_the_window(window: i
 def test_tool_limits_scale_with_the_window(window: int) -> None:
     limits = ToolLimits().for_window(window)
     chars = window * 4
-    assert limits.result_chars == min(50_000, int(chars * 0.30))  # one result: min(50 KB, 30%)
-    assert limits.max_bytes == min(51_200, int(chars * 0.30))  # read/bash cut to the same share
+    assert limits.result_chars == min(50_000, int(chars * 0.15))  # one result: min(50 KB, 15%)
+    assert limits.max_bytes == min(51_200, int(chars * 0.15))  # read/bash cut to the same share
     assert limits.turn_chars == min(200_000, int(chars * 0.50))  # all results of a turn: 50%
     assert limits.preview_chars <= 2_000 and limits.preview_chars <= limits.result_chars
     assert ToolLimits().for_window(window).max_lines == 2_000

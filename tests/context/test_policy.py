@@ -34,6 +34,10 @@ from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 
 FIXED = 50  # the system prompt and tools of these tests, in tokens
+# A step past 9,000 tokens (of a 16,000 window's 12,000 budget) that prunes everything older
+# than the last three assistant messages: what the recording and restart tests below need.
+# The marks themselves are tested in tests/context/test_prune_marks.py.
+EAGER: dict[str, Any] = {"prune_high_water": 0.75, "prune_low_water": 0.01, "prune_keep_turns": 3}
 OLD = now_ms() - 3_600_000  # messages written before any decision of a test
 
 
@@ -139,7 +143,7 @@ def eight_reads() -> list[AgentMessage]:
 
 
 def test_a_prune_step_is_recorded_and_a_new_process_sends_the_same_bytes(session_for: Callable[..., Session]) -> None:
-    s = session_for(window=16_000)
+    s = session_for(window=16_000, **EAGER)
     s.add(eight_reads())
     view = s.prepare()
     recorded = decision_entries(s.store)
@@ -161,7 +165,7 @@ def test_a_prune_step_is_recorded_and_a_new_process_sends_the_same_bytes(session
 
 
 def test_the_same_process_sends_the_same_stubs_on_every_request(session_for: Callable[..., Session]) -> None:
-    s = session_for(window=16_000)
+    s = session_for(window=16_000, **EAGER)
     s.add(eight_reads())
     first = s.prepare()
     s.add([user("and now?", ts=now_ms() + 1_000)])
@@ -171,7 +175,7 @@ def test_the_same_process_sends_the_same_stubs_on_every_request(session_for: Cal
 
 
 def test_a_later_prune_step_adds_stubs_and_keeps_the_earlier_ones(session_for: Callable[..., Session]) -> None:
-    s = session_for(window=16_000)
+    s = session_for(window=16_000, **EAGER)
     s.add(eight_reads())
     first = {m.tool_call_id: m.text() for m in s.prepare() if isinstance(m, ToolResultMessage)}
     later = now_ms() + 1_000
@@ -188,8 +192,8 @@ def test_a_later_prune_step_adds_stubs_and_keeps_the_earlier_ones(session_for: C
 
 
 def test_small_steps_are_not_taken_below_the_threshold(session_for: Callable[..., Session]) -> None:
-    s = session_for(window=16_000)
-    messages: list[AgentMessage] = [user("x" * 4 * 7_000)]  # past half the window, nothing much to prune
+    s = session_for(window=16_000, prune_high_water=0.5)
+    messages: list[AgentMessage] = [user("x" * 4 * 7_000)]  # past the high-water mark, nothing much to prune
     for i in range(4):
         messages += read_turn(i, size=700)
     s.add(messages)
@@ -482,7 +486,7 @@ def test_the_learned_window_is_below_the_rejected_size_when_the_error_names_no_c
 def test_a_pruned_read_does_not_answer_a_re_read(session_for: Callable[..., Session]) -> None:
     """The read tool's question is answered from the view sent: a pruned read (its stub
     keeps the original details) is not content the model still has, in either process."""
-    s = session_for(window=16_000)
+    s = session_for(window=16_000, **EAGER)
     s.add(eight_reads())
     s.prepare()
     assert "c0" in s.policy.decisions.stubs and "c7" not in s.policy.decisions.stubs

@@ -100,7 +100,9 @@ async def drive(root: Path, home: Path, turns: list[list[str]], restart_before: 
     recorder = Recorder(script(turns))
     try:
         model = recorder.provider.model(context_window=WINDOW, max_tokens=4_096)
-        settings = settings_from_dict({"memory": {"directory": str(home / "memory")}})
+        # pruning from half the budget, so that these short scenarios prune as well as compact
+        settings = settings_from_dict({"memory": {"directory": str(home / "memory")},
+                                       "pruning": {"highWater": 0.5, "lowWater": 0.2}})
         store = SessionStore.create(root, home=home)
         session: CodingSession | None = None
         ids = [store.session_id]

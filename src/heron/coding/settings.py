@@ -29,6 +29,7 @@ from typing import Any, cast
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
 
 SETTINGS_FILE = "settings.json"
 LOCAL_SETTINGS_FILE = "settings.local.json"
@@ -59,9 +60,14 @@ class RetrySettings:
 
 @dataclass(frozen=True, slots=True)
 class PruningSettings:
-    """Stubbing of old tool results before compaction (docs/context.md, "Pruning")."""
+    """Stubbing of old tool results before compaction (docs/context.md, "Pruning"): a step
+    starts above ``high_water`` and prunes down to ``low_water`` (shares of the input
+    budget, window - reserve), never touching the last ``keep_turns`` assistant messages."""
 
     enabled: bool = True
+    high_water: float = PRUNE_HIGH_WATER
+    low_water: float = PRUNE_LOW_WATER
+    keep_turns: int = PRUNE_KEEP_TURNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +229,13 @@ def _startup(value: Any) -> str:
     return str(value)
 
 
+def _share(value: Any) -> float:
+    """A share: a number greater than 0 and at most 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise _Bad(f"must be a number greater than 0 and at most 1, not {_type_name(value)} {json.dumps(value)}")
+    return float(value)
+
+
 _POSITIVE = _int(1)
 _NON_NEGATIVE = _int(0)
 
@@ -235,7 +248,7 @@ SCHEMA: dict[str, Any] = {
     "defaultTools": _tools,
     "compaction": {"enabled": _bool, "reserveTokens": _POSITIVE, "keepRecentTokens": _POSITIVE},
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
-    "pruning": {"enabled": _bool},
+    "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
     "toolLimits": {_camel(f.name): _POSITIVE for f in dataclasses.fields(ToolLimits)},
     "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
     "tools": {"maxParallel": _POSITIVE},
@@ -321,6 +334,16 @@ def settings_paths(cwd: Path, home: Path | None = None) -> list[Path]:
     return [home / SETTINGS_FILE, Path(cwd) / ".heron" / SETTINGS_FILE]
 
 
+def _pruning(data: Mapping[str, Any]) -> PruningSettings:
+    defaults = PruningSettings()
+    return PruningSettings(
+        enabled=data.get("enabled", defaults.enabled),
+        high_water=data.get("highWater", defaults.high_water),
+        low_water=data.get("lowWater", defaults.low_water),
+        keep_turns=data.get("keepTurns", defaults.keep_turns),
+    )
+
+
 def _sub(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     value = data.get(key)
     return value if isinstance(value, dict) else {}
@@ -349,7 +372,7 @@ def settings_from_dict(
             base_delay_ms=retry.get("baseDelayMs", defaults_r.base_delay_ms),
             max_delay_ms=retry.get("maxDelayMs", defaults_r.max_delay_ms),
         ),
-        pruning=PruningSettings(enabled=_sub(data, "pruning").get("enabled", True)),
+        pruning=_pruning(_sub(data, "pruning")),
         tool_limits=dataclasses.replace(
             DEFAULT_LIMITS,
             **{f.name: limits[_camel(f.name)] for f in dataclasses.fields(ToolLimits) if _camel(f.name) in limits},

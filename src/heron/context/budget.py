@@ -171,3 +171,32 @@ def request_tokens(
         return fixed_tokens + sum(context_message_tokens(m) for m in messages)
     reported = _reported(messages[index]) or 0
     return reported + sum(context_message_tokens(m) for m in messages[index + 1:])
+
+
+
+def tail_pressure(
+    messages: Sequence[AgentMessage],
+    fixed_tokens: int,
+    *,
+    floor_ms: int = 0,
+    model: tuple[str, str] | None = None,
+    max_ratio: float = 1.5,
+) -> int:
+    """What :func:`request_tokens` misses, estimated: the messages after the anchor at the
+    provider's own rate rather than chars / 4. The rate is the anchored request's prompt
+    count (input + cache, not the reply's output, which may hold hidden reasoning) over
+    heron's estimate of that prompt, between 1 and ``max_ratio``; 0 without an anchor.
+    chars / 4 misses JSON escaping and each message's framing, which this conversation's
+    own report measures."""
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    if index is None:
+        return 0
+    message = messages[index]
+    if not isinstance(message, AssistantMessage):
+        return 0
+    usage = message.usage
+    prompt = usage.input + usage.cache_read + usage.cache_write
+    estimated = fixed_tokens + sum(context_message_tokens(m) for m in messages[:index])
+    ratio = min(max_ratio, max(1.0, prompt / max(1, estimated)))
+    tail = sum(context_message_tokens(m) for m in messages[index + 1:])
+    return math.ceil(tail * (ratio - 1.0))

@@ -105,13 +105,18 @@ class Compactor:
             details[DETAIL_CHILDREN] = children
             head += injected_messages({DETAIL_CHILDREN: children}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
-        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1)
+        early = policy.compacting_early
+        room = self._reinject_room(bare, estimated_before, early)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
         text = reinjected_text(candidates(summarised, kept, self.cwd), self.cwd, room)
         after = bare
         if text is not None:
             details[DETAIL_REINJECTED] = text
             after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
+        if early and after > estimated_before * (1 - SHRINK_REQUIRED):
+            return CompactionOutcome(tokens_before=before, tokens_after=after,
+                                     skipped=f"an early compaction would save too little ({estimated_before:,} -> "
+                                             f"{after:,} tokens)")
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
             policy.disable_auto_compaction(reason_text)
@@ -133,6 +138,18 @@ class Compactor:
         outcome = CompactionOutcome(tokens_before=before, entry_id=entry.id, summary=result.summary,
                                     estimated_before=estimated_before)
         return self._rebuilt(outcome)
+
+    def _reinject_room(self, bare: int, estimated_before: int, early: bool) -> int:
+        """Tokens the re-injected files may take. Never more than the summary saved (the
+        context must not grow), and never above the pruning low-water mark: a compaction
+        leaves headroom for the next turns instead of refilling it at once. An early one
+        (asked for below the threshold) keeps twice the saving a compaction must make."""
+        policy = self.policy
+        low = policy.prune_marks[1]
+        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1, low - bare)
+        if early:
+            room = min(room, int(estimated_before * (1 - 2 * SHRINK_REQUIRED)) - bare)
+        return room
 
     def _rebuilt(self, outcome: CompactionOutcome) -> CompactionOutcome:
         """The conversation after the new compaction entry, and what its size means."""

@@ -2,7 +2,7 @@
 
 The absolute defaults are caps for large windows; each is also capped by a
 share of the model's window so that a 16k-token local model works with the defaults
-(one result <= 30% of the window, all results of one turn <= 50%). Tokens are turned
+(one result <= 15% of the window, all results of one turn <= 50%). Tokens are turned
 into characters/bytes at 4 per token, the same estimate heron uses everywhere. The table of
 limits is in docs/context.md ("Limits that scale with the window").
 """
@@ -12,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 CHARS_PER_TOKEN = 4
+# One result's share of the window. Pruning frees room in steps (docs/context.md,
+# "Pruning"): with one result at 30% of a small window, the latest result alone filled
+# half the input budget after a step and the next big one forced another step, a
+# prompt-cache miss nearly every turn; at 15% a step lasts several results.
+RESULT_WINDOW_SHARE = 0.15
+TURN_WINDOW_SHARE = 0.50
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +43,8 @@ class ToolLimits:
     def for_window(self, context_window: int) -> ToolLimits:
         """These limits, capped by shares of a model's context window (in tokens)."""
         window_chars = max(1, context_window) * CHARS_PER_TOKEN
-        per_result = int(window_chars * 0.30)
-        per_turn = int(window_chars * 0.50)
+        per_result = int(window_chars * RESULT_WINDOW_SHARE)
+        per_turn = int(window_chars * TURN_WINDOW_SHARE)
         return replace(
             self,
             max_bytes=min(self.max_bytes, per_result),

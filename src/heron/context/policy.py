@@ -26,8 +26,8 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import context_message_tokens, request_tokens
-from heron.context.compaction import CompactionSettings
+from heron.context.budget import context_message_tokens, request_tokens, tail_pressure
+from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
     ContextDecisions,
@@ -38,14 +38,14 @@ from heron.context.decisions import (
     window_data,
 )
 from heron.context.ledger import Ledger, LedgerRecord
-from heron.context.prune import prune_step
+from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, ViewBuilder
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
 
-PRUNE_SHARE = 0.5  # prune once the context passes this share of the window
-PRUNE_MIN_STEP_SHARE = 0.10  # ...in steps that save at least this share (cache stability)
+SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) adds back, about
+PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share of the window
 OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
 MIN_OUTPUT_TOKENS = 1_024
 MIN_LEARNED_WINDOW = 2_048
@@ -88,6 +88,9 @@ class PolicySettings:
     compaction: bool = True
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
+    prune_high_water: float = PRUNE_HIGH_WATER
+    prune_low_water: float = PRUNE_LOW_WATER
+    prune_keep_turns: int = PRUNE_KEEP_TURNS
 
 
 def stated_limit(text: str, window: int) -> int | None:
@@ -142,6 +145,9 @@ class ContextPolicy:
         self.last_tokens = 0
         self.last_max_tokens = 0
         self.over_threshold_reason: str | None = None
+        # A compaction the policy asked for below the threshold (after a shallow step): if
+        # it would not save enough it is skipped, and automatic compaction stays on.
+        self.compacting_early = False
         self.reload()
 
     # --- state from the session ----------------------------------------------------------
@@ -199,6 +205,14 @@ class ContextPolicy:
         return self.window - self.reserve
 
     @property
+    def prune_marks(self) -> tuple[int, int]:
+        """(high, low) water marks in tokens: a step starts above ``high`` and aims at ``low``."""
+        high_share = min(1.0, max(0.0, self.settings.prune_high_water))
+        low_share = min(high_share, max(0.0, self.settings.prune_low_water))
+        budget = self.threshold
+        return int(budget * high_share), int(budget * low_share)
+
+    @property
     def auto_compaction(self) -> bool:
         return self.settings.compaction and self.decisions.auto_compaction
 
@@ -213,6 +227,14 @@ class ContextPolicy:
         model = self.model
         return request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
                               model=(model.provider, model.id))
+
+    def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
+        """``tokens`` (the count) plus what chars / 4 misses after the usage anchor, at the
+        provider's own rate (:func:`tail_pressure`): what pruning and compaction decide on,
+        so a request the provider counts over the threshold is not sent on an undercount."""
+        model = self.model
+        return tokens + tail_pressure(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
+                                      model=(model.provider, model.id))
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
@@ -232,26 +254,48 @@ class ContextPolicy:
         signal: AbortSignal,
         compact: Callable[[], Awaitable[list[AgentMessage] | None]],
     ) -> list[AgentMessage]:
-        """The view for the next request: pruned once past half the window, compacted
-        (through ``compact``, which returns the rebuilt messages) when past the threshold.
-        Raises :class:`ContextFull` rather than send a request over the window."""
+        """The view for the next request: pruned down to the low-water mark once past the
+        high-water mark, compacted (through ``compact``, which returns the rebuilt messages)
+        when still past the threshold. Raises :class:`ContextFull` rather than send a
+        request over the window."""
         self.over_threshold_reason = None
         view = self.view(messages)
         tokens = self.count(view)
-        if self.settings.pruning and tokens > self.window * PRUNE_SHARE:
+        load = self.load(view, tokens)  # what the decisions compare: never less than the count
+        high, low = self.prune_marks
+        stepped = False
+        if self.settings.pruning and load > high:
             # Small steps only when they might spare a compaction (each is a cache miss).
-            min_saving = 0 if tokens > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
-            if self.prune(messages, min_saving):
+            min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
+            saved = self.prune(messages, min_saving, target_saving_tokens=load - low)
+            if saved:
                 view = self.view(messages)
                 tokens = self.count(view)
-        if tokens > self.threshold and not signal.aborted:
+                # The load before the step was anchored on the provider's report; after it,
+                # everything is estimated, and chars/4 misses each message's framing. What
+                # the step removed is known, so the view is at least the old load minus that.
+                load = max(self.load(view, tokens), load - saved)
+                stepped = True
+        # A step that could not get below the marks' midpoint: what fills the budget is the
+        # conversation itself, which only a compaction removes. Compacting now, while the
+        # prefix breaks anyway, spares the string of ever shallower steps that would follow.
+        middle = (high + low) // 2
+        early = (stepped and load > middle and self.auto_compaction
+                 and self._worth_compacting(view, load, load - middle))
+        if (load > self.threshold or early) and not signal.aborted:
             if self.auto_compaction:
-                rebuilt = await compact()
+                self.compacting_early = early and load <= self.threshold
+                try:
+                    rebuilt = await compact()
+                finally:
+                    self.compacting_early = False
                 if rebuilt is not None:
                     messages = rebuilt
                     view = self.view(messages)
                     tokens = self.count(view)
-                    if tokens > self.threshold and self.settings.pruning and self.prune(messages, 0):
+                    load = self.load(view, tokens)
+                    if (load > self.threshold and self.settings.pruning
+                            and self.prune(messages, 0, target_saving_tokens=load - low)):
                         view = self.view(messages)
                         tokens = self.count(view)
             if tokens > self.threshold:
@@ -267,6 +311,33 @@ class ContextPolicy:
         self.reads = ReadIndex.of_view(view, self.cwd, self.decisions.stubs)
         return view
 
+    def _worth_compacting(self, view: Sequence[AgentMessage], tokens: int, excess: int) -> bool:
+        """Whether the history that pruning cannot reduce - everything before the results
+        it protects, old results already stubbed - is at least ``excess`` tokens (and a
+        tenth of the window), and a compaction now would remove that much. Recent results
+        above the marks are not a reason to compact: that would summarise exactly what
+        ``keep_turns`` protects. ``tokens`` is the view's count; what it has over the
+        chars/4 estimate is each message's framing, spread evenly over the messages (the
+        history is many small messages, so their framing matters)."""
+        leaf = self.store.leaf_id
+        if leaf is None:
+            return False
+        path = self.store.path_to(leaf)
+        plan = prepare_compaction(path, self.compaction_settings)
+        if plan is None or not plan.has_work:
+            return False
+        framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
+
+        def size(messages: Sequence[AgentMessage]) -> float:
+            return sum(context_message_tokens(m) for m in messages) + framing * len(messages)
+
+        kept = self.view([m for m in (entry_message(e) for e in path[plan.first_kept_index:]) if m is not None])
+        asks = [i for i, m in enumerate(view) if isinstance(m, AssistantMessage)]
+        keep = self.settings.prune_keep_turns
+        boundary = asks[-keep] if keep and len(asks) >= keep else len(view) if not keep else 0
+        removable = min(size(view[:boundary]), size(view) - size(kept)) - SUMMARY_ALLOWANCE_TOKENS
+        return removable >= max(excess, int(self.window * PRUNE_MIN_STEP_SHARE))
+
     def _why_over(self) -> str:
         if not self.settings.compaction:
             return "compaction is turned off"
@@ -274,15 +345,18 @@ class ContextPolicy:
             return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
         return "the kept recent messages alone exceed the threshold"
 
-    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int, keep_turns: int = 3) -> bool:
-        """One pruning step, recorded in the session; True when something was pruned."""
-        stubs, records = prune_step(messages, self.decisions.stubs, keep_turns, min_saving_tokens)
+    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int, keep_turns: int | None = None,
+              target_saving_tokens: int | None = None) -> int:
+        """One pruning step, recorded in the session: the tokens it saved (0: nothing was
+        pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all)."""
+        keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
+        stubs, records = prune_step(messages, self.decisions.stubs, keep, min_saving_tokens, target_saving_tokens)
         if not stubs:
-            return False
+            return 0
         self._record(prune_data(stubs))
         for record in records:
             self.ledger.add(record)
-        return True
+        return max(1, sum(r.chars_before - r.chars_after for r in records) // 4)
 
     # --- the read tool's question ---------------------------------------------------------------
 

@@ -22,6 +22,13 @@ from heron.ai.types import AssistantMessage, ImageContent, TextContent, ToolCall
 from heron.context.ledger import LedgerRecord
 
 DEFAULT_KEEP_TURNS = 3
+# Pruning has hysteresis (docs/context.md, "Pruning"): nothing is pruned until the view
+# passes the high-water mark; then one step prunes down to the low-water mark, so the next
+# turns fit without another step (each step is a prompt-cache miss). Both are shares of
+# the input budget (window - reserve).
+PRUNE_HIGH_WATER = 1.0
+PRUNE_LOW_WATER = 0.3
+PRUNE_KEEP_TURNS = DEFAULT_KEEP_TURNS  # the results of the last three assistant messages are never pruned
 # Results shorter than this are left alone: the stub would save almost nothing and the
 # model would lose an exact detail (an edit's confirmation, an exit code).
 MIN_PRUNE_CHARS = 600
@@ -137,34 +144,47 @@ def prunable(messages: Sequence[Any], keep_turns: int = DEFAULT_KEEP_TURNS) -> l
     ]
 
 
+def _saving(result: ToolResultMessage, stub: ToolResultMessage) -> int:
+    """Tokens a stub saves over the result it replaces (chars/4, as everywhere)."""
+    return max(0, (_result_size(result) - len(stub.text())) // 4)
+
+
 def prune_step(
     messages: Sequence[Any],
     pruned: Collection[str],
     keep_turns: int = DEFAULT_KEEP_TURNS,
     min_saving_tokens: int = 0,
+    target_saving_tokens: int | None = None,
 ) -> tuple[dict[str, str], list[LedgerRecord]]:
-    """One pruning step: a stub for every prunable result not pruned yet (by tool call id),
-    with the ledger records. ``messages`` are the originals (not the stubbed view).
+    """One pruning step: stubs for prunable results not pruned yet (by tool call id), with
+    the ledger records. ``messages`` are the originals (not the stubbed view).
 
-    A step that would save fewer than ``min_saving_tokens`` is not taken: each step
-    changes the request's prefix (a prompt-cache miss), so stubbing one small result per
-    turn costs more than it saves.
+    ``target_saving_tokens`` (None: no limit) stops the step once its stubs save that
+    much, oldest results first: the most recent results - those the model is likeliest
+    to still need - stay whole when older ones free enough room. A step that would save
+    fewer than ``min_saving_tokens`` is not taken: each step changes the request's prefix
+    (a prompt-cache miss), so stubbing one small result per turn costs more than it saves.
     """
     candidates = [messages[i] for i in prunable(messages, keep_turns) if messages[i].tool_call_id not in pruned]
     if not candidates:
         return {}, []
-    if min_saving_tokens > 0:
-        saving = sum(_result_size(r) for r in candidates) // 4 - 60 * len(candidates)
-        if saving < min_saving_tokens:
-            return {}, []
     calls: dict[str, ToolCall] = {
         call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
     }
-    stubs: dict[str, str] = {}
-    records = []
-    for result in candidates:
+    chosen: list[tuple[ToolResultMessage, ToolCall | None, ToolResultMessage]] = []
+    saving = 0
+    for result in candidates:  # oldest first
+        if target_saving_tokens is not None and saving >= target_saving_tokens:
+            break
         found = calls.get(result.tool_call_id)
         stub = make_stub(result, found)
+        chosen.append((result, found, stub))
+        saving += _saving(result, stub)
+    if saving < min_saving_tokens:
+        return {}, []
+    stubs: dict[str, str] = {}
+    records = []
+    for result, found, stub in chosen:
         stubs[result.tool_call_id] = stub.text()
         records.append(
             LedgerRecord(
