@@ -131,7 +131,8 @@ def test_log_records_are_redacted_whatever_the_format(caplog: pytest.LogCaptureF
     assert RedactingFilter().filter(record)
     formatted = logging.Formatter().format(record)
     assert key not in formatted and "key [redacted] and 3" in formatted and "boom [redacted]" in formatted
-    assert install_log_redaction({"HERON_LOG": "loud"}) == "HERON_LOG=loud: not a log level (debug, info, warning, error)"
+    problem = install_log_redaction({"HERON_LOG": "loud"})
+    assert problem == "HERON_LOG=loud: not a log level (debug, info, warning, error)"
     assert logging.lastResort is not None
     assert any(isinstance(f, RedactingFilter) for f in logging.lastResort.filters)
 
