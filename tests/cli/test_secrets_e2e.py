@@ -36,8 +36,14 @@ def key(project: Project) -> str:
 
 
 def hits(root: Path, key: str) -> list[Path]:
-    """Every file under ``root`` holding ``key`` (raw or JSON-escaped is the same here)."""
-    return [p for p in root.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    """Every file under ``root`` holding ``key`` (raw or JSON-escaped is the same here).
+
+    The checkpoint repository is left out on purpose: it keeps the project's own files
+    byte for byte (``secrets.txt`` included, as git objects) so that a rewind restores
+    them; it is a copy of the project, not something heron learned (docs/permissions.md)."""
+    checkpoints = root / "checkpoints"
+    return [p for p in root.rglob("*") if p.is_file() and checkpoints not in p.parents
+            and key.encode() in p.read_bytes()]
 
 
 def assert_nowhere(project: Project, result: Result, key: str) -> None:
