@@ -76,6 +76,7 @@ def test_print_mode_keeps_the_key_out_of_files_streams_logs_and_exports(
     # 3000 lines with the key in each: more than a result may hold, so it is spilled
     (project.cwd / "secrets.txt").write_text("".join(f"line {i} token={key} padding padding\n" for i in range(3000)))
     write_logging_extension(project)
+    project.write_settings({"toolLimits": {"turnChars": 5000}})  # the read result is spilled too (turn budget)
     local_server.queue(
         openai_reply(f"I can see {key} in the prompt.", [("c1", "bash", {"command": "cat secrets.txt"})]),
         openai_reply("", [("c2", "read", {"path": "secrets.txt"})]),
@@ -91,8 +92,8 @@ def test_print_mode_keeps_the_key_out_of_files_streams_logs_and_exports(
     assert all(r.headers.get("authorization") == f"Bearer {key}" for r in local_server.requests)
     assert all(key.encode() not in r.body for r in local_server.requests)
     spills = [p for p in (project.home / "tool-output").rglob("*") if p.is_file()]
-    assert spills, "the cat output should have been spilled"
-    assert any(b"token=[redacted] padding" in p.read_bytes() for p in spills)
+    assert {"bash-c1.log", "c2.txt"} <= {p.name for p in spills}, spills  # both outputs were spilled
+    assert all(b"token=[redacted] padding" in p.read_bytes() for p in spills)
     session = project.session_files()[0]
     assert b"[redacted]" in session.read_bytes()
     # the HTML export derives from the session file
