@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,31 @@ def test_a_bad_heron_log_level_is_a_warning(project: Project, local_server: Loca
     result = project.run(*openai_args(local_server), "-p", "hello")
     assert result.code == 0, result.err
     assert "HERON_LOG=chatty: not a log level" in result.err
+
+
+def test_interactive_history_and_session_hold_no_key(tmp_path: Path) -> None:
+    """The input line's history file (``$HERON_HOME/history``) is written redacted too."""
+    pexpect = pytest.importorskip("pexpect")
+    from tests.cli.test_interactive import TIMEOUT as TUI_TIMEOUT
+    from tests.cli.test_interactive import answer, environment, exit_with_ctrl_d
+
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    cwd.mkdir()
+    key = "sk-tui-" + secrets.token_hex(16)
+    server = LocalServer()
+    try:
+        server.queue(answer("Noted."))
+        argv = ["-m", "heron.cli.main", "--base-url", f"{server.url}/v1", "--model", "test-model", "--api-key", key]
+        child = pexpect.spawn(sys.executable, argv, cwd=str(cwd), env=environment(home), encoding="utf-8",
+                              timeout=TUI_TIMEOUT, dimensions=(40, 100))
+        child.expect("Ctrl\\+D exits")
+        child.send(f"remember {key}\r")
+        child.expect("Noted.")
+        exit_with_ctrl_d(child)
+        assert "remember [redacted]" in (home / "history").read_text()
+        assert hits(home, key) == []
+        assert server.requests and all(key.encode() not in r.body for r in server.requests)
+        assert server.requests[0].headers.get("authorization") == f"Bearer {key}"
+    finally:
+        server.close()
