@@ -21,6 +21,7 @@ from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import ImageContent
 from heron.cli.clean_input import clean_arguments, read_text_stream
 from heron.coding.prompt import resolve_prompt_text
+from heron.coding.secrets import redact
 from heron.coding.settings import (
     SETUP_POINTER,
     ResolvedModel,
@@ -339,6 +340,11 @@ def run_app(args: argparse.Namespace) -> int:
     if getattr(args, "setup_help", False):
         print(setup_help(ModelRegistry.load()))
         return 0
+    from heron.coding.secrets import REDACTOR, install_log_redaction
+
+    REDACTOR.add([getattr(args, "api_key", None)])  # before any error could quote it; the session adds the rest
+    if (log_problem := install_log_redaction()) is not None:
+        print(f"heron: warning: {log_problem}", file=sys.stderr)
     if mode == "acp":  # sessions are opened by the editor, each with its own cwd (docs/editors.md)
         from heron.cli.acp.server import run_acp
 
@@ -355,11 +361,11 @@ def run_app(args: argparse.Namespace) -> int:
             maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
         app = build_app(args)
     except SetupError as exc:
-        text = str(exc)
+        text = redact(str(exc))
         print(text if text.startswith("heron") else f"heron: {text}", file=sys.stderr)
         return exc.exit_code
     except (UsageError, SessionError, LookupError, ValueError) as exc:
-        print(f"heron: {exc}", file=sys.stderr)
+        print(f"heron: {redact(str(exc))}", file=sys.stderr)
         return 2
     if mode == "print":
         from heron.cli.modes.print_mode import run_print

@@ -33,10 +33,11 @@ from heron.coding.hooks import (
 )
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
-from heron.coding.secrets import SecretPolicy
+from heron.coding.secrets import REDACTOR, SecretPolicy, known_secret_values, redact, redact_message
 from heron.coding.settings import Settings
 from heron.coding.tools.env import ToolEnv
 from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.spill import set_scrub
 from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,12 @@ class Control:
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
         session.agent.before_tool_call = self.before_tool_call
         session.agent.after_tool_call = self.after_tool_call
+        # secrets out of everything written (docs/permissions.md, "Secrets"): messages as the agent
+        # adds them (subscribed before the session recorder, so the file gets the redacted ones),
+        # the session file's lines, spill files
+        session.agent.subscribe(self._redact_event)
+        session.store.scrub = redact
+        set_scrub(REDACTOR)
 
     def _load(self, mode: Mode | None = None) -> None:
         scopes = load_scopes(self.cwd, self.home)
@@ -110,6 +117,7 @@ class Control:
         pass_through = [name for s in scopes if s.name == "user" or self.trusted
                         for name in (s.data.get("env", {}).get("passThrough") or [])]
         self.secrets = SecretPolicy.for_heron(self.home, pass_through, [self.session.api_key])
+        REDACTOR.add(known_secret_values(self.secrets, self.home))
         self.hooks = HookRunner(parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings), self.cwd,
                                 self.child_env)
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
@@ -133,6 +141,17 @@ class Control:
         """``--allow`` rules; returns the problems of rules that could not be read."""
         self.cli_rules.extend(rules)
         return self.permissions.add_rules("allow", rules, "--allow")
+
+    def _redact_event(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        message = getattr(event, "message", None)
+        if kind == "message_end" or (kind == "message_start" and not isinstance(message, AssistantMessage)):
+            redact_message(message)
+
+    def key_changed(self, api_key: str | None) -> None:
+        """A new key is in use (a model switch): keep it from children and outputs too."""
+        self.secrets.secret_values |= {api_key} if api_key and len(api_key) >= 8 else set()
+        REDACTOR.add([api_key])
 
     def child_env(self) -> dict[str, str]:
         return self.secrets.child_environment()
@@ -261,6 +280,7 @@ class Control:
         Returns ``fit`` of the prompt (with any context hooks added), or None when a hook
         blocked it."""
         await self.checkpoints.before_turn(self.session.store)
+        text = redact(text)  # the model never needs heron's own keys; the file must not hold them
         extra: list[str] = []
         if not self._started:
             self._started = True

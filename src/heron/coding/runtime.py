@@ -267,6 +267,7 @@ class CodingSession(RecoveryHooks):
         self.agent.set_model(model)
         if api_key is not None:
             self.api_key = api_key
+            self.control.key_changed(api_key)
         self.env.limits = self.settings.tool_limits.for_window(self.policy.window)
         self.store.append_model_change(model.provider, model.id)
 
@@ -552,6 +553,7 @@ class CodingSession(RecoveryHooks):
     def switch_store(self, store: SessionStore) -> None:
         """Continue in another session file (``/new``, ``/resume``, fork)."""
         self._recorder.close()
+        store.scrub = store.scrub or self.store.scrub  # the secret redactor Control installed
         self.store = store
         self.env.session_id = store.session_id
         self._recorder = SessionRecorder(self.agent, store)

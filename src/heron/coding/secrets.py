@@ -21,6 +21,7 @@ cannot pass secrets through: it comes from the repository, which may not be the 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.ai.models import ENV_API_KEYS
+from heron.ai.types import TextContent, ThinkingContent, ToolCall
 
 # A name matching one of these is a credential (case-insensitive).
 SECRET_NAME_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
@@ -138,3 +140,178 @@ DEFAULT_POLICY = SecretPolicy()
 def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment without credentials by name alone (a tool built without a runtime)."""
     return DEFAULT_POLICY.child_environment(environ)
+
+
+# --- one redactor for everything heron writes ---------------------------------------------
+
+MIN_SECRET_CHARS = 8  # shorter values would match innocent text ("test", a port number)
+REDACTED = "[redacted]"
+
+
+class Redactor:
+    """Replaces the key values heron knows with ``[redacted]`` in any text it writes.
+
+    One instance per process (:data:`REDACTOR`) collects the values: the key each session
+    resolved, the values of the variables bash children do not get (provider key
+    variables, credential-looking names, models.json-named variables) and literal keys in
+    models.json. Every write boundary calls it: the session file writer (on each line),
+    spill files (streamed, so a key split between two writes is still caught), the
+    messages the model sees again, stdout/stderr of the print/json/rpc modes, log records
+    and trace attributes (see docs/permissions.md, "Secrets").
+
+    Values are only ever added: a key that was in use stays secret after a model switch.
+    """
+
+    def __init__(self) -> None:
+        self._values: frozenset[str] = frozenset()
+        self._forms: tuple[str, ...] = ()  # the values and their JSON-escaped forms, longest first
+        self._bytes: tuple[bytes, ...] = ()
+
+    def add(self, values: Iterable[str | None]) -> None:
+        new = {v for v in values if v and len(v) >= MIN_SECRET_CHARS and not v.isspace()} - self._values
+        if not new:
+            return
+        self._values = self._values | new
+        forms = set(self._values)
+        for value in self._values:  # as it appears inside a JSON string (a session line, an event)
+            forms.add(json.dumps(value)[1:-1])
+            forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._bytes = tuple(f.encode("utf-8", "surrogatepass") for f in self._forms)
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    @property
+    def longest(self) -> int:
+        """Bytes of the longest form (a streamed writer holds back one less than this)."""
+        return max((len(b) for b in self._bytes), default=0)
+
+    def text(self, text: str) -> str:
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, REDACTED)
+        return text
+
+    def data(self, data: bytes) -> bytes:
+        for form in self._bytes:
+            if form in data:
+                data = data.replace(form, REDACTED.encode())
+        return data
+
+    def deep(self, value: Any) -> Any:
+        """``value`` (JSON-like: dicts, lists, strings) with every string redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.deep(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.deep(v) for v in value]
+        return value
+
+
+REDACTOR = Redactor()
+
+
+def redact(text: str) -> str:
+    """``text`` with every key value heron knows replaced (the process-wide redactor)."""
+    return REDACTOR.text(text)
+
+
+def models_json_literals(path: Path) -> set[str]:
+    """Literal keys in ``models.json`` (``apiKey`` and header values that are neither the
+    name of a variable nor a ``!command``): they are secrets as much as the variables."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    found = set(re.findall(r'"apiKey"\s*:\s*"([^"\\]+)"', text))
+    return {v for v in found if not _ENV_NAME.match(v) and not v.startswith("!")}
+
+
+def known_secret_values(policy: SecretPolicy, home: Path, environ: Mapping[str, str] | None = None) -> set[str]:
+    """The values :data:`REDACTOR` should know: the keys in use, the values of every
+    variable bash children do not get, and literal models.json keys."""
+    source = os.environ if environ is None else environ
+    values = set(policy.secret_values)
+    values.update(value for name, value in source.items() if policy.is_secret(name, value))
+    values |= models_json_literals(home / "models.json")
+    return values
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a log record's final message (arguments merged in) and its traceback, so
+    a handler prints no key whatever the format string was."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not REDACTOR:
+            return True
+        record.msg = REDACTOR.text(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = REDACTOR.text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = REDACTOR.text(record.stack_info)
+        return True
+
+
+LOG_LEVEL_ENV = "HERON_LOG"
+
+
+def install_log_redaction(environ: Mapping[str, str] | None = None) -> str | None:
+    """Put :class:`RedactingFilter` on every handler a heron record can reach (the root
+    logger's, the ``heron`` logger's and Python's last-resort stderr handler). With
+    ``HERON_LOG=debug`` (or info, warning, error) heron's own records of that level and up
+    go to stderr. Returns a problem with ``HERON_LOG`` to warn about, or None."""
+    source = os.environ if environ is None else environ
+    heron_logger = logging.getLogger("heron")
+    problem = None
+    wanted = source.get(LOG_LEVEL_ENV, "").strip()
+    if wanted:
+        level = logging.getLevelName(wanted.upper())
+        if isinstance(level, int):
+            if not any(getattr(h, "_heron_log", False) for h in heron_logger.handlers):
+                stream = logging.StreamHandler()
+                stream.setFormatter(logging.Formatter("heron %(levelname)s %(name)s: %(message)s"))
+                stream._heron_log = True  # type: ignore[attr-defined]
+                heron_logger.addHandler(stream)
+            heron_logger.setLevel(level)
+        else:
+            problem = f"{LOG_LEVEL_ENV}={wanted}: not a log level (debug, info, warning, error)"
+    handlers: list[logging.Handler] = [*logging.getLogger().handlers, *heron_logger.handlers]
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    for handler in handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    return problem
+
+
+def redact_message(message: Any, redactor: Redactor = REDACTOR) -> None:
+    """Redact a message in place (text, reasoning, tool call arguments, error text,
+    details). Done when the agent adds the message, before anything records it, so the
+    live process keeps sending exactly what a resumed one reads from the session file."""
+    if not redactor:
+        return
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        message.content = redactor.text(content)
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, TextContent):
+                block.text = redactor.text(block.text)
+            elif isinstance(block, ThinkingContent) and not block.redacted:
+                block.thinking = redactor.text(block.thinking)
+            elif isinstance(block, ToolCall):
+                block.arguments = redactor.deep(block.arguments)
+                if block.raw_arguments is not None:
+                    block.raw_arguments = redactor.text(block.raw_arguments)
+    for name in ("error_message", "summary", "command", "output"):
+        value = getattr(message, name, None)
+        if isinstance(value, str):
+            setattr(message, name, redactor.text(value))
+    details = getattr(message, "details", None)
+    if isinstance(details, dict | list | str):
+        message.details = redactor.deep(details)

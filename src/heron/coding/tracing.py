@@ -27,6 +27,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from heron.coding.secrets import redact
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
@@ -146,7 +148,7 @@ class SessionTracer:
 
         message = event.message
         if isinstance(message, UserMessage) and self.capture and self._run is not None:
-            self._run.set_attribute("gen_ai.input.messages", json.dumps([_message_json(message)]))
+            self._run.set_attribute("gen_ai.input.messages", redact(json.dumps([_message_json(message)])))
         if not isinstance(message, AssistantMessage) or self._chat is None:
             return
         span, self._chat = self._chat, None
@@ -162,7 +164,7 @@ class SessionTracer:
         if message.response_id:
             span.set_attribute("gen_ai.response.id", message.response_id)
         if self.capture:
-            span.set_attribute("gen_ai.output.messages", json.dumps([_message_json(message)]))
+            span.set_attribute("gen_ai.output.messages", redact(json.dumps([_message_json(message)])))
         if message.stop_reason == StopReason.ERROR:
             _fail(span, message.error_kind or "error", message.error_message or "the request failed")
         span.end()
@@ -171,7 +173,7 @@ class SessionTracer:
         attributes = self._base("execute_tool") | {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.type": "function",
                                                    "gen_ai.tool.call.id": event.tool_call_id}
         if self.capture:
-            attributes["gen_ai.tool.call.arguments"] = json.dumps(event.args, default=str)
+            attributes["gen_ai.tool.call.arguments"] = redact(json.dumps(event.args, default=str))
         self._tools[event.tool_call_id] = self._child(f"execute_tool {event.tool_name}", attributes)
 
     def _on_tool_execution_end(self, event: Any) -> None:
@@ -180,7 +182,7 @@ class SessionTracer:
             return
         if self.capture:
             text = "".join(getattr(block, "text", "") for block in event.result.content)
-            span.set_attribute("gen_ai.tool.call.result", text)
+            span.set_attribute("gen_ai.tool.call.result", redact(text))
         if event.is_error:
             _fail(span, "tool_error", "the tool reported an error")
         span.end()
@@ -214,4 +216,4 @@ def _fail(span: Span, kind: str, message: str) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     span.set_attribute("error.type", kind)
-    span.set_status(Status(StatusCode.ERROR, message))
+    span.set_status(Status(StatusCode.ERROR, redact(message)))  # a server's error may quote the key

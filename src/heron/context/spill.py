@@ -11,6 +11,11 @@ a runaway command can print without end (5 s of ``yes`` is about 2 GB):
   the output ends.
 * **Temporary.** :func:`remove_old_spills` deletes spill files older than
   ``spill.retentionDays`` (14 by default); the application calls it at start-up.
+
+A spill is written while the tool runs, before any later step could redact its text, so
+the coding layer installs a scrubber (:func:`set_scrub`) that every :class:`CappedSpill`
+applies to the bytes on their way to disk; the last few bytes of each write are held
+back until the next one, so a key split between two writes is still caught.
 """
 
 from __future__ import annotations
@@ -21,12 +26,32 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import Protocol
 
 SPILL_MAX_BYTES = 100 * 1024 * 1024
 SPILL_RETENTION_DAYS = 14.0
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _SEGMENT_SUFFIX = ".tail"
+
+
+class Scrub(Protocol):
+    """What a spill needs of a redactor: replace the secrets in bytes, and the length of
+    the longest one (how much to hold back between writes)."""
+
+    @property
+    def longest(self) -> int: ...
+
+    def data(self, data: bytes) -> bytes: ...
+
+
+_scrub: Scrub | None = None
+
+
+def set_scrub(scrub: Scrub | None) -> None:
+    """Install the redactor every spill file written from now on goes through."""
+    global _scrub
+    _scrub = scrub
 
 
 def private_dir(path: Path) -> None:
@@ -85,6 +110,8 @@ class CappedSpill:
         self._serial = 0
         self.omitted_bytes = 0
         self.omitted_lines = 0
+        self._scrub = _scrub
+        self._held = b""  # the end of the last write, not yet on disk (it may start a key)
 
     @property
     def capped(self) -> bool:
@@ -93,6 +120,15 @@ class CappedSpill:
     def write(self, data: bytes) -> None:
         if self._fd is None:
             raise ValueError("spill file already closed")
+        scrub = self._scrub
+        if scrub is not None and (keep := scrub.longest - 1) >= 0:
+            data = scrub.data(self._held + data)
+            cut = max(0, len(data) - keep)
+            data, self._held = data[:cut], data[cut:]
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
         if self._head_left > 0:
             head = data[: self._head_left]
             _write_all(self._fd, head)
@@ -128,6 +164,10 @@ class CappedSpill:
         """Join the kept tail to the file (after the marker, when something was left out)."""
         if self._fd is None:
             return
+        if self._held:
+            assert self._scrub is not None
+            held, self._held = self._held, b""
+            self._write(self._scrub.data(held))
         fd, self._fd = self._fd, None
         try:
             if self._current is not None:

@@ -71,10 +71,14 @@ def fork(
             if not write_now:
                 new._adopt(entry)
             previous = entry.id
+    new.scrub = source.scrub
     if not write_now or new.path is None:
         return new
-    writer.write_new_file(new.path, dumps_line(new.header.to_json_dict()) + b"".join(lines), fsync=source.fsync)
-    return SessionStore.open(new.path, fsync=source.fsync)
+    data = source.scrubbed(dumps_line(new.header.to_json_dict()) + b"".join(lines))
+    writer.write_new_file(new.path, data, fsync=source.fsync)
+    opened = SessionStore.open(new.path, fsync=source.fsync)
+    opened.scrub = source.scrub
+    return opened
 
 
 def fork_line(source: SessionStore, index: int, parent_id: str | None) -> tuple[bytes, Entry | None] | None:

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,9 @@ class SessionStore(EntryAppends):
         self._name: str | None = None
         self._labels_read = True  # label / session_info entries of the file taken into account
         self._settings: tuple[int, ModelRef | None, str | None] | None = None
+        # Applied to every line before it is written (the coding layer installs its secret
+        # redactor here, so no key reaches the file); the session layer knows no secrets.
+        self.scrub: Callable[[str], str] | None = None
 
     # --- construction -----------------------------------------------------------------
 
@@ -428,7 +431,7 @@ class SessionStore(EntryAppends):
         entry.parent_id = index.ids[leaf] if leaf >= 0 else None
         if not entry.timestamp:
             entry.timestamp = iso_now()
-        line = dumps_line(entry.to_json_dict())
+        line = self.scrubbed(dumps_line(entry.to_json_dict()))
         try:
             if self._on_disk:
                 self._write(line)
@@ -448,6 +451,12 @@ class SessionStore(EntryAppends):
         self._settings = None if cached is None or cached[0] != leaf else (
             position, *settings_after(cached[1], cached[2], entry))
         return entry
+
+    def scrubbed(self, data: bytes) -> bytes:
+        """``data`` (whole lines) as :attr:`scrub` lets it be written."""
+        if self.scrub is None:
+            return data
+        return self.scrub(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")
 
     def _check_writable(self) -> None:
         if self._read_only_reason is not None:
@@ -479,7 +488,7 @@ class SessionStore(EntryAppends):
         chunks = [dumps_line(self.header.to_json_dict())]
         chunks.extend(dumps_line(self._cache[i].to_json_dict()) for i in range(len(self._index)))
         chunks.append(extra)
-        self._rfd = self._writer.create(b"".join(chunks))
+        self._rfd = self._writer.create(self.scrubbed(b"".join(chunks)))
         self._on_disk = True
 
     def _rewrite(self) -> None:
@@ -491,7 +500,7 @@ class SessionStore(EntryAppends):
             line = self._line_for(i)
             if line is None:
                 self._warn(f"line {self._index.line_nos[i] + 1}: malformed entry dropped when the file was rewritten")
-            lines.append(line or b"")
+            lines.append(self.scrubbed(line or b""))
         offsets, lengths = writer.line_places(lines)
         self._rfd = self._writer.replace(b"".join(lines))
         # the entries now live at new offsets, under the ids and parents the tree has

@@ -137,6 +137,7 @@ def _make_prompt(app: App, controller: Controller) -> Any:
 
     from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
     from heron.cli.tui.commands import SlashCompleter
+    from heron.coding.secrets import redact
 
     class AnswersLeftOut(FileHistory):
         """Answers to questions ("1", "y") are not worth walking back to with Up."""
@@ -144,6 +145,9 @@ def _make_prompt(app: App, controller: Controller) -> Any:
         def append_string(self, string: str) -> None:
             if controller.question is None:
                 super().append_string(string)
+
+        def store_string(self, string: str) -> None:
+            super().store_string(redact(string))  # Up recalls the typed text; the file holds no key
 
     try:
         app.home.mkdir(parents=True, exist_ok=True)

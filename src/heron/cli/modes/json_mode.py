@@ -12,6 +12,7 @@ from typing import Any
 from heron.cli.app import App, Task
 from heron.cli.events_json import dumps, event_json
 from heron.cli.modes.print_mode import discard_stdout, install_interrupt, outcome
+from heron.coding.secrets import redact
 
 
 async def run_json(app: App, task: Task) -> int:
@@ -23,7 +24,7 @@ async def run_json(app: App, task: Task) -> int:
         if reader_gone:
             return
         try:
-            out.write(dumps(data) + "\n")
+            out.write(redact(dumps(data)) + "\n")  # no key on stdout (docs/permissions.md)
             out.flush()
         except BrokenPipeError:
             # Nobody reads the events any more (`| head`, a client that exited): stop the

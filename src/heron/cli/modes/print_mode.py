@@ -15,12 +15,19 @@ import sys
 from heron.ai.types import AssistantMessage, StopReason
 from heron.cli.app import App, Task
 from heron.cli.notices import RetryNotices, context_warning_text, explain_error
+from heron.coding.secrets import redact
 
 
 def outcome(app: App) -> tuple[str | None, str | None]:
-    """The final answer, or the error that ended the run. A session that could not be
-    saved is an error even when an answer came (the run was stopped, or the answer is not
-    in the session file)."""
+    """The final answer, or the error that ended the run, with no key in either (a
+    server's error body may echo the key it was sent)."""
+    answer, error = _outcome(app)
+    return (None if answer is None else redact(answer)), (None if error is None else redact(error))
+
+
+def _outcome(app: App) -> tuple[str | None, str | None]:
+    """A session that could not be saved is an error even when an answer came (the run was
+    stopped, or the answer is not in the session file)."""
     write_error = app.session.store.write_error
     if write_error is not None:
         return None, str(write_error)
@@ -39,7 +46,7 @@ def install_interrupt(app: App, *, warnings: bool = False) -> None:
     """Ctrl+C aborts the run (the session keeps what was done) instead of a traceback;
     retries are reported on stderr as they happen (a cancelled one as cancelled), and
     with ``warnings`` the runtime's context warnings too (json mode has them as events)."""
-    notices = RetryNotices(lambda text, kind: print(f"heron: {text}", file=sys.stderr, flush=True))
+    notices = RetryNotices(lambda text, kind: print(f"heron: {redact(text)}", file=sys.stderr, flush=True))
     app.session.subscribe(notices.handle)
     if warnings:
         app.session.subscribe(_print_warning)

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from heron.ai.registry import get_provider
 from heron.cli.modes.rpc_protocol import encode_line
+from heron.coding.secrets import REDACTOR
 
 
 class Output:
@@ -29,7 +30,7 @@ class Output:
         if self.closed:
             return
         try:
-            self.stream.write(encode_line(data))
+            self.stream.write(REDACTOR.data(encode_line(data)))  # no key on stdout (docs/permissions.md)
             self.stream.flush()
         except (OSError, ValueError):
             self.closed = True
