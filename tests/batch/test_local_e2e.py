@@ -149,3 +149,19 @@ def test_the_users_extensions_run_in_batch_tasks(tmp_path: Path, server: Scripte
         tool_results = [e["message"] for e in entries if e.get("message", {}).get("role") == "toolResult"]
         assert tool_results and tool_results[0]["isError"] is True
         assert "Blocked by extension guard: reads are off in this batch" in json.dumps(tool_results[0]["content"])
+
+
+def test_an_error_quoting_the_key_is_written_redacted(tmp_path: Path, server: ScriptedServer) -> None:
+    key = "sk-batch-secret-0123456789abcdef"
+    project = make_project(tmp_path)
+    line = {"id": "bad", "prompt": "refused one", "cwd": str(project), "settings": {"retry": {"enabled": False}}}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(line) + "\n")
+    server.server.responder = lambda request: json_reply(
+        401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request"}})
+    args = [*batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server), "--api-key", key]
+    done = run_batch(args, batch_env(tmp_path), tmp_path)
+    assert done.returncode == 1
+    (result,) = read_results(tmp_path / "out")
+    assert result["status"] == "error" and "Incorrect API key provided: [redacted]" in result["error"]
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and key in p.read_text(errors="replace")]
+    assert written == [] and key not in done.stdout + done.stderr

@@ -21,6 +21,7 @@ from heron.coding.batch.results import ResultsLog
 from heron.coding.batch.runner import Job
 from heron.coding.batch.tasks import BatchTask, TaskFileError, load_tasks
 from heron.coding.model_choice import ResolvedModel, SetupError, resolve_model
+from heron.coding.secrets import REDACTOR
 from heron.coding.settings import load_settings
 
 EXIT_INTERRUPTED = 130
@@ -66,6 +67,7 @@ def resolve_models(tasks: list[BatchTask], args: argparse.Namespace) -> dict[str
             problems.append(f"model {name or args.model or '(default)'} (tasks {', '.join(users)}): {exc}")
     if problems:
         raise BatchError("\n".join(problems))
+    REDACTOR.add(m.api_key for m in resolved.values())  # the results file never holds a key (docs/permissions.md)
     return resolved
 
 

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from heron.coding.secrets import redact
+
 Status = Literal["ok", "error", "timeout"]
 STATUSES = ("ok", "error", "timeout")
 
@@ -87,7 +89,7 @@ class ResultsLog:
         return self._fd
 
     def append(self, result: TaskResult) -> None:
-        line = json.dumps(result.to_json(), ensure_ascii=False) + "\n"
+        line = redact(json.dumps(result.to_json(), ensure_ascii=False)) + "\n"  # an error may quote a key
         fd = self._open()
         os.write(fd, line.encode("utf-8"))
         os.fsync(fd)
