@@ -103,6 +103,12 @@ class HeronAgent:
         client_fs.attach(session, self.conn, sid, self.client_capabilities)
         outbox = Outbox(lambda update: self.conn.session_update(sid, update))
 
+        async def announce(update: Any) -> None:
+            outbox.put(update)
+            await outbox.flush()
+
+        state.bridge.subagents, state.bridge.announce = state.translator.subagents, announce
+
         def show(call_id: str, terminal_id: str) -> None:
             state.translator.terminals[call_id] = terminal_id
             outbox.put(terminal_shown(call_id, terminal_id))
