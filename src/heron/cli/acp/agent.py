@@ -34,7 +34,7 @@ from acp.schema import (
 )
 
 from heron.ai.models import ModelRegistry
-from heron.cli.acp import client_fs, options, terminal
+from heron.cli.acp import client_fs, commands, options, terminal
 from heron.cli.acp.permissions import PermissionBridge
 from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_reason, turn_usage, usage_update
 from heron.cli.acp.replay import replay
@@ -61,7 +61,7 @@ class HeronAgent:
         self.client_capabilities: Any = None
         self.sessions: dict[str, AcpSession] = {}
         self.outboxes: dict[str, Outbox] = {}
-        self._watchdogs: set[asyncio.Future[None]] = set()
+        self._watchdogs: set[asyncio.Future[None]] = set()  # background tasks kept alive until done
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -143,6 +143,7 @@ class HeronAgent:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         state = await self._open(cwd, None, mcp_servers)
+        commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
         return NewSessionResponse(session_id=state.id, modes=options.modes(state.session),
                                   config_options=options.config(state.session, self.registry))
 
@@ -155,6 +156,7 @@ class HeronAgent:
             state = await self._load(cwd, session_id, mcp_servers)
         for update in replay(state.session.store, state.session.cwd):
             await self.conn.session_update(state.id, update)
+        commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
         return LoadSessionResponse(modes=options.modes(state.session),
                                    config_options=options.config(state.session, self.registry))
 
