@@ -17,7 +17,9 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
     CurrentModeUpdate,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -26,9 +28,13 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
@@ -77,7 +83,9 @@ class HeronAgent:
             load_session=True,
             prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
             mcp_capabilities=McpCapabilities(http=True, sse=False),
-            session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
+                                                     fork=SessionForkCapabilities(),
+                                                     resume=SessionResumeCapabilities()),
         )
         return InitializeResponse(protocol_version=min(protocol_version, PROTOCOL_VERSION),
                                   agent_capabilities=capabilities,
@@ -163,15 +171,66 @@ class HeronAgent:
     async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session file with this id, opened (a session open here already is reused:
         its file has one writer)."""
+        return await self._open(cwd, await self._open_store(session_id), mcp_servers)
+
+    async def _open_store(self, session_id: str) -> SessionStore:
         try:
             path = resolve_session(session_id, home=self.home)
             store = await asyncio.to_thread(SessionStore.open, path)
         except (SessionError, LookupError, ValueError, OSError) as exc:
             raise _invalid(f"no session {session_id!r}: {exc}", sessionId=session_id) from exc
         if store.session_id != session_id:
+            store.close()
             raise _invalid(f"no session {session_id!r} (an id prefix matched {store.session_id!r}; give the whole id)",
                            sessionId=session_id)
-        return await self._open(cwd, store, mcp_servers)
+        return store
+
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                             **kwargs: Any) -> ResumeSessionResponse:
+        """session/load without the replay: the client still shows the conversation."""
+        state = self.sessions.get(session_id)
+        if state is None:
+            state = await self._load(cwd, session_id, mcp_servers)
+        commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
+        return ResumeSessionResponse(modes=options.modes(state.session),
+                                     config_options=options.config(state.session, self.registry))
+
+    async def fork_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           **kwargs: Any) -> ForkSessionResponse:
+        """A new session holding the given one's conversation (its current branch); the
+        original is left as it is. A session open here must not be running a prompt."""
+        state = self.sessions.get(session_id)
+        if state is not None and state.run is not None and not state.run.done():
+            raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
+        source = state.session.store if state is not None else await self._open_store(session_id)
+        try:
+            store = await asyncio.to_thread(source.fork, None, home=self.home)
+        except (SessionError, ValueError, OSError) as exc:
+            raise _invalid(f"cannot fork session {session_id!r}: {exc}", sessionId=session_id) from exc
+        finally:
+            if state is None:
+                source.close()
+        forked = await self._open(cwd, store, mcp_servers)
+        commands.advertise_later(self.outboxes[forked.id].put, forked.session, self._watchdogs)
+        return ForkSessionResponse(session_id=forked.id, modes=options.modes(forked.session),
+                                   config_options=options.config(forked.session, self.registry))
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Frees the session: a running prompt is cancelled, its MCP servers stopped, its
+        file released; the id is unknown here afterwards (session/load opens it again)."""
+        state = self._get(session_id)
+        run = state.run
+        if run is not None and not run.done():
+            await self.cancel(session_id)
+            await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
+        self.sessions.pop(session_id, None)
+        outbox = self.outboxes.pop(session_id, None)
+        if outbox is not None:
+            await outbox.flush()
+            outbox.close()
+        await asyncio.to_thread(state.close)
+        state.session.store.close()
+        return CloseSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
