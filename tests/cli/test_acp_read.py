@@ -22,6 +22,7 @@ from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.edit import EditParams, EditTool
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.line_index import FastCount
 from heron.coding.tools.read import ReadParams, ReadTool
 from heron.coding.tools.read_source import content_stamp, is_content_stamp
 from heron.context.limits import ToolLimits
@@ -105,6 +106,17 @@ async def test_buffer_text_reads_exactly_like_the_same_text_on_disk(
     assert client.asked == [edited]
     if isinstance(from_editor.details, dict) and "mtime_ns" in from_editor.details:
         assert from_editor.details["mtime_ns"] == content_stamp(content.encode())
+
+
+async def test_a_big_buffer_is_counted_in_memory_not_by_wc_on_the_disk_file(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    buffer = "".join(f"buffer line {i}\n" for i in range(1, 20_001))
+    path.write_text(buffer[:-1].replace("\n", " ") + "\n")  # as big, but wc on it would say one line
+    fast = FastCount(min_bytes=0, python_scan_bytes=1024, speculate_bytes=0)
+    tool = ReadTool(env_for(tmp_path, Buffers({path: buffer})), block_bytes=4096, fast_count=fast)
+    result = await read(tool, "big.txt", offset=19_999)
+    assert result.content[0].text == "buffer line 19999\nbuffer line 20000"
+    assert isinstance(result.details, dict) and result.details["total_lines"] == 20_000
 
 
 async def test_offset_beyond_the_buffer_is_the_disk_error(tmp_path: Path) -> None:
