@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+from acp import RequestError
+
 from heron.cli.acp.commands import available
 from heron.coding.templates import PromptTemplate, TemplateSet
 from tests.cli.test_acp_e2e import Editor, heron_acp, new_session, prompt
@@ -84,6 +87,22 @@ def test_the_sdk_client_gets_the_commands_and_compact_works_as_typed(project: Pr
     assert kinds[0] == "available_commands_update"
     assert editor.updates[0]["availableCommands"][0]["name"] == "compact"
     assert any(u.get("title") == "Compact the context" for u in editor.updates)
+
+
+def test_an_unknown_skill_is_an_invalid_params_error(project: Project, local_server: LocalServer) -> None:
+    local_server.queue(openai_reply("Fine."))
+    editor = Editor()
+
+    async def run() -> None:
+        async with heron_acp(project, local_server, editor) as conn:
+            sid = await new_session(conn, project)
+            with pytest.raises(RequestError) as info:
+                await prompt(conn, sid, "/skill:nope do it")
+            assert info.value.code == -32602 and "nope" in str(info.value.data)
+            assert (await prompt(conn, sid, "hi")).stop_reason == "end_turn"  # the session goes on
+
+    asyncio.run(run())
+    assert len(local_server.requests) == 1
 
 
 @dataclass

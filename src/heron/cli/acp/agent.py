@@ -47,6 +47,7 @@ from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
 from heron.coding.settings import SetupError
+from heron.coding.skills import SkillNotFoundError
 from heron.session.paths import list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
 
@@ -300,6 +301,8 @@ class HeronAgent:
             result = []
             if not state.cancelled:
                 raise
+        except SkillNotFoundError as exc:  # /skill:name typed for a skill this session does not have
+            raise _invalid(str(exc)) from exc
         added = result if isinstance(result, list) else []
         session = state.session
         outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))
