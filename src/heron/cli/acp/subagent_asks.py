@@ -2,8 +2,8 @@
 
 A sub-agent shares its parent's way of asking the user, so its "ask" arrives at the
 session's permission bridge with the *child's* tool call id, which the editor never saw:
-the child's calls are not streamed to the editor, only the parent's ``task`` call is. An
-editor cannot show a question about a call it does not have (Zed, for one, shows none).
+the child's calls are not streamed to the editor, only the parent's ``task`` call is, and
+an editor has nothing to attach a question about an unknown call to.
 
 What heron does (docs/editors.md): the child's call that asks is announced first as a
 tool call of its own, under an id that cannot collide with the parent's calls
