@@ -24,6 +24,7 @@ class Raw:
         self.process = subprocess.Popen([*heron_command(), "--mode", "acp", *flags], cwd=project.cwd, env=project.env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue[bytes] = queue.Queue()
+        self.log: list[dict[str, Any]] = []  # every message read from stdout, in order
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -36,8 +37,15 @@ class Raw:
         text = line if isinstance(line, str) else json.dumps(line)
         self.process.stdin.write(text.encode() + b"\n")
         self.process.stdin.flush()
-        reply: dict[str, Any] = json.loads(self.lines.get(timeout=TIMEOUT))
-        return reply
+        while True:  # notifications (e.g. the session's commands) are logged, not returned
+            reply = self.next()
+            if "id" in reply:
+                return reply
+
+    def next(self) -> dict[str, Any]:
+        message: dict[str, Any] = json.loads(self.lines.get(timeout=TIMEOUT))
+        self.log.append(message)
+        return message
 
     def close(self) -> tuple[int, str]:
         assert self.process.stdin is not None and self.process.stderr is not None

@@ -17,7 +17,9 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
     CurrentModeUpdate,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -26,21 +28,26 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
 from heron.ai.models import ModelRegistry
-from heron.cli.acp import client_fs, options, terminal
+from heron.cli.acp import client_fs, commands, options, terminal
 from heron.cli.acp.permissions import PermissionBridge
 from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_reason, turn_usage, usage_update
 from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
 from heron.coding.settings import SetupError
+from heron.coding.skills import SkillNotFoundError
 from heron.session.paths import list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
 
@@ -61,7 +68,7 @@ class HeronAgent:
         self.client_capabilities: Any = None
         self.sessions: dict[str, AcpSession] = {}
         self.outboxes: dict[str, Outbox] = {}
-        self._watchdogs: set[asyncio.Future[None]] = set()
+        self._watchdogs: set[asyncio.Future[None]] = set()  # background tasks kept alive until done
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -77,7 +84,9 @@ class HeronAgent:
             load_session=True,
             prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
             mcp_capabilities=McpCapabilities(http=True, sse=False),
-            session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
+                                                     fork=SessionForkCapabilities(),
+                                                     resume=SessionResumeCapabilities()),
         )
         return InitializeResponse(protocol_version=min(protocol_version, PROTOCOL_VERSION),
                                   agent_capabilities=capabilities,
@@ -102,6 +111,12 @@ class HeronAgent:
         session.control.asker = state.bridge
         client_fs.attach(session, self.conn, sid, self.client_capabilities)
         outbox = Outbox(lambda update: self.conn.session_update(sid, update))
+
+        async def announce(update: Any) -> None:
+            outbox.put(update)
+            await outbox.flush()
+
+        state.bridge.subagents, state.bridge.announce = state.translator.subagents, announce
 
         def show(call_id: str, terminal_id: str) -> None:
             state.translator.terminals[call_id] = terminal_id
@@ -137,6 +152,7 @@ class HeronAgent:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         state = await self._open(cwd, None, mcp_servers)
+        commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
         return NewSessionResponse(session_id=state.id, modes=options.modes(state.session),
                                   config_options=options.config(state.session, self.registry))
 
@@ -149,21 +165,73 @@ class HeronAgent:
             state = await self._load(cwd, session_id, mcp_servers)
         for update in replay(state.session.store, state.session.cwd):
             await self.conn.session_update(state.id, update)
+        commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
         return LoadSessionResponse(modes=options.modes(state.session),
                                    config_options=options.config(state.session, self.registry))
 
     async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session file with this id, opened (a session open here already is reused:
         its file has one writer)."""
+        return await self._open(cwd, await self._open_store(session_id), mcp_servers)
+
+    async def _open_store(self, session_id: str) -> SessionStore:
         try:
             path = resolve_session(session_id, home=self.home)
             store = await asyncio.to_thread(SessionStore.open, path)
         except (SessionError, LookupError, ValueError, OSError) as exc:
             raise _invalid(f"no session {session_id!r}: {exc}", sessionId=session_id) from exc
         if store.session_id != session_id:
+            store.close()
             raise _invalid(f"no session {session_id!r} (an id prefix matched {store.session_id!r}; give the whole id)",
                            sessionId=session_id)
-        return await self._open(cwd, store, mcp_servers)
+        return store
+
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                             **kwargs: Any) -> ResumeSessionResponse:
+        """session/load without the replay: the client still shows the conversation."""
+        state = self.sessions.get(session_id)
+        if state is None:
+            state = await self._load(cwd, session_id, mcp_servers)
+        commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
+        return ResumeSessionResponse(modes=options.modes(state.session),
+                                     config_options=options.config(state.session, self.registry))
+
+    async def fork_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           **kwargs: Any) -> ForkSessionResponse:
+        """A new session holding the given one's conversation (its current branch); the
+        original is left as it is. A session open here must not be running a prompt."""
+        state = self.sessions.get(session_id)
+        if state is not None and state.run is not None and not state.run.done():
+            raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
+        source = state.session.store if state is not None else await self._open_store(session_id)
+        try:
+            store = await asyncio.to_thread(source.fork, None, home=self.home)
+        except (SessionError, ValueError, OSError) as exc:
+            raise _invalid(f"cannot fork session {session_id!r}: {exc}", sessionId=session_id) from exc
+        finally:
+            if state is None:
+                source.close()
+        forked = await self._open(cwd, store, mcp_servers)
+        commands.advertise_later(self.outboxes[forked.id].put, forked.session, self._watchdogs)
+        return ForkSessionResponse(session_id=forked.id, modes=options.modes(forked.session),
+                                   config_options=options.config(forked.session, self.registry))
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Frees the session: a running prompt is cancelled, its MCP servers stopped, its
+        file released; the id is unknown here afterwards (session/load opens it again)."""
+        state = self._get(session_id)
+        run = state.run
+        if run is not None and not run.done():
+            await self.cancel(session_id)
+            await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
+        self.sessions.pop(session_id, None)
+        outbox = self.outboxes.pop(session_id, None)
+        if outbox is not None:
+            await outbox.flush()
+            outbox.close()
+        await asyncio.to_thread(state.close)
+        state.session.store.close()
+        return CloseSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
@@ -233,6 +301,8 @@ class HeronAgent:
             result = []
             if not state.cancelled:
                 raise
+        except SkillNotFoundError as exc:  # /skill:name typed for a skill this session does not have
+            raise _invalid(str(exc)) from exc
         added = result if isinstance(result, list) else []
         session = state.session
         outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))

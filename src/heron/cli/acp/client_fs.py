@@ -1,10 +1,10 @@
-"""The editor's files for heron's write and edit tools: ACP ``fs/read_text_file`` and
-``fs/write_text_file``, used when the client offers them (``ToolEnv.client_files``).
+"""The editor's files for heron's read, write and edit tools: ACP ``fs/read_text_file``
+and ``fs/write_text_file``, used when the client offers them (``ToolEnv.client_files``).
 
 Used only when the client can write: reading the editor's buffer (with unsaved changes)
 and then writing to disk would save those changes behind the user's back. A client that
-cannot read (or does not hold a file) leaves edit to read the file from disk. Failures
-of the client become tool errors the model sees.
+cannot read (or does not hold a file) leaves read and edit to read the file from disk.
+Failures of the client's writes become tool errors the model sees.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from heron.cli.acp import toolcalls
+from heron.cli.acp.subagent_asks import SubagentCalls
 from heron.coding.control import AskReply, PermissionPrompt
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject"
@@ -53,17 +54,30 @@ class PermissionBridge:
         self.cwd = cwd
         self._request = request
         self._open: set[asyncio.Task[RequestPermissionResponse]] = set()
+        # A sub-agent's question is about a call the editor has not seen: it is announced
+        # (sent in order with the session's updates) before it is asked (subagent_asks).
+        self.subagents: SubagentCalls | None = None
+        self.announce: Callable[[Any], Awaitable[None]] | None = None
 
     async def __call__(self, prompt: PermissionPrompt) -> AskReply:
-        call = ToolCallUpdate(tool_call_id=prompt.call_id, title=toolcalls.title(prompt.tool, prompt.args, self.cwd),
-                              kind=toolcalls.tool_kind(prompt.tool), status="pending",
-                              locations=toolcalls.locations(prompt.tool, prompt.args, self.cwd) or None,
-                              content=list(toolcalls.diffs(prompt.tool, prompt.args, self.cwd)) or None,
-                              raw_input=prompt.args)
+        sub = self.subagents.claim(prompt) if self.subagents is not None and self.announce is not None else None
+        if sub is not None and self.subagents is not None and self.announce is not None:
+            await self.announce(self.subagents.announce(sub))
+            call = ToolCallUpdate(**self.subagents.question(sub))
+        else:
+            call = ToolCallUpdate(tool_call_id=prompt.call_id,
+                                  title=toolcalls.title(prompt.tool, prompt.args, self.cwd),
+                                  kind=toolcalls.tool_kind(prompt.tool), status="pending",
+                                  locations=toolcalls.locations(prompt.tool, prompt.args, self.cwd) or None,
+                                  content=list(toolcalls.diffs(prompt.tool, prompt.args, self.cwd)) or None,
+                                  raw_input=prompt.args)
         task = asyncio.ensure_future(self._request(self.session_id, call, options(prompt)))
         self._open.add(task)
         try:
-            return answer(await task)
+            reply = answer(await task)
+            if sub is not None and self.announce is not None and reply.answer != "deny":
+                await self.announce(toolcalls.running(sub.acp_id))
+            return reply
         except asyncio.CancelledError:
             if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 raise

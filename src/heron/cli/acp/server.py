@@ -92,7 +92,8 @@ async def serve(args: argparse.Namespace, protocol_out: int) -> int:
 
     clean, pump = guarded(reader, reply, DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     try:
-        await run_agent(agent, writer, clean)  # type: ignore[arg-type]
+        # session/close, /fork and /resume are routed by the SDK only with its unstable flag
+        await run_agent(agent, writer, clean, use_unstable_protocol=True)  # type: ignore[arg-type]
     finally:
         pump.cancel()
         agent.close()

@@ -34,7 +34,8 @@ from acp.schema import (
 from heron.agent.events import MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from heron.ai.events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallEndEvent
 from heron.cli.acp import toolcalls
-from heron.coding.events import CompactionEndEvent, CompactionStartEvent, TodosEvent
+from heron.cli.acp.subagent_asks import SubagentCalls
+from heron.coding.events import CompactionEndEvent, CompactionStartEvent, SubagentEvent, TodosEvent
 
 Update: TypeAlias = (UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
                      | AgentPlanUpdate | UsageUpdate)
@@ -90,6 +91,7 @@ class EventTranslator:
         self._announced: set[str] = set()
         self._compaction_id = "compaction"
         self.terminals: dict[str, str] = {}  # tool call id -> the editor's terminal running it
+        self.subagents = SubagentCalls(cwd)  # sub-agents' running calls, for their permission questions
 
     def translate(self, event: Any) -> list[Update]:
         if isinstance(event, MessageUpdateEvent):
@@ -116,6 +118,9 @@ class EventTranslator:
             return [done]
         if isinstance(event, TodosEvent):
             return [plan(list(event.todos))]
+        if isinstance(event, SubagentEvent):
+            task = self._args.get(event.tool_call_id)
+            return list(self.subagents.observe(event, task[1] if task else None))
         return self._compaction(event)
 
     def _announce(self, call_id: str, name: str, args: dict[str, Any]) -> list[Update]:

@@ -27,6 +27,7 @@ from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import EditDetails
 from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import client_written, is_read_only, os_error, replace_file, stat_regular_file
+from heron.coding.tools.read_source import is_content_stamp, unchanged_since_read
 
 _BOM = "\ufeff"
 
@@ -204,7 +205,7 @@ class EditTool(AgentTool[EditParams]):
             raise ToolError(f"Edit aborted; {shown} was not changed.")
         if files is not None:
             await files.write_text(path, plan.data.decode("utf-8"))
-            written = client_written(path, shown, len(plan.data), created=False)
+            written = client_written(plan.data, created=False)
         else:
             written = await asyncio.to_thread(replace_file, path, shown, plan.data, plan.info)
         self.env.reads.note_write(path, written.mtime_ns, written.size)
@@ -287,7 +288,9 @@ def _plan(
     """Everything up to the write: checks, matching, the new bytes and the diff. ``held``:
     the content a client holds (``ToolEnv.client_files``), matched instead of the file's."""
     info = stat_regular_file(path, shown, "edited", "Give the path of one file to edit.")
-    if read_mtime_ns is not None and (info.st_mtime_ns != read_mtime_ns or info.st_size != read_size):
+    if read_mtime_ns is not None and not is_content_stamp(read_mtime_ns) and (
+        info.st_mtime_ns != read_mtime_ns or info.st_size != read_size
+    ):
         raise ToolError(
             f"{shown} has changed on disk since you last read it. Read it again, then redo the edit "
             "against its current content."
@@ -301,6 +304,12 @@ def _plan(
         raw = path.read_bytes() if held is None else held
     except OSError as exc:
         raise os_error(exc, path, shown) from None
+    stamped = read_mtime_ns is not None and is_content_stamp(read_mtime_ns)
+    if stamped and not unchanged_since_read(read_mtime_ns or 0, read_size, info, raw):
+        raise ToolError(  # the model read a client's copy: compared by content
+            f"{shown} has changed since you last read it. Read it again, then redo the edit "
+            "against its current content."
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heron.agent.tools import ToolError
+from heron.coding.tools.read_source import content_stamp
 
 
 def blocked_directory(path: Path) -> Path | None:
@@ -116,13 +117,11 @@ class Written:
     in_place: bool  # a hard-linked file, written through rather than replaced
 
 
-def client_written(path: Path, shown: str, size: int, *, created: bool) -> Written:
-    """What a client that took the new text (``ToolEnv.client_files``) left on disk: the
-    file as it is now, or only the size when the client has not saved it yet."""
-    st = stat_path(path, shown, "write", missing_ok=True)
-    if st is None:
-        return Written(mtime_ns=0, size=size, created=created, in_place=False)
-    return Written(mtime_ns=st.st_mtime_ns, size=st.st_size, created=created, in_place=False)
+def client_written(data: bytes, *, created: bool) -> Written:
+    """The version of a file after a client took its new text (``ToolEnv.client_files``):
+    the content stamp of that text, whether or not the client has saved it yet, so a
+    following edit is checked against what the client holds (see ``read_source``)."""
+    return Written(mtime_ns=content_stamp(data), size=len(data), created=created, in_place=False)
 
 
 def replace_file(path: Path, shown: str, data: bytes, existing: os.stat_result | None) -> Written:

@@ -51,10 +51,10 @@ from heron.coding.tools.line_index import (
     line_start,
     wc_newlines,
 )
+from heron.coding.tools.read_source import SNIFF_BYTES, HeldText, held_text, is_content_stamp
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits, format_size
 from heron.context.truncate import cut_line
 
-SNIFF_BYTES = 8192
 INDEX_CACHE_ENTRIES = 16
 
 EMPTY_FILE = "(empty file)"
@@ -102,6 +102,11 @@ def looks_binary(head: bytes) -> bool:
     return odd / len(text) > 0.3
 
 
+def _is_text(head: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` is read as text (not an image, not binary)."""
+    return image_mime(head) is None and not looks_binary(head)
+
+
 # --- the tool ---------------------------------------------------------------------
 
 
@@ -146,13 +151,18 @@ class ReadTool(AgentTool[ReadParams]):
         self, call_id: str, params: ReadParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         path = resolve_path(params.path, self.env.cwd)
-        return await asyncio.to_thread(self._read, path, params, lambda: signal.aborted)
+        held = await held_text(self.env, path, _is_text)  # an editor's buffer (docs/editors.md)
+        return await asyncio.to_thread(self._read, path, params, lambda: signal.aborted, held)
 
     # The whole read runs in a worker thread: a first scan of a big file takes a while and
     # must not stall the event loop (other tools, streaming, the UI).
-    def _read(self, path: Path, params: ReadParams, aborted: Callable[[], bool]) -> ToolResult:
+    def _read(
+        self, path: Path, params: ReadParams, aborted: Callable[[], bool], held: HeldText | None = None
+    ) -> ToolResult:
         shown = display_path(path, self.env.cwd)
         st = stat_regular_file(path, shown, "read", DIRECTORY_HINT)
+        if held is not None:  # the client's text: its size, and a content stamp as its version
+            st = held.stat(st)
         size = st.st_size
         offset, limit = params.offset, params.limit
         if size == 0:
@@ -162,7 +172,7 @@ class ReadTool(AgentTool[ReadParams]):
             empty = ReadEmptyDetails(path=shown, kind="empty", size=0, total_lines=0)
             return ToolResult.text(EMPTY_FILE, details=empty)
         try:
-            with open(path, "rb") as f:
+            with held.open() if held is not None else open(path, "rb") as f:
                 head = f.read(SNIFF_BYTES)
                 mime = image_mime(head)
                 if mime is not None:
@@ -194,7 +204,9 @@ class ReadTool(AgentTool[ReadParams]):
         return result
 
     def _use_wc(self, st: os.stat_result) -> bool:
-        return self.fast_count is not None and st.st_size >= self.fast_count.min_bytes
+        # wc counts the file on disk: not for a client's text (whose stamp is its version)
+        fast = self.fast_count
+        return fast is not None and st.st_size >= fast.min_bytes and not is_content_stamp(st.st_mtime_ns)
 
     def _index(
         self, f: BinaryFile, path: Path, st: os.stat_result, need: int, head: bytes, aborted: Callable[[], bool]
@@ -206,7 +218,7 @@ class ReadTool(AgentTool[ReadParams]):
                 self._indexes.move_to_end(key)
                 return cached
         index = None
-        if self.fast_count is not None and st.st_size >= self.fast_count.min_bytes:
+        if self.fast_count is not None and self._use_wc(st):
             index = build_line_index_with_wc(f, path, st, need, head, self.block_bytes, self.fast_count, aborted)
         if index is None:  # a small file, or no working wc
             index = build_line_index(f, st.st_mtime_ns, st.st_size, self.block_bytes, aborted)

@@ -58,7 +58,7 @@ class WriteTool(AgentTool[WriteParams]):
         if self.env.client_files is not None:
             existed = path.exists()
             await self.env.client_files.write_text(path, params.content)
-            written = client_written(path, shown, len(data), created=not existed)
+            written = client_written(data, created=not existed)
         else:
             written = await asyncio.to_thread(_write, path, shown, data)
         self.env.reads.note_write(path, written.mtime_ns, written.size)
