@@ -105,6 +105,8 @@ def check_follow_up(out: dict[str, Any], script: Script) -> None:
     # both follow-ups went to the model after the tool run had finished, in one request
     last = script.bodies[4]["messages"]
     assert "slow done" in json.dumps(last) and "And a third thing." in json.dumps(last[-1])
+    with_image = next(m for m in last if "And then say bye." in json.dumps(m))
+    assert "image omitted" in json.dumps(with_image)  # the follow-up's image came with it
 
 
 def check_models_and_thinking(out: dict[str, Any]) -> None:

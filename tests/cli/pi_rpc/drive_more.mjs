@@ -38,7 +38,7 @@ try {
   const stop = client.onEvent((e) => followEvents.push(e));
   const settled = client.waitForIdle(30000);
   await client.prompt("Run the slow command.");
-  out.followUpDisposition = await client.followUp("And then say bye.");
+  out.followUpDisposition = await client.followUp("And then say bye.", [{ type: "image", data: PNG, mimeType: "image/png" }]);
   out.followUpViaPrompt = await client.prompt("And a third thing.", undefined, "followUp");
   await settled;
   stop();
