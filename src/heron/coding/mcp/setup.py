@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.tools import AgentTool
+from heron.ai.types import ToolResultMessage
 from heron.coding.mcp.config import Timeouts, load_config
 
+from heron.session.entries import MessageEntry
+
 if TYPE_CHECKING:  # the SDK is imported only when a server is configured: heron starts fast without
+    from heron.session.store import SessionStore
     from heron.coding.mcp.manager import McpManager, ServerStatus
     from heron.coding.mcp.search import ToolSearch
 
@@ -36,10 +40,19 @@ class SessionMcp:
     warnings: list[str] = field(default_factory=list)
     search: ToolSearch | None = None
 
-    def bind(self, agent: _Agent) -> None:
-        """Tools found by ``tool_search`` are added to ``agent``'s tool list."""
-        if self.search is not None:
-            self.search.activate = lambda found: agent.set_tools([*agent.state.tools, *found])
+    def bind(self, agent: _Agent, store: SessionStore | None = None) -> None:
+        """Tools found by ``tool_search`` are added to ``agent``'s tool list, starting with
+        those earlier searches on this branch of the session loaded (``store``: the whole
+        branch, so a search whose result was compacted away still counts; without it, the
+        agent's messages)."""
+        if self.search is None:
+            return
+        self.search.activate = lambda found: agent.set_tools([*agent.state.tools, *found])
+        if store is not None:
+            messages = [e.message for e in store.path_to() if isinstance(e, MessageEntry)]
+        else:
+            messages = list(agent.state.messages)
+        self.search.restore(_searched(messages))
 
     def statuses(self) -> list[ServerStatus]:
         return self.manager.statuses() if self.manager is not None else []
@@ -47,6 +60,17 @@ class SessionMcp:
     def close(self) -> None:
         if self.manager is not None:
             self.manager.close()
+
+
+def _searched(messages: list[Any]) -> list[list[str]]:
+    """The names each ``tool_search`` result in ``messages`` loaded, oldest first."""
+    out: list[list[str]] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and message.tool_name == "tool_search" and not message.is_error:
+            loaded = message.details.get("loaded") if isinstance(message.details, dict) else None
+            if isinstance(loaded, list):
+                out.append([name for name in loaded if isinstance(name, str)])
+    return out
 
 
 def timeouts_from_env(warnings: list[str] | None = None) -> Timeouts:
