@@ -95,16 +95,16 @@ def timeouts_from_env(warnings: list[str] | None = None) -> Timeouts:
 def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], ToolSearch | None]:
     """Every connected server's tools, or one ``tool_search`` when they are too large."""
     from heron.coding.mcp.search import ToolSearch, should_defer
-    from heron.coding.mcp.tools import McpTool
+    from heron.coding.mcp.tools import McpTool, distinct_name
 
     tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state in ("connected", "lazy")
              for t in s.tools]
     seen: set[str] = set()
-    unique: list[McpTool] = []
-    for tool in tools:  # two remote names can clean up to one heron name: keep the first
-        if tool.name not in seen:
-            seen.add(tool.name)
-            unique.append(tool)
+    for tool in tools:  # two remote names can clean up to one heron name ("a.b", "a_b"): the later
+        if tool.name in seen:  # ones get a suffix from their own name, so none is lost
+            tool.rename(distinct_name(tool.server, tool.remote_name))
+        seen.add(tool.name)
+    unique = tools
     if should_defer(unique, window):
         search = ToolSearch(unique)
         return [search], search
