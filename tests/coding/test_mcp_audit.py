@@ -3,6 +3,7 @@ name, and what a server with odd tool names looks like to the model."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -66,3 +67,30 @@ async def test_tools_whose_names_clean_up_alike_all_stay_callable(odd: McpManage
             assert result.content[0].text == expected  # type: ignore[union-attr]
     finally:
         odd.close()
+
+
+def test_an_unset_variable_is_named_not_silently_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import subprocess
+
+    from heron.coding.mcp.config import load_config
+
+    monkeypatch.delenv("AUDIT_MCP_TOKEN", raising=False)
+    monkeypatch.setenv("AUDIT_MCP_HOST", "127.0.0.1")
+    home, cwd = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    cwd.mkdir()
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "api": {"type": "http", "url": "http://${AUDIT_MCP_HOST}:9/mcp",
+                "headers": {"Authorization": "Bearer ${AUDIT_MCP_TOKEN}", "X-Other": "${AUDIT_MCP_TOKEN}"}},
+        "fine": {"command": "srv", "args": ["${AUDIT_MCP_MISSING:-fallback}"]}}}))
+    config = load_config(cwd, home, trusted=True)
+    api = next(s for s in config.servers if s.name == "api")
+    assert api.url == "http://127.0.0.1:9/mcp" and api.headers["Authorization"] == "Bearer "
+    assert config.warnings == [f"{home / 'mcp.json'}: server 'api': ${{AUDIT_MCP_TOKEN}} not set in the environment; "
+                               "expanded to an empty string"]  # once, and not for the one with a default
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERON_")}
+    env["HERON_HOME"] = str(home)
+    listing = subprocess.run([sys.executable, "-m", "heron.cli.main", "mcp", "list"], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert "${AUDIT_MCP_TOKEN} not set" in listing.stderr
