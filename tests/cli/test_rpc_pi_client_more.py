@@ -80,6 +80,12 @@ def check_event_order(events: list[dict[str, Any]], script: Script) -> None:
         "message_start", "message_end",  # the tool result
         "turn_end", "turn_start", "message_start", "message_end", "turn_end",
         "agent_end", "run_end", "agent_settled"]
+    assistant_starts = [e["message"] for e in events if e["type"] == "message_start"
+                        and e["message"]["role"] == "assistant"]
+    assert [m["stopReason"] for m in assistant_starts] == ["pending", "pending"]  # pi's mark of a partial message
+    ends = [e["message"]["stopReason"] for e in events if e["type"] == "message_end"
+            and e["message"]["role"] == "assistant"]
+    assert ends == ["toolUse", "stop"]
     user = events[2]["message"]
     assert user["role"] == "user" and user["content"][1] == {
         "type": "image", "mimeType": "image/png", "data": user["content"][1]["data"]}
