@@ -146,7 +146,8 @@ def check_commands(out: dict[str, Any], script: Script) -> None:
     commands = out["commands"]["ok"]
     assert [(c["name"], c["source"], c["description"]) for c in commands] == [
         ("fix-tests", "prompt", "Fix failing tests"), ("skill:tidy", "skill", "Tidy the imports")]
-    assert commands[0]["sourceInfo"]["scope"] == "project" and commands[0]["sourceInfo"]["path"].endswith("fix-tests.md")
+    info = commands[0]["sourceInfo"]
+    assert info["scope"] == "project" and info["path"].endswith("fix-tests.md")
     assert out["templateRun"][-1] == "agent_settled"
     assert "Fix the tests in tests/unit" in json.dumps(script.bodies[-1]["messages"][-1])
 

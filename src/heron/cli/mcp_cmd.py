@@ -37,7 +37,7 @@ class _IntermixedParser(argparse.ArgumentParser):
 
     _inside = False
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         if self._inside:  # parse_known_intermixed_args calls back in here
             return super().parse_known_args(args, namespace)
         self._inside = True

@@ -11,8 +11,8 @@ from typing import Any
 from heron.ai.models import ConfigValueError
 from heron.ai.types import THINKING_LEVELS, AssistantMessage, Model, UserMessage
 from heron.cli.app import App
-from heron.cli.modes.rpc_protocol import CommandError, CommandId, Write, message_text, model_json, string_field
 from heron.cli.modes.rpc_catalog import discoverable_commands
+from heron.cli.modes.rpc_protocol import CommandError, CommandId, Write, message_text, model_json, string_field
 from heron.cli.modes.rpc_stats import session_stats
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import SetupError, _key_for
@@ -184,7 +184,7 @@ class SessionCommands:
         if level not in THINKING_LEVELS:
             raise CommandError(f"unknown thinking level {level!r}; levels: {', '.join(THINKING_LEVELS)}")
         if not self.session.model.reasoning:
-            level = "off"
+            level = THINKING_LEVELS[0]  # "off"
         if level != self.session.thinking_level:
             self.session.set_thinking_level(level)
             self._write({"type": "thinking_level_changed", "level": level})

@@ -72,9 +72,9 @@ def pi_event(event: Any, *, will_retry: bool = False) -> dict[str, Any]:
     if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
         # pi 1.6 marks an assistant message that is still streaming with stopReason "pending";
         # its terminal reason comes with message_end
-        out = event_json(event)
-        out["message"] = {**out["message"], "stopReason": "pending"}
-        return out
+        start = event_json(event)
+        start["message"] = {**start["message"], "stopReason": "pending"}
+        return start
     if isinstance(event, ToolExecutionStartEvent):
         return {"type": event.type, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
                 "args": _plain(event.args)}

@@ -90,7 +90,7 @@ class ToolSearch(AgentTool[ToolSearchParams]):
         the same tool list, in the same order, as the process that searched would have.
         Names the servers no longer offer are skipped."""
         by_name = {t.name: t for t in self.deferred}
-        new: list[McpTool] = []
+        new: list[AgentTool[Any]] = []
         for names in searches:
             for name in names:
                 tool = by_name.get(name)

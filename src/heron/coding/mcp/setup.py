@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from heron.agent.tools import AgentTool
 from heron.ai.types import ToolResultMessage
 from heron.coding.mcp.config import Timeouts, load_config
-
 from heron.session.entries import MessageEntry
 
 if TYPE_CHECKING:  # the SDK is imported only when a server is configured: heron starts fast without
-    from heron.session.store import SessionStore
     from heron.coding.mcp.manager import McpManager, ServerStatus
     from heron.coding.mcp.search import ToolSearch
+    from heron.session.store import SessionStore
 
 
 class _Agent(Protocol):
