@@ -70,3 +70,46 @@ def test_restore_replays_searches_in_order_and_skips_what_is_gone() -> None:
     assert activated == [["mcp__s__b", "mcp__s__a"]]  # one change, in the order they were first loaded
     search.restore(_searched(messages))
     assert activated == [["mcp__s__b", "mcp__s__a"]]  # nothing new the second time
+
+
+def test_rpc_session_switches_carry_the_tools_of_the_session_switched_to(env: Env) -> None:  # noqa: F811
+    import subprocess
+    from typing import Any
+
+    (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "w": {"command": sys.executable, "args": [DOUBLE, "many", "120"]}}}))
+    server = LocalServer()
+    server.queue(openai_reply("", [("s1", "tool_search", {"query": "select:mcp__w__widget_7"})]),
+                 openai_reply("searched"), openai_reply("fresh"), openai_reply("back"))
+    rpc = subprocess.Popen([sys.executable, "-m", "heron.cli.main", "--mode", "rpc", "--base-url",
+                            server.url + "/v1", "--model", "test-model"], cwd=env.cwd, env=env.env,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert rpc.stdin is not None and rpc.stdout is not None
+
+    def send(command: dict[str, Any], until: str) -> dict[str, Any]:
+        assert rpc.stdin is not None and rpc.stdout is not None
+        rpc.stdin.write(json.dumps(command) + "\n")
+        rpc.stdin.flush()
+        for line in rpc.stdout:
+            record = json.loads(line)
+            if record.get("type") == until or (record.get("type") == "response" and record.get("success") is False):
+                return record
+        raise AssertionError("heron stopped")
+
+    try:
+        send({"type": "prompt", "message": "search"}, "agent_settled")
+        first = send({"type": "get_state"}, "response")["data"]["sessionFile"]
+        send({"type": "new_session"}, "response")
+        send({"type": "prompt", "message": "fresh"}, "agent_settled")
+        switched = send({"type": "switch_session", "sessionPath": first}, "response")
+        assert switched["success"] is True, switched
+        send({"type": "prompt", "message": "back"}, "agent_settled")
+    finally:
+        rpc.stdin.close()
+        rpc.wait(timeout=30)
+        server.close()
+    bodies = [r.json() for r in server.requests]
+    names = [[t["function"]["name"] for t in b["tools"]] for b in bodies]
+    assert names[1][-1] == "mcp__w__widget_7"
+    assert "mcp__w__widget_7" not in names[2]  # a new session has searched nothing
+    assert _tools(bodies[3]) == _tools(bodies[1])  # back in the first one: its tools again

@@ -278,6 +278,8 @@ class SessionCommands:
         self.session.switch_store(store)
         if old is not store:
             old.close()
+        if self.app.mcp is not None:
+            self.app.mcp.switched(self.session.agent, store)  # tool_search's tools follow the session
         recorded_model, thinking = store.current_settings()
         if thinking in THINKING_LEVELS and store.leaf_id is not None:
             self.session.agent.set_thinking_level(thinking)

@@ -53,6 +53,17 @@ class SessionMcp:
             messages = list(agent.state.messages)
         self.search.restore(_searched(messages))
 
+    def switched(self, agent: _Agent, store: SessionStore) -> None:
+        """The session went on in another file (rpc's ``new_session``, ``switch_session``,
+        ``fork``): drop the tools the old session's searches loaded and load those of
+        ``store``'s, so the tool list is the one a process started on ``store`` would send."""
+        if self.search is None:
+            return
+        loaded = self.search.loaded
+        agent.set_tools([t for t in agent.state.tools if t.name not in loaded])
+        self.search.loaded = set()
+        self.bind(agent, store)
+
     def statuses(self) -> list[ServerStatus]:
         return self.manager.statuses() if self.manager is not None else []
 
