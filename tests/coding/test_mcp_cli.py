@@ -138,6 +138,18 @@ def test_add_list_get_remove(env: Env) -> None:
     assert again.returncode == 1 and "--scope project" in again.stderr
 
 
+def test_add_takes_options_after_the_command_as_documented(env: Env) -> None:
+    # docs/mcp.md: heron mcp add NAME COMMAND [-e K=V]... [-- ARGS...]
+    done = env.heron("mcp", "add", "dbl", sys.executable, "-e", "FOO=bar", "--", DOUBLE, "-x", "stdio")
+    assert done.returncode == 0, done.stderr
+    assert env.heron("mcp", "add", "first", "-e", "A=b", "--", "cmd", "one").returncode == 0
+    assert env.heron("mcp", "add", "solo", "cmd", "--lazy").returncode == 0
+    servers = json.loads((env.home / "mcp.json").read_text())["mcpServers"]
+    assert servers["dbl"] == {"command": sys.executable, "args": [DOUBLE, "-x", "stdio"], "env": {"FOO": "bar"}}
+    assert servers["first"] == {"command": "cmd", "args": ["one"], "env": {"A": "b"}}
+    assert servers["solo"] == {"command": "cmd", "args": [], "lazy": True}
+
+
 def test_add_writes_the_lazy_flag_only_when_given(env: Env) -> None:
     assert env.heron("mcp", "add", "slow", "cmd", "--lazy").returncode == 0
     assert env.heron("mcp", "add", "eager", "cmd", "--no-lazy").returncode == 0

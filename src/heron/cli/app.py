@@ -275,7 +275,7 @@ def build_app(args: argparse.Namespace) -> App:
     _apply_control_flags(args, session)
     for warning in session.extensions.load(trusted=session.control.trusted):  # docs/extensions.md
         print(f"heron: warning: {warning}", file=sys.stderr)
-    mcp.bind(session.agent)
+    mcp.bind(session.agent, session.store)
     _trace(session, getattr(args, "otel", None))
     return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
                session=session, mcp=mcp)

@@ -29,9 +29,27 @@ from heron.coding.mcp.manager import McpManager, ServerStatus
 from heron.coding.mcp.setup import timeouts_from_env
 
 
+class _IntermixedParser(argparse.ArgumentParser):
+    """Options may come after the positionals: ``add NAME CMD -e K=V -- ARGS`` (the form
+    docs/mcp.md and Claude Code use). Plain argparse takes ``NAME CMD`` and an empty
+    ``ARGS`` in one go, then rejects everything after ``--``; intermixed parsing first
+    takes the options, then fills the positionals from what is left."""
+
+    _inside = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._inside:  # parse_known_intermixed_args calls back in here
+            return super().parse_known_args(args, namespace)
+        self._inside = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inside = False
+
+
 def add_parser(commands: Any) -> None:
     mcp = commands.add_parser("mcp", help="MCP servers: list, get, add, remove")
-    sub = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True)
+    sub = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True, parser_class=_IntermixedParser)
     listing = sub.add_parser("list", help="each server with its status and its tools")
     listing.add_argument("--json", action="store_true", help="one JSON document")
     get = sub.add_parser("get", help="one server: its configuration, status and tools with their schemas")

@@ -11,6 +11,7 @@ from typing import Any
 from heron.ai.models import ConfigValueError
 from heron.ai.types import THINKING_LEVELS, AssistantMessage, Model, UserMessage
 from heron.cli.app import App
+from heron.cli.modes.rpc_catalog import discoverable_commands
 from heron.cli.modes.rpc_protocol import CommandError, CommandId, Write, message_text, model_json, string_field
 from heron.cli.modes.rpc_stats import session_stats
 from heron.coding.runtime import CodingSession
@@ -57,7 +58,7 @@ class SessionCommands:
             "get_fork_messages": self._get_fork_messages, "get_last_assistant_text": self._get_last_assistant_text,
             "set_session_name": self._set_session_name, "get_session_stats": self._get_session_stats,
             "get_partial_message": self._get_partial_message, "cycle_thinking_level": self._cycle_thinking_level,
-            "get_entries": self._get_entries, "get_tree": self._get_tree,
+            "get_entries": self._get_entries, "get_tree": self._get_tree, "get_commands": self._get_commands,
         }
 
     # --- state --------------------------------------------------------------------------------
@@ -176,11 +177,17 @@ class SessionCommands:
         return {"models": [model_json(m) for m in models]}
 
     async def _set_thinking_level(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """A model without reasoning takes only ``"off"``: any other level is clamped to it
+        (as pi does), so ``get_state`` never shows a level ``get_available_thinking_levels``
+        does not list. ``thinking_level_changed`` only when the level really changed."""
         level = string_field(fields, "level")
         if level not in THINKING_LEVELS:
             raise CommandError(f"unknown thinking level {level!r}; levels: {', '.join(THINKING_LEVELS)}")
-        self.session.set_thinking_level(level)
-        self._write({"type": "thinking_level_changed", "level": level})
+        if not self.session.model.reasoning:
+            level = THINKING_LEVELS[0]  # "off"
+        if level != self.session.thinking_level:
+            self.session.set_thinking_level(level)
+            self._write({"type": "thinking_level_changed", "level": level})
         return {"thinkingLevel": level, "modelReasons": self.session.model.reasoning}
 
     async def _cycle_thinking_level(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any] | None:
@@ -194,6 +201,11 @@ class SessionCommands:
         self.session.set_thinking_level(level)
         self._write({"type": "thinking_level_changed", "level": level})
         return {"level": level}
+
+    async def _get_commands(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """What ``prompt`` runs as ``/name``: extension commands, prompt templates and skills
+        (``skill:name``), in pi's shape. Built-in interactive commands are not listed (as in pi)."""
+        return {"commands": discoverable_commands(self.session)}
 
     def _respond_null(self, cmd_id: CommandId, command: str) -> None:
         self._write({"type": "response", "id": cmd_id, "command": command, "success": True, "data": None})
@@ -266,6 +278,8 @@ class SessionCommands:
         self.session.switch_store(store)
         if old is not store:
             old.close()
+        if self.app.mcp is not None:
+            self.app.mcp.switched(self.session.agent, store)  # tool_search's tools follow the session
         recorded_model, thinking = store.current_settings()
         if thinking in THINKING_LEVELS and store.leaf_id is not None:
             self.session.agent.set_thinking_level(thinking)

@@ -16,6 +16,7 @@ from typing import Any
 
 from heron.agent.events import (
     AgentEndEvent,
+    MessageStartEvent,
     MessageUpdateEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -23,7 +24,7 @@ from heron.agent.events import (
     TurnEndEvent,
 )
 from heron.agent.tools import ToolResult
-from heron.ai.types import ToolCall
+from heron.ai.types import AssistantMessage, ToolCall
 from heron.cli.events_json import event_json
 from heron.coding.events import (
     CompactionEndEvent,
@@ -68,6 +69,12 @@ def pi_event(event: Any, *, will_retry: bool = False) -> dict[str, Any]:
     if isinstance(event, MessageUpdateEvent):
         return {"type": "message_update", "usage": event.message.usage.to_json_dict(),
                 "assistantMessageEvent": assistant_event_json(event)}
+    if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
+        # pi 1.6 marks an assistant message that is still streaming with stopReason "pending";
+        # its terminal reason comes with message_end
+        start = event_json(event)
+        start["message"] = {**start["message"], "stopReason": "pending"}
+        return start
     if isinstance(event, ToolExecutionStartEvent):
         return {"type": event.type, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
                 "args": _plain(event.args)}

@@ -16,7 +16,7 @@ from typing import Any
 
 from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from heron.agent.messages import AgentMessage
-from heron.ai.types import AssistantMessage, ImageContent, StopReason
+from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, UserMessage
 from heron.cli.app import App
 from heron.cli.modes.rpc_commands import SessionCommands
 from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, pi_event
@@ -282,24 +282,23 @@ class RpcServer(SessionCommands):
         return {"stop_reason": stop_reason, "error": error, "answer": answer}
 
     async def _steer(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
-        text = self._queued_text(fields, "steer")
-        self.session.steer(self.session.expand_input(text))
+        self.session.agent.steer(self._queued_message(fields, "steer"))
         self._queue_changed()
         return {"disposition": "queued", **self._pending()}
 
     async def _follow_up(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
-        text = self._queued_text(fields, "follow up")
-        self.session.follow_up(self.session.expand_input(text))
+        self.session.agent.follow_up(self._queued_message(fields, "follow up"))
         self._queue_changed()
         return {"disposition": "queued", **self._pending()}
 
-    def _queued_text(self, fields: dict[str, Any], what: str) -> str:
-        text = string_field(fields, "message") or ""
-        if fields.get("images"):
-            raise CommandError("heron queues text only: send images with a prompt")
+    def _queued_message(self, fields: dict[str, Any], what: str) -> UserMessage:
+        """The queued user message: the text (skills and templates expanded, as pi does)
+        and the images pi's ``steer`` / ``follow_up`` may carry, checked like a prompt's."""
+        images = images_field(fields)
+        text = string_field(fields, "message", empty=bool(images)) or ""
         if not self.is_running:
             raise CommandError(f"nothing is running to {what}: send a prompt")
-        return text
+        return UserMessage(content=[TextContent(text=self.session.expand_input(text)), *images])
 
     async def _clear_queue(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         steering, follow_up = self._queues()

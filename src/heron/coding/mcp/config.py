@@ -99,6 +99,20 @@ def expand(value: str, environ: dict[str, str] | None = None) -> str:
     return _VAR.sub(lambda m: env.get(m.group(1), m.group(2) if m.group(2) is not None else ""), value)
 
 
+def unset_variables(entry: Any, environ: dict[str, str] | None = None) -> list[str]:
+    """The ``${VAR}`` names (without a default) in ``entry``'s strings that are not set: they
+    expand to nothing, and a server started with, say, an empty token fails far from the
+    cause, so the loader names them."""
+    env = os.environ if environ is None else environ
+    if isinstance(entry, str):
+        return [m.group(1) for m in _VAR.finditer(entry) if m.group(2) is None and m.group(1) not in env]
+    values = entry.values() if isinstance(entry, dict) else entry if isinstance(entry, list) else []
+    out: list[str] = []
+    for value in values:
+        out.extend(name for name in unset_variables(value, environ) if name not in out)
+    return out
+
+
 def _str_map(value: Any, what: str) -> dict[str, str]:
     if value is None:
         return {}
@@ -181,6 +195,11 @@ def load_file(path: Path, scope: Scope, warnings: list[str]) -> list[ServerConfi
             out.append(parse_server(str(name), entry, scope, path))
         except ValueError as exc:
             warnings.append(f"{path}: server {name!r}: {exc}; skipped")
+            continue
+        missing = unset_variables(entry)
+        if missing:
+            warnings.append(f"{path}: server {name!r}: " + ", ".join(f"${{{v}}}" for v in missing)
+                            + " not set in the environment; expanded to an empty string")
     return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import Field
@@ -83,6 +83,22 @@ class ToolSearch(AgentTool[ToolSearchParams]):
         usable = "now callable" if self.activate is not None else "not callable in this session"
         return ToolResult.text(f"{len(found)} tool(s) found, {usable}:\n" + "\n".join(blocks),
                                details={"loaded": [t.name for t in found]})
+
+    def restore(self, searches: Iterable[Sequence[str]]) -> None:
+        """Load again what earlier searches of this session loaded (each search's names, in
+        order), as one tool-list change: a session continued in a new process then sends
+        the same tool list, in the same order, as the process that searched would have.
+        Names the servers no longer offer are skipped."""
+        by_name = {t.name: t for t in self.deferred}
+        new: list[AgentTool[Any]] = []
+        for names in searches:
+            for name in names:
+                tool = by_name.get(name)
+                if tool is not None and name not in self.loaded:
+                    self.loaded.add(name)
+                    new.append(tool)
+        if new and self.activate is not None:
+            self.activate(new)
 
     def find(self, query: str, limit: int) -> list[McpTool]:
         text = query.strip()

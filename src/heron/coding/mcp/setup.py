@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.tools import AgentTool
+from heron.ai.types import ToolResultMessage
 from heron.coding.mcp.config import Timeouts, load_config
+from heron.session.entries import MessageEntry
 
 if TYPE_CHECKING:  # the SDK is imported only when a server is configured: heron starts fast without
     from heron.coding.mcp.manager import McpManager, ServerStatus
     from heron.coding.mcp.search import ToolSearch
+    from heron.session.store import SessionStore
 
 
 class _Agent(Protocol):
@@ -36,10 +39,30 @@ class SessionMcp:
     warnings: list[str] = field(default_factory=list)
     search: ToolSearch | None = None
 
-    def bind(self, agent: _Agent) -> None:
-        """Tools found by ``tool_search`` are added to ``agent``'s tool list."""
-        if self.search is not None:
-            self.search.activate = lambda found: agent.set_tools([*agent.state.tools, *found])
+    def bind(self, agent: _Agent, store: SessionStore | None = None) -> None:
+        """Tools found by ``tool_search`` are added to ``agent``'s tool list, starting with
+        those earlier searches on this branch of the session loaded (``store``: the whole
+        branch, so a search whose result was compacted away still counts; without it, the
+        agent's messages)."""
+        if self.search is None:
+            return
+        self.search.activate = lambda found: agent.set_tools([*agent.state.tools, *found])
+        if store is not None:
+            messages = [e.message for e in store.path_to() if isinstance(e, MessageEntry)]
+        else:
+            messages = list(agent.state.messages)
+        self.search.restore(_searched(messages))
+
+    def switched(self, agent: _Agent, store: SessionStore) -> None:
+        """The session went on in another file (rpc's ``new_session``, ``switch_session``,
+        ``fork``): drop the tools the old session's searches loaded and load those of
+        ``store``'s, so the tool list is the one a process started on ``store`` would send."""
+        if self.search is None:
+            return
+        loaded = self.search.loaded
+        agent.set_tools([t for t in agent.state.tools if t.name not in loaded])
+        self.search.loaded = set()
+        self.bind(agent, store)
 
     def statuses(self) -> list[ServerStatus]:
         return self.manager.statuses() if self.manager is not None else []
@@ -47,6 +70,17 @@ class SessionMcp:
     def close(self) -> None:
         if self.manager is not None:
             self.manager.close()
+
+
+def _searched(messages: list[Any]) -> list[list[str]]:
+    """The names each ``tool_search`` result in ``messages`` loaded, oldest first."""
+    out: list[list[str]] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and message.tool_name == "tool_search" and not message.is_error:
+            loaded = message.details.get("loaded") if isinstance(message.details, dict) else None
+            if isinstance(loaded, list):
+                out.append([name for name in loaded if isinstance(name, str)])
+    return out
 
 
 def timeouts_from_env(warnings: list[str] | None = None) -> Timeouts:
@@ -71,16 +105,16 @@ def timeouts_from_env(warnings: list[str] | None = None) -> Timeouts:
 def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], ToolSearch | None]:
     """Every connected server's tools, or one ``tool_search`` when they are too large."""
     from heron.coding.mcp.search import ToolSearch, should_defer
-    from heron.coding.mcp.tools import McpTool
+    from heron.coding.mcp.tools import McpTool, distinct_name
 
     tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state in ("connected", "lazy")
              for t in s.tools]
     seen: set[str] = set()
-    unique: list[McpTool] = []
-    for tool in tools:  # two remote names can clean up to one heron name: keep the first
-        if tool.name not in seen:
-            seen.add(tool.name)
-            unique.append(tool)
+    for tool in tools:  # two remote names can clean up to one heron name ("a.b", "a_b"): the later
+        if tool.name in seen:  # ones get a suffix from their own name, so none is lost
+            tool.rename(distinct_name(tool.server, tool.remote_name))
+        seen.add(tool.name)
+    unique = tools
     if should_defer(unique, window):
         search = ToolSearch(unique)
         return [search], search

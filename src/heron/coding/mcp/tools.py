@@ -47,6 +47,13 @@ def tool_name(server: str, tool: str) -> str:
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
+def distinct_name(server: str, tool: str) -> str:
+    """The name of a tool whose :func:`tool_name` another tool of the server already has:
+    the same, cut to leave room for a hash of the remote name, which differs."""
+    base = f"{PREFIX}{server}__{_UNSAFE.sub('_', tool)}"
+    return f"{base[: MAX_NAME - 9]}_{hashlib.sha256(tool.encode()).hexdigest()[:8]}"
+
+
 class McpTool(AgentTool[McpArguments]):
     parameters = McpArguments
 
@@ -62,6 +69,10 @@ class McpTool(AgentTool[McpArguments]):
 
     def definition(self) -> Tool:
         return self._definition
+
+    def rename(self, name: str) -> None:
+        self.name = name
+        self._definition = Tool(name=name, description=self.description, parameters=self.schema)
 
     async def execute(self, call_id: str, params: McpArguments, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
