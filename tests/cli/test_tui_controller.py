@@ -374,3 +374,30 @@ async def test_an_extension_command_runs_from_the_input_line_and_is_listed(proje
     assert user_texts(faux.requests[-1])[-1] == "Review the staged diff, focusing on error handling"
     await c.submit("/help")
     assert "extension commands: /review" in output(c.console)
+
+
+async def test_new_session_drops_the_tools_the_old_sessions_tool_search_loaded(project: Path, home: Path,
+                                                                               faux: FauxProvider) -> None:
+    import copy
+
+    from heron.coding.mcp.setup import SessionMcp
+
+    class Search:  # the part of ToolSearch the session switch uses
+        def __init__(self) -> None:
+            self.loaded: set[str] = {"mcp__srv__found"}
+            self.restored: list[list[list[str]]] = []
+            self.activate: object = None
+
+        def restore(self, searched: list[list[str]]) -> None:
+            self.restored.append(searched)
+
+    c = controller_for(project, home, faux)
+    base = list(c.session.agent.state.tools)
+    found = copy.copy(base[0])
+    found.name = "mcp__srv__found"
+    c.session.agent.set_tools([*base, found])
+    search = Search()
+    c.app.mcp = SessionMcp(manager=None, tools=[], search=search)  # type: ignore[arg-type]
+    await submit(c, "/new")
+    assert [t.name for t in c.session.agent.state.tools] == [t.name for t in base]
+    assert search.loaded == set() and search.restored == [[]]  # the new session's searches: none yet

@@ -112,6 +112,8 @@ class SessionCommands:
         s.switch_store(store)
         if old is not store:
             old.close()
+        if self.app.mcp is not None:
+            self.app.mcp.switched(s.agent, store)  # tool_search's tools follow the session (as a new process)
         self.renderer.totals = Totals.of(s.messages)
         where = str(store.path) if store.path is not None else "in memory"
         self.note(f"{what}: {where} ({len(s.messages)} messages in the context)", "green")
