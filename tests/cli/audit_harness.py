@@ -63,9 +63,10 @@ class PlanServer:
     """Replies by plan; ``limits`` per model id; ``hang_at`` = (turn, step) whose reply is held."""
 
     def __init__(self, plans: dict[int, list[Step]], limits: dict[str, int], *, report_usage: bool = True,
-                 stated: bool = True, hang_at: tuple[int, int] | None = None) -> None:
+                 stated: bool = True, hang_at: tuple[int, int] | None = None, hang_summary: bool = False) -> None:
         self.plans, self.limits = plans, limits
         self.report_usage, self.stated, self.hang_at = report_usage, stated, hang_at
+        self.hang_summary = hang_summary  # hold the first summary request (a crash mid-compaction)
         self.lock = threading.Lock()
         self.bodies: list[dict[str, Any]] = []
         self.turns: list[int] = []  # the running turn for each body
@@ -95,6 +96,9 @@ class PlanServer:
     def _reply(self, body: dict[str, Any], used: int) -> Reply:
         messages = body["messages"]
         if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
+            if self.hang_summary and not self.hung.is_set():
+                self.hung.set()
+                return Reply(body=b"", delay=60)
             return text_reply("## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done", used)
         if text_of(messages[-1]).startswith(FLUSH_MARK):
             return text_reply("Nothing worth saving.", used)

@@ -10,6 +10,8 @@ enforces less than the configured window, and one that reports no usage.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,6 +77,14 @@ def session_bodies(handler: PlanServer) -> list[dict[str, Any]]:
     return [b for b in handler.bodies if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)]
 
 
+def dump_on_difference(first: list[str], second: list[str]) -> None:
+    """Write both sequences for a diff when they differ (AUDIT_DUMP=dir)."""
+    target = os.environ.get("AUDIT_DUMP")
+    if target and first != second:
+        Path(target, "first.json").write_text(json.dumps(first))
+        Path(target, "second.json").write_text(json.dumps(second))
+
+
 def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer]) -> None:
     one, many = PlanServer(MIXED, LIMITS), PlanServer(MIXED, LIMITS)
     cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL])
@@ -114,3 +124,37 @@ def test_a_crash_while_a_tool_runs_then_continue(tmp_path: Path, servers: list[L
     after = [b for b, t in zip(handler.bodies, handler.turns, strict=True) if t == 4]
     results = [m for m in after[0]["messages"] if m.get("tool_call_id") == "call_3_1"]
     assert len(results) == 1 and "did not finish" in text_of(results[0])
+
+
+SWITCH: dict[int, list[Step]] = {
+    n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}"), read("data/small.txt")] for n in range(10)
+}
+
+
+@pytest.mark.parametrize("report_usage", [True, False], ids=["usage", "zero-usage"])
+def test_switch_to_a_smaller_window_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer],
+                                                                     report_usage: bool) -> None:
+    """Five turns on a 32k model, then ``--model`` a 16k one (``set_model`` in rpc): the
+    first request on the small model already fits it, and both drives send the same bytes."""
+    one = PlanServer(SWITCH, LIMITS, report_usage=report_usage)
+    many = PlanServer(SWITCH, LIMITS, report_usage=report_usage)
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL, BIG])
+    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL, BIG])
+    rpc = Rpc(cwd_one, env_one, "local/big")
+    try:
+        for n in sorted(SWITCH):
+            if n == 5:
+                rpc.set_model("local/small")
+            assert rpc.turn(one, n) == f"done with turn {n}"
+    finally:
+        rpc.close()
+    for n in sorted(SWITCH):
+        model = "local/big" if n < 5 else "local/small"
+        assert run_print(cwd_many, env_many, many, n, model, first=n == 0) == f"done with turn {n}"
+    assert one.rejected == many.rejected == 0
+    assert audit(one) == [] and audit(many) == []
+    assert {b["model"] for b in one.bodies} == {"big", "small"}
+    rpc_bodies = normalised(session_bodies(one), tmp_path / "rpc1")
+    print_bodies = normalised(session_bodies(many), tmp_path / "prnt")
+    dump_on_difference(rpc_bodies, print_bodies)
+    assert rpc_bodies == print_bodies
