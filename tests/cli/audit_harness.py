@@ -24,6 +24,7 @@ from typing import Any
 from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply, json_reply
+from tests.support.sse import anthropic_reply
 
 SUMMARY_MARK = SUMMARISER_SYSTEM_PROMPT[:60]
 FLUSH_MARK = "[heron: the conversation is about to be compacted"
@@ -68,7 +69,8 @@ class PlanServer:
         self.report_usage, self.stated, self.hang_at = report_usage, stated, hang_at
         self.hang_summary = hang_summary  # hold the first summary request (a crash mid-compaction)
         self.lock = threading.Lock()
-        self.bodies: list[dict[str, Any]] = []
+        self.bodies: list[dict[str, Any]] = []  # as decoded for the checks
+        self.raw: list[dict[str, Any]] = []  # as sent
         self.turns: list[int] = []  # the running turn for each body
         self.accepted: list[bool] = []
         self.rejected = 0
@@ -76,21 +78,35 @@ class PlanServer:
         self.turn = 0
         self.hung = threading.Event()
 
+    def decode(self, request: Recorded) -> dict[str, Any]:
+        """The request as OpenAI chat-completions JSON (what the checks read)."""
+        return dict(request.json())
+
+    def reject(self, limit: int, total: int) -> Reply:
+        text = (f"This model's maximum context length is {limit} tokens. However, you requested "
+                f"{total} tokens.") if self.stated else "context length exceeded"
+        return json_reply(400, {"error": {"message": text, "type": "invalid_request_error",
+                                          "code": "context_length_exceeded"}})
+
+    def text(self, text: str, used: int) -> Reply:
+        return text_reply(text, used)
+
+    def call(self, call_id: str, name: str, args: dict[str, Any], used: int) -> Reply:
+        return call_reply(call_id, name, args, used)
+
     def __call__(self, request: Recorded) -> Reply:
-        body = request.json()
+        body = self.decode(request)
         prompt_tokens, completion = count_tokens(body)
         limit = self.limits[body["model"]]
         with self.lock:
             self.bodies.append(body)
+            self.raw.append(request.json())
             self.turns.append(self.turn)
             ok = prompt_tokens + completion <= limit
             self.accepted.append(ok)
             if not ok:
                 self.rejected += 1
-                text = (f"This model's maximum context length is {limit} tokens. However, you requested "
-                        f"{prompt_tokens + completion} tokens.") if self.stated else "context length exceeded"
-                return json_reply(400, {"error": {"message": text, "type": "invalid_request_error",
-                                                  "code": "context_length_exceeded"}})
+                return self.reject(limit, prompt_tokens + completion)
             return self._reply(body, prompt_tokens if self.report_usage else 0)
 
     def _reply(self, body: dict[str, Any], used: int) -> Reply:
@@ -99,27 +115,67 @@ class PlanServer:
             if self.hang_summary and not self.hung.is_set():
                 self.hung.set()
                 return Reply(body=b"", delay=60)
-            return text_reply("## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done", used)
+            return self.text("## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done", used)
         if text_of(messages[-1]).startswith(FLUSH_MARK):
-            return text_reply("Nothing worth saving.", used)
+            return self.text("Nothing worth saving.", used)
         plan = self.plans.get(self.turn, [])
         step = self.served.get(self.turn, 0)
         if self.hang_at == (self.turn, step):
             self.hung.set()
             return Reply(body=b"", delay=60)
         if step >= len(plan):
-            return text_reply(f"done with turn {self.turn}", used)
+            return self.text(f"done with turn {self.turn}", used)
         self.served[self.turn] = step + 1
         name, args = plan[step]
-        return call_reply(f"call_{self.turn}_{step}", name, args, used)
+        return self.call(f"call_{self.turn}_{step}", name, args, used)
+
+
+class AnthropicPlanServer(PlanServer):
+    """The same model behind Anthropic's Messages API (requests translated for the checks)."""
+
+    def decode(self, request: Recorded) -> dict[str, Any]:
+        raw = request.json()
+        system = raw.get("system") or ""
+        if isinstance(system, list):
+            system = "".join(b.get("text", "") for b in system)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        for message in raw["messages"]:
+            content = message["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if message["role"] == "assistant":
+                calls = [{"id": b["id"], "type": "function",
+                          "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+                         for b in blocks if b["type"] == "tool_use"]
+                text = "".join(b.get("text", "") for b in blocks if b["type"] == "text")
+                messages.append({"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})})
+                continue
+            for block in blocks:
+                if block["type"] == "tool_result":
+                    inner = block.get("content")
+                    text = inner if isinstance(inner, str) else "".join(p.get("text", "") for p in inner or [])
+                    messages.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
+            # one message per text block: the adapter merges consecutive user messages
+            messages.extend({"role": "user", "content": [b]} for b in blocks if b["type"] == "text")
+        return {"model": raw["model"], "messages": messages, "tools": raw.get("tools"),
+                "max_tokens": raw.get("max_tokens")}
+
+    def reject(self, limit: int, total: int) -> Reply:
+        text = f"prompt is too long: {total} tokens > {limit} maximum" if self.stated else "prompt is too long"
+        return json_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": text}})
+
+    def text(self, text: str, used: int) -> Reply:
+        return anthropic_reply(text, input_tokens=used)
+
+    def call(self, call_id: str, name: str, args: dict[str, Any], used: int) -> Reply:
+        return anthropic_reply("", [(call_id, name, args)], input_tokens=used)
 
 
 def heron() -> list[str]:
     return [os.environ.get("HERON_TEST_PYTHON", __import__("sys").executable), "-m", "heron.cli.main"]
 
 
-def make_project(root: Path, url: str, models: list[dict[str, Any]],
-                 settings: dict[str, Any] | None = None) -> tuple[Path, dict[str, str]]:
+def make_project(root: Path, url: str, models: list[dict[str, Any]], settings: dict[str, Any] | None = None,
+                 api: str = "openai-completions") -> tuple[Path, dict[str, str]]:
     cwd = root / "proj"
     (cwd / "data").mkdir(parents=True)
     for n in range(4):
@@ -128,7 +184,8 @@ def make_project(root: Path, url: str, models: list[dict[str, Any]],
     (cwd / "data" / "small.txt").write_text("".join(f"small line {i}\n" for i in range(200)))
     home = root / "home"
     home.mkdir()
-    config = {"providers": {"local": {"baseUrl": url + "/v1", "api": "openai-completions", "apiKey": "sk-local",
+    base = url + "/v1" if api == "openai-completions" else url
+    config = {"providers": {"local": {"baseUrl": base, "api": api, "apiKey": "sk-local",
                                       "models": models}}}
     (home / "models.json").write_text(json.dumps(config))
     (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")},

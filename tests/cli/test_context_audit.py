@@ -23,6 +23,7 @@ from tests.cli.audit_harness import (
     SUMMARY_MARK,
     TODOS,
     UNCHANGED,
+    AnthropicPlanServer,
     PlanServer,
     Rpc,
     Step,
@@ -75,6 +76,12 @@ def serve(made: list[LocalServer], handler: PlanServer) -> str:
 
 def session_bodies(handler: PlanServer) -> list[dict[str, Any]]:
     return [b for b in handler.bodies if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)]
+
+
+def session_raw(handler: PlanServer) -> list[dict[str, Any]]:
+    """The session's own requests as sent (not the summary requests)."""
+    return [raw for raw, body in zip(handler.raw, handler.bodies, strict=True)
+            if not text_of(body["messages"][0]).startswith(SUMMARY_MARK)]
 
 
 def dump_on_difference(first: list[str], second: list[str]) -> None:
@@ -158,3 +165,26 @@ def test_switch_to_a_smaller_window_rpc_and_print_send_the_same_bytes(tmp_path: 
     print_bodies = normalised(session_bodies(many), tmp_path / "prnt")
     dump_on_difference(rpc_bodies, print_bodies)
     assert rpc_bodies == print_bodies
+
+
+def test_anthropic_wire_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path,
+                                                                     servers: list[LocalServer]) -> None:
+    """The mixed plan behind Anthropic's Messages API, whose server states a limit (12,000)
+    below the configured window: one rejection at most per drive, then the rules hold."""
+    limits = {"small": 12_000}
+    one, many = AnthropicPlanServer(MIXED, limits), AnthropicPlanServer(MIXED, limits)
+    api = "anthropic-messages"
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
+    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], api=api)
+    rpc = Rpc(cwd_one, env_one, "local/small")
+    try:
+        rpc_answers = [rpc.turn(one, n) for n in sorted(MIXED)]
+    finally:
+        rpc.close()
+    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(MIXED)]
+    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(MIXED)]
+    assert one.rejected <= 1 and many.rejected <= 1
+    assert audit(one) == [] and audit(many) == []
+    first, second = normalised(session_raw(one), tmp_path / "rpc1"), normalised(session_raw(many), tmp_path / "prnt")
+    dump_on_difference(first, second)
+    assert first == second
