@@ -56,8 +56,12 @@ def text_of(message: dict[str, Any]) -> str:
     return ""
 
 
+# Extra text for a turn's prompt (a long pasted prompt); keyed by turn.
+PROMPT_EXTRA: dict[int, str] = {}
+
+
 def prompt(n: int) -> str:
-    return f"turn {n}: follow the plan"
+    return f"turn {n}: follow the plan" + PROMPT_EXTRA.get(n, "")
 
 
 class PlanServer:
@@ -317,11 +321,13 @@ def _body_problems(body: dict[str, Any], turn: int) -> list[str]:
     return problems
 
 
-def audit(server: PlanServer) -> list[str]:
-    """Every problem in what the model received (summary requests are only size-checked)."""
+def audit(server: PlanServer, start: int = 0, stop: int | None = None) -> list[str]:
+    """Every problem in what the model received (summary requests are only size-checked);
+    ``start``/``stop``: the requests of one drive of the session."""
     problems = []
     stubs: dict[str, str] = {}
-    for index, (body, turn, ok) in enumerate(zip(server.bodies, server.turns, server.accepted, strict=True)):
+    rows = list(zip(server.bodies, server.turns, server.accepted, strict=True))
+    for index, (body, turn, ok) in enumerate(rows[start:stop], start):
         messages = body["messages"]
         if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
             continue

@@ -36,6 +36,12 @@ from tests.cli.audit_harness import (
     run_print_killed,
     text_of,
 )
+from tests.cli.audit_harness import (
+    heron as heron_cmd,
+)
+from tests.cli.audit_harness import (
+    prompt as prompt_of,
+)
 from tests.support.http_server import LocalServer
 
 SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
@@ -186,5 +192,64 @@ def test_anthropic_wire_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: P
     assert one.rejected <= 1 and many.rejected <= 1
     assert audit(one) == [] and audit(many) == []
     first, second = normalised(session_raw(one), tmp_path / "rpc1"), normalised(session_raw(many), tmp_path / "prnt")
+    dump_on_difference(first, second)
+    assert first == second
+
+
+def _age_session_header(path: Path, iso: str) -> None:
+    """Make the session look as if it started on another day (its header's timestamp)."""
+    lines = path.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["timestamp"] = iso
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+
+
+def test_switching_sessions_in_rpc_sends_what_a_new_process_on_that_session_sends(
+        tmp_path: Path, servers: list[LocalServer]) -> None:
+    """An older session B (its own start date, a learnt limit) and a new session A: one rpc
+    process works in A, then ``switch_session`` to B for two turns; a new ``heron -p --session B``
+    per turn must send the same requests for B (date, tool limits, memory: B's, not A's)."""
+    plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}")] for n in range(8)}
+    handler = PlanServer(plans, {"small": 12_000})
+    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL])
+    for n in range(3):  # session B: learns the 12,000 limit
+        run_print(cwd, env, handler, n, "local/small", first=n == 0)
+    sessions = sorted(Path(env["HERON_HOME"]).rglob("*.jsonl"))
+    assert len(sessions) == 1
+    b_path = sessions[0]
+    _age_session_header(b_path, "2020-01-02T10:00:00.000Z")
+    copy = tmp_path / "b-copy.jsonl"
+    copy.write_bytes(b_path.read_bytes())
+    # the rpc drive: a new session A for turns 3-4, then B for turns 5-6
+    rpc = Rpc(cwd, env, "local/small")
+    try:
+        rpc.turn(handler, 3)
+        rpc.turn(handler, 4)
+        ident = f"c{rpc.ids + 1}"
+        events = rpc.command({"type": "switch_session", "sessionPath": str(b_path)},
+                             lambda e: e.get("type") == "response" and e.get("id") == ident)
+        assert events[-1].get("success"), events[-1]
+        start = len(handler.bodies)
+        rpc.turn(handler, 5)
+        rpc.turn(handler, 6)
+    finally:
+        rpc.close()
+    in_rpc, rpc_start = handler.bodies[start:], start
+    # the same two turns on B's copy, a new process each
+    b_path.write_bytes(copy.read_bytes())
+    for spilled in Path(env["HERON_HOME"], "tool-output").rglob("*call_[56]_*"):
+        spilled.unlink()  # the first drive's spill files would make the second's names unique
+    handler.served.pop(5), handler.served.pop(6)
+    start = len(handler.bodies)
+    for n in (5, 6):
+        handler.turn = n
+        done = __import__("subprocess").run(
+            [*heron_cmd(), "--model", "local/small", "-p", prompt_of(n), "--session", str(b_path)], cwd=cwd,
+            env=env, stdin=__import__("subprocess").DEVNULL, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+    fresh = handler.bodies[start:]
+    assert audit(handler, 0, start) == [] and audit(handler, rpc_start, start) == [] and audit(handler, start) == []
+    first = normalised([b for b in in_rpc if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)], tmp_path)
+    second = normalised([b for b in fresh if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)], tmp_path)
     dump_on_difference(first, second)
     assert first == second

@@ -142,6 +142,7 @@ class CodingSession(RecoveryHooks):
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
         self._check_mode = mode_from(self.settings.check_invariants)
+        self._date_override = date
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -549,6 +550,7 @@ class CodingSession(RecoveryHooks):
         restored = build_context(self.store, self.store.leaf_id)
         self.agent.replace_messages(with_injections(self.store, restored))
         self.policy.reload(self.store)
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # its learnt one
 
     def switch_store(self, store: SessionStore) -> None:
         """Continue in another session file (``/new``, ``/resume``, fork)."""
@@ -557,7 +559,13 @@ class CodingSession(RecoveryHooks):
         self.store = store
         self.env.session_id = store.session_id
         self._recorder = SessionRecorder(self.agent, store)
+        # The system prompt is the one a new process opening this session builds: its start
+        # date and the memory text it recorded, not the previous session's.
+        self.date = self._date_override or session_date(store)
+        self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=store)
         self._reload()
+        self.system_prompt = self._build_system_prompt()
+        self.agent.set_system_prompt(self.system_prompt)
 
     # --- inspection ----------------------------------------------------------------------------
 
