@@ -304,7 +304,7 @@ def _body_problems(body: dict[str, Any], turn: int) -> list[str]:
     if not any(m["role"] == "user" and text_of(m) == prompt(turn) for m in messages):
         problems.append(f"turn {turn}'s prompt is missing")
     calls = _calls(messages)
-    whole: set[str] = set()
+    whole: dict[str, str] = {}
     for message in messages:
         if message["role"] != "tool":
             continue
@@ -317,7 +317,9 @@ def _body_problems(body: dict[str, Any], turn: int) -> list[str]:
             if key not in whole:
                 problems.append(f"{message['tool_call_id']}: 'unchanged' stub for {key} with no content before it")
         elif not content.startswith("["):
-            whole.add(key)
+            if whole.get(key) == content:  # the same text is in the request already: the stub was due
+                problems.append(f"{message['tool_call_id']}: re-read of {key} sent whole while it is in view")
+            whole[key] = content
     return problems
 
 

@@ -42,7 +42,7 @@ from tests.cli.audit_harness import (
 from tests.cli.audit_harness import (
     prompt as prompt_of,
 )
-from tests.support.http_server import LocalServer
+from tests.support.http_server import LocalServer, Reply
 
 SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
 BIG = {"id": "big", "contextWindow": 32_768, "maxTokens": 4_096}
@@ -253,3 +253,21 @@ def test_switching_sessions_in_rpc_sends_what_a_new_process_on_that_session_send
     second = normalised([b for b in fresh if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)], tmp_path)
     dump_on_difference(first, second)
     assert first == second
+
+
+class StatesTheWindow(PlanServer):
+    """Enforces 12,000 but its error names the configured 16,384 (with its own count)."""
+
+    def reject(self, limit: int, total: int) -> Reply:
+        return super().reject(SMALL["contextWindow"], total)
+
+
+def test_a_server_stating_its_full_window_but_enforcing_less_costs_one_rejection(
+        tmp_path: Path, servers: list[LocalServer]) -> None:
+    plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}"), read("data/small.txt")] for n in range(8)}
+    handler = StatesTheWindow(plans, {"small": 12_000})
+    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL])
+    for n in sorted(plans):
+        assert run_print(cwd, env, handler, n, "local/small", first=n == 0) == f"done with turn {n}"
+    assert handler.rejected <= 1
+    assert audit(handler) == []
