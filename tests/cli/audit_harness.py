@@ -11,6 +11,7 @@ coming back, and an "unchanged" read stub only while that read's content is in t
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -72,6 +73,7 @@ class PlanServer:
         self.plans, self.limits = plans, limits
         self.report_usage, self.stated, self.hang_at = report_usage, stated, hang_at
         self.hang_summary = hang_summary  # hold the first summary request (a crash mid-compaction)
+        self.density = 1.0  # the server's tokens per heron token (a real tokenizer counts more than chars / 4)
         self.lock = threading.Lock()
         self.bodies: list[dict[str, Any]] = []  # as decoded for the checks
         self.raw: list[dict[str, Any]] = []  # as sent
@@ -101,6 +103,7 @@ class PlanServer:
     def __call__(self, request: Recorded) -> Reply:
         body = self.decode(request)
         prompt_tokens, completion = count_tokens(body)
+        prompt_tokens = math.ceil(prompt_tokens * self.density)
         limit = self.limits[body["model"]]
         with self.lock:
             self.bodies.append(body)
