@@ -73,6 +73,7 @@ class PlanServer:
         self.plans, self.limits = plans, limits
         self.report_usage, self.stated, self.hang_at = report_usage, stated, hang_at
         self.hang_summary = hang_summary  # hold the first summary request (a crash mid-compaction)
+        self.failing: set[tuple[int, int]] = set()  # (turn, step) answered 500 (a server error)
         self.density = 1.0  # the server's tokens per heron token (a real tokenizer counts more than chars / 4)
         self.lock = threading.Lock()
         self.bodies: list[dict[str, Any]] = []  # as decoded for the checks
@@ -127,6 +128,8 @@ class PlanServer:
             return self.text("Nothing worth saving.", used)
         plan = self.plans.get(self.turn, [])
         step = self.served.get(self.turn, 0)
+        if (self.turn, step) in self.failing:
+            return json_reply(500, {"error": {"message": "upstream failed", "type": "server_error"}})
         if self.hang_at == (self.turn, step):
             self.hung.set()
             return Reply(body=b"", delay=60)

@@ -271,3 +271,39 @@ def test_a_server_stating_its_full_window_but_enforcing_less_costs_one_rejection
         assert run_print(cwd, env, handler, n, "local/small", first=n == 0) == f"done with turn {n}"
     assert handler.rejected <= 1
     assert audit(handler) == []
+
+
+def test_a_turn_that_ends_on_a_server_error_then_more_turns_rpc_and_print_send_the_same_bytes(
+        tmp_path: Path, servers: list[LocalServer]) -> None:
+    """Turn 3's second step fails with 500 until the retries run out: the turn ends on an
+    error reply; the next turns go on, and a long-lived and a per-turn drive agree."""
+    plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}"), read("data/small.txt")] for n in range(7)}
+    settings = {"retry": {"maxRetries": 1, "baseDelayMs": 1, "maxDelayMs": 5}}
+    one, many = PlanServer(plans, LIMITS), PlanServer(plans, LIMITS)
+    one.failing = many.failing = {(3, 1)}
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], settings)
+    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], settings)
+    rpc = Rpc(cwd_one, env_one, "local/small")
+    try:
+        for n in sorted(plans):
+            if n == 3:
+                one.turn, wanted = 3, f"c{rpc.ids + 1}"
+                events = rpc.command({"type": "prompt", "message": prompt_of(3)},
+                                     lambda e, wanted=wanted: e.get("type") == "run_end" and e.get("id") == wanted)
+                assert events[-1].get("error"), "the turn ends on the server error"
+                continue
+            assert rpc.turn(one, n) == f"done with turn {n}"
+    finally:
+        rpc.close()
+    for n in sorted(plans):
+        many.turn = n
+        args = [*heron_cmd(), "--model", "local/small", "-p", prompt_of(n), *(["--continue"] if n else [])]
+        done = __import__("subprocess").run(args, cwd=cwd_many, env=env_many, stdin=__import__("subprocess").DEVNULL,
+                                            capture_output=True, text=True, timeout=120)
+        assert (done.returncode == 0) == (n != 3), done.stderr[-2000:]
+    assert one.rejected == many.rejected == 0
+    assert audit(one) == [] and audit(many) == []
+    first = normalised(session_bodies(one), tmp_path / "rpc1")
+    second = normalised(session_bodies(many), tmp_path / "prnt")
+    dump_on_difference(first, second)
+    assert first == second
