@@ -25,14 +25,14 @@ from typing import Any
 from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply, json_reply
-from tests.support.sse import anthropic_reply
+from tests.support.sse import anthropic_reply, openai_reply
 
 SUMMARY_MARK = SUMMARISER_SYSTEM_PROMPT[:60]
 FLUSH_MARK = "[heron: the conversation is about to be compacted"
 UNCHANGED = "[File unchanged since"
 PRUNED = "[Pruned from the context"
 TIMEOUT = 120
-Step = tuple[str, dict[str, Any]]
+Step = Any  # (tool, arguments), or a list of them: one reply with several calls
 
 
 def bash_100k(tag: str) -> Step:
@@ -136,8 +136,14 @@ class PlanServer:
         if step >= len(plan):
             return self.text(f"done with turn {self.turn}", used)
         self.served[self.turn] = step + 1
+        if isinstance(plan[step], list):  # several calls in one reply
+            calls = [(f"call_{self.turn}_{step}_{i}", name, args) for i, (name, args) in enumerate(plan[step])]
+            return self.calls(calls, used)
         name, args = plan[step]
         return self.call(f"call_{self.turn}_{step}", name, args, used)
+
+    def calls(self, calls: list[tuple[str, str, dict[str, Any]]], used: int) -> Reply:
+        return openai_reply("", calls, prompt_tokens=used)
 
 
 class AnthropicPlanServer(PlanServer):
@@ -178,6 +184,9 @@ class AnthropicPlanServer(PlanServer):
 
     def call(self, call_id: str, name: str, args: dict[str, Any], used: int) -> Reply:
         return anthropic_reply("", [(call_id, name, args)], input_tokens=used)
+
+    def calls(self, calls: list[tuple[str, str, dict[str, Any]]], used: int) -> Reply:
+        return anthropic_reply("", calls, input_tokens=used)
 
 
 def heron() -> list[str]:
@@ -311,7 +320,10 @@ def _body_problems(body: dict[str, Any], turn: int) -> list[str]:
         problems.append(f"turn {turn}'s prompt is missing")
     calls = _calls(messages)
     whole: dict[str, str] = {}
+    batch: set[str] = set()  # the keys read by the current assistant message's calls (they run together)
     for message in messages:
+        if message["role"] == "assistant":
+            batch = set()
         if message["role"] != "tool":
             continue
         call = calls.get(message["tool_call_id"], {})
@@ -323,9 +335,11 @@ def _body_problems(body: dict[str, Any], turn: int) -> list[str]:
             if key not in whole:
                 problems.append(f"{message['tool_call_id']}: 'unchanged' stub for {key} with no content before it")
         elif not content.startswith("["):
-            if whole.get(key) == content:  # the same text is in the request already: the stub was due
+            # the same text already in the request (from an earlier reply): the stub was due
+            if whole.get(key) == content and key not in batch:
                 problems.append(f"{message['tool_call_id']}: re-read of {key} sent whole while it is in view")
             whole[key] = content
+            batch.add(key)
     return problems
 
 

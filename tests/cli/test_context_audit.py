@@ -307,3 +307,38 @@ def test_a_turn_that_ends_on_a_server_error_then_more_turns_rpc_and_print_send_t
     second = normalised(session_bodies(many), tmp_path / "prnt")
     dump_on_difference(first, second)
     assert first == second
+
+
+PARALLEL: dict[int, list[Step]] = {
+    0: [read("data/file0.txt")],
+    1: [bash_100k("turn 1")],
+    2: [[read("data/file1.txt"), read("data/file2.txt"), bash_100k("turn 2"), read("data/file3.txt")]],
+    3: [[read("data/file1.txt"), read("data/small.txt"), read("data/small.txt")]],
+    4: [read("data/file2.txt")],
+    5: [[bash_100k(f"turn 5 {tag}") for tag in "abcde"]],
+    6: [[read("data/file0.txt"), read("data/small.txt")]],
+}
+
+
+@pytest.mark.parametrize("api", ["openai-completions", "anthropic-messages"])
+def test_several_calls_per_reply_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer],
+                                                                   api: str) -> None:
+    """Replies with up to five calls (four results of ~15% of the window each at once, which
+    pruning may not touch: a compaction keeps the running turn's prompt), on both wires."""
+    kind = PlanServer if api == "openai-completions" else AnthropicPlanServer
+    one, many = kind(PARALLEL, LIMITS), kind(PARALLEL, LIMITS)
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
+    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], api=api)
+    rpc = Rpc(cwd_one, env_one, "local/small")
+    try:
+        rpc_answers = [rpc.turn(one, n) for n in sorted(PARALLEL)]
+    finally:
+        rpc.close()
+    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(PARALLEL)]
+    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(PARALLEL)]
+    assert one.rejected == many.rejected == 0
+    assert audit(one) == [] and audit(many) == []
+    assert any(UNCHANGED in str(b) for b in one.bodies), "a re-read from an earlier reply is de-duplicated"
+    first, second = normalised(session_raw(one), tmp_path / "rpc1"), normalised(session_raw(many), tmp_path / "prnt")
+    dump_on_difference(first, second)
+    assert first == second
