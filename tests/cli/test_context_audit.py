@@ -119,14 +119,15 @@ def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: l
     assert rpc_bodies == print_bodies
 
 
-def test_a_crash_while_a_tool_runs_then_continue(tmp_path: Path, servers: list[LocalServer]) -> None:
+@pytest.mark.parametrize("api", ["openai-completions", "anthropic-messages"])
+def test_a_crash_while_a_tool_runs_then_continue(tmp_path: Path, servers: list[LocalServer], api: str) -> None:
     """kill -9 while bash runs: the session holds a call without a result. The next process
     sends that call with a result (an error saying it did not finish), and the rules hold."""
     marker = tmp_path / "bash-started"
     plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}")] for n in range(7)}
     plans[3] = [read("data/file3.txt"), ("bash", {"command": f"touch {marker}; sleep 60"})]
-    handler = PlanServer(plans, LIMITS)
-    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL])
+    handler = (PlanServer if api == "openai-completions" else AnthropicPlanServer)(plans, LIMITS)
+    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL], api=api)
     for n in sorted(plans):
         if n == 3:
             run_print_killed(cwd, env, handler, n, "local/small", started=marker)
