@@ -343,3 +343,40 @@ def test_several_calls_per_reply_rpc_and_print_send_the_same_bytes(tmp_path: Pat
     first, second = normalised(session_raw(one), tmp_path / "rpc1"), normalised(session_raw(many), tmp_path / "prnt")
     dump_on_difference(first, second)
     assert first == second
+
+
+def test_everything_at_once_one_process_per_turn(tmp_path: Path, servers: list[LocalServer]) -> None:
+    """Big reads, bash output, re-reads of pruned files, a task list, a turn of six big
+    results (split-turn compaction), a switch to a smaller model whose server enforces less
+    than its configured window and reports no usage, and a kill -9 while a tool runs - one
+    process per turn. The rules hold in every request; each model's limit costs at most one
+    rejection."""
+    marker = tmp_path / "bash-started"
+    plans: dict[int, list[Step]] = {
+        0: [read("data/file0.txt"), TODOS],
+        1: [bash_100k("turn 1"), read("data/small.txt")],
+        2: [read("data/file1.txt"), read("data/file0.txt")],
+        3: [bash_100k(f"turn 3 {i}") for i in range(6)],
+        4: [read("data/file0.txt"), read("data/small.txt")],
+        5: [read("data/file2.txt"), ("bash", {"command": f"touch {marker}; sleep 60"})],
+        6: [read("data/file2.txt"), read("data/small.txt"), TODOS],
+        7: [[read("data/file3.txt"), bash_100k("turn 7")], read("data/file3.txt")],
+        8: [read("data/file1.txt"), read("data/small.txt")],
+        9: [read("data/file0.txt")],
+    }
+    handler = PlanServer(plans, {"big": 32_768, "small": 12_000}, report_usage=False)
+    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL, BIG])
+    rejected_big = 0
+    for n in sorted(plans):
+        model = "local/big" if n < 4 else "local/small"
+        if n == 4:
+            rejected_big = handler.rejected
+        if n == 5:
+            run_print_killed(cwd, env, handler, n, model, started=marker)
+            continue
+        assert run_print(cwd, env, handler, n, model, first=n == 0) == f"done with turn {n}"
+    assert rejected_big == 0 and handler.rejected <= 1
+    assert audit(handler) == []
+    sent = [json.dumps(b) for b in handler.bodies]
+    assert any(PRUNED in b for b in sent) and any(SUMMARY_MARK in b for b in sent)
+    assert any(UNCHANGED in b for b in sent)
