@@ -18,10 +18,11 @@ error text:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from heron.agent.agent import Agent
 from heron.agent.messages import AgentMessage
+from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal, sleep_or_abort
 from heron.ai.options import RetryPolicy
 from heron.ai.overflow import RETRYABLE, ErrorKind
@@ -34,6 +35,7 @@ from heron.coding.events import (
     SessionEvent,
 )
 from heron.coding.settings import Settings
+from heron.coding.tools import set_limits
 from heron.coding.tools.env import ToolEnv
 from heron.context.policy import ContextPolicy
 from heron.session.entries import MessageEntry
@@ -119,6 +121,7 @@ class RecoveryHooks:
     store: SessionStore
     policy: ContextPolicy
     env: ToolEnv
+    tools: list[AgentTool[Any]]
     settings: Settings
     _retrying: int
 
@@ -152,7 +155,7 @@ class RecoveryHooks:
         learned = self.policy.learn_from_overflow(failed)
         if learned is None:
             return None
-        self.env.limits = self.settings.tool_limits.for_window(learned.window)
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(learned.window))
         return learned.window
 
     async def compact_for_overflow(self) -> bool:

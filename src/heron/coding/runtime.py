@@ -68,7 +68,7 @@ from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.subagents import SubagentManager, attach_subagents
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
-from heron.coding.tools import create_tools
+from heron.coding.tools import create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
@@ -142,6 +142,7 @@ class CodingSession(RecoveryHooks):
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
         self._check_mode = mode_from(self.settings.check_invariants)
+        self._date_override = date
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -176,7 +177,7 @@ class CodingSession(RecoveryHooks):
         self.extensions = ExtensionHost(self)  # empty until load() (docs/extensions.md)
         self.policy = self._make_policy()
         self.compactor = Compactor(self.policy, cwd=self.cwd)
-        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # a learned window too
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # a learnt one too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
         self.ledger.subscribe(self._on_ledger_record)
@@ -268,7 +269,7 @@ class CodingSession(RecoveryHooks):
         if api_key is not None:
             self.api_key = api_key
             self.control.key_changed(api_key)
-        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))
         self.store.append_model_change(model.provider, model.id)
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
@@ -508,7 +509,7 @@ class CodingSession(RecoveryHooks):
         await self.memory.flush(self.policy, self.ledger, model=self.model, tools=self.tools,
                                 system_prompt=self.agent.state.system_prompt, messages=self.agent.state.messages,
                                 stream_options=self._stream_options)
-        self.env.limits = self.settings.tool_limits.for_window(self.policy.window)  # it may have learnt one
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # may be learnt
 
     def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
         end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
@@ -549,6 +550,7 @@ class CodingSession(RecoveryHooks):
         restored = build_context(self.store, self.store.leaf_id)
         self.agent.replace_messages(with_injections(self.store, restored))
         self.policy.reload(self.store)
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # its learnt one
 
     def switch_store(self, store: SessionStore) -> None:
         """Continue in another session file (``/new``, ``/resume``, fork)."""
@@ -557,7 +559,13 @@ class CodingSession(RecoveryHooks):
         self.store = store
         self.env.session_id = store.session_id
         self._recorder = SessionRecorder(self.agent, store)
+        # The system prompt is the one a new process opening this session builds: its start
+        # date and the memory text it recorded, not the previous session's.
+        self.date = self._date_override or session_date(store)
+        self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=store)
         self._reload()
+        self.system_prompt = self._build_system_prompt()
+        self.agent.set_system_prompt(self.system_prompt)
 
     # --- inspection ----------------------------------------------------------------------------
 

@@ -108,6 +108,15 @@ _COUNTED_TOTAL = re.compile(r"(?:you )?requested (\d+) tokens", re.IGNORECASE)
 _COUNTED_INPUT = re.compile(r"n_prompt_tokens\"?\s*[:=]\s*(\d+)|prompt is too long: (\d+) tokens", re.IGNORECASE)
 
 
+def server_count(text: str) -> int | None:
+    """The size the server says it counted for the rejected request (total, else input)."""
+    total = _COUNTED_TOTAL.search(text)
+    if total:
+        return int(total.group(1))
+    counted = _COUNTED_INPUT.search(text)
+    return int(counted.group(1) or counted.group(2)) if counted else None
+
+
 def counted_ratio(text: str, *, heron_input: int, heron_total: int) -> float:
     """heron's count over the server's, for the request an error describes (1.0: unknown)."""
     total = _COUNTED_TOTAL.search(text)
@@ -382,9 +391,14 @@ class ContextPolicy:
         source = "error text"
         if limit is not None:
             ratio = counted_ratio(text, heron_input=self.last_tokens, heron_total=rejected)
+            # Refused below the limit it states, by its own count when it gives one (else by
+            # heron's): that limit is not what it enforces (a proxy, llama-server's slots), and
+            # learning from it would lower the window a token per rejection. Go below the size.
+            counted = server_count(text)
+            unreached = counted <= limit if counted is not None else rejected <= int(limit * 0.98)
             limit = int(limit * min(1.0, ratio) * 0.98)
-            if ratio == 1.0 and rejected <= limit:  # refused below its own limit by heron's count:
-                limit = int(max(self.last_tokens, rejected / 2) * 0.9)  # heron undercounts; go below
+            if unreached:
+                limit = int(max(self.last_tokens, rejected / 2) * 0.9)
         else:
             limit, source = int(max(self.last_tokens, rejected / 2) * 0.9), "rejected size"
         window = max(MIN_LEARNED_WINDOW, min(limit, current - 1))

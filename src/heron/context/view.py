@@ -12,7 +12,9 @@ Two steps, both pure functions of what the session file holds:
    text on every request until a compaction summarises them), and each read de-dup stub
    whose earlier content is no longer in the view (pruned, summarised) replaced by a note
    that says so: the model is never told "already in the conversation" for something
-   that is not.
+   that is not. A call the session holds no result for, followed by a later message (the
+   process running the tool was killed), gets an error result saying it did not finish,
+   so every call keeps its result in every process.
 
 :class:`ReadIndex` answers the read tool's question "is this range of this file present
 whole, unchanged, earlier in the view?" from the view itself, so a resumed process gives
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
-from heron.ai.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
 from heron.context.prune import with_text
@@ -45,6 +47,9 @@ DETAIL_CHILDREN = "heronSubagents"
 # ``budget_spill`` in a result's details: the result was replaced by a preview.
 SPILL_KEY = "budget_spill"
 INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE, CHILDREN_MESSAGE_TYPE})
+# The result a call gets in the view when the session holds none (the process running the
+# tool was killed): every call keeps its result, and the model learns the call did not finish.
+NO_RESULT_NOTE = "[No result: this tool call did not finish (the process running it stopped). Run it again if needed.]"
 GONE_PREFIX = "[This read was answered with a reference to an earlier read"
 
 
@@ -191,6 +196,14 @@ class ReadIndex:
         return len(self._reads)
 
 
+def _open_calls(message: AgentMessage) -> dict[str, ToolCall]:
+    """The calls whose results must follow ``message`` (an errored or aborted message's calls
+    are never sent, so they need none)."""
+    if not isinstance(message, AssistantMessage) or message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+        return {}
+    return {call.id: call for call in message.tool_calls()}
+
+
 def _calls(messages: Sequence[AgentMessage]) -> dict[str, ToolCall]:
     return {
         call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
@@ -227,20 +240,27 @@ class ViewBuilder:
         self.cwd = cwd
         self._stub_cache: dict[tuple[str, str], ToolResultMessage] = {}
         self._gone_cache: dict[str, ToolResultMessage] = {}
+        self._missing_cache: dict[str, ToolResultMessage] = {}
 
     def reset(self) -> None:
         self._stub_cache.clear()
         self._gone_cache.clear()
+        self._missing_cache.clear()
 
     def apply(self, messages: Sequence[AgentMessage], decisions: ContextDecisions) -> list[AgentMessage]:
         stubs = decisions.stubs
         out: list[AgentMessage] = []
         calls: dict[str, ToolCall] | None = None
         present: dict[ReadKey, tuple[int, int]] = {}
+        unanswered: dict[str, ToolCall] = {}  # the latest assistant message's calls still without results
+        asked_at = 0
         for message in messages:
             if not isinstance(message, ToolResultMessage):
+                out.extend(self._no_result(call, asked_at) for call in unanswered.values())
+                unanswered, asked_at = _open_calls(message), getattr(message, "timestamp", 0)
                 out.append(message)
                 continue
+            unanswered.pop(message.tool_call_id, None)
             stub_text = stubs.get(message.tool_call_id)
             if stub_text is not None:
                 out.append(self._stub(message, stub_text))
@@ -261,6 +281,14 @@ class ViewBuilder:
                     present[key] = whole
                 out.append(message)
         return out
+
+    def _no_result(self, call: ToolCall, timestamp: int) -> ToolResultMessage:
+        cached = self._missing_cache.get(call.id)
+        if cached is None:
+            cached = ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                       content=[TextContent(text=NO_RESULT_NOTE)], is_error=True, timestamp=timestamp)
+            self._missing_cache[call.id] = cached
+        return cached
 
     def _stub(self, message: ToolResultMessage, text: str) -> ToolResultMessage:
         key = (message.tool_call_id, text)

@@ -16,6 +16,7 @@ from typing import Any
 
 from heron.agent.tools import AgentTool
 from heron.coding.tools.env import ToolEnv
+from heron.context.limits import ToolLimits
 
 DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo", "task")
 ALL_TOOLS: tuple[str, ...] = (
@@ -57,4 +58,15 @@ def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[Agent
     return tools
 
 
-__all__ = ["ALL_TOOLS", "DEFAULT_TOOLS", "SESSION_TOOLS", "ToolEnv", "UnknownToolError", "create_tools"]
+def set_limits(env: ToolEnv, tools: Sequence[AgentTool[Any]], limits: ToolLimits) -> None:
+    """The limits follow the window in use (a model switch, a learnt window). Several tools
+    state their caps in their descriptions, written when they are built, so each built-in tool
+    is re-described the way :func:`create_tools` would describe it now: the definitions sent
+    say what the tools do, and match those of a new process started on the same window."""
+    env.limits = limits
+    for tool in tools:
+        if tool.name in ALL_TOOLS and tool.name not in SESSION_TOOLS and type(tool).__module__.startswith(__name__):
+            tool.description = type(tool)(env).description  # type: ignore[call-arg]
+
+
+__all__ = ["ALL_TOOLS", "DEFAULT_TOOLS", "SESSION_TOOLS", "ToolEnv", "UnknownToolError", "create_tools", "set_limits"]
