@@ -49,7 +49,7 @@ SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".dock
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
 # Commands that run another command given as their arguments (checked unwrapped for deny rules).
 WRAPPERS = frozenset({"sudo", "doas", "env", "command", "exec", "nohup", "time", "nice", "ionice", "timeout",
-                      "xargs", "builtin", "stdbuf", "setsid", "chronic", "unbuffer"})
+                      "xargs", "builtin", "stdbuf", "setsid", "chronic", "unbuffer", "busybox"})
 _OPTION_ARGS = frozenset({"-u", "-g", "-n", "-I", "-P", "-L", "-s", "-k", "-c", "-C", "-p", "-E"})
 
 
@@ -185,6 +185,9 @@ class PermissionEngine:
         if tool in READ_TOOLS:
             if self._sensitive(path) or self._sensitive(real):
                 return Decision("ask", f"{what}: the place holds credentials", suggestion=suggestion)
+            if tool == "grep" and (held := self._holds_sensitive(real)) is not None:  # grep reads contents
+                return Decision("ask", f"{what}: it would search {held}, which holds credentials; search a "
+                                       "directory that does not contain it", suggestion=suggestion)
             return Decision("allow", "")
         if self.mode == "plan":
             return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
@@ -209,6 +212,13 @@ class PermissionEngine:
         if self._inside(path, self.home / "models.json") or self._inside(path, self.home / "auth.json"):
             return True
         return path.name.startswith(".env")
+
+    def _holds_sensitive(self, root: Path) -> Path | None:
+        """A sensitive place a grep of ``root`` (``~`` or ``/``) would read."""
+        user_home = Path(os.path.expanduser("~"))
+        places = [user_home / name for name in SENSITIVE_HOME] + [Path(name) for name in SENSITIVE_SYSTEM]
+        places += [self.home / "models.json", self.home / "auth.json"]
+        return next((p for p in places if p != root and self._inside(p, root) and os.path.lexists(p)), None)
 
     def _protected(self, path: Path) -> bool:
         inside = [self.cwd / ".heron", self.cwd / ".git", self.home]

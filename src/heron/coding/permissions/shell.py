@@ -156,22 +156,46 @@ class _Parser:
         self._nested_scripts(cmd)
 
     def _nested_scripts(self, cmd: SimpleCommand) -> None:
-        """``bash -c 'script'`` and ``eval 'script'`` run a script of their own."""
+        """``bash -c 'script'`` and ``eval 'script'`` run a script of their own, ``find -exec``
+        a command of its own; a shell given no script reads one from its input, which no
+        checker can see (``echo 'rm x' | sh``)."""
         words = cmd.words
         name = words[0].text.rsplit("/", 1)[-1] if words else ""
         script: list[Word] = []
         if name == "eval":
             script = words[1:]
+        elif name in ("find", "fd", "fdfind"):
+            self._exec_commands(words)
         elif name in _SHELLS:
             for n, word in enumerate(words[1:], 1):
                 if word.text.startswith("-") and "c" in word.text[1:] and not word.text.startswith("--"):
                     script = words[n + 1 : n + 2]
                     break
+            else:
+                if all(w.text.startswith("-") for w in words[1:]) or any(w.text == "-s" for w in words[1:]):
+                    raise ShellParseError(f"`{name}` reads the script it runs from its input")
         if not script:
             return
         if any(w.dynamic for w in script):
             raise ShellParseError(f"the script given to `{name}` is built at run time")
         self.out.extend(_Parser(" ".join(w.text for w in script), self.depth + 1).parse())
+
+    def _exec_commands(self, words: list[Word]) -> None:
+        """The commands ``find -exec CMD {} ;`` (and ``-execdir``/``-ok``, fd's ``-x``/``-X``) run."""
+        starts = {"-exec", "-execdir", "-ok", "-okdir", "-x", "--exec", "-X", "--exec-batch"}
+        i = 1
+        while i < len(words):
+            if words[i].text not in starts:
+                i += 1
+                continue
+            j = i + 1
+            while j < len(words) and words[j].text not in (";", "+"):
+                j += 1
+            inner = SimpleCommand(words=[w for w in words[i + 1 : j] if w.text != "{}"])
+            if inner.words:
+                self.out.append(inner)
+                self._nested_scripts(inner)
+            i = j + 1
 
     def _skip_heredocs(self) -> None:
         """The bodies of pending here-documents follow the line: skip them."""

@@ -1,0 +1,105 @@
+"""Issue 16 audit: permission, secret and hook scenarios tried through the real ``heron -p``
+against a local OpenAI-format server (the same harness as test_control_e2e.py). Each test
+is a way a user's rule, or a model's call, could get past control."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.test_control_e2e import bash, run_calls
+from tests.cli.test_print_json_e2e import Project, project
+from tests.support.http_server import LocalServer
+
+__all__ = ["project"]
+
+KEYS = {"HERON_API_KEY": "sk-audit-heron-0001", "OPENAI_API_KEY": "sk-audit-openai-0002",
+        "GITHUB_TOKEN": "ghp-audit-token-0003", "AWS_SECRET_ACCESS_KEY": "aws-audit-secret-0004"}
+
+
+def settings(project: Project, data: dict[str, object], name: str = "settings.json") -> None:
+    (project.cwd / ".heron").mkdir(exist_ok=True)
+    (project.cwd / ".heron" / name).write_text(json.dumps(data))
+
+
+def test_heron_own_environment_is_not_readable_through_proc(project: Project, local_server: LocalServer) -> None:
+    """bash children lose the keys, but heron's own /proc/<pid>/environ still holds them: the
+    read tool or `cat /proc/$PPID/environ` must not hand them to the model."""
+    project.env.update(KEYS)
+    results = run_calls(project, local_server, [
+        bash("ppid", "tr '\\0' '\\n' < /proc/$PPID/environ"),
+        bash("self", "cat /proc/self/environ | tr '\\0' '\\n'; printenv; env"),
+        ("read", "read", {"path": "/proc/self/environ"}),  # the read tool runs inside heron
+    ])
+    for call, text in results.items():
+        for secret in KEYS.values():
+            assert secret not in text, (call, text[:300])
+
+
+def test_find_exec_and_shell_reading_stdin_do_not_get_past_a_deny_rule(project: Project,
+                                                                       local_server: LocalServer) -> None:
+    (project.cwd / "victim.txt").write_text("keep me")
+    settings(project, {"permissions": {"deny": ["Bash(rm:*)"]}})
+    results = run_calls(project, local_server, [
+        bash("find", "find . -name victim.txt -exec rm {} \\;"),
+        bash("pipe", "echo 'rm victim.txt' | sh"),
+        bash("herestr", "bash <<< 'rm victim.txt'"),
+        bash("busybox", "busybox rm victim.txt"),
+        bash("ok", "echo still here"),
+    ])
+    assert (project.cwd / "victim.txt").read_text() == "keep me", results
+    assert 'deny rule "Bash(rm:*)"' in results["find"] and 'deny rule "Bash(rm:*)"' in results["busybox"]
+    for call in ("pipe", "herestr"):  # what the shell reads cannot be checked: an ask, so denied in -p
+        assert "reads the script it runs from its input" in results[call], results[call]
+        assert "Permission needed" in results[call]
+    assert results["ok"].strip() == "still here"
+
+
+def test_plan_mode_sed_that_writes_or_runs_is_denied(project: Project, local_server: LocalServer) -> None:
+    (project.cwd / "f.txt").write_text("hi\n")
+    results = run_calls(project, local_server, [
+        bash("exec", "sed -n '1e touch pwned1' f.txt"),
+        bash("flag", "sed 's/hi/touch pwned2/e' f.txt"),
+        bash("write", "sed -n 's/hi/x/w pwned3' f.txt"),
+        bash("inplace", "sed -ni p f.txt"),
+        bash("print", "sed -n 's/hi/hello/p' f.txt | grep hello"),
+        bash("status", "git status --short; cat f.txt | grep hi"),
+    ], "--permission-mode", "plan")
+    assert sorted(p.name for p in project.cwd.iterdir()) == ["f.txt", "greet.py"], results
+    assert (project.cwd / "f.txt").read_text() == "hi\n"
+    for call in ("exec", "flag", "write", "inplace"):
+        assert "plan mode is read-only" in results[call], (call, results[call])
+    assert results["print"].strip() == "hello"
+    assert "plan mode" not in results["status"] and "hi" in results["status"]
+
+
+def test_grep_over_the_home_directory_asks_for_the_credentials_in_it(project: Project, local_server: LocalServer,
+                                                                     tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    (user / ".ssh").mkdir(parents=True)
+    (user / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY----- audit-key-material\n")
+    project.env["HOME"] = str(user)
+    results = run_calls(project, local_server, [
+        ("home", "grep", {"pattern": "PRIVATE KEY", "path": str(user)}),
+        ("key", "read", {"path": "~/.ssh/id_ed25519"}),
+        ("here", "grep", {"pattern": "hello", "path": "."}),
+    ], "--tools", "read,grep,bash")
+    assert "audit-key-material" not in results["home"] and "audit-key-material" not in results["key"]
+    assert "holds credentials" in results["home"] and "Permission needed" in results["home"]
+    assert "holds credentials" in results["key"]
+    assert "hello, world" in results["here"]
+
+
+def test_a_write_deny_rule_also_stops_the_edit_tool(project: Project, local_server: LocalServer,
+                                                    tmp_path: Path) -> None:
+    outside = tmp_path / "etc"
+    outside.mkdir()
+    (outside / "hosts").write_text("127.0.0.1 localhost\n")
+    project.write_settings({"permissions": {"deny": [f"Write({outside}/**)"]}})
+    results = run_calls(project, local_server, [
+        ("edit", "edit", {"path": str(outside / "hosts"), "old_text": "localhost", "new_text": "evil"}),
+        ("write", "write", {"path": str(outside / "new"), "content": "x"}),
+    ], "--permission-mode", "accept-edits")
+    assert (outside / "hosts").read_text() == "127.0.0.1 localhost\n" and not (outside / "new").exists()
+    for call in ("edit", "write"):
+        assert f'deny rule "Write({outside}/**)"' in results[call], results[call]
