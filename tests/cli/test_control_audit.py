@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 from tests.cli.test_control_e2e import bash, run_calls
-from tests.cli.test_print_json_e2e import Project, project
+from tests.cli.test_print_json_e2e import Project, openai_args, project
 from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
 
 __all__ = ["project"]
 
@@ -103,3 +104,30 @@ def test_a_write_deny_rule_also_stops_the_edit_tool(project: Project, local_serv
     assert (outside / "hosts").read_text() == "127.0.0.1 localhost\n" and not (outside / "new").exists()
     for call in ("edit", "write"):
         assert f'deny rule "Write({outside}/**)"' in results[call], results[call]
+
+
+def test_a_claude_code_hook_reading_tool_input_file_path_works(project: Project, local_server: LocalServer) -> None:
+    """The common Claude Code hook: after Edit|Write, act on ``.tool_input.file_path``."""
+    script = ("python3 -c \"import json,sys; d=json.load(sys.stdin); "
+              "open('touched.log','a').write(d['tool_name']+' '+d['tool_input']['file_path']+'\\n')\"")
+    project.write_settings({"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [
+        {"type": "command", "command": script}]}]}})
+    run_calls(project, local_server, [
+        ("w", "write", {"path": "new.txt", "content": "x"}),
+        ("e", "edit", {"path": "greet.py", "old_text": "world", "new_text": "heron"}),
+        bash("b", "echo not matched"),
+    ])
+    assert (project.cwd / "touched.log").read_text().splitlines() == [
+        f"write {project.cwd / 'new.txt'}", f"edit {project.cwd / 'greet.py'}"]
+
+
+def test_rules_for_claude_code_tools_heron_lacks_are_warned_about_not_fatal(project: Project,
+                                                                            local_server: LocalServer) -> None:
+    project.write_settings({"permissions": {"allow": ["WebFetch(domain:example.com)", "Bash(npm run test:*)"],
+                                            "deny": ["WebSearch", "Read(./secrets/**)"]}})
+    local_server.queue(openai_reply("", [bash("b", "echo fine")]), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "-p", "go")
+    assert result.code == 0 and result.out == "done\n", result.err
+    assert 'heron has no WebFetch tool, so "WebFetch(domain:example.com)" never matches' in result.err
+    assert "heron has no WebSearch tool" in result.err
+    assert "npm run test" not in result.err and "secrets" not in result.err

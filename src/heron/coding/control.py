@@ -27,6 +27,7 @@ from heron.coding.hooks import (
     HOOK_MESSAGE_TYPE,
     HookOutcome,
     HookRunner,
+    claude_tool_input,
     continuation,
     max_continuations,
     parse_hooks,
@@ -195,7 +196,8 @@ class Control:
         args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
         approved = False
         if self.hooks.has("PreToolUse", tool):
-            outcome = await self.hooks.run("PreToolUse", self._payload(tool_name=tool, tool_input=args), tool)
+            outcome = await self.hooks.run("PreToolUse", self._payload(
+                tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd)), tool)
             self._notes[call.id] = self._hook_problems("PreToolUse", outcome, call.id)
             if outcome.context:
                 self._notes[call.id].extend(outcome.context)
@@ -255,8 +257,8 @@ class Control:
             args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
             response = {"content": "".join(b.text for b in result.content if isinstance(b, TextContent)),
                         "is_error": result.is_error, "details": result.details}
-            outcome = await self.hooks.run("PostToolUse", self._payload(tool_name=tool, tool_input=args,
-                                                                        tool_response=response), tool)
+            outcome = await self.hooks.run("PostToolUse", self._payload(
+                tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd), tool_response=response), tool)
             notes.extend(self._hook_problems("PostToolUse", outcome, call.id))
             if outcome.blocked:
                 notes.append(f"A PostToolUse hook objected: {outcome.reason}")

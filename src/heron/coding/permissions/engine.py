@@ -47,6 +47,9 @@ DELEGATING_TOOLS = frozenset({"task"})
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
+# Claude Code tools heron does not have: a rule naming one is read, warned about, and never matches.
+CLAUDE_ONLY_TOOLS = frozenset({"webfetch", "websearch", "notebookedit", "notebookread", "todowrite", "todoread",
+                               "exitplanmode", "bashoutput", "killshell", "killbash", "slashcommand", "skill"})
 # Commands that run another command given as their arguments (checked unwrapped for deny rules).
 WRAPPERS = frozenset({"sudo", "doas", "env", "command", "exec", "nohup", "time", "nice", "ionice", "timeout",
                       "xargs", "builtin", "stdbuf", "setsid", "chronic", "unbuffer", "busybox"})
@@ -120,9 +123,14 @@ class PermissionEngine:
         problems: list[str] = []
         for text in texts:
             try:
-                self.rules.append(parse_rule(text, behavior, source))  # type: ignore[arg-type]
+                rule = parse_rule(text, behavior, source)  # type: ignore[arg-type]
             except RuleError as exc:
                 problems.append(f"{source}: permissions.{behavior}: {exc}")
+                continue
+            self.rules.append(rule)
+            if rule.tool.lower() in CLAUDE_ONLY_TOOLS:  # kept (harmless), but the user should know
+                self.warnings.append(f"{source}: permissions.{behavior}: heron has no {rule.tool} tool, so "
+                                     f'"{rule.text}" never matches')
         self.warnings.extend(problems)
         return problems
 

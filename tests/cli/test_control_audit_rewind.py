@@ -1,0 +1,76 @@
+"""Issue 16 audit: rewind, bash timeouts and prompt hooks through the real entry points
+(``heron -p`` / ``-c`` turns against a local OpenAI-format server, then ``heron rewind``)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.cli.test_control_e2e import bash, rewind, run_calls
+from tests.cli.test_print_json_e2e import Project, openai_args, project
+from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
+
+__all__ = ["project"]
+
+
+def three_turns(project: Project, server: LocalServer) -> None:
+    steps = ["echo one > notes.txt", "echo two > notes.txt", "echo three > notes.txt"]
+    for n, command in enumerate(steps):
+        server.queue(openai_reply("", [bash(f"c{n}", command)]), openai_reply(f"done {n + 1}"))
+        result = project.run(*openai_args(server), *(["-c"] if n else []), "-p", f"turn {n + 1}")
+        assert result.code == 0, result.err
+
+
+def test_rewind_turn_numbers_out_of_range_are_errors_that_touch_nothing(project: Project,
+                                                                         local_server: LocalServer) -> None:
+    three_turns(project, local_server)
+    before = project.session_files()[0].read_text()
+    for bad in ("0", "4", "-1"):
+        result = rewind(project, "--to", bad, "--yes")
+        assert result.returncode != 0 and result.stderr.strip(), (bad, result)
+        assert "Traceback" not in result.stderr
+    assert (project.cwd / "notes.txt").read_text() == "three\n"
+    assert project.session_files()[0].read_text() == before
+
+
+def test_conversation_only_rewind_keeps_the_code_and_the_next_turn_sends_the_rewound_history(
+    project: Project, local_server: LocalServer
+) -> None:
+    three_turns(project, local_server)
+    done = rewind(project, "--to", "2", "--conversation", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert (project.cwd / "notes.txt").read_text() == "three\n"  # code untouched
+    local_server.queue(openai_reply("again"))
+    result = project.run(*openai_args(local_server), "-c", "-p", "turn 2 again")
+    assert result.code == 0, result.err
+    messages = local_server.requests[-1].json()["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["turn 1", "turn 2 again"]
+    dry = rewind(project)  # the listing follows the new branch
+    assert "turn 2 again" in dry.stdout and "turn 3" not in dry.stdout
+
+
+def test_bash_default_timeout_from_settings_stops_a_long_command(project: Project,
+                                                                  local_server: LocalServer) -> None:
+    project.write_settings({"bash": {"defaultTimeoutMs": 1500, "maxTimeoutMs": 3000}})
+    start = time.monotonic()
+    results = run_calls(project, local_server, [bash("sleep", "sleep 100000"),
+                                                ("long", "bash", {"command": "sleep 100000", "timeout": 999999}),
+                                                bash("ok", "echo after")])
+    assert time.monotonic() - start < 60
+    assert "timed out" in results["sleep"].lower() or "timeout" in results["sleep"].lower(), results["sleep"]
+    assert "timed out" in results["long"].lower() or "timeout" in results["long"].lower(), results["long"]
+    assert results["ok"].strip() == "after"
+
+
+def test_user_prompt_submit_block_stops_the_prompt_before_the_model(project: Project,
+                                                                    local_server: LocalServer) -> None:
+    project.write_settings({"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "grep -q forbidden && { echo 'no forbidden words' >&2; exit 2; }; exit 0"}]}]}})
+    result = project.run(*openai_args(local_server), "-p", "say the forbidden word")
+    assert result.code != 0
+    assert local_server.requests == []
+    records = project.session_lines() if project.session_files() else []
+    hooks = [r["data"]["detail"] for r in records if r.get("customType") == "heron.ledger"
+             and r["data"]["kind"] == "hook"]
+    assert not records or any(d.get("event") == "UserPromptSubmit" for d in hooks), json.dumps(records)[:500]
