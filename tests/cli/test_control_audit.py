@@ -131,3 +131,21 @@ def test_rules_for_claude_code_tools_heron_lacks_are_warned_about_not_fatal(proj
     assert 'heron has no WebFetch tool, so "WebFetch(domain:example.com)" never matches' in result.err
     assert "heron has no WebSearch tool" in result.err
     assert "npm run test" not in result.err and "secrets" not in result.err
+
+
+def test_edit_and_write_rules_cover_bash_output_redirections(project: Project, local_server: LocalServer,
+                                                             tmp_path: Path) -> None:
+    guarded = tmp_path / "guarded"
+    guarded.mkdir()
+    (project.cwd / "via").symlink_to(guarded)
+    project.write_settings({"permissions": {"deny": [f"Write({guarded}/**)"]}})
+    results = run_calls(project, local_server, [
+        bash("direct", f"echo x > {guarded}/a"),
+        bash("append", f"echo ok && echo x >> {guarded}/b"),
+        bash("link", "echo x > via/c"),
+        bash("fine", "echo x > here.txt && cat here.txt"),
+    ])
+    assert list(guarded.iterdir()) == [], results
+    for call in ("direct", "append", "link"):
+        assert f'deny rule "Write({guarded}/**)"' in results[call], (call, results[call])
+    assert results["fine"].strip() == "x"

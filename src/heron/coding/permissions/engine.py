@@ -273,6 +273,8 @@ class PermissionEngine:
                 return Decision("ask", f"{what} runs a program whose name is computed when it runs, so the "
                                        f'{behavior} rule "{rules[0].text}" cannot be checked', reason="dynamic",
                                 suggestion=suggestion)
+        if (written := self._redirect_rules(part)) is not None:
+            return written
         if self.mode == "bypass":
             return Decision("allow", "")
         for rule in self._rules("allow", "bash"):
@@ -282,6 +284,35 @@ class PermissionEngine:
             return Decision("deny", f"plan mode is read-only and {what} is not a read-only command; leave plan "
                                     "mode (--permission-mode default, or /mode default) to make changes")
         return Decision("allow", "")
+
+
+    def _redirect_rules(self, part: SimpleCommand) -> Decision | None:
+        """``echo x > /etc/hosts`` writes /etc/hosts: the Edit/Write deny and ask rules apply to
+        the files a command's output redirections write (the mode's own asks do not: bash may
+        write where it likes in default mode)."""
+        for target in part.targets:
+            if target.dynamic:
+                rules = self._rules("deny", "write") + self._rules("ask", "write")
+                if rules and self.mode != "bypass":
+                    return Decision("ask", f'the command "{_short(part.text)}" writes to {target.text}, a path '
+                                           f'computed when it runs, so the rule "{rules[0].text}" cannot be checked',
+                                    reason="dynamic", suggestion=suggest_bash_rule([w.text for w in part.words]))
+                continue
+            decision = self._file_rules("write", resolve_path(target.text, self.cwd))
+            if decision is not None:
+                return decision
+        return None
+
+    def _file_rules(self, tool: str, path: Path) -> Decision | None:
+        """The deny or ask rule (only a rule) that a change to ``path`` matches."""
+        real = Path(os.path.realpath(path))
+        what = f"writing {path}" + (f" (which leads to {real})" if real != path else "")
+        for behavior in ("deny", "ask"):
+            for rule in self._rules(behavior, tool):
+                if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c)
+                                                 for c in (str(path), str(real))):
+                    return self._by_rule(behavior, rule, what, suggest_path_rule(tool, real))
+        return None
 
 
 def _short(text: str, limit: int = 200) -> str:

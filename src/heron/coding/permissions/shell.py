@@ -36,6 +36,7 @@ class SimpleCommand:
 
     words: list[Word] = field(default_factory=list)
     writes_files: bool = False  # an output redirection to a file (not /dev/null, not a descriptor)
+    targets: list[Word] = field(default_factory=list)  # the files output redirections write
 
     @property
     def text(self) -> str:
@@ -138,6 +139,7 @@ class _Parser:
         if ">" in redirect and not (word.text == "/dev/null" or (redirect.endswith("&") and word.text.isdigit())
                                     or word.text == "-"):
             self.current.writes_files = True
+            self.current.targets.append(word)
 
     def _end_command(self) -> None:
         cmd = self.current
