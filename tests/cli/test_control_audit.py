@@ -149,3 +149,15 @@ def test_edit_and_write_rules_cover_bash_output_redirections(project: Project, l
     for call in ("direct", "append", "link"):
         assert f'deny rule "Write({guarded}/**)"' in results[call], (call, results[call])
     assert results["fine"].strip() == "x"
+
+
+def test_plan_mode_denies_edits_an_allow_rule_would_let_through(project: Project, local_server: LocalServer) -> None:
+    project.write_settings({"permissions": {"allow": ["Edit", "Write(/tmp/**)", "Bash(make:*)"]}})
+    results = run_calls(project, local_server, [
+        ("e", "edit", {"path": "greet.py", "old_text": "world", "new_text": "heron"}),
+        ("w", "write", {"path": "new.txt", "content": "x"}),
+        bash("m", "make --version | head -1"),  # an allow rule still extends plan's command list
+    ], "--permission-mode", "plan")
+    assert "world" in (project.cwd / "greet.py").read_text() and not (project.cwd / "new.txt").exists()
+    assert "plan mode is read-only" in results["e"] and "plan mode is read-only" in results["w"]
+    assert "plan mode" not in results["m"]

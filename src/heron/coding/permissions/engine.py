@@ -1,7 +1,9 @@
 """The permission decision for one tool call: allow, ask or deny, and why.
 
 Order: a deny rule wins, then an ask rule, then (in bypass mode) anything goes, then an
-allow rule, then what the mode does by default (:mod:`.modes`). Paths are checked on
+allow rule, then what the mode does by default (:mod:`.modes`). One exception: plan mode
+denies edits and writes even where an allow rule (``Edit(src/**)``) would let them through
+(a bash allow rule does extend plan's read-only command list). Paths are checked on
 what the call would really touch: the path as written and, after following symlinks
 (even a dangling one), the file it lands on; a deny or ask rule matching either counts,
 an allow rule must match the real target. A bash command is allowed only if every
@@ -187,6 +189,9 @@ class PermissionEngine:
                     return self._by_rule(behavior, rule, what, suggestion)
         if self.mode == "bypass":
             return Decision("allow", "")
+        if self.mode == "plan" and tool not in READ_TOOLS:  # read-only whatever allow rules say
+            return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
+                                    "(--permission-mode default, or /mode default) to make changes")
         for rule in self._rules("allow", tool):
             if rule.specifier is None or path_pattern(rule.specifier, self.cwd).match(str(real)):
                 return Decision("allow", "", rule=rule, reason="rule")
@@ -197,9 +202,6 @@ class PermissionEngine:
                 return Decision("ask", f"{what}: it would search {held}, which holds credentials; search a "
                                        "directory that does not contain it", suggestion=suggestion)
             return Decision("allow", "")
-        if self.mode == "plan":
-            return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
-                                    "(--permission-mode default, or /mode default) to make changes")
         if self._protected(path) or self._protected(real):
             return Decision("ask", f"{what}: it is heron's or git's configuration, or holds credentials",
                             suggestion=suggestion)
