@@ -161,3 +161,27 @@ def test_plan_mode_denies_edits_an_allow_rule_would_let_through(project: Project
     assert "world" in (project.cwd / "greet.py").read_text() and not (project.cwd / "new.txt").exists()
     assert "plan mode is read-only" in results["e"] and "plan mode is read-only" in results["w"]
     assert "plan mode" not in results["m"]
+
+
+def test_hooks_do_not_get_the_keys_and_json_mode_carries_every_decision(project: Project,
+                                                                        local_server: LocalServer) -> None:
+    project.env.update(KEYS)
+    project.write_settings({"permissions": {"deny": ["Bash(rm:*)"], "ask": ["Bash(make:*)"]},
+                            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                                {"type": "command", "command": "cat >/dev/null; env > hook-env.txt"}]}]}})
+    local_server.queue(openai_reply("", [bash("rm", "rm -rf greet.py")]), openai_reply("", [bash("mk", "make")]),
+                       openai_reply("", [bash("ok", "echo fine")]), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "--mode", "json", "-p", "go")
+    assert result.code == 0, result.err
+    hook_env = (project.cwd / "hook-env.txt").read_text()
+    assert "PATH=" in hook_env
+    for secret in KEYS.values():
+        assert secret not in hook_env
+    events = result.lines()
+    ledger = [e["record"] if "record" in e else e for e in events if e.get("type") == "ledger"]
+    text = json.dumps(ledger)
+    assert '"deny"' in text and '"ask"' in text and '"allow"' in text, text[:800]
+    ends = [e for e in events if e.get("type") == "tool_execution_end"]
+    errors = {json.dumps(e).count('"is_error": true') + json.dumps(e).count('"isError": true') for e in ends[:2]}
+    assert errors and 0 not in errors, ends[:2]
+    assert (project.cwd / "greet.py").exists()

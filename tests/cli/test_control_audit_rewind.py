@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from tests.cli.test_control_e2e import bash, rewind, run_calls
@@ -74,3 +75,24 @@ def test_user_prompt_submit_block_stops_the_prompt_before_the_model(project: Pro
     hooks = [r["data"]["detail"] for r in records if r.get("customType") == "heron.ledger"
              and r["data"]["kind"] == "hook"]
     assert not records or any(d.get("event") == "UserPromptSubmit" for d in hooks), json.dumps(records)[:500]
+
+
+def test_rewind_brings_back_what_bash_deleted_and_leaves_big_and_ignored_files(project: Project,
+                                                                               local_server: LocalServer) -> None:
+    (project.cwd / ".gitignore").write_text("build/\n")
+    steps = ["mkdir -p src/deep build && echo keep > src/deep/a.txt && echo out > build/o.txt && "
+             "head -c 3000000 /dev/zero > big.bin",
+             "rm -rf src && echo changed > build/o.txt && echo x >> big.bin && chmod +x greet.py"]
+    for n, command in enumerate(steps):
+        local_server.queue(openai_reply("", [bash(f"c{n}", command)]), openai_reply("done"))
+        assert project.run(*openai_args(local_server), *(["-c"] if n else []), "-p", f"turn {n + 1}").code == 0
+    dry = rewind(project, "--to", "2", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "src/deep/a.txt" in dry.stdout and "build/o.txt" not in dry.stdout
+    assert not (project.cwd / "src").exists()
+    done = rewind(project, "--to", "2", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert (project.cwd / "src" / "deep" / "a.txt").read_text() == "keep\n"
+    assert (project.cwd / "build" / "o.txt").read_text() == "changed\n"  # ignored: not rewound
+    assert (project.cwd / "big.bin").stat().st_size == 3_000_002  # over 2 MB: not rewound
+    assert not os.access(project.cwd / "greet.py", os.X_OK)  # the mode came back too
