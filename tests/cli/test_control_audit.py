@@ -185,3 +185,13 @@ def test_hooks_do_not_get_the_keys_and_json_mode_carries_every_decision(project:
     errors = {json.dumps(e).count('"is_error": true') + json.dumps(e).count('"isError": true') for e in ends[:2]}
     assert errors and 0 not in errors, ends[:2]
     assert (project.cwd / "greet.py").exists()
+
+
+def test_bash_children_lose_the_less_common_credential_variables(project: Project, local_server: LocalServer) -> None:
+    extra = {"AWS_BEARER_TOKEN_BEDROCK": "bedrock-audit-0005", "npm_config__authToken": "npm-audit-0006",
+             "DOCKER_AUTH_CONFIG": '{"auths":{"r":{"auth":"docker-audit-0007"}}}', "AWS_PROFILE": "audit-profile"}
+    project.env.update({**KEYS, **extra})
+    shown = run_calls(project, local_server, [bash("env", "env; cat /proc/self/environ | tr '\\0' '\\n'")])["env"]
+    assert "AWS_PROFILE=audit-profile" in shown
+    for secret in [*KEYS.values(), "bedrock-audit-0005", "npm-audit-0006", "docker-audit-0007"]:
+        assert secret not in shown, secret
