@@ -178,7 +178,7 @@ def test_hooks_do_not_get_the_keys_and_json_mode_carries_every_decision(project:
     for secret in KEYS.values():
         assert secret not in hook_env
     events = result.lines()
-    ledger = [e["record"] if "record" in e else e for e in events if e.get("type") == "ledger"]
+    ledger = [e.get("record", e) for e in events if e.get("type") == "ledger"]
     text = json.dumps(ledger)
     assert '"deny"' in text and '"ask"' in text and '"allow"' in text, text[:800]
     ends = [e for e in events if e.get("type") == "tool_execution_end"]
@@ -195,3 +195,21 @@ def test_bash_children_lose_the_less_common_credential_variables(project: Projec
     assert "AWS_PROFILE=audit-profile" in shown
     for secret in [*KEYS.values(), "bedrock-audit-0005", "npm-audit-0006", "docker-audit-0007"]:
         assert secret not in shown, secret
+
+
+def test_deny_rules_see_through_wrappers_expansions_and_git_options(project: Project,
+                                                                    local_server: LocalServer) -> None:
+    (project.cwd / "victim.txt").write_text("keep me")
+    settings(project, {"permissions": {"deny": ["Bash(rm:*)", "Bash(git push:*)"]}})
+    commands = {
+        "brace": "{rm,victim.txt}", "glob": "/bin/r? victim.txt", "class": "/usr/bin/r[m] victim.txt",
+        "nohup": "nohup sh -c 'rm victim.txt'", "sudo": "timeout 5 bash -c 'rm victim.txt'",
+        "exec": "exec -a x rm victim.txt", "command": "command -p rm victim.txt",
+        "builtin": "builtin eval 'rm victim.txt'",
+        "flock": "flock /tmp/lock rm victim.txt", "su": "script -qc 'rm victim.txt' /dev/null",
+        "gitc": "git -c core.pager=cat push origin main", "gitC": "git -C . push", "nopager": "git --no-pager push",
+    }
+    results = run_calls(project, local_server, [bash(k, v) for k, v in commands.items()])
+    assert (project.cwd / "victim.txt").read_text() == "keep me", results
+    for call in commands:
+        assert "Permission denied" in results[call] and "deny rule" in results[call], (call, results[call])

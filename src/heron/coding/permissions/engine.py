@@ -37,6 +37,7 @@ from heron.coding.permissions.rules import (
 )
 from heron.coding.permissions.scopes import Scope
 from heron.coding.permissions.shell import ShellParseError, SimpleCommand, split_commands
+from heron.coding.permissions.wrappers import git_variant, unwrap
 from heron.coding.tools.env import resolve_path
 
 # Tools that read a whole directory.
@@ -52,11 +53,6 @@ SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
 # Claude Code tools heron does not have: a rule naming one is read, warned about, and never matches.
 CLAUDE_ONLY_TOOLS = frozenset({"webfetch", "websearch", "notebookedit", "notebookread", "todowrite", "todoread",
                                "exitplanmode", "bashoutput", "killshell", "killbash", "slashcommand", "skill"})
-# Commands that run another command given as their arguments (checked unwrapped for deny rules).
-WRAPPERS = frozenset({"sudo", "doas", "env", "command", "exec", "nohup", "time", "nice", "ionice", "timeout",
-                      "xargs", "builtin", "stdbuf", "setsid", "chronic", "unbuffer", "busybox"})
-_OPTION_ARGS = frozenset({"-u", "-g", "-n", "-I", "-P", "-L", "-s", "-k", "-c", "-C", "-p", "-E"})
-
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -287,7 +283,6 @@ class PermissionEngine:
                                     "mode (--permission-mode default, or /mode default) to make changes")
         return Decision("allow", "")
 
-
     def _redirect_rules(self, part: SimpleCommand) -> Decision | None:
         """``echo x > /etc/hosts`` writes /etc/hosts: the Edit/Write deny and ask rules apply to
         the files a command's output redirections write (the mode's own asks do not: bash may
@@ -324,39 +319,20 @@ def _short(text: str, limit: int = 200) -> str:
 
 def _variants(part: SimpleCommand) -> list[tuple[list[str], frozenset[int]]]:
     """The command as written and as the program it finally runs (``sudo rm`` -> ``rm``,
-    ``/bin/rm`` -> ``rm``), with the positions of words computed at run time."""
+    ``/bin/rm`` -> ``rm``, ``git -C x push`` -> ``git push``), with the positions of words
+    computed at run time."""
     words = [w.text for w in part.words]
     wild = frozenset(i for i, w in enumerate(part.words) if w.dynamic)
     out: list[tuple[list[str], frozenset[int]]] = []
-    start = 0
-    while start < len(words):
+    for start in unwrap(words):
         rest = words[start:]
         shifted = frozenset(i - start for i in wild if i >= start)
         out.append((rest, shifted))
         base = rest[0].rsplit("/", 1)[-1]
         if base != rest[0]:
             out.append(([base, *rest[1:]], shifted))
-        if base not in WRAPPERS:
-            break
-        start = _skip_wrapper(words, start, base)
+        git = git_variant([base, *rest[1:]])
+        if git is not None:
+            dropped = len(rest) - len(git)
+            out.append((git, frozenset(i - dropped for i in shifted if i - dropped >= 1)))
     return out
-
-
-def _skip_wrapper(words: list[str], start: int, name: str) -> int:
-    i = start + 1
-    while i < len(words):
-        word = words[i]
-        if word == "--":
-            return i + 1
-        if word.startswith("-"):
-            i += 2 if word in _OPTION_ARGS else 1
-        elif name == "env" and "=" in word:
-            i += 1
-        elif name == "timeout" and word[:1].isdigit():
-            i += 1
-            return i
-        elif name == "nice" and word.lstrip("-+").isdigit():
-            i += 1
-        else:
-            return i
-    return i

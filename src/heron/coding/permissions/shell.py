@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from heron.coding.permissions.wrappers import SCRIPT_OPTION_PROGRAMS, unwrap
+
 MAX_DEPTH = 8
 
 
@@ -161,6 +163,9 @@ class _Parser:
         """``bash -c 'script'`` and ``eval 'script'`` run a script of their own, ``find -exec``
         a command of its own; a shell given no script reads one from its input, which no
         checker can see (``echo 'rm x' | sh``)."""
+        starts = unwrap([w.text for w in cmd.words])
+        if len(starts) > 1:  # `sudo sh -c …`, `nohup bash -c …`: the wrapped program (and what it wraps)
+            self._nested_scripts(SimpleCommand(words=cmd.words[starts[1]:]))
         words = cmd.words
         name = words[0].text.rsplit("/", 1)[-1] if words else ""
         script: list[Word] = []
@@ -168,6 +173,9 @@ class _Parser:
             script = words[1:]
         elif name in ("find", "fd", "fdfind"):
             self._exec_commands(words)
+        elif name in SCRIPT_OPTION_PROGRAMS:
+            script = next((words[n + 1 : n + 2] for n, w in enumerate(words) if w.text == "--command"
+                           or (w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:])), [])
         elif name in _SHELLS:
             for n, word in enumerate(words[1:], 1):
                 if word.text.startswith("-") and "c" in word.text[1:] and not word.text.startswith("--"):
@@ -219,6 +227,7 @@ class _Parser:
     _last_word_quoted = False
 
     def _word(self) -> Word:
+        start = self.i
         parts: list[str] = []
         dynamic = False
         quoted = False
@@ -254,7 +263,8 @@ class _Parser:
         self._last_word_quoted = quoted
         if not parts and not quoted:
             raise ShellParseError(f"unexpected character {s[self.i]!r}")
-        return Word("".join(parts), dynamic)
+        raw = s[start : self.i]
+        return Word("".join(parts), dynamic or _expands(raw))
 
     def _double_quoted(self) -> tuple[str, bool]:
         s = self.s
@@ -359,3 +369,38 @@ def _matching(s: str, open_at: int, opening: str, closing: str) -> int:
 def _is_assignment(word: str) -> bool:
     name = word.split("=", 1)[0].removesuffix("+")
     return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name)
+
+
+def _expands(raw: str) -> bool:
+    """Whether the shell would turn this word (as written) into other words: an unquoted
+    glob (``/bin/r?``, ``r*``) or brace expansion (``{rm,-rf,x}``)."""
+    if "'" in raw or '"' in raw or "\\" in raw:
+        raw = _unquoted_part(raw)
+    if raw in ("[", "[[", "{", "}"):
+        return False
+    if "*" in raw or "?" in raw:
+        return True
+    if "[" in raw and "]" in raw[raw.index("[") + 1 :]:
+        return True
+    return "{" in raw and "}" in raw and ("," in raw or ".." in raw)
+
+
+def _unquoted_part(raw: str) -> str:
+    """``raw`` with quoted text and escaped characters left out."""
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(raw):
+        ch = raw[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            i += 1
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
