@@ -96,3 +96,22 @@ def test_rewind_brings_back_what_bash_deleted_and_leaves_big_and_ignored_files(p
     assert (project.cwd / "build" / "o.txt").read_text() == "changed\n"  # ignored: not rewound
     assert (project.cwd / "big.bin").stat().st_size == 3_000_002  # over 2 MB: not rewound
     assert not os.access(project.cwd / "greet.py", os.X_OK)  # the mode came back too
+
+
+def test_session_start_and_prompt_hook_context_reach_the_model_and_a_failing_hook_does_not_crash(
+    project: Project, local_server: LocalServer
+) -> None:
+    ctx = json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                             "additionalContext": "ticket ABC-123 is open"}})
+    project.write_settings({"hooks": {
+        "SessionStart": [{"hooks": [{"type": "command", "command": "echo 'branch: feature/x'"}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"cat >/dev/null; echo '{ctx}'"},
+                                        {"type": "command", "command": "exit 7"},
+                                        {"type": "command", "command": "definitely-not-a-program-xyz"}]}],
+    }})
+    local_server.queue(openai_reply("ok"))
+    result = project.run(*openai_args(local_server), "-p", "hello")
+    assert result.code == 0 and result.out == "ok\n", result.err
+    prompt = [m["content"] for m in local_server.requests[0].json()["messages"] if m["role"] == "user"][-1]
+    assert "hello" in prompt and "branch: feature/x" in prompt and "ticket ABC-123 is open" in prompt
+    assert "exit code 7" in result.err and "exit code 127" in result.err

@@ -206,17 +206,26 @@ class Control:
                 self._record("hook", call.id, tool, reason, {"event": "PreToolUse", "decision": "block"})
                 return BeforeToolCallResult(block=True, reason=f"A PreToolUse hook blocked this call:\n{reason}")
             approved = outcome.approved
+        return await self._permit(call.id, tool, args, approved=approved)
+
+    async def recheck(self, call_id: str, tool: str, args: dict[str, Any]) -> BeforeToolCallResult | None:
+        """Arguments an extension's ``before_tool_call`` rewrote are what will run, so they are
+        checked again: a deny rule stays the last word whatever an extension changes."""
+        return await self._permit(call_id, tool, args, approved=False, rewritten=True)
+
+    async def _permit(self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool,
+                      rewritten: bool = False) -> BeforeToolCallResult | None:
         decision = self.permissions.decide(tool, args)
         if decision.behavior == "ask" and approved:
             decision = Decision("allow", "", reason="hook")
         elif decision.behavior == "ask" and self._approved_this_session(decision):
             decision = Decision("allow", "", rule=decision.rule, reason="session")
-        self._record("permission", call.id, tool, decision.message, {**decision.to_json(),
-                                                                     "mode": self.permissions.mode})
+        detail = {**decision.to_json(), "mode": self.permissions.mode, **({"rewritten": True} if rewritten else {})}
+        self._record("permission", call_id, tool, decision.message, detail)
         if decision.behavior == "allow":
             return None
         if decision.behavior == "ask":
-            return await self._ask(call.id, tool, args, decision)
+            return await self._ask(call_id, tool, args, decision)
         return BeforeToolCallResult(block=True, reason=f"Permission denied: {decision.message}. The call was not "
                                                        "run; do something else or ask the user.")
 
