@@ -115,3 +115,24 @@ def test_session_start_and_prompt_hook_context_reach_the_model_and_a_failing_hoo
     prompt = [m["content"] for m in local_server.requests[0].json()["messages"] if m["role"] == "user"][-1]
     assert "hello" in prompt and "branch: feature/x" in prompt and "ticket ABC-123 is open" in prompt
     assert "exit code 7" in result.err and "exit code 127" in result.err
+
+
+def test_a_sub_agent_is_held_to_the_same_rules_and_mode(project: Project, local_server: LocalServer) -> None:
+    (project.cwd / "build").mkdir()
+    (project.cwd / ".heron").mkdir()
+    (project.cwd / ".heron" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(rm:*)"]}}))
+    task = ("t", "task", {"description": "clean the build", "prompt": "remove build/ and edit greet.py"})
+    local_server.queue(
+        openai_reply("", [task]),
+        openai_reply("", [bash("c1", "cd . && rm -rf build")]),
+        openai_reply("", [("c2", "edit", {"path": "greet.py", "old_text": "world", "new_text": "x"})]),
+        openai_reply("child done"),
+        openai_reply("parent done"),
+    )
+    result = project.run(*openai_args(local_server), "--permission-mode", "plan", "-p", "go")
+    assert result.code == 0, result.err
+    assert (project.cwd / "build").is_dir() and "world" in (project.cwd / "greet.py").read_text()
+    child = [m for r in local_server.requests for m in r.json()["messages"] if m["role"] == "tool"]
+    texts = {m["tool_call_id"]: m["content"] for m in child}
+    assert 'deny rule "Bash(rm:*)"' in texts["c1"], texts
+    assert "plan mode is read-only" in texts["c2"], texts
