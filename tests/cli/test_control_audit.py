@@ -157,10 +157,12 @@ def test_plan_mode_denies_edits_an_allow_rule_would_let_through(project: Project
         ("e", "edit", {"path": "greet.py", "old_text": "world", "new_text": "heron"}),
         ("w", "write", {"path": "new.txt", "content": "x"}),
         bash("m", "make --version | head -1"),  # an allow rule still extends plan's command list
+        ("todo", "todo", {"todos": [{"content": "write the plan", "status": "in_progress"}]}),
     ], "--permission-mode", "plan")
     assert "world" in (project.cwd / "greet.py").read_text() and not (project.cwd / "new.txt").exists()
     assert "plan mode is read-only" in results["e"] and "plan mode is read-only" in results["w"]
     assert "plan mode" not in results["m"]
+    assert "plan mode" not in results["todo"] and "Permission" not in results["todo"]  # only heron's own list
 
 
 def test_hooks_do_not_get_the_keys_and_json_mode_carries_every_decision(project: Project,

@@ -47,6 +47,8 @@ ALWAYS_ALLOWED = frozenset({"search_history"})
 # Tools that only start a sub-agent, whose every call goes through this same engine (the
 # child shares it): read-only in themselves, so plan mode does not ask for them.
 DELEGATING_TOOLS = frozenset({"task"})
+# Tools that change only heron's own state of the session (the to-do list): nothing plan mode protects.
+SESSION_STATE_TOOLS = frozenset({"todo"})
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
@@ -158,7 +160,7 @@ class PermissionEngine:
             return Decision("allow", "")
         if any(r.specifier is None for r in self._rules("allow", tool)):
             return Decision("allow", "", rule=self._rules("allow", tool)[0], reason="rule")
-        if self.mode == "plan" and tool not in DELEGATING_TOOLS:
+        if self.mode == "plan" and tool not in DELEGATING_TOOLS | SESSION_STATE_TOOLS:
             return Decision("ask", f"{what} may change things, and plan mode is read-only", suggestion=tool)
         return Decision("allow", "")
 
