@@ -5,6 +5,7 @@ is a way a user's rule, or a model's call, could get past control."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from tests.cli.test_control_e2e import bash, run_calls
@@ -238,3 +239,20 @@ def test_arguments_an_extension_rewrites_are_checked_against_the_rules_again(pro
     rechecked = [r["data"]["detail"] for r in records if r.get("customType") == "heron.ledger"
                  and r["data"]["kind"] == "permission" and r["data"]["detail"].get("rewritten")]
     assert [d["decision"] for d in rechecked] == ["deny"]
+
+
+def test_following_the_allow_hint_of_a_print_mode_ask_lets_the_call_run(project: Project,
+                                                                        local_server: LocalServer) -> None:
+    """The hint must work: an ask rule's call runs with the --allow it names, and so does an
+    ask heron raised itself (a command it cannot check, a write outside the project)."""
+    settings(project, {"permissions": {"ask": ["Bash(make:*)"], "deny": ["Bash(rm:*)"]}})
+    calls = [bash("make", "make --version | head -1"), bash("pipe", "echo 'echo piped' | sh")]
+    first = run_calls(project, local_server, calls)
+    hints = {}
+    for call in ("make", "pipe"):
+        assert "Permission needed" in first[call], first[call]
+        hints[call] = shlex.split(first[call].split("--allow ", 1)[1].split(", or ", 1)[0])[0]
+    local_server.requests.clear()
+    again = run_calls(project, local_server, calls, *[f for h in hints.values() for f in ("--allow", h)])
+    assert "GNU Make" in again["make"], (hints, again["make"])
+    assert again["pipe"].strip() == "piped", (hints, again["pipe"])

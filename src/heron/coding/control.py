@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,11 +234,7 @@ class Control:
         self, call_id: str, tool: str, args: dict[str, Any], decision: Decision
     ) -> BeforeToolCallResult | None:
         if self.asker is None:
-            hint = decision.suggestion or tool
-            return BeforeToolCallResult(block=True, reason=(
-                f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was not "
-                f"run. To allow it, run heron with --allow '{hint}', or add \"{hint}\" to permissions.allow in "
-                ".heron/settings.local.json."))
+            return BeforeToolCallResult(block=True, reason=self._ask_hint(tool, decision))
         reply = await self.asker(PermissionPrompt(call_id, tool, args, decision))
         self._record("permission", call_id, tool, reply.reason or "", {"decision": reply.answer, "reason": "user"})
         if reply.answer == "allow_always" and decision.reason == "rule" and decision.rule is not None:
@@ -251,6 +248,18 @@ class Control:
         if reply.answer == "deny":
             return BeforeToolCallResult(block=True, reason=f"The user denied this call: {reply.reason or 'no reason'}")
         return None
+
+    def _ask_hint(self, tool: str, decision: Decision) -> str:
+        """An ask where no one can answer (print/json mode): denied, with a way to allow it that
+        works. ``--allow`` settles any ask for the run; a saved allow rule cannot beat an ask
+        rule, and counts from a project's local file only in a trusted project."""
+        hint = decision.suggestion or tool
+        text = (f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was "
+                f"not run. To allow it, run heron with --allow {shlex.quote(hint)}")
+        if decision.reason == "rule" and decision.rule is not None:
+            return text + f', or change the ask rule "{decision.rule.text}" in {decision.rule.source}.'
+        where = ".heron/settings.local.json" if self.trusted else str(self.home / "settings.json")
+        return text + f', or add "{hint}" to permissions.allow in {where}.'
 
     def _approved_this_session(self, decision: Decision) -> bool:
         """An ask rule's question answered "allow always" earlier in this process, for the same

@@ -17,7 +17,7 @@ which a repository can ship) may only restrict - their ``allow`` rules and
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ ALWAYS_ALLOWED = frozenset({"search_history"})
 DELEGATING_TOOLS = frozenset({"task"})
 # Tools that change only heron's own state of the session (the to-do list): nothing plan mode protects.
 SESSION_STATE_TOOLS = frozenset({"todo"})
+FLAG_SOURCE = "--allow"  # the source of the rules given with --allow
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
@@ -154,7 +155,7 @@ class PermissionEngine:
         what = f"the {tool} tool"
         for behavior in ("deny", "ask"):
             for rule in self._rules(behavior, tool):
-                if rule.specifier is None:
+                if rule.specifier is None and not (behavior == "ask" and self._flag_allows(tool, None)):
                     return self._by_rule(behavior, rule, what, tool)
         if self.mode == "bypass":
             return Decision("allow", "")
@@ -184,6 +185,9 @@ class PermissionEngine:
         for behavior in ("deny", "ask"):
             for rule in self._rules(behavior, tool):
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
+                    if behavior == "ask" and self._flag_allows(tool, lambda spec: path_pattern(spec, self.cwd)
+                                                               .match(str(real)) is not None):
+                        break
                     return self._by_rule(behavior, rule, what, suggestion)
         if self.mode == "bypass":
             return Decision("allow", "")
@@ -253,37 +257,53 @@ class PermissionEngine:
         rules = self._rules("deny", "bash") + self._rules("ask", "bash") + self._rules("allow", "bash")
         if self.mode != "plan" and not rules:
             return Decision("allow", "")
-        words = command.split()
+        exact = _exact_rule(command)
+        if any(r.specifier is not None and _same_command(r.specifier, command) for r in self._rules("allow", "bash")):
+            return Decision("allow", "", reason="rule")  # that very command line was allowed
         message = f'the command "{_short(command)}" cannot be checked against the permission rules ({why})'
         if self.mode == "plan":
             return Decision("deny", f"plan mode is read-only and {message}", reason="parse")
-        return Decision("ask", message, suggestion=suggest_bash_rule(words[:1]), reason="parse")
+        return Decision("ask", message, suggestion=exact, reason="parse")
 
     def _bash_part(self, part: SimpleCommand) -> Decision:
         words = [w.text for w in part.words]
         what = f'the command "{_short(part.text)}"' if words else "an output redirection"
         suggestion = suggest_bash_rule(words)
         variants = _variants(part)
+        flagged = self._flag_allows("bash", lambda spec: command_matches(spec, words) or _same_command(spec, part.text))
         for behavior in ("deny", "ask"):
             rules = self._rules(behavior, "bash")
             for rule in rules:
                 if rule.specifier is None or any(command_matches(rule.specifier, w, wild) for w, wild in variants):
+                    if behavior == "ask" and flagged:
+                        break
                     return self._by_rule(behavior, rule, what, suggestion)
-            if rules and part.dynamic_name and self.mode != "bypass":
+            if rules and part.dynamic_name and self.mode != "bypass" and not flagged:
                 return Decision("ask", f"{what} runs a program whose name is computed when it runs, so the "
                                        f'{behavior} rule "{rules[0].text}" cannot be checked', reason="dynamic",
-                                suggestion=suggestion)
+                                suggestion=_exact_rule(part.text))
         if (written := self._redirect_rules(part)) is not None:
             return written
         if self.mode == "bypass":
             return Decision("allow", "")
         for rule in self._rules("allow", "bash"):
-            if rule.specifier is None or (not part.dynamic_name and command_matches(rule.specifier, words)):
+            if rule.specifier is None or (not part.dynamic_name and command_matches(rule.specifier, words)) \
+                    or _same_command(rule.specifier, part.text):
                 return Decision("allow", "", rule=rule, reason="rule")
         if self.mode == "plan" and (part.writes_files or part.dynamic_name or not is_read_only(words)):
             return Decision("deny", f"plan mode is read-only and {what} is not a read-only command; leave plan "
                                     "mode (--permission-mode default, or /mode default) to make changes")
         return Decision("allow", "")
+
+    def _flag_allows(self, tool: str, matches: Callable[[str], bool] | None) -> bool:
+        """Whether an ``--allow`` rule covers the call. The flag is the user's answer for this
+        run, so it settles an *ask* (an ask rule's too, which a settings file's allow rule
+        cannot); a deny rule stays."""
+        for rule in self._rules("allow", tool):
+            if rule.source == FLAG_SOURCE and (rule.specifier is None or (matches is not None
+                                                                          and matches(rule.specifier))):
+                return True
+        return False
 
     def _redirect_rules(self, part: SimpleCommand) -> Decision | None:
         """``echo x > /etc/hosts`` writes /etc/hosts: the Edit/Write deny and ask rules apply to
@@ -312,6 +332,16 @@ class PermissionEngine:
                                                  for c in (str(path), str(real))):
                     return self._by_rule(behavior, rule, what, suggest_path_rule(tool, real))
         return None
+
+
+def _same_command(specifier: str, command: str) -> bool:
+    """A rule naming this exact command line (``Bash(echo 'hi' | sh)``): how a command the
+    checker cannot split, or one that computes its program's name, is allowed."""
+    return "*" not in specifier and " ".join(specifier.split()) == " ".join(command.split())
+
+
+def _exact_rule(command: str) -> str:
+    return f"Bash({' '.join(command.split())})"
 
 
 def _short(text: str, limit: int = 200) -> str:
