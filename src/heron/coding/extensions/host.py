@@ -196,7 +196,8 @@ class ExtensionHost:
             mine = await self._before(ctx, verdict)
             control = getattr(self.session, "control", None)
             if mine is not None and mine.arguments is not None and not mine.block and control is not None:
-                again = await control.recheck(ctx.tool_call.id, ctx.tool_call.name, dict(mine.arguments))
+                again: BeforeToolCallResult | None = await control.recheck(ctx.tool_call.id, ctx.tool_call.name,
+                                                                           dict(mine.arguments))
                 if again is not None:
                     return again
             return mine
