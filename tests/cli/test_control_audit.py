@@ -256,3 +256,24 @@ def test_following_the_allow_hint_of_a_print_mode_ask_lets_the_call_run(project:
     again = run_calls(project, local_server, calls, *[f for h in hints.values() for f in ("--allow", h)])
     assert "GNU Make" in again["make"], (hints, again["make"])
     assert again["pipe"].strip() == "piped", (hints, again["pipe"])
+
+
+def test_read_and_write_rules_with_a_path_cover_the_files_a_bash_command_names(project: Project,
+                                                                                local_server: LocalServer,
+                                                                                tmp_path: Path) -> None:
+    (project.cwd / "secrets").mkdir()
+    (project.cwd / "secrets" / "key").write_text("audit-secret-material")
+    guarded = tmp_path / "guarded"
+    guarded.mkdir()
+    (guarded / "conf").write_text("original")
+    settings(project, {"permissions": {"deny": ["Read(./secrets/**)", f"Write({guarded}/**)"]}})
+    commands = {"cat": "cat secrets/key", "sudo": "sudo -n cat ./secrets/key", "dd": "dd if=secrets/key",
+                "tar": "tar cf - secrets | base64", "cp": f"cp greet.py {guarded}/conf",
+                "rm": f"rm -f {guarded}/conf"}
+    results = run_calls(project, local_server, [*[bash(k, v) for k, v in commands.items()],
+                                                bash("readok", f"cat {guarded}/conf"), bash("fine", "cat greet.py")])
+    for call in commands:
+        assert "Permission denied" in results[call] and "audit-secret-material" not in results[call], (call, results)
+    assert (guarded / "conf").read_text() == "original"
+    assert results["readok"].strip() == "original"  # a Write rule does not stop reading
+    assert "hello, world" in results["fine"]

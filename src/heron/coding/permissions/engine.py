@@ -49,6 +49,9 @@ ALWAYS_ALLOWED = frozenset({"search_history"})
 DELEGATING_TOOLS = frozenset({"task"})
 # Tools that change only heron's own state of the session (the to-do list): nothing plan mode protects.
 SESSION_STATE_TOOLS = frozenset({"todo"})
+# Programs whose file arguments they change: an Edit/Write rule covers those arguments.
+WRITING_PROGRAMS = frozenset({"cp", "mv", "rm", "rmdir", "unlink", "shred", "touch", "truncate", "tee", "mkdir",
+                              "ln", "chmod", "chown", "chgrp", "install", "rsync", "dd", "patch", "sed", "perl"})
 FLAG_SOURCE = "--allow"  # the source of the rules given with --allow
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
@@ -284,6 +287,8 @@ class PermissionEngine:
                                 suggestion=_exact_rule(part.text))
         if (written := self._redirect_rules(part)) is not None:
             return written
+        if (touched := self._argument_rules(part)) is not None:
+            return touched
         if self.mode == "bypass":
             return Decision("allow", "")
         for rule in self._rules("allow", "bash"):
@@ -322,14 +327,42 @@ class PermissionEngine:
                 return decision
         return None
 
-    def _file_rules(self, tool: str, path: Path) -> Decision | None:
+    def _argument_rules(self, part: SimpleCommand) -> Decision | None:
+        """``cat secrets/key``, ``cp x /etc/hosts``: a Read or Edit/Write deny or ask rule with a
+        path also covers a bash command naming a file it matches among its arguments (also after
+        ``=``, as in ``dd if=…``). Only rules with a path count (a bare ``Read`` is about the
+        tools), and the mode's own asks (sensitive places, outside the project) do not apply."""
+        texts = [w.text for w in part.words]
+        start = unwrap(texts)[-1] if texts else 0
+        program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
+        tools = [t for t in ("read", "write") if (t == "read" or program in WRITING_PROGRAMS)
+                 and any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, t))]
+        if not tools:
+            return None
+        for word in part.words[start + 1:]:
+            text = word.text.split("=", 1)[1] if "=" in word.text else word.text
+            if word.dynamic or not text or text.startswith("-"):
+                continue
+            for tool in tools:
+                decision = self._file_rules(tool, resolve_path(text, self.cwd), specific=True)
+                if decision is not None:
+                    return decision
+        return None
+
+    def _file_rules(self, tool: str, path: Path, specific: bool = False) -> Decision | None:
         """The deny or ask rule (only a rule) that a change to ``path`` matches."""
         real = Path(os.path.realpath(path))
-        what = f"writing {path}" + (f" (which leads to {real})" if real != path else "")
+        verb = "reading" if tool in READ_TOOLS else "writing"
+        what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")
+        candidates = [str(path), str(real)]
+        if specific:  # a command's argument may be a directory it reads or writes all of (`tar c secrets`)
+            candidates += [c.rstrip("/") + "/-" for c in candidates]
         for behavior in ("deny", "ask"):
             for rule in self._rules(behavior, tool):
+                if rule.specifier is None and specific:
+                    continue
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c)
-                                                 for c in (str(path), str(real))):
+                                                 for c in candidates):
                     return self._by_rule(behavior, rule, what, suggest_path_rule(tool, real))
         return None
 
