@@ -64,12 +64,15 @@ def test_plan_mode_sed_that_writes_or_runs_is_denied(project: Project, local_ser
         bash("flag", "sed 's/hi/touch pwned2/e' f.txt"),
         bash("write", "sed -n 's/hi/x/w pwned3' f.txt"),
         bash("inplace", "sed -ni p f.txt"),
+        bash("pager", "git grep -O'touch pwned4' hi"),
+        bash("uniq", "uniq f.txt pwned5"),
+        bash("sortprog", "sort --compress-program=./x f.txt"),
         bash("print", "sed -n 's/hi/hello/p' f.txt | grep hello"),
         bash("status", "git status --short; cat f.txt | grep hi"),
     ], "--permission-mode", "plan")
     assert sorted(p.name for p in project.cwd.iterdir()) == ["f.txt", "greet.py"], results
     assert (project.cwd / "f.txt").read_text() == "hi\n"
-    for call in ("exec", "flag", "write", "inplace"):
+    for call in ("exec", "flag", "write", "inplace", "pager", "uniq", "sortprog"):
         assert "plan mode is read-only" in results[call], (call, results[call])
     assert results["print"].strip() == "hello"
     assert "plan mode" not in results["status"] and "hi" in results["status"]

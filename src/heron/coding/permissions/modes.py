@@ -45,7 +45,7 @@ READ_ONLY_PROGRAMS = frozenset({
 })
 _WRITING_ARGS: dict[str, tuple[str, ...]] = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-    "sort": ("-o", "--output"),
+    "sort": ("-o", "--output", "--compress-program"),
     "sed": ("-i", "--in-place"),
     "rg": ("--pre",),
     "fd": ("-x", "--exec", "-X", "--exec-batch"),
@@ -65,7 +65,13 @@ def is_read_only(words: list[str]) -> bool:
     args = words[1:]
     if program == "git":
         rest = [a for a in args if not a.startswith("-")]
-        return bool(rest) and rest[0] in _GIT_READ and "--output" not in " ".join(args)
+        if not rest or rest[0] not in _GIT_READ or "--output" in " ".join(args):
+            return False
+        if rest[0] == "grep" and any(a.startswith(("-O", "--open-files-in-pager")) for a in args):
+            return False  # runs the program given as the pager
+        return not (rest[0] == "reflog" and len(rest) > 1 and rest[1] in ("expire", "delete"))
+    if program == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
+        return False  # `uniq IN OUT` writes OUT
     if program == "hostname" and any(not a.startswith("-") for a in args):
         return False  # `hostname NAME` sets it
     if program == "sed" and not _sed_reads_only(args):
