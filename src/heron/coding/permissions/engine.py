@@ -55,6 +55,10 @@ WRITING_PROGRAMS = frozenset({"cp", "mv", "rm", "rmdir", "unlink", "shred", "tou
 FLAG_SOURCE = "--allow"  # the source of the rules given with --allow
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
+# Files in the home directory that run code at the next login, shell or git command: a write
+# there asks in every mode but bypass (accept-edits allows other writes outside the project).
+STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile",
+                 ".zlogin", ".config/fish", ".config/autostart", ".config/systemd", ".gitconfig", ".config/git")
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
 # Claude Code tools heron does not have: a rule naming one is read, warned about, and never matches.
 CLAUDE_ONLY_TOOLS = frozenset({"webfetch", "websearch", "notebookedit", "notebookread", "todowrite", "todoread",
@@ -208,7 +212,8 @@ class PermissionEngine:
                                        "directory that does not contain it", suggestion=suggestion)
             return Decision("allow", "")
         if self._protected(path) or self._protected(real):
-            return Decision("ask", f"{what}: it is heron's or git's configuration, or holds credentials",
+            return Decision("ask", f"{what}: it is heron's or git's configuration, a shell startup file, or "
+                                   "holds credentials",
                             suggestion=suggestion)
         if self.mode == "accept-edits" or self._inside(real, self.cwd):
             return Decision("allow", "")
@@ -236,7 +241,8 @@ class PermissionEngine:
         return next((p for p in places if p != root and self._inside(p, root) and os.path.lexists(p)), None)
 
     def _protected(self, path: Path) -> bool:
-        inside = [self.cwd / ".heron", self.cwd / ".git", self.home]
+        user_home = Path(os.path.expanduser("~"))
+        inside = [self.cwd / ".heron", self.cwd / ".git", self.home, *(user_home / name for name in STARTUP_FILES)]
         return self._sensitive(path) or any(self._inside(path, root) for root in inside)
 
     # --- bash ---
