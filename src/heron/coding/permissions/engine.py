@@ -341,7 +341,8 @@ class PermissionEngine:
         texts = [w.text for w in part.words]
         start = unwrap(texts)[-1] if texts else 0
         program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
-        tools = [t for t in ("read", "write") if (t == "read" or program in WRITING_PROGRAMS)
+        writes = program in WRITING_PROGRAMS and not (program == "sed" and is_read_only(texts[start:]))
+        tools = [t for t in ("read", "write") if (t == "read" or writes)
                  and any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, t))]
         if not tools:
             return None
