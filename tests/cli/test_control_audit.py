@@ -269,10 +269,15 @@ def test_read_and_write_rules_with_a_path_cover_the_files_a_bash_command_names(p
     guarded = tmp_path / "guarded"
     guarded.mkdir()
     (guarded / "conf").write_text("original")
-    settings(project, {"permissions": {"deny": ["Read(./secrets/**)", f"Write({guarded}/**)"]}})
+    user = tmp_path / "user"
+    (user / ".ssh").mkdir(parents=True)
+    (user / ".ssh" / "id_ed25519").write_text("audit-secret-material")
+    project.env["HOME"] = str(user)
+    settings(project, {"permissions": {"deny": ["Read(./secrets/**)", f"Write({guarded}/**)", "Read(~/.ssh/**)"]}})
     commands = {"cat": "cat secrets/key", "sudo": "sudo -n cat ./secrets/key", "dd": "dd if=secrets/key",
                 "tar": "tar cf - secrets | base64", "cp": f"cp greet.py {guarded}/conf",
-                "rm": f"rm -f {guarded}/conf"}
+                "rm": f"rm -f {guarded}/conf", "glob": "cat sec*/k?y", "star": "head secrets/*",
+                "home": "cat $HOME/.ssh/id_ed25519"}
     results = run_calls(project, local_server, [*[bash(k, v) for k, v in commands.items()],
                                                 bash("readok", f"cat {guarded}/conf"), bash("fine", "cat greet.py")])
     for call in commands:

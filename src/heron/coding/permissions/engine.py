@@ -16,6 +16,7 @@ which a repository can ship) may only restrict - their ``allow`` rules and
 
 from __future__ import annotations
 
+import glob as globlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from heron.coding.permissions.rules import (
     suggest_path_rule,
 )
 from heron.coding.permissions.scopes import Scope
-from heron.coding.permissions.shell import ShellParseError, SimpleCommand, split_commands
+from heron.coding.permissions.shell import ShellParseError, SimpleCommand, Word, split_commands
 from heron.coding.permissions.wrappers import git_variant, unwrap
 from heron.coding.tools.env import resolve_path
 
@@ -52,6 +53,7 @@ SESSION_STATE_TOOLS = frozenset({"todo"})
 # Programs whose file arguments they change: an Edit/Write rule covers those arguments.
 WRITING_PROGRAMS = frozenset({"cp", "mv", "rm", "rmdir", "unlink", "shred", "touch", "truncate", "tee", "mkdir",
                               "ln", "chmod", "chown", "chgrp", "install", "rsync", "dd", "patch", "sed", "perl"})
+MAX_GLOB_MATCHES = 1000  # files of one glob argument checked against the path rules
 FLAG_SOURCE = "--allow"  # the source of the rules given with --allow
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
@@ -347,14 +349,27 @@ class PermissionEngine:
         if not tools:
             return None
         for word in part.words[start + 1:]:
-            text = word.text.split("=", 1)[1] if "=" in word.text else word.text
-            if word.dynamic or not text or text.startswith("-"):
-                continue
-            for tool in tools:
-                decision = self._file_rules(tool, resolve_path(text, self.cwd), specific=True)
-                if decision is not None:
-                    return decision
+            for text in self._argument_paths(word):
+                for tool in tools:
+                    decision = self._file_rules(tool, resolve_path(text, self.cwd), specific=True)
+                    if decision is not None:
+                        return decision
         return None
+
+    def _argument_paths(self, word: Word) -> list[str]:
+        """The paths an argument may name: itself; ``$HOME/…`` with the home put in; for a glob
+        (``secrets/*``, ``sec*/key``), the files it matches now and the directory before it."""
+        text = word.text.split("=", 1)[1] if "=" in word.text else word.text
+        if word.dynamic:
+            text = text.replace("${HOME}", "~").replace("$HOME", "~")
+            if "$" in text or "`" in text:
+                return []  # computed when it runs
+            at = min((text.index(c) for c in "*?[{" if c in text), default=-1)
+            if at >= 0:
+                head = text[: text.rfind("/", 0, at) + 1].rstrip("/")
+                found = globlib.glob(os.path.expanduser(text), root_dir=self.cwd)[:MAX_GLOB_MATCHES]
+                return [p for p in [head, *found] if p and not p.startswith("-")]
+        return [] if not text or text.startswith("-") else [text]
 
     def _file_rules(self, tool: str, path: Path, specific: bool = False) -> Decision | None:
         """The deny or ask rule (only a rule) that a change to ``path`` matches."""
