@@ -68,7 +68,7 @@ def test_plan_mode_sed_that_writes_or_runs_is_denied(project: Project, local_ser
         bash("uniq", "uniq f.txt pwned5"),
         bash("sortprog", "sort --compress-program=./x f.txt"),
         bash("print", "sed -n 's/hi/hello/p' f.txt | grep hello"),
-        bash("status", "git status --short; cat f.txt | grep hi"),
+        bash("status", "git status --short; cat f.txt | grep hi > /dev/stderr"),
     ], "--permission-mode", "plan")
     assert sorted(p.name for p in project.cwd.iterdir()) == ["f.txt", "greet.py"], results
     assert (project.cwd / "f.txt").read_text() == "hi\n"

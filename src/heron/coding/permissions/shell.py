@@ -53,6 +53,8 @@ _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "[[", "]]"}
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+# Redirection targets that write no file
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
 
 
 def split_commands(line: str) -> list[SimpleCommand]:
@@ -138,7 +140,7 @@ class _Parser:
             raw = word.text
             self.heredocs.append((raw, not self._last_word_quoted))
             return
-        if ">" in redirect and not (word.text == "/dev/null" or (redirect.endswith("&") and word.text.isdigit())
+        if ">" in redirect and not (word.text in _HARMLESS_TARGETS or (redirect.endswith("&") and word.text.isdigit())
                                     or word.text == "-"):
             self.current.writes_files = True
             self.current.targets.append(word)
