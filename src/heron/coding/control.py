@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from heron.coding.hooks import (
     HOOK_MESSAGE_TYPE,
     HookOutcome,
     HookRunner,
+    claude_tool_input,
     continuation,
     max_continuations,
     parse_hooks,
@@ -195,7 +197,8 @@ class Control:
         args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
         approved = False
         if self.hooks.has("PreToolUse", tool):
-            outcome = await self.hooks.run("PreToolUse", self._payload(tool_name=tool, tool_input=args), tool)
+            outcome = await self.hooks.run("PreToolUse", self._payload(
+                tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd)), tool)
             self._notes[call.id] = self._hook_problems("PreToolUse", outcome, call.id)
             if outcome.context:
                 self._notes[call.id].extend(outcome.context)
@@ -204,17 +207,26 @@ class Control:
                 self._record("hook", call.id, tool, reason, {"event": "PreToolUse", "decision": "block"})
                 return BeforeToolCallResult(block=True, reason=f"A PreToolUse hook blocked this call:\n{reason}")
             approved = outcome.approved
+        return await self._permit(call.id, tool, args, approved=approved)
+
+    async def recheck(self, call_id: str, tool: str, args: dict[str, Any]) -> BeforeToolCallResult | None:
+        """Arguments an extension's ``before_tool_call`` rewrote are what will run, so they are
+        checked again: a deny rule stays the last word whatever an extension changes."""
+        return await self._permit(call_id, tool, args, approved=False, rewritten=True)
+
+    async def _permit(self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool,
+                      rewritten: bool = False) -> BeforeToolCallResult | None:
         decision = self.permissions.decide(tool, args)
         if decision.behavior == "ask" and approved:
             decision = Decision("allow", "", reason="hook")
         elif decision.behavior == "ask" and self._approved_this_session(decision):
             decision = Decision("allow", "", rule=decision.rule, reason="session")
-        self._record("permission", call.id, tool, decision.message, {**decision.to_json(),
-                                                                     "mode": self.permissions.mode})
+        detail = {**decision.to_json(), "mode": self.permissions.mode, **({"rewritten": True} if rewritten else {})}
+        self._record("permission", call_id, tool, decision.message, detail)
         if decision.behavior == "allow":
             return None
         if decision.behavior == "ask":
-            return await self._ask(call.id, tool, args, decision)
+            return await self._ask(call_id, tool, args, decision)
         return BeforeToolCallResult(block=True, reason=f"Permission denied: {decision.message}. The call was not "
                                                        "run; do something else or ask the user.")
 
@@ -222,11 +234,7 @@ class Control:
         self, call_id: str, tool: str, args: dict[str, Any], decision: Decision
     ) -> BeforeToolCallResult | None:
         if self.asker is None:
-            hint = decision.suggestion or tool
-            return BeforeToolCallResult(block=True, reason=(
-                f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was not "
-                f"run. To allow it, run heron with --allow '{hint}', or add \"{hint}\" to permissions.allow in "
-                ".heron/settings.local.json."))
+            return BeforeToolCallResult(block=True, reason=self._ask_hint(tool, decision))
         reply = await self.asker(PermissionPrompt(call_id, tool, args, decision))
         self._record("permission", call_id, tool, reply.reason or "", {"decision": reply.answer, "reason": "user"})
         if reply.answer == "allow_always" and decision.reason == "rule" and decision.rule is not None:
@@ -240,6 +248,18 @@ class Control:
         if reply.answer == "deny":
             return BeforeToolCallResult(block=True, reason=f"The user denied this call: {reply.reason or 'no reason'}")
         return None
+
+    def _ask_hint(self, tool: str, decision: Decision) -> str:
+        """An ask where no one can answer (print/json mode): denied, with a way to allow it that
+        works. ``--allow`` settles any ask for the run; a saved allow rule cannot beat an ask
+        rule, and counts from a project's local file only in a trusted project."""
+        hint = decision.suggestion or tool
+        text = (f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was "
+                f"not run. To allow it, run heron with --allow {shlex.quote(hint)}")
+        if decision.reason == "rule" and decision.rule is not None:
+            return text + f', or change the ask rule "{decision.rule.text}" in {decision.rule.source}.'
+        where = ".heron/settings.local.json" if self.trusted else str(self.home / "settings.json")
+        return text + f', or add "{hint}" to permissions.allow in {where}.'
 
     def _approved_this_session(self, decision: Decision) -> bool:
         """An ask rule's question answered "allow always" earlier in this process, for the same
@@ -255,8 +275,8 @@ class Control:
             args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
             response = {"content": "".join(b.text for b in result.content if isinstance(b, TextContent)),
                         "is_error": result.is_error, "details": result.details}
-            outcome = await self.hooks.run("PostToolUse", self._payload(tool_name=tool, tool_input=args,
-                                                                        tool_response=response), tool)
+            outcome = await self.hooks.run("PostToolUse", self._payload(
+                tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd), tool_response=response), tool)
             notes.extend(self._hook_problems("PostToolUse", outcome, call.id))
             if outcome.blocked:
                 notes.append(f"A PostToolUse hook objected: {outcome.reason}")

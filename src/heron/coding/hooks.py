@@ -158,6 +158,21 @@ def max_continuations(scopes: Iterable[Scope], *, trusted: bool, warnings: list[
     return cap
 
 
+def claude_tool_input(tool: str, args: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
+    """``tool_input`` for a hook: heron's arguments plus Claude Code's names for them
+    (``file_path`` absolute, ``old_string``/``new_string``), so a hook written for Claude
+    Code (``jq -r .tool_input.file_path``) works unchanged."""
+    out = dict(args)
+    path = args.get("path")
+    if tool in ("read", "edit", "write") and isinstance(path, str) and path.strip():
+        out.setdefault("file_path", os.path.normpath(cwd / os.path.expanduser(path)))
+    if tool == "edit":
+        for ours, theirs in (("old_text", "old_string"), ("new_text", "new_string")):
+            if ours in args:
+                out.setdefault(theirs, args[ours])
+    return out
+
+
 def continuation(outcome: HookOutcome) -> str | None:
     """What a Stop/SubagentStop outcome asks the agent to do next: the reason to go on
     with, or None to stop."""

@@ -51,6 +51,9 @@ SECRET_NAME_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"^AWS_SECRET_ACCESS_KEY$",
         r"^AWS_SESSION_TOKEN$",
         r"^AWS_SECURITY_TOKEN$",
+        r"^AWS_BEARER_TOKEN_.*",  # Bedrock API keys (AWS_BEARER_TOKEN_BEDROCK)
+        r".*_AUTHTOKEN$",  # npm's npm_config__authToken, NGROK_AUTHTOKEN
+        r"^DOCKER_AUTH_CONFIG$",  # registry credentials as JSON
         r"^HERON_API_KEY$",
     )
 )

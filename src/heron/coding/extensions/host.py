@@ -193,7 +193,14 @@ class ExtensionHost:
             verdict: BeforeToolCallResult | None = await inner_before(ctx) if inner_before is not None else None
             if verdict is not None and verdict.block:
                 return verdict
-            return await self._before(ctx, verdict)
+            mine = await self._before(ctx, verdict)
+            control = getattr(self.session, "control", None)
+            if mine is not None and mine.arguments is not None and not mine.block and control is not None:
+                again: BeforeToolCallResult | None = await control.recheck(ctx.tool_call.id, ctx.tool_call.name,
+                                                                           dict(mine.arguments))
+                if again is not None:
+                    return again
+            return mine
 
         async def after(ctx: ToolCallContext, result: ToolResult) -> AfterToolCallResult | None:
             current = await self._after(ctx, result)

@@ -1,7 +1,9 @@
 """The permission decision for one tool call: allow, ask or deny, and why.
 
 Order: a deny rule wins, then an ask rule, then (in bypass mode) anything goes, then an
-allow rule, then what the mode does by default (:mod:`.modes`). Paths are checked on
+allow rule, then what the mode does by default (:mod:`.modes`). One exception: plan mode
+denies edits and writes even where an allow rule (``Edit(src/**)``) would let them through
+(a bash allow rule does extend plan's read-only command list). Paths are checked on
 what the call would really touch: the path as written and, after following symlinks
 (even a dangling one), the file it lands on; a deny or ask rule matching either counts,
 an allow rule must match the real target. A bash command is allowed only if every
@@ -14,8 +16,9 @@ which a repository can ship) may only restrict - their ``allow`` rules and
 
 from __future__ import annotations
 
+import glob as globlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,8 @@ from heron.coding.permissions.rules import (
     suggest_path_rule,
 )
 from heron.coding.permissions.scopes import Scope
-from heron.coding.permissions.shell import ShellParseError, SimpleCommand, split_commands
+from heron.coding.permissions.shell import ShellParseError, SimpleCommand, Word, split_commands
+from heron.coding.permissions.wrappers import git_variant, unwrap
 from heron.coding.tools.env import resolve_path
 
 # Tools that read a whole directory.
@@ -44,14 +48,23 @@ ALWAYS_ALLOWED = frozenset({"search_history"})
 # Tools that only start a sub-agent, whose every call goes through this same engine (the
 # child shares it): read-only in themselves, so plan mode does not ask for them.
 DELEGATING_TOOLS = frozenset({"task"})
+# Tools that change only heron's own state of the session (the to-do list): nothing plan mode protects.
+SESSION_STATE_TOOLS = frozenset({"todo"})
+# Programs whose file arguments they change: an Edit/Write rule covers those arguments.
+WRITING_PROGRAMS = frozenset({"cp", "mv", "rm", "rmdir", "unlink", "shred", "touch", "truncate", "tee", "mkdir",
+                              "ln", "chmod", "chown", "chgrp", "install", "rsync", "dd", "patch", "sed", "perl"})
+MAX_GLOB_MATCHES = 1000  # files of one glob argument checked against the path rules
+FLAG_SOURCE = "--allow"  # the source of the rules given with --allow
 SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
                   ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
+# Files in the home directory that run code at the next login, shell or git command: a write
+# there asks in every mode but bypass (accept-edits allows other writes outside the project).
+STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile",
+                 ".zlogin", ".config/fish", ".config/autostart", ".config/systemd", ".gitconfig", ".config/git")
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
-# Commands that run another command given as their arguments (checked unwrapped for deny rules).
-WRAPPERS = frozenset({"sudo", "doas", "env", "command", "exec", "nohup", "time", "nice", "ionice", "timeout",
-                      "xargs", "builtin", "stdbuf", "setsid", "chronic", "unbuffer"})
-_OPTION_ARGS = frozenset({"-u", "-g", "-n", "-I", "-P", "-L", "-s", "-k", "-c", "-C", "-p", "-E"})
-
+# Claude Code tools heron does not have: a rule naming one is read, warned about, and never matches.
+CLAUDE_ONLY_TOOLS = frozenset({"webfetch", "websearch", "notebookedit", "notebookread", "todowrite", "todoread",
+                               "exitplanmode", "bashoutput", "killshell", "killbash", "slashcommand", "skill"})
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -120,9 +133,14 @@ class PermissionEngine:
         problems: list[str] = []
         for text in texts:
             try:
-                self.rules.append(parse_rule(text, behavior, source))  # type: ignore[arg-type]
+                rule = parse_rule(text, behavior, source)  # type: ignore[arg-type]
             except RuleError as exc:
                 problems.append(f"{source}: permissions.{behavior}: {exc}")
+                continue
+            self.rules.append(rule)
+            if rule.tool.lower() in CLAUDE_ONLY_TOOLS:  # kept (harmless), but the user should know
+                self.warnings.append(f"{source}: permissions.{behavior}: heron has no {rule.tool} tool, so "
+                                     f'"{rule.text}" never matches')
         self.warnings.extend(problems)
         return problems
 
@@ -146,13 +164,13 @@ class PermissionEngine:
         what = f"the {tool} tool"
         for behavior in ("deny", "ask"):
             for rule in self._rules(behavior, tool):
-                if rule.specifier is None:
+                if rule.specifier is None and not (behavior == "ask" and self._flag_allows(tool, None)):
                     return self._by_rule(behavior, rule, what, tool)
         if self.mode == "bypass":
             return Decision("allow", "")
         if any(r.specifier is None for r in self._rules("allow", tool)):
             return Decision("allow", "", rule=self._rules("allow", tool)[0], reason="rule")
-        if self.mode == "plan" and tool not in DELEGATING_TOOLS:
+        if self.mode == "plan" and tool not in DELEGATING_TOOLS | SESSION_STATE_TOOLS:
             return Decision("ask", f"{what} may change things, and plan mode is read-only", suggestion=tool)
         return Decision("allow", "")
 
@@ -176,21 +194,28 @@ class PermissionEngine:
         for behavior in ("deny", "ask"):
             for rule in self._rules(behavior, tool):
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
+                    if behavior == "ask" and self._flag_allows(tool, lambda spec: path_pattern(spec, self.cwd)
+                                                               .match(str(real)) is not None):
+                        break
                     return self._by_rule(behavior, rule, what, suggestion)
         if self.mode == "bypass":
             return Decision("allow", "")
+        if self.mode == "plan" and tool not in READ_TOOLS:  # read-only whatever allow rules say
+            return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
+                                    "(--permission-mode default, or /mode default) to make changes")
         for rule in self._rules("allow", tool):
             if rule.specifier is None or path_pattern(rule.specifier, self.cwd).match(str(real)):
                 return Decision("allow", "", rule=rule, reason="rule")
         if tool in READ_TOOLS:
             if self._sensitive(path) or self._sensitive(real):
                 return Decision("ask", f"{what}: the place holds credentials", suggestion=suggestion)
+            if tool == "grep" and (held := self._holds_sensitive(real)) is not None:  # grep reads contents
+                return Decision("ask", f"{what}: it would search {held}, which holds credentials; search a "
+                                       "directory that does not contain it", suggestion=suggestion)
             return Decision("allow", "")
-        if self.mode == "plan":
-            return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
-                                    "(--permission-mode default, or /mode default) to make changes")
         if self._protected(path) or self._protected(real):
-            return Decision("ask", f"{what}: it is heron's or git's configuration, or holds credentials",
+            return Decision("ask", f"{what}: it is heron's or git's configuration, a shell startup file, or "
+                                   "holds credentials",
                             suggestion=suggestion)
         if self.mode == "accept-edits" or self._inside(real, self.cwd):
             return Decision("allow", "")
@@ -210,8 +235,16 @@ class PermissionEngine:
             return True
         return path.name.startswith(".env")
 
+    def _holds_sensitive(self, root: Path) -> Path | None:
+        """A sensitive place a grep of ``root`` (``~`` or ``/``) would read."""
+        user_home = Path(os.path.expanduser("~"))
+        places = [user_home / name for name in SENSITIVE_HOME] + [Path(name) for name in SENSITIVE_SYSTEM]
+        places += [self.home / "models.json", self.home / "auth.json"]
+        return next((p for p in places if p != root and self._inside(p, root) and os.path.lexists(p)), None)
+
     def _protected(self, path: Path) -> bool:
-        inside = [self.cwd / ".heron", self.cwd / ".git", self.home]
+        user_home = Path(os.path.expanduser("~"))
+        inside = [self.cwd / ".heron", self.cwd / ".git", self.home, *(user_home / name for name in STARTUP_FILES)]
         return self._sensitive(path) or any(self._inside(path, root) for root in inside)
 
     # --- bash ---
@@ -235,35 +268,135 @@ class PermissionEngine:
         rules = self._rules("deny", "bash") + self._rules("ask", "bash") + self._rules("allow", "bash")
         if self.mode != "plan" and not rules:
             return Decision("allow", "")
-        words = command.split()
+        exact = _exact_rule(command)
+        if any(r.specifier is not None and _same_command(r.specifier, command) for r in self._rules("allow", "bash")):
+            return Decision("allow", "", reason="rule")  # that very command line was allowed
         message = f'the command "{_short(command)}" cannot be checked against the permission rules ({why})'
         if self.mode == "plan":
             return Decision("deny", f"plan mode is read-only and {message}", reason="parse")
-        return Decision("ask", message, suggestion=suggest_bash_rule(words[:1]), reason="parse")
+        return Decision("ask", message, suggestion=exact, reason="parse")
 
     def _bash_part(self, part: SimpleCommand) -> Decision:
         words = [w.text for w in part.words]
         what = f'the command "{_short(part.text)}"' if words else "an output redirection"
         suggestion = suggest_bash_rule(words)
         variants = _variants(part)
+        flagged = self._flag_allows("bash", lambda spec: command_matches(spec, words) or _same_command(spec, part.text))
         for behavior in ("deny", "ask"):
             rules = self._rules(behavior, "bash")
             for rule in rules:
                 if rule.specifier is None or any(command_matches(rule.specifier, w, wild) for w, wild in variants):
+                    if behavior == "ask" and flagged:
+                        break
                     return self._by_rule(behavior, rule, what, suggestion)
-            if rules and part.dynamic_name and self.mode != "bypass":
+            if rules and part.dynamic_name and self.mode != "bypass" and not flagged:
                 return Decision("ask", f"{what} runs a program whose name is computed when it runs, so the "
                                        f'{behavior} rule "{rules[0].text}" cannot be checked', reason="dynamic",
-                                suggestion=suggestion)
+                                suggestion=_exact_rule(part.text))
+        if (written := self._redirect_rules(part)) is not None:
+            return written
+        if (touched := self._argument_rules(part)) is not None:
+            return touched
         if self.mode == "bypass":
             return Decision("allow", "")
         for rule in self._rules("allow", "bash"):
-            if rule.specifier is None or (not part.dynamic_name and command_matches(rule.specifier, words)):
+            if rule.specifier is None or (not part.dynamic_name and command_matches(rule.specifier, words)) \
+                    or _same_command(rule.specifier, part.text):
                 return Decision("allow", "", rule=rule, reason="rule")
         if self.mode == "plan" and (part.writes_files or part.dynamic_name or not is_read_only(words)):
             return Decision("deny", f"plan mode is read-only and {what} is not a read-only command; leave plan "
                                     "mode (--permission-mode default, or /mode default) to make changes")
         return Decision("allow", "")
+
+    def _flag_allows(self, tool: str, matches: Callable[[str], bool] | None) -> bool:
+        """Whether an ``--allow`` rule covers the call. The flag is the user's answer for this
+        run, so it settles an *ask* (an ask rule's too, which a settings file's allow rule
+        cannot); a deny rule stays."""
+        for rule in self._rules("allow", tool):
+            if rule.source == FLAG_SOURCE and (rule.specifier is None or (matches is not None
+                                                                          and matches(rule.specifier))):
+                return True
+        return False
+
+    def _redirect_rules(self, part: SimpleCommand) -> Decision | None:
+        """``echo x > /etc/hosts`` writes /etc/hosts: the Edit/Write deny and ask rules apply to
+        the files a command's output redirections write (the mode's own asks do not: bash may
+        write where it likes in default mode)."""
+        for target in part.targets:
+            if target.dynamic:
+                rules = self._rules("deny", "write") + self._rules("ask", "write")
+                if rules and self.mode != "bypass":
+                    return Decision("ask", f'the command "{_short(part.text)}" writes to {target.text}, a path '
+                                           f'computed when it runs, so the rule "{rules[0].text}" cannot be checked',
+                                    reason="dynamic", suggestion=suggest_bash_rule([w.text for w in part.words]))
+                continue
+            decision = self._file_rules("write", resolve_path(target.text, self.cwd))
+            if decision is not None:
+                return decision
+        return None
+
+    def _argument_rules(self, part: SimpleCommand) -> Decision | None:
+        """``cat secrets/key``, ``cp x /etc/hosts``: a Read or Edit/Write deny or ask rule with a
+        path also covers a bash command naming a file it matches among its arguments (also after
+        ``=``, as in ``dd if=…``). Only rules with a path count (a bare ``Read`` is about the
+        tools), and the mode's own asks (sensitive places, outside the project) do not apply."""
+        texts = [w.text for w in part.words]
+        start = unwrap(texts)[-1] if texts else 0
+        program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
+        writes = program in WRITING_PROGRAMS and not (program == "sed" and is_read_only(texts[start:]))
+        tools = [t for t in ("read", "write") if (t == "read" or writes)
+                 and any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, t))]
+        if not tools:
+            return None
+        for word in part.words[start + 1:]:
+            for text in self._argument_paths(word):
+                for tool in tools:
+                    decision = self._file_rules(tool, resolve_path(text, self.cwd), specific=True)
+                    if decision is not None:
+                        return decision
+        return None
+
+    def _argument_paths(self, word: Word) -> list[str]:
+        """The paths an argument may name: itself; ``$HOME/…`` with the home put in; for a glob
+        (``secrets/*``, ``sec*/key``), the files it matches now and the directory before it."""
+        text = word.text.split("=", 1)[1] if "=" in word.text else word.text
+        if word.dynamic:
+            text = text.replace("${HOME}", "~").replace("$HOME", "~")
+            if "$" in text or "`" in text:
+                return []  # computed when it runs
+            at = min((text.index(c) for c in "*?[{" if c in text), default=-1)
+            if at >= 0:
+                head = text[: text.rfind("/", 0, at) + 1].rstrip("/")
+                found = globlib.glob(os.path.expanduser(text), root_dir=self.cwd)[:MAX_GLOB_MATCHES]
+                return [p for p in [head, *found] if p and not p.startswith("-")]
+        return [] if not text or text.startswith("-") else [text]
+
+    def _file_rules(self, tool: str, path: Path, specific: bool = False) -> Decision | None:
+        """The deny or ask rule (only a rule) that a change to ``path`` matches."""
+        real = Path(os.path.realpath(path))
+        verb = "reading" if tool in READ_TOOLS else "writing"
+        what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")
+        candidates = [str(path), str(real)]
+        if specific:  # a command's argument may be a directory it reads or writes all of (`tar c secrets`)
+            candidates += [c.rstrip("/") + "/-" for c in candidates]
+        for behavior in ("deny", "ask"):
+            for rule in self._rules(behavior, tool):
+                if rule.specifier is None and specific:
+                    continue
+                if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c)
+                                                 for c in candidates):
+                    return self._by_rule(behavior, rule, what, suggest_path_rule(tool, real))
+        return None
+
+
+def _same_command(specifier: str, command: str) -> bool:
+    """A rule naming this exact command line (``Bash(echo 'hi' | sh)``): how a command the
+    checker cannot split, or one that computes its program's name, is allowed."""
+    return "*" not in specifier and " ".join(specifier.split()) == " ".join(command.split())
+
+
+def _exact_rule(command: str) -> str:
+    return f"Bash({' '.join(command.split())})"
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -273,39 +406,20 @@ def _short(text: str, limit: int = 200) -> str:
 
 def _variants(part: SimpleCommand) -> list[tuple[list[str], frozenset[int]]]:
     """The command as written and as the program it finally runs (``sudo rm`` -> ``rm``,
-    ``/bin/rm`` -> ``rm``), with the positions of words computed at run time."""
+    ``/bin/rm`` -> ``rm``, ``git -C x push`` -> ``git push``), with the positions of words
+    computed at run time."""
     words = [w.text for w in part.words]
     wild = frozenset(i for i, w in enumerate(part.words) if w.dynamic)
     out: list[tuple[list[str], frozenset[int]]] = []
-    start = 0
-    while start < len(words):
+    for start in unwrap(words):
         rest = words[start:]
         shifted = frozenset(i - start for i in wild if i >= start)
         out.append((rest, shifted))
         base = rest[0].rsplit("/", 1)[-1]
         if base != rest[0]:
             out.append(([base, *rest[1:]], shifted))
-        if base not in WRAPPERS:
-            break
-        start = _skip_wrapper(words, start, base)
+        git = git_variant([base, *rest[1:]])
+        if git is not None:
+            dropped = len(rest) - len(git)
+            out.append((git, frozenset(i - dropped for i in shifted if i - dropped >= 1)))
     return out
-
-
-def _skip_wrapper(words: list[str], start: int, name: str) -> int:
-    i = start + 1
-    while i < len(words):
-        word = words[i]
-        if word == "--":
-            return i + 1
-        if word.startswith("-"):
-            i += 2 if word in _OPTION_ARGS else 1
-        elif name == "env" and "=" in word:
-            i += 1
-        elif name == "timeout" and word[:1].isdigit():
-            i += 1
-            return i
-        elif name == "nice" and word.lstrip("-+").isdigit():
-            i += 1
-        else:
-            return i
-    return i

@@ -10,7 +10,8 @@
 
 Tool names are matched with Claude Code's names and heron's: ``Read`` covers every tool
 that reads files (read, grep, find, ls, json_query), ``Edit`` every tool that changes one
-(edit, write), ``Write`` the write tool; ``bash(...)`` / ``read(...)`` work as well.
+(edit, write), ``Write`` the write tool (as a deny or ask rule, edit too: both change
+the file); ``bash(...)`` / ``read(...)`` work as well.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class Rule:
             server_rule = name.removesuffix("__*")
             return tool_name.lower() == name or (tool_name.lower().startswith(server_rule + "__") \
                 and server_rule.count("__") == 1)
+        if name == "write" and self.behavior != "allow":
+            return tool_name in EDIT_TOOLS  # `deny Write(/etc/**)` is about changing /etc, by either tool
         if name in RULE_TOOLS:
             return tool_name in RULE_TOOLS[name]
         return name == tool_name.lower()

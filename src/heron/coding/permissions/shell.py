@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from heron.coding.permissions.wrappers import SCRIPT_OPTION_PROGRAMS, unwrap
+
 MAX_DEPTH = 8
 
 
@@ -36,6 +38,7 @@ class SimpleCommand:
 
     words: list[Word] = field(default_factory=list)
     writes_files: bool = False  # an output redirection to a file (not /dev/null, not a descriptor)
+    targets: list[Word] = field(default_factory=list)  # the files output redirections write
 
     @property
     def text(self) -> str:
@@ -50,6 +53,8 @@ _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "[[", "]]"}
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+# Redirection targets that write no file
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
 
 
 def split_commands(line: str) -> list[SimpleCommand]:
@@ -135,9 +140,10 @@ class _Parser:
             raw = word.text
             self.heredocs.append((raw, not self._last_word_quoted))
             return
-        if ">" in redirect and not (word.text == "/dev/null" or (redirect.endswith("&") and word.text.isdigit())
+        if ">" in redirect and not (word.text in _HARMLESS_TARGETS or (redirect.endswith("&") and word.text.isdigit())
                                     or word.text == "-"):
             self.current.writes_files = True
+            self.current.targets.append(word)
 
     def _end_command(self) -> None:
         cmd = self.current
@@ -156,22 +162,52 @@ class _Parser:
         self._nested_scripts(cmd)
 
     def _nested_scripts(self, cmd: SimpleCommand) -> None:
-        """``bash -c 'script'`` and ``eval 'script'`` run a script of their own."""
+        """``bash -c 'script'`` and ``eval 'script'`` run a script of their own, ``find -exec``
+        a command of its own; a shell given no script reads one from its input, which no
+        checker can see (``echo 'rm x' | sh``)."""
+        starts = unwrap([w.text for w in cmd.words])
+        if len(starts) > 1:  # `sudo sh -c …`, `nohup bash -c …`: the wrapped program (and what it wraps)
+            self._nested_scripts(SimpleCommand(words=cmd.words[starts[1]:]))
         words = cmd.words
         name = words[0].text.rsplit("/", 1)[-1] if words else ""
         script: list[Word] = []
         if name == "eval":
             script = words[1:]
+        elif name in ("find", "fd", "fdfind"):
+            self._exec_commands(words)
+        elif name in SCRIPT_OPTION_PROGRAMS:
+            script = next((words[n + 1 : n + 2] for n, w in enumerate(words) if w.text == "--command"
+                           or (w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:])), [])
         elif name in _SHELLS:
             for n, word in enumerate(words[1:], 1):
                 if word.text.startswith("-") and "c" in word.text[1:] and not word.text.startswith("--"):
                     script = words[n + 1 : n + 2]
                     break
+            else:
+                if all(w.text.startswith("-") for w in words[1:]) or any(w.text == "-s" for w in words[1:]):
+                    raise ShellParseError(f"`{name}` reads the script it runs from its input")
         if not script:
             return
         if any(w.dynamic for w in script):
             raise ShellParseError(f"the script given to `{name}` is built at run time")
         self.out.extend(_Parser(" ".join(w.text for w in script), self.depth + 1).parse())
+
+    def _exec_commands(self, words: list[Word]) -> None:
+        """The commands ``find -exec CMD {} ;`` (and ``-execdir``/``-ok``, fd's ``-x``/``-X``) run."""
+        starts = {"-exec", "-execdir", "-ok", "-okdir", "-x", "--exec", "-X", "--exec-batch"}
+        i = 1
+        while i < len(words):
+            if words[i].text not in starts:
+                i += 1
+                continue
+            j = i + 1
+            while j < len(words) and words[j].text not in (";", "+"):
+                j += 1
+            inner = SimpleCommand(words=[w for w in words[i + 1 : j] if w.text != "{}"])
+            if inner.words:
+                self.out.append(inner)
+                self._nested_scripts(inner)
+            i = j + 1
 
     def _skip_heredocs(self) -> None:
         """The bodies of pending here-documents follow the line: skip them."""
@@ -193,6 +229,7 @@ class _Parser:
     _last_word_quoted = False
 
     def _word(self) -> Word:
+        start = self.i
         parts: list[str] = []
         dynamic = False
         quoted = False
@@ -228,7 +265,8 @@ class _Parser:
         self._last_word_quoted = quoted
         if not parts and not quoted:
             raise ShellParseError(f"unexpected character {s[self.i]!r}")
-        return Word("".join(parts), dynamic)
+        raw = s[start : self.i]
+        return Word("".join(parts), dynamic or _expands(raw))
 
     def _double_quoted(self) -> tuple[str, bool]:
         s = self.s
@@ -333,3 +371,38 @@ def _matching(s: str, open_at: int, opening: str, closing: str) -> int:
 def _is_assignment(word: str) -> bool:
     name = word.split("=", 1)[0].removesuffix("+")
     return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name)
+
+
+def _expands(raw: str) -> bool:
+    """Whether the shell would turn this word (as written) into other words: an unquoted
+    glob (``/bin/r?``, ``r*``) or brace expansion (``{rm,-rf,x}``)."""
+    if "'" in raw or '"' in raw or "\\" in raw:
+        raw = _unquoted_part(raw)
+    if raw in ("[", "[[", "{", "}"):
+        return False
+    if "*" in raw or "?" in raw:
+        return True
+    if "[" in raw and "]" in raw[raw.index("[") + 1 :]:
+        return True
+    return "{" in raw and "}" in raw and ("," in raw or ".." in raw)
+
+
+def _unquoted_part(raw: str) -> str:
+    """``raw`` with quoted text and escaped characters left out."""
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(raw):
+        ch = raw[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            i += 1
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
