@@ -88,7 +88,9 @@ class HeronAgent:
                                                      fork=SessionForkCapabilities(),
                                                      resume=SessionResumeCapabilities()),
         )
-        return InitializeResponse(protocol_version=min(protocol_version, PROTOCOL_VERSION),
+        # heron speaks one version: the one asked for when it is that one, else its own
+        # (the client decides whether it can go on with it); never a version it does not speak.
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION,
                                   agent_capabilities=capabilities,
                                   agent_info=Implementation(name="heron", title="heron", version=__version__))
 
