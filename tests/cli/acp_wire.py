@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -71,6 +72,15 @@ class Wire:
     init: Any = None  # the initialize response
 
     def sent(self) -> list[dict[str, Any]]:
+        """What heron wrote. ``tee`` hands a line to the client before it writes it to the
+        file, so the file is read once it has stopped growing."""
+        size, deadline = -1, time.monotonic() + 5
+        while time.monotonic() < deadline:
+            now = self.outgoing.stat().st_size if self.outgoing.exists() else 0
+            if now == size:
+                break
+            size = now
+            time.sleep(0.25)
         return lines(self.outgoing)
 
     def problems(self) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp.schema import ImageContentBlock, UserMessageChunk
+from acp.schema import ContentToolCallContent, ImageContentBlock, TextContentBlock, ToolCallProgress, UserMessageChunk
 
 from heron.ai.types import (
     AssistantMessage,
@@ -40,7 +40,20 @@ def replay(store: SessionStore, cwd: Path) -> list[Update]:
             out.append(compaction_end(call_id, entry.summary,
                                       f"Compacted: {entry.tokens_before} tokens before.", failed=False))
         elif isinstance(entry, MessageEntry):
+            if isinstance(entry.message, UserMessage):
+                out.extend(_unfinished(calls))
             out.extend(_message(entry.message, calls, cwd))
+    return [*out, *_unfinished(calls)]
+
+
+def _unfinished(calls: dict[str, ToolCall]) -> list[Update]:
+    """Calls the file has no result for (heron was stopped while they ran, e.g. killed):
+    shown failed, so the editor does not show them running for ever."""
+    note = TextContentBlock(type="text", text="Interrupted: heron stopped before this call finished.")
+    out: list[Update] = [ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="failed",
+                                          content=[ContentToolCallContent(type="content", content=note)])
+                         for call_id in calls]
+    calls.clear()
     return out
 
 
