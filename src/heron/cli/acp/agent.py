@@ -18,6 +18,7 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     CloseSessionResponse,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     ForkSessionResponse,
     Implementation,
@@ -249,33 +250,47 @@ class HeronAgent:
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         state = self._get(session_id)
+        await self._set_mode(state, mode_id)
+        await self._config_changed(state)
+        return SetSessionModeResponse()
+
+    async def _set_mode(self, state: AcpSession, mode_id: str) -> None:
         try:
             state.session.control.set_mode(mode_id)
         except ValueError as exc:
             raise _invalid(str(exc), modeId=mode_id) from exc
-        await self.conn.session_update(session_id, CurrentModeUpdate(session_update="current_mode_update",
-                                                                     current_mode_id=mode_id))
-        return SetSessionModeResponse()
+        await self.conn.session_update(state.id, CurrentModeUpdate(session_update="current_mode_update",
+                                                                   current_mode_id=mode_id))
+
+    async def _config_changed(self, state: AcpSession) -> None:
+        """The ``mode`` and ``model`` selects after a change made without session/set_config_option
+        (whose response carries them), so a client showing them is not left with old values."""
+        await self.conn.session_update(state.id, ConfigOptionUpdate(
+            session_update="config_option_update", config_options=options.config(state.session, self.registry)))
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **kwargs: Any) -> SetSessionConfigOptionResponse:
         state = self._get(session_id)
         if config_id == "model" and isinstance(value, str):
-            await self.set_session_model(session_id, value)
+            self._set_model(state, value)
         elif config_id == "mode" and isinstance(value, str):
-            await self.set_session_mode(session_id, value)
+            await self._set_mode(state, value)
         else:
             raise _invalid(f"unknown config option {config_id!r} (heron has: model, mode)", configId=config_id)
         return SetSessionConfigOptionResponse(config_options=options.config(state.session, self.registry))
 
     async def set_session_model(self, session_id: str, model_id: str, **kwargs: Any) -> dict[str, Any]:
         state = self._get(session_id)
+        self._set_model(state, model_id)
+        await self._config_changed(state)
+        return {}
+
+    def _set_model(self, state: AcpSession, model_id: str) -> None:
         try:
             resolved = options.resolve(self.args, self.registry, state.session, model_id)
         except (SetupError, LookupError, ValueError) as exc:
             raise _invalid(f"model {model_id!r}: {exc}", modelId=model_id) from exc
         state.session.set_model(resolved.model, resolved.api_key)
-        return {}
 
     # --- prompts ---------------------------------------------------------------------------
 
