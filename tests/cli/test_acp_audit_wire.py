@@ -47,3 +47,38 @@ def test_a_whole_turn_is_schema_valid(project: Project, local_server: LocalServe
     for u in updates:
         print(u)
     assert (project.cwd / "greet.py").read_text() == GREET.replace("world", "heron")
+
+
+def test_a_write_over_a_file_carries_its_old_text(project: Project, local_server: LocalServer) -> None:
+    """ACP's diff without oldText means a new file: an overwrite gives the old text, live
+    and in the permission question; a reload shows the diff only for a created file."""
+    outside = project.cwd.parent / "outside.txt"
+    outside.write_text("before\n")
+    local_server.queue(openai_reply("", [("w1", "write", {"path": str(outside), "content": "after\n"}),
+                                         ("w2", "write", {"path": "fresh.txt", "content": "new\n"})]),
+                       openai_reply("ok"))
+    editor, loaded = Editor(), Editor()
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, editor) as (conn, _proc, wire):
+            new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
+            await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("w")]), TIMEOUT)
+        async with heron_acp(project, local_server, loaded, tag="load") as (conn, _proc, again):
+            await asyncio.wait_for(conn.load_session(cwd=str(project.cwd), session_id=new.session_id,
+                                                     mcp_servers=[]), TIMEOUT)
+        return wire, again
+
+    wire, again = asyncio.run(run())
+    assert wire.problems() == [] and again.problems() == []
+    assert outside.read_text() == "after\n"
+    old = {"type": "diff", "path": str(outside), "oldText": "before\n", "newText": "after\n"}
+    created = {"type": "diff", "path": str(project.cwd / "fresh.txt"), "newText": "new\n"}
+    [asked] = editor.permissions
+    assert asked["toolCall"]["content"] == [old]
+    live = {u["toolCallId"]: u for u in wire.updates() if u.get("status") == "completed"}
+    assert old in live["w1"]["content"] and created in live["w2"]["content"]
+    [start] = [u for u in wire.updates() if u["sessionUpdate"] == "tool_call" and u["toolCallId"] == "w1"]
+    assert start["content"] == [old]
+    replayed = {u["toolCallId"]: u for u in again.updates() if u.get("status") == "completed"}
+    assert not [c for c in replayed["w1"]["content"] if c["type"] == "diff"]
+    assert created in replayed["w2"]["content"]

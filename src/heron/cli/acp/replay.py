@@ -69,13 +69,17 @@ def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update
                 out.append(text("thought", block.thinking))
             elif isinstance(block, ToolCall):
                 calls[block.id] = block
-                out.append(toolcalls.start(block.id, block.name, dict(block.arguments), cwd))
+                # a write's old text is gone from the disk: its diff is in the final update
+                # when the write created the file, and not shown otherwise
+                out.append(toolcalls.start(block.id, block.name, dict(block.arguments), cwd, toolcalls.Old.UNKNOWN))
         return out
     if isinstance(message, ToolResultMessage):
         call = calls.pop(message.tool_call_id, None)
         args = dict(call.arguments) if call is not None else None
+        created = isinstance(message.details, dict) and message.details.get("created") is True
         done: list[Update] = [toolcalls.finished(message.tool_call_id, message.tool_name, args,
-                                                 list(message.content), message.is_error, message.details, cwd)]
+                                                 list(message.content), message.is_error, message.details, cwd,
+                                                 None if created else toolcalls.Old.UNKNOWN)]
         if message.tool_name == "todo" and not message.is_error and isinstance(message.details, dict) \
                 and isinstance(message.details.get("todos"), list):
             done.append(plan(message.details["todos"]))

@@ -89,6 +89,7 @@ class EventTranslator:
         self.cwd = cwd
         self._args: dict[str, tuple[str, dict[str, Any]]] = {}
         self._announced: set[str] = set()
+        self._before: dict[str, toolcalls.Before] = {}  # a write's old text, read before it ran
         self._compaction_id = "compaction"
         self.terminals: dict[str, str] = {}  # tool call id -> the editor's terminal running it
         self.subagents = SubagentCalls(cwd)  # sub-agents' running calls, for their permission questions
@@ -111,7 +112,8 @@ class EventTranslator:
             name, args = self._args.pop(event.tool_call_id, (event.tool_name, None))
             self._announced.discard(event.tool_call_id)
             done = toolcalls.finished(event.tool_call_id, name, args, list(event.result.content), event.is_error,
-                                      event.result.details, self.cwd)
+                                      event.result.details, self.cwd,
+                                      self._before.pop(event.tool_call_id, toolcalls.Old.UNKNOWN))
             terminal = self.terminals.pop(event.tool_call_id, None)
             if terminal is not None:  # the editor keeps showing a released terminal's output
                 done.content = [terminal_content(terminal), *(done.content or [])]
@@ -128,7 +130,9 @@ class EventTranslator:
             return []
         self._announced.add(call_id)
         self._args[call_id] = (name, args)
-        return [toolcalls.start(call_id, name, args, self.cwd)]
+        if name == "write":
+            self._before[call_id] = toolcalls.write_before(args, self.cwd)
+        return [toolcalls.start(call_id, name, args, self.cwd, self._before.get(call_id, toolcalls.Old.DISK))]
 
     def _compaction(self, event: Any) -> list[Update]:
         if isinstance(event, CompactionStartEvent):
