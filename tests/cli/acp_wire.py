@@ -54,7 +54,9 @@ def round_trip(model: type[BaseModel], data: Any) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - the message is reported, the test fails on it
         return [f"{model.__name__}: {exc}"]
     dumped = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return [] if dumped == data else [f"{model.__name__}: sent {json.dumps(data)[:600]} parsed {json.dumps(dumped)[:600]}"]
+    if dumped == data:
+        return []
+    return [f"{model.__name__}: sent {json.dumps(data)[:600]} parsed {json.dumps(dumped)[:600]}"]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:

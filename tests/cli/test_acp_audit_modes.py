@@ -69,12 +69,11 @@ def test_mode_and_model_changes_keep_the_config_options_in_step(project: Project
             with pytest.raises(RequestError):
                 await conn.set_config_option(config_id="effort", session_id=sid, value="high")
             await asyncio.sleep(0.3)
-            return new, answer, wire
+            return answer, wire
 
-    new, answer, wire = asyncio.run(run())
+    answer, wire = asyncio.run(run())
     assert wire.problems() == []
-    values = {o.root.id if hasattr(o, "root") else o.id: (o.root if hasattr(o, "root") else o).current_value
-              for o in answer.config_options}
+    values = {getattr(o, "root", o).id: getattr(o, "root", o).current_value for o in answer.config_options}
     assert values == {"model": "local-claude/claude-local", "mode": "bypass"}
     changes = [{o["id"]: o["currentValue"] for o in u["configOptions"]} for u in wire.updates()
                if u["sessionUpdate"] == "config_option_update"]

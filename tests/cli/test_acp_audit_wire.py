@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from acp import text_block
@@ -42,10 +43,24 @@ def test_a_whole_turn_is_schema_valid(project: Project, local_server: LocalServe
     assert reply.stop_reason == "end_turn"
     assert wire.problems() == []
     updates = wire.updates()
-    kinds = [u["sessionUpdate"] for u in updates]
-    print(kinds)
+    calls: dict[str, list[dict[str, Any]]] = {}
     for u in updates:
-        print(u)
+        if "toolCallId" in u:
+            calls.setdefault(u["toolCallId"], []).append(u)
+    assert list(calls) == ["c1", "call_todo", "c2", "c3", "c4"]
+    for call_id, seen in calls.items():
+        assert [u.get("status") for u in seen] == ["pending", "in_progress", "completed"], call_id
+        assert seen[0]["sessionUpdate"] == "tool_call"
+    assert [calls[c][0]["kind"] for c in calls] == ["read", "other", "edit", "edit", "execute"]
+    for c in ("c1", "c2", "c3"):
+        assert all(Path(loc["path"]).is_absolute() for loc in calls[c][0]["locations"])
+    assert calls["c3"][0]["content"] == [{"type": "diff", "path": str(project.cwd / "notes.txt"),
+                                          "oldText": "old\n", "newText": "new\n"}]
+    [plan] = [u for u in updates if u["sessionUpdate"] == "plan"]
+    assert plan["entries"] == [{"content": "read", "priority": "medium", "status": "completed"},
+                               {"content": "edit", "priority": "medium", "status": "in_progress"}]
+    assert updates[-1]["sessionUpdate"] == "usage_update"
+    assert [i.session_id for i in listed.sessions] == [wire.sent()[-1]["result"]["sessions"][0]["sessionId"]]
     assert (project.cwd / "greet.py").read_text() == GREET.replace("world", "heron")
 
 

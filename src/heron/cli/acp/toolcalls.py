@@ -56,7 +56,7 @@ def write_before(args: dict[str, Any], cwd: Path) -> Before:
     return old_text(path) if path is not None else Old.UNKNOWN
 
 
-def old_text(path: str) -> str | None | Old:
+def old_text(path: str) -> str | Old | None:
     """The text of the file a write is about to replace (None: there is none)."""
     try:
         if not os.path.lexists(path):
