@@ -93,3 +93,45 @@ def test_after_a_cancel_the_session_takes_the_next_prompt(project: Project, loca
     roles = [m["role"] for m in body["messages"]]
     assert roles[-1] == "user" and "two" in str(body["messages"][-1]["content"])
     assert "tool" in roles  # the cancelled call's result is in the history the model sees
+
+
+def test_an_editor_offering_fs_and_terminal_gets_valid_requests(project: Project, local_server: LocalServer) -> None:
+    """fs/read_text_file, fs/write_text_file and terminal/* as heron sends them are
+    schema-valid, and the bash call shows the editor's terminal."""
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    from tests.cli.test_acp_terminal import EditorWithTerminal
+
+    class FullEditor(EditorWithTerminal):
+        async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> Any:
+            from acp.schema import ReadTextFileResponse
+            return ReadTextFileResponse(content=open(path).read())
+
+        async def write_text_file(self, content: str, path: str, session_id: str, **kwargs: Any) -> Any:
+            from acp.schema import WriteTextFileResponse
+            open(path, "w").write(content)
+            return WriteTextFileResponse()
+
+    local_server.queue(openai_reply("", [("r1", "read", {"path": "greet.py"})]),
+                       openai_reply("", [("e1", "edit", {"path": "greet.py", "old_text": "world", "new_text": "t"})]),
+                       openai_reply("", [("b1", "bash", {"command": "cat greet.py"})]), openai_reply("done"))
+    editor = FullEditor()
+    capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                                      terminal=True)
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, editor, capabilities=capabilities) as (conn, _proc, wire):
+            new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]),
+                                           TIMEOUT)
+        return reply, wire
+
+    reply, wire = asyncio.run(run())
+    assert reply.stop_reason == "end_turn"
+    assert wire.problems() == []
+    methods = [m["method"] for m in wire.sent() if m.get("method", "").startswith(("fs/", "terminal/"))]
+    assert {"fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/release"} <= set(methods)
+    assert _final_status(wire.updates()) == {"r1": "completed", "e1": "completed", "b1": "completed"}
+    shown = [c for u in wire.updates() if u.get("toolCallId") == "b1" for c in u.get("content", [])]
+    assert {"type": "terminal", "terminalId": "term-1"} in shown
+    assert 'print("hello, t")' in (project.cwd / "greet.py").read_text()

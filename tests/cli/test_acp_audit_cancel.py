@@ -50,12 +50,14 @@ async def _until(predicate: Any) -> None:
         await asyncio.sleep(0.05)
 
 
-@pytest.mark.parametrize("where", ["text", "tool", "permission"])
+@pytest.mark.parametrize("where", ["request", "text", "tool", "permission"])
 def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(project: Project, local_server: LocalServer,
                                                                   where: str) -> None:
     outside = project.cwd.parent / "outside.txt"
     outside.write_text("x\n")
-    if where == "text":
+    if where == "request":  # the model has not answered yet
+        local_server.queue(Reply(body=openai_turn("late"), delay=30))
+    elif where == "text":
         local_server.queue(_slow_text())
     elif where == "tool":
         local_server.queue(openai_reply("", [("c1", "bash", {"command": "sleep 30"})]), openai_reply("late"))
@@ -65,6 +67,8 @@ def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(project: Proje
     editor = Editor(answer="wait")
 
     def ready() -> bool:
+        if where == "request":
+            return len(local_server.requests) >= 1
         if where == "text":
             return sum(u["sessionUpdate"] == "agent_message_chunk" for u in editor.updates) >= 3
         if where == "tool":
@@ -85,7 +89,7 @@ def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(project: Proje
     assert wire.problems() == []
     assert outside.read_text() == "x\n"
     calls = [u for u in wire.updates() if u.get("toolCallId") == "c1"]
-    if where != "text":  # the call the cancel stopped is not left pending or running
+    if where in ("tool", "permission"):  # the call the cancel stopped is not left pending or running
         assert calls[-1]["status"] in ("failed", "completed"), calls
 
 
