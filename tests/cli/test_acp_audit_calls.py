@@ -5,6 +5,7 @@ parallel calls each end, and a cancelled session takes the next prompt."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from acp import text_block
@@ -51,7 +52,8 @@ def test_the_question_follows_the_announced_call(project: Project, local_server:
 
 def test_unknown_tools_bad_arguments_and_parallel_calls_all_end(project: Project, local_server: LocalServer) -> None:
     local_server.queue(openai_reply("", [("u1", "no_such_tool", {"x": 1}), ("b1", "read", {"nopath": 3}),
-                                         ("r1", "read", {"path": "greet.py"}), ("r2", "read", {"path": "greet.py", "offset": 1, "limit": 1})]),
+                                         ("r1", "read", {"path": "greet.py"}),
+                                         ("r2", "read", {"path": "greet.py", "offset": 1, "limit": 1})]),
                        openai_reply("done"))
     editor = Editor()
 
@@ -105,11 +107,11 @@ def test_an_editor_offering_fs_and_terminal_gets_valid_requests(project: Project
     class FullEditor(EditorWithTerminal):
         async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> Any:
             from acp.schema import ReadTextFileResponse
-            return ReadTextFileResponse(content=open(path).read())
+            return ReadTextFileResponse(content=Path(path).read_text())
 
         async def write_text_file(self, content: str, path: str, session_id: str, **kwargs: Any) -> Any:
             from acp.schema import WriteTextFileResponse
-            open(path, "w").write(content)
+            Path(path).write_text(content)
             return WriteTextFileResponse()
 
     local_server.queue(openai_reply("", [("r1", "read", {"path": "greet.py"})]),

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 
-from tests.cli.acp_wire import TIMEOUT, Editor, Wire, heron_acp
+from tests.cli.acp_wire import TIMEOUT, Editor, Wire, heron_acp, lines
 from tests.cli.test_print_json_e2e import Project, project
 from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_reply, openai_turn
@@ -26,7 +26,7 @@ def _slow_text() -> Reply:
 
 def _after_response(wire: Wire) -> list[dict[str, Any]]:
     """session/update notifications written after the session/prompt response."""
-    prompt_ids = {m["id"] for m in __import__("tests.cli.acp_wire", fromlist=["lines"]).lines(wire.incoming)
+    prompt_ids = {m["id"] for m in lines(wire.incoming)
                   if m.get("method") == "session/prompt"}
     sent = wire.sent()
     answered = [i for i, m in enumerate(sent) if m.get("id") in prompt_ids and "method" not in m]
@@ -116,3 +116,34 @@ def test_a_second_prompt_while_one_runs_is_refused_and_the_first_finishes(projec
     assert error.code == -32600
     assert done.stop_reason == "end_turn" and again.stop_reason == "end_turn"
     assert wire.problems() == []
+
+
+def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_one(project: Project,
+                                                                   local_server: LocalServer) -> None:
+    """An editor that sends session/cancel and at once the user's next message (without
+    waiting for the cancelled prompt's answer) gets both: ``cancelled``, then the new turn."""
+    local_server.queue(openai_reply("", [("c1", "bash", {"command": "sleep 30"})]), openai_reply("second answer"))
+    editor = Editor()
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, editor) as (conn, _proc, wire):
+            new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
+            sid = new.session_id
+            first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("one")]))
+            await asyncio.wait_for(_until(lambda: any(u.get("status") == "in_progress" for u in editor.updates)),
+                                   TIMEOUT)
+            await conn.cancel(session_id=sid)
+            second = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("two")]), TIMEOUT)
+            return await asyncio.wait_for(first, TIMEOUT), second, wire
+
+    first, second, wire = asyncio.run(run())
+    assert (first.stop_reason, second.stop_reason) == ("cancelled", "end_turn")
+    assert wire.problems() == []
+    said = "".join(u["content"]["text"] for u in wire.updates() if u["sessionUpdate"] == "agent_message_chunk")
+    assert said == "second answer"
+    first_id = next(m["id"] for m in lines(wire.incoming) if m.get("method") == "session/prompt")
+    sent = wire.sent()
+    answered = next(i for i, m in enumerate(sent) if m.get("id") == first_id and "result" in m)
+    spoke = next(i for i, m in enumerate(sent) if m.get("method") == "session/update"
+                 and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    assert answered < spoke  # the new turn's text comes after the cancelled prompt's answer

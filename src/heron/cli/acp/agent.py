@@ -70,6 +70,7 @@ class HeronAgent:
         self.sessions: dict[str, AcpSession] = {}
         self.outboxes: dict[str, Outbox] = {}
         self._watchdogs: set[asyncio.Future[None]] = set()  # background tasks kept alive until done
+        self._turns: dict[str, asyncio.Future[None]] = {}  # per session: done once its last prompt was answered
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -296,9 +297,7 @@ class HeronAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         state = self._get(session_id)
-        if state.run is not None and not state.run.done():
-            raise RequestError.invalid_request({"message": "a prompt is already running in this session; "
-                                                           "cancel it first"})
+        await self._after_cancelled(state)
         try:
             text, images = prompt_content(prompt)
         except PromptError as exc:
@@ -306,28 +305,57 @@ class HeronAgent:
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
         state.cancelled = False
-        outbox = self.outboxes[session_id]
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
             state.run = asyncio.ensure_future(state.session.compact(command[len("/compact"):].strip() or None))
         else:
             state.run = asyncio.ensure_future(state.session.prompt(text, images))
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._turns[session_id] = turn
         try:
-            result = await state.run
+            return await self._finish(state, state.run)
+        finally:
+            turn.set_result(None)
+
+    async def _finish(self, state: AcpSession, run: asyncio.Task[Any]) -> PromptResponse:
+        """The prompt's answer once its run ended: the last updates sent, then the stop reason."""
+        try:
+            result = await run
         except asyncio.CancelledError:
             result = []
             if not state.cancelled:
                 raise
         except SkillNotFoundError as exc:  # /skill:name typed for a skill this session does not have
             raise _invalid(str(exc)) from exc
+        cancelled = state.cancelled  # read now: a prompt waiting for this one resets it
         added = result if isinstance(result, list) else []
         session = state.session
+        outbox = self.outboxes[state.id]
         outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))
         await outbox.flush()
-        reason, error = stop_reason(added, state.cancelled)
+        reason, error = stop_reason(added, cancelled)
         if error is not None:
             raise RequestError.internal_error({"message": error})
         return PromptResponse(stop_reason=reason, usage=turn_usage(added))  # type: ignore[arg-type]
+
+    async def _after_cancelled(self, state: AcpSession) -> None:
+        """A prompt may come while the one before it runs only if that one was cancelled
+        (editors send the user's next message right after session/cancel, without waiting
+        for the cancelled prompt's answer): it starts once the cancelled prompt has been
+        answered, so no update of the new turn comes before that answer."""
+        run = state.run
+        if run is None or run.done():
+            return
+        if not state.cancelled:
+            raise RequestError.invalid_request({"message": "a prompt is already running in this session; "
+                                                           "cancel it first"})
+        turn = self._turns.get(state.id)
+        await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
+        if turn is not None:
+            await asyncio.wait([turn], timeout=2)
+        await asyncio.sleep(0)  # the SDK queues the cancelled prompt's answer when its handler returns
+        if (state.run is not run) or not run.done():  # another prompt came first, or the run does not stop
+            raise RequestError.invalid_request({"message": "a prompt is already running in this session"})
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         state = self.sessions.get(session_id)
