@@ -9,7 +9,7 @@ import os
 import signal
 from typing import Any
 
-from acp import text_block
+from acp import RequestError, text_block
 
 from tests.cli.acp_wire import TIMEOUT, Editor, heron_acp
 from tests.cli.test_print_json_e2e import Project, project
@@ -98,3 +98,33 @@ def test_load_after_heron_was_killed_mid_tool(project: Project, local_server: Lo
     assert "Interrupted" in final["content"][0]["content"]["text"]
     assert reply.stop_reason == "end_turn"
     assert "are you there?" in local_server.requests[-1].body.decode()
+
+
+def test_a_refused_load_fork_or_resume_leaves_nothing_behind(project: Project, local_server: LocalServer) -> None:
+    """A bad cwd is an invalid-params error that changes nothing: no fork file is made, and
+    the session is not left locked by the process that refused it (another can load it)."""
+    local_server.queue(openai_reply("a"), openai_reply("b"))
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, Editor()) as (conn, _proc, _wire):
+            new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
+            await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("x")]), TIMEOUT)
+        sid = new.session_id
+        codes = []
+        async with heron_acp(project, local_server, Editor(), tag="refuses") as (conn, proc, wire):
+            for call in (conn.load_session, conn.fork_session, conn.resume_session):
+                for cwd in ("project", str(project.cwd / "missing")):
+                    try:
+                        await asyncio.wait_for(call(cwd=cwd, session_id=sid, mcp_servers=[]), TIMEOUT)
+                    except RequestError as exc:
+                        codes.append(exc.code)
+            files = list((project.home / "sessions").rglob("*.jsonl"))
+            replayed, reply, _ = await _load(project, local_server, sid, "other", "still mine?")
+            assert proc.returncode is None
+        return codes, files, replayed, reply, wire
+
+    codes, files, replayed, reply, wire = asyncio.run(run())
+    assert codes == [-32602] * 6
+    assert len(files) == 1
+    assert _user_texts(replayed) == ["x"] and reply.stop_reason == "end_turn"
+    assert wire.problems() == []

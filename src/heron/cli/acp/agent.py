@@ -60,6 +60,14 @@ def _invalid(message: str, **data: Any) -> RequestError:
     return RequestError.invalid_params({"message": message, **data})
 
 
+def _directory(cwd: str) -> Path:
+    """The session's working directory, which ACP requires to be absolute (and heron, to exist)."""
+    path = Path(cwd)
+    if not path.is_absolute() or not path.is_dir():
+        raise _invalid(f"cwd {cwd!r} is not an absolute path of a directory", cwd=cwd)
+    return path
+
+
 class HeronAgent:
     def __init__(self, args: argparse.Namespace, registry: ModelRegistry, home: Path) -> None:
         self.args = args
@@ -99,9 +107,7 @@ class HeronAgent:
     # --- sessions --------------------------------------------------------------------------
 
     async def _open(self, cwd: str, store: SessionStore | None, mcp_servers: Any) -> AcpSession:
-        path = Path(cwd)
-        if not path.is_absolute() or not path.is_dir():
-            raise _invalid(f"cwd {cwd!r} is not an absolute path of a directory", cwd=cwd)
+        path = _directory(cwd)
         try:
             session, mcp = await asyncio.to_thread(build_session, self.args, self.registry, self.home,
                                                    path.resolve(), store, mcp_servers)
@@ -162,6 +168,7 @@ class HeronAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
+        _directory(cwd)
         state = self.sessions.get(session_id)
         if state is not None and state.run is not None and not state.run.done():
             raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
@@ -175,8 +182,13 @@ class HeronAgent:
 
     async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session file with this id, opened (a session open here already is reused:
-        its file has one writer)."""
-        return await self._open(cwd, await self._open_store(session_id), mcp_servers)
+        its file has one writer). The file is released again if the session cannot be opened."""
+        store = await self._open_store(session_id)
+        try:
+            return await self._open(cwd, store, mcp_servers)
+        except BaseException:
+            store.close()
+            raise
 
     async def _open_store(self, session_id: str) -> SessionStore:
         try:
@@ -193,6 +205,7 @@ class HeronAgent:
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                              **kwargs: Any) -> ResumeSessionResponse:
         """session/load without the replay: the client still shows the conversation."""
+        _directory(cwd)
         state = self.sessions.get(session_id)
         if state is None:
             state = await self._load(cwd, session_id, mcp_servers)
@@ -204,6 +217,7 @@ class HeronAgent:
                            **kwargs: Any) -> ForkSessionResponse:
         """A new session holding the given one's conversation (its current branch); the
         original is left as it is. A session open here must not be running a prompt."""
+        _directory(cwd)  # before anything is written: a refused fork leaves no file
         state = self.sessions.get(session_id)
         if state is not None and state.run is not None and not state.run.done():
             raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
