@@ -5,6 +5,7 @@ parallel calls each end, and a cancelled session takes the next prompt."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,44 @@ def test_an_editor_offering_fs_and_terminal_gets_valid_requests(project: Project
     shown = [c for u in wire.updates() if u.get("toolCallId") == "b1" for c in u.get("content", [])]
     assert {"type": "terminal", "terminalId": "term-1"} in shown
     assert 'print("hello, t")' in (project.cwd / "greet.py").read_text()
+
+
+def test_two_sessions_prompted_at_once_keep_their_updates_apart(project: Project,
+                                                               local_server: LocalServer) -> None:
+    """Two threads of one editor in one heron process: each session's updates carry its
+    own id and its own calls and text; a cancel of one leaves the other running."""
+    def respond(request: Any) -> Any:
+        body = request.json()
+        last = body["messages"][-1]
+        tag = "A" if "alpha" in json.dumps(body["messages"][1:]) else "B"
+        if last["role"] == "user":
+            return openai_reply("", [(f"{tag}-call", "bash", {"command": "sleep 2" if tag == "A" else "sleep 30"})])
+        return openai_reply(f"answer {tag}")
+
+    local_server.responder = respond
+    editor = Editor()
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, editor) as (conn, _proc, wire):
+            a = (await conn.new_session(cwd=str(project.cwd), mcp_servers=[])).session_id
+            b = (await conn.new_session(cwd=str(project.cwd), mcp_servers=[])).session_id
+            first = asyncio.ensure_future(conn.prompt(session_id=a, prompt=[text_block("alpha")]))
+            second = asyncio.ensure_future(conn.prompt(session_id=b, prompt=[text_block("beta")]))
+            while sum(u.get("status") == "in_progress" for u in editor.updates) < 2:
+                await asyncio.sleep(0.05)
+            await conn.cancel(session_id=b)
+            return a, b, await asyncio.wait_for(first, TIMEOUT), await asyncio.wait_for(second, TIMEOUT), wire
+
+    a, b, first, second, wire = asyncio.run(run())
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "cancelled")
+    assert wire.problems() == []
+    by_session: dict[str, list[dict[str, Any]]] = {a: [], b: []}
+    for m in wire.sent():
+        if m.get("method") == "session/update":
+            by_session[m["params"]["sessionId"]].append(m["params"]["update"])
+    for sid, tag in ((a, "A"), (b, "B")):
+        ids = {u["toolCallId"] for u in by_session[sid] if "toolCallId" in u}
+        assert ids == {f"{tag}-call"}
+    said = "".join(u["content"]["text"] for u in by_session[a] if u["sessionUpdate"] == "agent_message_chunk")
+    assert said == "answer A"
+    assert not [u for u in by_session[b] if u["sessionUpdate"] == "agent_message_chunk"]
