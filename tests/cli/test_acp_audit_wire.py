@@ -52,6 +52,9 @@ def test_a_whole_turn_is_schema_valid(project: Project, local_server: LocalServe
         assert [u.get("status") for u in seen] == ["pending", "in_progress", "completed"], call_id
         assert seen[0]["sessionUpdate"] == "tool_call"
     assert [calls[c][0]["kind"] for c in calls] == ["read", "other", "edit", "edit", "execute"]
+    assert calls["c1"][-1]["rawOutput"]["output"] == GREET.strip()
+    assert calls["c4"][-1]["rawOutput"]["isError"] is False and calls["c4"][-1]["rawOutput"]["output"] == "hi"
+    assert all(seen[0]["rawInput"] for seen in calls.values())
     for c in ("c1", "c2", "c3"):
         assert all(Path(loc["path"]).is_absolute() for loc in calls[c][0]["locations"])
     assert calls["c3"][0]["content"] == [{"type": "diff", "path": str(project.cwd / "notes.txt"),

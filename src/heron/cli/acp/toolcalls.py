@@ -7,6 +7,7 @@ an editor that reloads a session sees the same tool calls it saw while they ran.
 from __future__ import annotations
 
 import enum
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -174,4 +175,17 @@ def finished(call_id: str, name: str, args: dict[str, Any] | None, blocks: list[
         found = [ToolCallLocation(path=found[0].path, line=line)]
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
                             status="failed" if is_error else "completed", content=content,
-                            locations=found or None)
+                            locations=found or None, raw_output=raw_output(text, is_error, details))
+
+
+def raw_output(text: str, is_error: bool, details: Any) -> dict[str, Any]:
+    """The call's result as data (ACP's ``rawOutput``): the text shown, whether it failed,
+    and the tool's details when they are small JSON (a big or odd one is left out)."""
+    out: dict[str, Any] = {"output": text, "isError": is_error}
+    if isinstance(details, dict):
+        try:
+            if len(json.dumps(details)) <= MAX_SHOWN_CHARS:
+                out["details"] = details
+        except (TypeError, ValueError):
+            pass
+    return out
