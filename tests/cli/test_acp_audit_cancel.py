@@ -147,3 +147,34 @@ def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_one(project: Proj
     spoke = next(i for i, m in enumerate(sent) if m.get("method") == "session/update"
                  and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
     assert answered < spoke  # the new turn's text comes after the cancelled prompt's answer
+
+
+def test_cancel_during_a_compaction(project: Project, local_server: LocalServer) -> None:
+    project.write_settings({"compaction": {"keepRecentTokens": 1}})
+    local_server.queue(openai_reply("Hello there. " * 600), openai_reply("Done."),
+                       Reply(body=openai_turn("## Goal\nlate"), delay=30), openai_reply("## Turn\nOk."),
+                       openai_reply("after"), openai_reply("after"))  # a summary request may not be made
+    editor = Editor()
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, editor) as (conn, proc, wire):
+            sid = (await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)).session_id
+            for text in ("say hello", "thanks"):
+                await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(text)]), TIMEOUT)
+            run = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("/compact")]))
+            await asyncio.wait_for(_until(lambda: len(local_server.requests) >= 3), TIMEOUT)
+            started = time.monotonic()
+            await conn.cancel(session_id=sid)
+            reply = await asyncio.wait_for(run, TIMEOUT)
+            elapsed = time.monotonic() - started
+            after = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("go on")]), TIMEOUT)
+            assert proc.returncode is None
+            return reply, elapsed, after, wire
+
+    reply, elapsed, after, wire = asyncio.run(run())
+    assert reply.stop_reason == "cancelled" and elapsed < 5
+    assert after.stop_reason == "end_turn"
+    assert wire.problems() == []
+    [compaction] = {u["toolCallId"] for u in wire.updates() if str(u.get("toolCallId", "")).startswith("compaction")}
+    statuses = [u.get("status") for u in wire.updates() if u.get("toolCallId") == compaction]
+    assert statuses[-1] == "failed", statuses  # the editor does not show it running for ever

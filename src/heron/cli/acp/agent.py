@@ -345,6 +345,8 @@ class HeronAgent:
         added = result if isinstance(result, list) else []
         session = state.session
         outbox = self.outboxes[state.id]
+        for update in state.translator.unfinished("cancelled" if cancelled else "the turn ended before it finished"):
+            outbox.put(update)
         outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))
         await outbox.flush()
         reason, error = stop_reason(added, cancelled)
