@@ -18,6 +18,7 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     CloseSessionResponse,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     ForkSessionResponse,
     Implementation,
@@ -59,6 +60,14 @@ def _invalid(message: str, **data: Any) -> RequestError:
     return RequestError.invalid_params({"message": message, **data})
 
 
+def _directory(cwd: str) -> Path:
+    """The session's working directory, which ACP requires to be absolute (and heron, to exist)."""
+    path = Path(cwd)
+    if not path.is_absolute() or not path.is_dir():
+        raise _invalid(f"cwd {cwd!r} is not an absolute path of a directory", cwd=cwd)
+    return path
+
+
 class HeronAgent:
     def __init__(self, args: argparse.Namespace, registry: ModelRegistry, home: Path) -> None:
         self.args = args
@@ -69,6 +78,7 @@ class HeronAgent:
         self.sessions: dict[str, AcpSession] = {}
         self.outboxes: dict[str, Outbox] = {}
         self._watchdogs: set[asyncio.Future[None]] = set()  # background tasks kept alive until done
+        self._turns: dict[str, asyncio.Future[None]] = {}  # per session: done once its last prompt was answered
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -88,16 +98,16 @@ class HeronAgent:
                                                      fork=SessionForkCapabilities(),
                                                      resume=SessionResumeCapabilities()),
         )
-        return InitializeResponse(protocol_version=min(protocol_version, PROTOCOL_VERSION),
+        # heron speaks one version: the one asked for when it is that one, else its own
+        # (the client decides whether it can go on with it); never a version it does not speak.
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION,
                                   agent_capabilities=capabilities,
                                   agent_info=Implementation(name="heron", title="heron", version=__version__))
 
     # --- sessions --------------------------------------------------------------------------
 
     async def _open(self, cwd: str, store: SessionStore | None, mcp_servers: Any) -> AcpSession:
-        path = Path(cwd)
-        if not path.is_absolute() or not path.is_dir():
-            raise _invalid(f"cwd {cwd!r} is not an absolute path of a directory", cwd=cwd)
+        path = _directory(cwd)
         try:
             session, mcp = await asyncio.to_thread(build_session, self.args, self.registry, self.home,
                                                    path.resolve(), store, mcp_servers)
@@ -158,6 +168,7 @@ class HeronAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
+        _directory(cwd)
         state = self.sessions.get(session_id)
         if state is not None and state.run is not None and not state.run.done():
             raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
@@ -171,8 +182,13 @@ class HeronAgent:
 
     async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session file with this id, opened (a session open here already is reused:
-        its file has one writer)."""
-        return await self._open(cwd, await self._open_store(session_id), mcp_servers)
+        its file has one writer). The file is released again if the session cannot be opened."""
+        store = await self._open_store(session_id)
+        try:
+            return await self._open(cwd, store, mcp_servers)
+        except BaseException:
+            store.close()
+            raise
 
     async def _open_store(self, session_id: str) -> SessionStore:
         try:
@@ -189,6 +205,7 @@ class HeronAgent:
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                              **kwargs: Any) -> ResumeSessionResponse:
         """session/load without the replay: the client still shows the conversation."""
+        _directory(cwd)
         state = self.sessions.get(session_id)
         if state is None:
             state = await self._load(cwd, session_id, mcp_servers)
@@ -200,6 +217,7 @@ class HeronAgent:
                            **kwargs: Any) -> ForkSessionResponse:
         """A new session holding the given one's conversation (its current branch); the
         original is left as it is. A session open here must not be running a prompt."""
+        _directory(cwd)  # before anything is written: a refused fork leaves no file
         state = self.sessions.get(session_id)
         if state is not None and state.run is not None and not state.run.done():
             raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
@@ -247,41 +265,53 @@ class HeronAgent:
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         state = self._get(session_id)
+        await self._set_mode(state, mode_id)
+        await self._config_changed(state)
+        return SetSessionModeResponse()
+
+    async def _set_mode(self, state: AcpSession, mode_id: str) -> None:
         try:
             state.session.control.set_mode(mode_id)
         except ValueError as exc:
             raise _invalid(str(exc), modeId=mode_id) from exc
-        await self.conn.session_update(session_id, CurrentModeUpdate(session_update="current_mode_update",
-                                                                     current_mode_id=mode_id))
-        return SetSessionModeResponse()
+        await self.conn.session_update(state.id, CurrentModeUpdate(session_update="current_mode_update",
+                                                                   current_mode_id=mode_id))
+
+    async def _config_changed(self, state: AcpSession) -> None:
+        """The ``mode`` and ``model`` selects after a change made without session/set_config_option
+        (whose response carries them), so a client showing them is not left with old values."""
+        await self.conn.session_update(state.id, ConfigOptionUpdate(
+            session_update="config_option_update", config_options=options.config(state.session, self.registry)))
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **kwargs: Any) -> SetSessionConfigOptionResponse:
         state = self._get(session_id)
         if config_id == "model" and isinstance(value, str):
-            await self.set_session_model(session_id, value)
+            self._set_model(state, value)
         elif config_id == "mode" and isinstance(value, str):
-            await self.set_session_mode(session_id, value)
+            await self._set_mode(state, value)
         else:
             raise _invalid(f"unknown config option {config_id!r} (heron has: model, mode)", configId=config_id)
         return SetSessionConfigOptionResponse(config_options=options.config(state.session, self.registry))
 
     async def set_session_model(self, session_id: str, model_id: str, **kwargs: Any) -> dict[str, Any]:
         state = self._get(session_id)
+        self._set_model(state, model_id)
+        await self._config_changed(state)
+        return {}
+
+    def _set_model(self, state: AcpSession, model_id: str) -> None:
         try:
             resolved = options.resolve(self.args, self.registry, state.session, model_id)
         except (SetupError, LookupError, ValueError) as exc:
             raise _invalid(f"model {model_id!r}: {exc}", modelId=model_id) from exc
         state.session.set_model(resolved.model, resolved.api_key)
-        return {}
 
     # --- prompts ---------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         state = self._get(session_id)
-        if state.run is not None and not state.run.done():
-            raise RequestError.invalid_request({"message": "a prompt is already running in this session; "
-                                                           "cancel it first"})
+        await self._after_cancelled(state)
         try:
             text, images = prompt_content(prompt)
         except PromptError as exc:
@@ -289,28 +319,59 @@ class HeronAgent:
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
         state.cancelled = False
-        outbox = self.outboxes[session_id]
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
             state.run = asyncio.ensure_future(state.session.compact(command[len("/compact"):].strip() or None))
         else:
             state.run = asyncio.ensure_future(state.session.prompt(text, images))
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._turns[session_id] = turn
         try:
-            result = await state.run
+            return await self._finish(state, state.run)
+        finally:
+            turn.set_result(None)
+
+    async def _finish(self, state: AcpSession, run: asyncio.Task[Any]) -> PromptResponse:
+        """The prompt's answer once its run ended: the last updates sent, then the stop reason."""
+        try:
+            result = await run
         except asyncio.CancelledError:
             result = []
             if not state.cancelled:
                 raise
         except SkillNotFoundError as exc:  # /skill:name typed for a skill this session does not have
             raise _invalid(str(exc)) from exc
+        cancelled = state.cancelled  # read now: a prompt waiting for this one resets it
         added = result if isinstance(result, list) else []
         session = state.session
+        outbox = self.outboxes[state.id]
+        for update in state.translator.unfinished("cancelled" if cancelled else "the turn ended before it finished"):
+            outbox.put(update)
         outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))
         await outbox.flush()
-        reason, error = stop_reason(added, state.cancelled)
+        reason, error = stop_reason(added, cancelled)
         if error is not None:
             raise RequestError.internal_error({"message": error})
         return PromptResponse(stop_reason=reason, usage=turn_usage(added))  # type: ignore[arg-type]
+
+    async def _after_cancelled(self, state: AcpSession) -> None:
+        """A prompt may come while the one before it runs only if that one was cancelled
+        (editors send the user's next message right after session/cancel, without waiting
+        for the cancelled prompt's answer): it starts once the cancelled prompt has been
+        answered, so no update of the new turn comes before that answer."""
+        run = state.run
+        if run is None or run.done():
+            return
+        if not state.cancelled:
+            raise RequestError.invalid_request({"message": "a prompt is already running in this session; "
+                                                           "cancel it first"})
+        turn = self._turns.get(state.id)
+        await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
+        if turn is not None:
+            await asyncio.wait([turn], timeout=2)
+        await asyncio.sleep(0)  # the SDK queues the cancelled prompt's answer when its handler returns
+        if (state.run is not run) or not run.done():  # another prompt came first, or the run does not stop
+            raise RequestError.invalid_request({"message": "a prompt is already running in this session"})
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         state = self.sessions.get(session_id)

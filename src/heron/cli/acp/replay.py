@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp.schema import ImageContentBlock, UserMessageChunk
+from acp.schema import ContentToolCallContent, ImageContentBlock, TextContentBlock, ToolCallProgress, UserMessageChunk
 
 from heron.ai.types import (
     AssistantMessage,
@@ -40,7 +40,20 @@ def replay(store: SessionStore, cwd: Path) -> list[Update]:
             out.append(compaction_end(call_id, entry.summary,
                                       f"Compacted: {entry.tokens_before} tokens before.", failed=False))
         elif isinstance(entry, MessageEntry):
+            if isinstance(entry.message, UserMessage):
+                out.extend(_unfinished(calls))
             out.extend(_message(entry.message, calls, cwd))
+    return [*out, *_unfinished(calls)]
+
+
+def _unfinished(calls: dict[str, ToolCall]) -> list[Update]:
+    """Calls the file has no result for (heron was stopped while they ran, e.g. killed):
+    shown failed, so the editor does not show them running for ever."""
+    note = TextContentBlock(type="text", text="Interrupted: heron stopped before this call finished.")
+    out: list[Update] = [ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="failed",
+                                          content=[ContentToolCallContent(type="content", content=note)])
+                         for call_id in calls]
+    calls.clear()
     return out
 
 
@@ -56,13 +69,17 @@ def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update
                 out.append(text("thought", block.thinking))
             elif isinstance(block, ToolCall):
                 calls[block.id] = block
-                out.append(toolcalls.start(block.id, block.name, dict(block.arguments), cwd))
+                # a write's old text is gone from the disk: its diff is in the final update
+                # when the write created the file, and not shown otherwise
+                out.append(toolcalls.start(block.id, block.name, dict(block.arguments), cwd, toolcalls.Old.UNKNOWN))
         return out
     if isinstance(message, ToolResultMessage):
         call = calls.pop(message.tool_call_id, None)
         args = dict(call.arguments) if call is not None else None
+        created = isinstance(message.details, dict) and message.details.get("created") is True
         done: list[Update] = [toolcalls.finished(message.tool_call_id, message.tool_name, args,
-                                                 list(message.content), message.is_error, message.details, cwd)]
+                                                 list(message.content), message.is_error, message.details, cwd,
+                                                 None if created else toolcalls.Old.UNKNOWN)]
         if message.tool_name == "todo" and not message.is_error and isinstance(message.details, dict) \
                 and isinstance(message.details.get("todos"), list):
             done.append(plan(message.details["todos"]))

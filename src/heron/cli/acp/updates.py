@@ -89,7 +89,9 @@ class EventTranslator:
         self.cwd = cwd
         self._args: dict[str, tuple[str, dict[str, Any]]] = {}
         self._announced: set[str] = set()
+        self._before: dict[str, toolcalls.Before] = {}  # a write's old text, read before it ran
         self._compaction_id = "compaction"
+        self._compacting = False  # a compaction start was sent and its end not yet
         self.terminals: dict[str, str] = {}  # tool call id -> the editor's terminal running it
         self.subagents = SubagentCalls(cwd)  # sub-agents' running calls, for their permission questions
 
@@ -111,7 +113,8 @@ class EventTranslator:
             name, args = self._args.pop(event.tool_call_id, (event.tool_name, None))
             self._announced.discard(event.tool_call_id)
             done = toolcalls.finished(event.tool_call_id, name, args, list(event.result.content), event.is_error,
-                                      event.result.details, self.cwd)
+                                      event.result.details, self.cwd,
+                                      self._before.pop(event.tool_call_id, toolcalls.Old.UNKNOWN))
             terminal = self.terminals.pop(event.tool_call_id, None)
             if terminal is not None:  # the editor keeps showing a released terminal's output
                 done.content = [terminal_content(terminal), *(done.content or [])]
@@ -128,13 +131,33 @@ class EventTranslator:
             return []
         self._announced.add(call_id)
         self._args[call_id] = (name, args)
-        return [toolcalls.start(call_id, name, args, self.cwd)]
+        if name == "write":
+            self._before[call_id] = toolcalls.write_before(args, self.cwd)
+        return [toolcalls.start(call_id, name, args, self.cwd, self._before.get(call_id, toolcalls.Old.DISK))]
+
+    def unfinished(self, why: str) -> list[Update]:
+        """Failed updates for what the turn started and did not end (calls announced but
+        never run, a compaction under way when the turn was cancelled), so the editor does
+        not show them running for ever; sent when a prompt ends."""
+        note = ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=why))
+        out: list[Update] = [ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
+                                              status="failed", content=[note])
+                             for call_id in sorted(self._announced)]
+        self._announced.clear()
+        self._args.clear()
+        self._before.clear()
+        if self._compacting:
+            out.append(compaction_end(self._compaction_id, None, f"Not compacted: {why}", failed=True))
+            self._compacting = False
+        return out
 
     def _compaction(self, event: Any) -> list[Update]:
         if isinstance(event, CompactionStartEvent):
             self._compaction_id = f"compaction-{uuid.uuid4().hex[:12]}"
+            self._compacting = True
             return [compaction_start(self._compaction_id, event.tokens_before)]
         if isinstance(event, CompactionEndEvent):
+            self._compacting = False
             call_id = self._compaction_id
             if event.error or event.skipped:
                 return [compaction_end(call_id, None, f"Not compacted: {event.error or event.skipped}",
