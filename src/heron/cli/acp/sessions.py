@@ -120,5 +120,5 @@ def build_session(args: argparse.Namespace, registry: ModelRegistry, home: Path,
         raise ValueError(problems[0])
     for warning in control.warnings:
         warn(warning)
-    mcp.bind(session.agent)
+    mcp.bind(session.agent, store)  # tool_search results compacted away still count (as in -p --continue)
     return session, mcp
