@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,15 @@ def local_server() -> Iterator[LocalServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A heron home of the test's own (``$HERON_HOME``): settings, sessions, trust, extensions."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HERON_HOME", str(path))
+    return path
 
 
 @pytest.fixture

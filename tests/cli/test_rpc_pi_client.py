@@ -70,8 +70,27 @@ class Script:
         return self.replies.pop(0) if self.replies else openai_reply("no reply scripted")
 
 
-def test_pis_rpc_client_drives_heron(pi_client: tuple[Path, Path], tmp_path: Path) -> None:
+def run_driver(driver: Path, pi_client: tuple[Path, Path], script: Script, home: Path, work: Path) -> dict[str, Any]:
+    """Run a Node driver script against ``script`` served on 127.0.0.1; its last stdout line
+    is the JSON of what it saw."""
     node, package = pi_client
+    server = LocalServer(responder=script)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(HERON_HOME=str(home), HERON_PYTHON=sys.executable, PI_PACKAGE=str(package),
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]),
+               PATH=os.pathsep.join([str(node.parent), env.get("PATH", "")]))
+    try:
+        done = subprocess.run([str(node), str(driver), server.url + "/v1"], cwd=work, env=env, capture_output=True,
+                              text=True, timeout=180, check=False)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "error" not in out, out.get("error", "") + done.stderr[-3000:]
+    return out
+
+
+def test_pis_rpc_client_drives_heron(pi_client: tuple[Path, Path], tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
@@ -84,19 +103,7 @@ def test_pis_rpc_client_drives_heron(pi_client: tuple[Path, Path], tmp_path: Pat
         openai_reply("Done, and I saw the steer. " + "c" * 1000),
         slow_stream(),
     )
-    server = LocalServer(responder=script)
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(HERON_HOME=str(home), HERON_PYTHON=sys.executable, PI_PACKAGE=str(package),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]),
-               PATH=os.pathsep.join([str(node.parent), env.get("PATH", "")]))
-    try:
-        done = subprocess.run([str(node), str(DRIVER), server.url + "/v1"], cwd=work, env=env, capture_output=True,
-                              text=True, timeout=180, check=False)
-    finally:
-        server.close()
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "error" not in out, out.get("error", "") + done.stderr[-3000:]
+    out = run_driver(DRIVER, pi_client, script, home, work)
     check_prompt(out)
     check_steer(out, script)
     check_compact_and_messages(out)

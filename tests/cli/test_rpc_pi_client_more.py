@@ -7,14 +7,10 @@ stats, names, fork / switch / clone, ``get_commands`` and error answers
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.cli.test_rpc_pi_client import ROOT, Script, pi_client  # noqa: F401 - the fixture
-from tests.support.http_server import LocalServer
+from tests.cli.test_rpc_pi_client import ROOT, Script, pi_client, run_driver  # noqa: F401 - the fixture
 from tests.support.sse import openai_reply
 
 DRIVER = ROOT / "tests" / "cli" / "pi_rpc" / "drive_more.mjs"
@@ -30,7 +26,6 @@ def _project(work: Path) -> None:
 
 
 def test_pis_rpc_client_drives_the_rest(pi_client: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
-    node, package = pi_client
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
@@ -43,19 +38,7 @@ def test_pis_rpc_client_drives_the_rest(pi_client: tuple[Path, Path], tmp_path: 
         openai_reply("Bye."),
         openai_reply("Fixed."),
     )
-    server = LocalServer(responder=script)
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(HERON_HOME=str(home), HERON_PYTHON=sys.executable, PI_PACKAGE=str(package),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]),
-               PATH=os.pathsep.join([str(node.parent), env.get("PATH", "")]))
-    try:
-        done = subprocess.run([str(node), str(DRIVER), server.url + "/v1"], cwd=work, env=env, capture_output=True,
-                              text=True, timeout=180, check=False)
-    finally:
-        server.close()
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "error" not in out, out.get("error", "") + done.stderr[-3000:]
+    out = run_driver(DRIVER, pi_client, script, home, work)
     check_event_order(out["imagePrompt"], script)
     check_follow_up(out, script)
     check_models_and_thinking(out)

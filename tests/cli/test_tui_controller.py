@@ -21,14 +21,6 @@ from tests.cli.tui_helpers import make_app, output, recording_console, submit
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HERON_HOME", str(path))
-    return path
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     path = tmp_path / "proj"
     path.mkdir()

@@ -14,14 +14,6 @@ from heron.coding.context_files import (
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HERON_HOME", str(path))
-    return path
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     cwd = tmp_path / "repo" / "pkg" / "sub"
     cwd.mkdir(parents=True)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from heron.agent.messages import ExtensionMessage
 from heron.ai.providers.faux import FauxProvider, text, tool_call
 from heron.coding.hooks import HOOK_MESSAGE_TYPE, HookOutcome, continuation, max_continuations, parse_hooks
@@ -39,14 +37,6 @@ def test_max_continuations_setting() -> None:
     assert "must be a whole number" in warnings[0]
     groups = parse_hooks([scope("user", {"maxContinuations": 1, "Stop": []})], trusted=False, warnings=warnings)
     assert groups == [] and len(warnings) == 1  # not reported as an unknown event
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HERON_HOME", str(path))
-    return path
 
 
 def with_hooks(home: Path, hooks: dict[str, object]) -> None:

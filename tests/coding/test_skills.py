@@ -35,14 +35,6 @@ def write_skill(
     return path
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HERON_HOME", str(path))
-    return path
-
-
 # --- validation ---------------------------------------------------------------
 
 

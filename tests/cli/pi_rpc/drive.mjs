@@ -3,19 +3,10 @@
 // steer during a tool call, compact, get_messages, abort during a stream, new_session.
 // Prints one JSON object on stdout with what it saw; tests/cli/test_rpc_pi_client.py
 // checks it. Argument: the model server's base URL. PI_PACKAGE: the package's directory.
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { startClient } from "./client.mjs";
 
 const [baseUrl] = process.argv.slice(2);
-const pkg = process.env.PI_PACKAGE;
-const { RpcClient } = await import(pathToFileURL(path.join(pkg, "dist/modes/rpc/rpc-client.js")).href);
-
-const client = new RpcClient({
-  cliPath: path.join(path.dirname(new URL(import.meta.url).pathname), "heron_cli.mjs"),
-  model: "test-model",
-  args: ["--base-url", baseUrl],
-  cwd: process.cwd(),
-});
+const client = await startClient(baseUrl);
 const out = {};
 const types = (events) => events.map((e) => e.type);
 const waitFor = (predicate, timeout = 20000) =>

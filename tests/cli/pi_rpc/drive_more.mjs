@@ -3,19 +3,10 @@
 // session stats, fork / get_fork_messages, set_session_name, switch_session, get_commands,
 // and error responses for bad commands. Prints one JSON object; checked by
 // tests/cli/test_rpc_pi_client_more.py. Argument: the model server's base URL.
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { startClient } from "./client.mjs";
 
 const [baseUrl] = process.argv.slice(2);
-const pkg = process.env.PI_PACKAGE;
-const { RpcClient } = await import(pathToFileURL(path.join(pkg, "dist/modes/rpc/rpc-client.js")).href);
-
-const client = new RpcClient({
-  cliPath: path.join(path.dirname(new URL(import.meta.url).pathname), "heron_cli.mjs"),
-  model: "test-model",
-  args: ["--base-url", baseUrl],
-  cwd: process.cwd(),
-});
+const client = await startClient(baseUrl);
 const out = {};
 const attempt = async (fn) => {
   try {
