@@ -98,17 +98,24 @@ def dump_on_difference(first: list[str], second: list[str]) -> None:
         Path(target, "second.json").write_text(json.dumps(second))
 
 
-def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer]) -> None:
-    one, many = PlanServer(MIXED, LIMITS), PlanServer(MIXED, LIMITS)
-    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL])
-    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL])
+def drive_both(tmp_path: Path, servers: list[LocalServer], one: PlanServer, many: PlanServer,
+               plans: dict[int, list[Step]], api: str = "openai-completions") -> None:
+    """The same plan as one long-lived ``heron --mode rpc`` (``one``) and as a ``heron -p``
+    per turn (``many``): both get every turn's answer."""
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
+    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], api=api)
     rpc = Rpc(cwd_one, env_one, "local/small")
     try:
-        rpc_answers = [rpc.turn(one, n) for n in sorted(MIXED)]
+        rpc_answers = [rpc.turn(one, n) for n in sorted(plans)]
     finally:
         rpc.close()
-    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(MIXED)]
-    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(MIXED)]
+    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(plans)]
+    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(plans)]
+
+
+def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer]) -> None:
+    one, many = PlanServer(MIXED, LIMITS), PlanServer(MIXED, LIMITS)
+    drive_both(tmp_path, servers, one, many, MIXED)
     assert one.rejected == many.rejected == 0
     assert audit(one) == [] and audit(many) == []
     sent = [str(b) for b in one.bodies]
@@ -181,15 +188,7 @@ def test_anthropic_wire_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: P
     limits = {"small": 12_000}
     one, many = AnthropicPlanServer(MIXED, limits), AnthropicPlanServer(MIXED, limits)
     api = "anthropic-messages"
-    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
-    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], api=api)
-    rpc = Rpc(cwd_one, env_one, "local/small")
-    try:
-        rpc_answers = [rpc.turn(one, n) for n in sorted(MIXED)]
-    finally:
-        rpc.close()
-    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(MIXED)]
-    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(MIXED)]
+    drive_both(tmp_path, servers, one, many, MIXED, api)
     assert one.rejected <= 1 and many.rejected <= 1
     assert audit(one) == [] and audit(many) == []
     first, second = normalised(session_raw(one), tmp_path / "rpc1"), normalised(session_raw(many), tmp_path / "prnt")
@@ -328,15 +327,7 @@ def test_several_calls_per_reply_rpc_and_print_send_the_same_bytes(tmp_path: Pat
     pruning may not touch: a compaction keeps the running turn's prompt), on both wires."""
     kind = PlanServer if api == "openai-completions" else AnthropicPlanServer
     one, many = kind(PARALLEL, LIMITS), kind(PARALLEL, LIMITS)
-    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
-    cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], api=api)
-    rpc = Rpc(cwd_one, env_one, "local/small")
-    try:
-        rpc_answers = [rpc.turn(one, n) for n in sorted(PARALLEL)]
-    finally:
-        rpc.close()
-    print_answers = [run_print(cwd_many, env_many, many, n, "local/small", first=n == 0) for n in sorted(PARALLEL)]
-    assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(PARALLEL)]
+    drive_both(tmp_path, servers, one, many, PARALLEL, api)
     assert one.rejected == many.rejected == 0
     assert audit(one) == [] and audit(many) == []
     assert any(UNCHANGED in str(b) for b in one.bodies), "a re-read from an earlier reply is de-duplicated"
