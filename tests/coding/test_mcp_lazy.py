@@ -21,24 +21,17 @@ from heron.coding.mcp.cache import CACHE_DIR, load_tools
 from heron.coding.mcp.config import load_config
 from heron.coding.mcp.setup import start_session_servers
 from heron.coding.settings import load_settings
+from tests.coding.test_mcp_cli import Env as CliEnv
 from tests.support.http_server import LocalServer
 from tests.support.sse import openai_reply
 
 DOUBLE = str(Path(__file__).with_name("mcp_double.py"))
-TIMEOUT = 120
 
 
 @dataclass
-class Env:
-    cwd: Path
-    home: Path
-    env: dict[str, str]
+class Env(CliEnv):  # heron() runs the real command in cwd with env
     marker: Path
     script: Path
-
-    def heron(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "heron.cli.main", *args], cwd=self.cwd, env=self.env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
 
     def starts(self) -> int:
         return len(self.marker.read_text().splitlines()) if self.marker.exists() else 0
