@@ -131,7 +131,10 @@ def synthetic_messages(n: int) -> list[AgentMessage]:
         messages.append(UserMessage(content=[TextContent(text=f"request {i} " + "u" * 200)]))
         messages.append(
             AssistantMessage(
-                api="faux", provider="faux", model="m", stop_reason=StopReason.TOOL_USE,
+                api="faux",
+                provider="faux",
+                model="m",
+                stop_reason=StopReason.TOOL_USE,
                 content=[TextContent(text="checking"), ToolCall(id=f"c{i}", name="noop", arguments={"n": i})],
             )
         )

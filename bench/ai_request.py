@@ -82,15 +82,30 @@ class TimedServer(LocalServer):
 
 
 def responses_turn(text: str) -> bytes:
-    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
-    response = {"id": "resp_1", "object": "response", "status": "completed", "output": [item],
-                "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}
+    item = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": [item],
+        "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12},
+    }
     events = [
         {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}},
         {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
-        {"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1", "content_index": 0,
-         "delta": text},
+        {
+            "type": "response.output_text.delta",
+            "output_index": 0,
+            "item_id": "msg_1",
+            "content_index": 0,
+            "delta": text,
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": item},
         {"type": "response.completed", "response": response},
     ]
@@ -98,8 +113,10 @@ def responses_turn(text: str) -> bytes:
 
 
 def gemini_turn(text: str) -> bytes:
-    chunk = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}],
-             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2, "totalTokenCount": 12}}
+    chunk = {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2, "totalTokenCount": 12},
+    }
     return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
 
 
@@ -117,9 +134,15 @@ def model_for(api: str, server: LocalServer) -> Model:
 
 
 TOOLS = [
-    Tool(name=name, description=f"The {name} tool. " + "Guidance for the model. " * 40,
-         parameters={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                     "required": ["path"]})
+    Tool(
+        name=name,
+        description=f"The {name} tool. " + "Guidance for the model. " * 40,
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path"],
+        },
+    )
     for name in ("read", "bash", "edit", "write")
 ]
 
@@ -127,11 +150,22 @@ TOOLS = [
 def add_turn(messages: list[Any], n: int, api: str) -> None:
     messages.append(UserMessage(content=f"Turn {n}: please look at file_{n}.py and fix the bug. " * 3))
     call = ToolCall(id=f"call_{n}", name="read", arguments={"path": f"src/file_{n}.py", "content": "x" * 160})
-    messages.append(AssistantMessage(api=api, provider=f"bench-{api}", model="bench-model",
-                                     content=[TextContent(text=f"Reading file_{n}.py first."), call],
-                                     stop_reason=StopReason.TOOL_USE))
-    messages.append(ToolResultMessage(tool_call_id=f"call_{n}", tool_name="read",
-                                      content=[TextContent(text=f"line {n}: " + "def f(): return 1\n" * 110)]))
+    messages.append(
+        AssistantMessage(
+            api=api,
+            provider=f"bench-{api}",
+            model="bench-model",
+            content=[TextContent(text=f"Reading file_{n}.py first."), call],
+            stop_reason=StopReason.TOOL_USE,
+        )
+    )
+    messages.append(
+        ToolResultMessage(
+            tool_call_id=f"call_{n}",
+            tool_name="read",
+            content=[TextContent(text=f"line {n}: " + "def f(): return 1\n" * 110)],
+        )
+    )
 
 
 async def session(
@@ -169,8 +203,7 @@ async def session(
     def at(values: dict[int, float], s: int) -> float:
         return median([values[t] for t in range(max(1, s - WINDOW + 1), s + 1)])
 
-    return ({s: at(costs, s) for s in samples}, {s: at(arrivals, s) for s in samples},
-            {s: sizes[s] for s in samples})
+    return ({s: at(costs, s) for s in samples}, {s: at(arrivals, s) for s in samples}, {s: sizes[s] for s in samples})
 
 
 def main() -> None:
@@ -184,9 +217,12 @@ def main() -> None:
         figures, arrivals, sizes = asyncio.run(session(api, turns, samples))
         t1, t10, tmid, tlast = (figures[s] for s in samples)
         verdict = tmid <= 3.0 and tmid <= 1.5 * t1 and tlast <= 1.5 * t10
-        results[api] = {"handoff_ms": {str(s): round(v, 3) for s, v in figures.items()},
-                        "arrival_ms": {str(s): round(v, 3) for s, v in arrivals.items()},
-                        "request_bytes": {str(s): v for s, v in sizes.items()}, "met": verdict}
+        results[api] = {
+            "handoff_ms": {str(s): round(v, 3) for s, v in figures.items()},
+            "arrival_ms": {str(s): round(v, 3) for s, v in arrivals.items()},
+            "request_bytes": {str(s): v for s, v in sizes.items()},
+            "met": verdict,
+        }
         rows.append([api, *(f"{figures[s]:.2f}" for s in samples), "met" if verdict else "missed"])
         wire_rows.append([api, *(f"{arrivals[s]:.2f} ({sizes[s] / 1000:,.0f} KB)" for s in samples)])
     print("prompt -> request handed to the network layer (heron's own work), median ms")

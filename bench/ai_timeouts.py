@@ -44,8 +44,9 @@ async def time_to_error(api: str, reply: Reply, retries: int, cap: float) -> tup
     model = Model(id="m", api=api, provider="bench", base_url=base)
     started = time.monotonic()
     try:
-        message = await asyncio.wait_for(stream(model, Context(messages=[UserMessage(content="hi")]),
-                                                options(retries)).result(), cap)
+        message = await asyncio.wait_for(
+            stream(model, Context(messages=[UserMessage(content="hi")]), options(retries)).result(), cap
+        )
     except TimeoutError:
         return None, f"no error after {cap:.0f} s"
     finally:

@@ -37,19 +37,32 @@ def run_once(executor: str, workers: int, tasks: int, latency: float) -> dict[st
     try:
         project = make_project(root)
         write_tasks(root / "tasks.jsonl", project, tasks)
-        args = batch_args(root / "tasks.jsonl", root / "out", server, "--executor", executor,
-                          "--workers", str(workers))
+        args = batch_args(root / "tasks.jsonl", root / "out", server, "--executor", executor, "--workers", str(workers))
         started = time.monotonic()
-        done = subprocess.run(args, env=batch_env(root), cwd=root, capture_output=True, text=True, timeout=1800,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            args,
+            env=batch_env(root),
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         wall = time.monotonic() - started
         if done.returncode != 0:
             raise SystemExit(f"heron batch failed ({executor}, {workers} workers):\n{done.stderr[-2000:]}")
         results = read_results(root / "out")
         assert len(results) == tasks and all(r["status"] == "ok" for r in results)
         span = (server.times[-1] - server.times[0]) + latency  # the last reply's wait counts too
-        return {"executor": executor, "workers": workers, "tasks": tasks, "wall_s": round(wall, 2),
-                "model_span_s": round(span, 3), "tasks_per_min": round(tasks / span * 60, 1)}
+        return {
+            "executor": executor,
+            "workers": workers,
+            "tasks": tasks,
+            "wall_s": round(wall, 2),
+            "model_span_s": round(span, 3),
+            "tasks_per_min": round(tasks / span * 60, 1),
+        }
     finally:
         server.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -69,8 +82,17 @@ def main() -> None:
     rows = []
     for r in runs:
         ratio = r["tasks_per_min"] / local[r["workers"]] if local.get(r["workers"]) else 0.0
-        rows.append([r["executor"], r["workers"], r["tasks"], r["tasks_per_min"], f"{ratio:.2f}x",
-                     r["model_span_s"], r["wall_s"]])
+        rows.append(
+            [
+                r["executor"],
+                r["workers"],
+                r["tasks"],
+                r["tasks_per_min"],
+                f"{ratio:.2f}x",
+                r["model_span_s"],
+                r["wall_s"],
+            ]
+        )
     print(table(["executor", "workers", "tasks", "tasks/min", "vs local", "first-last request s", "wall s"], rows))
     if "ray" not in executors:
         print("(ray not installed: pip install 'heron[ray]' to measure it)")

@@ -88,8 +88,9 @@ def first_request_ms(command: list[str], env: dict[str, str], cwd: Path, server:
     server.reset()
     server.queue(Reply(body=reply))
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         _, err = process.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -113,9 +114,15 @@ def stale_heron_modules(command: list[str], env: dict[str, str], cwd: Path, serv
     )
     server.reset()
     server.queue(Reply(body=openai_turn("ok")))
-    args = command[command.index("--no-session"):]
-    run = subprocess.run([sys.executable, "-c", probe], env={**env, "HERON_PROBE_ARGS": json.dumps(args)}, cwd=cwd,
-                         capture_output=True, text=True, timeout=TIMEOUT)
+    args = command[command.index("--no-session") :]
+    run = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**env, "HERON_PROBE_ARGS": json.dumps(args)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     lines = run.stdout.strip().splitlines()
     return int(lines[-1]) if lines and lines[-1].isdigit() else -1
 
@@ -136,32 +143,78 @@ def main() -> None:
     env = clean_env(home)
     heron = heron_command()
     openai_server, anthropic_server = TimedServer(), TimedServer()
-    (home / "models.json").write_text(json.dumps({"providers": {"local-claude": {
-        "baseUrl": anthropic_server.url, "api": "anthropic-messages", "apiKey": "sk-bench",
-        "models": [{"id": "claude-local", "contextWindow": 200000, "maxTokens": 8192}]}}}))
-    openai_p = [*heron, "--no-session", "--base-url", openai_server.url + "/v1", "--model", "bench-model",
-                "-p", "say ok"]
+    (home / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local-claude": {
+                        "baseUrl": anthropic_server.url,
+                        "api": "anthropic-messages",
+                        "apiKey": "sk-bench",
+                        "models": [{"id": "claude-local", "contextWindow": 200000, "maxTokens": 8192}],
+                    }
+                }
+            }
+        )
+    )
+    openai_p = [
+        *heron,
+        "--no-session",
+        "--base-url",
+        openai_server.url + "/v1",
+        "--model",
+        "bench-model",
+        "-p",
+        "say ok",
+    ]
     anthropic_p = [*heron, "--no-session", "--model", "local-claude/claude-local", "-p", "say ok"]
     try:
         rows_spec: list[tuple[str, str, list[float], int | None]] = [
-            ("python_pass", "python -c pass",
-             measure(runs, lambda: wall_ms([sys.executable, "-c", "pass"], env, cwd)), None),
-            ("heron_version", "heron --version", measure(runs, lambda: wall_ms([*heron, "--version"], env, cwd)),
-             TARGET_VERSION_MS),
-            ("heron_p_openai", "heron -p -> first request (OpenAI-compatible)",
-             measure(runs, lambda: first_request_ms(openai_p, env, cwd, openai_server, openai_turn("ok"))),
-             TARGET_OPENAI_MS),
-            ("heron_p_anthropic", "heron -p -> first request (Anthropic)",
-             measure(runs, lambda: first_request_ms(anthropic_p, env, cwd, anthropic_server,
-                                                    anthropic_turn("ok"))),
-             TARGET_ANTHROPIC_MS),
-            ("import_heron_cli", "python -c 'import heron.cli.app' (heron, no SDK)",
-             measure(runs, lambda: wall_ms([sys.executable, "-c", "import heron.cli.app, heron.coding.runtime"],
-                                           env, cwd)), None),
-            ("import_openai", "python -c 'import openai'",
-             measure(runs, lambda: wall_ms([sys.executable, "-c", "import openai"], env, cwd)), None),
-            ("import_anthropic", "python -c 'import anthropic'",
-             measure(runs, lambda: wall_ms([sys.executable, "-c", "import anthropic"], env, cwd)), None),
+            (
+                "python_pass",
+                "python -c pass",
+                measure(runs, lambda: wall_ms([sys.executable, "-c", "pass"], env, cwd)),
+                None,
+            ),
+            (
+                "heron_version",
+                "heron --version",
+                measure(runs, lambda: wall_ms([*heron, "--version"], env, cwd)),
+                TARGET_VERSION_MS,
+            ),
+            (
+                "heron_p_openai",
+                "heron -p -> first request (OpenAI-compatible)",
+                measure(runs, lambda: first_request_ms(openai_p, env, cwd, openai_server, openai_turn("ok"))),
+                TARGET_OPENAI_MS,
+            ),
+            (
+                "heron_p_anthropic",
+                "heron -p -> first request (Anthropic)",
+                measure(runs, lambda: first_request_ms(anthropic_p, env, cwd, anthropic_server, anthropic_turn("ok"))),
+                TARGET_ANTHROPIC_MS,
+            ),
+            (
+                "import_heron_cli",
+                "python -c 'import heron.cli.app' (heron, no SDK)",
+                measure(
+                    runs,
+                    lambda: wall_ms([sys.executable, "-c", "import heron.cli.app, heron.coding.runtime"], env, cwd),
+                ),
+                None,
+            ),
+            (
+                "import_openai",
+                "python -c 'import openai'",
+                measure(runs, lambda: wall_ms([sys.executable, "-c", "import openai"], env, cwd)),
+                None,
+            ),
+            (
+                "import_anthropic",
+                "python -c 'import anthropic'",
+                measure(runs, lambda: wall_ms([sys.executable, "-c", "import anthropic"], env, cwd)),
+                None,
+            ),
         ]
         stale = stale_heron_modules(openai_p, env, cwd, openai_server)
     finally:
@@ -173,15 +226,25 @@ def main() -> None:
     results: dict[str, Any] = {}
     for key, label, values, target in rows_spec:
         mid = median(values)
-        results[key] = {"median_ms": round(mid, 1), "min_ms": round(min(values), 1), "max_ms": round(max(values), 1),
-                        "target_ms": target}
+        results[key] = {
+            "median_ms": round(mid, 1),
+            "min_ms": round(min(values), 1),
+            "max_ms": round(max(values), 1),
+            "target_ms": target,
+        }
         verdict = "" if target is None else ("met" if mid < target else "missed")
         rows.append([label, f"{mid:.0f}", f"{min(values):.0f}", "-" if target is None else f"< {target}", verdict])
     print(table(["command", "median ms", "min ms", "target", ""], rows))
-    print(f"heron modules without a current byte-code cache after a -p run: {stale}"
-          f" (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
-    data = {"runs": runs, "load_average": [load_before, load_after], "results": results,
-            "stale_bytecode_modules": stale}
+    print(
+        f"heron modules without a current byte-code cache after a -p run: {stale}"
+        f" (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
+    )
+    data = {
+        "runs": runs,
+        "load_average": [load_before, load_after],
+        "results": results,
+        "stale_bytecode_modules": stale,
+    }
     print(json.dumps(data))
     write_json("cli_startup", data, args.json, args.quick)
 

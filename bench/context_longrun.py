@@ -127,8 +127,9 @@ def plan_turn(turn: int, sizes: dict[str, int], rng: random.Random) -> TurnPlan:
         steps.append(("bash", {"command": command}, label))
         task = f"run `{command[:60]}` and tell me whether the output looks healthy"
     prompt = f"Turn {turn}: please {task}."
-    answer = (f"Turn {turn} done: I checked {steps[0][2]}. " + "The relevant part looks consistent; "
-              * rng.randint(1, 6)).strip()
+    answer = (
+        f"Turn {turn} done: I checked {steps[0][2]}. " + "The relevant part looks consistent; " * rng.randint(1, 6)
+    ).strip()
     return TurnPlan(turn=turn, prompt=prompt, steps=steps, answer=answer)
 
 
@@ -256,10 +257,15 @@ async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
         script = Script(root=root, faux=faux)
         faux.set_fallback(script)
         model = faux.model(context_window=WINDOW, max_tokens=MAX_TOKENS)
-        session = CodingSession(cwd=root, model=model, store=SessionStore.in_memory(root), home=home,
-                                date="2025-01-01",
-                                # the context mechanics alone: no memory flush turns in the script
-                                settings=settings_from_dict({**settings, "memory": {"enabled": False}}))
+        session = CodingSession(
+            cwd=root,
+            model=model,
+            store=SessionStore.in_memory(root),
+            home=home,
+            date="2025-01-01",
+            # the context mechanics alone: no memory flush turns in the script
+            settings=settings_from_dict({**settings, "memory": {"enabled": False}}),
+        )
         marks: list[tuple[int, str, Any]] = []  # (payloads so far, kind, event)
 
         def listen(event: Any) -> None:
@@ -294,8 +300,14 @@ async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int, str, Any]],
-            threshold: int, caps: dict[int, int]) -> Run:
+def measure(
+    name: str,
+    faux: FauxProvider,
+    script: Script,
+    marks: list[tuple[int, str, Any]],
+    threshold: int,
+    caps: dict[int, int],
+) -> Run:
     main = [j for j, c in enumerate(faux.requests) if c.system_prompt != SUMMARISER_SYSTEM_PROMPT]
     summary_ix = [j for j, c in enumerate(faux.requests) if c.system_prompt == SUMMARISER_SYSTEM_PROMPT]
     requests: list[Request] = []
@@ -304,13 +316,18 @@ def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int
         payload = faux.payloads[j]
         prefix = _common_prefix(previous, payload) if previous is not None else 0
         turn, label = script.labels.get(j, (0, "?"))
-        requests.append(Request(
-            index=n + 1, turn=turn, label=label, tokens=math.ceil(len(payload) / 4),
-            prefix_tokens=prefix // 4,
-            reuse_of_request=prefix / len(payload),
-            reuse_of_previous=prefix / len(previous) if previous else 0.0,
-            output_cap=caps.get(id(faux.requests[j]), 0),
-        ))
+        requests.append(
+            Request(
+                index=n + 1,
+                turn=turn,
+                label=label,
+                tokens=math.ceil(len(payload) / 4),
+                prefix_tokens=prefix // 4,
+                reuse_of_request=prefix / len(payload),
+                reuse_of_previous=prefix / len(previous) if previous else 0.0,
+                output_cap=caps.get(id(faux.requests[j]), 0),
+            )
+        )
         previous = payload
     prune_steps = compactions = pruned = 0
     ages: list[int] = []
@@ -324,7 +341,7 @@ def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int
             target.pruned += 1
             ref = str(getattr(event, "ref", "") or "")  # the bench's call ids: t<turn>_<step>
             if ref.startswith("t") and "_" in ref:
-                ages.append(target.turn - int(ref[1:ref.index("_")]))
+                ages.append(target.turn - int(ref[1 : ref.index("_")]))
             if count != last_prune_at:
                 prune_steps += 1
                 last_prune_at = count
@@ -336,10 +353,20 @@ def measure(name: str, faux: FauxProvider, script: Script, marks: list[tuple[int
         if r.pruned:
             r.events.insert(0, f"prune x{r.pruned}")
     results, cut = tool_results(faux)
-    return Run(name=name, requests=requests, summary_requests=len(summary_ix),
-               summary_tokens=sum(math.ceil(len(faux.payloads[j]) / 4) for j in summary_ix),
-               compactions=compactions, prune_steps=prune_steps, pruned_results=pruned,
-               rejected=script.rejected, threshold=threshold, prune_ages=ages, results=results, cut_results=cut)
+    return Run(
+        name=name,
+        requests=requests,
+        summary_requests=len(summary_ix),
+        summary_tokens=sum(math.ceil(len(faux.payloads[j]) / 4) for j in summary_ix),
+        compactions=compactions,
+        prune_steps=prune_steps,
+        pruned_results=pruned,
+        rejected=script.rejected,
+        threshold=threshold,
+        prune_ages=ages,
+        results=results,
+        cut_results=cut,
+    )
 
 
 def tool_results(faux: FauxProvider) -> tuple[int, int]:
@@ -364,8 +391,11 @@ def stats(r: Run) -> dict[str, Any]:
     total = sum(q.tokens for q in reqs)
     cached = sum(q.prefix_tokens for q in reqs)
     # the best any cache could do: everything of the previous request reused
-    ideal = [min(1.0, reqs[i - 1].tokens / reqs[i].tokens) for i in range(1, len(reqs))
-             if not reqs[i].pruned and not reqs[i].compacted]
+    ideal = [
+        min(1.0, reqs[i - 1].tokens / reqs[i].tokens)
+        for i in range(1, len(reqs))
+        if not reqs[i].pruned and not reqs[i].compacted
+    ]
     broken = [q for q in steady if q.reuse_of_previous < 0.999]
     whole = [q for q in reqs[1:] if q.reuse_of_previous >= 0.999]
     ages = sorted(r.prune_ages)
@@ -412,29 +442,50 @@ def plot(runs: list[Run], target: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 7.5), sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 1.4]})
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
     colours = {"pruning on": "tab:blue", "pruning off": "tab:orange"}
     for r in runs:
         xs = [q.index for q in r.requests]
         colour = colours.get(r.name)
         top.plot(xs, [q.tokens for q in r.requests], lw=0.9, color=colour, label=f"{r.name}: tokens sent")
         cx = [q.index for q in r.requests if q.compacted]
-        top.scatter(cx, [q.tokens for q in r.requests if q.compacted], marker="v", s=40, color=colour,
-                    edgecolor="black", zorder=3, label=f"{r.name}: after compaction ({len(cx)})")
+        top.scatter(
+            cx,
+            [q.tokens for q in r.requests if q.compacted],
+            marker="v",
+            s=40,
+            color=colour,
+            edgecolor="black",
+            zorder=3,
+            label=f"{r.name}: after compaction ({len(cx)})",
+        )
         px = [q.index for q in r.requests if q.pruned and not q.compacted]
         if px:
-            top.scatter(px, [q.tokens for q in r.requests if q.pruned and not q.compacted], marker="o", s=16,
-                        color="white", edgecolor=colour, zorder=3, label=f"{r.name}: after a prune step ({len(px)})")
-        bottom.plot(xs[1:], [100 * q.reuse_of_request for q in r.requests[1:]], lw=0.7, color=colour,
-                    label=f"{r.name}: prefix / request")
+            top.scatter(
+                px,
+                [q.tokens for q in r.requests if q.pruned and not q.compacted],
+                marker="o",
+                s=16,
+                color="white",
+                edgecolor=colour,
+                zorder=3,
+                label=f"{r.name}: after a prune step ({len(px)})",
+            )
+        bottom.plot(
+            xs[1:],
+            [100 * q.reuse_of_request for q in r.requests[1:]],
+            lw=0.7,
+            color=colour,
+            label=f"{r.name}: prefix / request",
+        )
     top.axhline(WINDOW, color="red", ls="--", lw=1, label=f"window {WINDOW:,}")
     top.axhline(runs[0].threshold, color="grey", ls=":", lw=1, label=f"compaction threshold {runs[0].threshold:,}")
     low = int(runs[0].threshold * PRUNE_LOW_WATER)
     top.axhline(low, color="grey", ls="-.", lw=0.8, label=f"pruning low-water mark {low:,}")
     top.set_ylabel("tokens sent (serialised / 4)")
-    top.set_title(f"Long coding session, {WINDOW:,}-token window, faux provider "
-                  f"({max(r.requests[-1].turn for r in runs)} turns)")
+    top.set_title(
+        f"Long coding session, {WINDOW:,}-token window, faux provider ({max(r.requests[-1].turn for r in runs)} turns)"
+    )
     top.grid(alpha=0.3)
     top.legend(fontsize=7, loc="lower right", ncol=2)
     bottom.set_ylabel("prompt-cache reuse %")
@@ -460,11 +511,39 @@ def main() -> None:
 
     rows = []
     for a, b in zip(on.requests, off.requests, strict=True):
-        rows.append([a.index, a.turn, a.label, f"{a.tokens:,}", pct(a.reuse_of_request), pct(a.reuse_of_previous),
-                     "; ".join(a.events), f"{b.tokens:,}", pct(b.reuse_of_request), pct(b.reuse_of_previous),
-                     "; ".join(b.events)])
-    print(table(["req", "turn", "follows", "ON tokens", "ON reuse/req", "ON reuse/prev", "ON events",
-                 "OFF tokens", "OFF reuse/req", "OFF reuse/prev", "OFF events"], rows))
+        rows.append(
+            [
+                a.index,
+                a.turn,
+                a.label,
+                f"{a.tokens:,}",
+                pct(a.reuse_of_request),
+                pct(a.reuse_of_previous),
+                "; ".join(a.events),
+                f"{b.tokens:,}",
+                pct(b.reuse_of_request),
+                pct(b.reuse_of_previous),
+                "; ".join(b.events),
+            ]
+        )
+    print(
+        table(
+            [
+                "req",
+                "turn",
+                "follows",
+                "ON tokens",
+                "ON reuse/req",
+                "ON reuse/prev",
+                "ON events",
+                "OFF tokens",
+                "OFF reuse/req",
+                "OFF reuse/prev",
+                "OFF events",
+            ],
+            rows,
+        )
+    )
     print()
 
     s_on, s_off = stats(on), stats(off)
@@ -512,26 +591,51 @@ def main() -> None:
     for label, s in (("pruning on", s_on), ("pruning off", s_off)):
         ok_window = s["max_tokens_sent"] <= WINDOW and s["rejected_by_server"] == 0
         ok_reuse = s["mean_reuse_of_previous_steady"] >= TARGET_REUSE
-        print(f"{label}: max {s['max_tokens_sent']:,} tokens {'<=' if ok_window else '>'} window {WINDOW:,}; "
-              f"prefix stability {pct(s['mean_reuse_of_previous_steady'])} "
-              f"({'meets' if ok_reuse else 'misses'} the {pct(TARGET_REUSE)} target); "
-              f"cache reads {pct(s['mean_reuse_of_request_steady'])} of each request "
-              f"(bound by new content: best {pct(s['mean_ideal_reuse_of_request_steady'])}); "
-              f"{s['whole_prefix_requests']}/{s['requests']} requests ({pct(s['whole_prefix_share'])}) reuse the "
-              f"whole previous request ({'meets' if s['whole_prefix_share'] >= TARGET_WHOLE_PREFIX else 'misses'} "
-              f"the {pct(TARGET_WHOLE_PREFIX)} target)")
+        print(
+            f"{label}: max {s['max_tokens_sent']:,} tokens {'<=' if ok_window else '>'} window {WINDOW:,}; "
+            f"prefix stability {pct(s['mean_reuse_of_previous_steady'])} "
+            f"({'meets' if ok_reuse else 'misses'} the {pct(TARGET_REUSE)} target); "
+            f"cache reads {pct(s['mean_reuse_of_request_steady'])} of each request "
+            f"(bound by new content: best {pct(s['mean_ideal_reuse_of_request_steady'])}); "
+            f"{s['whole_prefix_requests']}/{s['requests']} requests ({pct(s['whole_prefix_share'])}) reuse the "
+            f"whole previous request ({'meets' if s['whole_prefix_share'] >= TARGET_WHOLE_PREFIX else 'misses'} "
+            f"the {pct(TARGET_WHOLE_PREFIX)} target)"
+        )
 
     png = RESULTS / ("context_longrun.quick.png" if args.quick else "context_longrun.png")
     png.parent.mkdir(parents=True, exist_ok=True)
     plot([on, off], png)
-    per_request = {r.name: [{"index": q.index, "turn": q.turn, "follows": q.label, "tokens": q.tokens,
-                             "prefix_tokens": q.prefix_tokens, "reuse_of_request": round(q.reuse_of_request, 5),
-                             "reuse_of_previous": round(q.reuse_of_previous, 5), "output_cap": q.output_cap,
-                             "events": q.events}
-                            for q in r.requests] for r in (on, off)}
-    target = write_json("context_longrun", {"turns": turns, "window": WINDOW, "seed": SEED,
-                                            "pruning_on": s_on, "pruning_off": s_off, "plot": png.name,
-                                            "per_request": per_request}, args.json, args.quick)
+    per_request = {
+        r.name: [
+            {
+                "index": q.index,
+                "turn": q.turn,
+                "follows": q.label,
+                "tokens": q.tokens,
+                "prefix_tokens": q.prefix_tokens,
+                "reuse_of_request": round(q.reuse_of_request, 5),
+                "reuse_of_previous": round(q.reuse_of_previous, 5),
+                "output_cap": q.output_cap,
+                "events": q.events,
+            }
+            for q in r.requests
+        ]
+        for r in (on, off)
+    }
+    target = write_json(
+        "context_longrun",
+        {
+            "turns": turns,
+            "window": WINDOW,
+            "seed": SEED,
+            "pruning_on": s_on,
+            "pruning_off": s_off,
+            "plot": png.name,
+            "per_request": per_request,
+        },
+        args.json,
+        args.quick,
+    )
     print(f"\nwrote {target} and {png}")
 
 

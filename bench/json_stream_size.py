@@ -30,9 +30,11 @@ PIECE = 10
 def answer(size: int) -> Reply:
     text = ("word " * (size // 5 + 1))[:size]
     chunks = [openai_chunk({"role": "assistant", "content": ""})]
-    chunks += [openai_chunk({"content": text[i:i + PIECE]}) for i in range(0, size, PIECE)]
-    chunks += [openai_chunk({}, finish="stop"),
-               openai_chunk(usage={"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20})]
+    chunks += [openai_chunk({"content": text[i : i + PIECE]}) for i in range(0, size, PIECE)]
+    chunks += [
+        openai_chunk({}, finish="stop"),
+        openai_chunk(usage={"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}),
+    ]
     return Reply(body=openai_sse(chunks))
 
 
@@ -49,9 +51,25 @@ def measure(size: int) -> dict[str, Any]:
             env["HERON_HOME"] = tmp
             heron = Path(sys.executable).with_name("heron")
             command = [str(heron)] if heron.exists() else [sys.executable, "-m", "heron.cli.main"]
-            done = subprocess.run([*command, "--base-url", server.url + "/v1", "--model", "m", "--mode", "json",
-                                   "--no-session", "-p", "hi"], cwd=tmp, env=env, capture_output=True,
-                                  stdin=subprocess.DEVNULL, timeout=600)
+            done = subprocess.run(
+                [
+                    *command,
+                    "--base-url",
+                    server.url + "/v1",
+                    "--model",
+                    "m",
+                    "--mode",
+                    "json",
+                    "--no-session",
+                    "-p",
+                    "hi",
+                ],
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=600,
+            )
     finally:
         server.close()
     assert done.returncode == 0, done.stderr.decode()
@@ -65,8 +83,11 @@ def measure(size: int) -> dict[str, Any]:
         inner = event["event"]
         if inner["type"] == "text_delta":
             sofar += len(inner["delta"])
-        partial = {**final, "content": [{"type": "text", "text": final["content"][0]["text"][:sofar]}],
-                   "stopReason": "stop"}
+        partial = {
+            **final,
+            "content": [{"type": "text", "text": final["content"][0]["text"][:sofar]}],
+            "stopReason": "stop",
+        }
         before += len(dumps({**event, "message": partial})) - len(dumps(event))
     updates = sum(1 for e in lines if e["type"] == "message_update")
     return {"chars": size, "updates": updates, "before_bytes": before, "after_bytes": after}
@@ -76,8 +97,12 @@ def main() -> None:
     args = parser(__doc__ or "").parse_args()
     sizes = [3_000] if args.quick else [3_000, 30_000, 100_000]
     rows = [measure(size) for size in sizes]
-    print(table(["answer chars", "updates", "stdout before", "stdout after"],
-                [[f"{r['chars']:,}", r["updates"], f"{r['before_bytes']:,}", f"{r['after_bytes']:,}"] for r in rows]))
+    print(
+        table(
+            ["answer chars", "updates", "stdout before", "stdout after"],
+            [[f"{r['chars']:,}", r["updates"], f"{r['before_bytes']:,}", f"{r['after_bytes']:,}"] for r in rows],
+        )
+    )
     path = write_json("json_stream_size", {"rows": rows}, args.json, args.quick)
     print(f"results: {path}")
 

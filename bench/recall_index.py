@@ -47,8 +47,11 @@ def generated(entries: int) -> Path:
     path = CACHE / f"s{entries}.jsonl"
     if not path.exists():
         tmp = path.with_suffix(".tmp")
-        subprocess.run([sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(tmp)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(tmp)],
+            check=True,
+            capture_output=True,
+        )
         tmp.replace(path)
     return path
 
@@ -108,13 +111,26 @@ def measure(source: Path, runs: int) -> dict[str, Any]:
                 if label == "rare marker":
                     assert result.hits and result.hits[0].entry_id == marker_id, "the marker entry is found"
                 all_ms.extend(times)
-                queries.append({"label": label, "query": query, "hits": hits, "p50_ms": statistics.median(times),
-                                "p99_ms": percentile(times, 0.99)})
+                queries.append(
+                    {
+                        "label": label,
+                        "query": query,
+                        "hits": hits,
+                        "p50_ms": statistics.median(times),
+                        "p99_ms": percentile(times, 0.99),
+                    }
+                )
         return {
-            "entries": full.rows_added, "file_bytes": source.stat().st_size, "index_s": index_s, "index_bytes": size,
-            "incremental_rows": incremental.rows_added, "incremental_ms": incremental_s * 1000,
-            "noop_catch_up_ms": noop_s * 1000, "queries": queries,
-            "query_p50_ms": statistics.median(all_ms), "query_p99_ms": percentile(all_ms, 0.99),
+            "entries": full.rows_added,
+            "file_bytes": source.stat().st_size,
+            "index_s": index_s,
+            "index_bytes": size,
+            "incremental_rows": incremental.rows_added,
+            "incremental_ms": incremental_s * 1000,
+            "noop_catch_up_ms": noop_s * 1000,
+            "queries": queries,
+            "query_p50_ms": statistics.median(all_ms),
+            "query_p99_ms": percentile(all_ms, 0.99),
         }
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -126,20 +142,41 @@ def main() -> int:
     runs = 5 if args.quick else 30
     result = measure(generated(entries), runs)
     mb = 1024 * 1024
-    print(f"recall index: {entries:,}-entry session, {result['file_bytes'] / mb:.1f} MB, "
-          f"{result['entries']:,} rows indexed")
-    print(table(
-        ["index from scratch", "index size", "catch-up +100 entries", "no-op catch-up", "query p50", "query p99"],
-        [[f"{result['index_s']:.2f} s", f"{result['index_bytes'] / mb:.1f} MB", f"{result['incremental_ms']:.1f} ms",
-          f"{result['noop_catch_up_ms']:.2f} ms", f"{result['query_p50_ms']:.1f} ms",
-          f"{result['query_p99_ms']:.1f} ms"]],
-    ))
+    print(
+        f"recall index: {entries:,}-entry session, {result['file_bytes'] / mb:.1f} MB, "
+        f"{result['entries']:,} rows indexed"
+    )
+    print(
+        table(
+            ["index from scratch", "index size", "catch-up +100 entries", "no-op catch-up", "query p50", "query p99"],
+            [
+                [
+                    f"{result['index_s']:.2f} s",
+                    f"{result['index_bytes'] / mb:.1f} MB",
+                    f"{result['incremental_ms']:.1f} ms",
+                    f"{result['noop_catch_up_ms']:.2f} ms",
+                    f"{result['query_p50_ms']:.1f} ms",
+                    f"{result['query_p99_ms']:.1f} ms",
+                ]
+            ],
+        )
+    )
     print()
-    print(table(["query", "text", "hits", "p50", "p99"],
-                [[q["label"], q["query"], q["hits"], f"{q['p50_ms']:.1f} ms", f"{q['p99_ms']:.1f} ms"]
-                 for q in result["queries"]]))
-    target = write_json("recall_index", {"entries_generated": entries, "runs": runs, "cpus": os.cpu_count(),
-                                         **result}, args.json, args.quick)
+    print(
+        table(
+            ["query", "text", "hits", "p50", "p99"],
+            [
+                [q["label"], q["query"], q["hits"], f"{q['p50_ms']:.1f} ms", f"{q['p99_ms']:.1f} ms"]
+                for q in result["queries"]
+            ],
+        )
+    )
+    target = write_json(
+        "recall_index",
+        {"entries_generated": entries, "runs": runs, "cpus": os.cpu_count(), **result},
+        args.json,
+        args.quick,
+    )
     print(f"\nwrote {target}")
     return 0
 

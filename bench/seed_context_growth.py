@@ -115,8 +115,14 @@ def main() -> None:
     plot(a, b, png)
     write_json(
         "seed_context_growth",
-        {"turns": turns, "a_chars": a, "b_chars": b, "saved_at_last_turn": 1 - b[-1] / a[-1],
-         "ui_note_chars": note_delta, "plot": str(png.name)},
+        {
+            "turns": turns,
+            "a_chars": a,
+            "b_chars": b,
+            "saved_at_last_turn": 1 - b[-1] / a[-1],
+            "ui_note_chars": note_delta,
+            "plot": str(png.name),
+        },
         args.json,
         args.quick,
     )

@@ -98,8 +98,8 @@ def child_append(path: str, count: int, fsync: bool) -> dict[str, Any]:
         copy = work / Path(path).name
         shutil.copy(path, copy)
         store = SessionStore.open(copy, fsync=fsync)
-        prose = ("the session store appends one line per entry with a single write call " * 20)
-        output = ("src/heron/session/store.py:120: def append(self, entry): ... \n" * 40)
+        prose = "the session store appends one line per entry with a single write call " * 20
+        output = "src/heron/session/store.py:120: def append(self, entry): ... \n" * 40
         t0 = time.perf_counter()
         store.append_message(UserMessage(content=[TextContent(text="first append after opening")]))
         first_s = time.perf_counter() - t0  # a version-1 file is rewritten in version 3 here
@@ -110,12 +110,17 @@ def child_append(path: str, count: int, fsync: bool) -> dict[str, Any]:
                 message: Any = UserMessage(content=[TextContent(text=prose[:300])])
             elif kind == 1:
                 call = ToolCall(id=f"toolu_{n:022d}", name="read", arguments={"path": "src/heron/session/store.py"})
-                message = AssistantMessage(api="anthropic-messages", provider="anthropic", model="claude-sonnet-4-5",
-                                           content=[TextContent(text=prose[:500]), call],
-                                           usage=Usage(input=3, output=180, cache_read=91_000, cache_write=2_100))
+                message = AssistantMessage(
+                    api="anthropic-messages",
+                    provider="anthropic",
+                    model="claude-sonnet-4-5",
+                    content=[TextContent(text=prose[:500]), call],
+                    usage=Usage(input=3, output=180, cache_read=91_000, cache_write=2_100),
+                )
             else:
-                message = ToolResultMessage(tool_call_id=f"toolu_{n - 1:022d}", tool_name="read",
-                                            content=[TextContent(text=output[:2_000])])
+                message = ToolResultMessage(
+                    tool_call_id=f"toolu_{n - 1:022d}", tool_name="read", content=[TextContent(text=output[:2_000])]
+                )
             start = time.perf_counter_ns()
             store.append_message(message)
             times.append((time.perf_counter_ns() - start) / 1000)
@@ -135,8 +140,9 @@ def child_append(path: str, count: int, fsync: bool) -> dict[str, Any]:
 
 def in_child(*args: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env,
-                          check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env, check=True
+    )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -149,8 +155,11 @@ def generated(entries: int) -> Path:
     path = CACHE / f"s{entries}.jsonl"
     if not path.exists():
         tmp = path.with_suffix(".tmp")
-        subprocess.run([sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(tmp)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(tmp)],
+            check=True,
+            capture_output=True,
+        )
         tmp.replace(path)
     return path
 
@@ -207,27 +216,47 @@ def main() -> int:
     results = [measure(path, runs, appends, fsync_appends) for path in files]
     rows = []
     for r in results:
-        rows.append([
-            Path(r["file"]).name,
-            f"{r['entries']:,}",
-            f"{r['bytes'] / 2**20:.1f} MB",
-            f"{r['open_context_s'] * 1000:.0f} ms ({r['open_s'] * 1000:.0f} + {r['context_s'] * 1000:.0f})",
-            f"{r['open_context_cpu_s'] * 1000:.0f} ms",
-            f"{r['peak_rss_mb']:.0f} MB ({r['baseline_rss_mb']:.0f})",
-            f"{r['traced_peak_mb']:.1f} MB",
-            f"{r['append']['median_us']:.0f} / {r['append']['p99_us']:.0f} us",
-            f"{r['append_fsync']['median_us']:.0f} us",
-            f"{r['context_messages']} ({r['context_first_role']})",
-        ])
+        rows.append(
+            [
+                Path(r["file"]).name,
+                f"{r['entries']:,}",
+                f"{r['bytes'] / 2**20:.1f} MB",
+                f"{r['open_context_s'] * 1000:.0f} ms ({r['open_s'] * 1000:.0f} + {r['context_s'] * 1000:.0f})",
+                f"{r['open_context_cpu_s'] * 1000:.0f} ms",
+                f"{r['peak_rss_mb']:.0f} MB ({r['baseline_rss_mb']:.0f})",
+                f"{r['traced_peak_mb']:.1f} MB",
+                f"{r['append']['median_us']:.0f} / {r['append']['p99_us']:.0f} us",
+                f"{r['append_fsync']['median_us']:.0f} us",
+                f"{r['context_messages']} ({r['context_first_role']})",
+            ]
+        )
     print(f"load average at start: {load}")
-    print(table(["file", "entries", "size", "open+context (open + ctx)", "cpu", "peak RSS (after imports)",
-                 "traced peak", "append median / p99", "append+fsync", "context msgs"], rows))
+    print(
+        table(
+            [
+                "file",
+                "entries",
+                "size",
+                "open+context (open + ctx)",
+                "cpu",
+                "peak RSS (after imports)",
+                "traced peak",
+                "append median / p99",
+                "append+fsync",
+                "context msgs",
+            ],
+            rows,
+        )
+    )
     target = results[0]
-    print(f"\n{entries:,} entries: open+context {target['open_context_s']:.3f} s (target < 1.0 s), "
-          f"peak RSS {target['peak_rss_mb']:.0f} MB (target < 300 MB), "
-          f"append {target['append']['median_us']:.0f} us (target < 100 us)")
-    out = write_json("session_open", {"entries": entries, "load_average": load, "results": results}, args.json,
-                     args.quick)
+    print(
+        f"\n{entries:,} entries: open+context {target['open_context_s']:.3f} s (target < 1.0 s), "
+        f"peak RSS {target['peak_rss_mb']:.0f} MB (target < 300 MB), "
+        f"append {target['append']['median_us']:.0f} us (target < 100 us)"
+    )
+    out = write_json(
+        "session_open", {"entries": entries, "load_average": load, "results": results}, args.json, args.quick
+    )
     print(f"results: {out}")
     return 0
 

@@ -130,31 +130,48 @@ def main() -> None:
         baseline = devnull_seconds(command, repeats)
         out = subprocess.run(
             [sys.executable, __file__, "--worker", workload, "--size", str(size)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         measured = json.loads(out)
         measured["devnull_s"] = baseline
         results[workload] = measured
         overhead = measured["elapsed_s"] - baseline
-        rows.append([
-            workload,
-            f"{size / 1e6:.0f} MB",
-            f"{baseline:.2f}",
-            f"{measured['elapsed_s']:.2f}",
-            f"+{overhead:.2f} ({measured['elapsed_s'] / baseline:.1f}x)",
-            f"{size / 1e6 / measured['elapsed_s']:.0f}",
-            f"{measured['maxrss_growth_mb']:.1f}",
-            f"{measured['tracemalloc_peak_mb']:.2f}",
-            "< 100 MB",
-        ])
-    print(table(
-        ["workload", "output", "/dev/null s", "tool s", "overhead s", "MB/s", "maxrss growth MB",
-         "tracemalloc peak MB", "target"],
-        rows,
-    ))
+        rows.append(
+            [
+                workload,
+                f"{size / 1e6:.0f} MB",
+                f"{baseline:.2f}",
+                f"{measured['elapsed_s']:.2f}",
+                f"+{overhead:.2f} ({measured['elapsed_s'] / baseline:.1f}x)",
+                f"{size / 1e6 / measured['elapsed_s']:.0f}",
+                f"{measured['maxrss_growth_mb']:.1f}",
+                f"{measured['tracemalloc_peak_mb']:.2f}",
+                "< 100 MB",
+            ]
+        )
+    print(
+        table(
+            [
+                "workload",
+                "output",
+                "/dev/null s",
+                "tool s",
+                "overhead s",
+                "MB/s",
+                "maxrss growth MB",
+                "tracemalloc peak MB",
+                "target",
+            ],
+            rows,
+        )
+    )
     for workload, measured in results.items():
-        print(f"{workload}: {measured['notice']}  (spill {measured['spill_bytes']} bytes, "
-              f"shown {measured['shown_bytes']} bytes, {measured['updates']} updates)")
+        print(
+            f"{workload}: {measured['notice']}  (spill {measured['spill_bytes']} bytes, "
+            f"shown {measured['shown_bytes']} bytes, {measured['updates']} updates)"
+        )
     write_json("tool_bash", {"output_bytes": size, "workloads": results}, args.json, args.quick)
 
 

@@ -72,8 +72,9 @@ def maxrss_mb(who: int = resource.RUSAGE_SELF) -> float:
 
 async def read(tool: ReadTool, path: Path, offset: int, limit: int | None = None) -> ToolResult:
     tool.env.reads.reset()  # never the "unchanged" stub
-    return await tool.execute("bench", ReadParams(path=str(path), offset=offset, limit=limit), AbortSignal(),
-                              lambda _: None)
+    return await tool.execute(
+        "bench", ReadParams(path=str(path), offset=offset, limit=limit), AbortSignal(), lambda _: None
+    )
 
 
 def check(result: ToolResult, first_line: int) -> str:
@@ -162,7 +163,9 @@ def main() -> None:
         # In a child process, so that this process's peak RSS reflects the reads alone.
         out = subprocess.run(
             [sys.executable, __file__, "--generate", str(path), "--size-mb", str(size_mb)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.split()
         size, lines = int(out[0]), int(out[1])
         generate_s = time.perf_counter() - t0
@@ -186,24 +189,58 @@ def main() -> None:
     first_rss = max(m["first_rss"])
     wc_med = median(m["wc_alone_s"])
     rows = [
-        [f"first read near the end (median of {len(m['first_s'])}; best {first_best:.3f})", f"{first_med:.3f}",
-         f"{m['first_peak']:.2f}", f"{first_rss:.1f}", verdict(first_med, m["first_peak"], first_rss)],
-        ["repeated read, same file version (median of 5)", f"{m['repeat_s']:.4f}", f"{m['repeat_peak']:.2f}",
-         f"{m['repeat_rss']:.1f}", verdict(m["repeat_s"], m["repeat_peak"], m["repeat_rss"])],
-        ["first read in the middle of the file", f"{m['middle_s']:.3f}", f"{m['middle_peak']:.2f}",
-         f"{m['middle_rss']:.1f}", verdict(m["middle_s"], m["middle_peak"], m["middle_rss"])],
-        ["first read near the end, Python scan only (no wc)", f"{m['python_s']:.3f}", f"{m['python_peak']:.2f}",
-         f"{m['python_rss']:.1f}", verdict(m["python_s"], m["python_peak"], m["python_rss"])],
+        [
+            f"first read near the end (median of {len(m['first_s'])}; best {first_best:.3f})",
+            f"{first_med:.3f}",
+            f"{m['first_peak']:.2f}",
+            f"{first_rss:.1f}",
+            verdict(first_med, m["first_peak"], first_rss),
+        ],
+        [
+            "repeated read, same file version (median of 5)",
+            f"{m['repeat_s']:.4f}",
+            f"{m['repeat_peak']:.2f}",
+            f"{m['repeat_rss']:.1f}",
+            verdict(m["repeat_s"], m["repeat_peak"], m["repeat_rss"]),
+        ],
+        [
+            "first read in the middle of the file",
+            f"{m['middle_s']:.3f}",
+            f"{m['middle_peak']:.2f}",
+            f"{m['middle_rss']:.1f}",
+            verdict(m["middle_s"], m["middle_peak"], m["middle_rss"]),
+        ],
+        [
+            "first read near the end, Python scan only (no wc)",
+            f"{m['python_s']:.3f}",
+            f"{m['python_peak']:.2f}",
+            f"{m['python_rss']:.1f}",
+            verdict(m["python_s"], m["python_peak"], m["python_rss"]),
+        ],
         [f"`wc -l` alone on the file (median; best {min(m['wc_alone_s']):.3f})", f"{wc_med:.3f}", "-", "-", "-"],
     ]
-    print(f"file: {size / 2**30:.2f} GiB, {lines:,} lines, written in {generate_s:.1f} s (page cache warm); "
-          f"read at offset {near_end:,} (middle: {middle:,}); {os.cpu_count()} CPUs, load average "
-          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after")
-    print(f"first-read count rate: {size / first_med / 1e9:.2f} GB/s (wc alone {size / wc_med / 1e9:.2f} GB/s, "
-          f"Python only {size / m['python_s'] / 1e9:.2f} GB/s); same output from both paths: {m['same_output']}")
+    print(
+        f"file: {size / 2**30:.2f} GiB, {lines:,} lines, written in {generate_s:.1f} s (page cache warm); "
+        f"read at offset {near_end:,} (middle: {middle:,}); {os.cpu_count()} CPUs, load average "
+        f"{load_before[0]:.2f} before, {load_after[0]:.2f} after"
+    )
+    print(
+        f"first-read count rate: {size / first_med / 1e9:.2f} GB/s (wc alone {size / wc_med / 1e9:.2f} GB/s, "
+        f"Python only {size / m['python_s'] / 1e9:.2f} GB/s); same output from both paths: {m['same_output']}"
+    )
     print(f"process peak RSS {baseline_rss:.1f} MB before the reads, {maxrss_mb():.1f} MB after")
-    print(table(["case", "time (s)", "tracemalloc peak (MB)", "ru_maxrss growth (MB)",
-                 f"meets < {TIME_TARGET_S} s and < {MEMORY_TARGET_MB:.0f} MB"], rows))
+    print(
+        table(
+            [
+                "case",
+                "time (s)",
+                "tracemalloc peak (MB)",
+                "ru_maxrss growth (MB)",
+                f"meets < {TIME_TARGET_S} s and < {MEMORY_TARGET_MB:.0f} MB",
+            ],
+            rows,
+        )
+    )
     target = write_json(
         "tool_read",
         {

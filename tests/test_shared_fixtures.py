@@ -25,7 +25,11 @@ def test_the_suite_runs_without_the_shared_data(tmp_path: Path) -> None:
     env = {**os.environ, "HERON_SHARED": str(absent)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *MODULES],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out

@@ -28,12 +28,22 @@ LAYERS = ["ai", "agent", "session", "context", "coding", "cli"]  # lowest first
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
-# Modules over the line limit, owned by work in progress elsewhere (issue 13, "One job per
-# module"): each is to be split by its owner. Paths are relative to src/heron.
-KNOWN_LONG_MODULES: set[str] = set()
+# Modules over the line limit, revealed once the tree was ruff-formatted (issue 22, "Honest
+# sizes"): each is to be split by finding its second job. Paths are relative to src/heron.
+KNOWN_LONG_MODULES: set[str] = {
+    "ai/providers/google.py",
+    "coding/runtime.py",
+    "context/compaction.py",
+    "session/recall.py",
+    "session/store.py",
+}
 
 # Functions over the length limit, as (module, qualified name), for the same reason.
-KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = set()
+KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = {
+    ("cli/main.py", "build_parser"),
+    ("context/compaction.py", "summarise"),
+    ("context/compactor.py", "Compactor.run"),
+}
 
 
 @dataclass(frozen=True)
@@ -149,8 +159,9 @@ def test_no_module_over_the_line_limit() -> None:
 
 def test_no_function_over_the_line_limit() -> None:
     new = [f for f in long_functions() if (f.module, f.qualname) not in KNOWN_LONG_FUNCTIONS]
-    report = [f"src/heron/{f.module}:{f.line}: {f.qualname} is {f.length} lines (limit {MAX_FUNCTION_LINES})"
-              for f in new]
+    report = [
+        f"src/heron/{f.module}:{f.line}: {f.qualname} is {f.length} lines (limit {MAX_FUNCTION_LINES})" for f in new
+    ]
     assert not report, "functions over the limit; split them:\n" + "\n".join(report)
 
 
@@ -191,8 +202,16 @@ def test_the_checkers_find_what_they_should(tmp_path: Path) -> None:
     write(tmp_path, "__init__.py", "")
     write(tmp_path, "ai/__init__.py", "")
     nested = function_of("inner", MAX_FUNCTION_LINES + 1, "        ")
-    write(tmp_path, "ai/long.py", "class A:\n" + function_of("at_limit", MAX_FUNCTION_LINES, "    ")
-          + "    def outer(self) -> None:\n" + nested + "\n" + function_of("f", MAX_FUNCTION_LINES + 1))
+    write(
+        tmp_path,
+        "ai/long.py",
+        "class A:\n"
+        + function_of("at_limit", MAX_FUNCTION_LINES, "    ")
+        + "    def outer(self) -> None:\n"
+        + nested
+        + "\n"
+        + function_of("f", MAX_FUNCTION_LINES + 1),
+    )
     write(tmp_path, "ai/big.py", "x = 1\n" * (MAX_MODULE_LINES + 1))
     write(tmp_path, "ai/up.py", "def later() -> None:\n    from heron.cli import main\n")
     write(tmp_path, "ai/rel.py", "from ..coding import tools\nfrom . import big\n")
@@ -201,7 +220,9 @@ def test_the_checkers_find_what_they_should(tmp_path: Path) -> None:
     write(tmp_path, "cli/main.py", "import heron.coding.tools\n")
     assert long_modules(tmp_path) == {"ai/big.py": MAX_MODULE_LINES + 1}
     assert [(f.qualname, f.length) for f in long_functions(tmp_path)] == [
-        ("A.outer", MAX_FUNCTION_LINES + 2), ("A.outer.inner", MAX_FUNCTION_LINES + 1), ("f", MAX_FUNCTION_LINES + 1)
+        ("A.outer", MAX_FUNCTION_LINES + 2),
+        ("A.outer.inner", MAX_FUNCTION_LINES + 1),
+        ("f", MAX_FUNCTION_LINES + 1),
     ]
     assert sorted(layer_violations(tmp_path)) == [
         "agent/__init__.py:1: heron.agent imports heron.coding (a layer above)",
@@ -214,8 +235,11 @@ def test_the_checkers_find_what_they_should(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("relpath", "expected"),
-    [("coding/tools/read.py", "heron.coding.tools.read"), ("coding/tools/__init__.py", "heron.coding.tools"),
-     ("__init__.py", "heron")],
+    [
+        ("coding/tools/read.py", "heron.coding.tools.read"),
+        ("coding/tools/__init__.py", "heron.coding.tools"),
+        ("__init__.py", "heron"),
+    ],
 )
 def test_module_names(relpath: str, expected: str) -> None:
     assert module_name(SRC / relpath) == expected

@@ -23,7 +23,11 @@ CHAT = Model(id="llama3", api="openai-chat", provider="ollama")
 
 def assistant(model: Model, *blocks: object, stop: StopReason = StopReason.TOOL_USE) -> AssistantMessage:
     return AssistantMessage(
-        api=model.api, provider=model.provider, model=model.id, content=list(blocks), stop_reason=stop  # type: ignore[arg-type]
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        content=list(blocks),
+        stop_reason=stop,  # type: ignore[arg-type]
     )
 
 

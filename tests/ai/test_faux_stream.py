@@ -259,8 +259,11 @@ async def test_long_text_and_arguments_stream_in_linear_time() -> None:
     assert isinstance(final, DoneEvent)
     assert final.message.text() == "y" * 100_000
     assert final.message.tool_calls()[0].arguments["content"] == content
-    seen = [len(e.partial.content[1].arguments.get("content", "")) for e in events  # type: ignore[union-attr]
-            if e.type == "toolcall_delta"]
+    seen = [
+        len(e.partial.content[1].arguments.get("content", ""))
+        for e in events  # type: ignore[union-attr]
+        if e.type == "toolcall_delta"
+    ]
     assert seen[-1] >= len(content) * 7 // 8
     assert seen == sorted(seen)
 

@@ -124,8 +124,9 @@ async def test_invalid_tool_json_is_kept_raw(wire: Wire, local_server: LocalServ
     if wire.api == "google-gemini":
         pytest.skip("Gemini sends a call's arguments as a JSON object, never as text")
     fragments = ('{"path": "a.txt", ', '"mode": oops}')
-    local_server.queue(Reply(body=wire.start() + wire.tool("call_bad", "read", *fragments) + wire.end(True),
-                             chunk_size=37))
+    local_server.queue(
+        Reply(body=wire.start() + wire.tool("call_bad", "read", *fragments) + wire.end(True), chunk_size=37)
+    )
     events, message = await run(model_for(wire, local_server))
     assert events[-1].type == "done"
     assert message.stop_reason == StopReason.TOOL_USE
@@ -190,8 +191,10 @@ async def test_429_reported_when_not_retried(wire: Wire, local_server: LocalServ
 
 
 async def test_500_then_success(wire: Wire, local_server: LocalServer) -> None:
-    local_server.queue(wire.error(500, "Internal server error", SERVER_KIND[wire.api]),
-                       Reply(body=answer(wire, "recovered"), chunk_size=37))
+    local_server.queue(
+        wire.error(500, "Internal server error", SERVER_KIND[wire.api]),
+        Reply(body=answer(wire, "recovered"), chunk_size=37),
+    )
     retries: list[RetryEvent] = []
     events, message = await run(model_for(wire, local_server), fast_retry(on_retry=retries.append))
     assert events[-1].type == "done"
@@ -207,8 +210,9 @@ async def test_connection_refused_names_the_server(wire: Wire) -> None:
     model = model_for(wire, server)
     server.close()  # nothing listens there any more
     retries: list[RetryEvent] = []
-    events, message = await run(model, StreamOptions(retry=RetryPolicy(max_retries=1, base_delay=0.01),
-                                                      on_retry=retries.append))
+    events, message = await run(
+        model, StreamOptions(retry=RetryPolicy(max_retries=1, base_delay=0.01), on_retry=retries.append)
+    )
     assert isinstance(events[-1], ErrorEvent)
     assert events[-1].kind == "transient"
     assert (message.error_message or "").startswith(f"Connection error: cannot reach {server.url} (")
@@ -242,8 +246,9 @@ async def test_abort_mid_tool_call(wire: Wire, local_server: LocalServer) -> Non
             aborted_at.append(0.0)
             loop.call_later(0.05, abort)
 
-    events, message = await run(model_for(wire, local_server), StreamOptions(signal=controller.signal,
-                                                                              retry=NO_RETRY), on_event)
+    events, message = await run(
+        model_for(wire, local_server), StreamOptions(signal=controller.signal, retry=NO_RETRY), on_event
+    )
     finished = time.monotonic()
     terminal = events[-1]
     assert isinstance(terminal, ErrorEvent)
@@ -328,8 +333,9 @@ async def test_keep_alive_only_server_hits_idle_timeout(wire: Wire, local_server
 async def test_timeout_is_retried_and_each_retry_reported(wire: Wire, local_server: LocalServer) -> None:
     local_server.queue(Reply(body=answer(wire), delay=20), Reply(body=answer(wire, "second")))
     retries: list[RetryEvent] = []
-    options = StreamOptions(retry=RetryPolicy(max_retries=2, base_delay=0.01), on_retry=retries.append,
-                            first_byte_ms=1000)
+    options = StreamOptions(
+        retry=RetryPolicy(max_retries=2, base_delay=0.01), on_retry=retries.append, first_byte_ms=1000
+    )
     events, message = await run(model_for(wire, local_server), options)
     assert events[-1].type == "done" and message.text() == "second"
     assert [r.kind for r in retries] == ["transient"]

@@ -22,19 +22,23 @@ def _copy(tmp_path: Path) -> Path:
 
 def _run(root: Path, code: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=root,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=root, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_own_modules_are_cached_and_nothing_else(tmp_path: Path) -> None:
     root = _copy(tmp_path)
-    _run(root, """
+    _run(
+        root,
+        """
         from heron.cli.bytecode import keep_own_bytecode
         keep_own_bytecode()
         import heron.ai.types, othermod
-    """)
+    """,
+    )
     assert list((root / "heron" / "ai" / "__pycache__").glob("types.*.pyc"))
     assert list((root / "heron" / "cli" / "__pycache__").glob("bytecode.*.pyc"))  # imported before the finder
     assert not (root / "__pycache__").exists()  # not heron's: left alone, as the variable asks
@@ -74,12 +78,15 @@ def test_unwritable_cache_folder_is_skipped(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     blocker = root / "heron" / "ai" / "__pycache__"
     blocker.write_text("not a directory")
-    out = _run(root, """
+    out = _run(
+        root,
+        """
         from heron.cli.bytecode import keep_own_bytecode
         keep_own_bytecode()
         import heron.ai.types
         print("imported")
-    """)
+    """,
+    )
     assert out.strip() == "imported"
 
 

@@ -50,7 +50,9 @@ def model(api: str, provider: str = "p", model_id: str = "m") -> Model:
 def turn(api: str, n: int, *, error: bool = False) -> list[Any]:
     call = ToolCall(id=f"call_{n}", name="read", arguments={"path": f"f{n}.py"})
     assistant = AssistantMessage(
-        api=api, provider="p", model="m",
+        api=api,
+        provider="p",
+        model="m",
         content=[ThinkingContent(thinking=f"think {n}", thinking_signature=f"sig{n}"), TextContent(text=f"t{n}"), call],
         stop_reason=StopReason.ERROR if error else StopReason.TOOL_USE,
     )
@@ -95,8 +97,9 @@ def test_turn_split_by_a_dropped_message_is_merged(api: str, cls: Any, build: Bu
     result and the prompt around it must form one valid request."""
     provider = cls()
     target = model(api)
-    failed = AssistantMessage(api=api, provider="p", model="m", content=[TextContent(text="half")],
-                              stop_reason=StopReason.ERROR)
+    failed = AssistantMessage(
+        api=api, provider="p", model="m", content=[TextContent(text="half")], stop_reason=StopReason.ERROR
+    )
     messages = [UserMessage(content="go"), *turn(api, 1), failed, UserMessage(content="again")]
     same(api, provider, build, target, messages[:3])
     same(api, provider, build, target, messages)
@@ -123,8 +126,9 @@ def test_joined_blocks_keep_the_request_exact(small_blocks: None, api: str, cls:
         messages += turn(api, n)
         same(api, provider, build, target, messages)
     # a dropped turn after the blocks were joined: the merge is still made
-    failed = AssistantMessage(api=api, provider="p", model="m", content=[TextContent(text="x")],
-                              stop_reason=StopReason.ERROR)
+    failed = AssistantMessage(
+        api=api, provider="p", model="m", content=[TextContent(text="x")], stop_reason=StopReason.ERROR
+    )
     messages += [failed, UserMessage(content="again")]
     same(api, provider, build, target, messages)
 

@@ -29,8 +29,13 @@ def _lines(events: list[tuple[str | None, str]]) -> bytes:
 
 
 def _chat(delta: JSON | None = None, finish: str | None = None, usage: JSON | None = None) -> str:
-    body: JSON = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-                  "choices": [] if usage else [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    body: JSON = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [] if usage else [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
     if usage:
         body["usage"] = usage
     return json.dumps(body)
@@ -88,24 +93,35 @@ class ResponsesWire:
     def text(self, *pieces: str) -> bytes:
         item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
         events = [self._event("response.output_item.added", output_index=0, item=item)]
-        events += [self._event("response.output_text.delta", output_index=0, item_id="msg_1", content_index=0,
-                               delta=p) for p in pieces]
+        events += [
+            self._event("response.output_text.delta", output_index=0, item_id="msg_1", content_index=0, delta=p)
+            for p in pieces
+        ]
         return _lines(events)
 
     def raw_text(self, literal: bytes) -> bytes:
-        return (b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
-                b'"output_index":0,"item_id":"msg_1","content_index":0,"delta":"' + literal + b'"}\n\n')
+        return (
+            b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+            b'"output_index":0,"item_id":"msg_1","content_index":0,"delta":"' + literal + b'"}\n\n'
+        )
 
     def tool(self, call_id: str, name: str, *fragments: str) -> bytes:
         item = {"id": "fc_1", "type": "function_call", "call_id": call_id, "name": name, "arguments": ""}
         events = [self._event("response.output_item.added", output_index=1, item=item)]
-        events += [self._event("response.function_call_arguments.delta", output_index=1, item_id="fc_1", delta=f)
-                   for f in fragments]
+        events += [
+            self._event("response.function_call_arguments.delta", output_index=1, item_id="fc_1", delta=f)
+            for f in fragments
+        ]
         return _lines(events)
 
     def end(self, tool_use: bool = False) -> bytes:
-        response = {"id": "resp_1", "object": "response", "status": "completed", "output": [],
-                    "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}}
+        response = {
+            "id": "resp_1",
+            "object": "response",
+            "status": "completed",
+            "output": [],
+            "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13},
+        }
         return _lines([self._event("response.completed", response=response)])
 
     def bad_json(self) -> bytes:
@@ -129,38 +145,51 @@ class AnthropicWire:
         return (kind, json.dumps({"type": kind, **fields}))
 
     def start(self) -> bytes:
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-                   "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        }
         return _lines([self._event("message_start", message=message)])
 
     def text(self, *pieces: str) -> bytes:
         events = [self._event("content_block_start", index=0, content_block={"type": "text", "text": ""})]
-        events += [self._event("content_block_delta", index=0, delta={"type": "text_delta", "text": p})
-                   for p in pieces]
+        events += [self._event("content_block_delta", index=0, delta={"type": "text_delta", "text": p}) for p in pieces]
         return _lines(events)
 
     def raw_text(self, literal: bytes) -> bytes:
-        return (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-                b'"delta":{"type":"text_delta","text":"' + literal + b'"}}\n\n')
+        return (
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            b'"delta":{"type":"text_delta","text":"' + literal + b'"}}\n\n'
+        )
 
     def tool(self, call_id: str, name: str, *fragments: str) -> bytes:
         block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-        events = [self._event("content_block_stop", index=0),
-                  self._event("content_block_start", index=1, content_block=block)]
-        events += [self._event("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": f})
-                   for f in fragments]
+        events = [
+            self._event("content_block_stop", index=0),
+            self._event("content_block_start", index=1, content_block=block),
+        ]
+        events += [
+            self._event("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": f})
+            for f in fragments
+        ]
         return _lines(events)
 
     def end(self, tool_use: bool = False) -> bytes:
         delta = {"stop_reason": "tool_use" if tool_use else "end_turn"}
-        return _lines([self._event("message_delta", delta=delta, usage={"output_tokens": 3}),
-                       self._event("message_stop")])
+        return _lines(
+            [self._event("message_delta", delta=delta, usage={"output_tokens": 3}), self._event("message_stop")]
+        )
 
     def bad_json(self) -> bytes:
         return b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":\n\n'
 
     def keep_alive(self) -> bytes:
-        return b": keep-alive\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n"
+        return b': keep-alive\n\nevent: ping\ndata: {"type": "ping"}\n\n'
 
     def error(self, status: int, message: str, kind: str, code: str | None = None, **headers: str) -> Reply:
         return json_reply(status, {"type": "error", "error": {"type": kind, "message": message}}, headers=headers)
@@ -215,26 +244,46 @@ WIRES: list[Wire] = [ChatWire(), ResponsesWire(), AnthropicWire(), GeminiWire()]
 IDS = [wire.api for wire in WIRES]
 
 OVERFLOW_TEXT: dict[str, tuple[str, str, str | None]] = {
-    "openai-chat": ("This model's maximum context length is 128000 tokens. However, your messages resulted in "
-                    "130000 tokens.", "invalid_request_error", "context_length_exceeded"),
-    "openai-responses": ("Your input exceeds the context window of this model.", "invalid_request_error",
-                         "context_length_exceeded"),
+    "openai-chat": (
+        "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+        "invalid_request_error",
+        "context_length_exceeded",
+    ),
+    "openai-responses": (
+        "Your input exceeds the context window of this model.",
+        "invalid_request_error",
+        "context_length_exceeded",
+    ),
     "anthropic-messages": ("prompt is too long: 210000 tokens > 200000 maximum", "invalid_request_error", None),
-    "google-gemini": ("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
-                      "invalid_argument", None),
+    "google-gemini": (
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+        "invalid_argument",
+        None,
+    ),
 }
-AUTH_KIND = {"openai-chat": "invalid_request_error", "openai-responses": "invalid_request_error",
-             "anthropic-messages": "authentication_error", "google-gemini": "unauthenticated"}
-RATE_KIND = {"openai-chat": "rate_limit_error", "openai-responses": "rate_limit_error",
-             "anthropic-messages": "rate_limit_error", "google-gemini": "resource_exhausted"}
-SERVER_KIND = {"openai-chat": "server_error", "openai-responses": "server_error",
-               "anthropic-messages": "api_error", "google-gemini": "internal"}
+AUTH_KIND = {
+    "openai-chat": "invalid_request_error",
+    "openai-responses": "invalid_request_error",
+    "anthropic-messages": "authentication_error",
+    "google-gemini": "unauthenticated",
+}
+RATE_KIND = {
+    "openai-chat": "rate_limit_error",
+    "openai-responses": "rate_limit_error",
+    "anthropic-messages": "rate_limit_error",
+    "google-gemini": "resource_exhausted",
+}
+SERVER_KIND = {
+    "openai-chat": "server_error",
+    "openai-responses": "server_error",
+    "anthropic-messages": "api_error",
+    "google-gemini": "internal",
+}
 
 
 def model_for(wire: Wire, server: LocalServer, **fields: Any) -> Model:
     base = server.url + ("/v1" if wire.api.startswith("openai") else "")
-    values: JSON = {"id": "m", "api": wire.api, "provider": f"test-{wire.api}", "base_url": base,
-                    "max_tokens": 1024}
+    values: JSON = {"id": "m", "api": wire.api, "provider": f"test-{wire.api}", "base_url": base, "max_tokens": 1024}
     values.update(fields)
     return Model(**values)
 

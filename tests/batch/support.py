@@ -92,22 +92,39 @@ def heron_command() -> list[str]:
 
 
 def batch_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.endswith("_API_KEY") and not k.startswith(("HERON_", "OTEL_", "RAY_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and not k.startswith(("HERON_", "OTEL_", "RAY_"))
+    }
     env["HERON_HOME"] = str(home)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     return env
 
 
 def batch_args(tasks: Path, out: Path, server: ScriptedServer, *extra: str) -> list[str]:
-    return [*heron_command(), "batch", str(tasks), "--out", str(out), "--base-url", server.url,
-            "--model", MODEL, "--progress", "plain", *extra]
+    return [
+        *heron_command(),
+        "batch",
+        str(tasks),
+        "--out",
+        str(out),
+        "--base-url",
+        server.url,
+        "--model",
+        MODEL,
+        "--progress",
+        "plain",
+        *extra,
+    ]
 
 
-def run_batch(args: list[str], env: dict[str, str], cwd: Path,
-              timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, check=False)
+def run_batch(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
+    )
 
 
 def read_results(out: Path) -> list[dict[str, Any]]:

@@ -58,8 +58,16 @@ class FakeExecutor:
 
 def jobs(tmp_path: Path, count: int) -> list[Job]:
     model = Model(id="m", name="m", api="openai-chat", provider="p", base_url="http://127.0.0.1:1/v1")
-    return [Job(task=BatchTask(id=f"t{n}", prompt="x", cwd=tmp_path), model=model, api_key=None,
-                out_dir=tmp_path, home=tmp_path) for n in range(count)]
+    return [
+        Job(
+            task=BatchTask(id=f"t{n}", prompt="x", cwd=tmp_path),
+            model=model,
+            api_key=None,
+            out_dir=tmp_path,
+            home=tmp_path,
+        )
+        for n in range(count)
+    ]
 
 
 async def test_workers_bounds_the_sessions_at_once_and_retries_succeed(tmp_path: Path) -> None:
@@ -74,8 +82,14 @@ async def test_workers_bounds_the_sessions_at_once_and_retries_succeed(tmp_path:
 
 async def test_a_job_dying_more_than_the_retries_allow_is_an_error(tmp_path: Path) -> None:
     listener = Recorder()
-    outcome = await run_jobs(jobs(tmp_path, 1), FakeExecutor({"t0": 5}), workers=2,
-                             results=ResultsLog(tmp_path), listener=listener, retries=2)
+    outcome = await run_jobs(
+        jobs(tmp_path, 1),
+        FakeExecutor({"t0": 5}),
+        workers=2,
+        results=ResultsLog(tmp_path),
+        listener=listener,
+        retries=2,
+    )
     (result,) = outcome.results
     assert result.status == "error" and result.attempts == 3 and "died (3 attempt(s))" in (result.error or "")
     assert listener.events == ["start t0 1", "retry t0", "start t0 2", "retry t0", "start t0 3", "done t0"]

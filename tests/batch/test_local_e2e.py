@@ -59,10 +59,11 @@ def test_fifty_tasks_give_fifty_results_and_a_rerun_does_nothing(tmp_path: Path,
 
 def test_timeouts_and_failed_requests_are_results(tmp_path: Path, server: ScriptedServer) -> None:
     project = make_project(tmp_path)
-    lines = [{"id": "slow", "prompt": "slow one", "cwd": str(project), "timeout_s": 0.5},
-             {"id": "bad", "prompt": "refused one", "cwd": str(project),
-              "settings": {"retry": {"enabled": False}}},
-             {"id": "fine", "prompt": "fine one", "cwd": str(project)}]
+    lines = [
+        {"id": "slow", "prompt": "slow one", "cwd": str(project), "timeout_s": 0.5},
+        {"id": "bad", "prompt": "refused one", "cwd": str(project), "settings": {"retry": {"enabled": False}}},
+        {"id": "fine", "prompt": "fine one", "cwd": str(project)},
+    ]
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
     def script(request: Recorded, count: int) -> None:
@@ -103,8 +104,16 @@ def interrupt_and_resume(tmp_path: Path, server: ScriptedServer, *extra: str) ->
     ids = write_tasks(tmp_path / "tasks.jsonl", project, 30)
     server.delay = 0.1
     args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--workers", "2", *extra)
-    process = subprocess.Popen(args, env=batch_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        args,
+        env=batch_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         wait_for_results(tmp_path / "out", 5, process)
         os.killpg(process.pid, signal.SIGINT)
@@ -127,8 +136,7 @@ def interrupt_and_resume(tmp_path: Path, server: ScriptedServer, *extra: str) ->
     assert sorted(rerun) == sorted(f"task {i}" for i in ids if i not in finished)
 
 
-def test_ctrl_c_keeps_what_finished_and_the_rerun_runs_only_the_rest(tmp_path: Path,
-                                                                        server: ScriptedServer) -> None:
+def test_ctrl_c_keeps_what_finished_and_the_rerun_runs_only_the_rest(tmp_path: Path, server: ScriptedServer) -> None:
     interrupt_and_resume(tmp_path, server)
 
 
@@ -138,7 +146,8 @@ def test_the_users_extensions_run_in_batch_tasks(tmp_path: Path, server: Scripte
         "def register(api):\n"
         "    @api.before_tool_call\n"
         "    def no_reads(call):\n"
-        "        return api.block('reads are off in this batch') if call.tool_name == 'read' else None\n")
+        "        return api.block('reads are off in this batch') if call.tool_name == 'read' else None\n"
+    )
     project = make_project(tmp_path)
     write_tasks(tmp_path / "tasks.jsonl", project, 2)
     done = run_batch(batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server), batch_env(tmp_path), tmp_path)
@@ -157,7 +166,8 @@ def test_an_error_quoting_the_key_is_written_redacted(tmp_path: Path, server: Sc
     line = {"id": "bad", "prompt": "refused one", "cwd": str(project), "settings": {"retry": {"enabled": False}}}
     (tmp_path / "tasks.jsonl").write_text(json.dumps(line) + "\n")
     server.server.responder = lambda request: json_reply(
-        401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request"}})
+        401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request"}}
+    )
     args = [*batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server), "--api-key", key]
     done = run_batch(args, batch_env(tmp_path), tmp_path)
     assert done.returncode == 1

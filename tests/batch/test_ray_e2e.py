@@ -74,8 +74,15 @@ def test_fifty_tasks_on_ray_with_a_worker_killed_mid_run(tmp_path: Path, server:
     project = make_project(tmp_path)
     ids = write_tasks(tmp_path / "tasks.jsonl", project, 50)
     args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray", "--workers", "2")
-    process = subprocess.Popen(args, env=batch_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        args,
+        env=batch_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     killed: list[int] = []
 
     def kill_one(request: Recorded, count: int) -> None:
@@ -116,8 +123,15 @@ def test_a_task_that_kills_its_worker_every_time_ends_as_an_error(tmp_path: Path
     project = make_project(tmp_path)
     write_tasks(tmp_path / "tasks.jsonl", project, 1)
     args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray", "--workers", "1")
-    process = subprocess.Popen(args, env=batch_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        args,
+        env=batch_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
 
     def kill_all(request: Recorded, count: int) -> None:
         for worker in batch_workers(process.pid):
@@ -167,8 +181,15 @@ def test_the_local_cluster_talks_over_loopback_only(tmp_path: Path, server: Scri
     project = make_project(tmp_path)
     write_tasks(tmp_path / "tasks.jsonl", project, 10)
     args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray", "--workers", "2")
-    process = subprocess.Popen(args, env=batch_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        args,
+        env=batch_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     seen: set[str] = set()
 
     def look(request: Recorded, count: int) -> None:
@@ -191,8 +212,17 @@ def test_batch_otel_console_prints_every_span(tmp_path: Path, server: ScriptedSe
     pytest.importorskip("opentelemetry.sdk")
     project = make_project(tmp_path)
     write_tasks(tmp_path / "tasks.jsonl", project, 3)
-    args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", executor,
-                      "--workers", "2", "--otel", "console")
+    args = batch_args(
+        tmp_path / "tasks.jsonl",
+        tmp_path / "out",
+        server,
+        "--executor",
+        executor,
+        "--workers",
+        "2",
+        "--otel",
+        "console",
+    )
     done = run_batch(args, batch_env(tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count('"name": "invoke_agent heron"') == 3
@@ -200,12 +230,12 @@ def test_batch_otel_console_prints_every_span(tmp_path: Path, server: ScriptedSe
     assert done.stderr.count('"name": "execute_tool read"') == 3
 
 
-
 def test_a_cluster_address_that_refuses_is_a_clear_error_at_once(tmp_path: Path, server: ScriptedServer) -> None:
     project = make_project(tmp_path)
     write_tasks(tmp_path / "tasks.jsonl", project, 1)
-    args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray",
-                      "--ray-address", "127.0.0.1:1")  # nothing listens on port 1
+    args = batch_args(
+        tmp_path / "tasks.jsonl", tmp_path / "out", server, "--executor", "ray", "--ray-address", "127.0.0.1:1"
+    )  # nothing listens on port 1
     done = run_batch(args, batch_env(tmp_path), tmp_path, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "could not join the Ray cluster at 127.0.0.1:1" in done.stderr

@@ -20,27 +20,41 @@ def write(path: Path, *lines: object) -> Path:
 
 def test_tasks_are_read_with_their_options(tmp_path: Path) -> None:
     (tmp_path / "p").mkdir()
-    path = write(tmp_path / "t.jsonl", {"id": "a", "prompt": "x", "cwd": "p"}, "",
-                 {"id": "b", "prompt": "y", "cwd": str(tmp_path / "p"), "model": "openai/gpt-4o",
-                  "settings": {"retry": {"enabled": False}}, "tools": ["read", "ls"], "timeout_s": 5})
+    path = write(
+        tmp_path / "t.jsonl",
+        {"id": "a", "prompt": "x", "cwd": "p"},
+        "",
+        {
+            "id": "b",
+            "prompt": "y",
+            "cwd": str(tmp_path / "p"),
+            "model": "openai/gpt-4o",
+            "settings": {"retry": {"enabled": False}},
+            "tools": ["read", "ls"],
+            "timeout_s": 5,
+        },
+    )
     a, b = load_tasks(path)
     assert a.cwd == (tmp_path / "p").resolve() and a.tools is None and a.timeout_s is None
     assert b.model == "openai/gpt-4o" and b.tools == ("read", "ls") and b.timeout_s == 5.0
     assert b.settings == {"retry": {"enabled": False}}
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("{not json", "line 1: not JSON"),
-    ('["a"]', "line 1: expected a JSON object"),
-    ('{"id": "a", "prompt": "x"}', '"cwd" must be a non-empty string'),
-    ('{"id": "a b", "prompt": "x", "cwd": "."}', "it names files"),
-    ('{"id": "a", "prompt": "x", "cwd": "missing"}', "not a directory"),
-    ('{"id": "a", "prompt": "x", "cwd": ".", "tools": ["nope"]}', "unknown tool(s) nope"),
-    ('{"id": "a", "prompt": "x", "cwd": ".", "timeout_s": -1}', "positive number"),
-    ('{"id": "a", "prompt": "x", "cwd": ".", "colour": 1}', "unknown key(s) colour"),
-    ('{"id": "a", "prompt": "x", "cwd": ".", "settings": []}', '"settings" must be an object'),
-    ('{"id": "a", "prompt": "x", "cwd": ".", "settings": {"permissions": {}}}', "cannot set permissions"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "line 1: not JSON"),
+        ('["a"]', "line 1: expected a JSON object"),
+        ('{"id": "a", "prompt": "x"}', '"cwd" must be a non-empty string'),
+        ('{"id": "a b", "prompt": "x", "cwd": "."}', "it names files"),
+        ('{"id": "a", "prompt": "x", "cwd": "missing"}', "not a directory"),
+        ('{"id": "a", "prompt": "x", "cwd": ".", "tools": ["nope"]}', "unknown tool(s) nope"),
+        ('{"id": "a", "prompt": "x", "cwd": ".", "timeout_s": -1}', "positive number"),
+        ('{"id": "a", "prompt": "x", "cwd": ".", "colour": 1}', "unknown key(s) colour"),
+        ('{"id": "a", "prompt": "x", "cwd": ".", "settings": []}', '"settings" must be an object'),
+        ('{"id": "a", "prompt": "x", "cwd": ".", "settings": {"permissions": {}}}', "cannot set permissions"),
+    ],
+)
 def test_bad_lines_are_refused_with_their_number(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(TaskFileError) as caught:
         load_tasks(write(tmp_path / "t.jsonl", line))
@@ -67,22 +81,37 @@ def test_the_command_refuses_a_bad_file_before_running_anything(tmp_path: Path) 
     tasks = write(tmp_path / "t.jsonl", {"id": "a", "prompt": "x", "cwd": "."}, "{")
     home = tmp_path / "home"
     home.mkdir()
-    done = subprocess.run([*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out")],
-                          env=batch_env(home), capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out")],
+        env=batch_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "line 2: not JSON" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--workers", "0"], "--workers 0: must be at least 1"),
-    (["--retries", "-1"], "--retries -1"),
-    (["--ray-address", "127.0.0.1:6379"], "--ray-address needs --executor ray"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "0"], "--workers 0: must be at least 1"),
+        (["--retries", "-1"], "--retries -1"),
+        (["--ray-address", "127.0.0.1:6379"], "--ray-address needs --executor ray"),
+    ],
+)
 def test_bad_arguments_are_refused(tmp_path: Path, args: list[str], message: str) -> None:
     tasks = write(tmp_path / "t.jsonl", {"id": "a", "prompt": "x", "cwd": "."})
-    done = subprocess.run([*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out"), *args],
-                          env=batch_env(tmp_path), capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out"), *args],
+        env=batch_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2 and message in done.stderr
 
 
@@ -103,8 +132,14 @@ def test_results_survive_a_torn_last_line(tmp_path: Path) -> None:
 
 def test_a_model_that_cannot_be_resolved_stops_the_batch_before_it_runs(tmp_path: Path) -> None:
     tasks = write(tmp_path / "t.jsonl", {"id": "a", "prompt": "x", "cwd": ".", "model": "nowhere/nothing"})
-    done = subprocess.run([*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out")],
-                          env=batch_env(tmp_path), capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [*heron_command(), "batch", str(tasks), "--out", str(tmp_path / "out")],
+        env=batch_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "model nowhere/nothing (tasks a)" in done.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists()

@@ -51,9 +51,15 @@ async def traced_run(tmp_path: Path, server: ScriptedServer, content: bool) -> s
     resolved = resolve_model(Settings(), ModelRegistry.load(), MODEL, server.url, None)
     home = tmp_path / "home"
     home.mkdir()
-    job = Job(task=BatchTask(id="t1", prompt="trace me", cwd=project), model=resolved.model,
-              api_key=resolved.api_key, out_dir=tmp_path / "out", home=home, tracing="console",
-              trace_content=content)
+    job = Job(
+        task=BatchTask(id="t1", prompt="trace me", cwd=project),
+        model=resolved.model,
+        api_key=resolved.api_key,
+        out_dir=tmp_path / "out",
+        home=home,
+        tracing="console",
+        trace_content=content,
+    )
     result = await run_task(job)
     assert result.status == "ok", result.error
     header = json.loads(Path(str(result.session)).read_text().splitlines()[0])
@@ -68,7 +74,8 @@ def by_name(spans: Any) -> dict[str, list[ReadableSpan]]:
 
 
 async def test_a_run_is_an_invoke_agent_span_with_chat_and_tool_children(
-        tmp_path: Path, server: ScriptedServer, exporter: InMemorySpanExporter) -> None:
+    tmp_path: Path, server: ScriptedServer, exporter: InMemorySpanExporter
+) -> None:
     session_id = await traced_run(tmp_path, server, content=False)
     spans = by_name(exporter.get_finished_spans())
     assert sorted(spans) == ["chat test-model", "execute_tool read", "invoke_agent heron"]
@@ -97,13 +104,20 @@ async def test_a_run_is_an_invoke_agent_span_with_chat_and_tool_children(
     # chat spans end before the tool runs; the tool span lies inside the run.
     assert (chats[0].end_time or 0) <= (tool.start_time or 0) <= (tool.end_time or 0) <= (run.end_time or 0)
     for span in (run, *chats, tool):  # no content without the opt-in
-        assert not any(key in (span.attributes or {}) for key in (
-            "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
-            "gen_ai.tool.call.result"))
+        assert not any(
+            key in (span.attributes or {})
+            for key in (
+                "gen_ai.input.messages",
+                "gen_ai.output.messages",
+                "gen_ai.tool.call.arguments",
+                "gen_ai.tool.call.result",
+            )
+        )
 
 
 async def test_content_is_recorded_only_when_opted_in(
-        tmp_path: Path, server: ScriptedServer, exporter: InMemorySpanExporter) -> None:
+    tmp_path: Path, server: ScriptedServer, exporter: InMemorySpanExporter
+) -> None:
     await traced_run(tmp_path, server, content=True)
     spans = by_name(exporter.get_finished_spans())
     (run,) = spans["invoke_agent heron"]
@@ -117,20 +131,35 @@ async def test_content_is_recorded_only_when_opted_in(
 
 def test_tracing_is_off_and_not_imported_by_default(tmp_path: Path, server: ScriptedServer) -> None:
     project = make_project(tmp_path)
-    code = ("import sys\nfrom heron.cli.main import main\n"
-            f"code = main(['-p', 'hello', '--base-url', {server.url!r}, '--model', {MODEL!r}])\n"
-            "print('LOADED', sorted(m for m in sys.modules if m.startswith('opentelemetry')), code)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=project, env=batch_env(tmp_path),
-                          capture_output=True, text=True, timeout=120, check=False)
+    code = (
+        "import sys\nfrom heron.cli.main import main\n"
+        f"code = main(['-p', 'hello', '--base-url', {server.url!r}, '--model', {MODEL!r}])\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith('opentelemetry')), code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=project,
+        env=batch_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "done: hello" in done.stdout and "LOADED [] 0" in done.stdout
 
 
 def test_otel_console_prints_the_spans_on_stderr(tmp_path: Path, server: ScriptedServer) -> None:
     project = make_project(tmp_path)
-    done = subprocess.run([*heron_command(), "-p", "hello", "--base-url", server.url, "--model", MODEL,
-                           "--otel", "console"], cwd=project, env=batch_env(tmp_path),
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [*heron_command(), "-p", "hello", "--base-url", server.url, "--model", MODEL, "--otel", "console"],
+        cwd=project,
+        env=batch_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "done: hello\n"  # stdout keeps only the answer
     for name in ('"invoke_agent heron"', '"chat test-model"', '"execute_tool read"', '"gen_ai.conversation.id"'):
@@ -142,7 +171,8 @@ def test_missing_packages_are_named_with_the_extra(monkeypatch: pytest.MonkeyPat
 
     assert tracing.missing_packages("otlp") is None  # installed here
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a)
+    )
     assert tracing.missing_packages("console") == "tracing needs opentelemetry.sdk: pip install 'heron[otel]'"
     assert "opentelemetry.exporter.otlp.proto.http" in str(tracing.missing_packages("otlp"))

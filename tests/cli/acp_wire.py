@@ -31,18 +31,27 @@ TIMEOUT = 60.0
 
 # The result model of each request heron answers, and the params model of each message it sends.
 RESULTS: dict[str, type[BaseModel] | None] = {
-    "initialize": s.InitializeResponse, "session/new": s.NewSessionResponse,
-    "session/load": s.LoadSessionResponse, "session/list": s.ListSessionsResponse,
-    "session/prompt": s.PromptResponse, "session/set_mode": s.SetSessionModeResponse,
-    "session/set_config_option": s.SetSessionConfigOptionResponse, "session/close": s.CloseSessionResponse,
-    "session/fork": s.ForkSessionResponse, "session/resume": s.ResumeSessionResponse,
+    "initialize": s.InitializeResponse,
+    "session/new": s.NewSessionResponse,
+    "session/load": s.LoadSessionResponse,
+    "session/list": s.ListSessionsResponse,
+    "session/prompt": s.PromptResponse,
+    "session/set_mode": s.SetSessionModeResponse,
+    "session/set_config_option": s.SetSessionConfigOptionResponse,
+    "session/close": s.CloseSessionResponse,
+    "session/fork": s.ForkSessionResponse,
+    "session/resume": s.ResumeSessionResponse,
     "session/set_model": None,
 }
 SENT: dict[str, type[BaseModel]] = {
-    "session/update": s.SessionNotification, "session/request_permission": s.RequestPermissionRequest,
-    "fs/read_text_file": s.ReadTextFileRequest, "fs/write_text_file": s.WriteTextFileRequest,
-    "terminal/create": s.CreateTerminalRequest, "terminal/output": s.TerminalOutputRequest,
-    "terminal/wait_for_exit": s.WaitForTerminalExitRequest, "terminal/kill": s.KillTerminalRequest,
+    "session/update": s.SessionNotification,
+    "session/request_permission": s.RequestPermissionRequest,
+    "fs/read_text_file": s.ReadTextFileRequest,
+    "fs/write_text_file": s.WriteTextFileRequest,
+    "terminal/create": s.CreateTerminalRequest,
+    "terminal/output": s.TerminalOutputRequest,
+    "terminal/wait_for_exit": s.WaitForTerminalExitRequest,
+    "terminal/kill": s.KillTerminalRequest,
     "terminal/release": s.ReleaseTerminalRequest,
 }
 
@@ -94,8 +103,11 @@ class Wire:
                 out.append(f"not JSON-RPC 2.0: {message}")
             if "method" in message:
                 model = SENT.get(message["method"])
-                out += [f"unexpected method {message['method']}"] if model is None else round_trip(
-                    model, message.get("params"))
+                out += (
+                    [f"unexpected method {message['method']}"]
+                    if model is None
+                    else round_trip(model, message.get("params"))
+                )
             elif "error" in message:
                 error = message["error"]
                 if not isinstance(error.get("code"), int) or not isinstance(error.get("message"), str):
@@ -127,10 +139,15 @@ class Editor:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any,
-                                 **kwargs: Any) -> RequestPermissionResponse:
-        self.permissions.append({"toolCall": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-                                 "options": [o.model_dump(mode="json", by_alias=True) for o in options]})
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.permissions.append(
+            {
+                "toolCall": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "options": [o.model_dump(mode="json", by_alias=True) for o in options],
+            }
+        )
         self.asked.set()
         if self.answer == "wait":
             await asyncio.Event().wait()
@@ -138,22 +155,29 @@ class Editor:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.answer))
 
-    async def read_text_file(self, path: str, session_id: str, limit: int | None = None, line: int | None = None,
-                             **kwargs: Any) -> s.ReadTextFileResponse:
+    async def read_text_file(
+        self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
+    ) -> s.ReadTextFileResponse:
         return s.ReadTextFileResponse(content=self.files.get(path, Path(path).read_text()))
 
-    async def write_text_file(self, content: str, path: str, session_id: str,
-                              **kwargs: Any) -> s.WriteTextFileResponse:
+    async def write_text_file(self, content: str, path: str, session_id: str, **kwargs: Any) -> s.WriteTextFileResponse:
         self.written[path] = content
         Path(path).write_text(content)
         return s.WriteTextFileResponse()
 
 
 @asynccontextmanager
-async def heron_acp(project: Project, server: LocalServer, editor: Any, *flags: str, tag: str = "wire",
-                    model: list[str] | None = None, capabilities: ClientCapabilities | None = None,
-                    protocol_version: int = PROTOCOL_VERSION, env: dict[str, str] | None = None
-                    ) -> AsyncIterator[tuple[Any, Any, Wire]]:
+async def heron_acp(
+    project: Project,
+    server: LocalServer,
+    editor: Any,
+    *flags: str,
+    tag: str = "wire",
+    model: list[str] | None = None,
+    capabilities: ClientCapabilities | None = None,
+    protocol_version: int = PROTOCOL_VERSION,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[tuple[Any, Any, Wire]]:
     """heron --mode acp, initialized, with its stream copied to ``<home>/<tag>.in/.out``."""
     wire = Wire(project.home / f"{tag}.in", project.home / f"{tag}.out")
     command = [*heron_command(), "--mode", "acp", *(openai_args(server) if model is None else model), *flags]
@@ -161,11 +185,23 @@ async def heron_acp(project: Project, server: LocalServer, editor: Any, *flags: 
     log = (project.home / f"{tag}.stderr").open("ab")
     environment = {**project.env, "IN": str(wire.incoming), "OUT": str(wire.outgoing), **(env or {})}
     try:
-        async with spawn_agent_process(editor, "bash", "-c", script, "bash", *command, env=environment,
-                                       cwd=project.cwd, transport_kwargs={"stderr": log.fileno()}) as (conn, proc):
-            reply = await asyncio.wait_for(conn.initialize(protocol_version=protocol_version,
-                                                           client_capabilities=capabilities or ClientCapabilities()),
-                                           TIMEOUT)
+        async with spawn_agent_process(
+            editor,
+            "bash",
+            "-c",
+            script,
+            "bash",
+            *command,
+            env=environment,
+            cwd=project.cwd,
+            transport_kwargs={"stderr": log.fileno()},
+        ) as (conn, proc):
+            reply = await asyncio.wait_for(
+                conn.initialize(
+                    protocol_version=protocol_version, client_capabilities=capabilities or ClientCapabilities()
+                ),
+                TIMEOUT,
+            )
             wire.init = reply
             yield conn, proc, wire
     finally:

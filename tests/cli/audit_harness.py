@@ -44,8 +44,15 @@ def read(path: str, **extra: Any) -> Step:
     return ("read", {"path": path, **extra})
 
 
-TODOS: Step = ("todo", {"todos": [{"content": "read the data", "status": "in_progress"},
-                                  {"content": "summarise it", "status": "pending"}]})
+TODOS: Step = (
+    "todo",
+    {
+        "todos": [
+            {"content": "read the data", "status": "in_progress"},
+            {"content": "summarise it", "status": "pending"},
+        ]
+    },
+)
 
 
 def text_of(message: dict[str, Any]) -> str:
@@ -68,8 +75,16 @@ def prompt(n: int) -> str:
 class PlanServer:
     """Replies by plan; ``limits`` per model id; ``hang_at`` = (turn, step) whose reply is held."""
 
-    def __init__(self, plans: dict[int, list[Step]], limits: dict[str, int], *, report_usage: bool = True,
-                 stated: bool = True, hang_at: tuple[int, int] | None = None, hang_summary: bool = False) -> None:
+    def __init__(
+        self,
+        plans: dict[int, list[Step]],
+        limits: dict[str, int],
+        *,
+        report_usage: bool = True,
+        stated: bool = True,
+        hang_at: tuple[int, int] | None = None,
+        hang_summary: bool = False,
+    ) -> None:
         self.plans, self.limits = plans, limits
         self.report_usage, self.stated, self.hang_at = report_usage, stated, hang_at
         self.hang_summary = hang_summary  # hold the first summary request (a crash mid-compaction)
@@ -90,10 +105,14 @@ class PlanServer:
         return dict(request.json())
 
     def reject(self, limit: int, total: int) -> Reply:
-        text = (f"This model's maximum context length is {limit} tokens. However, you requested "
-                f"{total} tokens.") if self.stated else "context length exceeded"
-        return json_reply(400, {"error": {"message": text, "type": "invalid_request_error",
-                                          "code": "context_length_exceeded"}})
+        text = (
+            (f"This model's maximum context length is {limit} tokens. However, you requested {total} tokens.")
+            if self.stated
+            else "context length exceeded"
+        )
+        return json_reply(
+            400, {"error": {"message": text, "type": "invalid_request_error", "code": "context_length_exceeded"}}
+        )
 
     def text(self, text: str, used: int) -> Reply:
         return text_reply(text, used)
@@ -159,9 +178,15 @@ class AnthropicPlanServer(PlanServer):
             content = message["content"]
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
             if message["role"] == "assistant":
-                calls = [{"id": b["id"], "type": "function",
-                          "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
-                         for b in blocks if b["type"] == "tool_use"]
+                calls = [
+                    {
+                        "id": b["id"],
+                        "type": "function",
+                        "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+                    }
+                    for b in blocks
+                    if b["type"] == "tool_use"
+                ]
                 text = "".join(b.get("text", "") for b in blocks if b["type"] == "text")
                 messages.append({"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})})
                 continue
@@ -172,8 +197,12 @@ class AnthropicPlanServer(PlanServer):
                     messages.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
             # one message per text block: the adapter merges consecutive user messages
             messages.extend({"role": "user", "content": [b]} for b in blocks if b["type"] == "text")
-        return {"model": raw["model"], "messages": messages, "tools": raw.get("tools"),
-                "max_tokens": raw.get("max_tokens")}
+        return {
+            "model": raw["model"],
+            "messages": messages,
+            "tools": raw.get("tools"),
+            "max_tokens": raw.get("max_tokens"),
+        }
 
     def reject(self, limit: int, total: int) -> Reply:
         text = f"prompt is too long: {total} tokens > {limit} maximum" if self.stated else "prompt is too long"
@@ -193,22 +222,25 @@ def heron() -> list[str]:
     return [os.environ.get("HERON_TEST_PYTHON", __import__("sys").executable), "-m", "heron.cli.main"]
 
 
-def make_project(root: Path, url: str, models: list[dict[str, Any]], settings: dict[str, Any] | None = None,
-                 api: str = "openai-completions") -> tuple[Path, dict[str, str]]:
+def make_project(
+    root: Path,
+    url: str,
+    models: list[dict[str, Any]],
+    settings: dict[str, Any] | None = None,
+    api: str = "openai-completions",
+) -> tuple[Path, dict[str, str]]:
     cwd = root / "proj"
     (cwd / "data").mkdir(parents=True)
     for n in range(4):
         line = f"file {n}: a line of ordinary source text, long enough to look real ...\n"
-        (cwd / "data" / f"file{n}.txt").write_text("".join(f"{i:06d} {line}" for i in range(1500))[:120 * 1024])
+        (cwd / "data" / f"file{n}.txt").write_text("".join(f"{i:06d} {line}" for i in range(1500))[: 120 * 1024])
     (cwd / "data" / "small.txt").write_text("".join(f"small line {i}\n" for i in range(200)))
     home = root / "home"
     home.mkdir()
     base = url + "/v1" if api == "openai-completions" else url
-    config = {"providers": {"local": {"baseUrl": base, "api": api, "apiKey": "sk-local",
-                                      "models": models}}}
+    config = {"providers": {"local": {"baseUrl": base, "api": api, "apiKey": "sk-local", "models": models}}}
     (home / "models.json").write_text(json.dumps(config))
-    (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")},
-                                                    **(settings or {})}))
+    (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")}, **(settings or {})}))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env.update(HERON_HOME=str(home), HERON_CHECK_CONTEXT="strict")
     return cwd, env
@@ -217,20 +249,23 @@ def make_project(root: Path, url: str, models: list[dict[str, Any]], settings: d
 def run_print(cwd: Path, env: dict[str, str], server: PlanServer, n: int, model: str, *, first: bool) -> str:
     server.turn = n
     args = [*heron(), "--model", model, "-p", prompt(n), *([] if first else ["--continue"])]
-    done = subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=TIMEOUT)
+    done = subprocess.run(
+        args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT
+    )
     assert done.returncode == 0, f"turn {n}: {done.stderr[-3000:]}"
     return done.stdout.strip()
 
 
-def run_print_killed(cwd: Path, env: dict[str, str], server: PlanServer, n: int, model: str,
-                     started: Path | None = None) -> None:
+def run_print_killed(
+    cwd: Path, env: dict[str, str], server: PlanServer, n: int, model: str, started: Path | None = None
+) -> None:
     """Start turn ``n`` and kill -9 the process while the server holds a reply (or, with
     ``started``, once a tool has created that file)."""
     server.turn = n
     args = [*heron(), "--model", model, "-p", prompt(n), "--continue"]
-    child = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + TIMEOUT
     while not (started.exists() if started is not None else server.hung.is_set()):
         assert time.monotonic() < deadline and child.poll() is None, "the turn never reached the kill point"
@@ -242,9 +277,15 @@ def run_print_killed(cwd: Path, env: dict[str, str], server: PlanServer, n: int,
 
 class Rpc:
     def __init__(self, cwd: Path, env: dict[str, str], model: str) -> None:
-        self.child = subprocess.Popen([*heron(), "--model", model, "--mode", "rpc"], cwd=cwd, env=env,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+        self.child = subprocess.Popen(
+            [*heron(), "--model", model, "--mode", "rpc"],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.ids = 0
 
     def command(self, payload: dict[str, Any], until: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
@@ -256,25 +297,29 @@ class Rpc:
         for raw in self.child.stdout:
             event = json.loads(raw)
             events.append(event)
-            if until(event) or (event.get("type") == "response" and event.get("id") == f"c{self.ids}"
-                                and not event.get("success", True)):
+            if until(event) or (
+                event.get("type") == "response" and event.get("id") == f"c{self.ids}" and not event.get("success", True)
+            ):
                 return events
         raise AssertionError(f"rpc ended: {self.child.stderr.read() if self.child.stderr else ''}")
 
     def turn(self, server: PlanServer, n: int) -> str:
         server.turn = n
         ident = f"c{self.ids + 1}"
-        events = self.command({"type": "prompt", "message": prompt(n)},
-                              lambda e: e.get("type") == "run_end" and e.get("id") == ident)
+        events = self.command(
+            {"type": "prompt", "message": prompt(n)}, lambda e: e.get("type") == "run_end" and e.get("id") == ident
+        )
         assert events[-1].get("type") == "run_end" and events[-1].get("error") is None, f"turn {n}: {events[-1]}"
-        last = [e["message"] for e in events if e.get("type") == "message_end"
-                and e["message"].get("role") == "assistant"][-1]
+        last = [
+            e["message"] for e in events if e.get("type") == "message_end" and e["message"].get("role") == "assistant"
+        ][-1]
         return "".join(b.get("text", "") for b in last["content"] if b.get("type") == "text")
 
     def set_model(self, model: str) -> None:
         ident = f"c{self.ids + 1}"
-        events = self.command({"type": "set_model", "model": model},
-                              lambda e: e.get("type") == "response" and e.get("id") == ident)
+        events = self.command(
+            {"type": "set_model", "model": model}, lambda e: e.get("type") == "response" and e.get("id") == ident
+        )
         assert events[-1].get("success"), events[-1]
 
     def close(self) -> None:

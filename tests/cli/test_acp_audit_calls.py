@@ -29,8 +29,7 @@ def _final_status(updates: list[dict[str, Any]]) -> dict[str, str]:
 
 def test_the_question_follows_the_announced_call(project: Project, local_server: LocalServer) -> None:
     outside = project.cwd.parent / "o.txt"
-    local_server.queue(openai_reply("", [("w1", "write", {"path": str(outside), "content": "x"})]),
-                       openai_reply("ok"))
+    local_server.queue(openai_reply("", [("w1", "write", {"path": str(outside), "content": "x"})]), openai_reply("ok"))
     editor = Editor(answer="reject")
 
     async def run() -> Any:
@@ -42,8 +41,11 @@ def test_the_question_follows_the_announced_call(project: Project, local_server:
     wire = asyncio.run(run())
     assert wire.problems() == []
     sent = wire.sent()
-    start = next(i for i, m in enumerate(sent) if m.get("method") == "session/update"
-                 and m["params"]["update"].get("toolCallId") == "w1")
+    start = next(
+        i
+        for i, m in enumerate(sent)
+        if m.get("method") == "session/update" and m["params"]["update"].get("toolCallId") == "w1"
+    )
     ask = next(i for i, m in enumerate(sent) if m.get("method") == "session/request_permission")
     assert start < ask
     assert sent[start]["params"]["update"]["sessionUpdate"] == "tool_call"
@@ -52,17 +54,24 @@ def test_the_question_follows_the_announced_call(project: Project, local_server:
 
 
 def test_unknown_tools_bad_arguments_and_parallel_calls_all_end(project: Project, local_server: LocalServer) -> None:
-    local_server.queue(openai_reply("", [("u1", "no_such_tool", {"x": 1}), ("b1", "read", {"nopath": 3}),
-                                         ("r1", "read", {"path": "greet.py"}),
-                                         ("r2", "read", {"path": "greet.py", "offset": 1, "limit": 1})]),
-                       openai_reply("done"))
+    local_server.queue(
+        openai_reply(
+            "",
+            [
+                ("u1", "no_such_tool", {"x": 1}),
+                ("b1", "read", {"nopath": 3}),
+                ("r1", "read", {"path": "greet.py"}),
+                ("r2", "read", {"path": "greet.py", "offset": 1, "limit": 1}),
+            ],
+        ),
+        openai_reply("done"),
+    )
     editor = Editor()
 
     async def run() -> Any:
         async with heron_acp(project, local_server, editor) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]), TIMEOUT)
         return reply, wire
 
     reply, wire = asyncio.run(run())
@@ -108,25 +117,30 @@ def test_an_editor_offering_fs_and_terminal_gets_valid_requests(project: Project
     class FullEditor(EditorWithTerminal):
         async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> Any:
             from acp.schema import ReadTextFileResponse
+
             return ReadTextFileResponse(content=Path(path).read_text())
 
         async def write_text_file(self, content: str, path: str, session_id: str, **kwargs: Any) -> Any:
             from acp.schema import WriteTextFileResponse
+
             Path(path).write_text(content)
             return WriteTextFileResponse()
 
-    local_server.queue(openai_reply("", [("r1", "read", {"path": "greet.py"})]),
-                       openai_reply("", [("e1", "edit", {"path": "greet.py", "old_text": "world", "new_text": "t"})]),
-                       openai_reply("", [("b1", "bash", {"command": "cat greet.py"})]), openai_reply("done"))
+    local_server.queue(
+        openai_reply("", [("r1", "read", {"path": "greet.py"})]),
+        openai_reply("", [("e1", "edit", {"path": "greet.py", "old_text": "world", "new_text": "t"})]),
+        openai_reply("", [("b1", "bash", {"command": "cat greet.py"})]),
+        openai_reply("done"),
+    )
     editor = FullEditor()
-    capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
-                                      terminal=True)
+    capabilities = ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+    )
 
     async def run() -> Any:
         async with heron_acp(project, local_server, editor, capabilities=capabilities) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]), TIMEOUT)
         return reply, wire
 
     reply, wire = asyncio.run(run())
@@ -140,10 +154,10 @@ def test_an_editor_offering_fs_and_terminal_gets_valid_requests(project: Project
     assert 'print("hello, t")' in (project.cwd / "greet.py").read_text()
 
 
-def test_two_sessions_prompted_at_once_keep_their_updates_apart(project: Project,
-                                                               local_server: LocalServer) -> None:
+def test_two_sessions_prompted_at_once_keep_their_updates_apart(project: Project, local_server: LocalServer) -> None:
     """Two threads of one editor in one heron process: each session's updates carry its
     own id and its own calls and text; a cancel of one leaves the other running."""
+
     def respond(request: Any) -> Any:
         body = request.json()
         last = body["messages"][-1]

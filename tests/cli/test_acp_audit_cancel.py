@@ -26,12 +26,14 @@ def _slow_text() -> Reply:
 
 def _after_response(wire: Wire) -> list[dict[str, Any]]:
     """session/update notifications written after the session/prompt response."""
-    prompt_ids = {m["id"] for m in lines(wire.incoming)
-                  if m.get("method") == "session/prompt"}
+    prompt_ids = {m["id"] for m in lines(wire.incoming) if m.get("method") == "session/prompt"}
     sent = wire.sent()
     answered = [i for i, m in enumerate(sent) if m.get("id") in prompt_ids and "method" not in m]
-    return [m for m in sent[answered[-1] + 1:] if m.get("method") == "session/update"
-            and m["params"]["update"]["sessionUpdate"] != "available_commands_update"]
+    return [
+        m
+        for m in sent[answered[-1] + 1 :]
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] != "available_commands_update"
+    ]
 
 
 async def _cancel_when(conn: Any, sid: str, ready: Any) -> tuple[Any, float]:
@@ -51,8 +53,9 @@ async def _until(predicate: Any) -> None:
 
 
 @pytest.mark.parametrize("where", ["request", "text", "tool", "permission"])
-def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(project: Project, local_server: LocalServer,
-                                                                  where: str) -> None:
+def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(
+    project: Project, local_server: LocalServer, where: str
+) -> None:
     outside = project.cwd.parent / "outside.txt"
     outside.write_text("x\n")
     if where == "request":  # the model has not answered yet
@@ -62,8 +65,9 @@ def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(project: Proje
     elif where == "tool":
         local_server.queue(openai_reply("", [("c1", "bash", {"command": "sleep 30"})]), openai_reply("late"))
     else:
-        local_server.queue(openai_reply("", [("c1", "write", {"path": str(outside), "content": "y\n"})]),
-                           openai_reply("late"))
+        local_server.queue(
+            openai_reply("", [("c1", "write", {"path": str(outside), "content": "y\n"})]), openai_reply("late")
+        )
     editor = Editor(answer="wait")
 
     def ready() -> bool:
@@ -93,23 +97,27 @@ def test_cancel_answers_cancelled_quickly_and_sends_nothing_after(project: Proje
         assert calls[-1]["status"] in ("failed", "completed"), calls
 
 
-def test_a_second_prompt_while_one_runs_is_refused_and_the_first_finishes(project: Project,
-                                                                         local_server: LocalServer) -> None:
-    local_server.queue(openai_reply("", [("c1", "bash", {"command": "sleep 1"})]), openai_reply("first done"),
-                       openai_reply("second"))
+def test_a_second_prompt_while_one_runs_is_refused_and_the_first_finishes(
+    project: Project, local_server: LocalServer
+) -> None:
+    local_server.queue(
+        openai_reply("", [("c1", "bash", {"command": "sleep 1"})]), openai_reply("first done"), openai_reply("second")
+    )
     editor = Editor()
 
     async def run() -> Any:
         async with heron_acp(project, local_server, editor) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
             first = asyncio.ensure_future(conn.prompt(session_id=new.session_id, prompt=[text_block("one")]))
-            await asyncio.wait_for(_until(lambda: any(u.get("status") == "in_progress" for u in editor.updates)),
-                                   TIMEOUT)
+            await asyncio.wait_for(
+                _until(lambda: any(u.get("status") == "in_progress" for u in editor.updates)), TIMEOUT
+            )
             with pytest.raises(RequestError) as caught:
                 await conn.prompt(session_id=new.session_id, prompt=[text_block("two")])
             done = await asyncio.wait_for(first, TIMEOUT)
-            again = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("three")]),
-                                           TIMEOUT)
+            again = await asyncio.wait_for(
+                conn.prompt(session_id=new.session_id, prompt=[text_block("three")]), TIMEOUT
+            )
             return caught.value, done, again, wire
 
     error, done, again, wire = asyncio.run(run())
@@ -118,8 +126,7 @@ def test_a_second_prompt_while_one_runs_is_refused_and_the_first_finishes(projec
     assert wire.problems() == []
 
 
-def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_one(project: Project,
-                                                                   local_server: LocalServer) -> None:
+def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_one(project: Project, local_server: LocalServer) -> None:
     """An editor that sends session/cancel and at once the user's next message (without
     waiting for the cancelled prompt's answer) gets both: ``cancelled``, then the new turn."""
     local_server.queue(openai_reply("", [("c1", "bash", {"command": "sleep 30"})]), openai_reply("second answer"))
@@ -130,8 +137,9 @@ def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_one(project: Proj
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
             sid = new.session_id
             first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("one")]))
-            await asyncio.wait_for(_until(lambda: any(u.get("status") == "in_progress" for u in editor.updates)),
-                                   TIMEOUT)
+            await asyncio.wait_for(
+                _until(lambda: any(u.get("status") == "in_progress" for u in editor.updates)), TIMEOUT
+            )
             await conn.cancel(session_id=sid)
             second = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("two")]), TIMEOUT)
             return await asyncio.wait_for(first, TIMEOUT), second, wire
@@ -144,16 +152,24 @@ def test_a_prompt_right_after_a_cancel_waits_for_the_cancelled_one(project: Proj
     first_id = next(m["id"] for m in lines(wire.incoming) if m.get("method") == "session/prompt")
     sent = wire.sent()
     answered = next(i for i, m in enumerate(sent) if m.get("id") == first_id and "result" in m)
-    spoke = next(i for i, m in enumerate(sent) if m.get("method") == "session/update"
-                 and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    spoke = next(
+        i
+        for i, m in enumerate(sent)
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
     assert answered < spoke  # the new turn's text comes after the cancelled prompt's answer
 
 
 def test_cancel_during_a_compaction(project: Project, local_server: LocalServer) -> None:
     project.write_settings({"compaction": {"keepRecentTokens": 1}})
-    local_server.queue(openai_reply("Hello there. " * 600), openai_reply("Done."),
-                       Reply(body=openai_turn("## Goal\nlate"), delay=30), openai_reply("## Turn\nOk."),
-                       openai_reply("after"), openai_reply("after"))  # a summary request may not be made
+    local_server.queue(
+        openai_reply("Hello there. " * 600),
+        openai_reply("Done."),
+        Reply(body=openai_turn("## Goal\nlate"), delay=30),
+        openai_reply("## Turn\nOk."),
+        openai_reply("after"),
+        openai_reply("after"),
+    )  # a summary request may not be made
     editor = Editor()
 
     async def run() -> Any:

@@ -46,9 +46,14 @@ async def _load(project: Project, server: LocalServer, sid: str, tag: str, then:
 def test_load_after_a_compaction(project: Project, local_server: LocalServer) -> None:
     project.write_settings({"compaction": {"keepRecentTokens": 1}})
     long = "Hello there. " * 600
-    local_server.queue(openai_reply(long), openai_reply("", [("c1", "read", {"path": "greet.py"})]),
-                       openai_reply("Done."), openai_reply("## Goal\nSay hello.\n"), openai_reply("## Turn\nOk."),
-                       openai_reply("after load"))
+    local_server.queue(
+        openai_reply(long),
+        openai_reply("", [("c1", "read", {"path": "greet.py"})]),
+        openai_reply("Done."),
+        openai_reply("## Goal\nSay hello.\n"),
+        openai_reply("## Turn\nOk."),
+        openai_reply("after load"),
+    )
 
     async def first() -> str:
         async with heron_acp(project, local_server, Editor()) as (conn, _proc, wire):

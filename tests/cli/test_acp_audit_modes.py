@@ -23,10 +23,13 @@ def _edit() -> Reply:
     return openai_reply("", [("c1", "edit", {"path": "greet.py", "old_text": "world", "new_text": "mode"})])
 
 
-@pytest.mark.parametrize(("mode", "asked", "changed"), [
-    ("default", False, True), ("plan", False, False), ("accept-edits", False, True), ("bypass", False, True)])
-def test_each_mode_is_announced_and_enforced(project: Project, local_server: LocalServer, mode: str,
-                                             asked: bool, changed: bool) -> None:
+@pytest.mark.parametrize(
+    ("mode", "asked", "changed"),
+    [("default", False, True), ("plan", False, False), ("accept-edits", False, True), ("bypass", False, True)],
+)
+def test_each_mode_is_announced_and_enforced(
+    project: Project, local_server: LocalServer, mode: str, asked: bool, changed: bool
+) -> None:
     local_server.queue(_edit(), openai_reply("ok"))
     editor = Editor(answer="allow_once")
 
@@ -36,8 +39,7 @@ def test_each_mode_is_announced_and_enforced(project: Project, local_server: Loc
             await asyncio.wait_for(conn.set_session_mode(session_id=new.session_id, mode_id=mode), TIMEOUT)
             with pytest.raises(RequestError) as caught:
                 await conn.set_session_mode(session_id=new.session_id, mode_id="yolo")
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("e")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("e")]), TIMEOUT)
             return caught.value, reply, wire
 
     error, reply, wire = asyncio.run(run())
@@ -62,10 +64,15 @@ def test_mode_and_model_changes_keep_the_config_options_in_step(project: Project
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
             sid = new.session_id
             await asyncio.wait_for(conn.set_session_mode(session_id=sid, mode_id="plan"), TIMEOUT)
-            await asyncio.wait_for(conn._conn.send_request("session/set_model", {
-                "sessionId": sid, "modelId": "local-claude/claude-local"}), TIMEOUT)
-            answer = await asyncio.wait_for(conn.set_config_option(config_id="mode", session_id=sid,
-                                                                   value="bypass"), TIMEOUT)
+            await asyncio.wait_for(
+                conn._conn.send_request(
+                    "session/set_model", {"sessionId": sid, "modelId": "local-claude/claude-local"}
+                ),
+                TIMEOUT,
+            )
+            answer = await asyncio.wait_for(
+                conn.set_config_option(config_id="mode", session_id=sid, value="bypass"), TIMEOUT
+            )
             with pytest.raises(RequestError):
                 await conn.set_config_option(config_id="effort", session_id=sid, value="high")
             await asyncio.sleep(0.3)
@@ -75,8 +82,11 @@ def test_mode_and_model_changes_keep_the_config_options_in_step(project: Project
     assert wire.problems() == []
     values = {getattr(o, "root", o).id: getattr(o, "root", o).current_value for o in answer.config_options}
     assert values == {"model": "local-claude/claude-local", "mode": "bypass"}
-    changes = [{o["id"]: o["currentValue"] for o in u["configOptions"]} for u in wire.updates()
-               if u["sessionUpdate"] == "config_option_update"]
+    changes = [
+        {o["id"]: o["currentValue"] for o in u["configOptions"]}
+        for u in wire.updates()
+        if u["sessionUpdate"] == "config_option_update"
+    ]
     first = values.get("model") and changes[0]["model"]
     assert changes == [{"model": first, "mode": "plan"}, {"model": "local-claude/claude-local", "mode": "plan"}]
     assert first != "local-claude/claude-local"
@@ -85,27 +95,71 @@ def test_mode_and_model_changes_keep_the_config_options_in_step(project: Project
 
 
 def _thinking_turn() -> bytes:
-    message = {"id": "msg_t", "type": "message", "role": "assistant", "model": "claude-local", "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
+    message = {
+        "id": "msg_t",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-local",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": message})]
-    events.append(("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": {"type": "thinking", "thinking": "", "signature": ""}}))
+    events.append(
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
+        )
+    )
     for piece in ("Let me ", "think."):
-        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                               "delta": {"type": "thinking_delta", "thinking": piece}}))
-    events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "signature_delta", "signature": "sig=="}}))
+        events.append(
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": piece}},
+            )
+        )
+    events.append(
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig=="}},
+        )
+    )
     events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    events.append(("content_block_start", {"type": "content_block_start", "index": 1,
-                                           "content_block": {"type": "redacted_thinking", "data": "SECRET"}}))
+    events.append(
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "redacted_thinking", "data": "SECRET"},
+            },
+        )
+    )
     events.append(("content_block_stop", {"type": "content_block_stop", "index": 1}))
-    events.append(("content_block_start", {"type": "content_block_start", "index": 2,
-                                           "content_block": {"type": "text", "text": ""}}))
-    events.append(("content_block_delta", {"type": "content_block_delta", "index": 2,
-                                           "delta": {"type": "text_delta", "text": "Answer."}}))
+    events.append(
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}},
+        )
+    )
+    events.append(
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Answer."}},
+        )
+    )
     events.append(("content_block_stop", {"type": "content_block_stop", "index": 2}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                                     "usage": {"output_tokens": 7}}))
+    events.append(
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}},
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return anthropic_sse(events)
 
@@ -115,11 +169,11 @@ def test_anthropic_thinking_blocks_become_thought_chunks(project: Project, local
     local_server.queue(Reply(body=_thinking_turn()))
 
     async def run() -> Any:
-        async with heron_acp(project, local_server, Editor(), model=["--model", "local-claude/claude-local"],
-                             env={"HERON_LOG": "debug"}) as (conn, _proc, wire):
+        async with heron_acp(
+            project, local_server, Editor(), model=["--model", "local-claude/claude-local"], env={"HERON_LOG": "debug"}
+        ) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("q")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("q")]), TIMEOUT)
             return reply, wire
 
     reply, wire = asyncio.run(run())
@@ -133,15 +187,17 @@ def test_anthropic_thinking_blocks_become_thought_chunks(project: Project, local
 
 
 def test_a_reply_cut_by_max_tokens_stops_with_max_tokens(project: Project, local_server: LocalServer) -> None:
-    chunks = [openai_chunk({"role": "assistant", "content": "cut"}), openai_chunk({}, finish="length"),
-              openai_chunk(usage={"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14})]
+    chunks = [
+        openai_chunk({"role": "assistant", "content": "cut"}),
+        openai_chunk({}, finish="length"),
+        openai_chunk(usage={"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}),
+    ]
     local_server.queue(Reply(body=openai_sse(chunks)))
 
     async def run() -> Any:
         async with heron_acp(project, local_server, Editor()) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("q")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("q")]), TIMEOUT)
             return reply, wire
 
     reply, wire = asyncio.run(run())

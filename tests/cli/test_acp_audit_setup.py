@@ -20,8 +20,7 @@ __all__ = ["project"]
 
 
 @pytest.mark.parametrize("asked", [0, PROTOCOL_VERSION, PROTOCOL_VERSION + 1, 99])
-def test_initialize_negotiates_a_version_heron_speaks(project: Project, local_server: LocalServer,
-                                                      asked: int) -> None:
+def test_initialize_negotiates_a_version_heron_speaks(project: Project, local_server: LocalServer, asked: int) -> None:
     async def run() -> Any:
         async with heron_acp(project, local_server, Editor(), protocol_version=asked) as (_conn, _proc, wire):
             return wire
@@ -32,23 +31,28 @@ def test_initialize_negotiates_a_version_heron_speaks(project: Project, local_se
     assert wire.problems() == []
 
 
-@pytest.mark.parametrize("capabilities", [
-    s.ClientCapabilities(),
-    s.ClientCapabilities(fs=s.FileSystemCapabilities(read_text_file=True, write_text_file=False)),
-    s.ClientCapabilities(terminal=True),
-])
-def test_capabilities_without_fs_still_run_tools_on_disk(project: Project, local_server: LocalServer,
-                                                         capabilities: s.ClientCapabilities) -> None:
+@pytest.mark.parametrize(
+    "capabilities",
+    [
+        s.ClientCapabilities(),
+        s.ClientCapabilities(fs=s.FileSystemCapabilities(read_text_file=True, write_text_file=False)),
+        s.ClientCapabilities(terminal=True),
+    ],
+)
+def test_capabilities_without_fs_still_run_tools_on_disk(
+    project: Project, local_server: LocalServer, capabilities: s.ClientCapabilities
+) -> None:
     """No fs writing offered: edits go to disk, nothing is asked of the editor's fs."""
-    local_server.queue(openai_reply("", [("c1", "edit", {"path": "greet.py", "old_text": "world",
-                                                         "new_text": "acp"})]), openai_reply("ok"))
+    local_server.queue(
+        openai_reply("", [("c1", "edit", {"path": "greet.py", "old_text": "world", "new_text": "acp"})]),
+        openai_reply("ok"),
+    )
     editor = Editor()
 
     async def run() -> Any:
         async with heron_acp(project, local_server, editor, capabilities=capabilities) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("e")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("e")]), TIMEOUT)
             return reply, wire
 
     reply, wire = asyncio.run(run())
@@ -58,16 +62,20 @@ def test_capabilities_without_fs_still_run_tools_on_disk(project: Project, local
     assert wire.problems() == []
 
 
-def test_session_new_bad_params_are_errors_and_the_process_serves_on(project: Project,
-                                                                     local_server: LocalServer) -> None:
+def test_session_new_bad_params_are_errors_and_the_process_serves_on(
+    project: Project, local_server: LocalServer
+) -> None:
     local_server.queue(openai_reply("still here"))
 
     async def run() -> Any:
         async with heron_acp(project, local_server, Editor()) as (conn, proc, wire):
             errors = []
-            for params in ({"cwd": "project", "mcpServers": []}, {"mcpServers": []},
-                           {"cwd": str(project.cwd / "missing"), "mcpServers": []},
-                           {"cwd": 5, "mcpServers": []}):
+            for params in (
+                {"cwd": "project", "mcpServers": []},
+                {"mcpServers": []},
+                {"cwd": str(project.cwd / "missing"), "mcpServers": []},
+                {"cwd": 5, "mcpServers": []},
+            ):
                 with pytest.raises(RequestError) as caught:
                     await asyncio.wait_for(conn._conn.send_request("session/new", params), TIMEOUT)
                 errors.append(caught.value.code)
@@ -78,8 +86,7 @@ def test_session_new_bad_params_are_errors_and_the_process_serves_on(project: Pr
                 await conn._conn.send_request("session/prompt", {"sessionId": "nope"})
             errors.append(caught.value.code)
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("x")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("x")]), TIMEOUT)
             assert proc.returncode is None
             return errors, reply, wire
 
@@ -92,10 +99,15 @@ def test_session_new_bad_params_are_errors_and_the_process_serves_on(project: Pr
 def test_mcp_server_env_as_name_value_list_is_accepted(project: Project, local_server: LocalServer) -> None:
     """The client's stdio MCP server with env [{name, value}]: the session opens (a server
     that does not start is reported, it does not fail session/new)."""
+
     async def run() -> Any:
         async with heron_acp(project, local_server, Editor()) as (conn, _proc, wire):
-            server = s.McpServerStdio(name="fake", command="/nonexistent/mcp-server", args=["--x"],
-                                      env=[s.EnvVariable(name="TOKEN", value="abc")])
+            server = s.McpServerStdio(
+                name="fake",
+                command="/nonexistent/mcp-server",
+                args=["--x"],
+                env=[s.EnvVariable(name="TOKEN", value="abc")],
+            )
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[server]), TIMEOUT)
             return new, wire
 
@@ -104,21 +116,30 @@ def test_mcp_server_env_as_name_value_list_is_accepted(project: Project, local_s
     assert wire.problems() == []
 
 
-def test_prompt_with_text_link_resource_and_image_reaches_the_model(project: Project,
-                                                                   local_server: LocalServer) -> None:
+def test_prompt_with_text_link_resource_and_image_reaches_the_model(
+    project: Project, local_server: LocalServer
+) -> None:
     local_server.queue(anthropic_reply("seen"))
     project.write_models(anthropic_provider(local_server, input=["text", "image"]))
     link = s.ResourceContentBlock(type="resource_link", uri=f"file://{project.cwd}/greet.py", name="greet.py")
-    embedded = s.EmbeddedResourceContentBlock(type="resource", resource=s.TextResourceContents(
-        uri=f"file://{project.cwd}/notes%20a.md", text="NOTE-BODY", mime_type="text/markdown"))
+    embedded = s.EmbeddedResourceContentBlock(
+        type="resource",
+        resource=s.TextResourceContents(
+            uri=f"file://{project.cwd}/notes%20a.md", text="NOTE-BODY", mime_type="text/markdown"
+        ),
+    )
     image = s.ImageContentBlock(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")
 
     async def run() -> Any:
-        async with heron_acp(project, local_server, Editor(),
-                             model=["--model", "local-claude/claude-local"]) as (conn, _proc, wire):
+        async with heron_acp(project, local_server, Editor(), model=["--model", "local-claude/claude-local"]) as (
+            conn,
+            _proc,
+            wire,
+        ):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id,
-                                                       prompt=[text_block("look"), link, embedded, image]), TIMEOUT)
+            reply = await asyncio.wait_for(
+                conn.prompt(session_id=new.session_id, prompt=[text_block("look"), link, embedded, image]), TIMEOUT
+            )
             return reply, wire
 
     reply, wire = asyncio.run(run())

@@ -15,8 +15,11 @@ from tests.support.sse import openai_reply
 
 __all__ = ["project"]
 
-TODO = ("call_todo", "todo", {"todos": [{"content": "read", "status": "completed"},
-                                        {"content": "edit", "status": "in_progress"}]})
+TODO = (
+    "call_todo",
+    "todo",
+    {"todos": [{"content": "read", "status": "completed"}, {"content": "edit", "status": "in_progress"}]},
+)
 
 
 def test_a_whole_turn_is_schema_valid(project: Project, local_server: LocalServer) -> None:
@@ -34,8 +37,7 @@ def test_a_whole_turn_is_schema_valid(project: Project, local_server: LocalServe
     async def run() -> Any:
         async with heron_acp(project, local_server, editor) as (conn, _proc, wire):
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
-            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]),
-                                           TIMEOUT)
+            reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("go")]), TIMEOUT)
             listed = await asyncio.wait_for(conn.list_sessions(), TIMEOUT)
             return reply, wire, listed
 
@@ -57,11 +59,14 @@ def test_a_whole_turn_is_schema_valid(project: Project, local_server: LocalServe
     assert all(seen[0]["rawInput"] for seen in calls.values())
     for c in ("c1", "c2", "c3"):
         assert all(Path(loc["path"]).is_absolute() for loc in calls[c][0]["locations"])
-    assert calls["c3"][0]["content"] == [{"type": "diff", "path": str(project.cwd / "notes.txt"),
-                                          "oldText": "old\n", "newText": "new\n"}]
+    assert calls["c3"][0]["content"] == [
+        {"type": "diff", "path": str(project.cwd / "notes.txt"), "oldText": "old\n", "newText": "new\n"}
+    ]
     [plan] = [u for u in updates if u["sessionUpdate"] == "plan"]
-    assert plan["entries"] == [{"content": "read", "priority": "medium", "status": "completed"},
-                               {"content": "edit", "priority": "medium", "status": "in_progress"}]
+    assert plan["entries"] == [
+        {"content": "read", "priority": "medium", "status": "completed"},
+        {"content": "edit", "priority": "medium", "status": "in_progress"},
+    ]
     assert updates[-1]["sessionUpdate"] == "usage_update"
     assert [i.session_id for i in listed.sessions] == [wire.sent()[-1]["result"]["sessions"][0]["sessionId"]]
     assert (project.cwd / "greet.py").read_text() == GREET.replace("world", "heron")
@@ -72,9 +77,16 @@ def test_a_write_over_a_file_carries_its_old_text(project: Project, local_server
     and in the permission question; a reload shows the diff only for a created file."""
     outside = project.cwd.parent / "outside.txt"
     outside.write_text("before\n")
-    local_server.queue(openai_reply("", [("w1", "write", {"path": str(outside), "content": "after\n"}),
-                                         ("w2", "write", {"path": "fresh.txt", "content": "new\n"})]),
-                       openai_reply("ok"))
+    local_server.queue(
+        openai_reply(
+            "",
+            [
+                ("w1", "write", {"path": str(outside), "content": "after\n"}),
+                ("w2", "write", {"path": "fresh.txt", "content": "new\n"}),
+            ],
+        ),
+        openai_reply("ok"),
+    )
     editor, loaded = Editor(), Editor()
 
     async def run() -> Any:
@@ -82,8 +94,9 @@ def test_a_write_over_a_file_carries_its_old_text(project: Project, local_server
             new = await asyncio.wait_for(conn.new_session(cwd=str(project.cwd), mcp_servers=[]), TIMEOUT)
             await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("w")]), TIMEOUT)
         async with heron_acp(project, local_server, loaded, tag="load") as (conn, _proc, again):
-            await asyncio.wait_for(conn.load_session(cwd=str(project.cwd), session_id=new.session_id,
-                                                     mcp_servers=[]), TIMEOUT)
+            await asyncio.wait_for(
+                conn.load_session(cwd=str(project.cwd), session_id=new.session_id, mcp_servers=[]), TIMEOUT
+            )
         return wire, again
 
     wire, again = asyncio.run(run())

@@ -50,8 +50,9 @@ def test_commands_follow_the_new_and_load_responses(project: Project, local_serv
         assert list(listed)[:1] == ["compact"]
         assert listed["compact"]["input"] == {"hint": "what the summary should keep (optional)"}
         assert listed["review"]["description"] == "Review the change"
-        assert raw.send(request(3, "session/prompt", {"sessionId": sid,
-                                                       "prompt": [{"type": "text", "text": "hi"}]}))["result"]
+        assert raw.send(request(3, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}))[
+            "result"
+        ]
     finally:
         raw.close()
     raw = Raw(project, *openai_args(local_server))
@@ -62,8 +63,9 @@ def test_commands_follow_the_new_and_load_responses(project: Project, local_serv
         assert "result" in loaded
         note = raw.next()
         replayed = raw.log[start:-2]
-        assert replayed and all(m["params"]["update"]["sessionUpdate"] != "available_commands_update"
-                                for m in replayed)  # the history came before the response
+        assert replayed and all(
+            m["params"]["update"]["sessionUpdate"] != "available_commands_update" for m in replayed
+        )  # the history came before the response
         assert raw.log[-2:] == [loaded, note] and note["params"]["sessionId"] == sid
         assert {"compact", "review"} <= set(commands_of(note))
     finally:
@@ -71,8 +73,9 @@ def test_commands_follow_the_new_and_load_responses(project: Project, local_serv
     assert code == 0
 
 
-def test_the_sdk_client_gets_the_commands_and_compact_works_as_typed(project: Project,
-                                                                    local_server: LocalServer) -> None:
+def test_the_sdk_client_gets_the_commands_and_compact_works_as_typed(
+    project: Project, local_server: LocalServer
+) -> None:
     local_server.queue(openai_reply("Hello."), openai_reply("Summary of the talk."))
     editor = Editor()
 
@@ -139,5 +142,9 @@ def test_extension_commands_come_before_templates_of_the_same_name(tmp_path: Pat
     templates = TemplateSet({"review": PromptTemplate("review", "the file's review", "x", tmp_path, "project")})
     session = Session(Extensions(), templates, Skills([Skill("pdf", "Work with PDFs")]))
     listed = {c.name: c.description for c in available(session).available_commands}
-    assert listed == {"compact": listed["compact"], "deploy": "extension shipit", "review": "the extension's review",
-                      "skill:pdf": "Work with PDFs"}
+    assert listed == {
+        "compact": listed["compact"],
+        "deploy": "extension shipit",
+        "review": "the extension's review",
+        "skill:pdf": "Work with PDFs",
+    }

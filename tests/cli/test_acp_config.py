@@ -25,12 +25,14 @@ DOUBLE = str(Path(__file__).parents[1] / "coding" / "mcp_double.py")
 EDIT = ("call_edit", "edit", {"path": "greet.py", "old_text": "hello, world", "new_text": "hello, plan"})
 
 
-def test_plan_mode_refuses_an_edit_and_bypass_runs_one_outside_without_asking(project: Project,
-                                                                              local_server: LocalServer) -> None:
+def test_plan_mode_refuses_an_edit_and_bypass_runs_one_outside_without_asking(
+    project: Project, local_server: LocalServer
+) -> None:
     outside = project.cwd.parent / "outside.txt"
     write = ("call_write", "write", {"path": str(outside), "content": "new\n"})
-    local_server.queue(openai_reply("", [EDIT]), openai_reply("Refused."), openai_reply("", [write]),
-                       openai_reply("Written."))
+    local_server.queue(
+        openai_reply("", [EDIT]), openai_reply("Refused."), openai_reply("", [write]), openai_reply("Written.")
+    )
     editor = Editor()
 
     async def run() -> None:
@@ -49,7 +51,9 @@ def test_plan_mode_refuses_an_edit_and_bypass_runs_one_outside_without_asking(pr
     assert modes == ["plan", "bypass"]
     calls = [e for e in fold(editor.updates) if isinstance(e, dict)]
     assert [(c["toolCallId"], c["kind"], c["status"]) for c in calls] == [
-        ("call_edit", "edit", "failed"), ("call_write", "edit", "completed")]
+        ("call_edit", "edit", "failed"),
+        ("call_write", "edit", "completed"),
+    ]
     assert "Permission denied" in tool_text(calls[0])
     assert calls[1]["content"][0] == {"type": "diff", "path": str(outside), "newText": "new\n"}
 
@@ -82,8 +86,9 @@ def test_mcp_servers_from_the_client_are_connected(project: Project, local_serve
     call = ("call_echo", "mcp__double__echo", {"text": "hi from mcp", "times": 2})
     local_server.queue(openai_reply("", [call]), openai_reply("Echoed."))
     editor = Editor()
-    server = McpServerStdio(name="double", command=sys.executable, args=[DOUBLE, "stdio"],
-                            env=[EnvVariable(name="DOUBLE_MARK", value="1")])
+    server = McpServerStdio(
+        name="double", command=sys.executable, args=[DOUBLE, "stdio"], env=[EnvVariable(name="DOUBLE_MARK", value="1")]
+    )
 
     async def run() -> None:
         async with heron_acp(project, local_server, editor) as conn:
@@ -100,12 +105,15 @@ def test_mcp_servers_from_the_client_are_connected(project: Project, local_serve
 
 
 def test_an_http_mcp_server_from_the_client_is_connected_and_sse_is_skipped(
-        project: Project, local_server: LocalServer, http_server: str) -> None:
+    project: Project, local_server: LocalServer, http_server: str
+) -> None:
     call = ("call_echo", "mcp__web__echo", {"text": "over http"})
     local_server.queue(openai_reply("", [call]), openai_reply("Echoed."))
     editor = Editor()
-    servers = [HttpMcpServer(type="http", name="web", url=http_server, headers=[HttpHeader(name="X-Test", value="1")]),
-               SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])]
+    servers = [
+        HttpMcpServer(type="http", name="web", url=http_server, headers=[HttpHeader(name="X-Test", value="1")]),
+        SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[]),
+    ]
 
     async def run() -> None:
         async with heron_acp(project, local_server, editor) as conn:
@@ -129,9 +137,17 @@ def test_images_and_embedded_files_reach_the_model(project: Project, local_serve
     async def run() -> Any:
         async with heron_acp(project, local_server, editor, model=[]) as conn:
             sid = await new_session(conn, project)
-            return await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[
-                text_block("what is this?"), image_block(data, "image/png"),
-                resource_block(embedded_text_resource(uri, "remember the milk"))]), TIMEOUT)
+            return await asyncio.wait_for(
+                conn.prompt(
+                    session_id=sid,
+                    prompt=[
+                        text_block("what is this?"),
+                        image_block(data, "image/png"),
+                        resource_block(embedded_text_resource(uri, "remember the milk")),
+                    ],
+                ),
+                TIMEOUT,
+            )
 
     assert asyncio.run(run()).stop_reason == "end_turn"
     [user] = [m for m in local_server.requests[0].json()["messages"] if m["role"] == "user"]
@@ -140,5 +156,6 @@ def test_images_and_embedded_files_reach_the_model(project: Project, local_serve
     assert texts[0].startswith("what is this?")
     assert f'<file path="{project.cwd / "notes.md"}">\nremember the milk\n</file>' in texts[0]
     assert [p["source"] for p in parts if p["type"] == "image"] == [
-        {"type": "base64", "media_type": "image/png", "data": data}]
+        {"type": "base64", "media_type": "image/png", "data": data}
+    ]
     assert fold(editor.updates) == [("agent_message_chunk", "A tiny image.")]

@@ -43,10 +43,15 @@ class Editor:
         if self.wanted and (data.get("sessionUpdate"), data.get("status")) == self.wanted:
             self.seen.set()
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any,
-                                 **kwargs: Any) -> RequestPermissionResponse:
-        self.permissions.append({"toolCall": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-                                 "options": [o.model_dump(mode="json", by_alias=True) for o in options]})
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.permissions.append(
+            {
+                "toolCall": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "options": [o.model_dump(mode="json", by_alias=True) for o in options],
+            }
+        )
         if self.answer == "wait":  # the user has not decided yet: only a cancel ends the question
             self.seen.set()
             await asyncio.Event().wait()
@@ -56,20 +61,37 @@ class Editor:
 
 
 @asynccontextmanager
-async def heron_acp(project: Project, server: LocalServer, editor: Editor, *flags: str,
-                    model: list[str] | None = None, capabilities: ClientCapabilities | None = None
-                    ) -> AsyncIterator[Any]:
+async def heron_acp(
+    project: Project,
+    server: LocalServer,
+    editor: Editor,
+    *flags: str,
+    model: list[str] | None = None,
+    capabilities: ClientCapabilities | None = None,
+) -> AsyncIterator[Any]:
     """heron --mode acp, initialized; the model is the local server's (``openai_args``)
     unless ``model`` gives other flags."""
     command = heron_command()
     log = (project.home / "acp-stderr.log").open("ab")
     try:
-        async with spawn_agent_process(editor, command[0], *command[1:], "--mode", "acp",
-                                       *(openai_args(server) if model is None else model),
-                                       *flags, env=project.env, cwd=project.cwd,
-                                       transport_kwargs={"stderr": log.fileno()}) as (conn, process):
-            reply = await asyncio.wait_for(conn.initialize(
-                protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities or ClientCapabilities()), TIMEOUT)
+        async with spawn_agent_process(
+            editor,
+            command[0],
+            *command[1:],
+            "--mode",
+            "acp",
+            *(openai_args(server) if model is None else model),
+            *flags,
+            env=project.env,
+            cwd=project.cwd,
+            transport_kwargs={"stderr": log.fileno()},
+        ) as (conn, process):
+            reply = await asyncio.wait_for(
+                conn.initialize(
+                    protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities or ClientCapabilities()
+                ),
+                TIMEOUT,
+            )
             assert reply.protocol_version == PROTOCOL_VERSION
             assert reply.agent_capabilities.load_session is True
             assert reply.agent_capabilities.prompt_capabilities.image is True
@@ -140,8 +162,13 @@ def test_a_read_streams_a_read_tool_call_naming_its_file(project: Project, local
     assert folded[0] == ("agent_message_chunk", "Reading.")
     call = folded[1]
     assert {k: call[k] for k in ("toolCallId", "title", "kind", "status", "locations", "rawInput")} == {
-        "toolCallId": "call_read", "title": "Read greet.py", "kind": "read", "status": "completed",
-        "locations": [{"path": path}], "rawInput": {"path": "greet.py"}}
+        "toolCallId": "call_read",
+        "title": "Read greet.py",
+        "kind": "read",
+        "status": "completed",
+        "locations": [{"path": path}],
+        "rawInput": {"path": "greet.py"},
+    }
     assert GREET.strip() in tool_text(call)
     assert folded[2:] == [("agent_message_chunk", "It prints hello.")]
     statuses = [u.get("status") for u in editor.updates if u.get("toolCallId") == "call_read"]
@@ -155,13 +182,17 @@ def test_a_read_streams_a_read_tool_call_naming_its_file(project: Project, local
 def _edit_outside(project: Project) -> tuple[Path, tuple[str, str, dict[str, object]]]:
     outside = project.cwd.parent / "outside.py"
     outside.write_text(GREET)
-    return outside, ("call_edit", "edit", {"path": str(outside), "old_text": "hello, world",
-                                           "new_text": "hello, editor"})
+    return outside, (
+        "call_edit",
+        "edit",
+        {"path": str(outside), "old_text": "hello, world", "new_text": "hello, editor"},
+    )
 
 
 @pytest.mark.parametrize("answer", ["allow_once", "allow_always", "reject", None])
-def test_an_edit_outside_the_project_asks_the_editor(project: Project, local_server: LocalServer,
-                                                    answer: str | None) -> None:
+def test_an_edit_outside_the_project_asks_the_editor(
+    project: Project, local_server: LocalServer, answer: str | None
+) -> None:
     outside, edit = _edit_outside(project)
     local_server.queue(openai_reply("", [edit]), openai_reply("Finished."))
     editor = Editor(answer)
@@ -178,17 +209,22 @@ def test_an_edit_outside_the_project_asks_the_editor(project: Project, local_ser
     assert asked["toolCall"]["toolCallId"] == "call_edit"
     assert asked["toolCall"]["kind"] == "edit"
     assert asked["toolCall"]["locations"] == [{"path": str(outside)}]
-    assert asked["toolCall"]["content"] == [{"type": "diff", "path": str(outside), "oldText": "hello, world",
-                                             "newText": "hello, editor"}]
+    assert asked["toolCall"]["content"] == [
+        {"type": "diff", "path": str(outside), "oldText": "hello, world", "newText": "hello, editor"}
+    ]
     assert [(o["optionId"], o["kind"]) for o in asked["options"]] == [
-        ("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject", "reject_once")]
+        ("allow_once", "allow_once"),
+        ("allow_always", "allow_always"),
+        ("reject", "reject_once"),
+    ]
     [call, final] = fold(editor.updates)
     assert call["title"] == "Edit ../outside.py" or call["title"] == f"Edit {outside}"
     assert call["kind"] == "edit"
     assert call["status"] == ("completed" if allowed else "failed")
     if allowed:
-        assert {"type": "diff", "path": str(outside), "oldText": "hello, world",
-                "newText": "hello, editor"} in call["content"]
+        assert {"type": "diff", "path": str(outside), "oldText": "hello, world", "newText": "hello, editor"} in call[
+            "content"
+        ]
     else:
         assert "denied" in tool_text(call)
     assert final == ("agent_message_chunk", "Finished.")
@@ -200,8 +236,7 @@ def test_an_edit_outside_the_project_asks_the_editor(project: Project, local_ser
 
 
 def test_cancel_stops_a_running_command_within_five_seconds(project: Project, local_server: LocalServer) -> None:
-    local_server.queue(openai_reply("", [("call_sleep", "bash", {"command": "sleep 30"})]),
-                       openai_reply("never sent"))
+    local_server.queue(openai_reply("", [("call_sleep", "bash", {"command": "sleep 30"})]), openai_reply("never sent"))
     editor = Editor()
     editor.wanted = ("tool_call_update", "in_progress")
 
@@ -221,7 +256,11 @@ def test_cancel_stops_a_running_command_within_five_seconds(project: Project, lo
     assert took < 5.0
     [call] = fold(editor.updates)
     assert (call["toolCallId"], call["kind"], call["title"], call["status"]) == (
-        "call_sleep", "execute", "`sleep 30`", "failed")
+        "call_sleep",
+        "execute",
+        "`sleep 30`",
+        "failed",
+    )
     assert len(local_server.requests) == 1  # the run stopped: no request after the cancelled tool
 
 
@@ -250,8 +289,12 @@ def test_cancel_while_the_editor_is_asked_denies_the_call(project: Project, loca
 def test_compact_command_shows_the_compaction_as_a_tool_call(project: Project, local_server: LocalServer) -> None:
     project.write_settings({"compaction": {"keepRecentTokens": 1}})
     long = "Hello there. " * 600  # enough history for a summary to shrink
-    local_server.queue(openai_reply(long), openai_reply("Done."), openai_reply("## Goal\nSay hello.\n"),
-                       openai_reply("## Turn\nThanked."))  # the history's summary, then the split turn's
+    local_server.queue(
+        openai_reply(long),
+        openai_reply("Done."),
+        openai_reply("## Goal\nSay hello.\n"),
+        openai_reply("## Turn\nThanked."),
+    )  # the history's summary, then the split turn's
     editor = Editor()
 
     async def run() -> Any:
@@ -266,24 +309,42 @@ def test_compact_command_shows_the_compaction_as_a_tool_call(project: Project, l
     assert answer == ("agent_message_chunk", long)
     assert done == ("agent_message_chunk", "Done.")
     text = tool_text(compaction)
-    assert (compaction["title"], compaction["kind"], compaction["status"]) == ("Compact the context", "other",
-                                                                              "completed"), text
+    assert (compaction["title"], compaction["kind"], compaction["status"]) == (
+        "Compact the context",
+        "other",
+        "completed",
+    ), text
     assert compaction["toolCallId"].startswith("compaction-")
     assert "Say hello." in text
     assert "Compacted (manual)" in text
-    compactions = [json.loads(line) for f in (project.home / "sessions").rglob("*.jsonl")
-                   for line in f.read_text().splitlines() if '"compaction"' in line]
+    compactions = [
+        json.loads(line)
+        for f in (project.home / "sessions").rglob("*.jsonl")
+        for line in f.read_text().splitlines()
+        if '"compaction"' in line
+    ]
     assert [c["type"] for c in compactions if c["type"] == "compaction"] == ["compaction"]
 
 
-TODO = ("call_todo", "todo", {"todos": [{"content": "read greet.py", "status": "completed"},
-                                        {"content": "explain it", "status": "in_progress"}]})
+TODO = (
+    "call_todo",
+    "todo",
+    {
+        "todos": [
+            {"content": "read greet.py", "status": "completed"},
+            {"content": "explain it", "status": "in_progress"},
+        ]
+    },
+)
 
 
-def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Project,
-                                                                   local_server: LocalServer) -> None:
-    local_server.queue(openai_reply("Reading.", [READ]), openai_reply("", [TODO]), openai_reply("It prints hello."),
-                       openai_reply("Still hello."))
+def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Project, local_server: LocalServer) -> None:
+    local_server.queue(
+        openai_reply("Reading.", [READ]),
+        openai_reply("", [TODO]),
+        openai_reply("It prints hello."),
+        openai_reply("Still hello."),
+    )
     live, loaded = Editor(), Editor()
 
     async def first() -> str:
@@ -295,8 +356,9 @@ def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Proje
     async def second(sid: str) -> tuple[Any, Any, Any]:
         async with heron_acp(project, local_server, loaded) as conn:
             listed = await conn.list_sessions(cwd=str(project.cwd))
-            response = await asyncio.wait_for(conn.load_session(cwd=str(project.cwd), session_id=sid,
-                                                                mcp_servers=[]), TIMEOUT)
+            response = await asyncio.wait_for(
+                conn.load_session(cwd=str(project.cwd), session_id=sid, mcp_servers=[]), TIMEOUT
+            )
             replayed = list(loaded.updates)
             assert (await prompt(conn, sid, "and now?")).stop_reason == "end_turn"
             return listed, response, replayed
@@ -304,7 +366,8 @@ def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Proje
     sid = asyncio.run(first())
     listed, response, replayed = asyncio.run(second(sid))
     assert [(s.session_id, s.cwd, s.title) for s in listed.sessions] == [
-        (sid, str(project.cwd), "what does greet.py print?")]
+        (sid, str(project.cwd), "what does greet.py print?")
+    ]
     assert response.modes.current_mode_id == "default"
     folded = fold(replayed)
     assert folded[0] == ("user_message_chunk", "what does greet.py print?")
@@ -314,19 +377,30 @@ def test_session_load_after_a_restart_replays_what_the_editor_saw(project: Proje
     assert kinds == [("read", "completed"), ("other", "completed")]
     history = local_server.requests[-1].json()["messages"]
     assert [m["content"] for m in history if m["role"] == "user"][-2:] == ["what does greet.py print?", "and now?"]
-    assert fold(loaded.updates[len(replayed):]) == [("agent_message_chunk", "Still hello.")]
+    assert fold(loaded.updates[len(replayed) :]) == [("agent_message_chunk", "Still hello.")]
 
 
 def test_thinking_is_streamed_as_thought_chunks_and_a_reload_in_the_same_process_replays_it(
-        project: Project, local_server: LocalServer) -> None:
+    project: Project, local_server: LocalServer
+) -> None:
     from tests.support.http_server import Reply
     from tests.support.sse import openai_chunk, openai_sse
 
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    local_server.queue(Reply(body=openai_sse([
-        openai_chunk({"role": "assistant", "content": ""}), openai_chunk({"reasoning_content": "Let me "}),
-        openai_chunk({"reasoning_content": "think."}), openai_chunk({"content": "Answer."}),
-        openai_chunk({}, finish="stop"), openai_chunk(usage=usage)])))
+    local_server.queue(
+        Reply(
+            body=openai_sse(
+                [
+                    openai_chunk({"role": "assistant", "content": ""}),
+                    openai_chunk({"reasoning_content": "Let me "}),
+                    openai_chunk({"reasoning_content": "think."}),
+                    openai_chunk({"content": "Answer."}),
+                    openai_chunk({}, finish="stop"),
+                    openai_chunk(usage=usage),
+                ]
+            )
+        )
+    )
     editor = Editor()
 
     async def run() -> list[dict[str, Any]]:
@@ -339,5 +413,5 @@ def test_thinking_is_streamed_as_thought_chunks_and_a_reload_in_the_same_process
 
     replayed = asyncio.run(run())
     live = ("agent_thought_chunk", "Let me think."), ("agent_message_chunk", "Answer.")
-    assert fold(editor.updates[:len(editor.updates) - len(replayed)]) == list(live)
+    assert fold(editor.updates[: len(editor.updates) - len(replayed)]) == list(live)
     assert fold(replayed) == [("user_message_chunk", "think first"), *live]

@@ -21,8 +21,14 @@ class Raw:
     """heron --mode acp with raw lines on stdin and the replies read from stdout."""
 
     def __init__(self, project: Project, *flags: str) -> None:
-        self.process = subprocess.Popen([*heron_command(), "--mode", "acp", *flags], cwd=project.cwd, env=project.env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            [*heron_command(), "--mode", "acp", *flags],
+            cwd=project.cwd,
+            env=project.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.log: list[dict[str, Any]] = []  # every message read from stdout, in order
         threading.Thread(target=self._read, daemon=True).start()
@@ -67,9 +73,12 @@ def test_malformed_lines_get_parse_and_invalid_request_errors(project: Project, 
         reply = raw.send("{not json")
         assert reply["id"] is None and reply["error"]["code"] == -32700
         assert "not JSON" in reply["error"]["data"]["details"]
-        for line, details in (("[1, 2]", "JSON object"), ('"hello"', "JSON object"),
-                              ('{"jsonrpc": "2.0", "id": 9}', "neither a request"),
-                              ('{"jsonrpc": "2.0", "id": 9, "method": 5}', "method must be a string")):
+        for line, details in (
+            ("[1, 2]", "JSON object"),
+            ('"hello"', "JSON object"),
+            ('{"jsonrpc": "2.0", "id": 9}', "neither a request"),
+            ('{"jsonrpc": "2.0", "id": 9, "method": 5}', "method must be a string"),
+        ):
             reply = raw.send(line)
             assert reply["error"]["code"] == -32600, line
             assert details in reply["error"]["data"]["details"], line
@@ -88,8 +97,9 @@ def test_unknown_sessions_methods_and_bad_params(project: Project, local_server:
         text = [{"type": "text", "text": "hi"}]
         reply = raw.send(request(2, "session/prompt", {"sessionId": "nope", "prompt": text}))
         assert reply["error"]["code"] == -32602 and "unknown session 'nope'" in reply["error"]["data"]["message"]
-        reply = raw.send(request(3, "session/load", {"sessionId": "0123abcd", "cwd": str(project.cwd),
-                                                     "mcpServers": []}))
+        reply = raw.send(
+            request(3, "session/load", {"sessionId": "0123abcd", "cwd": str(project.cwd), "mcpServers": []})
+        )
         assert reply["error"]["code"] == -32602 and "no session '0123abcd'" in reply["error"]["data"]["message"]
         reply = raw.send(request(4, "session/set_mode", {"sessionId": "nope", "modeId": "plan"}))
         assert reply["error"]["code"] == -32602 and "unknown session" in reply["error"]["data"]["message"]
@@ -107,8 +117,13 @@ def test_unknown_sessions_methods_and_bad_params(project: Project, local_server:
         assert reply["error"]["code"] == -32602 and "unknown permission mode" in reply["error"]["data"]["message"]
         reply = raw.send(request(11, "session/prompt", {"sessionId": sid, "prompt": []}))
         assert reply["error"]["code"] == -32602 and "empty" in reply["error"]["data"]["message"]
-        reply = raw.send(request(12, "session/prompt", {"sessionId": sid, "prompt": [
-            {"type": "image", "data": "AAAA", "mimeType": "image/tiff"}]}))
+        reply = raw.send(
+            request(
+                12,
+                "session/prompt",
+                {"sessionId": sid, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/tiff"}]},
+            )
+        )
         assert reply["error"]["code"] == -32602 and "image/tiff" in reply["error"]["data"]["message"]
         reply = raw.send(request(13, "session/list", {"cwd": str(project.cwd)}))
         assert reply["result"]["sessions"] == []  # a session file is written with its first message
@@ -131,19 +146,28 @@ def test_a_session_without_a_model_is_an_error_naming_the_setup(project: Project
 
 
 def test_a_task_on_the_command_line_is_a_usage_error(project: Project) -> None:
-    done = subprocess.run([*heron_command(), "--mode", "acp", "do", "things"], cwd=project.cwd, env=project.env,
-                          capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [*heron_command(), "--mode", "acp", "do", "things"],
+        cwd=project.cwd,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2
     assert "--mode acp takes no task" in done.stderr
 
 
-def test_a_failing_model_request_is_a_prompt_error_and_the_session_goes_on(project: Project,
-                                                                          local_server: LocalServer) -> None:
+def test_a_failing_model_request_is_a_prompt_error_and_the_session_goes_on(
+    project: Project, local_server: LocalServer
+) -> None:
     from tests.support.http_server import json_reply
     from tests.support.sse import openai_reply
 
-    local_server.queue(json_reply(401, {"error": {"message": "invalid api key", "type": "auth"}}),
-                       openai_reply("Now it works."))
+    local_server.queue(
+        json_reply(401, {"error": {"message": "invalid api key", "type": "auth"}}), openai_reply("Now it works.")
+    )
     raw = Raw(project, *openai_args(local_server))
     try:
         assert "result" in raw.send(request(1, "initialize", {"protocolVersion": 1}))

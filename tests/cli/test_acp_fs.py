@@ -31,8 +31,9 @@ class EditorWithBuffers(Editor):
         self.refuse = refuse
         self.calls: list[tuple[str, str]] = []
 
-    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
-                             **kwargs: Any) -> ReadTextFileResponse:
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
         self.calls.append(("read", path))
         if path not in self.buffers:
             raise RequestError.resource_not_found(path)

@@ -84,8 +84,9 @@ def test_fork_starts_a_new_session_with_the_conversation(project: Project, local
         async with heron_acp(project, local_server, editor) as conn:
             sid = await new_session(conn, project)
             await prompt(conn, sid, "hi")
-            forked = await asyncio.wait_for(conn.fork_session(cwd=str(project.cwd), session_id=sid, mcp_servers=[]),
-                                            TIMEOUT)
+            forked = await asyncio.wait_for(
+                conn.fork_session(cwd=str(project.cwd), session_id=sid, mcp_servers=[]), TIMEOUT
+            )
             assert forked.modes.current_mode_id == "default"
             await prompt(conn, forked.session_id, "in the fork")
             await prompt(conn, sid, "in the original")
@@ -119,8 +120,9 @@ def test_resume_without_replay_and_fork_of_a_stored_session(project: Project, lo
 
     async def fork(sid: str) -> str:
         async with heron_acp(project, local_server, third) as conn:  # the session is not open in this process
-            forked = await asyncio.wait_for(conn.fork_session(cwd=str(project.cwd), session_id=sid, mcp_servers=[]),
-                                            TIMEOUT)
+            forked = await asyncio.wait_for(
+                conn.fork_session(cwd=str(project.cwd), session_id=sid, mcp_servers=[]), TIMEOUT
+            )
             await prompt(conn, forked.session_id, "from the fork")
             with pytest.raises(RequestError) as info:
                 await conn.fork_session(cwd=str(project.cwd), session_id="no-such-session", mcp_servers=[])

@@ -62,8 +62,9 @@ def env_for(tmp: Path, client: Buffers | None, limits: ToolLimits | None = None)
 
 
 async def read(tool: ReadTool, path: str, offset: int | None = None, limit: int | None = None) -> ToolResult:
-    return await tool.execute("call-1", ReadParams(path=path, offset=offset, limit=limit), AbortSignal(),
-                              lambda _: None)
+    return await tool.execute(
+        "call-1", ReadParams(path=path, offset=offset, limit=limit), AbortSignal(), lambda _: None
+    )
 
 
 def comparable(result: ToolResult) -> tuple[list[Any], dict[str, Any]]:
@@ -184,8 +185,9 @@ async def test_edit_after_reading_the_buffer_is_checked_against_the_buffer(tmp_p
     assert client.held[path] == "twice text\n"
     client.held[path] = "the user typed: twice text\n"
     with pytest.raises(ToolError, match="has changed since you last read it"):
-        await edit.execute("e3", EditParams(path="a.txt", old_text="twice", new_text="x"), AbortSignal(),
-                           lambda _: None)
+        await edit.execute(
+            "e3", EditParams(path="a.txt", old_text="twice", new_text="x"), AbortSignal(), lambda _: None
+        )
     assert path.read_text() == "saved text\n"
 
 

@@ -35,21 +35,24 @@ class Watching(Editor):
         super().__init__(answer)
         self.known_when_asked: list[set[str]] = []
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any,
-                                 **kwargs: Any) -> RequestPermissionResponse:
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
         self.known_when_asked.append({u["toolCallId"] for u in self.updates if u["sessionUpdate"] == "tool_call"})
         return await super().request_permission(session_id, tool_call, options, **kwargs)
 
 
 @pytest.mark.parametrize("answer", ["allow_once", "reject"])
-def test_a_subagents_question_names_a_call_the_editor_was_shown(project: Project, local_server: LocalServer,
-                                                                answer: str) -> None:
+def test_a_subagents_question_names_a_call_the_editor_was_shown(
+    project: Project, local_server: LocalServer, answer: str
+) -> None:
     outside = project.cwd.parent / "outside.py"
     outside.write_text(GREET)
     # The child's call has the same id as the parent's task call: the editor must still see two calls.
     edit = ("call_1", "edit", {"path": str(outside), "old_text": "hello, world", "new_text": "hello, child"})
-    local_server.queue(openai_reply("", [TASK]), openai_reply("", [edit]), openai_reply("Child done."),
-                       openai_reply("Parent done."))
+    local_server.queue(
+        openai_reply("", [TASK]), openai_reply("", [edit]), openai_reply("Child done."), openai_reply("Parent done.")
+    )
     editor = Watching(answer)
 
     async def run() -> Any:
@@ -65,8 +68,9 @@ def test_a_subagents_question_names_a_call_the_editor_was_shown(project: Project
     assert asked["toolCall"]["toolCallId"] == child_id
     assert asked["toolCall"]["title"].startswith("Sub-agent 'fix the outside greeting': Edit ")
     assert asked["toolCall"]["kind"] == "edit"
-    assert asked["toolCall"]["content"] == [{"type": "diff", "path": str(outside), "oldText": "hello, world",
-                                             "newText": "hello, child"}]
+    assert asked["toolCall"]["content"] == [
+        {"type": "diff", "path": str(outside), "oldText": "hello, world", "newText": "hello, child"}
+    ]
     assert editor.known_when_asked == [{"call_1", child_id}]  # announced before it was asked
     calls = {c["toolCallId"]: c for c in fold(editor.updates) if isinstance(c, dict)}
     assert set(calls) == {"call_1", child_id}
@@ -82,25 +86,36 @@ def test_a_subagents_question_names_a_call_the_editor_was_shown(project: Project
 
 def test_calls_are_matched_across_nested_subagents_and_repeated_ids(tmp_path: Path) -> None:
     translator = EventTranslator(tmp_path)
-    translator.translate(ToolExecutionStartEvent(tool_call_id="t1", tool_name="task",
-                                                 args={"description": "look around here", "agent": "scout"}))
+    translator.translate(
+        ToolExecutionStartEvent(
+            tool_call_id="t1", tool_name="task", args={"description": "look around here", "agent": "scout"}
+        )
+    )
     args = {"path": "x.txt", "content": "x"}
     other = {"path": "y.txt", "content": "y"}
 
     def nested(event: Any) -> SubagentEvent:  # a grandchild's event, as the parent session gets it
-        return SubagentEvent(session_id="child", tool_call_id="t1",
-                             event=SubagentEvent(session_id="grandchild", tool_call_id="t2", event=event))
+        return SubagentEvent(
+            session_id="child",
+            tool_call_id="t1",
+            event=SubagentEvent(session_id="grandchild", tool_call_id="t2", event=event),
+        )
 
     translator.translate(nested(ToolExecutionStartEvent(tool_call_id="c1", tool_name="write", args=args)))
-    translator.translate(SubagentEvent(session_id="child", tool_call_id="t1",
-                                       event=ToolExecutionStartEvent(tool_call_id="c1", tool_name="write",
-                                                                     args=other)))
+    translator.translate(
+        SubagentEvent(
+            session_id="child",
+            tool_call_id="t1",
+            event=ToolExecutionStartEvent(tool_call_id="c1", tool_name="write", args=other),
+        )
+    )
     decision = Decision("ask", "outside the project")
     sub = translator.subagents.claim(PermissionPrompt("c1", "write", args, decision))
     assert sub is not None and sub.acp_id == "t1/t2/c1" and sub.label == "Sub-agent 'look around here' (scout)"
     assert translator.subagents.claim(PermissionPrompt("zzz", "write", args, decision)) is None
-    end = ToolExecutionEndEvent(tool_call_id="c1", tool_name="write", result=ToolResult.text("Wrote 1 bytes"),
-                                is_error=False)
+    end = ToolExecutionEndEvent(
+        tool_call_id="c1", tool_name="write", result=ToolResult.text("Wrote 1 bytes"), is_error=False
+    )
     [done] = translator.translate(nested(end))
     assert done.tool_call_id == "t1/t2/c1" and done.status == "completed"
     # the other child's c1 was never asked about: its end stays inside the task call

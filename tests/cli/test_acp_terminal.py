@@ -35,14 +35,26 @@ class EditorWithTerminal(Editor):
         self.output: dict[str, bytes] = {}
         self.log: list[tuple[str, Any]] = []
 
-    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None,
-                              env: Any = None, cwd: str | None = None, output_byte_limit: int | None = None,
-                              **kwargs: Any) -> CreateTerminalResponse:
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: Any = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
         variables = {v.name: v.value for v in env or []}
         self.log.append(("create", (command, args, cwd, "PATH" in variables)))
-        process = await asyncio.create_subprocess_exec(command, *(args or []), cwd=cwd, env=variables,
-                                                       stdout=asyncio.subprocess.PIPE,
-                                                       stderr=asyncio.subprocess.STDOUT)
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            env=variables,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         terminal = f"term-{len(self.processes) + 1}"
         self.processes[terminal] = process
         self.output[terminal] = b""
@@ -55,12 +67,14 @@ class EditorWithTerminal(Editor):
         self.collector = asyncio.ensure_future(collect())
         return CreateTerminalResponse(terminal_id=terminal)
 
-    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str,
-                                     **kwargs: Any) -> WaitForTerminalExitResponse:
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
         code = await self.processes[terminal_id].wait()
         await self.collector
-        return WaitForTerminalExitResponse(exit_code=code if code >= 0 else None,
-                                           signal="SIGKILL" if code < 0 else None)
+        return WaitForTerminalExitResponse(
+            exit_code=code if code >= 0 else None, signal="SIGKILL" if code < 0 else None
+        )
 
     async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
         process = self.processes[terminal_id]

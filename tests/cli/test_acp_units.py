@@ -27,10 +27,21 @@ from heron.coding.permissions import Decision
 CWD = Path("/work/project")
 
 
-@pytest.mark.parametrize(("name", "kind"), [("read", "read"), ("edit", "edit"), ("write", "edit"),
-                                            ("bash", "execute"), ("grep", "search"), ("find", "search"),
-                                            ("search_history", "search"), ("todo", "other"),
-                                            ("mcp__x__y", "other"), ("task", "other")])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("read", "read"),
+        ("edit", "edit"),
+        ("write", "edit"),
+        ("bash", "execute"),
+        ("grep", "search"),
+        ("find", "search"),
+        ("search_history", "search"),
+        ("todo", "other"),
+        ("mcp__x__y", "other"),
+        ("task", "other"),
+    ],
+)
 def test_kinds(name: str, kind: str) -> None:
     assert toolcalls.tool_kind(name) == kind
 
@@ -48,10 +59,13 @@ def test_titles_and_locations() -> None:
 
 
 def test_diffs_for_edits_and_writes() -> None:
-    edits = toolcalls.diffs("edit", {"path": "a.py", "edits": [{"old_text": "a", "new_text": "b"},
-                                                               {"old_text": "c", "new_text": "d"}]}, CWD)
-    assert [(d.path, d.old_text, d.new_text) for d in edits] == [("/work/project/a.py", "a", "b"),
-                                                                 ("/work/project/a.py", "c", "d")]
+    edits = toolcalls.diffs(
+        "edit", {"path": "a.py", "edits": [{"old_text": "a", "new_text": "b"}, {"old_text": "c", "new_text": "d"}]}, CWD
+    )
+    assert [(d.path, d.old_text, d.new_text) for d in edits] == [
+        ("/work/project/a.py", "a", "b"),
+        ("/work/project/a.py", "c", "d"),
+    ]
     [write] = toolcalls.diffs("write", {"path": "n.txt", "content": "x"}, CWD)
     assert (write.old_text, write.new_text) == (None, "x")
     assert toolcalls.diffs("edit", {"path": "a.py", "old_text": 3}, CWD) == []
@@ -61,8 +75,10 @@ def test_permission_options_and_answers() -> None:
     prompt = PermissionPrompt("c1", "edit", {"path": "/x"}, Decision("ask", "outside", suggestion="Edit(/x)"))
     options = permissions.options(prompt)
     assert [(o.option_id, o.kind, o.name) for o in options] == [
-        ("allow_once", "allow_once", "Allow once"), ("allow_always", "allow_always", "Always allow Edit(/x)"),
-        ("reject", "reject_once", "Reject")]
+        ("allow_once", "allow_once", "Allow once"),
+        ("allow_always", "allow_always", "Always allow Edit(/x)"),
+        ("reject", "reject_once", "Reject"),
+    ]
 
     def reply(outcome: AllowedOutcome | DeniedOutcome) -> str:
         return permissions.answer(RequestPermissionResponse(outcome=outcome)).answer
@@ -75,36 +91,55 @@ def test_permission_options_and_answers() -> None:
 
 
 def test_prompt_blocks() -> None:
-    text, images = prompt_content([
-        TextContentBlock(type="text", text="look"),
-        ResourceContentBlock(type="resource_link", name="a.py", uri="file:///w/a%20b.py"),
-        EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(uri="file:///w/c.py", text="x=1")),
-        ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
-    ])
+    text, images = prompt_content(
+        [
+            TextContentBlock(type="text", text="look"),
+            ResourceContentBlock(type="resource_link", name="a.py", uri="file:///w/a%20b.py"),
+            EmbeddedResourceContentBlock(
+                type="resource", resource=TextResourceContents(uri="file:///w/c.py", text="x=1")
+            ),
+            ImageContentBlock(type="image", data="AAAA", mime_type="image/png"),
+        ]
+    )
     assert text == 'look\n\n@/w/a b.py\n\n<file path="/w/c.py">\nx=1\n</file>'
     assert [(i.data, i.mime_type) for i in images] == [("AAAA", "image/png")]
     with pytest.raises(PromptError, match="image/bmp"):
         prompt_content([ImageContentBlock(type="image", data="AAAA", mime_type="image/bmp")])
 
 
-@pytest.mark.parametrize(("line", "code"), [
-    (b"{oops", -32700), (b"[]", -32600), (b"null", -32600), (b'{"id": {}, "method": "x"}', -32600),
-    (b'{"id": 1, "method": "x", "params": 3}', -32600), (b'{"jsonrpc": "2.0"}', -32600)])
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"{oops", -32700),
+        (b"[]", -32600),
+        (b"null", -32600),
+        (b'{"id": {}, "method": "x"}', -32600),
+        (b'{"id": 1, "method": "x", "params": 3}', -32600),
+        (b'{"jsonrpc": "2.0"}', -32600),
+    ],
+)
 def test_guard_answers_what_is_not_json_rpc(line: bytes, code: int) -> None:
     error = guard.problem(line)
     assert error is not None and error["error"]["code"] == code and error["jsonrpc"] == "2.0"
 
 
-@pytest.mark.parametrize("line", [b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}',
-                                  b'{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}',
-                                  b'{"jsonrpc": "2.0", "id": 4, "result": {}}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}',
+        b'{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}',
+        b'{"jsonrpc": "2.0", "id": 4, "result": {}}',
+    ],
+)
 def test_guard_passes_requests_notifications_and_responses(line: bytes) -> None:
     assert guard.problem(line) is None
 
 
 def test_other_modes_do_not_import_the_sdk() -> None:
-    code = ("import sys, heron.cli.main, heron.cli.app\n"
-            "print(sorted(m for m in sys.modules if m == 'acp' or m.startswith(('acp.', 'heron.cli.acp'))))")
+    code = (
+        "import sys, heron.cli.main, heron.cli.app\n"
+        "print(sorted(m for m in sys.modules if m == 'acp' or m.startswith(('acp.', 'heron.cli.acp'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

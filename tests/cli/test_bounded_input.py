@@ -51,12 +51,14 @@ class _Url:
 
 
 def test_the_first_byte_timeout_setting_ends_a_silent_request(
-    silent_server: str, where: tuple[Path, dict[str, str]]  # noqa: F811
+    silent_server: str,
+    where: tuple[Path, dict[str, str]],  # noqa: F811
 ) -> None:
     _, env = where
     home = Path(env["HERON_HOME"])
-    (home / "settings.json").write_text(json.dumps({"timeouts": {"firstByteMs": 1000},
-                                                     "retry": {"maxRetries": 1, "baseDelayMs": 0}}))
+    (home / "settings.json").write_text(
+        json.dumps({"timeouts": {"firstByteMs": 1000}, "retry": {"maxRetries": 1, "baseDelayMs": 0}})
+    )
     started = time.monotonic()
     done = heron(_Url(silent_server), where, "-p", "hello")  # type: ignore[arg-type]
     elapsed = time.monotonic() - started
@@ -68,7 +70,8 @@ def test_the_first_byte_timeout_setting_ends_a_silent_request(
 
 
 def test_a_prompt_too_large_for_the_window_is_saved_and_pointed_to(
-    local_server: LocalServer, where: tuple[Path, dict[str, str]]  # noqa: F811
+    local_server: LocalServer,
+    where: tuple[Path, dict[str, str]],  # noqa: F811
 ) -> None:
     local_server.queue(openai_reply("I will read the file."))
     huge = "".join(f"line {i}: some pasted log output that goes on and on\n" for i in range(200_000))  # ~11 MB
@@ -85,7 +88,8 @@ def test_a_prompt_too_large_for_the_window_is_saved_and_pointed_to(
 
 
 def test_the_task_list_reaches_json_mode_and_the_context_view(
-    local_server: LocalServer, where: tuple[Path, dict[str, str]]  # noqa: F811
+    local_server: LocalServer,
+    where: tuple[Path, dict[str, str]],  # noqa: F811
 ) -> None:
     todos = [{"content": "read the code", "status": "completed"}, {"content": "fix it", "status": "in_progress"}]
     local_server.queue(openai_reply("", [("call_todo", "todo", {"todos": todos})]), openai_reply("planned"))
@@ -101,7 +105,13 @@ def test_the_task_list_reaches_json_mode_and_the_context_view(
 
     from tests.cli.test_print_json_e2e import heron_command
 
-    shown = subprocess.run([*heron_command(), "sessions", "context", str(session)], cwd=cwd, env=env,
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [*heron_command(), "sessions", "context", str(session)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0, shown.stderr
     assert "task list (1/2 completed" in shown.stdout and "[in_progress] fix it" in shown.stdout

@@ -87,15 +87,15 @@ def test_a_401_says_which_key_was_sent_and_how_to_give_one(project: Project, loc
     assert "the key from --api-key" in result.err and "cli-secret" not in result.err
 
 
-def test_an_openai_model_id_on_a_base_url_server_uses_chat_completions(project: Project,
-                                                                        local_server: LocalServer) -> None:
+def test_an_openai_model_id_on_a_base_url_server_uses_chat_completions(
+    project: Project, local_server: LocalServer
+) -> None:
     local_server.queue(openai_reply("hi there"))
     result = project.run("--base-url", local_server.url + "/v1", "--model", "gpt-4o", "-p", "hi")
     assert result.code == 0, result.err
     assert [r.path for r in local_server.requests] == ["/v1/chat/completions"]
     # --api says otherwise
-    project.run("--base-url", local_server.url + "/v1", "--model", "gpt-4o", "--api", "openai-responses",
-                "-p", "hi")
+    project.run("--base-url", local_server.url + "/v1", "--model", "gpt-4o", "--api", "openai-responses", "-p", "hi")
     assert local_server.requests[-1].path == "/v1/responses"
 
 
@@ -118,9 +118,15 @@ def test_retries_are_shown_on_stderr_as_they_happen(project: Project, local_serv
 
 def test_a_task_does_not_wait_for_a_stdin_that_never_closes(project: Project, local_server: LocalServer) -> None:
     local_server.queue(openai_reply("answered"))
-    proc = subprocess.Popen([*heron_command(), *openai_args(local_server), "-p", "summarise"], cwd=project.cwd,
-                            env=project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [*heron_command(), *openai_args(local_server), "-p", "summarise"],
+        cwd=project.cwd,
+        env=project.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         started = time.monotonic()
         out, err = _wait_output(proc)
@@ -166,9 +172,11 @@ def test_rpc_refuses_ids_json_cannot_write(project: Project, local_server: Local
 def streamed_answer(size: int, piece: int = 10) -> Reply:
     text = ("word " * (size // 5 + 1))[:size]
     chunks = [openai_chunk({"role": "assistant", "content": ""})]
-    chunks += [openai_chunk({"content": text[i:i + piece]}) for i in range(0, size, piece)]
-    chunks += [openai_chunk({}, finish="stop"),
-               openai_chunk(usage={"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20})]
+    chunks += [openai_chunk({"content": text[i : i + piece]}) for i in range(0, size, piece)]
+    chunks += [
+        openai_chunk({}, finish="stop"),
+        openai_chunk(usage={"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}),
+    ]
     return Reply(body=openai_sse(chunks))
 
 

@@ -53,9 +53,15 @@ def user(text: str) -> UserMessage:
 
 
 def assistant(text: str, calls: list[ToolCall] | None = None, usage: Usage | None = None) -> AssistantMessage:
-    return AssistantMessage(api="faux", provider="faux", model="faux-1",
-                            content=[TextContent(text=text), *(calls or [])], usage=usage or Usage(), timestamp=2,
-                            stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        content=[TextContent(text=text), *(calls or [])],
+        usage=usage or Usage(),
+        timestamp=2,
+        stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP,
+    )
 
 
 def result(call_id: str, text: str, name: str = "read") -> ToolResultMessage:
@@ -90,9 +96,12 @@ def session_file(tmp_path: Path) -> tuple[Path, list[str]]:
         store.append_message(user("second request " + "u" * 385)).id,
         store.append_message(assistant("a" * 380, [ToolCall(id="c2", name="edit", arguments={"path": "b.py"})])).id,
         store.append_message(result("c2", "r" * 400, "edit")).id,
-        store.append_custom(LEDGER_CUSTOM_TYPE, LedgerRecord(kind="truncate", ref="c2", tool="edit",
-                                                              chars_before=9_000, chars_after=400,
-                                                              recover="read it again").to_json_dict()).id,
+        store.append_custom(
+            LEDGER_CUSTOM_TYPE,
+            LedgerRecord(
+                kind="truncate", ref="c2", tool="edit", chars_before=9_000, chars_after=400, recover="read it again"
+            ).to_json_dict(),
+        ).id,
         store.append_message(assistant("a" * 380, [ToolCall(id="c3", name="read", arguments={"path": "c.py"})])).id,
         store.append_message(result("c3", "r" * 400)).id,
         store.append_message(assistant("a" * 400, usage=Usage(input=1_500, output=100))).id,
@@ -169,8 +178,9 @@ def test_after_a_compaction(tmp_path: Path, session_file: tuple[Path, list[str]]
     assert plan["user_requests"] == 2  # the second and third requests (the first was summarised before)
 
 
-def test_text_output_and_bad_arguments(session_file: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
-                                       ) -> None:
+def test_text_output_and_bad_arguments(
+    session_file: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _ = session_file
     code, out, _ = run("compact-plan", str(path), "--keep-recent-tokens", "250")
     assert code == 0
@@ -203,8 +213,12 @@ def test_context_json(session_file: tuple[Path, list[str]]) -> None:
     store.branch(ids[12])
     store.append_message(BashExecutionMessage(command="ls", output="x" * 96))
     store.append_compaction("s" * 400, ids[6], 1_600)
-    store.append_custom(LEDGER_CUSTOM_TYPE, LedgerRecord(kind="compaction", ref="x", chars_before=8_000,
-                                                          chars_after=400, recover="in the file").to_json_dict())
+    store.append_custom(
+        LEDGER_CUSTOM_TYPE,
+        LedgerRecord(
+            kind="compaction", ref="x", chars_before=8_000, chars_after=400, recover="in the file"
+        ).to_json_dict(),
+    )
     store.close()
     code, out, _ = run("context", str(path), "--json", "--window", "16384")
     assert code == 0
@@ -235,8 +249,9 @@ def test_context_text(session_file: tuple[Path, list[str]]) -> None:
     assert out.splitlines()[0] == "window 8,000 tokens; compaction above 6,000; in use 1,600 (20.0%)"
 
 
-def test_formatter_is_shared_with_a_live_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 faux: FauxProvider) -> None:
+def test_formatter_is_shared_with_a_live_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, faux: FauxProvider
+) -> None:
     monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
     session = CodingSession(cwd=tmp_path, model=faux.model(context_window=32_000), settings=settings_from_dict({}))
     session.agent.state.messages[:] = [user("q" * 400)]

@@ -86,8 +86,11 @@ def session_bodies(handler: PlanServer) -> list[dict[str, Any]]:
 
 def session_raw(handler: PlanServer) -> list[dict[str, Any]]:
     """The session's own requests as sent (not the summary requests)."""
-    return [raw for raw, body in zip(handler.raw, handler.bodies, strict=True)
-            if not text_of(body["messages"][0]).startswith(SUMMARY_MARK)]
+    return [
+        raw
+        for raw, body in zip(handler.raw, handler.bodies, strict=True)
+        if not text_of(body["messages"][0]).startswith(SUMMARY_MARK)
+    ]
 
 
 def dump_on_difference(first: list[str], second: list[str]) -> None:
@@ -98,8 +101,14 @@ def dump_on_difference(first: list[str], second: list[str]) -> None:
         Path(target, "second.json").write_text(json.dumps(second))
 
 
-def drive_both(tmp_path: Path, servers: list[LocalServer], one: PlanServer, many: PlanServer,
-               plans: dict[int, list[Step]], api: str = "openai-completions") -> None:
+def drive_both(
+    tmp_path: Path,
+    servers: list[LocalServer],
+    one: PlanServer,
+    many: PlanServer,
+    plans: dict[int, list[Step]],
+    api: str = "openai-completions",
+) -> None:
     """The same plan as one long-lived ``heron --mode rpc`` (``one``) and as a ``heron -p``
     per turn (``many``): both get every turn's answer."""
     cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
@@ -153,8 +162,9 @@ SWITCH: dict[int, list[Step]] = {
 
 
 @pytest.mark.parametrize("report_usage", [True, False], ids=["usage", "zero-usage"])
-def test_switch_to_a_smaller_window_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer],
-                                                                     report_usage: bool) -> None:
+def test_switch_to_a_smaller_window_rpc_and_print_send_the_same_bytes(
+    tmp_path: Path, servers: list[LocalServer], report_usage: bool
+) -> None:
     """Five turns on a 32k model, then ``--model`` a 16k one (``set_model`` in rpc): the
     first request on the small model already fits it, and both drives send the same bytes."""
     one = PlanServer(SWITCH, LIMITS, report_usage=report_usage)
@@ -181,8 +191,9 @@ def test_switch_to_a_smaller_window_rpc_and_print_send_the_same_bytes(tmp_path: 
     assert rpc_bodies == print_bodies
 
 
-def test_anthropic_wire_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path,
-                                                                     servers: list[LocalServer]) -> None:
+def test_anthropic_wire_mixed_plan_rpc_and_print_send_the_same_bytes(
+    tmp_path: Path, servers: list[LocalServer]
+) -> None:
     """The mixed plan behind Anthropic's Messages API, whose server states a limit (12,000)
     below the configured window: one rejection at most per drive, then the rules hold."""
     limits = {"small": 12_000}
@@ -205,7 +216,8 @@ def _age_session_header(path: Path, iso: str) -> None:
 
 
 def test_switching_sessions_in_rpc_sends_what_a_new_process_on_that_session_sends(
-        tmp_path: Path, servers: list[LocalServer]) -> None:
+    tmp_path: Path, servers: list[LocalServer]
+) -> None:
     """An older session B (its own start date, a learnt limit) and a new session A: one rpc
     process works in A, then ``switch_session`` to B for two turns; a new ``heron -p --session B``
     per turn must send the same requests for B (date, tool limits, memory: B's, not A's)."""
@@ -226,8 +238,10 @@ def test_switching_sessions_in_rpc_sends_what_a_new_process_on_that_session_send
         rpc.turn(handler, 3)
         rpc.turn(handler, 4)
         ident = f"c{rpc.ids + 1}"
-        events = rpc.command({"type": "switch_session", "sessionPath": str(b_path)},
-                             lambda e: e.get("type") == "response" and e.get("id") == ident)
+        events = rpc.command(
+            {"type": "switch_session", "sessionPath": str(b_path)},
+            lambda e: e.get("type") == "response" and e.get("id") == ident,
+        )
         assert events[-1].get("success"), events[-1]
         start = len(handler.bodies)
         rpc.turn(handler, 5)
@@ -244,8 +258,14 @@ def test_switching_sessions_in_rpc_sends_what_a_new_process_on_that_session_send
     for n in (5, 6):
         handler.turn = n
         done = __import__("subprocess").run(
-            [*heron_cmd(), "--model", "local/small", "-p", prompt_of(n), "--session", str(b_path)], cwd=cwd,
-            env=env, stdin=__import__("subprocess").DEVNULL, capture_output=True, text=True, timeout=120)
+            [*heron_cmd(), "--model", "local/small", "-p", prompt_of(n), "--session", str(b_path)],
+            cwd=cwd,
+            env=env,
+            stdin=__import__("subprocess").DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     fresh = handler.bodies[start:]
     assert audit(handler, 0, start) == [] and audit(handler, rpc_start, start) == [] and audit(handler, start) == []
@@ -263,7 +283,8 @@ class StatesTheWindow(PlanServer):
 
 
 def test_a_server_stating_its_full_window_but_enforcing_less_costs_one_rejection(
-        tmp_path: Path, servers: list[LocalServer]) -> None:
+    tmp_path: Path, servers: list[LocalServer]
+) -> None:
     plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}"), read("data/small.txt")] for n in range(8)}
     handler = StatesTheWindow(plans, {"small": 12_000})
     cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL])
@@ -274,7 +295,8 @@ def test_a_server_stating_its_full_window_but_enforcing_less_costs_one_rejection
 
 
 def test_a_turn_that_ends_on_a_server_error_then_more_turns_rpc_and_print_send_the_same_bytes(
-        tmp_path: Path, servers: list[LocalServer]) -> None:
+    tmp_path: Path, servers: list[LocalServer]
+) -> None:
     """Turn 3's second step fails with 500 until the retries run out: the turn ends on an
     error reply; the next turns go on, and a long-lived and a per-turn drive agree."""
     plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}"), read("data/small.txt")] for n in range(7)}
@@ -288,8 +310,10 @@ def test_a_turn_that_ends_on_a_server_error_then_more_turns_rpc_and_print_send_t
         for n in sorted(plans):
             if n == 3:
                 one.turn, wanted = 3, f"c{rpc.ids + 1}"
-                events = rpc.command({"type": "prompt", "message": prompt_of(3)},
-                                     lambda e, wanted=wanted: e.get("type") == "run_end" and e.get("id") == wanted)
+                events = rpc.command(
+                    {"type": "prompt", "message": prompt_of(3)},
+                    lambda e, wanted=wanted: e.get("type") == "run_end" and e.get("id") == wanted,
+                )
                 assert events[-1].get("error"), "the turn ends on the server error"
                 continue
             assert rpc.turn(one, n) == f"done with turn {n}"
@@ -298,8 +322,15 @@ def test_a_turn_that_ends_on_a_server_error_then_more_turns_rpc_and_print_send_t
     for n in sorted(plans):
         many.turn = n
         args = [*heron_cmd(), "--model", "local/small", "-p", prompt_of(n), *(["--continue"] if n else [])]
-        done = __import__("subprocess").run(args, cwd=cwd_many, env=env_many, stdin=__import__("subprocess").DEVNULL,
-                                            capture_output=True, text=True, timeout=120)
+        done = __import__("subprocess").run(
+            args,
+            cwd=cwd_many,
+            env=env_many,
+            stdin=__import__("subprocess").DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert (done.returncode == 0) == (n != 3), done.stderr[-2000:]
     assert one.rejected == many.rejected == 0
     assert audit(one) == [] and audit(many) == []
@@ -321,8 +352,9 @@ PARALLEL: dict[int, list[Step]] = {
 
 
 @pytest.mark.parametrize("api", ["openai-completions", "anthropic-messages"])
-def test_several_calls_per_reply_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer],
-                                                                   api: str) -> None:
+def test_several_calls_per_reply_rpc_and_print_send_the_same_bytes(
+    tmp_path: Path, servers: list[LocalServer], api: str
+) -> None:
     """Replies with up to five calls (four results of ~15% of the window each at once, which
     pruning may not touch: a compaction keeps the running turn's prompt), on both wires."""
     kind = PlanServer if api == "openai-completions" else AnthropicPlanServer

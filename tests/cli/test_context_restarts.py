@@ -56,10 +56,18 @@ class Server:
             self.bodies.append(body)
             if prompt + completion > self.limit:
                 self.rejected += 1
-                text = (f"This model's maximum context length is {self.limit} tokens. However, you requested "
-                        f"{prompt + completion} tokens.") if self.stated else "context length exceeded"
-                return json_reply(400, {"error": {"message": text, "type": "invalid_request_error",
-                                                  "code": "context_length_exceeded"}})
+                text = (
+                    (
+                        f"This model's maximum context length is {self.limit} tokens. However, you requested "
+                        f"{prompt + completion} tokens."
+                    )
+                    if self.stated
+                    else "context length exceeded"
+                )
+                return json_reply(
+                    400,
+                    {"error": {"message": text, "type": "invalid_request_error", "code": "context_length_exceeded"}},
+                )
         used = prompt if self.report_usage else 0
         system = messages[0].get("content") if messages else ""
         if isinstance(system, str) and system.startswith(SUMMARY_MARK):
@@ -88,9 +96,16 @@ def make_project(root: Path, server: LocalServer) -> tuple[Path, dict[str, str]]
         (cwd / "data" / f"file{n}.txt").write_text(text[:FILE_BYTES])
     home = root / "home"
     home.mkdir()
-    models = {"providers": {"local": {"baseUrl": server.url + "/v1", "api": "openai-completions",
-                                      "apiKey": "sk-local", "models": [
-                                          {"id": "small", "contextWindow": WINDOW, "maxTokens": 4_096}]}}}
+    models = {
+        "providers": {
+            "local": {
+                "baseUrl": server.url + "/v1",
+                "api": "openai-completions",
+                "apiKey": "sk-local",
+                "models": [{"id": "small", "contextWindow": WINDOW, "maxTokens": 4_096}],
+            }
+        }
+    }
     (home / "models.json").write_text(json.dumps(models))
     # the memory directory is named in the system prompt: keep it under the compared root
     (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")}}))
@@ -107,16 +122,24 @@ def drive_print(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]
     answers = []
     for n in range(turns):
         args = [*heron(), "--model", "local/small", "-p", prompt(n), *(["--continue"] if n else [])]
-        done = subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=TIMEOUT)
+        done = subprocess.run(
+            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT
+        )
         assert done.returncode == 0, f"turn {n}: {done.stderr[-2000:]}"
         answers.append(done.stdout.strip())
     return answers
 
 
 def drive_rpc(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]:
-    child = subprocess.Popen([*heron(), "--model", "local/small", "--mode", "rpc"], cwd=cwd, env=env,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [*heron(), "--model", "local/small", "--mode", "rpc"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdin is not None and child.stdout is not None
     answers = []
     try:
@@ -184,8 +207,9 @@ def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, server
 
 
 @pytest.mark.parametrize("stated", [True, False], ids=["limit-in-error", "bare-error"])
-def test_a_server_enforcing_less_than_the_window_costs_one_rejection(tmp_path: Path, servers: Any,
-                                                                     stated: bool) -> None:
+def test_a_server_enforcing_less_than_the_window_costs_one_rejection(
+    tmp_path: Path, servers: Any, stated: bool
+) -> None:
     handler = Server(limit=12_000, stated=stated)
     cwd, env = make_project(tmp_path, start(servers, handler))
     answers = drive_print(cwd, env)

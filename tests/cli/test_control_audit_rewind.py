@@ -23,8 +23,9 @@ def three_turns(project: Project, server: LocalServer) -> None:
         assert result.code == 0, result.err
 
 
-def test_rewind_turn_numbers_out_of_range_are_errors_that_touch_nothing(project: Project,
-                                                                         local_server: LocalServer) -> None:
+def test_rewind_turn_numbers_out_of_range_are_errors_that_touch_nothing(
+    project: Project, local_server: LocalServer
+) -> None:
     three_turns(project, local_server)
     before = project.session_files()[0].read_text()
     for bad in ("0", "4", "-1"):
@@ -51,38 +52,62 @@ def test_conversation_only_rewind_keeps_the_code_and_the_next_turn_sends_the_rew
     assert "turn 2 again" in dry.stdout and "turn 3" not in dry.stdout
 
 
-def test_bash_default_timeout_from_settings_stops_a_long_command(project: Project,
-                                                                  local_server: LocalServer) -> None:
+def test_bash_default_timeout_from_settings_stops_a_long_command(project: Project, local_server: LocalServer) -> None:
     project.write_settings({"bash": {"defaultTimeoutMs": 1500, "maxTimeoutMs": 3000}})
     start = time.monotonic()
-    results = run_calls(project, local_server, [bash("sleep", "sleep 100000"),
-                                                ("long", "bash", {"command": "sleep 100000", "timeout": 999999}),
-                                                bash("ok", "echo after")])
+    results = run_calls(
+        project,
+        local_server,
+        [
+            bash("sleep", "sleep 100000"),
+            ("long", "bash", {"command": "sleep 100000", "timeout": 999999}),
+            bash("ok", "echo after"),
+        ],
+    )
     assert time.monotonic() - start < 60
     assert "timed out" in results["sleep"].lower() or "timeout" in results["sleep"].lower(), results["sleep"]
     assert "timed out" in results["long"].lower() or "timeout" in results["long"].lower(), results["long"]
     assert results["ok"].strip() == "after"
 
 
-def test_user_prompt_submit_block_stops_the_prompt_before_the_model(project: Project,
-                                                                    local_server: LocalServer) -> None:
-    project.write_settings({"hooks": {"UserPromptSubmit": [{"hooks": [
-        {"type": "command", "command": "grep -q forbidden && { echo 'no forbidden words' >&2; exit 2; }; exit 0"}]}]}})
+def test_user_prompt_submit_block_stops_the_prompt_before_the_model(
+    project: Project, local_server: LocalServer
+) -> None:
+    project.write_settings(
+        {
+            "hooks": {
+                "UserPromptSubmit": [
+                    {
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": "grep -q forbidden && { echo 'no forbidden words' >&2; exit 2; }; exit 0",
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    )
     result = project.run(*openai_args(local_server), "-p", "say the forbidden word")
     assert result.code != 0
     assert local_server.requests == []
     records = project.session_lines() if project.session_files() else []
-    hooks = [r["data"]["detail"] for r in records if r.get("customType") == "heron.ledger"
-             and r["data"]["kind"] == "hook"]
+    hooks = [
+        r["data"]["detail"] for r in records if r.get("customType") == "heron.ledger" and r["data"]["kind"] == "hook"
+    ]
     assert not records or any(d.get("event") == "UserPromptSubmit" for d in hooks), json.dumps(records)[:500]
 
 
-def test_rewind_brings_back_what_bash_deleted_and_leaves_big_and_ignored_files(project: Project,
-                                                                               local_server: LocalServer) -> None:
+def test_rewind_brings_back_what_bash_deleted_and_leaves_big_and_ignored_files(
+    project: Project, local_server: LocalServer
+) -> None:
     (project.cwd / ".gitignore").write_text("build/\n")
-    steps = ["mkdir -p src/deep build && echo keep > src/deep/a.txt && echo out > build/o.txt && "
-             "head -c 3000000 /dev/zero > big.bin",
-             "rm -rf src && echo changed > build/o.txt && echo x >> big.bin && chmod +x greet.py"]
+    steps = [
+        "mkdir -p src/deep build && echo keep > src/deep/a.txt && echo out > build/o.txt && "
+        "head -c 3000000 /dev/zero > big.bin",
+        "rm -rf src && echo changed > build/o.txt && echo x >> big.bin && chmod +x greet.py",
+    ]
     for n, command in enumerate(steps):
         local_server.queue(openai_reply("", [bash(f"c{n}", command)]), openai_reply("done"))
         assert project.run(*openai_args(local_server), *(["-c"] if n else []), "-p", f"turn {n + 1}").code == 0
@@ -101,14 +126,25 @@ def test_rewind_brings_back_what_bash_deleted_and_leaves_big_and_ignored_files(p
 def test_session_start_and_prompt_hook_context_reach_the_model_and_a_failing_hook_does_not_crash(
     project: Project, local_server: LocalServer
 ) -> None:
-    ctx = json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                             "additionalContext": "ticket ABC-123 is open"}})
-    project.write_settings({"hooks": {
-        "SessionStart": [{"hooks": [{"type": "command", "command": "echo 'branch: feature/x'"}]}],
-        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"cat >/dev/null; echo '{ctx}'"},
-                                        {"type": "command", "command": "exit 7"},
-                                        {"type": "command", "command": "definitely-not-a-program-xyz"}]}],
-    }})
+    ctx = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ticket ABC-123 is open"}}
+    )
+    project.write_settings(
+        {
+            "hooks": {
+                "SessionStart": [{"hooks": [{"type": "command", "command": "echo 'branch: feature/x'"}]}],
+                "UserPromptSubmit": [
+                    {
+                        "hooks": [
+                            {"type": "command", "command": f"cat >/dev/null; echo '{ctx}'"},
+                            {"type": "command", "command": "exit 7"},
+                            {"type": "command", "command": "definitely-not-a-program-xyz"},
+                        ]
+                    }
+                ],
+            }
+        }
+    )
     local_server.queue(openai_reply("ok"))
     result = project.run(*openai_args(local_server), "-p", "hello")
     assert result.code == 0 and result.out == "ok\n", result.err

@@ -16,8 +16,9 @@ from tests.support.sse import openai_reply
 __all__ = ["project"]  # the fixture, imported for the tests below
 
 
-def run_calls(project: Project, server: LocalServer, calls: list[tuple[str, str, dict[str, object]]],
-              *flags: str) -> dict[str, str]:
+def run_calls(
+    project: Project, server: LocalServer, calls: list[tuple[str, str, dict[str, object]]], *flags: str
+) -> dict[str, str]:
     """One task whose model makes ``calls`` (one per answer) then says done; returns the
     tool results the model was sent, by call id."""
     server.queue(*(openai_reply("", [call]) for call in calls), openai_reply("done"))
@@ -32,16 +33,30 @@ def bash(call_id: str, command: str) -> tuple[str, str, dict[str, object]]:
 
 
 def test_bash_children_do_not_see_the_keys_heron_was_started_with(project: Project, local_server: LocalServer) -> None:
-    project.env.update({"HERON_API_KEY": "sk-heron-secret-1", "OPENAI_API_KEY": "sk-openai-secret-2",
-                        "GITHUB_TOKEN": "ghp-secret-3", "AWS_SECRET_ACCESS_KEY": "aws-secret-4",
-                        "MY_SERVICE_PASSWORD": "pw-secret-5", "ODD_NAME": "sk-heron-secret-1",
-                        "CUSTOM_KEY_VAR": "sk-custom-6", "HARMLESS": "visible-value"})
+    project.env.update(
+        {
+            "HERON_API_KEY": "sk-heron-secret-1",
+            "OPENAI_API_KEY": "sk-openai-secret-2",
+            "GITHUB_TOKEN": "ghp-secret-3",
+            "AWS_SECRET_ACCESS_KEY": "aws-secret-4",
+            "MY_SERVICE_PASSWORD": "pw-secret-5",
+            "ODD_NAME": "sk-heron-secret-1",
+            "CUSTOM_KEY_VAR": "sk-custom-6",
+            "HARMLESS": "visible-value",
+        }
+    )
     project.write_models({"custom": {"apiKey": "CUSTOM_KEY_VAR", "models": []}})
     results = run_calls(project, local_server, [bash("env", "env")])
     shown = results["env"]
     assert "HARMLESS=visible-value" in shown
-    for secret in ("sk-heron-secret-1", "sk-openai-secret-2", "ghp-secret-3", "aws-secret-4", "pw-secret-5",
-                   "sk-custom-6"):
+    for secret in (
+        "sk-heron-secret-1",
+        "sk-openai-secret-2",
+        "ghp-secret-3",
+        "aws-secret-4",
+        "pw-secret-5",
+        "sk-custom-6",
+    ):
         assert secret not in shown
     # The key reached the server, so heron itself still had it.
     assert local_server.requests[0].headers.get("authorization") == "Bearer sk-heron-secret-1"
@@ -63,16 +78,20 @@ def test_deny_rule_blocks_a_compound_command_and_quotes_the_rule(project: Projec
     assert 'deny rule "Bash(rm:*)"' in results["rm"] and "Permission denied" in results["rm"]
     assert results["ok"].strip() == "fine"  # the run went on
     records = [json.loads(line) for line in project.session_files()[0].read_text().splitlines()]
-    decisions = [r["data"]["detail"] for r in records if r.get("customType") == "heron.ledger"
-                 and r["data"]["kind"] == "permission"]
+    decisions = [
+        r["data"]["detail"]
+        for r in records
+        if r.get("customType") == "heron.ledger" and r["data"]["kind"] == "permission"
+    ]
     assert [d["decision"] for d in decisions] == ["deny", "allow"]
     assert decisions[0]["rule"] == "Bash(rm:*)"
 
 
 def test_plan_mode_blocks_an_edit(project: Project, local_server: LocalServer) -> None:
     call = ("edit", "edit", {"path": "greet.py", "old_text": "world", "new_text": "heron"})
-    results = run_calls(project, local_server, [("read", "read", {"path": "greet.py"}), call],
-                        "--permission-mode", "plan")
+    results = run_calls(
+        project, local_server, [("read", "read", {"path": "greet.py"}), call], "--permission-mode", "plan"
+    )
     assert "plan mode is read-only" in results["edit"]
     assert "world" in (project.cwd / "greet.py").read_text()
 
@@ -85,16 +104,18 @@ def test_an_ask_in_print_mode_fails_with_the_allow_hint(project: Project, local_
     assert "Permission needed" in results["make"]
 
 
-def test_write_outside_the_project_asks_and_names_the_rule_to_add(project: Project, local_server: LocalServer,
-                                                                   tmp_path: Path) -> None:
+def test_write_outside_the_project_asks_and_names_the_rule_to_add(
+    project: Project, local_server: LocalServer, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere.txt"
     (project.cwd / "link").symlink_to(outside)  # a dangling link that leads out of the project
     results = run_calls(project, local_server, [("w", "write", {"path": "link", "content": "x"})])
     assert "outside the project" in results["w"] and f"--allow 'Edit({outside})'" in results["w"]
     assert not outside.exists()
     local_server.requests.clear()
-    results = run_calls(project, local_server, [("w", "write", {"path": "link", "content": "x"})],
-                        "--allow", f"Edit({outside})")
+    results = run_calls(
+        project, local_server, [("w", "write", {"path": "link", "content": "x"})], "--allow", f"Edit({outside})"
+    )
     assert outside.read_text() == "x", results["w"]
 
 
@@ -114,8 +135,19 @@ def write_hooks(project: Project, hooks: dict[str, object]) -> None:
 
 
 def test_pre_tool_use_hook_exiting_2_blocks_with_its_stderr(project: Project, local_server: LocalServer) -> None:
-    write_hooks(project, {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "command", "command": "cat > hook-input.json; echo 'no shell today' >&2; exit 2"}]}]})
+    write_hooks(
+        project,
+        {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        {"type": "command", "command": "cat > hook-input.json; echo 'no shell today' >&2; exit 2"}
+                    ],
+                }
+            ]
+        },
+    )
     results = run_calls(project, local_server, [bash("b", "touch made-it")])
     assert "no shell today" in results["b"] and "PreToolUse hook blocked" in results["b"]
     assert not (project.cwd / "made-it").exists()
@@ -126,17 +158,26 @@ def test_pre_tool_use_hook_exiting_2_blocks_with_its_stderr(project: Project, lo
 
 
 def test_post_tool_use_additional_context_reaches_the_model(project: Project, local_server: LocalServer) -> None:
-    out = json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
-                                             "additionalContext": "remember: run the linter"}})
-    write_hooks(project, {"PostToolUse": [{"matcher": "Read|Bash", "hooks": [
-        {"type": "command", "command": f"cat >/dev/null; echo '{out}'"}]}]})
+    out = json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "remember: run the linter"}}
+    )
+    write_hooks(
+        project,
+        {
+            "PostToolUse": [
+                {"matcher": "Read|Bash", "hooks": [{"type": "command", "command": f"cat >/dev/null; echo '{out}'"}]}
+            ]
+        },
+    )
     results = run_calls(project, local_server, [("r", "read", {"path": "greet.py"})])
     assert "remember: run the linter" in results["r"] and "hello, world" in results["r"]
 
 
 def test_a_hook_past_its_timeout_is_killed_and_reported(project: Project, local_server: LocalServer) -> None:
-    write_hooks(project, {"PreToolUse": [{"hooks": [
-        {"type": "command", "command": "sleep 30; touch hook-finished", "timeout": 1}]}]})
+    write_hooks(
+        project,
+        {"PreToolUse": [{"hooks": [{"type": "command", "command": "sleep 30; touch hook-finished", "timeout": 1}]}]},
+    )
     results = run_calls(project, local_server, [bash("b", "echo ran")])
     assert "ran" in results["b"]  # the call went on
     assert "timed out after 1 s and was killed" in results["b"]
@@ -145,8 +186,11 @@ def test_a_hook_past_its_timeout_is_killed_and_reported(project: Project, local_
 
 def test_project_hooks_need_trust(project: Project, local_server: LocalServer) -> None:
     (project.cwd / ".heron").mkdir()
-    (project.cwd / ".heron" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [
-        {"type": "command", "command": "echo project-hook >&2; exit 2"}]}]}}))
+    (project.cwd / ".heron" / "settings.json").write_text(
+        json.dumps(
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "echo project-hook >&2; exit 2"}]}]}}
+        )
+    )
     results = run_calls(project, local_server, [bash("b", "echo ran")])
     assert results["b"].strip() == "ran"
     local_server.requests.clear()
@@ -158,8 +202,15 @@ def test_project_hooks_need_trust(project: Project, local_server: LocalServer) -
 
 
 def rewind(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*heron_command(), "rewind", *args], cwd=project.cwd, env=project.env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*heron_command(), "rewind", *args],
+        cwd=project.cwd,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_a_file_changed_by_bash_in_turn_3_is_restored_by_rewinding_to_turn_2(
@@ -200,8 +251,7 @@ def test_a_file_changed_by_bash_in_turn_3_is_restored_by_rewinding_to_turn_2(
     assert users == ["turn 1", "turn 2", "turn 3 again"]
 
 
-def test_rewind_names_files_changed_outside_heron_and_keeps_them(project: Project,
-                                                                  local_server: LocalServer) -> None:
+def test_rewind_names_files_changed_outside_heron_and_keeps_them(project: Project, local_server: LocalServer) -> None:
     for n in range(2):
         local_server.queue(openai_reply("", [bash(f"c{n}", f"echo {n} > f{n}.txt")]), openai_reply("done"))
         assert project.run(*openai_args(local_server), *(["-c"] if n else []), "-p", f"turn {n + 1}").code == 0

@@ -14,8 +14,9 @@ def test_children_are_a_row_of_their_own(tmp_path: Path) -> None:
     store = SessionStore.create(tmp_path)
     store.append_message(UserMessage(content="delegate"))
     own = Usage(input=1_000, output=100, cost=Cost(total=0.01))
-    store.append_message(AssistantMessage(api="faux", provider="p", model="m", content=[TextContent(text="ok")],
-                                          usage=own))
+    store.append_message(
+        AssistantMessage(api="faux", provider="p", model="m", content=[TextContent(text="ok")], usage=own)
+    )
     store.append_custom(CHILD_CUSTOM_TYPE, {"id": "c1", "status": "running"})  # started: no usage yet
     for child, tokens, cost in (("c1", 500, 0.005), ("c2", 300, 0.003)):
         usage = Usage(input=tokens, output=tokens // 10, cost=Cost(total=cost))

@@ -70,14 +70,18 @@ def test_before_tool_call_blocks_a_bash_call_with_its_reason(project: Project, l
 
 
 def test_transform_context_adds_a_note_the_request_carries(project: Project, local_server: LocalServer) -> None:
-    user_extension(project, "note", """
+    user_extension(
+        project,
+        "note",
+        """
         from heron.agent.messages import ExtensionMessage
 
         def register(api):
             @api.transform_context
             def add_note(messages):
                 return [*messages, ExtensionMessage(custom_type="note", content="NOTE: the CI is red today")]
-    """)
+    """,
+    )
     local_server.queue(openai_reply("ok"))
     result = project.run(*openai_args(local_server), "-p", "hello")
     assert result.code == 0, result.err
@@ -89,10 +93,14 @@ def test_transform_context_adds_a_note_the_request_carries(project: Project, loc
 
 
 def test_a_transform_that_breaks_the_context_rules_is_not_used(project: Project, local_server: LocalServer) -> None:
-    user_extension(project, "dropper", """
+    user_extension(
+        project,
+        "dropper",
+        """
         def register(api):
             api.transform_context(lambda messages: [])
-    """)
+    """,
+    )
     local_server.queue(openai_reply("ok"))
     result = project.run(*openai_args(local_server), "-p", "keep me")
     assert result.code == 0, result.err
@@ -103,23 +111,31 @@ def test_a_transform_that_breaks_the_context_rules_is_not_used(project: Project,
 
 def test_a_raising_extension_is_disabled_and_the_others_work(project: Project, local_server: LocalServer) -> None:
     broken = user_extension(project, "broken", "raise RuntimeError('boom at import')\n")
-    user_extension(project, "flaky", """
+    user_extension(
+        project,
+        "flaky",
+        """
         def register(api):
             @api.before_tool_call
             def explode(call):
                 raise ValueError("handler broke")
-    """)
+    """,
+    )
     user_extension(project, "words", WORD_COUNT)
-    local_server.queue(openai_reply("", [bash("b", "echo hi")]),
-                       openai_reply("", [("w", "word_count", {"text": "a b"})]),
-                       openai_reply("", [bash("c", "echo again")]), openai_reply("done"))
+    local_server.queue(
+        openai_reply("", [bash("b", "echo hi")]),
+        openai_reply("", [("w", "word_count", {"text": "a b"})]),
+        openai_reply("", [bash("c", "echo again")]),
+        openai_reply("done"),
+    )
     result = project.run(*openai_args(local_server), "-p", "go")
     assert result.code == 0, result.err
     assert f"heron: warning: extension broken ({broken}) disabled: RuntimeError: boom at import" in result.err
     assert "disabled: its before_tool_call handler raised: ValueError: handler broke" in result.err
     assert result.err.count("extension flaky") == 1  # disabled once: its handler did not run again
-    tools = {m["tool_call_id"]: m["content"] for m in local_server.requests[-1].json()["messages"]
-             if m["role"] == "tool"}
+    tools = {
+        m["tool_call_id"]: m["content"] for m in local_server.requests[-1].json()["messages"] if m["role"] == "tool"
+    }
     assert tools["b"].strip() == "hi" and tools["w"] == "2 words" and tools["c"].strip() == "again"
 
 
@@ -140,10 +156,12 @@ def test_project_extensions_need_trust(project: Project, local_server: LocalServ
 def test_an_entry_point_extension_loads(project: Project, local_server: LocalServer, tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "heron_shout-0.1.dist-info").mkdir(parents=True)
-    (site / "heron_shout-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: heron-shout\n"
-                                                                 "Version: 0.1\n")
+    (site / "heron_shout-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: heron-shout\nVersion: 0.1\n"
+    )
     (site / "heron_shout-0.1.dist-info" / "entry_points.txt").write_text("[heron.extensions]\nshout = heron_shout\n")
-    (site / "heron_shout.py").write_text(textwrap.dedent("""
+    (site / "heron_shout.py").write_text(
+        textwrap.dedent("""
         from heron.coding.extensions import ToolResult
 
         def register(api):
@@ -152,20 +170,25 @@ def test_an_entry_point_extension_loads(project: Project, local_server: LocalSer
                 if call.tool_name == "bash":
                     return ToolResult.text(result.content[0].text.upper())
                 return None
-    """))
+    """)
+    )
     project.env["PYTHONPATH"] = str(site)
     results = run_calls(project, local_server, [bash("b", "echo quiet")])
     assert results["b"].strip() == "QUIET"
 
 
 def test_an_extension_command_becomes_the_prompt(project: Project, local_server: LocalServer) -> None:
-    user_extension(project, "greeter", """
+    user_extension(
+        project,
+        "greeter",
+        """
         def register(api):
             @api.command("greet", "greet someone")
             def greet(args):
                 return f"Write a one-line greeting for {args}."
             api.add_template("shorter", "Make this shorter: $@")
-    """)
+    """,
+    )
     local_server.queue(openai_reply("Hello, Ada!"))
     result = project.run(*openai_args(local_server), "-p", "/greet Ada")
     assert result.code == 0 and result.out == "Hello, Ada!\n", result.err
@@ -190,8 +213,9 @@ if not data["stop_hook_active"]:
 def stop_hook(project: Project, event: str, script: str, **extra: Any) -> None:
     path = project.home / f"{event}.py"
     path.write_text(script)
-    project.write_settings({"hooks": {event: [{"hooks": [{"type": "command", "command": f"python3 {path}"}]}],
-                                      **extra}})
+    project.write_settings(
+        {"hooks": {event: [{"hooks": [{"type": "command", "command": f"python3 {path}"}]}], **extra}}
+    )
 
 
 def inputs(project: Project) -> list[dict[str, Any]]:
@@ -219,14 +243,21 @@ def test_a_stop_hook_continues_the_run_once_then_lets_it_stop(project: Project, 
 
 
 def test_stop_continuations_are_capped(project: Project, local_server: LocalServer) -> None:
-    stop_hook(project, "Stop", "import sys; sys.stdin.read(); print('still not done', file=sys.stderr); "
-                               "sys.exit(2)\n", maxContinuations=2)
+    stop_hook(
+        project,
+        "Stop",
+        "import sys; sys.stdin.read(); print('still not done', file=sys.stderr); sys.exit(2)\n",
+        maxContinuations=2,
+    )
     local_server.queue(openai_reply("one"), openai_reply("two"), openai_reply("three"), openai_reply("four"))
     result = project.run(*openai_args(local_server), "-p", "go")
     assert result.code == 0, result.err
     assert len(local_server.requests) == 3  # the prompt and two continuations
-    records = [r["data"] for r in project.session_lines() if r.get("customType") == "heron.ledger"
-               and r["data"]["kind"] == "hook"]
+    records = [
+        r["data"]
+        for r in project.session_lines()
+        if r.get("customType") == "heron.ledger" and r["data"]["kind"] == "hook"
+    ]
     assert [r["detail"]["continued"] for r in records] == [True, True, False]
     assert "not done: the cap is reached" in records[-1]["recover"]
 
@@ -264,12 +295,16 @@ def test_subagent_stop_fires_with_the_payload_and_can_continue_the_child(project
 
 
 def test_json_mode_has_the_disabling_as_a_context_warning_event(project: Project, local_server: LocalServer) -> None:
-    user_extension(project, "flaky", """
+    user_extension(
+        project,
+        "flaky",
+        """
         def register(api):
             @api.after_tool_call
             def explode(call, result):
                 raise ValueError("after broke")
-    """)
+    """,
+    )
     local_server.queue(openai_reply("", [bash("b", "echo hi")]), openai_reply("done"))
     result = project.run(*openai_args(local_server), "--mode", "json", "-p", "go")
     assert result.code == 0, result.err

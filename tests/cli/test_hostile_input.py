@@ -19,9 +19,14 @@ from tests.support.http_server import LocalServer, json_reply
 from tests.support.sse import openai_reply
 
 UNAUTHORIZED = {"error": {"message": "Invalid API key", "type": "invalid_request_error", "code": "invalid_api_key"}}
-TOO_LONG = {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested "
-                                 "9000 tokens. Please reduce the length of the messages.",
-                      "type": "invalid_request_error", "code": "context_length_exceeded"}}
+TOO_LONG = {
+    "error": {
+        "message": "This model's maximum context length is 4096 tokens. However, you requested "
+        "9000 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+    }
+}
 
 
 @pytest.fixture
@@ -35,12 +40,20 @@ def where(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     yield cwd, env
 
 
-def heron(server: LocalServer, where: tuple[Path, dict[str, str]], *args: str | bytes,
-          stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def heron(
+    server: LocalServer, where: tuple[Path, dict[str, str]], *args: str | bytes, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     cwd, env = where
     argv: list[str | bytes] = [*heron_command(), "--base-url", server.url + "/v1", "--model", "test-model", *args]
-    return subprocess.run(argv, cwd=cwd, env=env, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          capture_output=True, timeout=TIMEOUT)
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=TIMEOUT,
+    )
 
 
 def sent_user_text(server: LocalServer, index: int = -1) -> str:
@@ -71,8 +84,9 @@ def test_a_byte_that_is_not_utf8_in_the_command_line_becomes_a_replacement_chara
     assert "caf\ufffd au lait" in json.dumps(users, ensure_ascii=False)
 
 
-def test_stdin_that_is_not_utf8_is_read_with_replacement(local_server: LocalServer,
-                                                         where: tuple[Path, dict[str, str]]) -> None:
+def test_stdin_that_is_not_utf8_is_read_with_replacement(
+    local_server: LocalServer, where: tuple[Path, dict[str, str]]
+) -> None:
     local_server.queue(openai_reply("read it"))
     done = heron(local_server, where, "-p", "summarise:", "-", stdin=b"bytes \xfe\xff here\n")
     assert done.returncode == 0, done.stderr.decode()
@@ -87,8 +101,9 @@ def rpc(server: LocalServer, where: tuple[Path, dict[str, str]], *lines: dict[st
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_an_rpc_prompt_with_a_lone_surrogate_is_sent_and_saved_cleaned(local_server: LocalServer,
-                                                                        where: tuple[Path, dict[str, str]]) -> None:
+def test_an_rpc_prompt_with_a_lone_surrogate_is_sent_and_saved_cleaned(
+    local_server: LocalServer, where: tuple[Path, dict[str, str]]
+) -> None:
     local_server.queue(openai_reply("fine"))
     # json.dumps writes the lone surrogate as the escape \ud800, as a client would
     out = rpc(local_server, where, {"id": 1, "type": "prompt", "message": "half a pair: \ud800 end"})
@@ -114,8 +129,9 @@ def test_a_refused_key_is_explained_in_rpc_run_end_and_on_json_modes_stderr(
     assert "Invalid API key" in err and "HERON_API_KEY" in err and "--api-key" in err
 
 
-def test_context_warnings_in_print_json_and_rpc_mode(local_server: LocalServer,
-                                                     where: tuple[Path, dict[str, str]]) -> None:
+def test_context_warnings_in_print_json_and_rpc_mode(
+    local_server: LocalServer, where: tuple[Path, dict[str, str]]
+) -> None:
     # a server that refuses the request as too long, stating its window: heron learns it
     local_server.queue(json_reply(400, TOO_LONG), openai_reply("short answer"))
     done = heron(local_server, where, "-p", "hello")

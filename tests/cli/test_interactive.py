@@ -38,14 +38,24 @@ SUMMARY = "## Goal\nGreet the user twice.\n\n## Progress\nBoth greetings done."
 
 
 def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> dict[str, Any]:
-    return {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-t",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "test-model",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
 
 
 def _usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-            "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                     "total_tokens": prompt + completion}}
+    return {
+        "id": "chatcmpl-t",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "test-model",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
 
 
 def _body(chunks: list[dict[str, Any]]) -> str:
@@ -63,8 +73,18 @@ def bash_call(command: str, call_id: str = "call_1") -> Reply:
     arguments = json.dumps({"command": command})
     chunks = [
         _chunk({"role": "assistant", "content": ""}),
-        _chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                                "function": {"name": "bash", "arguments": arguments}}]}),
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": arguments},
+                    }
+                ]
+            }
+        ),
         _chunk(finish="tool_calls"),
         _usage(1_500, 20),
     ]
@@ -120,8 +140,15 @@ def spawn(local_server: LocalServer, dirs: tuple[Path, Path]) -> Iterator[Any]:
 
     def start(*args: str, term: str = "xterm") -> Any:
         argv = ["-m", "heron.cli.main", "--base-url", f"{local_server.url}/v1", "--model", "test-model", *args]
-        child = pexpect.spawn(sys.executable, argv, cwd=str(project), env=environment(home, term),
-                              encoding="utf-8", timeout=TIMEOUT, dimensions=(40, 100))
+        child = pexpect.spawn(
+            sys.executable,
+            argv,
+            cwd=str(project),
+            env=environment(home, term),
+            encoding="utf-8",
+            timeout=TIMEOUT,
+            dimensions=(40, 100),
+        )
         child.logfile_read = io.StringIO()
         children.append(child)
         child.expect("Ctrl\\+D exits")
@@ -230,9 +257,7 @@ def test_ctrl_c_aborts_a_slow_run_and_the_prompt_comes_back(spawn: Any, local_se
     assert all("half-typed" not in " ".join(user_texts(r)) for r in local_server.requests)
 
 
-def test_task_from_the_command_line_multiline_input_and_shell_commands(
-    spawn: Any, local_server: LocalServer
-) -> None:
+def test_task_from_the_command_line_multiline_input_and_shell_commands(spawn: Any, local_server: LocalServer) -> None:
     local_server.queue(answer("Task done."), answer("Two lines received."), answer("Saw the listing."))
     child = spawn("do the task")
     child.expect("Task done.")
@@ -285,7 +310,11 @@ def test_without_a_terminal_each_line_runs_in_turn(local_server: LocalServer, di
     done = subprocess.run(
         [sys.executable, "-m", "heron.cli.main", "--base-url", f"{local_server.url}/v1", "--model", "test-model"],
         input="first piped line\n/session\n/quit\nnever sent\n",
-        capture_output=True, text=True, cwd=project, env=environment(home, "dumb"), timeout=TIMEOUT,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=environment(home, "dumb"),
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     assert "Piped answer." in done.stdout
@@ -304,8 +333,9 @@ def slow_answer(words: int, delay: float) -> Reply:
     chunks += [_chunk(finish="stop"), _usage(1_500, 42)]
     body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
     # one SSE event per write: split the body at event boundaries
-    return Reply(body=body, chunk_size=len(f"data: {json.dumps(_chunk({'content': 'word10 '}))}\n\n"),
-                 chunk_delay=delay)
+    return Reply(
+        body=body, chunk_size=len(f"data: {json.dumps(_chunk({'content': 'word10 '}))}\n\n"), chunk_delay=delay
+    )
 
 
 def test_text_appears_as_it_arrives_without_punctuation(spawn: Any, local_server: LocalServer) -> None:
@@ -342,11 +372,23 @@ def test_esc_aborts_and_alt_enter_queues_a_follow_up(spawn: Any, local_server: L
     assert last[-1] == "then summarise" and "run the slow command" in last
 
 
-def test_model_switches_keep_the_servers_own_name(spawn: Any, local_server: LocalServer,
-                                                 dirs: tuple[Path, Path]) -> None:
+def test_model_switches_keep_the_servers_own_name(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
     home, _ = dirs
-    (home / "models.json").write_text(json.dumps({"providers": {"second": {
-        "baseUrl": f"{local_server.url}/v1", "api": "openai-chat", "models": [{"id": "second-model"}]}}}))
+    (home / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "second": {
+                        "baseUrl": f"{local_server.url}/v1",
+                        "api": "openai-chat",
+                        "models": [{"id": "second-model"}],
+                    }
+                }
+            }
+        )
+    )
     local_server.queue(answer("From the other model."), answer("From the second model."))
     child = spawn()
     child.send("/model custom/other-model\r")
@@ -373,13 +415,36 @@ def test_escape_sequences_from_the_model_and_files_never_reach_the_terminal(
     _, project = dirs
     (project / "evil.txt").write_text(f"file says {HOSTILE} done\n")
     read_call = json.dumps({"path": f"evil.txt{HOSTILE}"})
-    chunks = [_chunk({"role": "assistant", "content": ""}),
-              _chunk({"tool_calls": [{"index": 0, "id": "call_r", "type": "function",
-                                      "function": {"name": "read", "arguments": read_call}}]}),
-              _chunk(finish="tool_calls"), _usage(1_500, 20)]
-    local_server.queue(Reply(body=_body(chunks)), Reply(body=_body([
-        _chunk({"role": "assistant", "content": ""}), _chunk({"content": f"model says {HOSTILE} end"}),
-        _chunk(finish="stop"), _usage(1_500, 20)])))
+    chunks = [
+        _chunk({"role": "assistant", "content": ""}),
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_r",
+                        "type": "function",
+                        "function": {"name": "read", "arguments": read_call},
+                    }
+                ]
+            }
+        ),
+        _chunk(finish="tool_calls"),
+        _usage(1_500, 20),
+    ]
+    local_server.queue(
+        Reply(body=_body(chunks)),
+        Reply(
+            body=_body(
+                [
+                    _chunk({"role": "assistant", "content": ""}),
+                    _chunk({"content": f"model says {HOSTILE} end"}),
+                    _chunk(finish="stop"),
+                    _usage(1_500, 20),
+                ]
+            )
+        ),
+    )
     (project / f"evil.txt{HOSTILE}").write_text(f"file says {HOSTILE} done\n")
     child = spawn()
     child.send("read it\r")

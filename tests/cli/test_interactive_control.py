@@ -45,8 +45,18 @@ SHIFT_TAB = "\x1b[Z"
 def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> Reply:
     chunks = [
         _chunk({"role": "assistant", "content": ""}),
-        _chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                                "function": {"name": name, "arguments": json.dumps(arguments)}}]}),
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                ]
+            }
+        ),
         _chunk(finish="tool_calls"),
         _usage(1_500, 20),
     ]
@@ -75,8 +85,9 @@ def test_an_ask_answered_allow_once_runs_the_call_and_asks_again_next_time(
 ) -> None:
     home, project = dirs
     ask_rule(home, "Bash(echo:*)")
-    local_server.queue(bash_call("echo ran-once"), answer("First done."),
-                       bash_call("echo ran-twice", "call_2"), answer("Second done."))
+    local_server.queue(
+        bash_call("echo ran-once"), answer("First done."), bash_call("echo ran-twice", "call_2"), answer("Second done.")
+    )
     child = spawn()
     child.send("run the echo\r")
     child.expect("permission needed")
@@ -107,9 +118,12 @@ def test_allow_always_writes_the_rule_and_the_second_call_is_not_asked(
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "out.txt"
-    local_server.queue(tool_call("write", {"path": str(target), "content": "first\n"}), answer("Wrote it."),
-                       tool_call("write", {"path": str(target), "content": "second\n"}, "call_2"),
-                       answer("Wrote it again."))
+    local_server.queue(
+        tool_call("write", {"path": str(target), "content": "first\n"}),
+        answer("Wrote it."),
+        tool_call("write", {"path": str(target), "content": "second\n"}, "call_2"),
+        answer("Wrote it again."),
+    )
     child = spawn()
     child.send("write outside\r")
     child.expect("permission needed")
@@ -135,8 +149,12 @@ def test_deny_with_a_reason_reaches_the_model_and_ctrl_c_denies(
 ) -> None:
     home, project = dirs
     ask_rule(home, "Bash(touch:*)")
-    local_server.queue(bash_call("touch made.txt"), answer("Understood."),
-                       bash_call("touch other.txt", "call_2"), answer("Declined again."))
+    local_server.queue(
+        bash_call("touch made.txt"),
+        answer("Understood."),
+        bash_call("touch other.txt", "call_2"),
+        answer("Declined again."),
+    )
     child = spawn()
     child.send("make the file\r")
     child.expect("1 allow once")
@@ -207,8 +225,15 @@ def start_raw(local_server: LocalServer, dirs: tuple[Path, Path]) -> Iterator[An
 
     def start(*args: str) -> Any:
         argv = ["-m", "heron.cli.main", "--base-url", f"{local_server.url}/v1", "--model", "test-model", *args]
-        child = pexpect.spawn(sys.executable, argv, cwd=str(project), env=environment(home), encoding="utf-8",
-                              timeout=TIMEOUT, dimensions=(40, 100))
+        child = pexpect.spawn(
+            sys.executable,
+            argv,
+            cwd=str(project),
+            env=environment(home),
+            encoding="utf-8",
+            timeout=TIMEOUT,
+            dimensions=(40, 100),
+        )
         child.logfile_read = io.StringIO()
         children.append(child)
         return child
@@ -288,8 +313,12 @@ def test_rewind_restores_a_file_changed_by_bash_and_the_conversation(
     spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
 ) -> None:
     _, project = dirs
-    local_server.queue(bash_call("echo one > notes.txt"), answer("Wrote one."),
-                       bash_call("echo two > notes.txt && echo new > added.txt", "call_2"), answer("Wrote two."))
+    local_server.queue(
+        bash_call("echo one > notes.txt"),
+        answer("Wrote one."),
+        bash_call("echo two > notes.txt && echo new > added.txt", "call_2"),
+        answer("Wrote two."),
+    )
     child = spawn()
     child.send("first turn\r")
     child.expect("Wrote one.")

@@ -52,8 +52,7 @@ def last_tool_result(context: Context) -> str:
     return "".join(getattr(b, "text", "") for b in results[-1].content)
 
 
-async def test_esc_at_the_question_denies_and_the_run_goes_on(project: Path, home: Path,
-                                                               faux: FauxProvider) -> None:
+async def test_esc_at_the_question_denies_and_the_run_goes_on(project: Path, home: Path, faux: FauxProvider) -> None:
     faux.queue(tool_call("bash", {"command": "touch made.txt"}), text("carried on"))
     c = controller_with_ask_rule(project, home, faux, "Bash(touch:*)")
     await c.submit("make it")
@@ -70,8 +69,12 @@ async def test_esc_at_the_question_denies_and_the_run_goes_on(project: Path, hom
 async def test_an_unclear_answer_is_asked_again_and_always_on_an_ask_rule_lasts_the_session(
     project: Path, home: Path, faux: FauxProvider
 ) -> None:
-    faux.queue(tool_call("bash", {"command": "touch made.txt"}), text("ran"),
-               tool_call("bash", {"command": "touch again.txt"}), text("ran again"))
+    faux.queue(
+        tool_call("bash", {"command": "touch made.txt"}),
+        text("ran"),
+        tool_call("bash", {"command": "touch again.txt"}),
+        text("ran again"),
+    )
     c = controller_with_ask_rule(project, home, faux, "Bash(touch:*)")
     await c.submit("make it")
     await until_asked(c)
@@ -90,8 +93,7 @@ async def test_an_unclear_answer_is_asked_again_and_always_on_an_ask_rule_lasts_
     assert not (project / ".heron" / "settings.local.json").exists()
 
 
-async def test_a_deny_reason_on_the_same_line_reaches_the_model(project: Path, home: Path,
-                                                                faux: FauxProvider) -> None:
+async def test_a_deny_reason_on_the_same_line_reaches_the_model(project: Path, home: Path, faux: FauxProvider) -> None:
     faux.queue(tool_call("bash", {"command": "touch made.txt"}), text("ok"))
     c = controller_with_ask_rule(project, home, faux, "Bash(touch:*)")
     await c.submit("make it")
@@ -117,7 +119,11 @@ def test_the_line_mode_answers_a_question_with_the_next_line(local_server: Local
     done = subprocess.run(
         [sys.executable, "-m", "heron.cli.main", "--base-url", f"{local_server.url}/v1", "--model", "test-model"],
         input="make the file\n3\nnot from a script\n/quit\n",
-        capture_output=True, text=True, cwd=project, env=environment(home, "dumb"), timeout=TIMEOUT,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=environment(home, "dumb"),
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     assert "permission needed" in done.stdout and "Piped and denied." in done.stdout
@@ -134,19 +140,28 @@ def test_what_in_a_project_needs_trust(project: Path, home: Path) -> None:
     heron_dir.mkdir()
     (heron_dir / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(rm:*)"], "ask": ["Read"]}}))
     assert trust_reasons(project, home) == []  # rules that only restrict need no trust
-    (heron_dir / "settings.json").write_text(json.dumps({
-        "permissions": {"allow": ["Bash(make:*)"], "defaultMode": "bypassPermissions"},
-        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]},
-        "env": {"passThrough": ["TOKEN"]}}))
+    (heron_dir / "settings.json").write_text(
+        json.dumps(
+            {
+                "permissions": {"allow": ["Bash(make:*)"], "defaultMode": "bypassPermissions"},
+                "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]},
+                "env": {"passThrough": ["TOKEN"]},
+            }
+        )
+    )
     (heron_dir / "extensions").mkdir()
     (heron_dir / "extensions" / "tool.py").write_text("def register(api):\n    pass\n")
     (heron_dir / "extensions" / "_helper.py").write_text("")  # not loaded by itself: not listed
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"files": {"command": "true"}}}))
     reasons = trust_reasons(project, home)
-    assert reasons == ["hooks in .heron/settings.json", "allow rules in .heron/settings.json",
-                       "defaultMode bypassPermissions in .heron/settings.json",
-                       "env.passThrough in .heron/settings.json", "Python extensions in .heron/extensions/ (tool.py)",
-                       "MCP servers in .mcp.json (files)"]
+    assert reasons == [
+        "hooks in .heron/settings.json",
+        "allow rules in .heron/settings.json",
+        "defaultMode bypassPermissions in .heron/settings.json",
+        "env.passThrough in .heron/settings.json",
+        "Python extensions in .heron/extensions/ (tool.py)",
+        "MCP servers in .mcp.json (files)",
+    ]
 
 
 def test_the_trust_question_remembers_yes_only(project: Path, home: Path) -> None:

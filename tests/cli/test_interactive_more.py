@@ -26,8 +26,13 @@ PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201"
     "a5d4a0a80000000049454e44ae426082"
 )
-TOO_LONG = {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested "
-                                 "9000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}
+TOO_LONG = {
+    "error": {
+        "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens.",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+    }
+}
 
 
 def git_project(project: Path) -> None:
@@ -41,10 +46,26 @@ def git_project(project: Path) -> None:
 
 def vision_models(home: Path, url: str) -> None:
     """A models.json provider on the local server whose model takes images and has prices."""
-    (home / "models.json").write_text(json.dumps({"providers": {"vision": {
-        "baseUrl": f"{url}/v1", "api": "openai-chat",
-        "models": [{"id": "vis-model", "input": ["text", "image"], "contextWindow": 128000,
-                    "cost": {"input": 3, "output": 15}}]}}}))
+    (home / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "vision": {
+                        "baseUrl": f"{url}/v1",
+                        "api": "openai-chat",
+                        "models": [
+                            {
+                                "id": "vis-model",
+                                "input": ["text", "image"],
+                                "contextWindow": 128000,
+                                "cost": {"input": 3, "output": 15},
+                            }
+                        ],
+                    }
+                }
+            }
+        )
+    )
 
 
 def user_parts(request: Any) -> list[Any]:
@@ -68,8 +89,9 @@ def test_the_file_index_is_fuzzy_and_respects_gitignore(dirs: tuple[Path, Path])
     assert fuzzy_score("greet", "src/greeting.py") > fuzzy_score("greet", "gr/e/e/t/x.py")  # type: ignore[operator]
 
 
-def test_at_completes_a_project_file_and_attaches_it(spawn: Any, local_server: LocalServer,
-                                                     dirs: tuple[Path, Path]) -> None:
+def test_at_completes_a_project_file_and_attaches_it(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
     _, project = dirs
     git_project(project)
     local_server.queue(answer("It greets."))
@@ -107,8 +129,9 @@ def test_a_missing_file_or_a_directory_is_said_and_the_prompt_goes_as_typed(
 # --- images -----------------------------------------------------------------------------------------
 
 
-def test_an_image_path_is_attached_when_the_model_takes_images(spawn: Any, local_server: LocalServer,
-                                                               dirs: tuple[Path, Path]) -> None:
+def test_an_image_path_is_attached_when_the_model_takes_images(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
     home, project = dirs
     vision_models(home, local_server.url)
     (project / "shot.png").write_bytes(PNG)
@@ -128,8 +151,9 @@ def test_an_image_path_is_attached_when_the_model_takes_images(spawn: Any, local
     exit_with_ctrl_d(child)
 
 
-def test_an_image_for_a_text_only_model_is_not_attached_and_says_so(spawn: Any, local_server: LocalServer,
-                                                                    dirs: tuple[Path, Path]) -> None:
+def test_an_image_for_a_text_only_model_is_not_attached_and_says_so(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
     _, project = dirs
     (project / "shot.png").write_bytes(PNG)
     local_server.queue(answer("No image here."))
@@ -144,8 +168,7 @@ def test_an_image_for_a_text_only_model_is_not_attached_and_says_so(spawn: Any, 
 # --- /settings, /cost -------------------------------------------------------------------------------
 
 
-def test_settings_shows_changes_and_validates(spawn: Any, local_server: LocalServer,
-                                              dirs: tuple[Path, Path]) -> None:
+def test_settings_shows_changes_and_validates(spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]) -> None:
     home, _ = dirs
     vision_models(home, local_server.url)
     (home / "settings.json").write_text(json.dumps({"shellPath": "/bin/sh"}))
@@ -169,17 +192,25 @@ def test_settings_shows_changes_and_validates(spawn: Any, local_server: LocalSer
     child.expect(r"compaction\s+off\s+.*\[compaction\.enabled, user\]")
     exit_with_ctrl_d(child)
     saved = json.loads((home / "settings.json").read_text())
-    assert saved == {"shellPath": "/bin/sh", "compaction": {"enabled": False}, "defaultProvider": "vision",
-                     "defaultModel": "vis-model", "defaultThinkingLevel": "high", "resume": {"turns": 3}}
+    assert saved == {
+        "shellPath": "/bin/sh",
+        "compaction": {"enabled": False},
+        "defaultProvider": "vision",
+        "defaultModel": "vis-model",
+        "defaultThinkingLevel": "high",
+        "resume": {"turns": 3},
+    }
     assert (home / "settings.json").stat().st_mode & 0o777 in (0o600, 0o644)
 
 
 def test_cost_sums_the_answers_by_model(spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]) -> None:
     home, _ = dirs
     vision_models(home, local_server.url)
-    local_server.queue(answer("One.", prompt_tokens=1_000, completion_tokens=100),
-                       answer("Two.", prompt_tokens=2_000, completion_tokens=200),
-                       answer("Three.", prompt_tokens=10_000, completion_tokens=1_000))
+    local_server.queue(
+        answer("One.", prompt_tokens=1_000, completion_tokens=100),
+        answer("Two.", prompt_tokens=2_000, completion_tokens=200),
+        answer("Three.", prompt_tokens=10_000, completion_tokens=1_000),
+    )
     child = spawn()
     child.send("first\r")
     child.expect("One.")
@@ -201,15 +232,22 @@ def test_cost_sums_the_answers_by_model(spawn: Any, local_server: LocalServer, d
 # --- resuming ---------------------------------------------------------------------------------------
 
 
-def test_resuming_shows_the_last_turns_with_tool_output_folded(spawn: Any, local_server: LocalServer,
-                                                               dirs: tuple[Path, Path]) -> None:
+def test_resuming_shows_the_last_turns_with_tool_output_folded(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path]
+) -> None:
     home, _ = dirs
-    local_server.queue(answer("Answer to the first."), bash_call("printf 'line-a\\nline-b\\nline-c'"),
-                       answer("The command printed three lines."), answer("Third answer."))
+    local_server.queue(
+        answer("Answer to the first."),
+        bash_call("printf 'line-a\\nline-b\\nline-c'"),
+        answer("The command printed three lines."),
+        answer("Third answer."),
+    )
     child = spawn()
-    for prompt, expected in (("first question", "Answer to the first."),
-                             ("run the command", "The command printed three lines."),
-                             ("third question", "Third answer.")):
+    for prompt, expected in (
+        ("first question", "Answer to the first."),
+        ("run the command", "The command printed three lines."),
+        ("third question", "Third answer."),
+    ):
         child.send(prompt + "\r")
         child.expect(expected)
         footer(child)
@@ -225,8 +263,11 @@ def test_resuming_shows_the_last_turns_with_tool_output_folded(spawn: Any, local
     # the call on one line, with the first line of its output and a count of the rest
     assert re.search(r"bash printf .*line-a \(\+2 lines\)", transcript), transcript
     assert "│ line-b" not in transcript  # the output itself is folded away
-    assert transcript.index("The command printed three lines.") < transcript.index("third question") \
+    assert (
+        transcript.index("The command printed three lines.")
+        < transcript.index("third question")
         < transcript.index("Third answer.")
+    )
 
 
 # --- retries, warnings --------------------------------------------------------------------------------
@@ -269,8 +310,9 @@ def test_agents_lists_the_definitions_and_the_skipped_files(spawn: Any, dirs: tu
     _, project = dirs
     agents = project / ".heron" / "agents"
     agents.mkdir(parents=True)
-    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews a diff for bugs\n"
-                                        "tools: read, grep\n---\nYou review code.\n")
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews a diff for bugs\ntools: read, grep\n---\nYou review code.\n"
+    )
     (agents / "broken.md").write_text("no front matter here\n")
     child = spawn()
     child.send("/agents\r")
@@ -284,10 +326,16 @@ def test_mcp_lists_the_servers_and_their_tools(spawn: Any, dirs: tuple[Path, Pat
 
     home, _ = dirs
     double = str(Path(__file__).parents[1] / "coding" / "mcp_double.py")
-    (home / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "dbl": {"command": sys.executable, "args": [double, "stdio"]},
-        "gone": {"command": str(home / "no-such-server")},
-    }}))
+    (home / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "dbl": {"command": sys.executable, "args": [double, "stdio"]},
+                    "gone": {"command": str(home / "no-such-server")},
+                }
+            }
+        )
+    )
     child = spawn()
     child.send("/mcp\r")
     child.expect(r"dbl \(user, stdio\): (ready|connected|running)")

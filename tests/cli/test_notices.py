@@ -24,9 +24,11 @@ def test_retries_are_announced_and_their_outcome_said() -> None:
     notices.handle(start(1, 2.0))
     notices.handle(start(2, 0.5))
     notices.handle(RetryEndEvent(success=True, attempt=2))
-    assert said == [("503 overloaded; retrying in 2 s (1/3)…", "retry"),
-                    ("503 overloaded; retrying in 0.5 s (2/3)…", "retry"),
-                    ("retry 2 succeeded", "ok")]
+    assert said == [
+        ("503 overloaded; retrying in 2 s (1/3)…", "retry"),
+        ("503 overloaded; retrying in 0.5 s (2/3)…", "retry"),
+        ("retry 2 succeeded", "ok"),
+    ]
 
 
 def test_an_abort_during_the_wait_is_a_cancellation() -> None:

@@ -122,8 +122,14 @@ def queue_task(server: LocalServer, reply: Any) -> None:
 def anthropic_provider(server: LocalServer, **model: Any) -> dict[str, Any]:
     """A models.json provider: an Anthropic-format server on 127.0.0.1."""
     entry = {"id": "claude-local", "name": "Local Claude", "contextWindow": 200000, "maxTokens": 8192, **model}
-    return {"local-claude": {"baseUrl": server.url, "api": "anthropic-messages", "apiKey": "sk-local-test",
-                             "models": [entry]}}
+    return {
+        "local-claude": {
+            "baseUrl": server.url,
+            "api": "anthropic-messages",
+            "apiKey": "sk-local-test",
+            "models": [entry],
+        }
+    }
 
 
 # --- what the server received -----------------------------------------------------------
@@ -241,9 +247,10 @@ def check_events(events: list[dict[str, Any]]) -> None:
     finals = [e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"]
     assert finals[-1]["content"] == [{"type": "text", "text": ANSWER}]
     # The streamed deltas of the last turn add up to the answer.
-    last_turn = events[len(types) - 1 - types[::-1].index("turn_start"):]
-    deltas = [e["event"]["delta"] for e in last_turn
-              if e["type"] == "message_update" and e["event"]["type"] == "text_delta"]
+    last_turn = events[len(types) - 1 - types[::-1].index("turn_start") :]
+    deltas = [
+        e["event"]["delta"] for e in last_turn if e["type"] == "message_update" and e["event"]["type"] == "text_delta"
+    ]
     assert "".join(deltas) == ANSWER
     end = events[-1]
     assert [m["role"] for m in end["messages"]][-1] == "assistant"
@@ -310,8 +317,9 @@ def test_json_mode_anthropic_model_chosen_from_models_json(project: Project, loc
 def test_anthropic_catalogue_model_with_base_url(project: Project, local_server: LocalServer) -> None:
     """--base-url also points a built-in Anthropic model at another server."""
     local_server.queue(anthropic_reply("Hi from the local server."))
-    result = project.run("--model", "anthropic/claude-sonnet-4-5", "--base-url", local_server.url,
-                         "--api-key", "sk-cli", "-p", "say hi")
+    result = project.run(
+        "--model", "anthropic/claude-sonnet-4-5", "--base-url", local_server.url, "--api-key", "sk-cli", "-p", "say hi"
+    )
     assert result.code == 0, result.err
     assert result.out == "Hi from the local server.\n"
     request = local_server.requests[0]
@@ -395,15 +403,23 @@ def test_server_error_then_success_is_retried(project: Project, local_server: Lo
 
 
 def spawn(project: Project, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*heron_command(), *args], cwd=project.cwd, env=project.env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*heron_command(), *args],
+        cwd=project.cwd,
+        env=project.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_json_mode_stops_when_the_reader_goes_away(project: Project, local_server: LocalServer) -> None:
     """`heron --mode json ... | head -1`: the run is aborted, quietly, before any tool runs."""
     # The pipe is closed while heron starts, or waits for the model's first answer.
-    local_server.queue(Reply(body=openai_turn("Reading.", [READ]), delay=1.0), openai_reply("", [EDIT]),
-                       openai_reply(ANSWER))
+    local_server.queue(
+        Reply(body=openai_turn("Reading.", [READ]), delay=1.0), openai_reply("", [EDIT]), openai_reply(ANSWER)
+    )
     process = spawn(project, *openai_args(local_server), "--mode", "json", "-p", "Make greet.py greet heron.")
     assert process.stdout is not None and process.stderr is not None
     assert json.loads(process.stdout.readline())["type"] == "session"
@@ -472,8 +488,10 @@ def test_gather_task_attaches_the_value_of_p_and_keeps_piped_text_apart(tmp_path
     (tmp_path / "pixel.png").write_bytes(PNG)
     args = build_parser().parse_args(["-p", "@main.py", "explain", "@pixel.png"])
     task = gather_task(args, tmp_path, io.StringIO("line one\nline two\n"))
-    assert task.text == ('<file path="main.py">\nprint(1)\n\n</file>\n\n<file path="pixel.png">(image attached)</file>'
-                         "\n\nexplain\n\nline one\nline two")
+    assert task.text == (
+        '<file path="main.py">\nprint(1)\n\n</file>\n\n<file path="pixel.png">(image attached)</file>'
+        "\n\nexplain\n\nline one\nline two"
+    )
     assert [image.mime_type for image in task.images] == ["image/png"]
     # A -p value with spaces is the task even when it starts with "@".
     args = build_parser().parse_args(["-p", "@team please review"])

@@ -40,8 +40,11 @@ def path_without_git(tmp: Path) -> str:
 def three_turns(project: Project, server: LocalServer) -> None:
     (project.cwd / ".gitignore").write_text("ignored.txt\n")
     (project.cwd / "big.bin").write_bytes(b"x" * (2 * 1024 * 1024 + 1))
-    steps = ["echo one > notes.txt", "echo two >> notes.txt",
-             "echo three > notes.txt && echo new > added.txt && echo y >> big.bin"]
+    steps = [
+        "echo one > notes.txt",
+        "echo two >> notes.txt",
+        "echo three > notes.txt && echo new > added.txt && echo y >> big.bin",
+    ]
     for n, command in enumerate(steps):
         server.queue(openai_reply("", [bash(f"c{n}", command)]), openai_reply("done"))
         result = project.run(*openai_args(server), *(["-c"] if n else []), "-p", f"turn {n + 1}")
@@ -50,10 +53,12 @@ def three_turns(project: Project, server: LocalServer) -> None:
     (project.cwd / "ignored.txt").write_text("not mine to rewind")
 
 
-@pytest.mark.parametrize("backend", [
-    pytest.param("git", marks=pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")), "dulwich"])
+@pytest.mark.parametrize(
+    "backend", [pytest.param("git", marks=pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")), "dulwich"]
+)
 def test_a_file_changed_by_bash_in_turn_3_is_restored_with_either_backend(
-        project: Project, local_server: LocalServer, tmp_path: Path, backend: str) -> None:
+    project: Project, local_server: LocalServer, tmp_path: Path, backend: str
+) -> None:
     if backend == "dulwich":
         project.env["PATH"] = path_without_git(tmp_path)
         assert shutil.which("git", path=project.env["PATH"]) is None
@@ -74,8 +79,9 @@ def test_a_file_changed_by_bash_in_turn_3_is_restored_with_either_backend(
     assert (project.cwd / "notes.txt").read_text() == "one\n"
 
 
-def test_rewind_to_a_turn_whose_snapshot_was_pruned_says_it_is_gone(project: Project,
-                                                                    local_server: LocalServer) -> None:
+def test_rewind_to_a_turn_whose_snapshot_was_pruned_says_it_is_gone(
+    project: Project, local_server: LocalServer
+) -> None:
     three_turns(project, local_server)
     session = project.session_files()[0]
     lines = [json.loads(line) for line in session.read_text().splitlines()]

@@ -56,16 +56,25 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 class Harness:
     """An :class:`RpcServer` whose output lands in a list, fed line by line."""
 
-    def __init__(self, project: Path, faux: FauxProvider, *, settings: dict[str, Any] | None = None,
-                 no_session: bool = False) -> None:
+    def __init__(
+        self, project: Path, faux: FauxProvider, *, settings: dict[str, Any] | None = None, no_session: bool = False
+    ) -> None:
         home = Path(os.environ["HERON_HOME"])
         model = faux.model()
         store = SessionStore.in_memory(project) if no_session else SessionStore.create(project, home=home)
-        session = CodingSession(cwd=project, model=model, store=store, settings=settings_from_dict(settings or {}),
-                                home=home)
+        session = CodingSession(
+            cwd=project, model=model, store=store, settings=settings_from_dict(settings or {}), home=home
+        )
         args = argparse.Namespace(no_session=no_session, api_key=None)
-        self.app = App(args=args, cwd=project, home=home, settings=session.settings, registry=ModelRegistry.load(),
-                       resolved=ResolvedModel(model, None, "test"), session=session)
+        self.app = App(
+            args=args,
+            cwd=project,
+            home=home,
+            settings=session.settings,
+            registry=ModelRegistry.load(),
+            resolved=ResolvedModel(model, None, "test"),
+            session=session,
+        )
         self.out: list[dict[str, Any]] = []
         self.server = RpcServer(self.app, self._write)
 
@@ -104,13 +113,19 @@ class Harness:
         return [o for o in self.out if o.get("type") == "response"]
 
 
-async def test_prompt_answers_at_once_then_streams_events_and_ends_with_run_end(project: Path,
-                                                                               faux: FauxProvider) -> None:
+async def test_prompt_answers_at_once_then_streams_events_and_ends_with_run_end(
+    project: Path, faux: FauxProvider
+) -> None:
     faux.queue(tool_call("read", {"path": "small.py"}), text("f returns 1."))
     h = Harness(project, faux)
     response = await h.call({"id": "p1", "type": "prompt", "message": "what does f return?"})
-    assert response == {"type": "response", "id": "p1", "command": "prompt", "success": True,
-                        "data": {"disposition": "started"}}
+    assert response == {
+        "type": "response",
+        "id": "p1",
+        "command": "prompt",
+        "success": True,
+        "data": {"disposition": "started"},
+    }
     end = await h.run_end("p1")
     assert end["stop_reason"] == "stop" and end["answer"] == "f returns 1." and end["error"] is None
     types = [o["type"] for o in h.out]
@@ -126,7 +141,11 @@ async def test_prompt_answers_at_once_then_streams_events_and_ends_with_run_end(
     assert [m["role"] for m in messages["messages"]] == ["user", "assistant", "toolResult", "assistant"]
     assert messages["messages"][2]["toolName"] == "read"
     assert [p.get("role") for p in messages["path"] if p["type"] == "message"] == [
-        "user", "assistant", "toolResult", "assistant"]
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
 
 
 async def test_malformed_lines_each_get_an_error_and_serving_goes_on(project: Path, faux: FauxProvider) -> None:
@@ -142,23 +161,43 @@ async def test_malformed_lines_each_get_an_error_and_serving_goes_on(project: Pa
         ({"type": "prompt", "id": 5, "message": 5}, 5, "prompt", '"message" must be a string, got a number'),
         ({"type": "prompt", "id": 6, "message": "  "}, 6, "prompt", '"message" is empty'),
         ({"type": "prompt", "id": 7, "message": "hi", "images": "x"}, 7, "prompt", '"images" must be an array'),
-        ({"type": "prompt", "id": 8, "message": "hi", "images": [{"data": "!!", "mimeType": "image/png"}]}, 8,
-         "prompt", "not base64"),
-        ({"type": "prompt", "id": 9, "message": "hi", "images": [{"data": "AAAA", "mimeType": "text/plain"}]}, 9,
-         "prompt", '"mimeType" must be one of'),
+        (
+            {"type": "prompt", "id": 8, "message": "hi", "images": [{"data": "!!", "mimeType": "image/png"}]},
+            8,
+            "prompt",
+            "not base64",
+        ),
+        (
+            {"type": "prompt", "id": 9, "message": "hi", "images": [{"data": "AAAA", "mimeType": "text/plain"}]},
+            9,
+            "prompt",
+            '"mimeType" must be one of',
+        ),
         ({"type": "get_state", "id": {"a": 1}}, None, "parse", '"id" must be a string or a number'),
         ({"type": "get_state", "id": True}, None, "parse", '"id" must be a string or a number'),
-        ({"type": "set_thinking_level", "id": 10, "level": "max"}, 10, "set_thinking_level",
-         "unknown thinking level 'max'"),
+        (
+            {"type": "set_thinking_level", "id": 10, "level": "max"},
+            10,
+            "set_thinking_level",
+            "unknown thinking level 'max'",
+        ),
         ({"type": "set_model", "id": 11}, 11, "set_model", "set_model needs"),
         ({"type": "steer", "id": 12, "message": "x"}, 12, "steer", "nothing is running"),
         ({"type": "follow_up", "id": 13, "message": "x"}, 13, "follow_up", "nothing is running"),
         ({"type": "fork", "id": 14, "entryId": "nope"}, 14, "fork", "no entry 'nope'"),
-        ({"type": "set_steering_mode", "id": 16, "mode": "one-at-a-time"}, 16, "set_steering_mode",
-         'the only mode is "all"'),
+        (
+            {"type": "set_steering_mode", "id": 16, "mode": "one-at-a-time"},
+            16,
+            "set_steering_mode",
+            'the only mode is "all"',
+        ),
         ({"type": "set_session_name", "id": 17, "name": " "}, 17, "set_session_name", "cannot be empty"),
-        ({"type": "permission_response", "id": "perm-9", "decision": "deny"}, "perm-9", "permission_response",
-         "no open permission request 'perm-9'"),
+        (
+            {"type": "permission_response", "id": "perm-9", "decision": "deny"},
+            "perm-9",
+            "permission_response",
+            "no open permission request 'perm-9'",
+        ),
         ({"type": "switch_session", "id": 15, "session": "ffffffff-no-such"}, 15, "switch_session", "no session"),
         (b'{"type":"get_state","id":"\xff"}', None, "parse", "not UTF-8"),
         ("{" * 100_000, None, "parse", "invalid JSON"),
@@ -215,8 +254,9 @@ def test_output_stops_quietly_when_the_reader_is_gone() -> None:
         assert output.closed and closed == [True]  # told once; later writes dropped
 
 
-async def test_a_prompt_while_running_is_refused_steer_and_follow_up_are_queued(project: Path,
-                                                                               faux: FauxProvider) -> None:
+async def test_a_prompt_while_running_is_refused_steer_and_follow_up_are_queued(
+    project: Path, faux: FauxProvider
+) -> None:
     faux.chunk_delay = 0.02
     faux.chunk_size = 4
     seen: list[Context] = []
@@ -225,6 +265,7 @@ async def test_a_prompt_while_running_is_refused_steer_and_follow_up_are_queued(
         def reply(context: Context) -> FauxReply:
             seen.append(context)
             return text(f"{label}: a fairly long answer streamed slowly")
+
         return reply
 
     faux.queue(answer("first"), answer("second"), answer("third"))
@@ -242,8 +283,10 @@ async def test_a_prompt_while_running_is_refused_steer_and_follow_up_are_queued(
     assert state["isStreaming"] is True and state["pending"] == {"steering": 1, "followUp": 1}
     assert state["pendingMessageCount"] == 2
     updates = [o for o in h.out if o["type"] == "queue_update"]
-    assert updates == [{"type": "queue_update", "steering": ["change of plan"], "followUp": []},
-                       {"type": "queue_update", "steering": ["change of plan"], "followUp": ["and then this"]}]
+    assert updates == [
+        {"type": "queue_update", "steering": ["change of plan"], "followUp": []},
+        {"type": "queue_update", "steering": ["change of plan"], "followUp": ["and then this"]},
+    ]
     for command in ({"type": "compact"}, {"type": "new_session"}, {"type": "fork"}):
         busy = await h.call({"id": "busy", **command})
         assert busy["success"] is False and "running" in busy["error"]
@@ -275,8 +318,7 @@ async def test_abort_ends_the_run_as_aborted_and_reports_unsent_messages(project
     assert (await h.run_end(6))["answer"] == "after the abort"
 
 
-async def test_abort_while_waiting_for_the_provider_to_load_cancels_the_run(project: Path,
-                                                                           faux: FauxProvider) -> None:
+async def test_abort_while_waiting_for_the_provider_to_load_cancels_the_run(project: Path, faux: FauxProvider) -> None:
     import concurrent.futures
 
     h = Harness(project, faux)
@@ -347,8 +389,7 @@ async def test_compact_failure_is_an_error_response(project: Path, faux: FauxPro
     assert failed["success"] is False and failed["error"].startswith("compaction failed")
 
 
-async def test_set_model_and_thinking_level(project: Path, faux: FauxProvider,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_set_model_and_thinking_level(project: Path, faux: FauxProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(project, faux)
     unknown = await h.call({"id": 1, "type": "set_model", "model": "nobody/nothing"})
     assert unknown["success"] is False and "unknown model 'nobody/nothing'" in unknown["error"]
@@ -409,8 +450,11 @@ async def test_new_session_switch_session_and_fork(project: Path, faux: FauxProv
     at = (await h.call({"id": 12, "type": "fork", "entryId": answer_entry}))["data"]
     assert at["text"] is None and at["messageCount"] == 2 and at["entryId"] == answer_entry
     clone = (await h.call({"id": 13, "type": "clone"}))["data"]
-    assert clone["cancelled"] is False and clone["messageCount"] == 2 and Path(clone["sessionFile"]).parent == Path(
-        original["sessionFile"]).parent
+    assert (
+        clone["cancelled"] is False
+        and clone["messageCount"] == 2
+        and Path(clone["sessionFile"]).parent == Path(original["sessionFile"]).parent
+    )
     named = await h.call({"id": 14, "type": "set_session_name", "name": "my work"})
     assert named["success"] is True
     assert (await h.call({"id": 15, "type": "get_state"}))["data"]["sessionName"] == "my work"
@@ -423,7 +467,11 @@ async def test_session_stats_count_the_whole_file(project: Path, faux: FauxProvi
     await h.run_end(1)
     stats = (await h.call({"id": 2, "type": "get_session_stats"}))["data"]
     assert (stats["userMessages"], stats["assistantMessages"], stats["toolResults"], stats["totalMessages"]) == (
-        1, 2, 1, 4)
+        1,
+        2,
+        1,
+        4,
+    )
     assert stats["toolCalls"] == 1 and stats["compactions"] == 0 and stats["otherMessages"] == 0
     assert stats["tokens"]["input"] > 0 and stats["tokens"]["output"] > 0
     assert stats["tokens"]["total"] >= stats["tokens"]["input"] + stats["tokens"]["output"]
@@ -470,10 +518,23 @@ class Client:
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
         source = stdin.open("rb") if stdin is not None else None
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "heron.cli.main", "--mode", "rpc", "--base-url", server.url + "/v1",
-             "--model", "test-model", *extra],
-            cwd=project, env=env, stdin=source if source is not None else subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "heron.cli.main",
+                "--mode",
+                "rpc",
+                "--base-url",
+                server.url + "/v1",
+                "--model",
+                "test-model",
+                *extra,
+            ],
+            cwd=project,
+            env=env,
+            stdin=source if source is not None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         if source is not None:
             source.close()  # the child has its own copy
@@ -586,8 +647,9 @@ def request_messages(server: LocalServer, index: int) -> list[dict[str, Any]]:
     return messages
 
 
-def test_subprocess_prompt_events_final_answer_and_state(local_server: LocalServer, rpc: Callable[..., Client],
-                                                         home: Path) -> None:
+def test_subprocess_prompt_events_final_answer_and_state(
+    local_server: LocalServer, rpc: Callable[..., Client], home: Path
+) -> None:
     local_server.queue(turn("Reading it.", [("call_1", "read", {"path": "notes.txt"})]), turn("It says 42."))
     client = rpc()
     end = client.run("what do the notes say?")
@@ -618,8 +680,9 @@ def test_subprocess_prompt_events_final_answer_and_state(local_server: LocalServ
     assert client.close() == 0
 
 
-def test_subprocess_steer_during_a_tool_call_reaches_the_next_request(local_server: LocalServer,
-                                                                     rpc: Callable[..., Client]) -> None:
+def test_subprocess_steer_during_a_tool_call_reaches_the_next_request(
+    local_server: LocalServer, rpc: Callable[..., Client]
+) -> None:
     local_server.queue(turn("", [("call_1", "bash", {"command": "sleep 1; echo slept"})]), turn("Adjusted."))
     client = rpc()
     accepted = client.call({"type": "prompt", "message": "run the slow command"})
@@ -642,8 +705,9 @@ def test_subprocess_steer_during_a_tool_call_reaches_the_next_request(local_serv
     assert client.close() == 0
 
 
-def test_subprocess_abort_during_a_slow_stream_then_keeps_serving(local_server: LocalServer,
-                                                                 rpc: Callable[..., Client]) -> None:
+def test_subprocess_abort_during_a_slow_stream_then_keeps_serving(
+    local_server: LocalServer, rpc: Callable[..., Client]
+) -> None:
     local_server.queue(slow_stream(), turn("Fresh answer."))
     client = rpc()
     accepted = client.call({"type": "prompt", "message": "write a lot"})
@@ -700,12 +764,17 @@ def test_subprocess_fork_and_switch_back(local_server: LocalServer, rpc: Callabl
     assert client.close() == 0
 
 
-def test_subprocess_malformed_lines_then_a_valid_command(local_server: LocalServer,
-                                                        rpc: Callable[..., Client]) -> None:
+def test_subprocess_malformed_lines_then_a_valid_command(local_server: LocalServer, rpc: Callable[..., Client]) -> None:
     local_server.queue(turn("para\u2028graph"))
     client = rpc()
-    for raw in (b"garbage\n", b"[]\n", b'{"type":"nope"}\n', b'{"type":"prompt","id":"m"}\n', b"\n",
-                b'{"type":"get_state","id":"crlf"}\r\n'):
+    for raw in (
+        b"garbage\n",
+        b"[]\n",
+        b'{"type":"nope"}\n',
+        b'{"type":"prompt","id":"m"}\n',
+        b"\n",
+        b'{"type":"get_state","id":"crlf"}\r\n',
+    ):
         client.send_raw(raw)
     errors = [client.next() for _ in range(4)]
     assert all(e["type"] == "response" and e["success"] is False for e in errors)
@@ -715,8 +784,9 @@ def test_subprocess_malformed_lines_then_a_valid_command(local_server: LocalServ
     crlf = client.next()
     assert crlf["id"] == "crlf" and crlf["success"] is True
     # U+2028 sent raw (not as an escape) stays inside its line
-    client.send_raw(json.dumps({"type": "prompt", "id": "sep", "message": "split\u2028me"},
-                               ensure_ascii=False).encode() + b"\n")
+    client.send_raw(
+        json.dumps({"type": "prompt", "id": "sep", "message": "split\u2028me"}, ensure_ascii=False).encode() + b"\n"
+    )
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == "sep")
     assert end["answer"] == "para\u2028graph"
     messages = client.call({"type": "get_messages"})["data"]["messages"]
@@ -724,8 +794,9 @@ def test_subprocess_malformed_lines_then_a_valid_command(local_server: LocalServ
     assert client.close() == 0
 
 
-def test_subprocess_commands_from_a_file_eof_lets_the_run_finish(local_server: LocalServer, workdir: Path,
-                                                                  home: Path) -> None:
+def test_subprocess_commands_from_a_file_eof_lets_the_run_finish(
+    local_server: LocalServer, workdir: Path, home: Path
+) -> None:
     """``heron --mode rpc < commands.jsonl``: stdin is a file, its last line has no LF, and
     EOF arrives while the run works: the run finishes, then heron exits 0."""
     local_server.queue(turn("", [("call_1", "bash", {"command": "sleep 0.5; echo done"})]), turn("Finished."))
@@ -743,8 +814,9 @@ def test_subprocess_commands_from_a_file_eof_lets_the_run_finish(local_server: L
         client.kill()
 
 
-def test_subprocess_ctrl_c_aborts_the_run_then_ends_heron_when_idle(local_server: LocalServer,
-                                                                   rpc: Callable[..., Client]) -> None:
+def test_subprocess_ctrl_c_aborts_the_run_then_ends_heron_when_idle(
+    local_server: LocalServer, rpc: Callable[..., Client]
+) -> None:
     local_server.queue(slow_stream())
     client = rpc()
     accepted = client.call({"type": "prompt", "message": "write a lot"})
@@ -757,8 +829,7 @@ def test_subprocess_ctrl_c_aborts_the_run_then_ends_heron_when_idle(local_server
     assert client.proc.wait(TIMEOUT) == 0
 
 
-async def test_updates_carry_deltas_and_the_partial_message_comes_on_request(project: Path,
-                                                                             faux: FauxProvider) -> None:
+async def test_updates_carry_deltas_and_the_partial_message_comes_on_request(project: Path, faux: FauxProvider) -> None:
     faux.chunk_delay = 0.02
     faux.chunk_size = 3
     faux.queue(text("abcdefghijklmnopqrstuvwxyz" * 4))

@@ -34,8 +34,9 @@ def workdir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def rpc(local_server: LocalServer, workdir: Path, home: Path, monkeypatch: pytest.MonkeyPatch
-        ) -> Iterator[Callable[..., Client]]:
+def rpc(
+    local_server: LocalServer, workdir: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Client]]:
     clients: list[Client] = []
 
     def start(timeout_ms: int | None = None) -> Client:
@@ -62,8 +63,9 @@ def tool_result_text(server: LocalServer, index: int) -> str:
     return json.dumps(request_messages(server, index)[-1]["content"])
 
 
-def test_allow_once_runs_the_call_and_asks_again_next_time(local_server: LocalServer, rpc: Callable[..., Client],
-                                                          workdir: Path) -> None:
+def test_allow_once_runs_the_call_and_asks_again_next_time(
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     local_server.queue(touch("a.txt"), turn("Made it."))
     client = rpc()
     accepted = client.call({"type": "prompt", "message": "make a.txt"})
@@ -77,8 +79,14 @@ def test_allow_once_runs_the_call_and_asks_again_next_time(local_server: LocalSe
     assert state["isStreaming"] is True  # other commands are served meanwhile
     client.send({"type": "permission_response", "id": asked["id"], "decision": "allow_once"})
     resolved = client.until(lambda o: o["type"] == "permission_resolved")
-    assert resolved == {"type": "permission_resolved", "id": "perm-1", "toolCallId": "call_1",
-                        "decision": "allow_once", "by": "client", "reason": None}
+    assert resolved == {
+        "type": "permission_resolved",
+        "id": "perm-1",
+        "toolCallId": "call_1",
+        "decision": "allow_once",
+        "by": "client",
+        "reason": None,
+    }
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == accepted["id"])
     assert end["answer"] == "Made it." and (workdir / "a.txt").exists()
     assert not (workdir / ".heron" / "settings.local.json").exists()
@@ -92,8 +100,9 @@ def test_allow_once_runs_the_call_and_asks_again_next_time(local_server: LocalSe
     assert client.close() == 0
 
 
-def test_allow_always_saves_the_rule_and_is_not_asked_again(local_server: LocalServer, rpc: Callable[..., Client],
-                                                           workdir: Path) -> None:
+def test_allow_always_saves_the_rule_and_is_not_asked_again(
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     # a write outside the project asks (no rule needed); "allow always" saves the rule that allows it
     outside = workdir.parent / "outside" / "out.txt"
     outside.parent.mkdir()
@@ -118,7 +127,8 @@ def test_allow_always_saves_the_rule_and_is_not_asked_again(local_server: LocalS
 
 
 def test_allow_always_on_an_ask_rule_holds_for_the_process_and_writes_nothing(
-        local_server: LocalServer, rpc: Callable[..., Client], workdir: Path) -> None:
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     # an explicit ask rule beats any allow rule, so a saved rule could not answer it again
     local_server.queue(touch("a.txt"), turn("One."), touch("b.txt", "call_2"), turn("Two."))
     client = rpc()
@@ -135,14 +145,16 @@ def test_allow_always_on_an_ask_rule_holds_for_the_process_and_writes_nothing(
     assert client.close() == 0
 
 
-def test_deny_with_a_reason_the_model_sees(local_server: LocalServer, rpc: Callable[..., Client],
-                                           workdir: Path) -> None:
+def test_deny_with_a_reason_the_model_sees(
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     local_server.queue(touch("a.txt"), turn("Understood."))
     client = rpc()
     client.call({"type": "prompt", "message": "make a.txt"})
     asked = request(client)
-    client.send({"type": "permission_response", "id": asked["id"], "decision": "deny",
-                 "reason": "not in this directory"})
+    client.send(
+        {"type": "permission_response", "id": asked["id"], "decision": "deny", "reason": "not in this directory"}
+    )
     end = client.until(lambda o: o["type"] == "run_end")
     assert end["answer"] == "Understood." and not (workdir / "a.txt").exists()
     tool_end = next(o for o in client.seen if o["type"] == "tool_execution_end")
@@ -151,8 +163,9 @@ def test_deny_with_a_reason_the_model_sees(local_server: LocalServer, rpc: Calla
     assert client.close() == 0
 
 
-def test_no_answer_in_time_is_a_denial_that_says_so(local_server: LocalServer, rpc: Callable[..., Client],
-                                                    workdir: Path) -> None:
+def test_no_answer_in_time_is_a_denial_that_says_so(
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     local_server.queue(touch("a.txt"), turn("Nobody answered."))
     client = rpc(timeout_ms=300)
     client.call({"type": "prompt", "message": "make a.txt"})
@@ -168,8 +181,9 @@ def test_no_answer_in_time_is_a_denial_that_says_so(local_server: LocalServer, r
     assert client.close() == 0
 
 
-def test_abort_while_waiting_denies_and_ends_the_run(local_server: LocalServer, rpc: Callable[..., Client],
-                                                     workdir: Path) -> None:
+def test_abort_while_waiting_denies_and_ends_the_run(
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     local_server.queue(touch("a.txt"))
     client = rpc()
     accepted = client.call({"type": "prompt", "message": "make a.txt"})
@@ -185,8 +199,9 @@ def test_abort_while_waiting_denies_and_ends_the_run(local_server: LocalServer, 
     assert client.close() == 0
 
 
-def test_bad_answers_get_errors_and_the_question_stays_open(local_server: LocalServer,
-                                                            rpc: Callable[..., Client], workdir: Path) -> None:
+def test_bad_answers_get_errors_and_the_question_stays_open(
+    local_server: LocalServer, rpc: Callable[..., Client], workdir: Path
+) -> None:
     local_server.queue(touch("a.txt"), turn("Fine."))
     client = rpc()
     client.call({"type": "prompt", "message": "make a.txt"})
@@ -207,8 +222,9 @@ def test_bad_answers_get_errors_and_the_question_stays_open(local_server: LocalS
     for (command, error), answer in zip(bad, answers(), strict=True):
         assert answer["success"] is False and error in answer["error"], (command, answer)
     client.send_raw(b'{"type":"permission_response","decision":"deny"}\n')
-    nameless = client.until(lambda o: o["type"] == "response" and o["command"] == "permission_response"
-                            and o["id"] is None)
+    nameless = client.until(
+        lambda o: o["type"] == "response" and o["command"] == "permission_response" and o["id"] is None
+    )
     assert nameless["success"] is False and 'missing "id"' in nameless["error"]
     # pi's extension-UI form of a dismissed dialog counts as a denial
     client.send({"type": "permission_response", "id": asked["id"], "cancelled": True})
@@ -217,8 +233,9 @@ def test_bad_answers_get_errors_and_the_question_stays_open(local_server: LocalS
     assert client.close() == 0
 
 
-def test_the_timeout_comes_from_the_environment_then_the_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_timeout_comes_from_the_environment_then_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from heron.cli.modes.rpc_permissions import DEFAULT_TIMEOUT_MS, ask_timeout_ms
 
     home, cwd = tmp_path / "h", tmp_path / "p"
@@ -233,7 +250,8 @@ def test_the_timeout_comes_from_the_environment_then_the_settings(tmp_path: Path
     (cwd / ".heron" / "settings.local.json").write_text(json.dumps({"permissions": {"askTimeoutMs": "soon"}}))
     assert ask_timeout_ms(cwd, home) == 60_000  # a bad value is skipped, and said so
     assert "settings.local.json: permissions.askTimeoutMs must be a number of milliseconds >= 0, got 'soon'" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     monkeypatch.setenv("HERON_PERMISSION_TIMEOUT_MS", "1500")
     assert ask_timeout_ms(cwd, home) == 1500
     monkeypatch.setenv("HERON_PERMISSION_TIMEOUT_MS", "-4")

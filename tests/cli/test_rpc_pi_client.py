@@ -39,8 +39,10 @@ def _node_and_package() -> tuple[Path, Path] | None:
 def pi_client() -> tuple[Path, Path]:
     found = _node_and_package()
     if found is None:
-        message = (f"Node >= 22.19 and {PACKAGE} 1.6 are not in {NODE_DIR} (.ci/run installs them; or set "
-                   "HERON_NODE and PI_PACKAGE)")
+        message = (
+            f"Node >= 22.19 and {PACKAGE} 1.6 are not in {NODE_DIR} (.ci/run installs them; or set "
+            "HERON_NODE and PI_PACKAGE)"
+        )
         if os.environ.get("CI"):
             pytest.fail(message)  # CI must never skip this silently
         pytest.skip(message)
@@ -76,12 +78,23 @@ def run_driver(driver: Path, pi_client: tuple[Path, Path], script: Script, home:
     node, package = pi_client
     server = LocalServer(responder=script)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(HERON_HOME=str(home), HERON_PYTHON=sys.executable, PI_PACKAGE=str(package),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]),
-               PATH=os.pathsep.join([str(node.parent), env.get("PATH", "")]))
+    env.update(
+        HERON_HOME=str(home),
+        HERON_PYTHON=sys.executable,
+        PI_PACKAGE=str(package),
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]),
+        PATH=os.pathsep.join([str(node.parent), env.get("PATH", "")]),
+    )
     try:
-        done = subprocess.run([str(node), str(driver), server.url + "/v1"], cwd=work, env=env, capture_output=True,
-                              text=True, timeout=180, check=False)
+        done = subprocess.run(
+            [str(node), str(driver), server.url + "/v1"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     finally:
         server.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -116,8 +129,12 @@ def check_prompt(out: dict[str, Any]) -> None:
     assert types[0] == "agent_start" and types[-1] == "agent_settled"
     assert types.index("tool_execution_start") < types.index("tool_execution_end") < types.index("agent_end")
     assert types.index("agent_end") < types.index("run_end") < types.index("agent_settled")  # heron's extra event
-    assert prompt["toolStart"] == {"type": "tool_execution_start", "toolCallId": "call_1", "toolName": "read",
-                                   "args": {"path": "notes.txt"}}
+    assert prompt["toolStart"] == {
+        "type": "tool_execution_start",
+        "toolCallId": "call_1",
+        "toolName": "read",
+        "args": {"path": "notes.txt"},
+    }
     end = prompt["toolEnd"]
     assert end["toolCallId"] == "call_1" and end["isError"] is False
     assert "the answer is 42" in end["result"]["content"][0]["text"]

@@ -19,10 +19,12 @@ DRIVER = ROOT / "tests" / "cli" / "pi_rpc" / "drive_more.mjs"
 def _project(work: Path) -> None:
     (work / ".heron" / "prompts").mkdir(parents=True)
     (work / ".heron" / "prompts" / "fix-tests.md").write_text(
-        "---\ndescription: Fix failing tests\n---\nFix the tests in $1\n")
+        "---\ndescription: Fix failing tests\n---\nFix the tests in $1\n"
+    )
     (work / ".heron" / "skills" / "tidy").mkdir(parents=True)
     (work / ".heron" / "skills" / "tidy" / "SKILL.md").write_text(
-        "---\nname: tidy\ndescription: Tidy the imports\n---\nSort them.\n")
+        "---\nname: tidy\ndescription: Tidy the imports\n---\nSort them.\n"
+    )
 
 
 def test_pis_rpc_client_drives_the_rest(pi_client: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
@@ -57,28 +59,50 @@ def check_event_order(events: list[dict[str, Any]], script: Script) -> None:
             continue  # bash may report its partial output more than once
         types.append(kind)
     assert types == [
-        "agent_start", "turn_start", "message_start", "message_end",  # the user's message
-        "message_start", "message_end",  # the assistant's tool call
-        "tool_execution_start", "tool_execution_update", "tool_execution_end",
-        "message_start", "message_end",  # the tool result
-        "turn_end", "turn_start", "message_start", "message_end", "turn_end",
-        "agent_end", "run_end", "agent_settled"]
-    assistant_starts = [e["message"] for e in events if e["type"] == "message_start"
-                        and e["message"]["role"] == "assistant"]
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",  # the user's message
+        "message_start",
+        "message_end",  # the assistant's tool call
+        "tool_execution_start",
+        "tool_execution_update",
+        "tool_execution_end",
+        "message_start",
+        "message_end",  # the tool result
+        "turn_end",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+        "run_end",
+        "agent_settled",
+    ]
+    assistant_starts = [
+        e["message"] for e in events if e["type"] == "message_start" and e["message"]["role"] == "assistant"
+    ]
     assert [m["stopReason"] for m in assistant_starts] == ["pending", "pending"]  # pi's mark of a partial message
-    ends = [e["message"]["stopReason"] for e in events if e["type"] == "message_end"
-            and e["message"]["role"] == "assistant"]
+    ends = [
+        e["message"]["stopReason"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
     assert ends == ["toolUse", "stop"]
     user = events[2]["message"]
     assert user["role"] == "user" and user["content"][1] == {
-        "type": "image", "mimeType": "image/png", "data": user["content"][1]["data"]}
+        "type": "image",
+        "mimeType": "image/png",
+        "data": user["content"][1]["data"],
+    }
     update = next(e for e in events if e["type"] == "tool_execution_update")
     assert set(update) == {"type", "toolCallId", "toolName", "args", "partialResult"}
     assert update["partialResult"]["content"][0]["text"].startswith("one")
     end = next(e for e in events if e["type"] == "tool_execution_end")
     assert end["result"]["content"][0]["text"] == "one\ntwo" and isinstance(end["durationMs"], int)
-    starts = [e["assistantMessageEvent"] for e in events if e["type"] == "message_update"
-              and e["assistantMessageEvent"]["type"] == "toolcall_start"]
+    starts = [
+        e["assistantMessageEvent"]
+        for e in events
+        if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "toolcall_start"
+    ]
     assert starts == [{"type": "toolcall_start", "contentIndex": 1, "id": "call_1", "toolName": "bash"}]
     # this model takes text only: the image reaches it as a note, not silently dropped
     assert "image omitted" in json.dumps(script.bodies[0]["messages"][-1])
@@ -128,7 +152,9 @@ def check_sessions(out: dict[str, Any]) -> None:
 def check_commands(out: dict[str, Any], script: Script) -> None:
     commands = out["commands"]["ok"]
     assert [(c["name"], c["source"], c["description"]) for c in commands] == [
-        ("fix-tests", "prompt", "Fix failing tests"), ("skill:tidy", "skill", "Tidy the imports")]
+        ("fix-tests", "prompt", "Fix failing tests"),
+        ("skill:tidy", "skill", "Tidy the imports"),
+    ]
     info = commands[0]["sourceInfo"]
     assert info["scope"] == "project" and info["path"].endswith("fix-tests.md")
     assert out["templateRun"][-1] == "agent_settled"

@@ -46,8 +46,9 @@ def test_the_example_runs_against_a_local_server(tmp_path: Path, local_server: L
     )
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env.update(HERON_HOME=str(home), ANTHROPIC_API_KEY="sk-ant-example")
-    done = subprocess.run([sys.executable, str(script)], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == ["[read]", "The package is pelican."]
@@ -62,8 +63,12 @@ def test_the_example_runs_against_a_local_server(tmp_path: Path, local_server: L
     assert first["model"] == "claude-sonnet-4-5"
     headers = local_server.requests[0].headers
     assert "sk-ant-example" in (headers.get("x-api-key", "") + headers.get("authorization", ""))
-    results = [b for m in second["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
-               if b["type"] == "tool_result"]
+    results = [
+        b
+        for m in second["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+        if b["type"] == "tool_result"
+    ]
     assert results and "name = pelican" in json.dumps(results[0]["content"])
 
 

@@ -43,8 +43,9 @@ def hits(root: Path, key: str) -> list[Path]:
     byte for byte (``secrets.txt`` included, as git objects) so that a rewind restores
     them; it is a copy of the project, not something heron learned (docs/permissions.md)."""
     checkpoints = root / "checkpoints"
-    return [p for p in root.rglob("*") if p.is_file() and checkpoints not in p.parents
-            and key.encode() in p.read_bytes()]
+    return [
+        p for p in root.rglob("*") if p.is_file() and checkpoints not in p.parents and key.encode() in p.read_bytes()
+    ]
 
 
 def assert_nowhere(project: Project, result: Result, key: str) -> None:
@@ -73,7 +74,8 @@ def write_logging_extension(project: Project) -> None:
 
 
 def test_print_mode_keeps_the_key_out_of_files_streams_logs_and_exports(
-        project: Project, local_server: LocalServer, key: str, tmp_path: Path) -> None:
+    project: Project, local_server: LocalServer, key: str, tmp_path: Path
+) -> None:
     # 3000 lines with the key in each: more than a result may hold, so it is spilled
     (project.cwd / "secrets.txt").write_text("".join(f"line {i} token={key} padding padding\n" for i in range(3000)))
     write_logging_extension(project)
@@ -108,16 +110,19 @@ def test_print_mode_keeps_the_key_out_of_files_streams_logs_and_exports(
     again = project.run(*openai_args(local_server), "--continue", "-p", "once more")
     assert again.code == 0, again.err
     resumed = local_server.requests[-1].json()["messages"]
-    assert resumed[1:len(live)] == live[1:]  # the system prompt may name another date
-    assert resumed[len(live):] == [{"role": "assistant", "content": "done; the key was [redacted]"},
-                                   {"role": "user", "content": "once more"}]
+    assert resumed[1 : len(live)] == live[1:]  # the system prompt may name another date
+    assert resumed[len(live) :] == [
+        {"role": "assistant", "content": "done; the key was [redacted]"},
+        {"role": "user", "content": "once more"},
+    ]
     assert_nowhere(project, again, key)
 
 
 def test_json_mode_error_body_echoing_the_key(project: Project, local_server: LocalServer, key: str) -> None:
     (project.cwd / "secrets.txt").write_text(key)
-    local_server.fallback = json_reply(401, {"error": {"message": f"Incorrect API key provided: {key}",
-                                                       "type": "invalid_request_error"}})
+    local_server.fallback = json_reply(
+        401, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}}
+    )
     result = project.run(*openai_args(local_server), "--mode", "json", "-p", "hello")
     assert result.code == 1
     assert "Incorrect API key provided: [redacted]" in result.err
@@ -132,17 +137,29 @@ def test_rpc_mode_prompt_and_error_keep_the_key_out(project: Project, local_serv
     local_server.queue(openai_reply(f"echo {key}"))
     local_server.fallback = json_reply(401, {"error": {"message": f"bad key {key}"}})
     commands = [{"type": "prompt", "message": f"first {key}"}]
-    done = subprocess.run([*heron_command(), *openai_args(local_server), "--mode", "rpc"], cwd=project.cwd,
-                          env=project.env, input="".join(json.dumps(c) + "\n" for c in commands),
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    done = subprocess.run(
+        [*heron_command(), *openai_args(local_server), "--mode", "rpc"],
+        cwd=project.cwd,
+        env=project.env,
+        input="".join(json.dumps(c) + "\n" for c in commands),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     result = Result(done.returncode, done.stdout, done.stderr)
     assert "echo [redacted]" in result.out and "first [redacted]" in result.out
     assert_nowhere(project, result, key)
     # and a second process whose only request fails with the key in the body
     commands = [{"type": "prompt", "message": "second"}]
-    done = subprocess.run([*heron_command(), *openai_args(local_server), "--mode", "rpc", "--continue"],
-                          cwd=project.cwd, env=project.env, input="".join(json.dumps(c) + "\n" for c in commands),
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    done = subprocess.run(
+        [*heron_command(), *openai_args(local_server), "--mode", "rpc", "--continue"],
+        cwd=project.cwd,
+        env=project.env,
+        input="".join(json.dumps(c) + "\n" for c in commands),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     result = Result(done.returncode, done.stdout, done.stderr)
     assert "bad key [redacted]" in result.out
     assert_nowhere(project, result, key)
@@ -170,8 +187,15 @@ def test_interactive_history_and_session_hold_no_key(tmp_path: Path) -> None:
     try:
         server.queue(answer("Noted."))
         argv = ["-m", "heron.cli.main", "--base-url", f"{server.url}/v1", "--model", "test-model", "--api-key", key]
-        child = pexpect.spawn(sys.executable, argv, cwd=str(cwd), env=environment(home), encoding="utf-8",
-                              timeout=TUI_TIMEOUT, dimensions=(40, 100))
+        child = pexpect.spawn(
+            sys.executable,
+            argv,
+            cwd=str(cwd),
+            env=environment(home),
+            encoding="utf-8",
+            timeout=TUI_TIMEOUT,
+            dimensions=(40, 100),
+        )
         child.expect("Ctrl\\+D exits")
         child.send(f"remember {key}\r")
         child.expect("Noted.")

@@ -55,8 +55,9 @@ def test_info_json_on_pis_large_session(capsys: pytest.CaptureFixture[str]) -> N
     assert info["model"] == "anthropic/claude-sonnet-4-5" and info["thinking_level"] == "off"
 
 
-def test_estimated_context_tokens_is_last_usage_plus_what_follows(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_estimated_context_tokens_is_last_usage_plus_what_follows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from heron.ai.types import Usage
 
     store = SessionStore.create(tmp_path, path=tmp_path / "s.jsonl")
@@ -158,8 +159,9 @@ def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch:
 
 def test_version_still_works_and_stays_light() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    done = subprocess.run([sys.executable, "-m", "heron.cli.main", "--version"], capture_output=True, text=True,
-                          env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "heron.cli.main", "--version"], capture_output=True, text=True, env=env, check=False
+    )
     assert done.returncode == 0 and done.stdout.startswith("heron ")
     probe = (
         "import sys\n"
@@ -194,8 +196,9 @@ def saved_session(home: Path, cwd: Path) -> SessionStore:
     return store
 
 
-def test_delete_removes_the_file_and_its_spill_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_delete_removes_the_file_and_its_spill_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HERON_HOME", str(home))
     store = saved_session(home, tmp_path)
@@ -214,8 +217,9 @@ def test_delete_removes_the_file_and_its_spill_files(tmp_path: Path, monkeypatch
     assert other.path.exists() and (home / "tool-output" / other.session_id).is_dir()  # another session's stay
 
 
-def test_delete_is_refused_while_the_session_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_delete_is_refused_while_the_session_is_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HERON_HOME", str(home))
     store = saved_session(home, tmp_path)  # open for writing: holds the lock
@@ -226,8 +230,9 @@ def test_delete_is_refused_while_the_session_is_open(tmp_path: Path, monkeypatch
     store.close()
 
 
-def test_delete_needs_yes_without_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_delete_needs_yes_without_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HERON_HOME", str(home))
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
@@ -239,8 +244,9 @@ def test_delete_needs_yes_without_a_terminal(tmp_path: Path, monkeypatch: pytest
     assert store.path.exists()
 
 
-def test_delete_does_not_follow_a_hostile_session_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_delete_does_not_follow_a_hostile_session_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HERON_HOME", str(home))
     keep = home / "keep"

@@ -28,13 +28,21 @@ def run(tmp_path: Path, *args: str, home: Path | None = None) -> Result:
     project.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env["HERON_HOME"] = str(home)
-    done = subprocess.run([*heron_command(), *args], cwd=project, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    done = subprocess.run(
+        [*heron_command(), *args],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     return Result(done.returncode, done.stdout, done.stderr)
 
 
-@pytest.mark.parametrize("args", [("-p", "fix the bug"), ("--mode", "json", "-p", "fix the bug"), ()],
-                         ids=["print", "json", "interactive"])
+@pytest.mark.parametrize(
+    "args", [("-p", "fix the bug"), ("--mode", "json", "-p", "fix the bug"), ()], ids=["print", "json", "interactive"]
+)
 def test_no_key_and_no_model_prints_setup_help(tmp_path: Path, args: tuple[str, ...]) -> None:
     result = run(tmp_path, *args)
     assert result.code == 3
@@ -84,8 +92,15 @@ def test_base_url_without_model_says_which_flag_is_missing(tmp_path: Path) -> No
 def test_no_task_in_print_mode(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    (home / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-chat", "models": [{"id": "m"}]}}}))
+    (home / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-chat", "models": [{"id": "m"}]}
+                }
+            }
+        )
+    )
     result = run(tmp_path, "-p", home=home)  # stdin is empty
     assert result.code == 2
     assert "no task" in result.err and "Traceback" not in result.err

@@ -12,8 +12,14 @@ from heron.context.ledger import LedgerRecord
 
 def breakdown(**fields: object) -> ContextBreakdown:
     values: dict[str, object] = {
-        "window": 128_000, "threshold": 111_616, "system_prompt": 2_000, "tools": 1_500, "context_files": 400,
-        "summaries": 0, "messages": {"user": 300, "assistant": 1_200, "toolResult": 20_000}, "total": 25_000,
+        "window": 128_000,
+        "threshold": 111_616,
+        "system_prompt": 2_000,
+        "tools": 1_500,
+        "context_files": 400,
+        "summaries": 0,
+        "messages": {"user": 300, "assistant": 1_200, "toolResult": 20_000},
+        "total": 25_000,
     }
     values.update(fields)
     return ContextBreakdown(**values)  # type: ignore[arg-type]
@@ -40,10 +46,27 @@ def test_the_same_text_as_heron_sessions_context() -> None:
 
 
 def test_the_ledger_is_summarised_and_the_newest_records_listed() -> None:
-    records = [LedgerRecord(kind="prune", ref=f"call_{i}", tool="read", chars_before=8_000, chars_after=80,
-                            recover="the session keeps it") for i in range(20)]
-    records.append(LedgerRecord(kind="spill", ref="call_x", tool="bash", chars_before=400_000, chars_after=8_000,
-                                recover="read /tmp/spill.txt with offset/limit"))
+    records = [
+        LedgerRecord(
+            kind="prune",
+            ref=f"call_{i}",
+            tool="read",
+            chars_before=8_000,
+            chars_after=80,
+            recover="the session keeps it",
+        )
+        for i in range(20)
+    ]
+    records.append(
+        LedgerRecord(
+            kind="spill",
+            ref="call_x",
+            tool="bash",
+            chars_before=400_000,
+            chars_after=8_000,
+            recover="read /tmp/spill.txt with offset/limit",
+        )
+    )
     text = format_context(breakdown(ledger=records, pruned_results=20))
     assert "21 record(s)" in text
     assert f"{21 - LEDGER_SHOWN} older record(s) not shown" in text

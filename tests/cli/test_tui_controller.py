@@ -49,8 +49,9 @@ async def wait_until(condition: object, timeout: float = 5.0) -> None:
 # --- prompts, steering, abort ------------------------------------------------------------
 
 
-async def test_a_prompt_runs_and_prints_the_answer_and_the_footer(project: Path, home: Path,
-                                                                   faux: FauxProvider) -> None:
+async def test_a_prompt_runs_and_prints_the_answer_and_the_footer(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
     faux.queue(text("The answer is **42**."))
     c = controller_for(project, home, faux)
     out = await submit(c, "what is it?")
@@ -72,8 +73,9 @@ async def test_enter_while_running_steers(project: Path, home: Path, faux: FauxP
     assert "done with both" in output(c.console)
 
 
-async def test_interrupt_aborts_the_run_and_returns_undelivered_steering(project: Path, home: Path,
-                                                                        faux: FauxProvider) -> None:
+async def test_interrupt_aborts_the_run_and_returns_undelivered_steering(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
     faux.chunk_delay = 0.05
     faux.queue(text("word " * 400))
     c = controller_for(project, home, faux)
@@ -93,8 +95,7 @@ async def test_interrupt_aborts_the_run_and_returns_undelivered_steering(project
     assert "fine" in await submit(c, "continue")
 
 
-async def test_commands_that_change_the_session_wait_for_the_run(project: Path, home: Path,
-                                                                  faux: FauxProvider) -> None:
+async def test_commands_that_change_the_session_wait_for_the_run(project: Path, home: Path, faux: FauxProvider) -> None:
     faux.queue(tool_call("bash", {"command": "sleep 0.3"}), text("ok"))
     c = controller_for(project, home, faux)
     await c.submit("go")
@@ -145,7 +146,11 @@ def test_bash_message_splits_the_tool_notices_off_the_output() -> None:
     )
     message = bash_message("make", result, keep=True)
     assert (message.output, message.exit_code, message.truncated, message.full_output_path) == (
-        "tail line", 1, True, "/tmp/b.log")
+        "tail line",
+        1,
+        True,
+        "/tmp/b.log",
+    )
     quiet = bash_message("true", ToolResult.text("(no output)", details={"exit_code": 0}), keep=False)
     assert (quiet.output, quiet.exit_code, quiet.exclude_from_context) == ("", 0, True)
 
@@ -159,9 +164,19 @@ async def test_a_bare_bang_explains_itself(project: Path, home: Path, faux: Faux
 
 
 async def test_model_lists_and_switches(project: Path, home: Path, faux: FauxProvider) -> None:
-    (home / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-chat",
-        "models": [{"id": "coder-7b", "contextWindow": 32768}]}}}))
+    (home / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "api": "openai-chat",
+                        "models": [{"id": "coder-7b", "contextWindow": 32768}],
+                    }
+                }
+            }
+        )
+    )
     c = controller_for(project, home, faux)
     out = await submit(c, "/model")
     assert "* faux/faux-1" in out and "local/coder-7b" in out
@@ -218,8 +233,9 @@ async def test_compact_with_nothing_to_compact_says_so(project: Path, home: Path
 # --- tree, fork, new, resume, session, name ------------------------------------------------------
 
 
-async def test_tree_shows_entries_and_moves_with_the_message_to_edit(project: Path, home: Path,
-                                                                       faux: FauxProvider) -> None:
+async def test_tree_shows_entries_and_moves_with_the_message_to_edit(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
     faux.queue(text("one"), text("two"))
     c = controller_for(project, home, faux)
     await submit(c, "first prompt")
@@ -227,9 +243,11 @@ async def test_tree_shows_entries_and_moves_with_the_message_to_edit(project: Pa
     out = await submit(c, "/tree")
     assert "[0]" in out and "user: first prompt" in out and "<- leaf" in out
     store = c.session.store
-    second = next(i for i, e in enumerate(store.entries())
-                  if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
-                  and e.message.text() == "second prompt")
+    second = next(
+        i
+        for i, e in enumerate(store.entries())
+        if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.text() == "second prompt"
+    )
     out = await submit(c, f"/tree {second}")
     assert "just before entry" in out
     assert c.take_prefill() == "second prompt"
@@ -241,8 +259,7 @@ async def test_tree_shows_entries_and_moves_with_the_message_to_edit(project: Pa
     assert "not an entry number" in await submit(c, "/tree x")
 
 
-async def test_tree_with_summary_summarises_the_branch_left(project: Path, home: Path,
-                                                            faux: FauxProvider) -> None:
+async def test_tree_with_summary_summarises_the_branch_left(project: Path, home: Path, faux: FauxProvider) -> None:
     summarising(faux, "Tried things on the old branch.")
     c = controller_for(project, home, faux)
     await submit(c, "first")
@@ -276,15 +293,17 @@ async def test_fork_new_and_resume(project: Path, home: Path, faux: FauxProvider
     assert "no session" in await submit(c, "/resume ffffffffffff")
 
 
-async def test_fork_at_a_user_message_puts_it_back_in_the_input(project: Path, home: Path,
-                                                                  faux: FauxProvider) -> None:
+async def test_fork_at_a_user_message_puts_it_back_in_the_input(project: Path, home: Path, faux: FauxProvider) -> None:
     faux.queue(text("a1"), text("a2"))
     c = controller_for(project, home, faux)
     await submit(c, "q1")
     await submit(c, "q2")
     entries = c.session.store.entries()
-    q2 = next(i for i, e in enumerate(entries) if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
-              and e.message.text() == "q2")
+    q2 = next(
+        i
+        for i, e in enumerate(entries)
+        if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.text() == "q2"
+    )
     await submit(c, f"/fork {q2}")
     assert c.take_prefill() == "q2"
     assert [m.text() for m in c.session.messages if isinstance(m, UserMessage)] == ["q1"]
@@ -350,14 +369,16 @@ async def test_in_memory_sessions_work_too(project: Path, home: Path, faux: Faux
 # --- extension commands ------------------------------------------------------------------
 
 
-async def test_an_extension_command_runs_from_the_input_line_and_is_listed(project: Path, home: Path,
-                                                                          faux: FauxProvider) -> None:
+async def test_an_extension_command_runs_from_the_input_line_and_is_listed(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
     (home / "extensions").mkdir(exist_ok=True)
     (home / "extensions" / "review.py").write_text(
         "def register(api):\n"
         "    @api.command('review', 'review the staged changes')\n"
         "    def review(args):\n"
-        "        return f'Review the staged diff, focusing on {args}'\n")
+        "        return f'Review the staged diff, focusing on {args}'\n"
+    )
     faux.queue(text("Looks fine."))
     c = controller_for(project, home, faux)
     assert c.session.extensions.load(trusted=False) == []
@@ -368,8 +389,9 @@ async def test_an_extension_command_runs_from_the_input_line_and_is_listed(proje
     assert "extension commands: /review" in output(c.console)
 
 
-async def test_new_session_drops_the_tools_the_old_sessions_tool_search_loaded(project: Path, home: Path,
-                                                                               faux: FauxProvider) -> None:
+async def test_new_session_drops_the_tools_the_old_sessions_tool_search_loaded(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
     import copy
 
     from heron.coding.mcp.setup import SessionMcp

@@ -44,24 +44,39 @@ def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
 
 def assistant(*content: object, stop: StopReason = StopReason.STOP, error: str | None = None) -> AssistantMessage:
-    return AssistantMessage(api="openai-chat", provider="custom", model="m", content=list(content),  # type: ignore[arg-type]
-                            stop_reason=stop, error_message=error)
+    return AssistantMessage(
+        api="openai-chat",
+        provider="custom",
+        model="m",
+        content=list(content),  # type: ignore[arg-type]
+        stop_reason=stop,
+        error_message=error,
+    )
 
 
 def session_with_everything(tmp_path: Path) -> SessionStore:
     store = SessionStore.in_memory(tmp_path)
     store.append_model_change("custom", "m<1>")
-    store.append_message(UserMessage(content=[TextContent(text=f"please {EVIL}"),
-                                              ImageContent(data=PNG, mime_type="image/png")]))
-    store.append_message(assistant(
-        ThinkingContent(thinking=f"thinking {EVIL}"),
-        TextContent(text=f"Here is **bold** and {EVIL} and [link](javascript:alert(1)) and ![img](http://t.example/x.png)"),
-        ToolCall(id="call_1", name="bash", arguments={"command": f"echo '{EVIL}'"}),
-    ))
-    store.append_message(ToolResultMessage(tool_call_id="call_1", tool_name="bash",
-                                           content=[TextContent(text=f"out {EVIL}")], is_error=True))
-    store.append_message(BashExecutionMessage(command=f"cat {EVIL}", output=f"o {EVIL}", exit_code=2,
-                                              exclude_from_context=True))
+    store.append_message(
+        UserMessage(content=[TextContent(text=f"please {EVIL}"), ImageContent(data=PNG, mime_type="image/png")])
+    )
+    store.append_message(
+        assistant(
+            ThinkingContent(thinking=f"thinking {EVIL}"),
+            TextContent(
+                text=f"Here is **bold** and {EVIL} and [link](javascript:alert(1)) and ![img](http://t.example/x.png)"
+            ),
+            ToolCall(id="call_1", name="bash", arguments={"command": f"echo '{EVIL}'"}),
+        )
+    )
+    store.append_message(
+        ToolResultMessage(
+            tool_call_id="call_1", tool_name="bash", content=[TextContent(text=f"out {EVIL}")], is_error=True
+        )
+    )
+    store.append_message(
+        BashExecutionMessage(command=f"cat {EVIL}", output=f"o {EVIL}", exit_code=2, exclude_from_context=True)
+    )
     store.append_message(assistant(stop=StopReason.ERROR, error=f"500 {EVIL}"))
     store.append_message(UserMessage(content=[ImageContent(data=PNG, mime_type='image/svg+xml"><script>')]))
     store.set_name(f"name {EVIL}")

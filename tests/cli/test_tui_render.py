@@ -149,9 +149,7 @@ def test_preview_shows_the_head_and_every_notice() -> None:
 
 
 def test_preview_keeps_bash_outcomes_and_spill_notices() -> None:
-    text = (
-        "out\n\n[Showing lines 1-3 of 3. Full output: /tmp/x.log]\n\nCommand exited with code 2"
-    )
+    text = "out\n\n[Showing lines 1-3 of 3. Full output: /tmp/x.log]\n\nCommand exited with code 2"
     kinds = [(p.text, p.kind) for p in result_preview(text, max_lines=1)]
     assert kinds == [
         ("out", "body"),
@@ -166,7 +164,12 @@ def test_preview_keeps_bash_outcomes_and_spill_notices() -> None:
 
 def test_format_tokens() -> None:
     assert [format_tokens(n) for n in (0, 999, 1_234, 56_789, 128_000, 2_500_000)] == [
-        "0", "999", "1.2k", "57k", "128k", "2.5M"
+        "0",
+        "999",
+        "1.2k",
+        "57k",
+        "128k",
+        "2.5M",
     ]
 
 
@@ -203,15 +206,20 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def test_a_run_renders_text_tools_and_notices(project: Path, faux: FauxProvider) -> None:
     faux.queue(
-        FauxReply(content=[ThinkingContent(thinking="Let me look at the file first."),
-                           TextContent(text="I will read it."),
-                           ToolCall(id="", name="read", arguments={"path": "big.txt"})]),
+        FauxReply(
+            content=[
+                ThinkingContent(thinking="Let me look at the file first."),
+                TextContent(text="I will read it."),
+                ToolCall(id="", name="read", arguments={"path": "big.txt"}),
+            ]
+        ),
         tool_call("bash", {"command": "exit 3"}),
         text("## Result\n\nThe file has **3000** rows.\n\n- one\n- two"),
     )
     model = faux.model(context_window=128_000, max_tokens=8_192)
-    session = CodingSession(cwd=project, model=model, store=SessionStore.in_memory(project),
-                            settings=settings_from_dict({}))
+    session = CodingSession(
+        cwd=project, model=model, store=SessionStore.in_memory(project), settings=settings_from_dict({})
+    )
     console = recording_console()
     renderer = Renderer(console)
     session.subscribe(renderer.handle)
@@ -233,16 +241,19 @@ async def test_a_run_renders_text_tools_and_notices(project: Path, faux: FauxPro
 def test_errors_aborts_and_session_notices() -> None:
     console = recording_console()
     renderer = Renderer(console)
-    failed = AssistantMessage(api="x", provider="p", model="m", stop_reason=StopReason.ERROR,
-                              error_message="401 invalid api key")
+    failed = AssistantMessage(
+        api="x", provider="p", model="m", stop_reason=StopReason.ERROR, error_message="401 invalid api key"
+    )
     renderer.handle(MessageEndEvent(message=failed))
-    renderer.handle(MessageEndEvent(message=AssistantMessage(api="x", provider="p", model="m",
-                                                             stop_reason=StopReason.ABORTED)))
+    renderer.handle(
+        MessageEndEvent(message=AssistantMessage(api="x", provider="p", model="m", stop_reason=StopReason.ABORTED))
+    )
     renderer.handle(RetryStartEvent(attempt=1, max_attempts=3, delay=2.0, error_message="503 overloaded"))
     renderer.handle(RetryEndEvent(success=True, attempt=1))
     renderer.handle(CompactionStartEvent(reason="threshold", tokens_before=120_000))
-    renderer.handle(CompactionEndEvent(reason="threshold", tokens_before=120_000, tokens_after=30_000,
-                                       entry_id="abc", summary="s"))
+    renderer.handle(
+        CompactionEndEvent(reason="threshold", tokens_before=120_000, tokens_after=30_000, entry_id="abc", summary="s")
+    )
     renderer.handle(CompactionEndEvent(reason="manual", tokens_before=10, skipped="nothing to compact"))
     out = output(console)
     assert "error: 401 invalid api key" in out
@@ -257,24 +268,38 @@ def test_tool_errors_are_red_and_spill_notices_follow_the_replaced_result() -> N
     console = Console(file=StringIO(), width=100, record=True, color_system="standard", force_terminal=True)
     renderer = Renderer(console)
     renderer.handle(ToolExecutionStartEvent(tool_call_id="c1", tool_name="read", args={"path": "nope.txt"}))
-    renderer.handle(ToolExecutionEndEvent(tool_call_id="c1", tool_name="read",
-                                          result=ToolResult.error("File not found: nope.txt"), is_error=True))
+    renderer.handle(
+        ToolExecutionEndEvent(
+            tool_call_id="c1", tool_name="read", result=ToolResult.error("File not found: nope.txt"), is_error=True
+        )
+    )
     ansi = console.export_text(styles=True, clear=False)
     assert "\x1b[31m" in ansi and "File not found: nope.txt" in ansi
     renderer.handle(ToolExecutionStartEvent(tool_call_id="c2", tool_name="bash", args={"command": "cat big"}))
-    renderer.handle(ToolExecutionEndEvent(tool_call_id="c2", tool_name="bash",
-                                          result=ToolResult.text("x" * 50), is_error=False))
+    renderer.handle(
+        ToolExecutionEndEvent(tool_call_id="c2", tool_name="bash", result=ToolResult.text("x" * 50), is_error=False)
+    )
     spilled = "[Output too large for the context: 50 characters, 1 lines. The full output is in /tmp/s.txt]"
-    renderer.handle(MessageEndEvent(message=ToolResultMessage(
-        tool_call_id="c2", tool_name="bash", content=[TextContent(text="xxxx\n\n" + spilled)])))
+    renderer.handle(
+        MessageEndEvent(
+            message=ToolResultMessage(
+                tool_call_id="c2", tool_name="bash", content=[TextContent(text="xxxx\n\n" + spilled)]
+            )
+        )
+    )
     assert spilled in console.export_text()
 
 
 def test_shell_result_shows_the_tail_and_where_the_rest_is() -> None:
     console = recording_console()
     renderer = Renderer(console)
-    message = BashExecutionMessage(command="seq 100", output="\n".join(str(i) for i in range(1, 101)),
-                                   exit_code=1, truncated=True, full_output_path="/tmp/full.log")
+    message = BashExecutionMessage(
+        command="seq 100",
+        output="\n".join(str(i) for i in range(1, 101)),
+        exit_code=1,
+        truncated=True,
+        full_output_path="/tmp/full.log",
+    )
     renderer.shell_result(message, max_lines=5)
     out = output(console)
     assert "… 95 earlier lines" in out and "  100" in out and "  95\n" not in out

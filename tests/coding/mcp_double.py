@@ -69,12 +69,14 @@ def build(many: int = 0) -> MCPServer:
         return os.environ.get(name, "(unset)")
 
     for n in range(many):
+
         def make(n: int = n) -> None:
             def tool(query: str) -> str:
                 return f"tool {n}: {query}"
 
             server.tool(name=f"widget_{n}", description=f"Widget number {n}. " + "Describes widgets at length. " * 20)(
-                tool)
+                tool
+            )
 
         make()
     _ = base64  # images are encoded by the SDK

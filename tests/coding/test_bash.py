@@ -52,8 +52,9 @@ async def run(
     updates: list[ToolResult] | None = None,
 ) -> ToolResult:
     sink: list[ToolResult] = updates if updates is not None else []
-    return await tool.execute(call_id, BashParams(command=command, timeout=timeout), signal or AbortSignal(),
-                              sink.append)
+    return await tool.execute(
+        call_id, BashParams(command=command, timeout=timeout), signal or AbortSignal(), sink.append
+    )
 
 
 def text_of(result: ToolResult) -> str:
@@ -618,8 +619,9 @@ async def test_partial_output_is_streamed_and_throttled(env: ToolEnv) -> None:
 
 def test_a_command_without_a_timeout_gets_the_default(tmp_path: Path) -> None:
     env = ToolEnv(cwd=tmp_path, bash_default_timeout=0.5)
-    result = asyncio.run(BashTool(env, kill_grace=0.2).execute("t", BashParams(command="sleep 30"), AbortSignal(),
-                                                              lambda _: None))
+    result = asyncio.run(
+        BashTool(env, kill_grace=0.2).execute("t", BashParams(command="sleep 30"), AbortSignal(), lambda _: None)
+    )
     assert text_of(result).endswith("Command timed out after 0.5 seconds")
 
 
@@ -627,14 +629,17 @@ def test_a_longer_timeout_than_the_maximum_is_capped(tmp_path: Path) -> None:
     env = ToolEnv(cwd=tmp_path, bash_max_timeout=0.5)
     params = BashParams(command="sleep 30", timeout=10_000)
     result = asyncio.run(BashTool(env, kill_grace=0.2).execute("t", params, AbortSignal(), lambda _: None))
-    assert text_of(result).endswith("Command timed out after 0.5 seconds (the longest allowed: bash.maxTimeoutMs "
-                                    "in the settings)")
+    assert text_of(result).endswith(
+        "Command timed out after 0.5 seconds (the longest allowed: bash.maxTimeoutMs in the settings)"
+    )
 
 
-def test_bash_children_lose_credential_variables_even_without_a_runtime(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bash_children_lose_credential_variables_even_without_a_runtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-should-not-leak")
     monkeypatch.setenv("PLAIN_VARIABLE", "plain")
-    result = asyncio.run(BashTool(ToolEnv(cwd=tmp_path)).execute("t", BashParams(command="env"), AbortSignal(),
-                                                                 lambda _: None))
+    result = asyncio.run(
+        BashTool(ToolEnv(cwd=tmp_path)).execute("t", BashParams(command="env"), AbortSignal(), lambda _: None)
+    )
     assert "PLAIN_VARIABLE=plain" in text_of(result) and "tok-should-not-leak" not in text_of(result)

@@ -78,8 +78,9 @@ def test_the_project_own_git_repository_is_left_alone(project: Path, tmp_path: P
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_file_that_became_large_is_dropped_and_rewind_restores_the_rest(project: Path, tmp_path: Path,
-                                                                          backend: str) -> None:
+def test_a_file_that_became_large_is_dropped_and_rewind_restores_the_rest(
+    project: Path, tmp_path: Path, backend: str
+) -> None:
     (project / "grows.bin").write_text("small")
     (project / "code.py").write_text("v1")
     repo = ShadowRepo(project, tmp_path / "home", backend)  # type: ignore[arg-type]
@@ -99,8 +100,9 @@ def test_a_file_that_became_large_is_dropped_and_rewind_restores_the_rest(projec
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_restore_brings_back_modes_links_and_a_file_where_a_directory_is_now(project: Path, tmp_path: Path,
-                                                                             backend: str) -> None:
+def test_restore_brings_back_modes_links_and_a_file_where_a_directory_is_now(
+    project: Path, tmp_path: Path, backend: str
+) -> None:
     (project / "run.sh").write_text("#!/bin/sh\n")
     (project / "run.sh").chmod(0o755)
     os.symlink("run.sh", project / "link")
@@ -121,8 +123,9 @@ def test_restore_brings_back_modes_links_and_a_file_where_a_directory_is_now(pro
 
 @pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")
 @pytest.mark.parametrize(("writer", "reader"), [("git", "dulwich"), ("dulwich", "git")])
-def test_each_backend_reads_and_restores_the_other_backends_snapshots(project: Path, tmp_path: Path,
-                                                                      writer: str, reader: str) -> None:
+def test_each_backend_reads_and_restores_the_other_backends_snapshots(
+    project: Path, tmp_path: Path, writer: str, reader: str
+) -> None:
     home = tmp_path / "home"
     (project / "f.txt").write_text("one")
     first = ShadowRepo(project, home, writer).snapshot("heron checkpoint\n\nsession: s\nleaf: \nat: before\n")  # type: ignore[arg-type]
@@ -152,8 +155,9 @@ def objects(repo: ShadowRepo) -> set[bytes]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_prune_drops_old_snapshots_and_frees_their_objects(project: Path, tmp_path: Path, backend: str,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_drops_old_snapshots_and_frees_their_objects(
+    project: Path, tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     repo = ShadowRepo(project, home, backend)  # type: ignore[arg-type]
     (project / "old.txt").write_text("only in the old snapshot")
@@ -173,7 +177,8 @@ def test_prune_drops_old_snapshots_and_frees_their_objects(project: Path, tmp_pa
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_repository_with_nothing_left_is_removed_and_others_are_still_pruned(
-        tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     gone, kept = tmp_path / "gone", tmp_path / "kept"
     for path in (gone, kept):
@@ -187,12 +192,14 @@ def test_a_repository_with_nothing_left_is_removed_and_others_are_still_pruned(
     assert not old_repo.git_dir.exists()
     assert (1, 0) in reports.values() and (0, 1) in reports.values()
     assert sorted(p.name for p in (home / "checkpoints").iterdir() if p.is_dir()) == [
-        ShadowRepo(kept, home).git_dir.name]
+        ShadowRepo(kept, home).git_dir.name
+    ]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_old_single_chain_is_read_and_pruned_snapshot_by_snapshot(project: Path, tmp_path: Path,
-                                                                       backend: str) -> None:
+def test_the_old_single_chain_is_read_and_pruned_snapshot_by_snapshot(
+    project: Path, tmp_path: Path, backend: str
+) -> None:
     """Repositories written before one ref per snapshot kept a chain on refs/heads/checkpoints."""
     home = tmp_path / "home"
     repo = ShadowRepo(project, home, backend)  # type: ignore[arg-type]
@@ -223,8 +230,9 @@ def test_the_old_single_chain_is_read_and_pruned_snapshot_by_snapshot(project: P
     assert LEGACY_REF.encode() not in Repo(str(repo.git_dir)).refs
 
 
-def test_the_prune_runs_at_most_once_a_day_in_the_background(project: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_prune_runs_at_most_once_a_day_in_the_background(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     assert not prune_due(home)  # no checkpoints at all
     repo = ShadowRepo(project, home)
@@ -243,8 +251,9 @@ def test_the_prune_runs_at_most_once_a_day_in_the_background(project: Path, tmp_
 
 @pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")
 @pytest.mark.parametrize(("writer", "pruner"), [("git", "dulwich"), ("dulwich", "git")])
-def test_one_backend_prunes_packed_snapshots_of_the_other(project: Path, tmp_path: Path, writer: str, pruner: str,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_backend_prunes_packed_snapshots_of_the_other(
+    project: Path, tmp_path: Path, writer: str, pruner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     repo = ShadowRepo(project, home, writer)  # type: ignore[arg-type]
     (project / "old.txt").write_text("old content, packed")

@@ -30,9 +30,11 @@ from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 
 MARKER = "MARKER-7f3c-continuity"
-TODOS = [{"content": "find where the marker comes from", "status": "completed"},
-         {"content": "write the report", "status": "in_progress"},
-         {"content": "tidy up `tmp/` afterwards", "status": "pending"}]
+TODOS = [
+    {"content": "find where the marker comes from", "status": "completed"},
+    {"content": "write the report", "status": "in_progress"},
+    {"content": "tidy up `tmp/` afterwards", "status": "pending"},
+]
 FLUSH_START = FLUSH_PROMPT.split("\n", 1)[0]
 NOTE = "- the marker is printed by the build script (noted during a flush)"
 
@@ -59,8 +61,11 @@ class Model:
         if isinstance(last, UserMessage) and last.text().startswith(FLUSH_START):
             self.flushes += 1
             # a flush tries a forbidden tool first, then writes the memory index
-            return tool_call("bash", {"command": "env"}) if self.flushes == 1 else tool_call(
-                "write", {"path": str(self.memory / INDEX_FILE), "content": f"# Memory\n{NOTE}\n"})
+            return (
+                tool_call("bash", {"command": "env"})
+                if self.flushes == 1
+                else tool_call("write", {"path": str(self.memory / INDEX_FILE), "content": f"# Memory\n{NOTE}\n"})
+            )
         if isinstance(last, ToolResultMessage) and self._in_flush(context):
             if last.tool_name == "bash":
                 return tool_call("write", {"path": str(self.memory / INDEX_FILE), "content": f"# Memory\n{NOTE}\n"})
@@ -89,8 +94,10 @@ async def test_todos_memory_and_recall_survive_three_compactions(
     memory = memory_dir(home, project)
     long = "Thinking it through carefully, step by step, with all the details. " * 120  # ~8k chars
     turns: list[FauxReply] = [
-        tool_call("bash", {"command": f"echo build step one; echo {MARKER}; echo done"}), text("Ran it."),
-        tool_call("todo", {"todos": TODOS}), text("Planned."),
+        tool_call("bash", {"command": f"echo build step one; echo {MARKER}; echo done"}),
+        text("Ran it."),
+        tool_call("todo", {"todos": TODOS}),
+        text("Planned."),
     ]
     for n in range(14):
         turns.append(text(f"Answer {n}. {long}"))
@@ -98,8 +105,13 @@ async def test_todos_memory_and_recall_survive_three_compactions(
     model = Model(turns, memory)
     faux.set_fallback(model)
     store = SessionStore.create(project, home=home)
-    session = CodingSession(cwd=project, model=faux.model(context_window=16_384, max_tokens=2_048), store=store,
-                            home=home, settings=settings_from_dict({}))
+    session = CodingSession(
+        cwd=project,
+        model=faux.model(context_window=16_384, max_tokens=2_048),
+        store=store,
+        home=home,
+        settings=settings_from_dict({}),
+    )
     prompts = ["run the build", "make a plan", *(f"go on, part {n}" for n in range(14)), "where was the marker?"]
     for prompt in prompts:
         await session.prompt(prompt)
@@ -120,30 +132,52 @@ async def test_todos_memory_and_recall_survive_three_compactions(
     assert compactions[-1].details["analysis"] == "went through it"  # type: ignore[index]
     assert all("went through it" not in p for p in faux.payloads if SUMMARISER_SYSTEM_PROMPT not in p)
     # the flush: once per compaction at most, bash refused, the note written, nothing recorded
-    flushes = [e.data for e in entries if isinstance(e, CustomEntry) and e.custom_type == "heron.context"
-               and e.data.get("op") == "flush"]
+    flushes = [
+        e.data
+        for e in entries
+        if isinstance(e, CustomEntry) and e.custom_type == "heron.context" and e.data.get("op") == "flush"
+    ]
     assert 1 <= len(flushes) <= len(compactions) + 1
     assert (memory / INDEX_FILE).read_text() == f"# Memory\n{NOTE}\n"
     recorded = [e for e in entries if isinstance(e, MessageEntry)]
     assert not any(FLUSH_START in json.dumps(e.to_json_dict()) for e in recorded)
     # search_history, the model's way back, found the turn-1 output
-    results = [e.message for e in recorded if isinstance(e.message, ToolResultMessage)
-               and e.message.tool_name == "search_history"]
+    results = [
+        e.message
+        for e in recorded
+        if isinstance(e.message, ToolResultMessage) and e.message.tool_name == "search_history"
+    ]
     assert results and MARKER in results[-1].text()
 
     # the note is in the next session's system prompt; a resumed session keeps its own
-    fresh = CodingSession(cwd=project, model=faux.model(context_window=16_384), home=home,
-                          store=SessionStore.create(project, home=home), settings=settings_from_dict({}))
+    fresh = CodingSession(
+        cwd=project,
+        model=faux.model(context_window=16_384),
+        home=home,
+        store=SessionStore.create(project, home=home),
+        settings=settings_from_dict({}),
+    )
     assert NOTE in fresh.system_prompt
     store.close()
-    resumed = CodingSession(cwd=project, model=faux.model(context_window=16_384), home=home,
-                            store=SessionStore.open(store.path), settings=settings_from_dict({}))  # type: ignore[arg-type]
+    resumed = CodingSession(
+        cwd=project,
+        model=faux.model(context_window=16_384),
+        home=home,
+        store=SessionStore.open(store.path),
+        settings=settings_from_dict({}),
+    )  # type: ignore[arg-type]
     assert NOTE not in resumed.system_prompt and resumed.system_prompt == session.system_prompt
 
     # the command finds the turn-1 entry too
     env = {**os.environ, "HERON_HOME": str(home)}
-    done = subprocess.run([sys.executable, "-m", "heron.cli.main", "sessions", "search", MARKER, "--json"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "heron.cli.main", "sessions", "search", MARKER, "--json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     hits: list[dict[str, Any]] = json.loads(done.stdout)
     assert any(MARKER in hit["snippet"] and hit["tool"] == "bash" for hit in hits)
@@ -164,13 +198,21 @@ async def test_a_flush_that_would_not_fit_is_skipped_and_recorded(
 
     faux.set_fallback(reply)
     store = SessionStore.create(project, home=home)
-    session = CodingSession(cwd=project, model=faux.model(context_window=16_384, max_tokens=2_048), store=store,
-                            home=home, settings=settings_from_dict({}))
+    session = CodingSession(
+        cwd=project,
+        model=faux.model(context_window=16_384, max_tokens=2_048),
+        store=store,
+        home=home,
+        settings=settings_from_dict({}),
+    )
     for n in range(3):
         await session.prompt(f"part {n}")
     assert not any(c.startswith(FLUSH_START[:40]) for c in calls)  # never sent
-    skipped = [e.data for e in store.entries() if isinstance(e, CustomEntry) and e.custom_type == "heron.context"
-               and e.data.get("op") == "flush"]
+    skipped = [
+        e.data
+        for e in store.entries()
+        if isinstance(e, CustomEntry) and e.custom_type == "heron.context" and e.data.get("op") == "flush"
+    ]
     assert skipped and all("would not fit" in s["skipped"] for s in skipped)
 
 
@@ -181,15 +223,19 @@ async def test_the_todo_list_is_restored_on_resume_and_shown_in_context(
     project.mkdir()
     faux.queue(tool_call("todo", {"todos": TODOS}), text("ok"))
     store = SessionStore.create(project, home=home)
-    session = CodingSession(cwd=project, model=faux.model(), store=store, home=home,
-                            settings=settings_from_dict({}))
+    session = CodingSession(cwd=project, model=faux.model(), store=store, home=home, settings=settings_from_dict({}))
     events: list[Any] = []
     session.subscribe(events.append)
     await session.prompt("plan it")
     assert [e.todos for e in events if e.type == "todos"] == [TODOS]
     store.close()
-    resumed = CodingSession(cwd=project, model=faux.model(), store=SessionStore.open(store.path),  # type: ignore[arg-type]
-                            home=home, settings=settings_from_dict({}))
+    resumed = CodingSession(
+        cwd=project,
+        model=faux.model(),
+        store=SessionStore.open(store.path),  # type: ignore[arg-type]
+        home=home,
+        settings=settings_from_dict({}),
+    )
     assert resumed.todos == TODOS and resumed.context_breakdown().todos == TODOS
 
 

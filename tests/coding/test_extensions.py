@@ -33,8 +33,14 @@ async def echo(call_id: str, params: Params, signal: Any, on_update: Any) -> Too
 
 
 def api(taken: set[str] | None = None) -> ExtensionAPI:
-    return ExtensionAPI("demo", "user", "/x/demo.py", cwd=Path("/x"), home=Path("/h"),
-                        taken_tools=lambda: set(taken or {"bash", "read"}))
+    return ExtensionAPI(
+        "demo",
+        "user",
+        "/x/demo.py",
+        cwd=Path("/x"),
+        home=Path("/h"),
+        taken_tools=lambda: set(taken or {"bash", "read"}),
+    )
 
 
 @pytest.fixture
@@ -55,9 +61,13 @@ def write_ext(where: Path, name: str, source: str) -> Path:
 
 
 def session(project: Path, faux: FauxProvider, *, trusted: bool = False) -> CodingSession:
-    s = CodingSession(cwd=project, model=faux.model(context_window=128_000, max_tokens=8_192),
-                      store=SessionStore.in_memory(project), settings=settings_from_dict({}),
-                      home=project.parent / "home")
+    s = CodingSession(
+        cwd=project,
+        model=faux.model(context_window=128_000, max_tokens=8_192),
+        store=SessionStore.in_memory(project),
+        settings=settings_from_dict({}),
+        home=project.parent / "home",
+    )
     s.extensions.load(trusted=trusted)
     return s
 
@@ -116,15 +126,19 @@ def test_project_extensions_are_found_only_when_trusted(tmp_path: Path) -> None:
 def test_two_files_with_one_name_do_not_replace_each_other(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
     write_ext(home / "extensions", "same", "def register(api): api.add_template('a', 'from the user')\n")
-    write_ext(project / ".heron" / "extensions", "same",
-              "def register(api): api.add_template('b', 'from the project')\n")
+    write_ext(
+        project / ".heron" / "extensions", "same", "def register(api): api.add_template('b', 'from the project')\n"
+    )
     s = session(project, faux, trusted=True)
     assert s.templates.get("a") is not None and s.templates.get("b") is not None
 
 
 def test_a_failing_register_leaves_nothing_behind(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
-    write_ext(home / "extensions", "half", """
+    write_ext(
+        home / "extensions",
+        "half",
+        """
         from pydantic import BaseModel
         from heron.agent.tools import FunctionTool
         class P(BaseModel):
@@ -135,7 +149,8 @@ def test_a_failing_register_leaves_nothing_behind(project: Path, faux: FauxProvi
             api.add_tool(FunctionTool("half_tool", "d", P, run))
             api.add_command("half", lambda args: None)
             api.add_tool(FunctionTool("read", "clash", P, run))
-    """)
+    """,
+    )
     write_ext(home / "extensions", "noreg", "x = 1\n")
     write_ext(home / "extensions", "asyncreg", "async def register(api): pass\n")
     s = CodingSession(cwd=project, model=faux.model(), store=SessionStore.in_memory(project), home=home)
@@ -162,7 +177,10 @@ def test_a_template_file_wins_over_an_extension_template(project: Path, faux: Fa
 
 async def test_a_disabled_extension_tool_answers_it_is_not_available(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
-    write_ext(home / "extensions", "shaky", """
+    write_ext(
+        home / "extensions",
+        "shaky",
+        """
         from pydantic import BaseModel
         from heron.coding.extensions import ToolResult
         class P(BaseModel):
@@ -174,7 +192,8 @@ async def test_a_disabled_extension_tool_answers_it_is_not_available(project: Pa
             @api.on("tool_execution_end")
             def boom(event):
                 raise KeyError("listener broke")
-    """)
+    """,
+    )
     s = session(project, faux)
     seen: list[Any] = []
     s.subscribe(seen.append)
@@ -191,13 +210,18 @@ async def test_a_disabled_extension_tool_answers_it_is_not_available(project: Pa
 
 async def test_after_tool_call_runs_before_key_redaction(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
-    write_ext(home / "extensions", "leak", """
+    write_ext(
+        home / "extensions",
+        "leak",
+        """
         from heron.coding.extensions import ToolResult
         def register(api):
             api.after_tool_call(lambda call, result: ToolResult.text("key: sk-secret-value-123"))
-    """)
-    s = CodingSession(cwd=project, model=faux.model(), api_key="sk-secret-value-123",
-                      store=SessionStore.in_memory(project), home=home)
+    """,
+    )
+    s = CodingSession(
+        cwd=project, model=faux.model(), api_key="sk-secret-value-123", store=SessionStore.in_memory(project), home=home
+    )
     s.extensions.load(trusted=False)
     faux.queue(tool_call("bash", {"command": "echo hi"}), text("done"))
     await s.prompt("go")
@@ -208,14 +232,18 @@ async def test_after_tool_call_runs_before_key_redaction(project: Path, faux: Fa
 
 async def test_a_before_handler_can_rewrite_arguments(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
-    write_ext(home / "extensions", "polite", """
+    write_ext(
+        home / "extensions",
+        "polite",
+        """
         from heron.coding.extensions import BeforeToolCallResult
         def register(api):
             @api.before_tool_call
             async def rewrite(call):
                 if call.tool_name == "bash":
                     return BeforeToolCallResult(arguments={**call.arguments, "command": "echo rewritten"})
-    """)
+    """,
+    )
     s = session(project, faux)
     faux.queue(tool_call("bash", {"command": "echo original"}), text("done"))
     await s.prompt("go")
@@ -225,19 +253,27 @@ async def test_a_before_handler_can_rewrite_arguments(project: Path, faux: FauxP
 
 async def test_transform_results_are_checked_against_the_context_rules(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
-    write_ext(home / "extensions", "a_orphan", """
+    write_ext(
+        home / "extensions",
+        "a_orphan",
+        """
         from heron.ai.types import TextContent, ToolResultMessage
         def register(api):
             @api.transform_context
             def orphan(messages):
                 return [*messages, ToolResultMessage(tool_call_id="nope", tool_name="bash",
                                                      content=[TextContent(text="x")])]
-    """)
-    write_ext(home / "extensions", "b_note", """
+    """,
+    )
+    write_ext(
+        home / "extensions",
+        "b_note",
+        """
         from heron.agent.messages import ExtensionMessage
         def register(api):
             api.transform_context(lambda m: [*m, ExtensionMessage(custom_type="n", content="a note")])
-    """)
+    """,
+    )
     write_ext(home / "extensions", "c_bad", "def register(api): api.transform_context(lambda m: 'not a list')\n")
     s = session(project, faux)
     seen: list[Any] = []
@@ -255,14 +291,18 @@ async def test_transform_results_are_checked_against_the_context_rules(project: 
 
 async def test_a_command_that_returns_nothing_sends_nothing(project: Path, faux: FauxProvider) -> None:
     home = project.parent / "home"
-    write_ext(home / "extensions", "cmds", """
+    write_ext(
+        home / "extensions",
+        "cmds",
+        """
         calls = []
         def register(api):
             @api.command("mark", "remember a mark")
             async def mark(args):
                 calls.append(args)
             api.add_command("boom", lambda args: 1 / 0)
-    """)
+    """,
+    )
     s = session(project, faux)
     assert await s.prompt("/mark here") == []
     assert faux.requests == []

@@ -28,10 +28,22 @@ def test_continuation_follows_the_decision() -> None:
 def test_max_continuations_setting() -> None:
     warnings: list[str] = []
     assert max_continuations([], trusted=False, warnings=warnings) == 5
-    assert max_continuations([scope("user", {"maxContinuations": 2}), scope("project", {"maxContinuations": 9})],
-                             trusted=False, warnings=warnings) == 2  # an untrusted project cannot raise it
-    assert max_continuations([scope("user", {"maxContinuations": 2}), scope("project", {"maxContinuations": 0})],
-                             trusted=True, warnings=warnings) == 0
+    assert (
+        max_continuations(
+            [scope("user", {"maxContinuations": 2}), scope("project", {"maxContinuations": 9})],
+            trusted=False,
+            warnings=warnings,
+        )
+        == 2
+    )  # an untrusted project cannot raise it
+    assert (
+        max_continuations(
+            [scope("user", {"maxContinuations": 2}), scope("project", {"maxContinuations": 0})],
+            trusted=True,
+            warnings=warnings,
+        )
+        == 0
+    )
     assert warnings == []
     assert max_continuations([scope("user", {"maxContinuations": "lots"})], trusted=False, warnings=warnings) == 5
     assert "must be a whole number" in warnings[0]
@@ -82,17 +94,22 @@ async def test_a_failing_stop_hook_is_reported_and_the_run_ends(tmp_path: Path, 
     assert any(r.kind == "hook" and "exit code 7" in r.recover for r in s.ledger.records)
 
 
-async def test_a_subagent_runs_subagent_stop_not_the_prompt_hooks(tmp_path: Path, home: Path,
-                                                                   faux: FauxProvider) -> None:
+async def test_a_subagent_runs_subagent_stop_not_the_prompt_hooks(
+    tmp_path: Path, home: Path, faux: FauxProvider
+) -> None:
     log = tmp_path / "events.txt"
     script = tmp_path / "record.py"
-    script.write_text(f"import json, sys\nevent = json.load(sys.stdin)['hook_event_name']\n"
-                      f"open({str(log)!r}, 'a').write(event + '\\n')\n")
+    script.write_text(
+        f"import json, sys\nevent = json.load(sys.stdin)['hook_event_name']\n"
+        f"open({str(log)!r}, 'a').write(event + '\\n')\n"
+    )
     record = f"python3 {script}"
-    with_hooks(home, {event: command(record) for event in ("SessionStart", "UserPromptSubmit", "Stop",
-                                                           "SubagentStop")})
+    with_hooks(home, {event: command(record) for event in ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop")})
     s = make(tmp_path, home, faux)
-    faux.queue(tool_call("task", {"description": "do a small job", "prompt": "child work"}), text("child answer"),
-               text("parent answer"))
+    faux.queue(
+        tool_call("task", {"description": "do a small job", "prompt": "child work"}),
+        text("child answer"),
+        text("parent answer"),
+    )
     await s.prompt("go")
     assert log.read_text().split() == ["SessionStart", "UserPromptSubmit", "SubagentStop", "Stop"]

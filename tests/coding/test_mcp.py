@@ -30,8 +30,9 @@ DOUBLE = str(Path(__file__).with_name("mcp_double.py"))
 
 
 def stdio(name: str, *args: str, env: dict[str, str] | None = None) -> ServerConfig:
-    return ServerConfig(name, "stdio", "user", Path("test"), command=sys.executable, args=(DOUBLE, *args),
-                        env=env or {})
+    return ServerConfig(
+        name, "stdio", "user", Path("test"), command=sys.executable, args=(DOUBLE, *args), env=env or {}
+    )
 
 
 @pytest.fixture
@@ -125,9 +126,15 @@ async def test_a_crashing_server_is_restarted_once_then_reported() -> None:
 
 
 def test_a_hanging_or_missing_server_fails_its_start_within_the_timeout(tmp_path: Path) -> None:
-    m = McpManager([stdio("hang", "hang"), stdio("ok", "stdio"),
-                    ServerConfig("gone", "stdio", "user", Path("t"), command=str(tmp_path / "no-such-command"))],
-                   Timeouts(connect=3, call=5), log_dir=tmp_path / "logs")
+    m = McpManager(
+        [
+            stdio("hang", "hang"),
+            stdio("ok", "stdio"),
+            ServerConfig("gone", "stdio", "user", Path("t"), command=str(tmp_path / "no-such-command")),
+        ],
+        Timeouts(connect=3, call=5),
+        log_dir=tmp_path / "logs",
+    )
     started = time.monotonic()
     try:
         by_name = {s.name: s for s in m.start()}
@@ -144,8 +151,9 @@ def http_server() -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, DOUBLE, "http", str(port)], stderr=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, DOUBLE, "http", str(port)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -159,8 +167,10 @@ def http_server() -> Iterator[str]:
 
 
 async def test_streamable_http_server(http_server: str) -> None:
-    m = McpManager([ServerConfig("web", "http", "user", Path("t"), url=http_server,
-                                 headers={"X-Test": "1"})], Timeouts(connect=30, call=20))
+    m = McpManager(
+        [ServerConfig("web", "http", "user", Path("t"), url=http_server, headers={"X-Test": "1"})],
+        Timeouts(connect=30, call=20),
+    )
     try:
         (status,) = m.start()
         assert status.state == "connected", status.error
@@ -174,8 +184,10 @@ def test_an_http_server_that_is_not_there_fails_its_start() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    m = McpManager([ServerConfig("web", "http", "user", Path("t"), url=f"http://127.0.0.1:{port}/mcp")],
-                   Timeouts(connect=10, call=5))
+    m = McpManager(
+        [ServerConfig("web", "http", "user", Path("t"), url=f"http://127.0.0.1:{port}/mcp")],
+        Timeouts(connect=10, call=5),
+    )
     try:
         (status,) = m.start()
         assert status.state == "failed" and status.error
@@ -188,8 +200,9 @@ def test_an_http_server_that_is_not_there_fails_its_start() -> None:
 
 def coding_session(project: Path, faux: FauxProvider, tools: list[object], window: int) -> CodingSession:
     model = faux.model(context_window=window, max_tokens=4096)
-    return CodingSession(cwd=project, model=model, store=SessionStore.create(project),
-                         settings=settings_from_dict({}), extra_tools=tools)  # type: ignore[arg-type]
+    return CodingSession(
+        cwd=project, model=model, store=SessionStore.create(project), settings=settings_from_dict({}), extra_tools=tools
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -200,8 +213,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return proj
 
 
-async def test_a_big_result_is_spilled_like_a_builtin_tools(manager: McpManager, project: Path,
-                                                            faux: FauxProvider) -> None:
+async def test_a_big_result_is_spilled_like_a_builtin_tools(
+    manager: McpManager, project: Path, faux: FauxProvider
+) -> None:
     seen: list[Context] = []
     script = [tool_call("mcp__d__big", {"lines": 20_000}, call_id="c1"), text("done")]
 
@@ -228,8 +242,11 @@ async def test_tool_search_loads_definitions_on_demand(project: Path, faux: Faux
         assert search is not None and [t.name for t in tools] == ["tool_search"]
         assert "mcp__w__widget_7" in search.description
         seen: list[Context] = []
-        script = [tool_call("tool_search", {"query": "select:mcp__w__widget_7"}, call_id="s1"),
-                  tool_call("mcp__w__widget_7", {"query": "spin"}, call_id="c1"), text("done")]
+        script = [
+            tool_call("tool_search", {"query": "select:mcp__w__widget_7"}, call_id="s1"),
+            tool_call("mcp__w__widget_7", {"query": "spin"}, call_id="c1"),
+            text("done"),
+        ]
 
         def reply(context: Context) -> object:
             seen.append(context)
@@ -256,8 +273,12 @@ def test_tool_search_ranks_by_name_then_description() -> None:
         def __init__(self, name: str, description: str) -> None:
             self.name, self.description, self.schema = name, description, {}
 
-    search = ToolSearch([Fake("mcp__gh__create_issue", "Create an issue"),  # type: ignore[list-item]
-                         Fake("mcp__gh__list_prs", "List pull requests, issues excluded")])
+    search = ToolSearch(
+        [
+            Fake("mcp__gh__create_issue", "Create an issue"),  # type: ignore[list-item]
+            Fake("mcp__gh__list_prs", "List pull requests, issues excluded"),
+        ]
+    )
     assert [t.name for t in search.find("issue", 5)] == ["mcp__gh__create_issue", "mcp__gh__list_prs"]
     assert search.find("zebra", 5) == [] and search.find("   ", 5) == []
     assert [t.name for t in search.find("select:mcp__gh__list_prs,nope", 5)] == ["mcp__gh__list_prs"]

@@ -16,7 +16,7 @@ from heron.coding.mcp.manager import McpManager
 from heron.coding.mcp.setup import mcp_tools
 from heron.coding.mcp.tools import MAX_NAME, McpTool
 
-ODD = textwrap.dedent('''
+ODD = textwrap.dedent("""
     from mcp.server.mcpserver import MCPServer
     s = MCPServer("odd")
 
@@ -37,7 +37,7 @@ ODD = textwrap.dedent('''
         return "nuageux"
 
     s.run()
-''')
+""")
 
 
 @pytest.fixture
@@ -80,17 +80,36 @@ def test_an_unset_variable_is_named_not_silently_empty(tmp_path: Path, monkeypat
     home, cwd = tmp_path / "home", tmp_path / "proj"
     home.mkdir()
     cwd.mkdir()
-    (home / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "api": {"type": "http", "url": "http://${AUDIT_MCP_HOST}:9/mcp",
-                "headers": {"Authorization": "Bearer ${AUDIT_MCP_TOKEN}", "X-Other": "${AUDIT_MCP_TOKEN}"}},
-        "fine": {"command": "srv", "args": ["${AUDIT_MCP_MISSING:-fallback}"]}}}))
+    (home / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "api": {
+                        "type": "http",
+                        "url": "http://${AUDIT_MCP_HOST}:9/mcp",
+                        "headers": {"Authorization": "Bearer ${AUDIT_MCP_TOKEN}", "X-Other": "${AUDIT_MCP_TOKEN}"},
+                    },
+                    "fine": {"command": "srv", "args": ["${AUDIT_MCP_MISSING:-fallback}"]},
+                }
+            }
+        )
+    )
     config = load_config(cwd, home, trusted=True)
     api = next(s for s in config.servers if s.name == "api")
     assert api.url == "http://127.0.0.1:9/mcp" and api.headers["Authorization"] == "Bearer "
-    assert config.warnings == [f"{home / 'mcp.json'}: server 'api': ${{AUDIT_MCP_TOKEN}} not set in the environment; "
-                               "expanded to an empty string"]  # once, and not for the one with a default
+    assert config.warnings == [
+        f"{home / 'mcp.json'}: server 'api': ${{AUDIT_MCP_TOKEN}} not set in the environment; "
+        "expanded to an empty string"
+    ]  # once, and not for the one with a default
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERON_")}
     env["HERON_HOME"] = str(home)
-    listing = subprocess.run([sys.executable, "-m", "heron.cli.main", "mcp", "list"], cwd=cwd, env=env,
-                             capture_output=True, text=True, timeout=60, check=False)
+    listing = subprocess.run(
+        [sys.executable, "-m", "heron.cli.main", "mcp", "list"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert "${AUDIT_MCP_TOKEN} not set" in listing.stderr

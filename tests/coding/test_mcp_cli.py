@@ -28,8 +28,15 @@ class Env:
     env: dict[str, str]
 
     def heron(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "heron.cli.main", *args], cwd=self.cwd, env=self.env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
+        return subprocess.run(
+            [sys.executable, "-m", "heron.cli.main", *args],
+            cwd=self.cwd,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
 
 
 @pytest.fixture
@@ -47,15 +54,34 @@ def env(tmp_path: Path) -> Iterator[Env]:
 
 def test_config_formats_expansion_and_precedence(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_TEST_TOKEN", "tok")
-    (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "shared": {"command": "user-cmd"},
-        "api": {"type": "http", "url": "https://example.com/mcp",
-                "headers": {"Authorization": "Bearer ${MCP_TEST_TOKEN}"}},
-    }}))
-    (env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "shared": {"command": "project-cmd"},
-        "local": {"command": "srv", "args": ["--x", "${MISSING:-fallback}"], "env": {"A": "${MCP_TEST_TOKEN}"}},
-    }}))
+    (env.home / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "shared": {"command": "user-cmd"},
+                    "api": {
+                        "type": "http",
+                        "url": "https://example.com/mcp",
+                        "headers": {"Authorization": "Bearer ${MCP_TEST_TOKEN}"},
+                    },
+                }
+            }
+        )
+    )
+    (env.cwd / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "shared": {"command": "project-cmd"},
+                    "local": {
+                        "command": "srv",
+                        "args": ["--x", "${MISSING:-fallback}"],
+                        "env": {"A": "${MCP_TEST_TOKEN}"},
+                    },
+                }
+            }
+        )
+    )
     config = load_config(env.cwd, env.home, trusted=True)
     by_name = {s.name: s for s in config.servers}
     assert by_name["shared"].command == "user-cmd" and by_name["shared"].scope == "user"
@@ -66,11 +92,14 @@ def test_config_formats_expansion_and_precedence(env: Env, monkeypatch: pytest.M
     assert {s.name for s in untrusted.servers} == {"shared", "api"} and untrusted.skipped_untrusted == ["local"]
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ("{not json", "not valid JSON"),
-    ("[1]", "must hold a JSON object"),
-    ('{"mcpServers": []}', '"mcpServers" must be an object'),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1]", "must hold a JSON object"),
+        ('{"mcpServers": []}', '"mcpServers" must be an object'),
+    ],
+)
 def test_a_broken_file_is_a_warning(env: Env, content: str, expected: str) -> None:
     (env.cwd / ".mcp.json").write_text(content)
     (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {"ok": {"command": "x"}}}))
@@ -79,16 +108,19 @@ def test_a_broken_file_is_a_warning(env: Env, content: str, expected: str) -> No
     assert len(config.warnings) == 1 and expected in config.warnings[0] and ".mcp.json" in config.warnings[0]
 
 
-@pytest.mark.parametrize(("entry", "expected"), [
-    ({"args": ["x"]}, 'needs a "command"'),
-    ({"type": "http"}, 'needs a "url"'),
-    ({"type": "http", "url": "ftp://x"}, "http(s) URL"),
-    ({"type": "sse", "url": "http://x"}, '"sse" transport is not supported'),
-    ({"type": "ws"}, "unknown \"type\""),
-    ({"command": "x", "args": "a b"}, '"args" must be a list'),
-    ({"command": "x", "env": {"A": 1}}, '"env" must be an object of strings'),
-    ("npx server", "must be an object"),
-])
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"args": ["x"]}, 'needs a "command"'),
+        ({"type": "http"}, 'needs a "url"'),
+        ({"type": "http", "url": "ftp://x"}, "http(s) URL"),
+        ({"type": "sse", "url": "http://x"}, '"sse" transport is not supported'),
+        ({"type": "ws"}, 'unknown "type"'),
+        ({"command": "x", "args": "a b"}, '"args" must be a list'),
+        ({"command": "x", "env": {"A": 1}}, '"env" must be an object of strings'),
+        ("npx server", "must be an object"),
+    ],
+)
 def test_a_bad_entry_is_skipped_with_a_warning_naming_it(env: Env, entry: object, expected: str) -> None:
     (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {"bad": entry, "good": {"command": "x"}}}))
     config = load_config(env.cwd, env.home, trusted=True)
@@ -110,11 +142,15 @@ def test_add_list_get_remove(env: Env) -> None:
     assert added.returncode == 0, added.stderr
     saved = json.loads((env.home / "mcp.json").read_text())
     assert saved == {"mcpServers": {"dbl": {"command": sys.executable, "args": [DOUBLE, "stdio"]}}}
-    http = env.heron("mcp", "add", "web", "http://127.0.0.1:9/mcp", "-H", "Authorization: Bearer x",
-                     "--scope", "project")
+    http = env.heron(
+        "mcp", "add", "web", "http://127.0.0.1:9/mcp", "-H", "Authorization: Bearer x", "--scope", "project"
+    )
     assert http.returncode == 0, http.stderr
     assert json.loads((env.cwd / ".mcp.json").read_text())["mcpServers"]["web"] == {
-        "type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer x"}}
+        "type": "http",
+        "url": "http://127.0.0.1:9/mcp",
+        "headers": {"Authorization": "Bearer x"},
+    }
 
     listing = env.heron("mcp", "list")
     assert listing.returncode == 0, listing.stderr
@@ -160,12 +196,15 @@ def test_add_writes_the_lazy_flag_only_when_given(env: Env) -> None:
     assert [s.lazy for s in load_config(env.cwd, env.home, trusted=True).servers if s.name == "slow"] == [True]
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["bad name", "cmd"], "letters, digits"),
-    (["x", "cmd", "-e", "NOEQUALS"], "KEY=VALUE"),
-    (["x", "http://h/mcp", "-H", "nocolon"], "'Name: value'"),
-    (["x", "cmd", "-H", "A: b"], "--header is for http servers"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["bad name", "cmd"], "letters, digits"),
+        (["x", "cmd", "-e", "NOEQUALS"], "KEY=VALUE"),
+        (["x", "http://h/mcp", "-H", "nocolon"], "'Name: value'"),
+        (["x", "cmd", "-H", "A: b"], "--header is for http servers"),
+    ],
+)
 def test_add_refuses_bad_input_and_writes_nothing(env: Env, args: list[str], expected: str) -> None:
     done = env.heron("mcp", "add", *args)
     assert done.returncode == 2 and expected in done.stderr
@@ -183,12 +222,15 @@ def test_a_broken_config_file_is_an_error_for_add(env: Env) -> None:
 
 
 def test_print_mode_calls_an_mcp_tool(env: Env) -> None:
-    (env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "dbl": {"command": sys.executable, "args": [DOUBLE, "stdio"]}}}))
+    (env.cwd / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"dbl": {"command": sys.executable, "args": [DOUBLE, "stdio"]}}})
+    )
     server = LocalServer()
     try:
-        server.queue(openai_reply("", [("call_1", "mcp__dbl__echo", {"text": "from mcp", "times": 2})]),
-                     openai_reply("The tool said: from mcp from mcp"))
+        server.queue(
+            openai_reply("", [("call_1", "mcp__dbl__echo", {"text": "from mcp", "times": 2})]),
+            openai_reply("The tool said: from mcp from mcp"),
+        )
         args = ["--base-url", server.url + "/v1", "--model", "test-model", "--no-session", "-p", "use the echo tool"]
         untrusted = env.heron(*args)
         assert "project MCP servers not started (dbl)" in untrusted.stderr
@@ -196,8 +238,10 @@ def test_print_mode_calls_an_mcp_tool(env: Env) -> None:
         assert not any(name.startswith("mcp__") for name in first_tools)
 
         server.requests.clear()
-        server.queue(openai_reply("", [("call_1", "mcp__dbl__echo", {"text": "from mcp", "times": 2})]),
-                     openai_reply("The tool said: from mcp from mcp"))
+        server.queue(
+            openai_reply("", [("call_1", "mcp__dbl__echo", {"text": "from mcp", "times": 2})]),
+            openai_reply("The tool said: from mcp from mcp"),
+        )
         done = env.heron("--trust", *args)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "The tool said: from mcp from mcp"
@@ -221,9 +265,16 @@ def test_bad_timeout_variables_are_named_and_the_defaults_kept(monkeypatch: pyte
 
 
 def test_print_mode_does_not_hang_on_a_dead_server(env: Env) -> None:
-    (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "stuck": {"command": sys.executable, "args": [DOUBLE, "hang"]},
-        "gone": {"command": "/nonexistent/mcp-server"}}}))
+    (env.home / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "stuck": {"command": sys.executable, "args": [DOUBLE, "hang"]},
+                    "gone": {"command": "/nonexistent/mcp-server"},
+                }
+            }
+        )
+    )
     env.env["HERON_MCP_CONNECT_TIMEOUT"] = "2"
     server = LocalServer()
     try:
@@ -238,8 +289,9 @@ def test_print_mode_does_not_hang_on_a_dead_server(env: Env) -> None:
 
 
 def test_permission_rules_and_remembered_trust_apply_to_mcp_tools(env: Env) -> None:
-    (env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "dbl": {"command": sys.executable, "args": [DOUBLE, "stdio"]}}}))
+    (env.cwd / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"dbl": {"command": sys.executable, "args": [DOUBLE, "stdio"]}}})
+    )
     (env.home / "settings.json").write_text(json.dumps({"permissions": {"deny": ["mcp__dbl__getenv"]}}))
     server = LocalServer()
     try:
@@ -248,8 +300,9 @@ def test_permission_rules_and_remembered_trust_apply_to_mcp_tools(env: Env) -> N
         args = ["--base-url", server.url + "/v1", "--model", "test-model", "--no-session", "-p", "go"]
         done = env.heron("--trust", *args)
         assert done.returncode == 0, done.stderr
-        results = {m["tool_call_id"]: m["content"] for m in server.requests[1].json()["messages"]
-                   if m["role"] == "tool"}
+        results = {
+            m["tool_call_id"]: m["content"] for m in server.requests[1].json()["messages"] if m["role"] == "tool"
+        }
         assert results["c1"] == "allowed"
         assert results["c2"].startswith("Permission denied: the mcp__dbl__getenv tool matches the deny rule")
         # --trust was remembered: the next run starts the project's servers without it

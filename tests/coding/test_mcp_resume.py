@@ -17,15 +17,18 @@ def _tools(body: dict[str, object]) -> str:
 
 
 def test_loaded_tools_survive_continue_in_a_new_process(env: Env) -> None:  # noqa: F811
-    (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "w": {"command": sys.executable, "args": [DOUBLE, "many", "120"]}}}))
+    (env.home / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"w": {"command": sys.executable, "args": [DOUBLE, "many", "120"]}}})
+    )
     server = LocalServer()
     try:
-        server.queue(openai_reply("", [("s1", "tool_search", {"query": "select:mcp__w__widget_7"})]),
-                     openai_reply("", [("c1", "mcp__w__widget_7", {"query": "first"})]),
-                     openai_reply("widget 7 said first"),
-                     openai_reply("", [("c2", "mcp__w__widget_7", {"query": "second"})]),
-                     openai_reply("widget 7 said second"))
+        server.queue(
+            openai_reply("", [("s1", "tool_search", {"query": "select:mcp__w__widget_7"})]),
+            openai_reply("", [("c1", "mcp__w__widget_7", {"query": "first"})]),
+            openai_reply("widget 7 said first"),
+            openai_reply("", [("c2", "mcp__w__widget_7", {"query": "second"})]),
+            openai_reply("widget 7 said second"),
+        )
         args = ["--base-url", server.url + "/v1", "--model", "test-model", "-p"]
         first = env.heron(*args, "use widget 7")
         assert first.returncode == 0, first.stderr
@@ -39,7 +42,7 @@ def test_loaded_tools_survive_continue_in_a_new_process(env: Env) -> None:  # no
         # the new process sends what the searching process sent after the search
         assert _tools(bodies[3]) == _tools(bodies[2]) == _tools(bodies[1])
         prefix = bodies[2]["messages"]
-        assert bodies[3]["messages"][:len(prefix)] == prefix  # and the same history before the new prompt
+        assert bodies[3]["messages"][: len(prefix)] == prefix  # and the same history before the new prompt
         results = [m for m in bodies[4]["messages"] if m["role"] == "tool"]
         assert results[-1]["content"] == "tool 7: second"
     finally:
@@ -76,14 +79,35 @@ def test_rpc_session_switches_carry_the_tools_of_the_session_switched_to(env: En
     import subprocess
     from typing import Any
 
-    (env.home / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "w": {"command": sys.executable, "args": [DOUBLE, "many", "120"]}}}))
+    (env.home / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"w": {"command": sys.executable, "args": [DOUBLE, "many", "120"]}}})
+    )
     server = LocalServer()
-    server.queue(openai_reply("", [("s1", "tool_search", {"query": "select:mcp__w__widget_7"})]),
-                 openai_reply("searched"), openai_reply("fresh"), openai_reply("back"))
-    rpc = subprocess.Popen([sys.executable, "-m", "heron.cli.main", "--mode", "rpc", "--base-url",
-                            server.url + "/v1", "--model", "test-model"], cwd=env.cwd, env=env.env,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server.queue(
+        openai_reply("", [("s1", "tool_search", {"query": "select:mcp__w__widget_7"})]),
+        openai_reply("searched"),
+        openai_reply("fresh"),
+        openai_reply("back"),
+    )
+    rpc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "heron.cli.main",
+            "--mode",
+            "rpc",
+            "--base-url",
+            server.url + "/v1",
+            "--model",
+            "test-model",
+        ],
+        cwd=env.cwd,
+        env=env.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert rpc.stdin is not None and rpc.stdout is not None
 
     def send(command: dict[str, Any], until: str) -> dict[str, Any]:

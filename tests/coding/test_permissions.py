@@ -38,11 +38,25 @@ def test_deny_beats_ask_beats_allow(engine: PermissionEngine) -> None:
     assert behavior(engine, "bash", command="git push --force origin") == "deny"
 
 
-@pytest.mark.parametrize("command", [
-    "echo ok && rm -rf build", "ls; rm x", "cat x | rm y", "echo $(rm x)", "(rm x)", "sudo rm x", "/bin/rm x",
-    "env FOO=1 rm x", "xargs -n 1 rm < list", "timeout 5 rm x", "bash -c 'rm x'", "nice -n 5 rm x", "r''m x",
-    "$PROG x",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo ok && rm -rf build",
+        "ls; rm x",
+        "cat x | rm y",
+        "echo $(rm x)",
+        "(rm x)",
+        "sudo rm x",
+        "/bin/rm x",
+        "env FOO=1 rm x",
+        "xargs -n 1 rm < list",
+        "timeout 5 rm x",
+        "bash -c 'rm x'",
+        "nice -n 5 rm x",
+        "r''m x",
+        "$PROG x",
+    ],
+)
 def test_a_deny_rule_catches_the_command_however_it_is_written(engine: PermissionEngine, command: str) -> None:
     engine.add_rules("deny", ["Bash(rm:*)"], "settings.json")
     decision = engine.decide("bash", {"command": command})
@@ -148,8 +162,12 @@ def test_bad_rules_and_modes() -> None:
     assert parse_mode("acceptEdits") == "accept-edits" and parse_mode("bypassPermissions") == "bypass"
     with pytest.raises(ValueError, match="use one of"):
         parse_mode("yolo")
-    assert [next_mode(m) for m in ("default", "accept-edits", "plan", "bypass")] == \
-        ["accept-edits", "plan", "default", "default"]
+    assert [next_mode(m) for m in ("default", "accept-edits", "plan", "bypass")] == [
+        "accept-edits",
+        "plan",
+        "default",
+        "default",
+    ]
 
 
 def test_project_files_may_only_restrict_until_trusted(tmp_path: Path) -> None:
@@ -157,8 +175,9 @@ def test_project_files_may_only_restrict_until_trusted(tmp_path: Path) -> None:
     (project / ".heron").mkdir(parents=True)
     home.mkdir()
     (home / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Edit(/tmp/**)"]}}))
-    (project / ".heron" / "settings.json").write_text(json.dumps(
-        {"permissions": {"allow": ["Edit(/**)"], "deny": ["Bash(rm:*)"], "defaultMode": "bypass"}}))
+    (project / ".heron" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["Edit(/**)"], "deny": ["Bash(rm:*)"], "defaultMode": "bypass"}})
+    )
     (project / ".heron" / "settings.local.json").write_text(json.dumps({"permissions": {"ask": "not a list"}}))
     scopes = load_scopes(project, home)
     untrusted = PermissionEngine.from_scopes(project, home, scopes, trusted=False)

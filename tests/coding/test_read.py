@@ -145,8 +145,7 @@ async def test_ten_megabyte_single_line(tmp_path: Path) -> None:
     (tmp_path / "one.txt").write_text("x" * 10_000_000)
     result = await read(make_tool(tmp_path), "one.txt")
     assert text_of(result) == (
-        "[Line 1 of 1 is 9.5MB, over the 50.0KB limit; use bash to see part of it: "
-        "sed -n '1p' one.txt | head -c 51200]"
+        "[Line 1 of 1 is 9.5MB, over the 50.0KB limit; use bash to see part of it: sed -n '1p' one.txt | head -c 51200]"
     )
     assert not result.is_error
     assert result.details["truncation"]["first_line_exceeds_limit"] is True
@@ -669,8 +668,12 @@ def image_bytes(fmt: str, size: tuple[int, int], mode: str = "RGB", noise: bool 
 
 @pytest.mark.parametrize(
     ("fmt", "mime", "name"),
-    [("PNG", "image/png", "pic.png"), ("JPEG", "image/jpeg", "photo.txt"), ("GIF", "image/gif", "anim"),
-     ("WEBP", "image/webp", "x.webp")],
+    [
+        ("PNG", "image/png", "pic.png"),
+        ("JPEG", "image/jpeg", "photo.txt"),
+        ("GIF", "image/gif", "anim"),
+        ("WEBP", "image/webp", "x.webp"),
+    ],
 )
 async def test_images_are_detected_by_magic_bytes(tmp_path: Path, fmt: str, mime: str, name: str) -> None:
     data = image_bytes(fmt, (40, 30))

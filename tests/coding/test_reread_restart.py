@@ -15,16 +15,23 @@ UNCHANGED = "[File unchanged since you last read it"
 
 
 def session(project: Path, home: Path, faux: FauxProvider, store: SessionStore) -> CodingSession:
-    return CodingSession(cwd=project, model=faux.model(context_window=128_000), store=store, home=home,
-                         settings=settings_from_dict({}), tools=["read", "bash"])
+    return CodingSession(
+        cwd=project,
+        model=faux.model(context_window=128_000),
+        store=store,
+        home=home,
+        settings=settings_from_dict({}),
+        tools=["read", "bash"],
+    )
 
 
 def results(s: CodingSession) -> list[ToolResultMessage]:
     return [m for m in s.messages if isinstance(m, ToolResultMessage)]
 
 
-async def test_reread_after_a_restart_gets_the_stub_while_the_content_is_in_view(tmp_path: Path,
-                                                                                faux: FauxProvider) -> None:
+async def test_reread_after_a_restart_gets_the_stub_while_the_content_is_in_view(
+    tmp_path: Path, faux: FauxProvider
+) -> None:
     project, home = tmp_path / "proj", tmp_path / "home"
     project.mkdir()
     (project / "notes.txt").write_text("alpha\nbeta\ngamma\n" * 50)

@@ -119,8 +119,13 @@ async def test_overflow_error_compacts_and_retries_once(project: Path, faux: Fau
     assert any(isinstance(m, ToolResultMessage) for m in retried.messages)
     assert any(isinstance(m, UserMessage) and "compacted" in m.text() for m in retried.messages)
     entries = s.store.entries()
-    failed = [e for e in entries if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
-              and e.message.stop_reason == StopReason.ERROR]
+    failed = [
+        e
+        for e in entries
+        if isinstance(e, MessageEntry)
+        and isinstance(e.message, AssistantMessage)
+        and e.message.stop_reason == StopReason.ERROR
+    ]
     assert len(failed) == 1  # kept in the file...
     path_ids = {e.id for e in s.store.path_to(s.store.leaf_id)}
     assert failed[0].id not in path_ids  # ...but off the path the retry continued from
@@ -150,8 +155,11 @@ async def test_manual_compact_with_focus(project: Path, faux: FauxProvider) -> N
 
 
 async def test_navigate_with_branch_summary(project: Path, faux: FauxProvider) -> None:
-    scripted(faux, [text("first answer"), tool_call("read", {"path": "small.py"}), text("second answer")],
-             summary="## Tried\nread small.py")
+    scripted(
+        faux,
+        [text("first answer"), tool_call("read", {"path": "small.py"}), text("second answer")],
+        summary="## Tried\nread small.py",
+    )
     s = session(project, faux)
     await s.prompt("first question")
     first_answer = s.store.leaf_id
@@ -167,8 +175,11 @@ async def test_navigate_with_branch_summary(project: Path, faux: FauxProvider) -
 
 
 async def test_stream_broken_mid_answer_is_retried_by_the_session(project: Path, faux: FauxProvider) -> None:
-    broken = FauxReply(content=[TextContent(text="half an answer that breaks")],
-                       error=error("connection reset", 503).error, error_after_chunks=1)
+    broken = FauxReply(
+        content=[TextContent(text="half an answer that breaks")],
+        error=error("connection reset", 503).error,
+        error_after_chunks=1,
+    )
     scripted(faux, [broken, text("a whole answer")])
     s = session(project, faux, settings={"retry": {"baseDelayMs": 1, "maxDelayMs": 5}})
     events: list[str] = []

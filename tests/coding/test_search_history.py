@@ -98,9 +98,11 @@ async def test_marker_from_turn_one_is_found_after_compaction(
     monkeypatch.setenv("HERON_HOME", str(home))
     script = [
         # long enough that a summary shrinks the context (a compaction never makes it grow)
-        tool_call("bash", {"command": f"echo {MARKER}"}), text("printed it. " + "It is a fine marker. " * 150),
+        tool_call("bash", {"command": f"echo {MARKER}"}),
+        text("printed it. " + "It is a fine marker. " * 150),
         text("noted. " + "Something else entirely. " * 150),
-        tool_call("search_history", {"query": MARKER}), text("found it again"),
+        tool_call("search_history", {"query": MARKER}),
+        text("found it again"),
     ]
 
     def reply(context: Context) -> object:
@@ -111,8 +113,9 @@ async def test_marker_from_turn_one_is_found_after_compaction(
     faux.set_fallback(reply)  # type: ignore[arg-type]
     store = SessionStore.create(project)
     model = faux.model(context_window=128_000, max_tokens=8_192)
-    session = CodingSession(cwd=project, model=model, store=store, settings=settings_from_dict(
-        {"compaction": {"keepRecentTokens": 1}}))
+    session = CodingSession(
+        cwd=project, model=model, store=store, settings=settings_from_dict({"compaction": {"keepRecentTokens": 1}})
+    )
     await session.prompt("print the marker")
     await session.prompt("now something else")
     assert await session.compact() is not None
@@ -120,8 +123,11 @@ async def test_marker_from_turn_one_is_found_after_compaction(
 
     entries = SessionStore.open(store.path, read_only=True).entries()  # type: ignore[arg-type]
     assert any(isinstance(e, CompactionEntry) for e in entries)
-    bash_result = next(e for e in entries if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
-                       and e.message.tool_name == "bash")
+    bash_result = next(
+        e
+        for e in entries
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage) and e.message.tool_name == "bash"
+    )
     # what the model got back from search_history
     sent = faux.requests[-1].messages
     found = next(m for m in sent if isinstance(m, ToolResultMessage) and m.tool_name == "search_history")
@@ -137,11 +143,13 @@ async def test_marker_from_turn_one_is_found_after_compaction(
     by_entry = {h["entry_id"]: h for h in hits}
     assert by_entry[bash_result.id]["role"] == "toolResult" and by_entry[bash_result.id]["tool"] == "bash"
     assert by_entry[bash_result.id]["session"] == store.session_id
-    plain = subprocess.run([*cli, "--session", store.session_id[:8]], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=60)
+    plain = subprocess.run(
+        [*cli, "--session", store.session_id[:8]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert plain.returncode == 0 and bash_result.id in plain.stdout
-    none = subprocess.run([*cli[:-1], "nosuchwordanywhere", "--all"], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=60)
+    none = subprocess.run(
+        [*cli[:-1], "nosuchwordanywhere", "--all"], cwd=project, env=env, capture_output=True, text=True, timeout=60
+    )
     assert none.returncode == 1 and "no matches" in none.stdout
     bad = subprocess.run([*cli[:-1], '"unclosed'], cwd=project, env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "invalid search query" in bad.stderr

@@ -49,14 +49,25 @@ def test_short_values_are_never_redacted_and_json_escaped_forms_are() -> None:
 
 
 def test_known_values_come_from_the_policy_the_environment_and_models_json(tmp_path: Path) -> None:
-    (tmp_path / "models.json").write_text(json.dumps({"providers": {
-        "a": {"apiKey": "literal-key-123456", "models": []},
-        "b": {"apiKey": "SOME_VAR_NAME", "models": []},
-        "c": {"apiKey": "!pass show key", "models": []}}}))
+    (tmp_path / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "a": {"apiKey": "literal-key-123456", "models": []},
+                    "b": {"apiKey": "SOME_VAR_NAME", "models": []},
+                    "c": {"apiKey": "!pass show key", "models": []},
+                }
+            }
+        )
+    )
     assert models_json_literals(tmp_path / "models.json") == {"literal-key-123456"}
     assert models_json_literals(tmp_path / "missing.json") == set()
-    env = {"SOME_VAR_NAME": "value-of-var-1", "OPENAI_API_KEY": "openai-val-1", "GITHUB_TOKEN": "ghp-kept-by-user",
-           "HOME": "/home/someone-long"}
+    env = {
+        "SOME_VAR_NAME": "value-of-var-1",
+        "OPENAI_API_KEY": "openai-val-1",
+        "GITHUB_TOKEN": "ghp-kept-by-user",
+        "HOME": "/home/someone-long",
+    }
     policy = SecretPolicy.for_heron(tmp_path, ["GITHUB_TOKEN"], ["the-key-in-use"])
     values = known_secret_values(policy, tmp_path, env)
     assert values == {"the-key-in-use", "value-of-var-1", "openai-val-1", "literal-key-123456"}
@@ -69,13 +80,13 @@ def test_a_spill_never_holds_a_key_even_split_between_writes(tmp_path: Path) -> 
     data = ("out " + key + "\n").encode() * 50
     spill = CappedSpill(tmp_path / "one.txt")
     for i in range(0, len(data), 7):  # every split point a key can have
-        spill.write(data[i:i + 7])
+        spill.write(data[i : i + 7])
     spill.close()
     assert (tmp_path / "one.txt").read_bytes() == b"out [redacted]\n" * 50
     # a capped spill: head, gap marker, tail, none with the key
     capped = CappedSpill(tmp_path / "two.txt", max_bytes=400)
     for i in range(0, len(data), 5):
-        capped.write(data[i:i + 5])
+        capped.write(data[i : i + 5])
     capped.close()
     kept = (tmp_path / "two.txt").read_bytes()
     assert capped.capped and key.encode() not in kept and b"[redacted]" in kept
@@ -108,9 +119,17 @@ def test_the_session_file_never_holds_a_key(tmp_path: Path) -> None:
 def test_redact_message_covers_text_reasoning_calls_and_errors() -> None:
     key = new_key()
     REDACTOR.add([key])
-    message = AssistantMessage(api="x", provider="p", model="m", error_message=f"401: {key}", content=[
-        TextContent(text=f"t {key}"), ThinkingContent(thinking=f"th {key}"),
-        ToolCall(id="1", name="bash", arguments={"command": f"echo {key}", "n": [key]}, raw_arguments=key)])
+    message = AssistantMessage(
+        api="x",
+        provider="p",
+        model="m",
+        error_message=f"401: {key}",
+        content=[
+            TextContent(text=f"t {key}"),
+            ThinkingContent(thinking=f"th {key}"),
+            ToolCall(id="1", name="bash", arguments={"command": f"echo {key}", "n": [key]}, raw_arguments=key),
+        ],
+    )
     redact_message(message)
     dumped = json.dumps(message.to_json_dict())
     assert key not in dumped and dumped.count("[redacted]") == 6
@@ -127,6 +146,7 @@ def test_log_records_are_redacted_whatever_the_format(caplog: pytest.LogCaptureF
         raise ValueError(f"boom {key}")
     except ValueError:
         import sys
+
         record.exc_info = sys.exc_info()
     assert RedactingFilter().filter(record)
     formatted = logging.Formatter().format(record)
@@ -141,8 +161,9 @@ def session_for(tmp_path: Path, faux: FauxProvider, key: str) -> CodingSession:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     store = SessionStore.create(tmp_path, home=home)
-    return CodingSession(cwd=tmp_path, model=faux.model(), api_key=key, store=store, home=home,
-                         settings=settings_from_dict({}))
+    return CodingSession(
+        cwd=tmp_path, model=faux.model(), api_key=key, store=store, home=home, settings=settings_from_dict({})
+    )
 
 
 async def test_a_turn_keeps_the_key_out_of_the_session_and_a_switched_key_too(tmp_path: Path) -> None:

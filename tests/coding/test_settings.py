@@ -383,9 +383,16 @@ def test_the_local_settings_file_is_read_last(tmp_path: Path) -> None:
     (home / "settings.json").write_text(json.dumps({"bash": {"defaultTimeoutMs": 1000}}))
     project = {"bash": {"defaultTimeoutMs": 2000, "maxTimeoutMs": 9000}}
     (cwd / ".heron" / "settings.json").write_text(json.dumps(project))
-    (cwd / ".heron" / "settings.local.json").write_text(json.dumps({"bash": {"defaultTimeoutMs": 3000},
-                                                                    "permissions": {"deny": ["Bash(rm:*)"]},
-                                                                    "hooks": {}, "env": {"passThrough": ["X"]}}))
+    (cwd / ".heron" / "settings.local.json").write_text(
+        json.dumps(
+            {
+                "bash": {"defaultTimeoutMs": 3000},
+                "permissions": {"deny": ["Bash(rm:*)"]},
+                "hooks": {},
+                "env": {"passThrough": ["X"]},
+            }
+        )
+    )
     settings = load_settings(cwd, home)
     assert settings.bash.default_timeout_ms == 3000 and settings.bash.max_timeout_ms == 9000
     assert settings.warnings == ()  # permissions, hooks and env are known keys

@@ -68,26 +68,39 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": 1, "model": "local",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-local",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "local",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": 1, "model": "local",
-            "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                     "total_tokens": prompt + completion}}
+    return {
+        "id": "chatcmpl-local",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "local",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
 
 
 def text_reply(text: str, prompt: int) -> Reply:
-    body = sse(chunk({"role": "assistant", "content": text}), chunk({}, "stop"),
-               usage(prompt, math.ceil(len(text) / 4)))
+    body = sse(
+        chunk({"role": "assistant", "content": text}), chunk({}, "stop"), usage(prompt, math.ceil(len(text) / 4))
+    )
     return Reply(body=body, chunk_size=512)
 
 
 def call_reply(call_id: str, name: str, arguments: dict[str, Any], prompt: int) -> Reply:
     raw = json.dumps(arguments)
-    delta = {"role": "assistant", "tool_calls": [
-        {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}]}
+    delta = {
+        "role": "assistant",
+        "tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}],
+    }
     body = sse(chunk(delta), chunk({}, "tool_calls"), usage(prompt, math.ceil((len(name) + len(raw)) / 4)))
     return Reply(body=body, chunk_size=512)
 
@@ -125,10 +138,20 @@ class StrictServer:
             self.counts.append((kind, prompt, completion))
             if prompt + completion > WINDOW:
                 self.rejected.append(len(self.counts) - 1)
-                error = OVERFLOW_MESSAGE.format(window=WINDOW, total=prompt + completion, prompt=prompt,
-                                                completion=completion)
-                return json_reply(400, {"error": {"message": error, "type": "invalid_request_error",
-                                                  "param": "messages", "code": "context_length_exceeded"}})
+                error = OVERFLOW_MESSAGE.format(
+                    window=WINDOW, total=prompt + completion, prompt=prompt, completion=completion
+                )
+                return json_reply(
+                    400,
+                    {
+                        "error": {
+                            "message": error,
+                            "type": "invalid_request_error",
+                            "param": "messages",
+                            "code": "context_length_exceeded",
+                        }
+                    },
+                )
         if summary:
             return text_reply("## Goal\nWork through the turns.\n\n## Progress\n### Done\n- earlier turns", prompt)
         # the files heron re-injects after a compaction come as a user message at the end
@@ -174,11 +197,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def test_sixteen_k_window_twelve_heavy_turns(project: Path, strict: tuple[LocalServer, StrictServer]) -> None:
     server, handler = strict
-    model = Model(id="local", api="openai-chat", provider="local", base_url=server.url + "/v1",
-                  context_window=WINDOW, max_tokens=4_096)
+    model = Model(
+        id="local",
+        api="openai-chat",
+        provider="local",
+        base_url=server.url + "/v1",
+        context_window=WINDOW,
+        max_tokens=4_096,
+    )
     store = SessionStore.create(project)
-    session = CodingSession(cwd=project, model=model, api_key="sk-local", store=store,
-                            settings=settings_from_dict({}))
+    session = CodingSession(cwd=project, model=model, api_key="sk-local", store=store, settings=settings_from_dict({}))
     events: list[str] = []
     session.subscribe(lambda e: events.append(e.type))
     for n in range(TURNS):
@@ -196,8 +224,9 @@ async def test_sixteen_k_window_twelve_heavy_turns(project: Path, strict: tuple[
     assert len(turns) == 2 * TURNS  # one call and one answer per turn: nothing retried
     # read and bash cut their output to the per-result budget (15% of the window) with their
     # own notices; it is not spilled again to a 2,000-character preview
-    results = [e.message for e in store.entries() if isinstance(e, MessageEntry)
-               and isinstance(e.message, ToolResultMessage)]
+    results = [
+        e.message for e in store.entries() if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    ]
     assert len(results) == TURNS
     budget = session.env.limits.result_chars
     for result in results:
@@ -211,6 +240,12 @@ async def test_sixteen_k_window_twelve_heavy_turns(project: Path, strict: tuple[
     # the window was actually under pressure: heron pruned (in a few deep steps) or
     # compacted, and neither after every turn
     compactions = [e for e in store.entries() if isinstance(e, CompactionEntry)]
-    steps = [e for e in store.entries() if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE
-             and isinstance(e.data, dict) and e.data.get("op") == "prune"]
+    steps = [
+        e
+        for e in store.entries()
+        if isinstance(e, CustomEntry)
+        and e.custom_type == DECISION_CUSTOM_TYPE
+        and isinstance(e.data, dict)
+        and e.data.get("op") == "prune"
+    ]
     assert len(compactions) + len(steps) >= 1 and len(compactions) < TURNS and len(steps) < TURNS

@@ -81,8 +81,9 @@ def calls(*blocks: ToolCall | TextContent) -> FauxReply:
     return FauxReply(content=list(blocks))
 
 
-def make_session(project: Path, faux: FauxProvider, window: int = 128_000,
-                 settings: dict[str, Any] | None = None) -> CodingSession:
+def make_session(
+    project: Path, faux: FauxProvider, window: int = 128_000, settings: dict[str, Any] | None = None
+) -> CodingSession:
     store = SessionStore.create(project)
     model = faux.model(context_window=window, max_tokens=min(8_192, window // 4))
     return CodingSession(cwd=project, model=model, store=store, settings=settings_from_dict(settings or {}))
@@ -93,10 +94,13 @@ def results(session: CodingSession) -> list[ToolResultMessage]:
 
 
 async def test_isolated_child_sees_only_its_prompt(project: Path, faux: FauxProvider) -> None:
-    router = Router(faux, {
-        "summarise the notes": [calls(task_call("c1", "read notes.txt and report")), text("parent done")],
-        "read notes.txt and report": [text("the notes say alpha and beta")],
-    })
+    router = Router(
+        faux,
+        {
+            "summarise the notes": [calls(task_call("c1", "read notes.txt and report")), text("parent done")],
+            "read notes.txt and report": [text("the notes say alpha and beta")],
+        },
+    )
     parent = make_session(project, faux)
     await parent.prompt("summarise the notes")
     child_first = router.requests["read notes.txt and report"][0]
@@ -111,8 +115,10 @@ async def test_isolated_child_sees_only_its_prompt(project: Path, faux: FauxProv
     assert result.text() == "the notes say alpha and beta" and not result.is_error
     # the parent's next request carries the result
     assert router.requests["summarise the notes"][1].messages[-1] is not None
-    assert any(isinstance(m, ToolResultMessage) and m.text() == "the notes say alpha and beta"
-               for m in router.requests["summarise the notes"][1].messages)
+    assert any(
+        isinstance(m, ToolResultMessage) and m.text() == "the notes say alpha and beta"
+        for m in router.requests["summarise the notes"][1].messages
+    )
     # linked both ways: the child's header names the parent, the parent has registry entries
     child_path = Path(result.details["session"])
     child_store = SessionStore.open(child_path, read_only=True)
@@ -125,11 +131,16 @@ async def test_isolated_child_sees_only_its_prompt(project: Path, faux: FauxProv
 
 
 async def test_forked_child_repeats_the_parents_last_request(project: Path, faux: FauxProvider) -> None:
-    router = Router(faux, {
-        "plan the work": [text("I will plan."), ],
-        "now delegate": [calls(task_call("f1", "continue the plan in a fork", context="fork")), text("ok")],
-        "continue the plan in a fork": [text("forked answer")],
-    })
+    router = Router(
+        faux,
+        {
+            "plan the work": [
+                text("I will plan."),
+            ],
+            "now delegate": [calls(task_call("f1", "continue the plan in a fork", context="fork")), text("ok")],
+            "continue the plan in a fork": [text("forked answer")],
+        },
+    )
     parent = make_session(project, faux)
     await parent.prompt("plan the work")
     await parent.prompt("now delegate")
@@ -139,7 +150,7 @@ async def test_forked_child_repeats_the_parents_last_request(project: Path, faux
     child_payload = faux.payloads[faux.requests.index(child_first)]
     assert child_payload.startswith(parent_payload + "\n")  # system, tools and messages byte-identical
     assert child_first.system_prompt == parent_last.system_prompt
-    tail = child_first.messages[len(parent_last.messages):]
+    tail = child_first.messages[len(parent_last.messages) :]
     assert [m.role for m in tail] == ["assistant", "toolResult", "user"]
     assert tail[-1].text() == "continue the plan in a fork"  # type: ignore[union-attr]
     result = results(parent)[0]
@@ -151,11 +162,14 @@ async def test_forked_child_repeats_the_parents_last_request(project: Path, faux
 async def test_two_tasks_overlap_and_both_results_come_back_capped(project: Path, faux: FauxProvider) -> None:
     faux.chunk_delay = 0.01
     long_answer = "x" * 9_000
-    router = Router(faux, {
-        "do two things": [calls(task_call("a", "job A"), task_call("b", "job B")), text("both done")],
-        "job A": [text("A" * 2_000)],
-        "job B": [text(long_answer)],
-    })
+    router = Router(
+        faux,
+        {
+            "do two things": [calls(task_call("a", "job A"), task_call("b", "job B")), text("both done")],
+            "job A": [text("A" * 2_000)],
+            "job B": [text(long_answer)],
+        },
+    )
     faux.chunk_size = 100  # A streams for ~0.2 s, B for ~0.9 s
     window = 16_000  # 10% of the window is 1,600 tokens, about 6,400 characters: below 8,000
     parent = make_session(project, faux, window=window)
@@ -178,8 +192,13 @@ async def test_two_tasks_overlap_and_both_results_come_back_capped(project: Path
     # both children's session files open with `heron sessions info`
     for result in results(parent):
         path = result.details["session"]
-        done = subprocess.run([sys.executable, "-m", "heron.cli.main", "sessions", "info", path, "--json"],
-                              capture_output=True, text=True, timeout=60, env=os.environ.copy())
+        done = subprocess.run(
+            [sys.executable, "-m", "heron.cli.main", "sessions", "info", path, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=os.environ.copy(),
+        )
         assert done.returncode == 0, done.stderr
         info = json.loads(done.stdout)
         assert info["parent_session"] == str(parent.store.path)
@@ -190,15 +209,23 @@ async def test_abort_stops_both_children_within_a_second(project: Path, faux: Fa
     faux.chunk_delay = 0.02
     faux.chunk_size = 4
     slow = "word " * 2_000  # ~2,500 chunks: 50 s if nothing stopped it
-    Router(faux, {
-        "start two slow ones": [calls(task_call("a", "slow A"), task_call("b", "slow B")), text("after abort")],
-        "slow A": [text(slow)],
-        "slow B": [text(slow)],
-    })
+    Router(
+        faux,
+        {
+            "start two slow ones": [calls(task_call("a", "slow A"), task_call("b", "slow B")), text("after abort")],
+            "slow A": [text(slow)],
+            "slow B": [text(slow)],
+        },
+    )
     parent = make_session(project, faux)
     started: set[str] = set()
-    parent.subscribe(lambda e: started.add(e.tool_call_id) if isinstance(e, SubagentEvent)
-                     and e.event.type == "message_start" and e.event.message.role == "assistant" else None)
+    parent.subscribe(
+        lambda e: (
+            started.add(e.tool_call_id)
+            if isinstance(e, SubagentEvent) and e.event.type == "message_start" and e.event.message.role == "assistant"
+            else None
+        )
+    )
     run = asyncio.create_task(parent.prompt("start two slow ones"))
     for _ in range(500):
         if started == {"a", "b"}:
@@ -228,14 +255,19 @@ async def test_unknown_agent_is_an_error_and_the_parent_carries_on(project: Path
 async def test_definition_with_a_nonexistent_tool_is_reported(project: Path, faux: FauxProvider) -> None:
     agents = project / ".heron" / "agents"
     agents.mkdir(parents=True)
-    (agents / "broken.md").write_text("---\nname: broken\ndescription: Has a bad tool\ntools: read, teleport\n"
-                                      "---\nHi\n")
-    (agents / "reader.md").write_text("---\nname: reader\ndescription: Reads files\ntools: Read, Glob\n---\n"
-                                      "You only read.\n")
-    router = Router(faux, {
-        "try both": [calls(task_call("b", "p1", agent="broken"), task_call("r", "p2", agent="reader")), text("ok")],
-        "p2": [text("read it")],
-    })
+    (agents / "broken.md").write_text(
+        "---\nname: broken\ndescription: Has a bad tool\ntools: read, teleport\n---\nHi\n"
+    )
+    (agents / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads files\ntools: Read, Glob\n---\nYou only read.\n"
+    )
+    router = Router(
+        faux,
+        {
+            "try both": [calls(task_call("b", "p1", agent="broken"), task_call("r", "p2", agent="reader")), text("ok")],
+            "p2": [text("read it")],
+        },
+    )
     parent = make_session(project, faux)
     task_tool = next(t for t in parent.tools if t.name == "task")
     assert "reader: Reads files" in task_tool.description and "broken" not in task_tool.description
@@ -251,10 +283,13 @@ async def test_definition_with_a_nonexistent_tool_is_reported(project: Path, fau
 
 async def test_child_that_overflows_its_window_is_an_error(project: Path, faux: FauxProvider) -> None:
     overflow = error("prompt is too long: 250000 tokens > 128000 maximum", status=400)
-    Router(faux, {
-        "delegate a huge job": [calls(task_call("o", "huge job")), text("parent fine")],
-        "huge job": [overflow] * 10,
-    })
+    Router(
+        faux,
+        {
+            "delegate a huge job": [calls(task_call("o", "huge job")), text("parent fine")],
+            "huge job": [overflow] * 10,
+        },
+    )
     parent = make_session(project, faux)
     await parent.prompt("delegate a huge job")
     result = results(parent)[0]
@@ -264,9 +299,18 @@ async def test_child_that_overflows_its_window_is_an_error(project: Path, faux: 
 
 
 async def test_bad_description_is_an_error(project: Path, faux: FauxProvider) -> None:
-    Router(faux, {"go": [calls(task_call("d", "p", description="x"),
-                               task_call("e", "p", description="one two three four five six seven eight")),
-                         text("ok")]})
+    Router(
+        faux,
+        {
+            "go": [
+                calls(
+                    task_call("d", "p", description="x"),
+                    task_call("e", "p", description="one two three four five six seven eight"),
+                ),
+                text("ok"),
+            ]
+        },
+    )
     parent = make_session(project, faux)
     await parent.prompt("go")
     texts = [r.text() for r in results(parent)]
@@ -276,15 +320,21 @@ async def test_bad_description_is_an_error(project: Path, faux: FauxProvider) ->
 
 async def test_max_parallel_one_runs_children_one_after_the_other(project: Path, faux: FauxProvider) -> None:
     faux.chunk_delay = 0.01
-    Router(faux, {
-        "two in a row": [calls(task_call("a", "job A"), task_call("b", "job B")), text("both done")],
-        "job A": [text("A" * 200)],
-        "job B": [text("B" * 200)],
-    })
+    Router(
+        faux,
+        {
+            "two in a row": [calls(task_call("a", "job A"), task_call("b", "job B")), text("both done")],
+            "job A": [text("A" * 200)],
+            "job B": [text("B" * 200)],
+        },
+    )
     parent = make_session(project, faux, settings={"subagents": {"maxParallel": 1}})
     spans: dict[str, list[float]] = {}
-    parent.subscribe(lambda e: spans.setdefault(e.tool_call_id, []).append(time.monotonic())
-                     if isinstance(e, SubagentEvent) else None)
+    parent.subscribe(
+        lambda e: (
+            spans.setdefault(e.tool_call_id, []).append(time.monotonic()) if isinstance(e, SubagentEvent) else None
+        )
+    )
     await parent.prompt("two in a row")
     first, second = sorted((spans["a"], spans["b"]), key=lambda s: s[0])
     assert first[-1] <= second[0]
@@ -292,11 +342,16 @@ async def test_max_parallel_one_runs_children_one_after_the_other(project: Path,
 
 
 async def test_fork_refuses_task_at_the_depth_limit_and_agent_with_fork(project: Path, faux: FauxProvider) -> None:
-    router = Router(faux, {
-        "fork it": [calls(task_call("f", "forked work", context="fork"),
-                          task_call("g", "p", agent="x", context="fork")), text("parent ok")],
-        "forked work": [calls(task_call("n", "nested")), text("fork ok")],
-    })
+    router = Router(
+        faux,
+        {
+            "fork it": [
+                calls(task_call("f", "forked work", context="fork"), task_call("g", "p", agent="x", context="fork")),
+                text("parent ok"),
+            ],
+            "forked work": [calls(task_call("n", "nested")), text("fork ok")],
+        },
+    )
     parent = make_session(project, faux, settings={"subagents": {"maxDepth": 1}})
     await parent.prompt("fork it")
     by_id = {r.tool_call_id: r for r in results(parent)}
@@ -332,11 +387,19 @@ async def test_failing_child_reports_what_it_did(project: Path, faux: FauxProvid
     def broken(context: Context) -> FauxReply:
         raise RuntimeError("the server fell over")
 
-    Router(faux, {
-        "delegate": [calls(task_call("c", "read then fail")), text("parent carries on")],
-        "read then fail": [calls(ToolCall(id="r", name="read", arguments={"path": "notes.txt"}),
-                                 text_block("Reading the notes first.")), broken],
-    })
+    Router(
+        faux,
+        {
+            "delegate": [calls(task_call("c", "read then fail")), text("parent carries on")],
+            "read then fail": [
+                calls(
+                    ToolCall(id="r", name="read", arguments={"path": "notes.txt"}),
+                    text_block("Reading the notes first."),
+                ),
+                broken,
+            ],
+        },
+    )
     parent = make_session(project, faux, settings={"retry": {"enabled": False}})
     await parent.prompt("delegate")
     result = results(parent)[0]
@@ -348,8 +411,9 @@ async def test_failing_child_reports_what_it_did(project: Path, faux: FauxProvid
     assert parent.messages[-1].text() == "parent carries on"  # type: ignore[union-attr]
 
 
-async def test_a_child_that_cannot_be_built_is_an_error(project: Path, faux: FauxProvider,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_child_that_cannot_be_built_is_an_error(
+    project: Path, faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_disk(*args: Any, **kwargs: Any) -> Any:
         raise OSError(28, "No space left on device")
 

@@ -19,8 +19,15 @@ TIMEOUT = 120
 
 
 def heron(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "heron.cli.main", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "heron.cli.main", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def last_user(request: Recorded) -> str:
@@ -55,23 +62,39 @@ def test_json_mode_carries_child_events_and_child_sessions_open(tmp_path: Path) 
     env["HERON_HOME"] = str(home)
     server = LocalServer(responder)
     try:
-        done = heron("--base-url", server.url + "/v1", "--model", "test-model", "--mode", "json", "-p", "delegate",
-                     cwd=cwd, env=env)
+        done = heron(
+            "--base-url",
+            server.url + "/v1",
+            "--model",
+            "test-model",
+            "--mode",
+            "json",
+            "-p",
+            "delegate",
+            cwd=cwd,
+            env=env,
+        )
     finally:
         server.close()
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     tagged = [e for e in events if e.get("type") == "subagent"]
     assert {e["tool_call_id"] for e in tagged} == {"call_a", "call_b"}
-    answers = {e["tool_call_id"]: e["event"]["message"]["content"][0]["text"] for e in tagged
-               if e["event"]["type"] == "message_end" and e["event"]["message"]["role"] == "assistant"}
+    answers = {
+        e["tool_call_id"]: e["event"]["message"]["content"][0]["text"]
+        for e in tagged
+        if e["event"]["type"] == "message_end" and e["event"]["message"]["role"] == "assistant"
+    }
     assert answers == {"call_a": "answer one", "call_b": "answer two"}
     ends = {e["tool_call_id"]: e for e in events if e.get("type") == "tool_execution_end"}
     children = {call: ends[call]["result"]["details"] for call in ("call_a", "call_b")}
     assert {tuple(sorted({e["session_id"] for e in tagged if e["tool_call_id"] == c})) for c in children} == {
-        (children["call_a"]["sessionId"],), (children["call_b"]["sessionId"],)}
-    parent = next(p for p in (home / "sessions").glob("*/*.jsonl")
-                  if p not in {Path(d["session"]) for d in children.values()})
+        (children["call_a"]["sessionId"],),
+        (children["call_b"]["sessionId"],),
+    }
+    parent = next(
+        p for p in (home / "sessions").glob("*/*.jsonl") if p not in {Path(d["session"]) for d in children.values()}
+    )
     for details in children.values():
         info = heron("sessions", "info", details["session"], "--json", cwd=cwd, env=env)
         assert info.returncode == 0, info.stderr

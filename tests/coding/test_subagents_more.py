@@ -33,9 +33,12 @@ def test_definitions_from_the_three_places_with_reasons(project: Path, tmp_path:
     home = tmp_path / "home"
     write_agent(home, "agents", "a.md", "---\nname: shared\ndescription: from the user\n---\nUser body\n")
     write_agent(project, ".heron/agents", "b.md", "---\nname: shared\ndescription: from the project\n---\nP\n")
-    write_agent(project, ".claude/agents", "c.md",
-                "---\nname: cc\ndescription: Claude style\ntools: Read, Grep, Bash, TodoWrite\nmodel: sonnet\n"
-                "---\nBody\n")
+    write_agent(
+        project,
+        ".claude/agents",
+        "c.md",
+        "---\nname: cc\ndescription: Claude style\ntools: Read, Grep, Bash, TodoWrite\nmodel: sonnet\n---\nBody\n",
+    )
     write_agent(project, ".claude/agents", "d.md", "no front matter here\n")
     write_agent(project, ".claude/agents", "e.md", "---\nname: [unclosed\n---\n")
     write_agent(project, ".claude/agents", "f.md", "---\nname: nodesc\n---\n")
@@ -69,12 +72,19 @@ async def test_skills_are_the_childs_first_user_message(project: Path, faux: Fau
     skill_dir = project / ".heron" / "skills" / "style-guide"
     skill_dir.mkdir(parents=True)
     (skill_dir / "SKILL.md").write_text("---\nname: style-guide\ndescription: How we write\n---\nUse short words.\n")
-    write_agent(project, ".heron/agents", "w.md",
-                "---\nname: writer\ndescription: Writes prose\ntools: read\nskills: style-guide\n---\nYou write.\n")
-    router = Router(faux, {
-        "write something": [calls(task_call("w", "write the intro", agent="writer")), text("done")],
-        "write the intro": [text("An intro.")],
-    })
+    write_agent(
+        project,
+        ".heron/agents",
+        "w.md",
+        "---\nname: writer\ndescription: Writes prose\ntools: read\nskills: style-guide\n---\nYou write.\n",
+    )
+    router = Router(
+        faux,
+        {
+            "write something": [calls(task_call("w", "write the intro", agent="writer")), text("done")],
+            "write the intro": [text("An intro.")],
+        },
+    )
     parent = make_session(project, faux)
     await parent.prompt("write something")
     child = router.requests["write the intro"][0]
@@ -94,11 +104,14 @@ async def test_unknown_skill_is_a_clear_error(project: Path, faux: FauxProvider)
 
 async def test_nesting_needs_the_definition_and_stops_at_the_depth(project: Path, faux: FauxProvider) -> None:
     write_agent(project, ".heron/agents", "n.md", "---\nname: nester\ndescription: d\ntools: read, task\n---\nN\n")
-    router = Router(faux, {
-        "top": [calls(task_call("t1", "level one", agent="nester")), text("top done")],
-        "level one": [calls(task_call("t2", "level two", agent="nester")), text("one done")],
-        "level two": [calls(task_call("t3", "level three", agent="nester")), text("two done")],
-    })
+    router = Router(
+        faux,
+        {
+            "top": [calls(task_call("t1", "level one", agent="nester")), text("top done")],
+            "level one": [calls(task_call("t2", "level two", agent="nester")), text("one done")],
+            "level two": [calls(task_call("t3", "level three", agent="nester")), text("two done")],
+        },
+    )
     parent = make_session(project, faux)  # subagents.maxDepth 2: parent -> child -> grandchild
     await parent.prompt("top")
     assert "task" in [t.name for t in router.requests["level one"][0].tools or []]
@@ -110,13 +123,18 @@ async def test_nesting_needs_the_definition_and_stops_at_the_depth(project: Path
 
 
 async def test_registry_survives_compaction(project: Path, faux: FauxProvider) -> None:
-    router = Router(faux, {
-        "delegate": [calls(task_call("c", "investigate", description="investigate the flaky test")),
-                     text("noted " + "y" * 3_000)],
-        "investigate": [text("found it " + "z" * 3_000)],
-        "more": [text("more " + "w" * 3_000)],
-        "after": [text("still here")],
-    })
+    router = Router(
+        faux,
+        {
+            "delegate": [
+                calls(task_call("c", "investigate", description="investigate the flaky test")),
+                text("noted " + "y" * 3_000),
+            ],
+            "investigate": [text("found it " + "z" * 3_000)],
+            "more": [text("more " + "w" * 3_000)],
+            "after": [text("still here")],
+        },
+    )
     parent = make_session(project, faux, settings={"compaction": {"keepRecentTokens": 50}})
     await parent.prompt("delegate")
     await parent.prompt("more")
@@ -124,8 +142,9 @@ async def test_registry_survives_compaction(project: Path, faux: FauxProvider) -
     assert end is not None and end.entry_id is not None
     await parent.prompt("after")
     sent = router.requests["after"][0]
-    block = next(m for m in parent.messages
-                 if isinstance(m, ExtensionMessage) and m.custom_type == CHILDREN_MESSAGE_TYPE)
+    block = next(
+        m for m in parent.messages if isinstance(m, ExtensionMessage) and m.custom_type == CHILDREN_MESSAGE_TYPE
+    )
     assert parent.subagents is not None
     (child_id,) = parent.subagents.children
     assert isinstance(block.content, str)
@@ -152,27 +171,38 @@ async def test_child_events_reach_the_parent_tagged(project: Path, faux: FauxPro
 
 async def test_search_history_reaches_the_childs_session(project: Path, faux: FauxProvider) -> None:
     (project / "secret.txt").write_text("the code word is ZEBRAFISH-42\n")
-    Router(faux, {
-        "find the code word": [calls(task_call("c", "read secret.txt")), text("ok")],
-        "read secret.txt": [calls(ToolCall(id="r1", name="read", arguments={"path": "secret.txt"})),
-                            text("I read it.")],
-    })
+    Router(
+        faux,
+        {
+            "find the code word": [calls(task_call("c", "read secret.txt")), text("ok")],
+            "read secret.txt": [
+                calls(ToolCall(id="r1", name="read", arguments={"path": "secret.txt"})),
+                text("I read it."),
+            ],
+        },
+    )
     parent = make_session(project, faux)
     await parent.prompt("find the code word")
     assert "ZEBRAFISH" not in results(parent)[0].text()  # only the child saw it
     search = next(t for t in parent.tools if t.name == "search_history")
-    found = await search.execute("s1", search.parameters(query="ZEBRAFISH-42", scope="project"), AbortSignal(),
-                                 lambda _: None)
+    found = await search.execute(
+        "s1", search.parameters(query="ZEBRAFISH-42", scope="project"), AbortSignal(), lambda _: None
+    )
     assert "ZEBRAFISH-42" in found.content[0].text  # type: ignore[union-attr]
     assert results(parent)[0].details["sessionId"] in found.content[0].text  # type: ignore[union-attr]
 
 
 async def test_children_obey_the_parents_permissions(project: Path, faux: FauxProvider) -> None:
-    router = Router(faux, {
-        "delegate a write": [calls(task_call("c", "write the file")), text("ok")],
-        "write the file": [calls(ToolCall(id="w", name="write", arguments={"path": "out.txt", "content": "x"})),
-                           text("tried")],
-    })
+    router = Router(
+        faux,
+        {
+            "delegate a write": [calls(task_call("c", "write the file")), text("ok")],
+            "write the file": [
+                calls(ToolCall(id="w", name="write", arguments={"path": "out.txt", "content": "x"})),
+                text("tried"),
+            ],
+        },
+    )
     parent = make_session(project, faux)
     parent.control.set_mode("plan")  # read-only
     await parent.prompt("delegate a write")

@@ -228,7 +228,7 @@ def context_tokens(path: list[dict[str, Any]], entries: list[dict[str, Any]], po
             continue
         if floor is not None and int(message.get("timestamp") or 0) <= floor:
             break  # from before the compaction: it measured the old context
-        return reported + sum(tokens(m) for m in context[i + 1:])
+        return reported + sum(tokens(m) for m in context[i + 1 :])
     return sum(tokens(m) for m in context)
 
 
@@ -320,8 +320,16 @@ def test_compact_plan_matches_the_specification(session: Path) -> None:
     expected = expected_plan(session)
     got = command_json(str(session))
     assert got["compact"] is True
-    for key in ("first_kept_index", "turn_start_index", "split_turn", "region_start_index",
-                "messages_to_summarize", "turn_prefix_messages", "previous_summary", "tokens_before"):
+    for key in (
+        "first_kept_index",
+        "turn_start_index",
+        "split_turn",
+        "region_start_index",
+        "messages_to_summarize",
+        "turn_prefix_messages",
+        "previous_summary",
+        "tokens_before",
+    ):
         assert got[key] == expected[key], key
     # pi sorts its file lists; heron keeps them in the order the files were first touched
     assert sorted(got["read_files"]) == expected["read_files"]
@@ -348,6 +356,5 @@ def test_the_cut_points_explained_in_the_docstring() -> None:
 def test_other_budgets_match_too(session: Path, keep: int) -> None:
     expected = expected_plan(session, keep)
     got = command_json(str(session), "--keep-recent-tokens", str(keep))
-    for key in ("first_kept_index", "turn_start_index", "split_turn", "messages_to_summarize",
-                "turn_prefix_messages"):
+    for key in ("first_kept_index", "turn_start_index", "split_turn", "messages_to_summarize", "turn_prefix_messages"):
         assert got[key] == expected[key], (keep, key)

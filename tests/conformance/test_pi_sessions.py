@@ -134,7 +134,7 @@ def test_before_compaction_context_starts_with_the_latest_compaction_summary() -
     # the context: the latest compaction's summary, then the messages from its first kept
     # entry up to it, then every message after it (the first compaction is history now)
     kept = [e["message"] for e in lines[first_kept:latest] if e["type"] == "message"]
-    after = [e["message"] for e in lines[latest + 1:] if e["type"] == "message"]
+    after = [e["message"] for e in lines[latest + 1 :] if e["type"] == "message"]
     expected = len(kept) + len(after) + 1
     store = SessionStore.open(COMPACTED, read_only=True)
     assert count(store.types()) == {"message": 990, "thinking_level_change": 5, "model_change": 5, "compaction": 2}
@@ -145,15 +145,15 @@ def test_before_compaction_context_starts_with_the_latest_compaction_summary() -
     assert isinstance(summary, CompactionSummaryMessage)
     assert summary.summary == lines[latest]["summary"] and summary.tokens_before == lines[latest]["tokensBefore"]
     assert context.messages[0].role == "compactionSummary"
-    assert [as_written(m.to_json_dict(), raw) for m, raw in zip(context.messages[1:], kept + after, strict=True)] \
-        == kept + after
+    assert [
+        as_written(m.to_json_dict(), raw) for m, raw in zip(context.messages[1:], kept + after, strict=True)
+    ] == kept + after
     assert context.entry_ids[1] == store.ids()[first_kept - 1]
     model, thinking = expected_settings(lines)
     assert context.model == model and context.thinking_level == thinking
     assert (str(context.model), context.thinking_level) == ("anthropic/claude-opus-4-5", "off")
     # the three commands the user ran themselves decode as bashExecution messages
-    bash = [e for e in store if getattr(e, "message", None) is not None
-            and isinstance(e.message, BashExecutionMessage)]  # type: ignore[union-attr]
+    bash = [e for e in store if getattr(e, "message", None) is not None and isinstance(e.message, BashExecutionMessage)]  # type: ignore[union-attr]
     assert len(bash) == 3
 
 
@@ -171,8 +171,7 @@ def test_heron_sessions_follow_pis_format_and_read_back_identically(tmp_path: Pa
     card = [TextContent(text="card"), ImageContent(data="aGk=", mime_type="image/png")]
     store.append_custom_message("ext.card", card)
     store.append_message(BashExecutionMessage(command="ls", output="a.py", exit_code=0))
-    store.append_compaction("## Goal\nsummary", question.id, 1234, details={"readFiles": ["src/a.py"]},
-                            from_hook=False)
+    store.append_compaction("## Goal\nsummary", question.id, 1234, details={"readFiles": ["src/a.py"]}, from_hook=False)
     store.set_label(question.id, "start")
     store.set_name("format check")
     store.branch_with_summary(question.id, "explored another way", details={"modifiedFiles": []})

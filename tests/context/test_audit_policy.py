@@ -13,15 +13,19 @@ from tests.context.test_policy import Session, overflow, reply, user
 session_for = test_policy.session_for  # the fixture
 
 
-@pytest.mark.parametrize("text", [
-    # the configured window stated, the server's own count (14,237) below it: not what it enforces
-    "This model's maximum context length is 16384 tokens. However, you requested 14237 tokens.",
-    "prompt is too long: 10141 tokens > 16384 maximum",
-    # a stated limit above the window, and a count below it
-    "This model's maximum context length is 32768 tokens. However, you requested 14237 tokens.",
-])
-def test_a_limit_the_server_did_not_reach_by_its_own_count_is_not_learnt(session_for: Callable[..., Session],
-                                                                         text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the configured window stated, the server's own count (14,237) below it: not what it enforces
+        "This model's maximum context length is 16384 tokens. However, you requested 14237 tokens.",
+        "prompt is too long: 10141 tokens > 16384 maximum",
+        # a stated limit above the window, and a count below it
+        "This model's maximum context length is 32768 tokens. However, you requested 14237 tokens.",
+    ],
+)
+def test_a_limit_the_server_did_not_reach_by_its_own_count_is_not_learnt(
+    session_for: Callable[..., Session], text: str
+) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
     s.policy.last_tokens, s.policy.last_max_tokens = 10_142, 4_096  # heron counts one token more than the server
@@ -34,10 +38,12 @@ def test_a_limit_the_server_did_not_reach_by_its_own_count_is_not_learnt(session
 
 
 def test_a_limit_the_server_reached_by_its_own_count_is_still_learnt_from_the_text(
-        session_for: Callable[..., Session]) -> None:
+    session_for: Callable[..., Session],
+) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
     s.policy.last_tokens, s.policy.last_max_tokens = 10_141, 4_096
     learned = s.policy.learn_from_overflow(
-        overflow("This model's maximum context length is 12000 tokens. However, you requested 14237 tokens."))
+        overflow("This model's maximum context length is 12000 tokens. However, you requested 14237 tokens.")
+    )
     assert learned is not None and learned.window == int(12_000 * 0.98)

@@ -15,11 +15,20 @@ CWD = Path("/proj")
 
 def test_a_call_left_without_a_result_by_a_killed_process_gets_one_in_the_view() -> None:
     bash = ToolCall(id="c2", name="bash", arguments={"command": "sleep 60"})
-    messages = [user("turn 1"), assistant(read_call("c1", "a.txt"), bash, ts=5), read_result("c1", "text"),
-                user("turn 2", ts=9)]
+    messages = [
+        user("turn 1"),
+        assistant(read_call("c1", "a.txt"), bash, ts=5),
+        read_result("c1", "text"),
+        user("turn 2", ts=9),
+    ]
     view = ViewBuilder(CWD).apply(messages, ContextDecisions())
-    assert texts(view) == ["user:turn 1", "assistant:", "toolResult:text", f"toolResult:{NO_RESULT_NOTE}",
-                           "user:turn 2"]
+    assert texts(view) == [
+        "user:turn 1",
+        "assistant:",
+        "toolResult:text",
+        f"toolResult:{NO_RESULT_NOTE}",
+        "user:turn 2",
+    ]
     note = view[3]
     assert note.tool_call_id == "c2" and note.is_error and note.timestamp == 5  # type: ignore[union-attr]
     # the same object on every request (the wire cache keys on identity), the same bytes in a new process

@@ -45,8 +45,15 @@ IMAGE = ImageContent(data="aGk=", mime_type="image/png")
 
 
 def reply(usage: Usage | None = None, ts: int = 2_000, stop: StopReason = StopReason.STOP) -> AssistantMessage:
-    return AssistantMessage(api="faux", provider="faux", model="faux-1", content=[TextContent(text="abcd")],
-                            usage=usage or Usage(), stop_reason=stop, timestamp=ts)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        content=[TextContent(text="abcd")],
+        usage=usage or Usage(),
+        stop_reason=stop,
+        timestamp=ts,
+    )
 
 
 def user(chars: int, ts: int = 1_000) -> UserMessage:
@@ -58,8 +65,12 @@ def user(chars: int, ts: int = 1_000) -> UserMessage:
 
 def test_last_successful_usage_plus_estimates_after_it() -> None:
     used = reply(Usage(input=700, output=50, cache_read=2_000, cache_write=250))
-    messages = [user(4_000), used, user(41), ToolResultMessage(tool_call_id="c", tool_name="read",
-                                                               content=[TextContent(text="r" * 400)])]
+    messages = [
+        user(4_000),
+        used,
+        user(41),
+        ToolResultMessage(tool_call_id="c", tool_name="read", content=[TextContent(text="r" * 400)]),
+    ]
     assert estimate_context_tokens(messages) == 3_000 + 11 + 100
     # a failed or aborted reply after it reports nothing usable: the earlier one counts
     for stop in (StopReason.ERROR, StopReason.ABORTED):
@@ -131,8 +142,12 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def session(proj: Path, faux: FauxProvider, window: int = 128_000, **settings: Any) -> CodingSession:
-    return CodingSession(cwd=proj, model=faux.model(context_window=window, max_tokens=8_192),
-                         store=SessionStore.create(proj), settings=settings_from_dict(settings))
+    return CodingSession(
+        cwd=proj,
+        model=faux.model(context_window=window, max_tokens=8_192),
+        store=SessionStore.create(proj),
+        settings=settings_from_dict(settings),
+    )
 
 
 async def test_estimate_includes_system_prompt_and_tools_without_usage(proj: Path, faux: FauxProvider) -> None:
@@ -179,8 +194,14 @@ async def test_output_cap_is_the_room_left_in_the_window(proj: Path, faux: FauxP
 
 @pytest.mark.parametrize(
     ("window", "reserve", "keep"),
-    [(8_192, 2_048, 2_048), (16_384, 4_096, 4_096), (32_768, 8_192, 8_192), (65_536, 16_384, 16_384),
-     (128_000, 16_384, 20_000), (1_000_000, 16_384, 20_000)],
+    [
+        (8_192, 2_048, 2_048),
+        (16_384, 4_096, 4_096),
+        (32_768, 8_192, 8_192),
+        (65_536, 16_384, 16_384),
+        (128_000, 16_384, 20_000),
+        (1_000_000, 16_384, 20_000),
+    ],
 )
 def test_reserve_and_keep_recent_are_capped_at_a_quarter_of_the_window(window: int, reserve: int, keep: int) -> None:
     assert CompactionSettings().for_window(window) == CompactionSettings(reserve, keep)

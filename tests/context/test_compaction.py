@@ -57,8 +57,14 @@ def user(chars: int = 400, label: str = "") -> UserMessage:
 
 def assistant(chars: int = 400, calls: list[ToolCall] | None = None) -> AssistantMessage:
     content: list[Any] = [TextContent(text="a" * chars), *(calls or [])]
-    return AssistantMessage(api="faux", provider="faux", model="faux-1", content=content, usage=Usage(),
-                            stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        content=content,
+        usage=Usage(),
+        stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP,
+    )
 
 
 def call(call_id: str, name: str = "read", **arguments: Any) -> ToolCall:
@@ -173,8 +179,14 @@ def test_cut_points_are_never_on_a_tool_result() -> None:
 
 
 def test_a_budget_reached_on_a_tool_result_cuts_at_the_next_cut_point() -> None:
-    store, ids = store_of(user(), assistant(40, [call("c1")]), result("c1", 400), assistant(40, [call("c2")]),
-                          result("c2", 400), assistant(400))
+    store, ids = store_of(
+        user(),
+        assistant(40, [call("c1")]),
+        result("c1", 400),
+        assistant(40, [call("c2")]),
+        result("c2", 400),
+        assistant(400),
+    )
     # walking back: 100 (answer), 200 (c2's result), 210 (c2's call), 310 reached at c1's result
     plan = plan_of(store, keep=300)
     assert plan is not None
@@ -186,12 +198,14 @@ def test_a_budget_reached_on_a_tool_result_cuts_at_the_next_cut_point() -> None:
 
 def test_settings_and_labels_travel_with_the_message_they_precede() -> None:
     store, ids = store_of(
-        user(), assistant(),
+        user(),
+        assistant(),
         lambda s: s.append_model_change("faux", "faux-2"),
         lambda s: s.append_thinking_level_change("high"),
         lambda s: s.set_label(s.leaf_id, "before the second question"),
         lambda s: s.append_custom("extension.state", {"x": 1}),
-        user(), assistant(),
+        user(),
+        assistant(),
     )
     plan = plan_of(store, keep=200)
     assert plan is not None
@@ -199,7 +213,7 @@ def test_settings_and_labels_travel_with_the_message_they_precede() -> None:
     # judged by the user message after them: a clean turn boundary (pi calls it a split)
     assert not plan.split_turn and plan.turn_start_index == -1 and plan.turn_prefix_messages == []
     assert len(plan.messages_to_summarize) == 2
-    kept = [e.type for e in store.path_to(store.leaf_id)[plan.first_kept_index:]]
+    kept = [e.type for e in store.path_to(store.leaf_id)[plan.first_kept_index :]]
     assert kept == ["model_change", "thinking_level_change", "label", "custom", "message", "message"]
     fake_compaction(store, plan)
     context = store.build_context()
@@ -224,8 +238,7 @@ def test_the_cut_never_moves_back_past_a_compaction() -> None:
 def test_a_turn_start_at_the_cut_is_not_a_split() -> None:
     """A bash execution the user ran is a turn start and a cut point: cutting there keeps
     the whole turn."""
-    store, ids = store_of(user(), assistant(), BashExecutionMessage(command="ls", output="x" * 396),
-                          assistant(400))
+    store, ids = store_of(user(), assistant(), BashExecutionMessage(command="ls", output="x" * 396), assistant(400))
     plan = plan_of(store, keep=200)
     assert plan is not None and plan.first_kept_entry_id == ids[2]
     assert not plan.split_turn and plan.turn_start_index == -1
@@ -234,8 +247,9 @@ def test_a_turn_start_at_the_cut_is_not_a_split() -> None:
 # --- the summary requests -------------------------------------------------------------------
 
 
-def summary_script(faux: FauxProvider, history: str = "## Goal\nhistory", prefix: str = "## Original Request\nprefix"
-                   ) -> list[Context]:
+def summary_script(
+    faux: FauxProvider, history: str = "## Goal\nhistory", prefix: str = "## Original Request\nprefix"
+) -> list[Context]:
     seen: list[Context] = []
 
     def reply(context: Context) -> FauxReply:
@@ -249,9 +263,14 @@ def summary_script(faux: FauxProvider, history: str = "## Goal\nhistory", prefix
 
 def split_store() -> tuple[SessionStore, list[str]]:
     return store_of(
-        user(400, "fix the parser"), assistant(400),
-        user(400, "now the lexer"), assistant(40, [call("c1")]), result("c1", 400),
-        assistant(40, [call("c2")]), result("c2", 400), assistant(400),
+        user(400, "fix the parser"),
+        assistant(400),
+        user(400, "now the lexer"),
+        assistant(40, [call("c1")]),
+        result("c1", 400),
+        assistant(40, [call("c2")]),
+        result("c2", 400),
+        assistant(400),
     )
 
 
@@ -306,8 +325,17 @@ async def test_first_summary_and_update_prompts(faux: FauxProvider) -> None:
     assert UPDATE_SUMMARY_PROMPT not in prompt
     assert "<conversation>\n[User]: build a CLI" in prompt
     assert prompt.endswith("The user asked the summary to focus on: the argument parser")
-    for heading in ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
-                    "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context"):
+    for heading in (
+        "## Goal",
+        "## Constraints & Preferences",
+        "## Progress",
+        "### Done",
+        "### In Progress",
+        "### Blocked",
+        "## Key Decisions",
+        "## Next Steps",
+        "## Critical Context",
+    ):
         assert heading in prompt
     store.append_compaction(first.summary, plan.first_kept_entry_id, 1, first.details)
     store.append_message(user())
@@ -322,9 +350,13 @@ async def test_first_summary_and_update_prompts(faux: FauxProvider) -> None:
 
 def test_tool_results_are_cut_to_2000_chars_for_the_summariser() -> None:
     body = "A" * 1_990 + "B" * 10 + "C" * 3_000
-    transcript = serialise_transcript([
-        user(20), assistant(10, [call("c1", "write", path="x.py", content="W" * 5_000)]), result("c1", body=body),
-    ])
+    transcript = serialise_transcript(
+        [
+            user(20),
+            assistant(10, [call("c1", "write", path="x.py", content="W" * 5_000)]),
+            result("c1", body=body),
+        ]
+    )
     assert SUMMARY_TOOL_RESULT_CHARS == 2_000
     assert "A" * 1_990 + "B" * 10 + "\n[... 3000 more characters cut for the summary]" in transcript
     assert "C" not in transcript.replace("characters cut", "")
@@ -334,8 +366,9 @@ def test_tool_results_are_cut_to_2000_chars_for_the_summariser() -> None:
 
 async def test_summariser_input_cuts_results_in_the_request(faux: FauxProvider) -> None:
     seen = summary_script(faux)
-    store, _ = store_of(user(), assistant(10, [call("c1")]), result("c1", body="x" * 9_000), assistant(), user(),
-                        assistant())
+    store, _ = store_of(
+        user(), assistant(10, [call("c1")]), result("c1", body="x" * 9_000), assistant(), user(), assistant()
+    )
     plan = plan_of(store, keep=200)
     assert plan is not None
     await summarise(plan, faux.model(), reserve_tokens=16_384)
@@ -349,9 +382,13 @@ async def test_summariser_input_cuts_results_in_the_request(faux: FauxProvider) 
 async def test_read_and_modified_files_accumulate_across_compactions(faux: FauxProvider) -> None:
     summary_script(faux)
     store, _ = store_of(
-        user(), assistant(10, [call("c1", "read", path="a.py"), call("c2", "edit", path="b.py", old_text="x",
-                                                                   new_text="y")]),
-        result("c1"), result("c2", name="edit"), assistant(), user(), assistant(),
+        user(),
+        assistant(10, [call("c1", "read", path="a.py"), call("c2", "edit", path="b.py", old_text="x", new_text="y")]),
+        result("c1"),
+        result("c2", name="edit"),
+        assistant(),
+        user(),
+        assistant(),
     )
     plan = plan_of(store, keep=200)
     assert plan is not None and (plan.read_files, plan.modified_files) == (["a.py"], ["b.py"])
@@ -361,8 +398,13 @@ async def test_read_and_modified_files_accumulate_across_compactions(faux: FauxP
     assert "<modified-files>\nb.py\n</modified-files>" in first.summary
     store.append_compaction(first.summary, plan.first_kept_entry_id, 1, first.details)
     for message in (
-        user(), assistant(10, [call("c3", "read", path="c.py"), call("c4", "write", path="a.py", content="z")]),
-        result("c3"), result("c4", name="write"), assistant(), user(), assistant(),
+        user(),
+        assistant(10, [call("c3", "read", path="c.py"), call("c4", "write", path="a.py", content="z")]),
+        result("c3"),
+        result("c4", name="write"),
+        assistant(),
+        user(),
+        assistant(),
     ):
         store.append_message(message)
     second_plan = plan_of(store, keep=200)
@@ -410,8 +452,12 @@ async def test_user_requests_accumulate_verbatim_20_most_recent_500_chars(faux: 
 def many_turns(turns: int, result_chars: int) -> tuple[SessionStore, list[str]]:
     items: list[Any] = []
     for n in range(turns):
-        items += [UserMessage(content=f"turn {n:03d}"), assistant(20, [call(f"c{n}")]),
-                  result(f"c{n}", result_chars), assistant(20)]
+        items += [
+            UserMessage(content=f"turn {n:03d}"),
+            assistant(20, [call(f"c{n}")]),
+            result(f"c{n}", result_chars),
+            assistant(20),
+        ]
     return store_of(*items, user(), assistant())
 
 
@@ -501,8 +547,9 @@ def test_the_draft_is_stripped_and_the_summary_kept() -> None:
 
 
 async def test_the_draft_goes_to_the_entry_details_not_the_summary(faux: FauxProvider) -> None:
-    faux.set_fallback(lambda context: text("<analysis>checking every request</analysis>"
-                                           "<summary>## Goal\nShip it</summary>"))
+    faux.set_fallback(
+        lambda context: text("<analysis>checking every request</analysis><summary>## Goal\nShip it</summary>")
+    )
     store, _ = many_turns(3, 100)
     plan = plan_of(store, keep=50)
     assert plan is not None
@@ -517,8 +564,12 @@ async def test_fallbacks_are_recorded_in_the_session_ledger(
     monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
     summary_script(faux)
     store, _ = many_turns(60, 1_900)
-    session = CodingSession(cwd=tmp_path, model=faux.model(**SMALL), store=store,
-                            settings=settings_from_dict({"compaction": {"keepRecentTokens": 200}}))
+    session = CodingSession(
+        cwd=tmp_path,
+        model=faux.model(**SMALL),
+        store=store,
+        settings=settings_from_dict({"compaction": {"keepRecentTokens": 200}}),
+    )
     end = await session.compact()
     assert end is not None and end.entry_id is not None
     records = [e.data for e in store.entries() if isinstance(e, CustomEntry) and e.custom_type == LEDGER_CUSTOM_TYPE]
@@ -539,11 +590,16 @@ def scripted(faux: FauxProvider, script: list[FauxReply]) -> None:
     faux.set_fallback(reply)
 
 
-def coding_session(tmp_path: Path, faux: FauxProvider, window: int = 128_000,
-                   settings: dict[str, Any] | None = None) -> CodingSession:
-    return CodingSession(cwd=tmp_path / "proj", model=faux.model(context_window=window, max_tokens=4_096),
-                         store=SessionStore.create(tmp_path / "proj"), home=tmp_path / "home",
-                         settings=settings_from_dict(settings or {"compaction": {"keepRecentTokens": 100}}))
+def coding_session(
+    tmp_path: Path, faux: FauxProvider, window: int = 128_000, settings: dict[str, Any] | None = None
+) -> CodingSession:
+    return CodingSession(
+        cwd=tmp_path / "proj",
+        model=faux.model(context_window=window, max_tokens=4_096),
+        store=SessionStore.create(tmp_path / "proj"),
+        home=tmp_path / "home",
+        settings=settings_from_dict(settings or {"compaction": {"keepRecentTokens": 100}}),
+    )
 
 
 @pytest.fixture
@@ -589,8 +645,15 @@ async def test_recently_read_files_are_reinjected_after_compaction(proj: Path, f
 
 async def test_reinjection_respects_its_token_budget(proj: Path, faux: FauxProvider) -> None:
     (proj / "big.py").write_text("".join(f"line {i} of a big module\n" for i in range(4_000)))
-    scripted(faux, [tool_call("read", {"path": "f1.py"}), tool_call("read", {"path": "big.py", "limit": 50}),
-                    tool_call("read", {"path": "f2.py"}), text("ok")])
+    scripted(
+        faux,
+        [
+            tool_call("read", {"path": "f1.py"}),
+            tool_call("read", {"path": "big.py", "limit": 50}),
+            tool_call("read", {"path": "f2.py"}),
+            text("ok"),
+        ],
+    )
     session = coding_session(proj.parent, faux, window=16_384)
     await session.prompt("read three files")
     before = session.estimate_request_tokens(session.messages)
@@ -635,7 +698,6 @@ def test_settings_scale_with_the_window() -> None:
     assert CompactionSettings(1_000, 2_000).for_window(1_000_000) == CompactionSettings(1_000, 2_000)
 
 
-
 async def test_a_kept_tail_over_the_threshold_is_reported_not_looped(proj: Path, faux: FauxProvider) -> None:
     """The newest message alone is larger than ``window - reserve``: compaction summarises
     what it can, says so in the ledger, and later requests do not compact again and again."""
@@ -644,8 +706,12 @@ async def test_a_kept_tail_over_the_threshold_is_reported_not_looped(proj: Path,
     store.append_message(assistant(4_000))
     store.append_message(UserMessage(content="paste: " + "p" * 56_000))  # 14,000 tokens > 12,288
     scripted(faux, [text("first"), text("second")])
-    session = CodingSession(cwd=proj, model=faux.model(context_window=16_384, max_tokens=4_096), store=store,
-                            settings=settings_from_dict({}))
+    session = CodingSession(
+        cwd=proj,
+        model=faux.model(context_window=16_384, max_tokens=4_096),
+        store=store,
+        settings=settings_from_dict({}),
+    )
     events: list[Any] = []
     session.subscribe(events.append)
     end = await session.compact()

@@ -46,13 +46,26 @@ def user(text: str, ts: int = 1) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)], timestamp=ts)
 
 
-def assistant(*calls: ToolCall, text: str = "", ts: int = 2, usage: Usage | None = None,
-              stop: StopReason | None = None, model: str = "faux-1") -> AssistantMessage:
+def assistant(
+    *calls: ToolCall,
+    text: str = "",
+    ts: int = 2,
+    usage: Usage | None = None,
+    stop: StopReason | None = None,
+    model: str = "faux-1",
+) -> AssistantMessage:
     content: list[Any] = [TextContent(text=text)] if text else []
     content += list(calls)
     reason = stop or (StopReason.TOOL_USE if calls else StopReason.STOP)
-    return AssistantMessage(api="faux", provider="faux", model=model, content=content, stop_reason=reason,
-                            usage=usage or Usage(), timestamp=ts)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model=model,
+        content=content,
+        stop_reason=reason,
+        usage=usage or Usage(),
+        timestamp=ts,
+    )
 
 
 def call(call_id: str, name: str = "read", **arguments: Any) -> ToolCall:
@@ -60,8 +73,9 @@ def call(call_id: str, name: str = "read", **arguments: Any) -> ToolCall:
 
 
 def result(call_id: str, text: str = "ok", name: str = "read", details: Any = None) -> ToolResultMessage:
-    return ToolResultMessage(tool_call_id=call_id, tool_name=name, content=[TextContent(text=text)], details=details,
-                             timestamp=3)
+    return ToolResultMessage(
+        tool_call_id=call_id, tool_name=name, content=[TextContent(text=text)], details=details, timestamp=3
+    )
 
 
 def whole(call_id: str, text: str = "content", mtime: int = 100, size: int = 7) -> ToolResultMessage:
@@ -101,11 +115,22 @@ def snapshot(
     model: tuple[str, str] | None = ("faux", "faux-1"),
     over: str | None = None,
 ) -> RequestSnapshot:
-    context = Context(system_prompt=system, messages=list(messages if messages is not None else llm(view)),
-                      tools=list(tools))
-    return RequestSnapshot(view=view, context=context, max_tokens=max_tokens, window=window, reserve=reserve,
-                           stubs=stubs or {}, cwd=CWD, turn_prompt=turn_prompt, floor_ms=floor_ms, model=model,
-                           over_threshold_reason=over)
+    context = Context(
+        system_prompt=system, messages=list(messages if messages is not None else llm(view)), tools=list(tools)
+    )
+    return RequestSnapshot(
+        view=view,
+        context=context,
+        max_tokens=max_tokens,
+        window=window,
+        reserve=reserve,
+        stubs=stubs or {},
+        cwd=CWD,
+        turn_prompt=turn_prompt,
+        floor_ms=floor_ms,
+        model=model,
+        over_threshold_reason=over,
+    )
 
 
 # --- a. fits-window -----------------------------------------------------------------------------------------
@@ -172,8 +197,10 @@ def test_a_dedup_stub_without_its_content_breaks_b() -> None:
 
 
 def test_a_dedup_stub_whose_content_was_pruned_breaks_b() -> None:
-    view = reads((call("c1", path="a.py"), result("c1", "[Pruned]", details={"mtime_ns": 100, "size": 7})),
-                 (call("c2", path="a.py"), dedup("c2")))
+    view = reads(
+        (call("c1", path="a.py"), result("c1", "[Pruned]", details={"mtime_ns": 100, "size": 7})),
+        (call("c2", path="a.py"), dedup("c2")),
+    )
     assert DedupHasReferent().check(snapshot(view, stubs={"c1": "[Pruned]"})) != []
 
 
@@ -206,7 +233,8 @@ def test_a_pruned_result_sent_whole_or_with_another_stub_breaks_c() -> None:
     stubs = {"c1": "[Pruned: read a.py]"}
     whole_again = reads((call("c1"), result("c1", "the original content")))
     assert PrunedStaysPruned().check(snapshot(whole_again, stubs=stubs)) == [
-        "result c1 was pruned but is sent without its stub"]
+        "result c1 was pruned but is sent without its stub"
+    ]
     other_stub = reads((call("c1"), result("c1", "[Pruned: read a.py] ")))
     assert PrunedStaysPruned().check(snapshot(other_stub, stubs=stubs)) != []
 
@@ -226,10 +254,13 @@ def test_the_turn_prompt_in_the_request_keeps_d() -> None:
 
 def test_a_missing_or_altered_turn_prompt_breaks_d() -> None:
     prompt = user("fix the bug")
-    summary_only: list[AgentMessage] = [CompactionSummaryMessage(summary="The user asked: fix the bug"),
-                                        assistant(text="ok")]
+    summary_only: list[AgentMessage] = [
+        CompactionSummaryMessage(summary="The user asked: fix the bug"),
+        assistant(text="ok"),
+    ]
     assert TurnPromptPresent().check(snapshot(summary_only, turn_prompt=prompt)) == [
-        "the turn's prompt is not in the request as its own user message"]
+        "the turn's prompt is not in the request as its own user message"
+    ]
     merged = [user("fix the bug\n\nFiles you were working on: ...")]
     assert TurnPromptPresent().check(snapshot(merged, turn_prompt=prompt)) != []
     as_string = [UserMessage(content="fix the bug!")]
@@ -254,8 +285,13 @@ def test_injected_messages_before_the_kept_ones_keep_e() -> None:
 
 
 def test_an_injected_message_after_a_kept_one_breaks_e() -> None:
-    view: list[AgentMessage] = [CompactionSummaryMessage(summary="s"), user("prompt"), assistant(call("c1")),
-                                result("c1"), block()]
+    view: list[AgentMessage] = [
+        CompactionSummaryMessage(summary="s"),
+        user("prompt"),
+        assistant(call("c1")),
+        result("c1"),
+        block(),
+    ]
     assert InjectedFirst().check(snapshot(view)) == [f"injected message ({REINJECTED_FILES_TYPE}) after a kept message"]
     late_summary: list[AgentMessage] = [user("prompt"), CompactionSummaryMessage(summary="s")]
     assert InjectedFirst().check(snapshot(late_summary)) != []
@@ -272,8 +308,13 @@ def test_other_extension_messages_are_kept_messages() -> None:
 
 
 def test_paired_calls_and_results_keep_f() -> None:
-    view: list[AgentMessage] = [user("go"), assistant(call("c1"), call("c2")), result("c1"), result("c2"),
-                                assistant(text="done")]
+    view: list[AgentMessage] = [
+        user("go"),
+        assistant(call("c1"), call("c2")),
+        result("c1"),
+        result("c2"),
+        assistant(text="done"),
+    ]
     assert ToolPairing().check(snapshot(view)) == []
 
 
@@ -325,11 +366,17 @@ def test_check_request_names_each_broken_rule() -> None:
 
 def test_a_good_request_breaks_no_rule() -> None:
     prompt = user("the prompt", ts=5)
-    view: list[AgentMessage] = [CompactionSummaryMessage(summary="s"), block(), prompt,
-                                assistant(call("c1", path="a.py")), whole("c1"),
-                                assistant(call("c2", path="a.py")), dedup("c2"),
-                                assistant(call("c3", name="bash", command="make")),
-                                result("c3", "[Pruned: bash make]", name="bash")]
+    view: list[AgentMessage] = [
+        CompactionSummaryMessage(summary="s"),
+        block(),
+        prompt,
+        assistant(call("c1", path="a.py")),
+        whole("c1"),
+        assistant(call("c2", path="a.py")),
+        dedup("c2"),
+        assistant(call("c3", name="bash", command="make")),
+        result("c3", "[Pruned: bash make]", name="bash"),
+    ]
     assert check_request(snapshot(view, turn_prompt=prompt, stubs={"c3": "[Pruned: bash make]"})) == []
 
 
@@ -337,7 +384,8 @@ def test_check_request_with_chosen_rules() -> None:
     view: list[AgentMessage] = [user("go"), result("c9")]
     assert check_request(snapshot(view), rules=[InjectedFirst()]) == []
     assert check_request(snapshot(view), rules=[ToolPairing()]) == [
-        Violation("f.tool-pairing", "tool result c9 has no call before it")]
+        Violation("f.tool-pairing", "tool result c9 has no call before it")
+    ]
 
 
 def test_violation_log_hands_over_what_it_saw_once() -> None:
@@ -366,11 +414,22 @@ def test_a_compaction_that_grows_the_context_breaks_e() -> None:
 @pytest.mark.parametrize(
     ("value", "setting", "mode"),
     [
-        ("strict", False, "strict"), (" STRICT ", False, "strict"),
-        ("1", False, "warn"), ("warn", False, "warn"), ("true", False, "warn"), ("yes", False, "warn"),
-        ("on", False, "warn"), ("WARN", False, "warn"),
-        ("0", True, "off"), ("off", True, "off"), ("false", True, "off"), ("no", True, "off"),
-        ("", True, "warn"), ("", False, "off"), ("maybe", True, "warn"), ("maybe", False, "off"),
+        ("strict", False, "strict"),
+        (" STRICT ", False, "strict"),
+        ("1", False, "warn"),
+        ("warn", False, "warn"),
+        ("true", False, "warn"),
+        ("yes", False, "warn"),
+        ("on", False, "warn"),
+        ("WARN", False, "warn"),
+        ("0", True, "off"),
+        ("off", True, "off"),
+        ("false", True, "off"),
+        ("no", True, "off"),
+        ("", True, "warn"),
+        ("", False, "off"),
+        ("maybe", True, "warn"),
+        ("maybe", False, "off"),
     ],
 )
 def test_mode_from_the_environment_then_the_setting(value: str, setting: bool, mode: str) -> None:

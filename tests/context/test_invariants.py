@@ -101,8 +101,9 @@ def decode_round(code: int) -> list[tuple[Any, ...]]:
         if rng.random() < 0.1:
             steps.append(("aborted", rng.random() < 0.5))
         else:
-            uses = [(rng.choice(TOOLS), rng.randint(0, 6), size(), rng.random() < 0.15)
-                    for _ in range(rng.randint(1, 3))]
+            uses = [
+                (rng.choice(TOOLS), rng.randint(0, 6), size(), rng.random() < 0.15) for _ in range(rng.randint(1, 3))
+            ]
             steps.append(("tools", uses, size(), rng.random() < 0.3))
     ops: list[tuple[Any, ...]] = [("turn", size(), rng.random() < 0.15, steps, size())]
     for _ in range(rng.choice((0, 0, 1, 2))):
@@ -172,28 +173,49 @@ class Builder:
         for kind, *spec in steps:
             if kind == "aborted":  # a reply cut off mid-call: its call is never run
                 calls = [self.call("read", 0)] if spec[0] else []
-                self.append(AssistantMessage(api="faux", provider="faux", model="faux-1",
-                                             content=[TextContent(text="partial"), *calls], usage=Usage(),
-                                             stop_reason=StopReason.ABORTED, timestamp=self.tick()))
+                self.append(
+                    AssistantMessage(
+                        api="faux",
+                        provider="faux",
+                        model="faux-1",
+                        content=[TextContent(text="partial"), *calls],
+                        usage=Usage(),
+                        stop_reason=StopReason.ABORTED,
+                        timestamp=self.tick(),
+                    )
+                )
                 continue
             uses, text_size, ledger_between = spec
             calls = [self.call(tool, path) for tool, path, _, _ in uses]
-            self.append(AssistantMessage(api="faux", provider="faux", model="faux-1",
-                                         content=[TextContent(text="a" * self.chars(text_size)), *calls],
-                                         usage=Usage(input=self.window // 3, output=50),
-                                         stop_reason=StopReason.TOOL_USE, timestamp=self.tick()))
+            self.append(
+                AssistantMessage(
+                    api="faux",
+                    provider="faux",
+                    model="faux-1",
+                    content=[TextContent(text="a" * self.chars(text_size)), *calls],
+                    usage=Usage(input=self.window // 3, output=50),
+                    stop_reason=StopReason.TOOL_USE,
+                    timestamp=self.tick(),
+                )
+            )
             for (tool, _, result_size, with_image), c in zip(uses, calls, strict=True):
                 if ledger_between:  # the runtime stores ledger records while tools run
                     self.store.append_custom("heron.ledger", {"kind": "truncate", "ref": c.id})
                 blocks: list[TextContent | ImageContent] = [TextContent(text="r" * self.chars(result_size))]
                 if with_image:
                     blocks.append(IMAGE)
-                self.append(ToolResultMessage(tool_call_id=c.id, tool_name=tool, content=blocks,
-                                              timestamp=self.tick()))
-        self.append(AssistantMessage(api="faux", provider="faux", model="faux-1",
-                                     content=[TextContent(text="done " + "a" * self.chars(answer))],
-                                     usage=Usage(input=self.window // 2, output=20), stop_reason=StopReason.STOP,
-                                     timestamp=self.tick()))
+                self.append(ToolResultMessage(tool_call_id=c.id, tool_name=tool, content=blocks, timestamp=self.tick()))
+        self.append(
+            AssistantMessage(
+                api="faux",
+                provider="faux",
+                model="faux-1",
+                content=[TextContent(text="done " + "a" * self.chars(answer))],
+                usage=Usage(input=self.window // 2, output=20),
+                stop_reason=StopReason.STOP,
+                timestamp=self.tick(),
+            )
+        )
         self.boundary()
 
     def call(self, tool: str, path: int) -> ToolCall:
@@ -212,8 +234,15 @@ class Builder:
         return ToolCall(id=call_id, name=tool, arguments=arguments)
 
     def bash(self, output: int, excluded: bool) -> None:
-        self.append(BashExecutionMessage(command="make test", output="o" * self.chars(output), exit_code=0,
-                                         exclude_from_context=excluded, timestamp=self.tick()))
+        self.append(
+            BashExecutionMessage(
+                command="make test",
+                output="o" * self.chars(output),
+                exit_code=0,
+                exclude_from_context=excluded,
+                timestamp=self.tick(),
+            )
+        )
         self.boundary()
 
     def custom(self) -> None:
@@ -258,14 +287,22 @@ class Builder:
         before = self.store.entries()
         shapes = [(e.id, e.parent_id, e.type) for e in before]
         summarised = summarised_ids(plan)
-        details = {"readFiles": plan.read_files, "modifiedFiles": plan.modified_files,
-                   "userRequests": plan.user_requests}
+        details = {
+            "readFiles": plan.read_files,
+            "modifiedFiles": plan.modified_files,
+            "userRequests": plan.user_requests,
+        }
         summary = f"## Goal\nsummary {self.compactions}: {len(summarised)} entries"
         # the session's clock, not the machine's: every reply before it is older, every
         # reply after it newer (as they are in a live session)
         moment = datetime.fromtimestamp(self.tick() / 1000, UTC)
-        entry = CompactionEntry(summary=summary, first_kept_entry_id=plan.first_kept_entry_id, tokens_before=1,
-                                details=details, timestamp=format_iso(moment))
+        entry = CompactionEntry(
+            summary=summary,
+            first_kept_entry_id=plan.first_kept_entry_id,
+            tokens_before=1,
+            details=details,
+            timestamp=format_iso(moment),
+        )
         self.store.append(entry)
         assert iso_to_ms(entry.timestamp) == self.clock
         self.compactions += 1
@@ -279,8 +316,9 @@ class Builder:
         assert [(e.id, e.parent_id, e.type) for e in now[: len(before)]] == shapes
         check_tokens_after_compaction(self.store, plan, settings, self.window, summary)
         if reinject:
-            self.store.append_custom_message("heron.reinjected-files", "<file>\n" + "f" * 400 + "\n</file>",
-                                             display=False)
+            self.store.append_custom_message(
+                "heron.reinjected-files", "<file>\n" + "f" * 400 + "\n</file>", display=False
+            )
         self.boundary()
 
     def run(self, operations: list[Any]) -> None:
@@ -319,9 +357,10 @@ def summarised_ids(plan: CompactionPlan) -> set[str]:
     """The entries a plan hands to the summariser (history, and the turn prefix)."""
     path = plan.path
     history_end = plan.turn_start_index if plan.split_turn else plan.first_kept_index
-    history = [e for e in path[plan.region_start:history_end] if gives_message(e)]
-    prefix = [e for e in path[plan.turn_start_index:plan.first_kept_index] if gives_message(e)] if plan.split_turn \
-        else []
+    history = [e for e in path[plan.region_start : history_end] if gives_message(e)]
+    prefix = (
+        [e for e in path[plan.turn_start_index : plan.first_kept_index] if gives_message(e)] if plan.split_turn else []
+    )
     # the summariser's input is exactly these entries' messages
     assert len(plan.messages_to_summarize) == len(history)
     assert len(plan.turn_prefix_messages) == len(prefix)
@@ -391,7 +430,7 @@ def check_tokens_after_compaction(
 ) -> None:
     context = build_context(store, store.leaf_id)
     after = estimate_context_tokens(context.messages)
-    kept_entries = [e for e in plan.path[plan.first_kept_index:] if gives_message(e)]
+    kept_entries = [e for e in plan.path[plan.first_kept_index :] if gives_message(e)]
     assert context.entry_ids[1:] == [e.id for e in kept_entries]
     kept_messages = context.messages[1:]
     kept_tail = sum(context_message_tokens(m) for m in kept_messages)
@@ -404,12 +443,12 @@ def check_tokens_after_compaction(
     # the kept tail is the keep-recent budget plus at most the message that crossed it
     # (the cut only moves forward from there, or - when no cut point follows - back to the
     # nearest one before it, which keeps one whole assistant turn)
-    path_messages = [e.message for e in plan.path[plan.first_kept_index:] if isinstance(e, MessageEntry)]
+    path_messages = [e.message for e in plan.path[plan.first_kept_index :] if isinstance(e, MessageEntry)]
     budget_tail = sum(message_tokens(m) for m in path_messages)
     largest = max((message_tokens(m) for m in path_messages), default=0)
     forward_cut = any(
         isinstance(e, MessageEntry) and not isinstance(e.message, ToolResultMessage)
-        for e in plan.path[plan.first_kept_index:]
+        for e in plan.path[plan.first_kept_index :]
     )
     if forward_cut and budget_tail > settings.keep_recent_tokens + largest:
         turn_tokens = _last_turn_tokens(path_messages)
@@ -507,8 +546,9 @@ def test_repeated_compactions_lose_nothing() -> None:
         # everything the previous compaction kept (up to it) is summarised by this one
         assert previous_kept <= builder.summarised[latest.id]
         context = build_context(store, store.leaf_id)
-        previous_kept = {i for i in context.entry_ids[1:] if store.get(i) is not None
-                         and isinstance(store.get(i), MessageEntry)}
+        previous_kept = {
+            i for i in context.entry_ids[1:] if store.get(i) is not None and isinstance(store.get(i), MessageEntry)
+        }
         check_request(store)
         check_nothing_vanishes(store, builder.summarised)
     all_messages = {e.id for e in store.path_to(store.leaf_id) if isinstance(e, MessageEntry)}

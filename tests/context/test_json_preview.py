@@ -11,12 +11,16 @@ from heron.context.json_preview import structural_preview
 
 
 def records(n: int) -> str:
-    return json.dumps({
-        "items": [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "score": i / 2, "note": None if i % 2 else "x"}
-                  for i in range(n)],
-        "total": n,
-        "cursor": "c" * 500,
-    })
+    return json.dumps(
+        {
+            "items": [
+                {"id": i, "name": f"item {i}", "tags": ["a", "b"], "score": i / 2, "note": None if i % 2 else "x"}
+                for i in range(n)
+            ],
+            "total": n,
+            "cursor": "c" * 500,
+        }
+    )
 
 
 def test_shows_keys_types_lengths_and_first_items() -> None:

@@ -12,8 +12,15 @@ def test_records_roundtrip_and_notify() -> None:
     ledger = Ledger()
     unsubscribe = ledger.subscribe(seen.append)
     record = ledger.add(
-        LedgerRecord(kind="spill", ref="call_1", tool="bash", chars_before=80_000, chars_after=2_400,
-                     recover="read /tmp/x.txt", detail={"path": "/tmp/x.txt"})
+        LedgerRecord(
+            kind="spill",
+            ref="call_1",
+            tool="bash",
+            chars_before=80_000,
+            chars_after=2_400,
+            recover="read /tmp/x.txt",
+            detail={"path": "/tmp/x.txt"},
+        )
     )
     assert seen == [record]
     assert record.tokens_before == 20_000 and record.tokens_after == 600 and record.saved_tokens == 19_400

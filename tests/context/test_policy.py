@@ -48,24 +48,49 @@ def user(text: str, ts: int = OLD) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)], timestamp=ts)
 
 
-def reply(text: str = "ok", *, usage: Usage | None = None, ts: int = OLD, model: str = "faux-1",
-          calls: Sequence[ToolCall] = ()) -> AssistantMessage:
+def reply(
+    text: str = "ok",
+    *,
+    usage: Usage | None = None,
+    ts: int = OLD,
+    model: str = "faux-1",
+    calls: Sequence[ToolCall] = (),
+) -> AssistantMessage:
     content: list[Any] = [TextContent(text=text)] if text else []
     content += list(calls)
-    return AssistantMessage(api="faux", provider="faux", model=model, content=content, usage=usage or Usage(),
-                            stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP, timestamp=ts)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model=model,
+        content=content,
+        usage=usage or Usage(),
+        stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP,
+        timestamp=ts,
+    )
 
 
 def read_turn(i: int, size: int = 5_000, ts: int = OLD) -> list[AgentMessage]:
     call = ToolCall(id=f"c{i}", name="read", arguments={"path": f"f{i}.txt"})
-    result = ToolResultMessage(tool_call_id=f"c{i}", tool_name="read", content=[TextContent(text=f"{i}" * size)],
-                               details={"path": f"f{i}.txt", "mtime_ns": 1_000 + i, "size": size}, timestamp=ts)
+    result = ToolResultMessage(
+        tool_call_id=f"c{i}",
+        tool_name="read",
+        content=[TextContent(text=f"{i}" * size)],
+        details={"path": f"f{i}.txt", "mtime_ns": 1_000 + i, "size": size},
+        timestamp=ts,
+    )
     return [reply("", calls=[call], ts=ts), result]
 
 
 def overflow(text: str) -> AssistantMessage:
-    return AssistantMessage(api="faux", provider="faux", model="faux-1", stop_reason=StopReason.ERROR,
-                            error_message=text, error_kind="overflow", error_status=400)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        stop_reason=StopReason.ERROR,
+        error_message=text,
+        error_kind="overflow",
+        error_status=400,
+    )
 
 
 def wire(messages: Sequence[AgentMessage]) -> str:
@@ -73,8 +98,11 @@ def wire(messages: Sequence[AgentMessage]) -> str:
 
 
 def decision_entries(store: SessionStore) -> list[dict[str, Any]]:
-    return [e.data for e in store.path_to(store.leaf_id)
-            if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE]
+    return [
+        e.data
+        for e in store.path_to(store.leaf_id)
+        if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE
+    ]
 
 
 class Session:
@@ -90,8 +118,14 @@ class Session:
         self.policy = self._policy()
 
     def _policy(self) -> ContextPolicy:
-        return ContextPolicy(self.store, cwd=self.root, settings=self.settings, ledger=self.ledger,
-                             model=lambda: self.model, fixed_tokens=lambda: FIXED)
+        return ContextPolicy(
+            self.store,
+            cwd=self.root,
+            settings=self.settings,
+            ledger=self.ledger,
+            model=lambda: self.model,
+            fixed_tokens=lambda: FIXED,
+        )
 
     def add(self, messages: Sequence[AgentMessage]) -> None:
         for message in messages:
@@ -106,13 +140,15 @@ class Session:
         self.ledger = Ledger()
         self.policy = self._policy()
 
-    def prepare(self, messages: list[AgentMessage] | None = None,
-                compact: Callable[[], list[AgentMessage] | None] | None = None) -> list[AgentMessage]:
+    def prepare(
+        self, messages: list[AgentMessage] | None = None, compact: Callable[[], list[AgentMessage] | None] | None = None
+    ) -> list[AgentMessage]:
         async def run_compact() -> list[AgentMessage] | None:
             return compact() if compact is not None else None
 
-        return asyncio.run(self.policy.prepare(messages if messages is not None else self.messages(),
-                                               AbortSignal(), run_compact))
+        return asyncio.run(
+            self.policy.prepare(messages if messages is not None else self.messages(), AbortSignal(), run_compact)
+        )
 
 
 @pytest.fixture
@@ -120,8 +156,11 @@ def session_for(tmp_path: Path, faux: FauxProvider) -> Iterator[Callable[..., Se
     made: list[Session] = []
 
     def make(window: int = 16_000, max_tokens: int = 2_000, **settings: Any) -> Session:
-        session = Session(tmp_path / f"s{len(made)}", faux.model(context_window=window, max_tokens=max_tokens),
-                          PolicySettings(**settings))
+        session = Session(
+            tmp_path / f"s{len(made)}",
+            faux.model(context_window=window, max_tokens=max_tokens),
+            PolicySettings(**settings),
+        )
         session.root.mkdir(parents=True, exist_ok=True)
         made.append(session)
         return session
@@ -211,10 +250,14 @@ def test_pruning_off_records_nothing(session_for: Callable[..., Session]) -> Non
 # --- learned windows ------------------------------------------------------------------------------------------
 
 
-OPENAI = ("This model's maximum context length is 12000 tokens. However, you requested {total} tokens "
-          "(13000 in the messages, 3000 in the completion). Please reduce the length of the messages or completion.")
-LLAMA = ('{{"error":{{"code":400,"message":"the request exceeds the available context size, try increasing it",'
-         '"type":"exceed_context_size_error","n_prompt_tokens":{counted},"n_ctx":12000}}}}')
+OPENAI = (
+    "This model's maximum context length is 12000 tokens. However, you requested {total} tokens "
+    "(13000 in the messages, 3000 in the completion). Please reduce the length of the messages or completion."
+)
+LLAMA = (
+    '{{"error":{{"code":400,"message":"the request exceeds the available context size, try increasing it",'
+    '"type":"exceed_context_size_error","n_prompt_tokens":{counted},"n_ctx":12000}}}}'
+)
 ANTHROPIC = "prompt is too long: {counted} tokens > 200000 maximum"
 
 
@@ -243,16 +286,26 @@ def test_a_limit_named_in_the_error_becomes_the_window(
     assert result is not None and result.source == "error text"
     assert abs(result.window - learned) <= 1  # float rounding of the scale
     assert s.policy.window == result.window
-    assert decision_entries(s.store) == [{"op": "window", "model": "faux/faux-1", "window": result.window,
-                                          "rejectedTokens": last_tokens + 3_000, "source": "error text"}]
+    assert decision_entries(s.store) == [
+        {
+            "op": "window",
+            "model": "faux/faux-1",
+            "window": result.window,
+            "rejectedTokens": last_tokens + 3_000,
+            "source": "error text",
+        }
+    ]
     assert [r.kind for r in s.ledger.records] == ["overflow"]
     s.restart()
     assert s.policy.window == result.window
     assert s.policy.threshold == result.window - min(16_384, result.window // 4)
 
 
-@pytest.mark.parametrize("usage", [Usage(input=9_000, output=200), Usage(), Usage(output=300)],
-                         ids=["usage-reported", "zero-usage", "output-only"])
+@pytest.mark.parametrize(
+    "usage",
+    [Usage(input=9_000, output=200), Usage(), Usage(output=300)],
+    ids=["usage-reported", "zero-usage", "output-only"],
+)
 def test_without_a_stated_limit_the_rejected_size_counts(session_for: Callable[..., Session], usage: Usage) -> None:
     """Below what was refused, whether the server counts the output cap or not; a provider
     reporting zero or output-only usage (llama.cpp, some Ollama builds) is estimated."""
@@ -271,8 +324,9 @@ def test_without_a_stated_limit_the_rejected_size_counts(session_for: Callable[.
     assert decision_entries(s.store)[-1]["source"] == "rejected size"
 
 
-def test_a_window_learnt_for_one_model_does_not_apply_to_another(session_for: Callable[..., Session],
-                                                                  faux: FauxProvider) -> None:
+def test_a_window_learnt_for_one_model_does_not_apply_to_another(
+    session_for: Callable[..., Session], faux: FauxProvider
+) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
     s.policy.last_tokens, s.policy.last_max_tokens = 13_000, 2_000
@@ -341,8 +395,7 @@ def test_stated_limit_reads_the_wordings_seen_in_the_wild(text: str, limit: int)
 
 def test_the_usage_anchor_counts_the_part_it_measured(session_for: Callable[..., Session]) -> None:
     s = session_for(window=100_000)
-    messages: list[AgentMessage] = [user("hi"), reply("hello", usage=Usage(input=20_000, output=100)),
-                                    user("y" * 400)]
+    messages: list[AgentMessage] = [user("hi"), reply("hello", usage=Usage(input=20_000, output=100)), user("y" * 400)]
     assert s.policy.count(messages) == 20_100 + 100
     assert s.policy.estimate(messages) == FIXED + sum(context_message_tokens(m) for m in messages)
 
@@ -452,8 +505,7 @@ def test_automatic_compaction_switched_off_stays_off_after_a_restart(session_for
         raise AssertionError("automatic compaction is off")
 
     s.prepare(compact=compact)
-    assert s.policy.over_threshold_reason == (
-        "automatic compaction is off: the last compaction saved less than 5%")
+    assert s.policy.over_threshold_reason == ("automatic compaction is off: the last compaction saved less than 5%")
     s.policy.enable_auto_compaction("a manual compaction succeeded")
     s.restart()
     assert s.policy.auto_compaction is True
@@ -472,7 +524,7 @@ def test_prepare_indexes_the_reads_of_the_view_it_returns(session_for: Callable[
 
 
 def test_the_learned_window_is_below_the_rejected_size_when_the_error_names_no_count(
-    session_for: Callable[..., Session]
+    session_for: Callable[..., Session],
 ) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])

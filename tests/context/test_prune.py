@@ -58,7 +58,8 @@ def test_stubs_say_what_was_there_and_how_to_get_it_back() -> None:
     assert texts["c1"].endswith("Re-run the command if you need its output. search_history finds it too.]")
     assert "bash `pytest -q`" in texts["c1"]
     assert 'grep "TODO"' in texts["c2"] and texts["c2"].endswith(
-        "Run grep again if you need the listing. search_history finds it too.]")
+        "Run grep again if you need the listing. search_history finds it too.]"
+    )
     assert texts["c3"].endswith(
         "The full output is saved in /tmp/out.log; read it (with offset/limit) if you need it. "
         "search_history finds it too.]"

@@ -43,16 +43,28 @@ WINDOW = 16_000  # budget: 16,000 - a quarter of it (4,000) = 12,000 tokens
 
 def read_turn(i: int, size: int, ts: int = OLD) -> list[AgentMessage]:
     call = ToolCall(id=f"c{i}", name="read", arguments={"path": f"f{i}.txt"})
-    ask = AssistantMessage(api="faux", provider="faux", model="faux-1", content=[call],
-                           stop_reason=StopReason.TOOL_USE, timestamp=ts)
-    result = ToolResultMessage(tool_call_id=f"c{i}", tool_name="read", content=[TextContent(text=f"{i % 10}" * size)],
-                               details={"path": f"f{i}.txt", "mtime_ns": 1_000 + i, "size": size}, timestamp=ts)
+    ask = AssistantMessage(
+        api="faux", provider="faux", model="faux-1", content=[call], stop_reason=StopReason.TOOL_USE, timestamp=ts
+    )
+    result = ToolResultMessage(
+        tool_call_id=f"c{i}",
+        tool_name="read",
+        content=[TextContent(text=f"{i % 10}" * size)],
+        details={"path": f"f{i}.txt", "mtime_ns": 1_000 + i, "size": size},
+        timestamp=ts,
+    )
     return [ask, result]
 
 
 def answer(ts: int = OLD) -> AssistantMessage:
-    return AssistantMessage(api="faux", provider="faux", model="faux-1", content=[TextContent(text="done")],
-                            stop_reason=StopReason.STOP, timestamp=ts)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        content=[TextContent(text="done")],
+        stop_reason=StopReason.STOP,
+        timestamp=ts,
+    )
 
 
 class Session:
@@ -67,8 +79,14 @@ class Session:
         self.policy = self._policy()
 
     def _policy(self) -> ContextPolicy:
-        return ContextPolicy(self.store, cwd=self.root, settings=self.settings, ledger=Ledger(),
-                             model=lambda: self.model, fixed_tokens=lambda: FIXED)
+        return ContextPolicy(
+            self.store,
+            cwd=self.root,
+            settings=self.settings,
+            ledger=Ledger(),
+            model=lambda: self.model,
+            fixed_tokens=lambda: FIXED,
+        )
 
     def add(self, messages: Sequence[AgentMessage]) -> None:
         for message in messages:
@@ -88,8 +106,11 @@ class Session:
         return asyncio.run(self.policy.prepare(messages, AbortSignal(), compact))
 
     def steps(self) -> list[dict[str, Any]]:
-        return [e.data for e in self.store.path_to(self.store.leaf_id)
-                if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE and e.data.get("op") == "prune"]
+        return [
+            e.data
+            for e in self.store.path_to(self.store.leaf_id)
+            if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE and e.data.get("op") == "prune"
+        ]
 
 
 @pytest.fixture
@@ -145,8 +166,13 @@ def test_one_step_goes_down_to_the_low_water_mark_and_the_next_turns_fit(make: A
     # Hysteresis: the next several turns (1,000 tokens each) fit without another step.
     later = now_ms() + 1_000
     for i in range(11, 16):
-        s.add([UserMessage(content=[TextContent(text=f"turn {i}")], timestamp=later), *read_turn(i, 4_000, later),
-               answer(later)])
+        s.add(
+            [
+                UserMessage(content=[TextContent(text=f"turn {i}")], timestamp=later),
+                *read_turn(i, 4_000, later),
+                answer(later),
+            ]
+        )
         s.prepare()
     assert len(s.steps()) == 1
     # A new process derives the same view, stubs and all, and takes no step of its own.
@@ -175,10 +201,17 @@ def test_a_step_that_cannot_get_below_the_marks_compacts_at_once(make: Any) -> N
     messages: list[AgentMessage] = [UserMessage(content=[TextContent(text="go")], timestamp=OLD)]
     messages += read_turn(0, 16_000)  # 4,000 tokens, prunable
     for i in range(1, 86):  # 85 small exchanges of ~93 tokens each: 11,950 in all, under the 12,000 threshold
-        messages += [UserMessage(content=[TextContent(text=f"question {i} " + "q" * 300)], timestamp=OLD),
-                     AssistantMessage(api="faux", provider="faux", model="faux-1",
-                                      content=[TextContent(text="a" * 60)], stop_reason=StopReason.STOP,
-                                      timestamp=OLD)]
+        messages += [
+            UserMessage(content=[TextContent(text=f"question {i} " + "q" * 300)], timestamp=OLD),
+            AssistantMessage(
+                api="faux",
+                provider="faux",
+                model="faux-1",
+                content=[TextContent(text="a" * 60)],
+                stop_reason=StopReason.STOP,
+                timestamp=OLD,
+            ),
+        ]
     s.add(messages)
     s.prepare()
     assert len(s.steps()) == 1 and s.compactions == 1
@@ -210,8 +243,9 @@ def test_bad_marks_are_reported_and_the_defaults_kept(tmp_path: Path, monkeypatc
     monkeypatch.setenv("HERON_HOME", str(home))
     cwd = tmp_path / "project"
     (cwd / ".heron").mkdir(parents=True)
-    (cwd / ".heron" / "settings.json").write_text(json.dumps(
-        {"pruning": {"highWater": 1.5, "lowWater": 0, "keepTurns": -1}}))
+    (cwd / ".heron" / "settings.json").write_text(
+        json.dumps({"pruning": {"highWater": 1.5, "lowWater": 0, "keepTurns": -1}})
+    )
     s = load_settings(cwd)
     assert s.pruning == PruningSettings()
     text = "\n".join(s.warnings)
@@ -228,8 +262,9 @@ def test_a_low_mark_above_the_high_one_is_clamped(make: Any) -> None:
 # --- a compaction leaves headroom ---------------------------------------------------------------------
 
 
-async def test_reinjection_stops_at_the_low_water_mark(tmp_path: Path, faux: FauxProvider,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_reinjection_stops_at_the_low_water_mark(
+    tmp_path: Path, faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Files re-injected after a compaction get only the room under the low-water mark, so
     the compacted view has headroom for the next turns instead of being refilled at once."""
     monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
@@ -246,10 +281,13 @@ async def test_reinjection_stops_at_the_low_water_mark(tmp_path: Path, faux: Fau
     faux.set_fallback(reply)
 
     def session(low: float) -> CodingSession:
-        return CodingSession(cwd=proj, model=faux.model(context_window=32_000, max_tokens=4_096),
-                             store=SessionStore.create(proj), home=tmp_path / "home",
-                             settings=settings_from_dict({"compaction": {"keepRecentTokens": 100},
-                                                          "pruning": {"lowWater": low}}))
+        return CodingSession(
+            cwd=proj,
+            model=faux.model(context_window=32_000, max_tokens=4_096),
+            store=SessionStore.create(proj),
+            home=tmp_path / "home",
+            settings=settings_from_dict({"compaction": {"keepRecentTokens": 100}, "pruning": {"lowWater": low}}),
+        )
 
     wide = session(1.0)
     await wide.prompt("read f1.py to f4.py")
@@ -265,8 +303,9 @@ async def test_reinjection_stops_at_the_low_water_mark(tmp_path: Path, faux: Fau
     assert end.tokens_after <= low < roomy
 
 
-async def test_an_early_compaction_that_saves_too_little_is_skipped(tmp_path: Path, faux: FauxProvider,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_early_compaction_that_saves_too_little_is_skipped(
+    tmp_path: Path, faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One the policy asks for below the threshold is not written when it would save less
     than a compaction must, and it never switches automatic compaction off (a threshold
     compaction that saved that little would)."""
@@ -282,9 +321,13 @@ async def test_an_early_compaction_that_saves_too_little_is_skipped(tmp_path: Pa
             return text("## Goal\nsummary") if context.system_prompt == SUMMARISER_SYSTEM_PROMPT else script.pop(0)
 
         faux.set_fallback(reply)
-        session = CodingSession(cwd=proj, model=faux.model(context_window=128_000, max_tokens=4_096),
-                                store=SessionStore.create(proj), home=tmp_path / "home",
-                                settings=settings_from_dict({"compaction": {"keepRecentTokens": 100}}))
+        session = CodingSession(
+            cwd=proj,
+            model=faux.model(context_window=128_000, max_tokens=4_096),
+            store=SessionStore.create(proj),
+            home=tmp_path / "home",
+            settings=settings_from_dict({"compaction": {"keepRecentTokens": 100}}),
+        )
 
         async def go() -> Any:
             await session.prompt("hi")

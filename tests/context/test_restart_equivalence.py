@@ -36,8 +36,9 @@ ACTIONS = ("read_big", "reread_big", "read_small", "reread_small", "bash_big", "
 
 def workspace(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "big.txt").write_text("".join(f"line {i}: the quick brown fox jumps over the lazy dog\n"
-                                          for i in range(3_000)))
+    (root / "big.txt").write_text(
+        "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(3_000))
+    )
     (root / "small.py").write_text("def answer():\n    return 41\n" + "# padding line\n" * 60)
 
 
@@ -49,12 +50,28 @@ def calls_for(action: str, turn: int, step: int) -> FauxReply:
     if action == "bash_big":
         return tool_call("bash", {"command": f"seq 1 9000 | sed 's/$/ turn {turn} step {step}/'"})
     if action == "todo":
-        return tool_call("todo", {"todos": [{"content": f"step {turn}.{step}", "status": "in_progress"},
-                                            {"content": "the rest", "status": "pending"}]})
+        return tool_call(
+            "todo",
+            {
+                "todos": [
+                    {"content": f"step {turn}.{step}", "status": "in_progress"},
+                    {"content": "the rest", "status": "pending"},
+                ]
+            },
+        )
     if action == "edit":
-        return tool_call("edit", {"path": "small.py", "edits": [
-            {"oldText": "return 41" if turn % 2 == 0 else "return 42",
-             "newText": "return 42" if turn % 2 == 0 else "return 41"}]})
+        return tool_call(
+            "edit",
+            {
+                "path": "small.py",
+                "edits": [
+                    {
+                        "oldText": "return 41" if turn % 2 == 0 else "return 42",
+                        "newText": "return 42" if turn % 2 == 0 else "return 41",
+                    }
+                ],
+            },
+        )
     return text(f"note {turn}.{step}: " + "thinking out loud " * 40)
 
 
@@ -95,14 +112,16 @@ def normalise(request: str, session_ids: list[str]) -> str:
     return re.sub(r"\b\d\d:\d\d:\d\d\b", "HH:MM:SS", request)
 
 
-async def drive(root: Path, home: Path, turns: list[list[str]], restart_before: Callable[[int], bool],
-                compact_after: set[int]) -> tuple[list[str], list[str]]:
+async def drive(
+    root: Path, home: Path, turns: list[list[str]], restart_before: Callable[[int], bool], compact_after: set[int]
+) -> tuple[list[str], list[str]]:
     recorder = Recorder(script(turns))
     try:
         model = recorder.provider.model(context_window=WINDOW, max_tokens=4_096)
         # pruning from half the budget, so that these short scenarios prune as well as compact
-        settings = settings_from_dict({"memory": {"directory": str(home / "memory")},
-                                       "pruning": {"highWater": 0.5, "lowWater": 0.2}})
+        settings = settings_from_dict(
+            {"memory": {"directory": str(home / "memory")}, "pruning": {"highWater": 0.5, "lowWater": 0.2}}
+        )
         store = SessionStore.create(root, home=home)
         session: CodingSession | None = None
         ids = [store.session_id]
@@ -113,8 +132,14 @@ async def drive(root: Path, home: Path, turns: list[list[str]], restart_before: 
                     assert store.path is not None
                     store.close()
                     store = SessionStore.open(store.path)
-                session = CodingSession(cwd=root, model=model, store=store, settings=settings, home=home,
-                                        tools=["read", "bash", "edit", "todo"])
+                session = CodingSession(
+                    cwd=root,
+                    model=model,
+                    store=store,
+                    settings=settings,
+                    home=home,
+                    tools=["read", "bash", "edit", "todo"],
+                )
             await session.prompt(f"turn {t}: carry on with the task")
             if t in compact_after:
                 await session.compact()
@@ -139,8 +164,9 @@ def test_requests_are_the_same_with_and_without_restarts(
     workspace(base / "solo" / "proj")
     workspace(base / "many" / "proj")
     one, _ = asyncio.run(drive(base / "solo" / "proj", base / "solo" / "home", turns, lambda t: False, compactions))
-    many, _ = asyncio.run(drive(base / "many" / "proj", base / "many" / "home", turns,
-                                lambda t: t in restarts, compactions))
+    many, _ = asyncio.run(
+        drive(base / "many" / "proj", base / "many" / "home", turns, lambda t: t in restarts, compactions)
+    )
     paths = (str(base / "solo"), str(base / "many"))
     one = [r.replace(paths[0], "BASE") for r in one]
     many = [r.replace(paths[1], "BASE") for r in many]
@@ -151,8 +177,15 @@ def test_requests_are_the_same_with_and_without_restarts(
 
 def test_a_restart_every_turn_sends_the_same_requests(tmp_path: Path) -> None:
     """A fixed scenario that prunes, de-duplicates, compacts automatically and by hand."""
-    turns = [["read_big", "read_small", "todo"], ["reread_small", "bash_big"], ["read_big", "edit"],
-             ["reread_small", "bash_big"], ["read_big"], ["reread_big", "read_small"], ["bash_big", "text"]]
+    turns = [
+        ["read_big", "read_small", "todo"],
+        ["reread_small", "bash_big"],
+        ["read_big", "edit"],
+        ["reread_small", "bash_big"],
+        ["read_big"],
+        ["reread_big", "read_small"],
+        ["bash_big", "text"],
+    ]
     workspace(tmp_path / "solo" / "proj")
     workspace(tmp_path / "many" / "proj")
     one, _ = asyncio.run(drive(tmp_path / "solo" / "proj", tmp_path / "solo" / "home", turns, lambda t: False, {3}))

@@ -49,8 +49,14 @@ def user(text: str, ts: int = 1) -> UserMessage:
 def assistant(*calls: ToolCall, text: str = "", ts: int = 2) -> AssistantMessage:
     content: list[Any] = [TextContent(text=text)] if text else []
     content += list(calls)
-    return AssistantMessage(api="faux", provider="faux", model="faux-1", content=content,
-                            stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP, timestamp=ts)
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        content=content,
+        stop_reason=StopReason.TOOL_USE if calls else StopReason.STOP,
+        timestamp=ts,
+    )
 
 
 def read_call(call_id: str, path: str, offset: int | None = None, limit: int | None = None) -> ToolCall:
@@ -63,14 +69,23 @@ def read_call(call_id: str, path: str, offset: int | None = None, limit: int | N
 
 
 def read_result(call_id: str, text: str, *, mtime: int = 100, size: int = 5_000, **extra: Any) -> ToolResultMessage:
-    return ToolResultMessage(tool_call_id=call_id, tool_name="read", content=[TextContent(text=text)],
-                             details={"path": "x", "mtime_ns": mtime, "size": size, **extra}, timestamp=3)
+    return ToolResultMessage(
+        tool_call_id=call_id,
+        tool_name="read",
+        content=[TextContent(text=text)],
+        details={"path": "x", "mtime_ns": mtime, "size": size, **extra},
+        timestamp=3,
+    )
 
 
 def dedup_result(call_id: str, *, mtime: int = 100, size: int = 5_000) -> ToolResultMessage:
-    return ToolResultMessage(tool_call_id=call_id, tool_name="read", content=[TextContent(text=UNCHANGED)],
-                             details={"path": "x", "kind": "unchanged", "mtime_ns": mtime, "size": size,
-                                      "previous_read_at": 1.0}, timestamp=4)
+    return ToolResultMessage(
+        tool_call_id=call_id,
+        tool_name="read",
+        content=[TextContent(text=UNCHANGED)],
+        details={"path": "x", "kind": "unchanged", "mtime_ns": mtime, "size": size, "previous_read_at": 1.0},
+        timestamp=4,
+    )
 
 
 def read_turn(call_id: str, path: str, result: ToolResultMessage, **kw: Any) -> list[AgentMessage]:
@@ -196,9 +211,16 @@ def test_without_a_compaction_the_view_is_the_path() -> None:
 def prunable_conversation() -> list[AgentMessage]:
     messages: list[AgentMessage] = [user("go")]
     messages += read_turn("c1", "a.txt", read_result("c1", "a" * 3_000))
-    messages += [assistant(ToolCall(id="c2", name="bash", arguments={"command": "make"})),
-                 ToolResultMessage(tool_call_id="c2", tool_name="bash", content=[TextContent(text="b" * 3_000)],
-                                   details={"exit": 0}, timestamp=5)]
+    messages += [
+        assistant(ToolCall(id="c2", name="bash", arguments={"command": "make"})),
+        ToolResultMessage(
+            tool_call_id="c2",
+            tool_name="bash",
+            content=[TextContent(text="b" * 3_000)],
+            details={"exit": 0},
+            timestamp=5,
+        ),
+    ]
     messages += read_turn("c3", "c.txt", read_result("c3", "c" * 3_000))
     return messages
 
@@ -209,7 +231,10 @@ def test_recorded_stubs_replace_their_results_byte_identically_on_every_call() -
     builder = ViewBuilder(CWD)
     first, second = builder.apply(messages, decisions), builder.apply(messages, decisions)
     assert [m.text() for m in first if isinstance(m, ToolResultMessage)] == [
-        "[Pruned: read a.txt]", "[Pruned: bash make]", "c" * 3_000]
+        "[Pruned: read a.txt]",
+        "[Pruned: bash make]",
+        "c" * 3_000,
+    ]
     assert wire(first) == wire(second)
     assert all(a is b for a, b in zip(first, second, strict=True))  # the same objects: nothing re-made
     # A new builder (a new process) makes the same bytes from the same decisions.
@@ -218,7 +243,11 @@ def test_recorded_stubs_replace_their_results_byte_identically_on_every_call() -
     stub, original = first[2], messages[2]
     assert isinstance(stub, ToolResultMessage) and isinstance(original, ToolResultMessage)
     assert (stub.tool_call_id, stub.tool_name, stub.details, stub.timestamp) == (
-        original.tool_call_id, original.tool_name, original.details, original.timestamp)
+        original.tool_call_id,
+        original.tool_name,
+        original.details,
+        original.timestamp,
+    )
     # The input is never modified.
     assert original.text() == "a" * 3_000
 
@@ -256,8 +285,7 @@ def test_a_dedup_stub_whose_content_is_earlier_in_the_view_stays() -> None:
     assert view[-1].text() == UNCHANGED  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("path", ["./data/big.txt", "data/../data/big.txt", str(CWD / "data/big.txt"),
-                                  "@data/big.txt"])
+@pytest.mark.parametrize("path", ["./data/big.txt", "data/../data/big.txt", str(CWD / "data/big.txt"), "@data/big.txt"])
 def test_the_referent_is_found_by_resolved_path(path: str) -> None:
     messages = dedup_conversation(read_result("c1", "content"), path=path)
     assert ViewBuilder(CWD).apply(messages, ContextDecisions())[-1].text() == UNCHANGED  # type: ignore[union-attr]
@@ -292,9 +320,16 @@ def test_a_dedup_stub_without_any_earlier_read_becomes_the_gone_note() -> None:
         (read_result("c1", "content", mtime=100), {"offset": 10}),  # another range
         (read_result("c1", "content", mtime=100), {"limit": 50}),
         (read_result("c1", "content", mtime=100), {"path": "data/other.txt"}),  # another file
-        (ToolResultMessage(tool_call_id="c1", tool_name="read", is_error=True,
-                           content=[TextContent(text="File not found")], details={"mtime_ns": 100, "size": 5_000}),
-         {}),
+        (
+            ToolResultMessage(
+                tool_call_id="c1",
+                tool_name="read",
+                is_error=True,
+                content=[TextContent(text="File not found")],
+                details={"mtime_ns": 100, "size": 5_000},
+            ),
+            {},
+        ),
         (read_result("c1", "preview", **{SPILL_KEY: {"path": "/tmp/spill"}}), {}),  # spilled: only a preview
         (ToolResultMessage(tool_call_id="c1", tool_name="read", content=[TextContent(text="no details")]), {}),
         (dedup_result("c1"), {}),  # itself a stub
@@ -369,14 +404,25 @@ def test_read_index_keeps_the_latest_whole_read_of_a_range() -> None:
 
 def test_read_index_ignores_errors_spills_stubs_and_other_tools() -> None:
     messages: list[AgentMessage] = [user("go")]
-    messages += read_turn("c1", "err.py", ToolResultMessage(tool_call_id="c1", tool_name="read", is_error=True,
-                                                            content=[TextContent(text="File not found: err.py")],
-                                                            details={"mtime_ns": 1, "size": 1}))
+    messages += read_turn(
+        "c1",
+        "err.py",
+        ToolResultMessage(
+            tool_call_id="c1",
+            tool_name="read",
+            is_error=True,
+            content=[TextContent(text="File not found: err.py")],
+            details={"mtime_ns": 1, "size": 1},
+        ),
+    )
     messages += read_turn("c2", "big.log", read_result("c2", "preview", **{SPILL_KEY: {"path": "/tmp/x"}}))
     messages += read_turn("c3", "dup.py", dedup_result("c3"))
-    messages += [assistant(ToolCall(id="c4", name="bash", arguments={"path": "b.py"})),
-                 ToolResultMessage(tool_call_id="c4", tool_name="bash", content=[TextContent(text="out")],
-                                   details={"mtime_ns": 1, "size": 1})]
+    messages += [
+        assistant(ToolCall(id="c4", name="bash", arguments={"path": "b.py"})),
+        ToolResultMessage(
+            tool_call_id="c4", tool_name="bash", content=[TextContent(text="out")], details={"mtime_ns": 1, "size": 1}
+        ),
+    ]
     messages.append(read_result("orphan", "no call"))  # a result without its call: no range known
     index = ReadIndex.of_view(messages, CWD)
     assert len(index) == 0
@@ -409,11 +455,13 @@ def custom(data: Any, custom_type: str = DECISION_CUSTOM_TYPE, ts: str = "2025-0
 
 def test_from_entries_reads_every_op() -> None:
     learned = LearnedWindow(model="faux/faux-1", window=12_000, rejected_tokens=15_000, source="error text")
-    decisions = ContextDecisions.from_entries([
-        custom(prune_data({"c1": "stub 1", "c2": "stub 2"}), ts="2025-01-01T00:00:01.000Z"),
-        custom(window_data(learned)),
-        custom(auto_compaction_data(False, "the last compaction saved less than 5%")),
-    ])
+    decisions = ContextDecisions.from_entries(
+        [
+            custom(prune_data({"c1": "stub 1", "c2": "stub 2"}), ts="2025-01-01T00:00:01.000Z"),
+            custom(window_data(learned)),
+            custom(auto_compaction_data(False, "the last compaction saved less than 5%")),
+        ]
+    )
     assert decisions.stubs == {"c1": "stub 1", "c2": "stub 2"}
     assert decisions.windows == {"faux/faux-1": learned}
     assert decisions.learned_window("faux/faux-1") == 12_000 and decisions.learned_window("faux/other") is None
@@ -426,19 +474,34 @@ def test_recorded_field_names() -> None:
     """The on-disk shape (documented in docs/context.md)."""
     assert prune_data({"c1": "s"}) == {"op": "prune", "stubs": {"c1": "s"}}
     assert window_data(LearnedWindow("p/m", 1_000, 2_000, "rejected size")) == {
-        "op": "window", "model": "p/m", "window": 1_000, "rejectedTokens": 2_000, "source": "rejected size"}
+        "op": "window",
+        "model": "p/m",
+        "window": 1_000,
+        "rejectedTokens": 2_000,
+        "source": "rejected size",
+    }
     assert auto_compaction_data(True, "r") == {"op": "auto_compaction", "enabled": True, "reason": "r"}
 
 
 @pytest.mark.parametrize(
     "data",
     [
-        None, 42, "prune", [], {}, {"op": "unknown-op", "stubs": {"c1": "s"}},
-        {"op": "prune"}, {"op": "prune", "stubs": ["c1"]}, {"op": "prune", "stubs": {"c1": 7}},
-        {"op": "window"}, {"op": "window", "model": "p/m", "window": "12000"}, {"op": "window", "model": 3,
-                                                                              "window": 12_000},
-        {"op": "window", "model": "p/m", "window": 0}, {"op": "window", "model": "p/m", "window": -5},
-        {"op": "auto_compaction"}, {"op": "auto_compaction", "enabled": "false"},
+        None,
+        42,
+        "prune",
+        [],
+        {},
+        {"op": "unknown-op", "stubs": {"c1": "s"}},
+        {"op": "prune"},
+        {"op": "prune", "stubs": ["c1"]},
+        {"op": "prune", "stubs": {"c1": 7}},
+        {"op": "window"},
+        {"op": "window", "model": "p/m", "window": "12000"},
+        {"op": "window", "model": 3, "window": 12_000},
+        {"op": "window", "model": "p/m", "window": 0},
+        {"op": "window", "model": "p/m", "window": -5},
+        {"op": "auto_compaction"},
+        {"op": "auto_compaction", "enabled": "false"},
         {"op": "auto_compaction", "enabled": 0},
     ],
 )
@@ -448,8 +511,10 @@ def test_malformed_decisions_are_ignored(data: Any) -> None:
 
 
 def test_entries_of_other_types_are_not_decisions() -> None:
-    entries = [custom(prune_data({"c1": "s"}), custom_type="heron.ledger"),
-               custom(prune_data({"c2": "s"}), custom_type="some.extension")]
+    entries = [
+        custom(prune_data({"c1": "s"}), custom_type="heron.ledger"),
+        custom(prune_data({"c2": "s"}), custom_type="some.extension"),
+    ]
     assert ContextDecisions.from_entries(entries).stubs == {}
 
 
@@ -459,25 +524,30 @@ def test_malformed_parts_of_a_prune_step_are_skipped_and_the_rest_kept() -> None
 
 
 def test_a_window_without_usable_rejected_tokens_or_source_still_counts() -> None:
-    decisions = ContextDecisions.from_entries([custom({"op": "window", "model": "p/m", "window": 9_000,
-                                                       "rejectedTokens": "lots"})])
+    decisions = ContextDecisions.from_entries(
+        [custom({"op": "window", "model": "p/m", "window": 9_000, "rejectedTokens": "lots"})]
+    )
     assert decisions.windows["p/m"] == LearnedWindow("p/m", 9_000, 0, "")
 
 
 def test_the_first_stub_for_a_result_wins() -> None:
-    decisions = ContextDecisions.from_entries([
-        custom(prune_data({"c1": "first"})),
-        custom(prune_data({"c1": "second", "c2": "other"})),
-    ])
+    decisions = ContextDecisions.from_entries(
+        [
+            custom(prune_data({"c1": "first"})),
+            custom(prune_data({"c1": "second", "c2": "other"})),
+        ]
+    )
     assert decisions.stubs == {"c1": "first", "c2": "other"}
 
 
 def test_the_latest_learned_window_per_model_counts() -> None:
-    decisions = ContextDecisions.from_entries([
-        custom(window_data(LearnedWindow("p/a", 12_000, 16_000, "error text"))),
-        custom(window_data(LearnedWindow("p/b", 30_000, 40_000, "rejected size"))),
-        custom(window_data(LearnedWindow("p/a", 10_000, 12_500, "rejected size"))),
-    ])
+    decisions = ContextDecisions.from_entries(
+        [
+            custom(window_data(LearnedWindow("p/a", 12_000, 16_000, "error text"))),
+            custom(window_data(LearnedWindow("p/b", 30_000, 40_000, "rejected size"))),
+            custom(window_data(LearnedWindow("p/a", 10_000, 12_500, "rejected size"))),
+        ]
+    )
     assert decisions.learned_window("p/a") == 10_000
     assert decisions.learned_window("p/b") == 30_000
 
@@ -491,11 +561,13 @@ def test_auto_compaction_toggles_in_order() -> None:
 
 
 def test_the_latest_prune_time_is_the_view_change() -> None:
-    decisions = ContextDecisions.from_entries([
-        custom(prune_data({"c1": "s"}), ts="2025-01-01T00:00:05.000Z"),
-        custom(window_data(LearnedWindow("p/m", 5_000, 6_000, "x")), ts="2025-01-01T00:00:09.000Z"),
-        custom(prune_data({"c2": "s"}), ts="2025-01-01T00:00:07.000Z"),
-    ])
+    decisions = ContextDecisions.from_entries(
+        [
+            custom(prune_data({"c1": "s"}), ts="2025-01-01T00:00:05.000Z"),
+            custom(window_data(LearnedWindow("p/m", 5_000, 6_000, "x")), ts="2025-01-01T00:00:09.000Z"),
+            custom(prune_data({"c2": "s"}), ts="2025-01-01T00:00:07.000Z"),
+        ]
+    )
     assert decisions.last_view_change_ms == 1_735_689_607_000  # only prune steps change the view
 
 

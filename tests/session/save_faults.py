@@ -38,7 +38,7 @@ TIMEOUT = 120
 MODEL = "test-model"
 ANSWER = "All steps done."
 
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import errno, os
 
 _budget = int(os.environ["HERON_TEST_DISK_BYTES"])
@@ -66,7 +66,7 @@ def _write(fd, data):
 
 
 os.write = _write
-'''
+"""
 
 
 def heron_command() -> list[str]:
@@ -107,9 +107,23 @@ class Sandbox:
         env = dict(self.env, **(extra_env or {}))
         try:
             done = subprocess.run(
-                [*self.unprivileged, *heron_command(), "--base-url", server.url + "/v1", "--model", MODEL, *args,
-                 "-p", f"Run the {steps} steps."],
-                cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT,
+                [
+                    *self.unprivileged,
+                    *heron_command(),
+                    "--base-url",
+                    server.url + "/v1",
+                    "--model",
+                    MODEL,
+                    *args,
+                    "-p",
+                    f"Run the {steps} steps.",
+                ],
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
             )
         finally:
             server.close()

@@ -37,25 +37,43 @@ def user(text: str, ts: int = 1_700_000_000_000) -> UserMessage:
 
 
 def assistant(
-    text: str = "ok", *, provider: str = "faux", model: str = "faux-1", calls: list[ToolCall] | None = None,
-    usage: Usage | None = None, stop: StopReason = StopReason.STOP,
+    text: str = "ok",
+    *,
+    provider: str = "faux",
+    model: str = "faux-1",
+    calls: list[ToolCall] | None = None,
+    usage: Usage | None = None,
+    stop: StopReason = StopReason.STOP,
 ) -> AssistantMessage:
     content: list[Any] = [TextContent(text=text), *(calls or [])]
-    return AssistantMessage(api="faux", provider=provider, model=model, content=content,
-                            usage=usage or Usage(input=10, output=5), stop_reason=stop, timestamp=1_700_000_000_001)
+    return AssistantMessage(
+        api="faux",
+        provider=provider,
+        model=model,
+        content=content,
+        usage=usage or Usage(input=10, output=5),
+        stop_reason=stop,
+        timestamp=1_700_000_000_001,
+    )
 
 
 def tool_result(call_id: str, text: str, name: str = "read") -> ToolResultMessage:
-    return ToolResultMessage(tool_call_id=call_id, tool_name=name, content=[TextContent(text=text)],
-                             timestamp=1_700_000_000_002)
+    return ToolResultMessage(
+        tool_call_id=call_id, tool_name=name, content=[TextContent(text=text)], timestamp=1_700_000_000_002
+    )
 
 
 def header(version: int | None = 3, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "session"}
     if version is not None:
         out["version"] = version
-    out.update({"id": "0193a7b4-1111-7222-8333-444455556666", "timestamp": "2026-01-05T09:00:00.000Z",
-                "cwd": "/home/dev/project"})
+    out.update(
+        {
+            "id": "0193a7b4-1111-7222-8333-444455556666",
+            "timestamp": "2026-01-05T09:00:00.000Z",
+            "cwd": "/home/dev/project",
+        }
+    )
     out.update(extra)
     return out
 
@@ -92,7 +110,9 @@ def generate_pi_session(path: Path, entries: int, seed: int = 1) -> dict[str, An
         pytest.skip(reason)
     done = subprocess.run(
         [sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(path), "--seed", str(seed)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     stats: dict[str, Any] = json.loads(done.stdout)
     return stats

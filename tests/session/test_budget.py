@@ -47,8 +47,12 @@ def test_chars_per_message_kind() -> None:
 
 def test_last_usage_plus_estimate_of_what_follows() -> None:
     first = assistant("x", usage=Usage(input=100, output=20, cache_read=1000, cache_write=5))
-    messages = [user("q" * 40), first, user("a" * 9), ToolResultMessage(tool_call_id="c", tool_name="t",
-                                                                        content=[TextContent(text="b" * 4)])]
+    messages = [
+        user("q" * 40),
+        first,
+        user("a" * 9),
+        ToolResultMessage(tool_call_id="c", tool_name="t", content=[TextContent(text="b" * 4)]),
+    ]
     assert estimate_context_tokens(messages) == 1125 + 3 + 1
     # aborted and failed replies report nothing usable: the one before counts
     aborted = assistant("", usage=Usage(), stop=StopReason.ABORTED)

@@ -69,12 +69,12 @@ def test_a_path_without_compaction_is_all_its_messages() -> None:
 
 def test_with_a_compaction_summary_then_kept_entries_then_the_rest() -> None:
     entries = linked(
-        MessageEntry(message=user("old question")),       # e0
-        MessageEntry(message=assistant("old answer")),    # e1
-        MessageEntry(message=user("kept question")),      # e2
-        MessageEntry(message=assistant("kept answer")),   # e3
+        MessageEntry(message=user("old question")),  # e0
+        MessageEntry(message=assistant("old answer")),  # e1
+        MessageEntry(message=user("kept question")),  # e2
+        MessageEntry(message=assistant("kept answer")),  # e3
         CompactionEntry(summary="S1", first_kept_entry_id="e2", tokens_before=1000),  # e4
-        MessageEntry(message=user("after")),              # e5
+        MessageEntry(message=user("after")),  # e5
     )
     context = build_context(entries, "e5")
     assert texts(context.messages) == ["summary:S1", "kept question", "kept answer", "after"]
@@ -86,13 +86,13 @@ def test_with_a_compaction_summary_then_kept_entries_then_the_rest() -> None:
 
 def test_only_the_latest_compaction_counts() -> None:
     entries = linked(
-        MessageEntry(message=user("a")),                  # e0
-        MessageEntry(message=assistant("b")),             # e1
+        MessageEntry(message=user("a")),  # e0
+        MessageEntry(message=assistant("b")),  # e1
         CompactionEntry(summary="S1", first_kept_entry_id="e1"),  # e2
-        MessageEntry(message=user("c")),                  # e3
-        MessageEntry(message=assistant("d")),             # e4
+        MessageEntry(message=user("c")),  # e3
+        MessageEntry(message=assistant("d")),  # e4
         CompactionEntry(summary="S2", first_kept_entry_id="e3"),  # e5
-        MessageEntry(message=user("e")),                  # e6
+        MessageEntry(message=user("e")),  # e6
     )
     assert texts(build_context(entries, "e6").messages) == ["summary:S2", "c", "d", "e"]
     # a leaf before the second compaction still sees the first
@@ -101,13 +101,13 @@ def test_only_the_latest_compaction_counts() -> None:
 
 def test_a_compaction_whose_first_kept_entry_is_missing_keeps_what_it_could_have_summarised() -> None:
     entries = linked(
-        MessageEntry(message=user("a")),                  # e0
-        MessageEntry(message=assistant("b")),             # e1
+        MessageEntry(message=user("a")),  # e0
+        MessageEntry(message=assistant("b")),  # e1
         CompactionEntry(summary="S1", first_kept_entry_id="e1"),  # e2
-        MessageEntry(message=user("c")),                  # e3
-        MessageEntry(message=assistant("d")),             # e4
+        MessageEntry(message=user("c")),  # e3
+        MessageEntry(message=assistant("d")),  # e4
         CompactionEntry(summary="S2", first_kept_entry_id="gone0000"),  # e5
-        MessageEntry(message=user("e")),                  # e6
+        MessageEntry(message=user("e")),  # e6
     )
     context = build_context(entries, "e6")
     # the previous compaction's first kept entry (e1) up to S2, then what follows
@@ -152,8 +152,13 @@ def test_model_comes_from_the_latest_model_change_or_assistant_message() -> None
 
 
 def test_version_one_header_settings_are_the_starting_point() -> None:
-    head = SessionHeader(id="u", timestamp="t", cwd="/w", version=1,
-                         extra={"provider": "anthropic", "modelId": "claude-opus-4-5", "thinkingLevel": "high"})
+    head = SessionHeader(
+        id="u",
+        timestamp="t",
+        cwd="/w",
+        version=1,
+        extra={"provider": "anthropic", "modelId": "claude-opus-4-5", "thinkingLevel": "high"},
+    )
     entries = linked(MessageEntry(message=user("a")))
     context = build_context(entries, "e0", header=head)
     assert context.model == ModelRef("anthropic", "claude-opus-4-5") and context.thinking_level == "high"

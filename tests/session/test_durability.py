@@ -191,8 +191,11 @@ def test_an_empty_file(tmp_path: Path) -> None:
 
 
 def test_a_header_of_a_future_version_is_read_but_not_appended_to(tmp_path: Path) -> None:
-    lines = [header(version=4, newField={"x": 1}), *chain(3),
-             {"type": "hologram", "id": "f0000000", "parentId": "e0000002", "timestamp": "2027-01-01T00:00:00.000Z"}]
+    lines = [
+        header(version=4, newField={"x": 1}),
+        *chain(3),
+        {"type": "hologram", "id": "f0000000", "parentId": "e0000002", "timestamp": "2027-01-01T00:00:00.000Z"},
+    ]
     path = write_jsonl(tmp_path / "s.jsonl", lines)
     before = path.read_bytes()
     # continuing it is refused at once, naming the version and the file (not at the first append)
@@ -226,8 +229,12 @@ def test_duplicate_ids(tmp_path: Path) -> None:
 
 
 def test_a_parent_id_that_points_nowhere(tmp_path: Path) -> None:
-    lines = [header(), *chain(2), msg_line("dddd0000", "nowhere0", user("orphan")),
-             msg_line("eeee0000", "dddd0000", assistant("its child"))]
+    lines = [
+        header(),
+        *chain(2),
+        msg_line("dddd0000", "nowhere0", user("orphan")),
+        msg_line("eeee0000", "dddd0000", assistant("its child")),
+    ]
     store = SessionStore.open(write_jsonl(tmp_path / "s.jsonl", lines), read_only=True)
     assert any("parent nowhere0 not found" in w for w in store.warnings)
     assert store.tree().roots == ["e0000000", "dddd0000"] and store.tree().orphans == ["dddd0000"]
@@ -236,15 +243,24 @@ def test_a_parent_id_that_points_nowhere(tmp_path: Path) -> None:
 
 
 def test_a_compaction_whose_first_kept_entry_is_missing(tmp_path: Path) -> None:
-    lines = [header(), *chain(4),
-             {"type": "compaction", "id": "c0000000", "parentId": "e0000003", "timestamp": "2026-01-05T09:00:02.000Z",
-              "summary": "S", "firstKeptEntryId": "gone0000", "tokensBefore": 5},
-             msg_line("f0000000", "c0000000", user("after"))]
+    lines = [
+        header(),
+        *chain(4),
+        {
+            "type": "compaction",
+            "id": "c0000000",
+            "parentId": "e0000003",
+            "timestamp": "2026-01-05T09:00:02.000Z",
+            "summary": "S",
+            "firstKeptEntryId": "gone0000",
+            "tokensBefore": 5,
+        },
+        msg_line("f0000000", "c0000000", user("after")),
+    ]
     store = SessionStore.open(write_jsonl(tmp_path / "s.jsonl", lines), read_only=True)
     context = store.build_context()
     assert any("gone0000" in w and "not on the path" in w for w in store.warnings)
-    assert [m.role for m in context.messages] == ["compactionSummary", "user", "assistant", "user", "assistant",
-                                                 "user"]
+    assert [m.role for m in context.messages] == ["compactionSummary", "user", "assistant", "user", "assistant", "user"]
 
 
 # --- one writer ---------------------------------------------------------------------------------
@@ -260,8 +276,13 @@ def test_a_second_writer_gets_session_in_use(tmp_path: Path) -> None:
         "print('locked', flush=True)\n"
         "time.sleep(60)\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True,
-                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         with pytest.raises(SessionInUseError) as err:
@@ -286,10 +307,19 @@ def test_two_stores_in_one_process_also_exclude_each_other(tmp_path: Path) -> No
 
 
 def test_duplicate_ids_on_lines_read_the_slow_way(tmp_path: Path) -> None:
-    first = {"id": "aaaa0000", "type": "message", "parentId": None, "timestamp": "t",
-             "message": user("first a").to_json_dict()}  # fields in another order: decoded during the scan
-    lines = [header(), first, msg_line("aaaa0000", "aaaa0000", user("second a")),
-             msg_line("bbbb0000", "aaaa0000", assistant("b"))]
+    first = {
+        "id": "aaaa0000",
+        "type": "message",
+        "parentId": None,
+        "timestamp": "t",
+        "message": user("first a").to_json_dict(),
+    }  # fields in another order: decoded during the scan
+    lines = [
+        header(),
+        first,
+        msg_line("aaaa0000", "aaaa0000", user("second a")),
+        msg_line("bbbb0000", "aaaa0000", assistant("b")),
+    ]
     store = SessionStore.open(write_jsonl(tmp_path / "s.jsonl", lines), read_only=True)
     renamed = store.ids()[0]
     assert renamed != "aaaa0000"

@@ -40,13 +40,23 @@ def every_entry() -> list[Any]:
         MessageEntry(message=assistant("hello"), **COMMON),
         ModelChangeEntry(provider="anthropic", model_id="claude-sonnet-4-5", **COMMON),
         ThinkingLevelChangeEntry(thinking_level="high", **COMMON),
-        CompactionEntry(summary="s", first_kept_entry_id="0000abcd", tokens_before=123,
-                        details={"readFiles": ["a.py"]}, from_hook=False, **COMMON),
+        CompactionEntry(
+            summary="s",
+            first_kept_entry_id="0000abcd",
+            tokens_before=123,
+            details={"readFiles": ["a.py"]},
+            from_hook=False,
+            **COMMON,
+        ),
         BranchSummaryEntry(from_id="0000abcd", summary="left", details={"x": 1}, **COMMON),
         CustomEntry(custom_type="ext.state", data={"k": [1, 2]}, **COMMON),
-        CustomMessageEntry(custom_type="ext.card", content=[TextContent(text="card"),
-                                                            ImageContent(data="aGk=", mime_type="image/png")],
-                           display=False, details={"d": 1}, **COMMON),
+        CustomMessageEntry(
+            custom_type="ext.card",
+            content=[TextContent(text="card"), ImageContent(data="aGk=", mime_type="image/png")],
+            display=False,
+            details={"d": 1},
+            **COMMON,
+        ),
         CustomMessageEntry(custom_type="ext.note", content="plain", **COMMON),
         LabelEntry(target_id="0000abcd", label="checkpoint", **COMMON),
         LabelEntry(target_id="0000abcd", label=None, **COMMON),
@@ -72,44 +82,88 @@ def test_camel_case_on_disk_snake_case_in_python() -> None:
     data = entry.to_json_dict()
     assert data["firstKeptEntryId"] == "0000abcd" and data["tokensBefore"] == 5 and data["parentId"] == "00000000"
     assert "first_kept_entry_id" not in data
-    model = entry_from_json({"type": "model_change", "id": "x", "parentId": None, "timestamp": "t",
-                             "provider": "openai", "modelId": "gpt-5"})
+    model = entry_from_json(
+        {
+            "type": "model_change",
+            "id": "x",
+            "parentId": None,
+            "timestamp": "t",
+            "provider": "openai",
+            "modelId": "gpt-5",
+        }
+    )
     assert isinstance(model, ModelChangeEntry) and model.model_id == "gpt-5" and str(model.model) == "openai/gpt-5"
-    thinking = entry_from_json({"type": "thinking_level_change", "id": "x", "parentId": None, "timestamp": "t",
-                                "thinkingLevel": "low"})
+    thinking = entry_from_json(
+        {"type": "thinking_level_change", "id": "x", "parentId": None, "timestamp": "t", "thinkingLevel": "low"}
+    )
     assert isinstance(thinking, ThinkingLevelChangeEntry) and thinking.thinking_level == "low"
 
 
 def test_unknown_types_and_fields_are_kept_verbatim() -> None:
-    raw = {"type": "future_thing", "id": "abcd0123", "parentId": None, "timestamp": "2026-01-05T09:00:00.000Z",
-           "payload": {"nested": [1, "two"]}, "flag": True}
+    raw = {
+        "type": "future_thing",
+        "id": "abcd0123",
+        "parentId": None,
+        "timestamp": "2026-01-05T09:00:00.000Z",
+        "payload": {"nested": [1, "two"]},
+        "flag": True,
+    }
     entry = entry_from_json(dict(raw))
     assert isinstance(entry, UnknownEntry) and entry.type == "future_thing"
     assert entry.to_json_dict() == raw
-    known = {"type": "label", "id": "abcd0123", "parentId": "ffff0000", "timestamp": "2026-01-05T09:00:00.000Z",
-             "targetId": "ffff0000", "label": "x", "colour": "blue"}
+    known = {
+        "type": "label",
+        "id": "abcd0123",
+        "parentId": "ffff0000",
+        "timestamp": "2026-01-05T09:00:00.000Z",
+        "targetId": "ffff0000",
+        "label": "x",
+        "colour": "blue",
+    }
     label = entry_from_json(dict(known))
     assert isinstance(label, LabelEntry) and label.extra == {"colour": "blue"}
     assert label.to_json_dict() == known
-    message = {"type": "message", "id": "abcd0123", "parentId": None, "timestamp": "t",
-               "message": {"role": "assistant", "content": [{"type": "hologram"}], "provider": "p"}}
+    message = {
+        "type": "message",
+        "id": "abcd0123",
+        "parentId": None,
+        "timestamp": "t",
+        "message": {"role": "assistant", "content": [{"type": "hologram"}], "provider": "p"},
+    }
     odd = entry_from_json(json.loads(json.dumps(message)))  # a block this heron cannot decode
     assert isinstance(odd, MessageEntry) and isinstance(odd.message, OpaqueMessage)
     assert odd.to_json_dict() == message
 
 
 def test_header_keeps_version_one_settings() -> None:
-    raw = {"type": "session", "id": "u", "timestamp": "2025-11-20T23:33:50.805Z", "cwd": "/w",
-           "provider": "anthropic", "modelId": "claude-sonnet-4-5", "thinkingLevel": "off", "branchedFrom": "/p"}
+    raw = {
+        "type": "session",
+        "id": "u",
+        "timestamp": "2025-11-20T23:33:50.805Z",
+        "cwd": "/w",
+        "provider": "anthropic",
+        "modelId": "claude-sonnet-4-5",
+        "thinkingLevel": "off",
+        "branchedFrom": "/p",
+    }
     head = SessionHeader.from_json_dict(raw)
     assert head.version == 1
     assert str(head.legacy_model) == "anthropic/claude-sonnet-4-5" and head.legacy_thinking_level == "off"
     assert head.to_json_dict() == {**raw, "version": 1}
 
 
-@pytest.mark.parametrize("bad", [[], "x", {"id": "a"}, {"type": ""}, {"type": "session", "id": "a"},
-                                 {"type": "message", "id": "a", "message": "not an object"},
-                                 {"type": "custom_message", "id": "a", "content": 5}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        "x",
+        {"id": "a"},
+        {"type": ""},
+        {"type": "session", "id": "a"},
+        {"type": "message", "id": "a", "message": "not an object"},
+        {"type": "custom_message", "id": "a", "content": 5},
+    ],
+)
 def test_malformed_entries_raise_value_error(bad: Any) -> None:
     with pytest.raises(ValueError):
         entry_from_json(bad)
@@ -127,8 +181,17 @@ def test_ids_and_timestamps_have_pi_shapes() -> None:
 
 
 def test_custom_message_entry_content_blocks() -> None:
-    entry = entry_from_json({"type": "custom_message", "id": "a", "parentId": None, "timestamp": "t",
-                             "customType": "c", "content": [{"type": "text", "text": "x"}], "display": True})
+    entry = entry_from_json(
+        {
+            "type": "custom_message",
+            "id": "a",
+            "parentId": None,
+            "timestamp": "t",
+            "customType": "c",
+            "content": [{"type": "text", "text": "x"}],
+            "display": True,
+        }
+    )
     assert isinstance(entry, CustomMessageEntry) and entry.content == [TextContent(text="x")]
     # the agent's own custom role decodes too (used when building the context)
     assert ExtensionMessage(custom_type="c", content="x").role == "custom"
@@ -186,10 +249,20 @@ def test_v1_compaction_index_that_names_no_earlier_entry_warns(index: Any) -> No
 def test_v2_migration_renames_hook_messages_and_keeps_ids() -> None:
     head: dict[str, Any] = {"type": "session", "version": 2, "id": "u", "timestamp": "t", "cwd": "/w"}
     entries = [
-        {"type": "message", "id": "aaaa0001", "parentId": None, "timestamp": "t",
-         "message": {"role": "hookMessage", "customType": "h", "content": "x", "display": True, "timestamp": 1}},
-        {"type": "message", "id": "aaaa0002", "parentId": "aaaa0001", "timestamp": "t",
-         "message": user("u").to_json_dict()},
+        {
+            "type": "message",
+            "id": "aaaa0001",
+            "parentId": None,
+            "timestamp": "t",
+            "message": {"role": "hookMessage", "customType": "h", "content": "x", "display": True, "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "id": "aaaa0002",
+            "parentId": "aaaa0001",
+            "timestamp": "t",
+            "message": user("u").to_json_dict(),
+        },
     ]
     migrate(head, entries)
     assert head["version"] == 3

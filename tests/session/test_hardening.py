@@ -44,8 +44,9 @@ def test_lone_surrogates_are_replaced_when_written(tmp_path: Path) -> None:
     assert messages[1].text() == "answer with \ufffd"
     reopened.append_message(user("more"))  # continuing works
     reopened.close()
-    json.dumps([m.to_json_dict() for m in SessionStore.open(tmp_path / "s.jsonl").build_context().messages],
-               ensure_ascii=False).encode("utf-8")
+    json.dumps(
+        [m.to_json_dict() for m in SessionStore.open(tmp_path / "s.jsonl").build_context().messages], ensure_ascii=False
+    ).encode("utf-8")
 
 
 def test_old_files_with_escaped_surrogates_load_and_continue(tmp_path: Path) -> None:
@@ -78,8 +79,10 @@ def test_lines_with_invalid_utf8_load_with_replacement(tmp_path: Path) -> None:
 
 def test_a_migrated_file_with_surrogates_is_rewritten_as_valid_utf8(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
-    v2 = [{"type": "session", "version": 2, "id": "x", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
-          msg_line("aaaa0001", None, user("old \udcff"))]
+    v2 = [
+        {"type": "session", "version": 2, "id": "x", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        msg_line("aaaa0001", None, user("old \udcff")),
+    ]
     path.write_text("\n".join(json.dumps(line) for line in v2) + "\n")
     store = SessionStore.open(path)
     store.append_message(user("next"))
@@ -201,8 +204,10 @@ def test_a_failed_creation_leaves_no_file(tmp_path: Path, full_disk: dict[str, i
 
 def test_a_failed_rewrite_changes_nothing(tmp_path: Path, full_disk: dict[str, int]) -> None:
     path = tmp_path / "old.jsonl"
-    v2 = [{"type": "session", "version": 2, "id": "x", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
-          msg_line("aaaa0001", None, user("old"))]
+    v2 = [
+        {"type": "session", "version": 2, "id": "x", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        msg_line("aaaa0001", None, user("old")),
+    ]
     write_jsonl(path, v2)
     before = path.read_bytes()
     store = SessionStore.open(path)
@@ -242,8 +247,9 @@ async def test_the_recorder_stops_the_run_before_the_next_tool(
 
     agent.subscribe(fill_disk)
     recorder = SessionRecorder(agent, store, record_settings=False)
-    faux.queue(tool_call("note", {"text": "a"}, call_id="c1"), tool_call("note", {"text": "b"}, call_id="c2"),
-               text("done"))
+    faux.queue(
+        tool_call("note", {"text": "a"}, call_id="c1"), tool_call("note", {"text": "b"}, call_id="c2"), text("done")
+    )
     if fail_at == "prompt":
         full_disk["budget"] = 0
     await agent.prompt("go")

@@ -52,10 +52,12 @@ def search(home: Path, query: str, **kw: object) -> list[dict[str, object]]:
 def test_every_kind_of_entry_is_indexed_with_role_tool_and_time(home: Path, cwd: Path) -> None:
     store = SessionStore.create(cwd, home=home)
     user = store.append_message(UserMessage(content="please count the zebras"))
-    call = store.append_message(assistant("I will run it", [ToolCall(id="c1", name="bash",
-                                                                       arguments={"command": "echo giraffe"})]))
-    result = store.append_message(ToolResultMessage(tool_call_id="c1", tool_name="bash",
-                                                    content=[TextContent(text="giraffe output")]))
+    call = store.append_message(
+        assistant("I will run it", [ToolCall(id="c1", name="bash", arguments={"command": "echo giraffe"})])
+    )
+    result = store.append_message(
+        ToolResultMessage(tool_call_id="c1", tool_name="bash", content=[TextContent(text="giraffe output")])
+    )
     compaction = store.append_compaction("summary mentions okapi", call.id, 1000)
     custom = store.append(CustomMessageEntry(custom_type="ext", content="extension says lemur"))
     store.branch(user.id)
@@ -95,8 +97,18 @@ def test_a_torn_last_line_is_indexed_once_it_is_complete(home: Path, cwd: Path) 
     store = make_session(home, cwd, "whole")
     store.close()
     assert store.path is not None
-    line = json.dumps({"type": "message", "id": "abcd1234", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-                       "message": {"role": "user", "content": "pelican", "timestamp": 1}}) + "\n"
+    line = (
+        json.dumps(
+            {
+                "type": "message",
+                "id": "abcd1234",
+                "parentId": None,
+                "timestamp": "2026-01-01T00:00:00.000Z",
+                "message": {"role": "user", "content": "pelican", "timestamp": 1},
+            }
+        )
+        + "\n"
+    )
     with open(store.path, "a") as fh:
         fh.write(line[:40])
     assert search(home, "pelican") == []
@@ -143,7 +155,9 @@ def test_scopes_session_project_all(home: Path, cwd: Path, tmp_path: Path) -> No
     project = encode_cwd(cwd)
     assert {h["session"] for h in search(home, "shared", scope="session", session_id=a.session_id)} == {a.session_id}
     assert {h["session"] for h in search(home, "shared", scope="project", project=project)} == {
-        a.session_id, b.session_id}
+        a.session_id,
+        b.session_id,
+    }
     assert {h["session"] for h in search(home, "shared", scope="all")} == {a.session_id, b.session_id, c.session_id}
     assert len(search(home, "shared", scope="all", limit=2)) == 2
 
@@ -154,9 +168,14 @@ def test_spill_files_are_indexed_in_line_chunks_and_linked_to_their_result(home:
     spill_dir.mkdir(parents=True)
     spill = spill_dir / "call_1.txt"
     spill.write_text("".join(f"line {i}\n" for i in range(1, 251)) + "the needle is here\n")
-    store.append_message(ToolResultMessage(
-        tool_call_id="call_1", tool_name="bash", content=[TextContent(text="preview only")],
-        details={"budget_spill": {"spill_path": str(spill), "spilled": True}}))
+    store.append_message(
+        ToolResultMessage(
+            tool_call_id="call_1",
+            tool_name="bash",
+            content=[TextContent(text="preview only")],
+            details={"budget_spill": {"spill_path": str(spill), "spilled": True}},
+        )
+    )
     hits = search(home, "needle", scope="session", session_id=store.session_id)
     assert len(hits) == 1
     hit = hits[0]
@@ -172,11 +191,11 @@ def test_spill_files_are_indexed_in_line_chunks_and_linked_to_their_result(home:
 def test_searches_and_their_results_are_not_indexed(home: Path, cwd: Path) -> None:
     store = make_session(home, cwd, "find the kiwi")
     store.append_message(assistant("", [ToolCall(id="s1", name="search_history", arguments={"query": "kiwi"})]))
-    store.append_message(ToolResultMessage(tool_call_id="s1", tool_name="search_history",
-                                           content=[TextContent(text="1 match for kiwi")]))
+    store.append_message(
+        ToolResultMessage(tool_call_id="s1", tool_name="search_history", content=[TextContent(text="1 match for kiwi")])
+    )
     hits = search(home, "kiwi")
-    assert sorted(str(h["role"]) for h in hits) == [
-        "assistant", "user"]
+    assert sorted(str(h["role"]) for h in hits) == ["assistant", "user"]
     assert all(h["tool"] is None for h in hits)
 
 
@@ -246,8 +265,11 @@ def test_older_session_versions_are_indexed_through_migration(home: Path) -> Non
     folder.mkdir(parents=True)
     lines = [
         {"type": "session", "id": "old-1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/old"},
-        {"type": "message", "timestamp": "2025-01-01T00:00:01.000Z",
-         "message": {"role": "user", "content": "legacy flamingo", "timestamp": 1}},
+        {
+            "type": "message",
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": "legacy flamingo", "timestamp": 1},
+        },
     ]
     (folder / "2025-01-01T00-00-00-000Z_old-1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     hits = search(home, "flamingo")

@@ -42,13 +42,22 @@ async def test_every_message_is_on_disk_when_its_message_end_is_emitted(faux: Fa
             seen_on_disk.append(bool(on_disk) and on_disk[-1] == event.message.to_json_dict())
 
     agent.subscribe(check)
-    faux.queue(tool_call("echo", {"text": "one"}, call_id="c1"), tool_call("echo", {"text": "two"}, call_id="c2"),
-               text("all done"))
+    faux.queue(
+        tool_call("echo", {"text": "one"}, call_id="c1"),
+        tool_call("echo", {"text": "two"}, call_id="c2"),
+        text("all done"),
+    )
     await agent.prompt("use the tool twice")
     assert seen_on_disk == [False, True, True, True, True, True]
     assert file_messages(path) == [m.to_json_dict() for m in agent.messages]
-    assert [m["role"] for m in file_messages(path)] == ["user", "assistant", "toolResult", "assistant", "toolResult",
-                                                       "assistant"]
+    assert [m["role"] for m in file_messages(path)] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
     recorder.close()
     store.close()
     reopened = SessionStore.open(path, read_only=True)
@@ -73,8 +82,18 @@ async def test_model_and_thinking_changes_are_recorded_when_they_differ(faux: Fa
     for line in path.read_text().splitlines()[1:]:
         entry = json.loads(line)
         kinds.append(entry["type"] if entry["type"] != "message" else entry["message"]["role"])
-    assert kinds == ["model_change", "thinking_level_change", "user", "assistant", "user", "assistant",
-                     "model_change", "thinking_level_change", "user", "assistant"]
+    assert kinds == [
+        "model_change",
+        "thinking_level_change",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "model_change",
+        "thinking_level_change",
+        "user",
+        "assistant",
+    ]
     context = SessionStore.open(path, read_only=True).build_context()
     assert context.model == ModelRef("faux", "faux-2") and context.thinking_level == "high"
 

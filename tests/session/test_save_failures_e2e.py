@@ -80,7 +80,7 @@ def test_the_saved_part_of_a_full_disk_run_continues(box: Sandbox) -> None:
     assert result.code == 0, result.err
     after = message_lines(path)
     assert after[: len(before)] == before
-    assert [m["message"]["role"] for m in after[len(before):]] == ["user", "assistant", "toolResult", "assistant"]
+    assert [m["message"]["role"] for m in after[len(before) :]] == ["user", "assistant", "toolResult", "assistant"]
 
 
 @needs_permissions
@@ -146,14 +146,27 @@ def test_json_mode_reports_the_failure_in_one_line(box: Sandbox) -> None:
 
 def test_rpc_mode_stops_serving_and_exits_1(box: Sandbox) -> None:
     server = LocalServer()
-    server.queue(*[openai_reply(f"step {n}", [(f"c{n}", "bash", {"command": f"echo {n} >> ran.txt"})])
-                   for n in range(1, 31)])
+    server.queue(
+        *[openai_reply(f"step {n}", [(f"c{n}", "bash", {"command": f"echo {n} >> ran.txt"})]) for n in range(1, 31)]
+    )
     commands = [{"id": 1, "type": "prompt", "message": "go"}, {"id": 2, "type": "get_state"}]
     try:
         done = subprocess.run(
-            [*box.unprivileged, *heron_command(), "--base-url", server.url + "/v1", "--model", "test-model",
-             "--mode", "rpc"],
-            cwd=box.cwd, env=dict(box.env, **box.disk_full_env(4000)), capture_output=True, text=True, timeout=120,
+            [
+                *box.unprivileged,
+                *heron_command(),
+                "--base-url",
+                server.url + "/v1",
+                "--model",
+                "test-model",
+                "--mode",
+                "rpc",
+            ],
+            cwd=box.cwd,
+            env=dict(box.env, **box.disk_full_env(4000)),
+            capture_output=True,
+            text=True,
+            timeout=120,
             input="\n".join(json.dumps(c) for c in commands[:1]) + "\n",
         )
     finally:

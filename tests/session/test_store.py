@@ -293,8 +293,7 @@ def test_read_only_stores_refuse_to_append(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("window", [_scan.WINDOW, 8192])
-def test_lazy_open_reads_what_a_full_decode_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   window: int) -> None:
+def test_lazy_open_reads_what_a_full_decode_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int) -> None:
     monkeypatch.setattr(_scan, "WINDOW", window)
     path = tmp_path / "pi.jsonl"
     stats = generate_pi_session(path, 3000, seed=7)
@@ -360,8 +359,12 @@ def test_tool_turns_round_trip_through_a_file(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     store = SessionStore.create(tmp_path, path=path)
     call = ToolCall(id="call_1", name="read", arguments={"path": "a.py"})
-    messages = [user("read a.py"), assistant("reading", calls=[call]), tool_result("call_1", "print(1)"),
-                assistant("done")]
+    messages = [
+        user("read a.py"),
+        assistant("reading", calls=[call]),
+        tool_result("call_1", "print(1)"),
+        assistant("done"),
+    ]
     for m in messages:
         store.append_message(m)
     store.close()
@@ -418,7 +421,7 @@ def test_fork_of_a_generated_pi_session(tmp_path: Path) -> None:
     assert len(path_ids) == stats["leaf_path_len"]
     assert [json.loads(x)["id"] for x in copied[: len(path_ids)]] == path_ids
     assert all(x == source[json.loads(x)["id"]] for x in copied[: len(path_ids)])
-    assert all(json.loads(x)["type"] == "label" for x in copied[len(path_ids):])
+    assert all(json.loads(x)["type"] == "label" for x in copied[len(path_ids) :])
     a, b = store.build_context(), fork.build_context()
     assert [m.to_json_dict() for m in a.messages] == [m.to_json_dict() for m in b.messages]
     assert a.model == b.model and a.thinking_level == b.thinking_level
@@ -445,8 +448,9 @@ def test_entries_are_found_in_any_order(tmp_path: Path, monkeypatch: pytest.Monk
     assert store.warnings == []
 
 
-def test_a_file_that_shrank_after_opening_reads_as_malformed_not_garbage(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_that_shrank_after_opening_reads_as_malformed_not_garbage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(_scan, "WINDOW", 4_000)
     path = tmp_path / "pi.jsonl"
     generate_pi_session(path, 300, seed=2)

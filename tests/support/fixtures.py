@@ -27,8 +27,10 @@ def missing_reason(*paths: Path) -> str | None:
     """Why a test needing ``paths`` cannot run, or None when they all exist."""
     for path in paths:
         if not path.exists():
-            return (f"shared fixture missing: {path} (check out the shared data beside the repository, "
-                    "or point HERON_SHARED at it)")
+            return (
+                f"shared fixture missing: {path} (check out the shared data beside the repository, "
+                "or point HERON_SHARED at it)"
+            )
     return None
 
 

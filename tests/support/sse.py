@@ -30,8 +30,12 @@ def _pieces(text: str, parts: int = 3) -> list[str]:
 # --- OpenAI Chat Completions --------------------------------------------------------------
 
 
-def openai_chunk(delta: dict[str, Any] | None = None, finish: str | None = None, model: str = "test-model",
-                 usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def openai_chunk(
+    delta: dict[str, Any] | None = None,
+    finish: str | None = None,
+    model: str = "test-model",
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One ``chat.completion.chunk``; ``usage`` makes it the trailing usage-only chunk."""
     body: dict[str, Any] = {
         "id": "chatcmpl-e2e",
@@ -52,8 +56,13 @@ def openai_sse(chunks: list[dict[str, Any]], done: bool = True) -> bytes:
     return "".join(lines).encode()
 
 
-def openai_turn(text: str = "", calls: Sequence[Call] = (), prompt_tokens: int = 100,
-                completion_tokens: int = 20, model: str = "test-model") -> bytes:
+def openai_turn(
+    text: str = "",
+    calls: Sequence[Call] = (),
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+    model: str = "test-model",
+) -> bytes:
     """One assistant turn: optional text, then tool calls (arguments streamed in pieces),
     the finish reason (``tool_calls`` or ``stop``) and a usage chunk."""
     chunks: list[dict[str, Any]] = [openai_chunk({"role": "assistant", "content": ""}, model=model)]
@@ -62,11 +71,15 @@ def openai_turn(text: str = "", calls: Sequence[Call] = (), prompt_tokens: int =
         head = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
         chunks.append(openai_chunk({"tool_calls": [head]}, model=model))
         for piece in _pieces(json.dumps(arguments)):
-            chunks.append(openai_chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]},
-                                       model=model))
+            chunks.append(
+                openai_chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, model=model)
+            )
     chunks.append(openai_chunk({}, finish="tool_calls" if calls else "stop", model=model))
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-             "total_tokens": prompt_tokens + completion_tokens}
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
     chunks.append(openai_chunk(usage=usage, model=model))
     return openai_sse(chunks)
 
@@ -82,8 +95,13 @@ def anthropic_sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
 
 
-def anthropic_turn(text: str = "", calls: Sequence[Call] = (), input_tokens: int = 100,
-                   output_tokens: int = 20, model: str = "claude-test") -> bytes:
+def anthropic_turn(
+    text: str = "",
+    calls: Sequence[Call] = (),
+    input_tokens: int = 100,
+    output_tokens: int = 20,
+    model: str = "claude-test",
+) -> bytes:
     """One assistant turn: ``message_start``, an optional text block, one ``tool_use``
     block per call (input as ``input_json_delta`` pieces), ``message_delta`` with the
     stop reason (``tool_use`` or ``end_turn``) and ``message_stop``."""
@@ -95,8 +113,12 @@ def anthropic_turn(text: str = "", calls: Sequence[Call] = (), input_tokens: int
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": 0,
-                  "cache_creation_input_tokens": 0},
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": 1,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        },
     }
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": message})]
     index = 0

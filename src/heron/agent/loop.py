@@ -201,9 +201,7 @@ async def _after_batch(
     return changed
 
 
-async def _stream_turn(
-    context: AgentContext, config: LoopConfig, signal: AbortSignal, emit: Emit
-) -> AssistantMessage:
+async def _stream_turn(context: AgentContext, config: LoopConfig, signal: AbortSignal, emit: Emit) -> AssistantMessage:
     """Stream one assistant message; a failure before the request becomes an error message."""
     model = config.model
     if signal.aborted:
@@ -335,10 +333,14 @@ async def _execute_tools(
         if result is None:  # cancelled after the abort grace period
             result = ToolResult.error(ABORTED_TOOL)
             if index not in started:  # was still waiting for an earlier call
-                emit(ToolExecutionStartEvent(tool_call_id=item.call.id, tool_name=item.call.name,
-                                             args=item.call.arguments))
-            emit(ToolExecutionEndEvent(tool_call_id=item.call.id, tool_name=item.call.name, result=result,
-                                       is_error=True))
+                emit(
+                    ToolExecutionStartEvent(
+                        tool_call_id=item.call.id, tool_name=item.call.name, args=item.call.arguments
+                    )
+                )
+            emit(
+                ToolExecutionEndEvent(tool_call_id=item.call.id, tool_name=item.call.name, result=result, is_error=True)
+            )
         messages.append(
             ToolResultMessage(
                 tool_call_id=item.call.id,
@@ -419,8 +421,11 @@ async def _produce_result(
             hook_context.params = params
 
     def on_update(partial: ToolResult) -> None:
-        emit(ToolExecutionUpdateEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments,
-                                      partial_result=partial))
+        emit(
+            ToolExecutionUpdateEvent(
+                tool_call_id=call.id, tool_name=call.name, args=call.arguments, partial_result=partial
+            )
+        )
 
     try:
         result = await tool.execute(call.id, params, signal, on_update)

@@ -126,8 +126,17 @@ class BashExecutionMessage:
     role: str = "bashExecution"
 
     _KNOWN = frozenset(
-        {"role", "command", "output", "exitCode", "cancelled", "truncated", "fullOutputPath",
-         "excludeFromContext", "timestamp"}
+        {
+            "role",
+            "command",
+            "output",
+            "exitCode",
+            "cancelled",
+            "truncated",
+            "fullOutputPath",
+            "excludeFromContext",
+            "timestamp",
+        }
     )
 
     def to_json_dict(self) -> JSON:
@@ -213,8 +222,13 @@ class BranchSummaryMessage:
     _KNOWN = frozenset({"role", "summary", "fromId", "timestamp"})
 
     def to_json_dict(self) -> JSON:
-        return {**self.extra, "role": self.role, "summary": self.summary, "fromId": self.from_id,
-                "timestamp": self.timestamp}
+        return {
+            **self.extra,
+            "role": self.role,
+            "summary": self.summary,
+            "fromId": self.from_id,
+            "timestamp": self.timestamp,
+        }
 
     @classmethod
     def from_json_dict(cls, data: JSON) -> BranchSummaryMessage:
@@ -237,8 +251,13 @@ class CompactionSummaryMessage:
     _KNOWN = frozenset({"role", "summary", "tokensBefore", "timestamp"})
 
     def to_json_dict(self) -> JSON:
-        return {**self.extra, "role": self.role, "summary": self.summary, "tokensBefore": self.tokens_before,
-                "timestamp": self.timestamp}
+        return {
+            **self.extra,
+            "role": self.role,
+            "summary": self.summary,
+            "tokensBefore": self.tokens_before,
+            "timestamp": self.timestamp,
+        }
 
     @classmethod
     def from_json_dict(cls, data: JSON) -> CompactionSummaryMessage:
@@ -264,8 +283,13 @@ class UINote:
     _KNOWN = frozenset({"role", "text", "level", "data", "timestamp"})
 
     def to_json_dict(self) -> JSON:
-        out: JSON = {**self.extra, "role": self.role, "text": self.text, "level": self.level,
-                     "timestamp": self.timestamp}
+        out: JSON = {
+            **self.extra,
+            "role": self.role,
+            "text": self.text,
+            "level": self.level,
+            "timestamp": self.timestamp,
+        }
         if self.data is not None:
             out["data"] = self.data
         return out
@@ -294,9 +318,7 @@ COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 )
 COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
-BRANCH_SUMMARY_PREFIX = (
-    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
-)
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUMMARY_SUFFIX = "\n</summary>"
 
 

@@ -62,9 +62,7 @@ class AgentTool(Generic[P]):
     description: str
     parameters: type[P]
 
-    async def execute(
-        self, call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback
-    ) -> ToolResult:
+    async def execute(self, call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
         raise NotImplementedError
 
     def concurrency_key(self, params: P) -> str | None:

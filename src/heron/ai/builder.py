@@ -142,9 +142,7 @@ class MessageBuilder:
         index = self._push(key, TextContent(text="", text_signature=clean_text(signature) if signature else signature))
         return TextStartEvent(content_index=index, partial=self.message)
 
-    def start_thinking(
-        self, key: Hashable, signature: str | None = None, redacted: bool = False
-    ) -> ThinkingStartEvent:
+    def start_thinking(self, key: Hashable, signature: str | None = None, redacted: bool = False) -> ThinkingStartEvent:
         block = ThinkingContent(thinking="", thinking_signature=signature, redacted=redacted or None)
         index = self._push(key, block)
         return ThinkingStartEvent(content_index=index, partial=self.message)

@@ -42,8 +42,11 @@ REQUEST_MS = 900_000
 MIN_TIMEOUT_MS = 1_000
 
 # The setting each timer is configured by, as a user writes it: named in the error.
-TIMEOUT_SETTINGS = {"first_byte_ms": "timeouts.firstByteMs", "idle_ms": "timeouts.idleMs",
-                    "request_ms": "timeouts.requestMs"}
+TIMEOUT_SETTINGS = {
+    "first_byte_ms": "timeouts.firstByteMs",
+    "idle_ms": "timeouts.idleMs",
+    "request_ms": "timeouts.requestMs",
+}
 
 
 @dataclass(slots=True)
@@ -74,5 +77,7 @@ class StreamOptions:
         for name in TIMEOUT_SETTINGS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < MIN_TIMEOUT_MS:
-                raise ValueError(f"{TIMEOUT_SETTINGS[name]} must be a whole number of milliseconds "
-                                 f">= {MIN_TIMEOUT_MS}, got {value!r}")
+                raise ValueError(
+                    f"{TIMEOUT_SETTINGS[name]} must be a whole number of milliseconds "
+                    f">= {MIN_TIMEOUT_MS}, got {value!r}"
+                )

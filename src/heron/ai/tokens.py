@@ -43,9 +43,7 @@ def message_chars(message: UserMessage | AssistantMessage | ToolResultMessage) -
         elif isinstance(block, ThinkingContent):
             chars += len(block.thinking)
         elif isinstance(block, ToolCall):
-            chars += len(block.name) + len(
-                json.dumps(block.arguments, separators=(",", ":"), ensure_ascii=False)
-            )
+            chars += len(block.name) + len(json.dumps(block.arguments, separators=(",", ":"), ensure_ascii=False))
         elif isinstance(block, ImageContent):
             images += 1
     return chars, images

@@ -318,8 +318,21 @@ class AssistantMessage:
     role: Literal["assistant"] = "assistant"
 
     _KNOWN = frozenset(
-        {"role", "content", "api", "provider", "model", "usage", "stopReason", "errorMessage", "responseId",
-         "timestamp", "errorKind", "errorStatus", "retryAfter"}
+        {
+            "role",
+            "content",
+            "api",
+            "provider",
+            "model",
+            "usage",
+            "stopReason",
+            "errorMessage",
+            "responseId",
+            "timestamp",
+            "errorKind",
+            "errorStatus",
+            "retryAfter",
+        }
     )
 
     def text(self) -> str:

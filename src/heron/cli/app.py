@@ -133,8 +133,12 @@ def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None
             parts.append(word)
     blocks = [*files, " ".join(parts)]
     stream = stdin if stdin is not None else sys.stdin
-    if args.mode in (None, "print", "json") and (args.print_prompt is not None or wants_stdin) \
-            and not _isatty(stream) and (wants_stdin or not words or _has_data(stream, STDIN_WAIT_SECONDS)):
+    if (
+        args.mode in (None, "print", "json")
+        and (args.print_prompt is not None or wants_stdin)
+        and not _isatty(stream)
+        and (wants_stdin or not words or _has_data(stream, STDIN_WAIT_SECONDS))
+    ):
         # Piped text is a block of its own: joined to the words with a space, its lines
         # would run into the task ("Explain: <first line of the file>").
         blocks.append(read_text_stream(stream).strip("\n"))
@@ -195,8 +199,16 @@ def pick_session(cwd: Path, home: Path) -> Path:
 
 def check_arguments(args: argparse.Namespace, mode: str) -> None:
     """Reject what cannot mean anything, before any file is read: one line saying why."""
-    sources = [flag for flag, on in (("-c/--continue", args.continue_session), ("-r/--resume", args.resume),
-                                     ("--session", bool(args.session)), ("--no-session", args.no_session)) if on]
+    sources = [
+        flag
+        for flag, on in (
+            ("-c/--continue", args.continue_session),
+            ("-r/--resume", args.resume),
+            ("--session", bool(args.session)),
+            ("--no-session", args.no_session),
+        )
+        if on
+    ]
     if len(sources) > 1:
         raise UsageError(f"{' and '.join(sources)} cannot be used together: each picks the session to use")
     if mode == "rpc" and (args.messages or args.print_prompt is not None):
@@ -241,8 +253,9 @@ def build_app(args: argparse.Namespace) -> App:
     for warning in settings.warnings:
         print(f"heron: warning: {warning}", file=sys.stderr)
     try:
-        resolved = resolve_model(settings, registry, args.model, args.base_url, args.api_key,
-                                 getattr(args, "api", None))
+        resolved = resolve_model(
+            settings, registry, args.model, args.base_url, args.api_key, getattr(args, "api", None)
+        )
     except SetupError as exc:
         raise _with_models_json_cause(exc, registry) from exc
     for error in registry.errors:
@@ -254,8 +267,12 @@ def build_app(args: argparse.Namespace) -> App:
     from heron.coding.mcp.config import project_trusted
     from heron.coding.mcp.setup import start_session_servers
 
-    mcp = start_session_servers(cwd, home, trusted=project_trusted(cwd, home, getattr(args, "trust", False)),
-                                window=resolved.model.context_window)
+    mcp = start_session_servers(
+        cwd,
+        home,
+        trusted=project_trusted(cwd, home, getattr(args, "trust", False)),
+        window=resolved.model.context_window,
+    )
     for warning in mcp.warnings:
         print(f"heron: warning: {warning}", file=sys.stderr)
     session = CodingSession(
@@ -277,8 +294,9 @@ def build_app(args: argparse.Namespace) -> App:
         print(f"heron: warning: {warning}", file=sys.stderr)
     mcp.bind(session.agent, session.store)
     _trace(session, getattr(args, "otel", None))
-    return App(args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved,
-               session=session, mcp=mcp)
+    return App(
+        args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved, session=session, mcp=mcp
+    )
 
 
 def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> None:
@@ -354,7 +372,7 @@ def run_app(args: argparse.Namespace) -> int:
         cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
         task = gather_task(args, cwd.resolve()) if mode != "rpc" else Task(text="")
         if mode in ("print", "json") and not task:
-            raise UsageError("no task given: heron -p \"what to do\" (or pipe it on stdin)")
+            raise UsageError('no task given: heron -p "what to do" (or pipe it on stdin)')
         if mode == "interactive":  # before the session starts the project's servers and hooks
             from heron.cli.tui.trust_question import maybe_ask_trust
 

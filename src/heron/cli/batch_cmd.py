@@ -30,22 +30,35 @@ API_CHOICES = ("openai-chat", "openai-responses", "anthropic-messages", "google-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="heron batch", description="Run many tasks, each in its own session.")
-    parser.add_argument("tasks", help="TASKS.jsonl: one {\"id\", \"prompt\", \"cwd\"} object per line")
+    parser.add_argument("tasks", help='TASKS.jsonl: one {"id", "prompt", "cwd"} object per line')
     parser.add_argument("--out", required=True, help="output directory: results.jsonl, sessions/, work/")
     parser.add_argument("--workers", type=int, default=4, help="sessions running at once (default 4)")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="local: asyncio tasks in this process; ray: async actors on a Ray cluster")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: asyncio tasks in this process; ray: async actors on a Ray cluster",
+    )
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
-    parser.add_argument("--retries", type=int, default=1,
-                        help="times a task whose worker died is tried again (default 1)")
+    parser.add_argument(
+        "--retries", type=int, default=1, help="times a task whose worker died is tried again (default 1)"
+    )
     parser.add_argument("--model", default=None, metavar="PROVIDER/ID", help="model of tasks that name none")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server")
     parser.add_argument("--api", choices=API_CHOICES, default=None, help="the wire API")
     parser.add_argument("--api-key", default=None, help="API key (default: the provider's environment variable)")
-    parser.add_argument("--otel", choices=("console",), default=None,
-                        help="print OpenTelemetry spans (OTLP is used when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
-    parser.add_argument("--progress", choices=("auto", "bar", "plain"), default="auto",
-                        help="a progress bar (default on a terminal) or one line per task")
+    parser.add_argument(
+        "--otel",
+        choices=("console",),
+        default=None,
+        help="print OpenTelemetry spans (OTLP is used when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "plain"),
+        default="auto",
+        help="a progress bar (default on a terminal) or one line per task",
+    )
     return parser
 
 
@@ -60,8 +73,9 @@ def resolve_models(tasks: list[BatchTask], args: argparse.Namespace) -> dict[str
     problems: list[str] = []
     for name in sorted({task.model for task in tasks}, key=lambda n: n or ""):
         try:
-            resolved[name] = resolve_model(settings, registry, name or args.model, args.base_url, args.api_key,
-                                           args.api)
+            resolved[name] = resolve_model(
+                settings, registry, name or args.model, args.base_url, args.api_key, args.api
+            )
         except SetupError as exc:
             users = [t.id for t in tasks if t.model == name][:5]
             problems.append(f"model {name or args.model or '(default)'} (tasks {', '.join(users)}): {exc}")
@@ -124,8 +138,18 @@ def main(argv: list[str]) -> int:
     from heron.coding.tracing import content_wanted
 
     home = heron_home()
-    jobs = [Job(task=t, model=models[t.model].model, api_key=models[t.model].api_key, out_dir=out, home=home,
-                tracing=mode, trace_content=content_wanted()) for t in todo]
+    jobs = [
+        Job(
+            task=t,
+            model=models[t.model].model,
+            api_key=models[t.model].api_key,
+            out_dir=out,
+            home=home,
+            tracing=mode,
+            trace_content=content_wanted(),
+        )
+        for t in todo
+    ]
     from heron.coding.batch.driver import ExecutorError
 
     try:
@@ -154,8 +178,11 @@ async def _run(jobs: list[Job], args: argparse.Namespace, results: ResultsLog) -
     loop = asyncio.get_running_loop()
 
     def interrupt() -> None:
-        print("\nheron batch: stopping (finished tasks are saved; Ctrl+C again to quit at once)",
-              file=sys.stderr, flush=True)
+        print(
+            "\nheron batch: stopping (finished tasks are saved; Ctrl+C again to quit at once)",
+            file=sys.stderr,
+            flush=True,
+        )
         stop.set()
         loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl+C is Python's own
 
@@ -164,8 +191,9 @@ async def _run(jobs: list[Job], args: argparse.Namespace, results: ResultsLog) -
     bar = {"auto": None, "bar": True, "plain": False}[args.progress]
     progress = BatchProgress(len(jobs), bar=bar)
     try:
-        outcome = await run_jobs(jobs, executor, workers=args.workers, results=results, listener=progress,
-                                 retries=args.retries, stop=stop)
+        outcome = await run_jobs(
+            jobs, executor, workers=args.workers, results=results, listener=progress, retries=args.retries, stop=stop
+        )
     finally:
         progress.close()
         if jobs and jobs[0].tracing and args.executor == "local":
@@ -173,8 +201,11 @@ async def _run(jobs: list[Job], args: argparse.Namespace, results: ResultsLog) -
 
             flush_tracing()
     left = len(jobs) - len(outcome.results)
-    print(f"heron batch: {len(outcome.results)} finished ({outcome.failed} failed), {left} not run; "
-          f"results in {results.path}", file=sys.stderr)
+    print(
+        f"heron batch: {len(outcome.results)} finished ({outcome.failed} failed), {left} not run; "
+        f"results in {results.path}",
+        file=sys.stderr,
+    )
     if outcome.interrupted:
         return EXIT_INTERRUPTED
     return 1 if outcome.failed else 0

@@ -31,17 +31,32 @@ class BatchProgress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        fields = ("{task.fields[running]} running · {task.fields[failed]} failed · "
-                  "{task.fields[tokens]} tokens · ${task.fields[cost]:.4f}")
-        self._bar = Progress(TextColumn("heron batch"), BarColumn(), MofNCompleteColumn(), TextColumn(fields),
-                             TextColumn("ETA"), TimeRemainingColumn(), console=Console(file=self.stream))
+        fields = (
+            "{task.fields[running]} running · {task.fields[failed]} failed · "
+            "{task.fields[tokens]} tokens · ${task.fields[cost]:.4f}"
+        )
+        self._bar = Progress(
+            TextColumn("heron batch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(fields),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(file=self.stream),
+        )
         self._task = self._bar.add_task("batch", total=self.total, running=0, failed=0, tokens=0, cost=0.0)
         self._bar.start()
 
     def _refresh(self) -> None:
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.done, running=len(self.running), failed=self.failed,
-                             tokens=self.tokens, cost=self.cost)
+            self._bar.update(
+                self._task,
+                completed=self.done,
+                running=len(self.running),
+                failed=self.failed,
+                tokens=self.tokens,
+                cost=self.cost,
+            )
 
     def _line(self, text: str) -> None:
         if self._bar is not None:
@@ -64,8 +79,10 @@ class BatchProgress:
         self.cost += result.cost
         detail = f" - {result.error}" if result.error else ""
         if self._bar is None or result.status != "ok":
-            self._line(f"[{self.done}/{self.total}] {result.id} {result.status} {result.duration_s:.2f}s "
-                       f"{result.tokens} tokens ${result.cost:.4f}{detail}")
+            self._line(
+                f"[{self.done}/{self.total}] {result.id} {result.status} {result.duration_s:.2f}s "
+                f"{result.tokens} tokens ${result.cost:.4f}{detail}"
+            )
         self._refresh()
 
     def close(self) -> None:

@@ -27,8 +27,7 @@ def clean_arguments(args: argparse.Namespace) -> None:
         if isinstance(value, str) and not (name == "print_prompt" and value.startswith("@")):
             setattr(args, name, clean_text(value))
         elif isinstance(value, list):
-            setattr(args, name, [clean_text(v) if isinstance(v, str) and not v.startswith("@") else v
-                                 for v in value])
+            setattr(args, name, [clean_text(v) if isinstance(v, str) and not v.startswith("@") else v for v in value])
 
 
 def read_text_stream(stream: TextIO) -> str:

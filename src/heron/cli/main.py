@@ -22,43 +22,86 @@ def build_parser() -> argparse.ArgumentParser:
         prog="heron",
         description="A coding agent that manages its context window.",
         epilog="Other commands: `heron sessions --help` (list and inspect session files), "
-               "`heron rewind --help` (undo turns: code, conversation or both), `heron mcp --help` (MCP servers), "
-               "`heron batch --help` (many tasks at once).",
+        "`heron rewind --help` (undo turns: code, conversation or both), `heron mcp --help` (MCP servers), "
+        "`heron batch --help` (many tasks at once).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
     parser.add_argument("messages", nargs="*", help="the task; @path arguments attach files")
-    parser.add_argument("-p", "--print", dest="print_prompt", nargs="?", const="", default=None, metavar="TASK",
-                        help="run one task, print the final answer and exit (reads piped stdin too)")
-    parser.add_argument("--mode", choices=MODES, default=None,
-                        help="output mode (default: interactive, or print with -p; acp: for editors)")
-    parser.add_argument("-c", "--continue", dest="continue_session", action="store_true",
-                        help="continue the newest session of this directory")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="print_prompt",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TASK",
+        help="run one task, print the final answer and exit (reads piped stdin too)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="output mode (default: interactive, or print with -p; acp: for editors)",
+    )
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_session",
+        action="store_true",
+        help="continue the newest session of this directory",
+    )
     parser.add_argument("-r", "--resume", action="store_true", help="pick a session of this directory to resume")
     parser.add_argument("--session", default=None, metavar="PATH|ID", help="open a session file or id prefix")
     parser.add_argument("--no-session", action="store_true", help="keep everything in memory, write no file")
-    parser.add_argument("--model", default=None, metavar="PROVIDER/ID",
-                        help="the model, e.g. anthropic/claude-sonnet-4-5")
+    parser.add_argument(
+        "--model", default=None, metavar="PROVIDER/ID", help="the model, e.g. anthropic/claude-sonnet-4-5"
+    )
     parser.add_argument("--thinking", choices=THINKING, default=None, help="thinking level")
-    parser.add_argument("--tools", default=None, metavar="LIST",
-                        help="comma-separated tools (default read,bash,edit,write,search_history; "
-                             "also grep,find,ls,json_query)")
+    parser.add_argument(
+        "--tools",
+        default=None,
+        metavar="LIST",
+        help="comma-separated tools (default read,bash,edit,write,search_history; also grep,find,ls,json_query)",
+    )
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://localhost:11434/v1")
-    parser.add_argument("--api", choices=API_CHOICES, default=None,
-                        help="the wire API (default: the model's; openai-chat for --base-url servers)")
-    parser.add_argument("--api-key", default=None,
-                        help="API key (default: the provider's environment variable; HERON_API_KEY for --base-url)")
+    parser.add_argument(
+        "--api",
+        choices=API_CHOICES,
+        default=None,
+        help="the wire API (default: the model's; openai-chat for --base-url servers)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help="API key (default: the provider's environment variable; HERON_API_KEY for --base-url)",
+    )
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")
-    parser.add_argument("--permission-mode", default=None, metavar="MODE",
-                        help="default, plan (read-only), accept-edits or bypass (docs/permissions.md)")
-    parser.add_argument("--allow", action="append", default=[], metavar="RULE",
-                        help="allow tool calls matching RULE, e.g. --allow 'Bash(make:*)' (repeatable)")
-    parser.add_argument("--trust", action="store_true",
-                        help="trust this project: run its hooks, use its allow rules, start its .mcp.json "
-                             "servers (remembered)")
-    parser.add_argument("--otel", choices=("console",), default=None,
-                        help="print OpenTelemetry spans of the run (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+    parser.add_argument(
+        "--permission-mode",
+        default=None,
+        metavar="MODE",
+        help="default, plan (read-only), accept-edits or bypass (docs/permissions.md)",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="allow tool calls matching RULE, e.g. --allow 'Bash(make:*)' (repeatable)",
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="trust this project: run its hooks, use its allow rules, start its .mcp.json servers (remembered)",
+    )
+    parser.add_argument(
+        "--otel",
+        choices=("console",),
+        default=None,
+        help="print OpenTelemetry spans of the run (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+    )
     parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
     return parser
 

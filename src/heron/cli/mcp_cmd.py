@@ -65,13 +65,22 @@ def add_parser(commands: Any) -> None:
     add.add_argument("--transport", choices=("stdio", "http"), default=None, help="default: http for a URL")
     add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment (repeat)")
     add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'", help="HTTP header")
-    add.add_argument("--lazy", action=argparse.BooleanOptionalAction, default=None,
-                     help="start the server at the first call of one of its tools (--no-lazy: with the session)")
+    add.add_argument(
+        "--lazy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="start the server at the first call of one of its tools (--no-lazy: with the session)",
+    )
     remove = sub.add_parser("remove", help="remove a server")
     remove.add_argument("name")
     for p in (add, remove):
-        p.add_argument("-s", "--scope", choices=("user", "project"), default="user",
-                       help="user: $HERON_HOME/mcp.json (default); project: ./.mcp.json")
+        p.add_argument(
+            "-s",
+            "--scope",
+            choices=("user", "project"),
+            default="user",
+            help="user: $HERON_HOME/mcp.json (default); project: ./.mcp.json",
+        )
         p.add_argument("--cwd", default=None, help="the project directory (default: the current one)")
     mcp.set_defaults(handler=run)
 
@@ -116,8 +125,10 @@ def _show(args: argparse.Namespace, cwd: Path, home: Path) -> int:
     finally:
         manager.close()
     rows = [_row(s, st) for s, st in zip(servers, statuses, strict=True)]
-    rows += [{**_config_json(s), "state": "not started", "error": "project not trusted (use --trust)", "tools": []}
-             for s in untrusted]
+    rows += [
+        {**_config_json(s), "state": "not started", "error": "project not trusted (use --trust)", "tools": []}
+        for s in untrusted
+    ]
     if args.json:
         print(json.dumps(rows if args.mcp_command == "list" else rows[0], indent=2, ensure_ascii=False))
     elif not rows:
@@ -133,8 +144,7 @@ def _config_json(server: ServerConfig) -> dict[str, Any]:
 
 
 def _row(server: ServerConfig, status: ServerStatus) -> dict[str, Any]:
-    tools = [{"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
-             for t in status.tools]
+    tools = [{"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in status.tools]
     return {**_config_json(server), "state": status.state, "error": status.error, "tools": tools}
 
 
@@ -191,8 +201,10 @@ def _remove(args: argparse.Namespace, cwd: Path, home: Path) -> int:
     path = _config_path(args.scope, cwd, home)
     if not remove_server(path, args.name):
         other = "project" if args.scope == "user" else "user"
-        print(f"heron: no MCP server named {args.name!r} in {path} (is it in the {other} scope? "
-              f"use --scope {other})", file=sys.stderr)
+        print(
+            f"heron: no MCP server named {args.name!r} in {path} (is it in the {other} scope? use --scope {other})",
+            file=sys.stderr,
+        )
         return 1
     print(f"Removed MCP server {args.name!r} from {path}")
     return 0

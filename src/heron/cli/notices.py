@@ -62,8 +62,12 @@ class RetryNotices:
                 self._say(f"retry {attempt} succeeded", "ok")
             else:
                 self._say(f"gave up after {attempt} retries: {event.final_error or 'error'}", "failed")
-        elif (kind == "message_end" and self._pending and isinstance(event.message, AssistantMessage)
-              and event.message.stop_reason == StopReason.ABORTED):  # aborted without a retry_end
+        elif (
+            kind == "message_end"
+            and self._pending
+            and isinstance(event.message, AssistantMessage)
+            and event.message.stop_reason == StopReason.ABORTED
+        ):  # aborted without a retry_end
             self.cancel()
 
 

@@ -31,19 +31,29 @@ from heron.session.store import SessionError, SessionStore
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="heron rewind", description=__doc__.splitlines()[0])
-    parser.add_argument("--session", default=None, metavar="PATH|ID",
-                        help="the session (default: the newest of this directory)")
-    parser.add_argument("--to", type=int, default=None, metavar="N",
-                        help="the user turn to go back to, from 1 (without it: list the turns)")
+    parser.add_argument(
+        "--session", default=None, metavar="PATH|ID", help="the session (default: the newest of this directory)"
+    )
+    parser.add_argument(
+        "--to",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the user turn to go back to, from 1 (without it: list the turns)",
+    )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--code", dest="what", action="store_const", const="code", help="restore files only")
-    what.add_argument("--conversation", dest="what", action="store_const", const="conversation",
-                      help="move the conversation only")
+    what.add_argument(
+        "--conversation", dest="what", action="store_const", const="conversation", help="move the conversation only"
+    )
     what.add_argument("--both", dest="what", action="store_const", const="both", help="both (the default)")
     parser.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
     parser.add_argument("--yes", action="store_true", help="apply without asking (scripts)")
-    parser.add_argument("--include-external", action="store_true",
-                        help="also restore files changed outside heron since its last snapshot")
+    parser.add_argument(
+        "--include-external",
+        action="store_true",
+        help="also restore files changed outside heron since its last snapshot",
+    )
     parser.add_argument("--cwd", default=None, help="the project directory (default: the current one)")
     return parser
 
@@ -102,16 +112,21 @@ def _run(args: argparse.Namespace) -> int:
         print("\n".join(turn_lines(found, keep_days)))
         return 0
     if not 1 <= args.to <= len(found):
-        print(f"heron rewind: --to {args.to}: the session has {len(found)} user turn(s) on this branch "
-              "(run heron rewind without --to to list them)", file=sys.stderr)
+        print(
+            f"heron rewind: --to {args.to}: the session has {len(found)} user turn(s) on this branch "
+            "(run heron rewind without --to to list them)",
+            file=sys.stderr,
+        )
         return 2
     turn = found[args.to - 1]
     what = args.what or "both"
     changes: list[Change] = []
     if what in ("code", "both"):
         if turn.checkpoint is None:
-            print(f"heron rewind: {missing_reason(turn, keep_days)}, so its code cannot be restored; "
-                  "use --conversation", file=sys.stderr)
+            print(
+                f"heron rewind: {missing_reason(turn, keep_days)}, so its code cannot be restored; use --conversation",
+                file=sys.stderr,
+            )
             return 1
         _, changes = plan_code_rewind(repo, turn.checkpoint)
     applied = applied_changes(changes, args.include_external)
@@ -122,8 +137,10 @@ def _run(args: argparse.Namespace) -> int:
         print("heron rewind: nothing changed", file=sys.stderr)
         return 1
     apply_rewind(store, repo, turn, what, applied)
-    print(f"rewound to before turn {turn.number}: {len(applied)} file(s) restored"
-          + (", conversation moved" if what != "code" else ""))
+    print(
+        f"rewound to before turn {turn.number}: {len(applied)} file(s) restored"
+        + (", conversation moved" if what != "code" else "")
+    )
     return 0
 
 
@@ -135,8 +152,10 @@ def _pruned(turn: Turn, keep_days: int) -> bool:
 def missing_reason(turn: Turn, keep_days: int) -> str:
     """Why a turn has no snapshot: pruned for its age, or never taken."""
     if _pruned(turn, keep_days):
-        return (f"the snapshot of turn {turn.number} is gone: it was pruned, because snapshots are kept "
-                f"{keep_days} days (checkpoints.keepDays) and this turn is {int(turn.age_days() or 0)} days old")
+        return (
+            f"the snapshot of turn {turn.number} is gone: it was pruned, because snapshots are kept "
+            f"{keep_days} days (checkpoints.keepDays) and this turn is {int(turn.age_days() or 0)} days old"
+        )
     return f"turn {turn.number} has no checkpoint (taken by heron before each turn)"
 
 
@@ -146,8 +165,15 @@ def turn_lines(found: list[Turn], keep_days: int) -> list[str]:
         return ["no user turns on this branch"]
     lines = []
     for turn in found:
-        mark = "" if turn.checkpoint else (f"  (snapshot pruned after {keep_days} days: conversation only)"
-                                           if _pruned(turn, keep_days) else "  (no checkpoint: conversation only)")
+        mark = (
+            ""
+            if turn.checkpoint
+            else (
+                f"  (snapshot pruned after {keep_days} days: conversation only)"
+                if _pruned(turn, keep_days)
+                else "  (no checkpoint: conversation only)"
+            )
+        )
         first = (turn.text.strip().splitlines() or [""])[0][:70]
         lines.append(f"{turn.number:>3}. {first}{mark}")
     return lines
@@ -165,8 +191,11 @@ def describe_lines(turn: Turn, what: str, changes: list[Change], applied: list[C
         verb = {"restore": "restore", "delete": "delete ", "keep": "keep   "}[change.action]
         note = "  (not in the current snapshot: over 2 MB or ignored; left as it is)" if change.action == "keep" else ""
         if change.external and change.action != "keep":
-            note = "  (changed outside heron; " + ("restored" if change in applied else
-                                                   "kept: --include-external restores it") + ")"
+            note = (
+                "  (changed outside heron; "
+                + ("restored" if change in applied else "kept: --include-external restores it")
+                + ")"
+            )
         lines.append(f"  {verb} {change.path}{note}")
     return lines
 

@@ -21,7 +21,7 @@ def add_parser(commands: Any) -> None:
     search = commands.add_parser(
         "search", help="full-text search of session history (default: this directory's sessions)"
     )
-    search.add_argument("query", help="words to find; FTS5 syntax (\"phrase\", AND/OR/NOT, NEAR, prefix*) as written")
+    search.add_argument("query", help='words to find; FTS5 syntax ("phrase", AND/OR/NOT, NEAR, prefix*) as written')
     where = search.add_mutually_exclusive_group()
     where.add_argument("--session", default=None, metavar="PATH|ID", help="search one session (file or id prefix)")
     where.add_argument("--all", action="store_true", help="search every session")
@@ -46,8 +46,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     try:
         with RecallIndex() as index:
-            result = index.search(args.query, scope=scope, session_id=session_id,
-                                  project=encode_cwd(os.path.abspath(os.getcwd())), limit=args.limit, files=files)
+            result = index.search(
+                args.query,
+                scope=scope,
+                session_id=session_id,
+                project=encode_cwd(os.path.abspath(os.getcwd())),
+                limit=args.limit,
+                files=files,
+            )
     except QueryError as exc:
         print(f"heron sessions search: {exc}", file=err)
         return 2

@@ -42,15 +42,30 @@ def add_parser(subparsers: Any) -> None:
         help="dry run: where a compaction of the leaf would cut (nothing is written, no model is called)",
     )
     plan.add_argument("file", help="a session file, or a unique prefix of a session id")
-    plan.add_argument("--keep-recent-tokens", type=_positive, default=None, metavar="N",
-                      help="tokens of recent messages kept verbatim (default 20000)")
-    plan.add_argument("--reserve-tokens", type=_positive, default=None, metavar="N",
-                      help="tokens reserved for the answer and the summary (default 16384)")
+    plan.add_argument(
+        "--keep-recent-tokens",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="tokens of recent messages kept verbatim (default 20000)",
+    )
+    plan.add_argument(
+        "--reserve-tokens",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="tokens reserved for the answer and the summary (default 16384)",
+    )
     plan.add_argument("--json", action="store_true", help="print JSON")
     context = commands.add_parser("context", help="what the leaf's context window holds, by tokens, and the ledger")
     context.add_argument("file", help="a session file, or a unique prefix of a session id")
-    context.add_argument("--window", type=_positive, default=None, metavar="TOKENS",
-                         help="the model's context window, to show shares and the compaction threshold")
+    context.add_argument(
+        "--window",
+        type=_positive,
+        default=None,
+        metavar="TOKENS",
+        help="the model's context window, to show shares and the compaction threshold",
+    )
     context.add_argument("--json", action="store_true", help="print JSON")
     delete = commands.add_parser("delete", help="delete a session file and its spilled tool output")
     delete.add_argument("file", help="a session file, or a unique prefix of a session id")
@@ -355,8 +370,10 @@ def compact_plan(
         "tokens_before": tokens_before,
     }
     if plan is None:
-        reason = "the leaf is a compaction" if path and path[-1].type == "compaction" else (
-            "the session is empty" if not path else "everything fits in the keep-recent budget"
+        reason = (
+            "the leaf is a compaction"
+            if path and path[-1].type == "compaction"
+            else ("the session is empty" if not path else "everything fits in the keep-recent budget")
         )
         out.update(
             compact=False,
@@ -500,16 +517,21 @@ def format_context_breakdown(
 
     lines: list[str] = []
     if window:
-        lines.append(f"window {window:,} tokens; compaction above {breakdown.threshold:,}; "
-                     f"in use {breakdown.total:,} ({breakdown.total / window:.1%})")
+        lines.append(
+            f"window {window:,} tokens; compaction above {breakdown.threshold:,}; "
+            f"in use {breakdown.total:,} ({breakdown.total / window:.1%})"
+        )
     else:
         lines.append(f"in use {breakdown.total:,} tokens (window not known: pass --window to see shares)")
     rows: list[tuple[str, int | None]] = []
     if offline:
         rows.append(("system prompt, tools, context files", None))
     else:
-        rows += [("system prompt", breakdown.system_prompt), ("tools", breakdown.tools),
-                 ("  of which context files", breakdown.context_files)]
+        rows += [
+            ("system prompt", breakdown.system_prompt),
+            ("tools", breakdown.tools),
+            ("  of which context files", breakdown.context_files),
+        ]
     rows.append(("summaries", breakdown.summaries))
     for role, role_tokens in sorted(breakdown.messages.items(), key=lambda kv: -kv[1]):
         rows.append((f"messages: {role}", role_tokens))
@@ -525,8 +547,10 @@ def format_context_breakdown(
         lines.append(f"  {breakdown.pruned_results} old tool result(s) pruned to stubs in the requests")
     todos = getattr(breakdown, "todos", None) or []
     if todos:
-        lines.append(f"task list ({sum(t['status'] == 'completed' for t in todos)}/{len(todos)} completed; "
-                     "re-injected after every compaction):")
+        lines.append(
+            f"task list ({sum(t['status'] == 'completed' for t in todos)}/{len(todos)} completed; "
+            "re-injected after every compaction):"
+        )
         lines.extend(f"  [{t['status']}] {t['content']}" for t in todos)
     records = breakdown.ledger
     if not records:

@@ -56,7 +56,8 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
         messages=by_role,
         total=policy.count(messages),
         ledger=list(session.ledger.records),
-        pruned_results=sum(1 for m in session.agent.messages
-                           if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs),
+        pruned_results=sum(
+            1 for m in session.agent.messages if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs
+        ),
         todos=[{"content": t["content"], "status": t["status"]} for t in policy.decisions.todos or []],
     )

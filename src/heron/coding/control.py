@@ -116,12 +116,17 @@ class Control:
         if mode is not None:
             self.permissions.mode = mode
         self.permissions.add_rules("allow", self.cli_rules, "--allow")
-        pass_through = [name for s in scopes if s.name == "user" or self.trusted
-                        for name in (s.data.get("env", {}).get("passThrough") or [])]
+        pass_through = [
+            name
+            for s in scopes
+            if s.name == "user" or self.trusted
+            for name in (s.data.get("env", {}).get("passThrough") or [])
+        ]
         self.secrets = SecretPolicy.for_heron(self.home, pass_through, [self.session.api_key])
         REDACTOR.add(known_secret_values(self.secrets, self.home))
-        self.hooks = HookRunner(parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings), self.cwd,
-                                self.child_env)
+        self.hooks = HookRunner(
+            parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings), self.cwd, self.child_env
+        )
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
         self.warnings.extend(self.permissions.warnings)
 
@@ -158,8 +163,14 @@ class Control:
     def child_env(self) -> dict[str, str]:
         return self.secrets.child_environment()
 
-    def _record(self, kind: Literal["permission", "hook"], call_id: str | None, tool: str | None, recover: str,
-                detail: dict[str, Any]) -> None:
+    def _record(
+        self,
+        kind: Literal["permission", "hook"],
+        call_id: str | None,
+        tool: str | None,
+        recover: str,
+        detail: dict[str, Any],
+    ) -> None:
         try:
             self.session.ledger.add(LedgerRecord(kind=kind, ref=call_id, tool=tool, recover=recover, detail=detail))
         except Exception:  # recording must never break a run
@@ -173,8 +184,11 @@ class Control:
         self.stop_event = "SubagentStop"
         self.max_continuations = parent.max_continuations
         store = self.session.store
-        self.subagent_fields = {"agent_id": store.session_id, "agent_type": agent_type,
-                                "agent_transcript_path": str(store.path) if store.path else None}
+        self.subagent_fields = {
+            "agent_id": store.session_id,
+            "agent_type": agent_type,
+            "agent_transcript_path": str(store.path) if store.path else None,
+        }
 
     def _payload(self, **extra: Any) -> dict[str, Any]:
         if self._parent is not None:
@@ -197,8 +211,9 @@ class Control:
         args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
         approved = False
         if self.hooks.has("PreToolUse", tool):
-            outcome = await self.hooks.run("PreToolUse", self._payload(
-                tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd)), tool)
+            outcome = await self.hooks.run(
+                "PreToolUse", self._payload(tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd)), tool
+            )
             self._notes[call.id] = self._hook_problems("PreToolUse", outcome, call.id)
             if outcome.context:
                 self._notes[call.id].extend(outcome.context)
@@ -214,8 +229,9 @@ class Control:
         checked again: a deny rule stays the last word whatever an extension changes."""
         return await self._permit(call_id, tool, args, approved=False, rewritten=True)
 
-    async def _permit(self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool,
-                      rewritten: bool = False) -> BeforeToolCallResult | None:
+    async def _permit(
+        self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool, rewritten: bool = False
+    ) -> BeforeToolCallResult | None:
         decision = self.permissions.decide(tool, args)
         if decision.behavior == "ask" and approved:
             decision = Decision("allow", "", reason="hook")
@@ -227,8 +243,10 @@ class Control:
             return None
         if decision.behavior == "ask":
             return await self._ask(call_id, tool, args, decision)
-        return BeforeToolCallResult(block=True, reason=f"Permission denied: {decision.message}. The call was not "
-                                                       "run; do something else or ask the user.")
+        return BeforeToolCallResult(
+            block=True,
+            reason=f"Permission denied: {decision.message}. The call was not run; do something else or ask the user.",
+        )
 
     async def _ask(
         self, call_id: str, tool: str, args: dict[str, Any], decision: Decision
@@ -254,8 +272,10 @@ class Control:
         works. ``--allow`` settles any ask for the run; a saved allow rule cannot beat an ask
         rule, and counts from a project's local file only in a trusted project."""
         hint = decision.suggestion or tool
-        text = (f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was "
-                f"not run. To allow it, run heron with --allow {shlex.quote(hint)}")
+        text = (
+            f"Permission needed: {decision.message}. heron cannot ask the user in this mode, so the call was "
+            f"not run. To allow it, run heron with --allow {shlex.quote(hint)}"
+        )
         if decision.reason == "rule" and decision.rule is not None:
             return text + f', or change the ask rule "{decision.rule.text}" in {decision.rule.source}.'
         where = ".heron/settings.local.json" if self.trusted else str(self.home / "settings.json")
@@ -273,21 +293,41 @@ class Control:
         notes = self._notes.pop(call.id, [])
         if self.hooks.has("PostToolUse", tool):
             args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
-            response = {"content": "".join(b.text for b in result.content if isinstance(b, TextContent)),
-                        "is_error": result.is_error, "details": result.details}
-            outcome = await self.hooks.run("PostToolUse", self._payload(
-                tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd), tool_response=response), tool)
+            response = {
+                "content": "".join(b.text for b in result.content if isinstance(b, TextContent)),
+                "is_error": result.is_error,
+                "details": result.details,
+            }
+            outcome = await self.hooks.run(
+                "PostToolUse",
+                self._payload(
+                    tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd), tool_response=response
+                ),
+                tool,
+            )
             notes.extend(self._hook_problems("PostToolUse", outcome, call.id))
             if outcome.blocked:
                 notes.append(f"A PostToolUse hook objected: {outcome.reason}")
             notes.extend(outcome.context)
             if outcome.context or outcome.blocked:
-                self._record("hook", call.id, tool, "", {"event": "PostToolUse", "blocked": outcome.blocked,
-                                                         "context_chars": sum(map(len, outcome.context))})
-        content = [TextContent(text=self.secrets.redact(b.text)) if isinstance(b, TextContent) else b
-                   for b in result.content]
-        changed = any(isinstance(a, TextContent) and a.text != b.text  # type: ignore[union-attr]
-                      for a, b in zip(content, result.content, strict=True))
+                self._record(
+                    "hook",
+                    call.id,
+                    tool,
+                    "",
+                    {
+                        "event": "PostToolUse",
+                        "blocked": outcome.blocked,
+                        "context_chars": sum(map(len, outcome.context)),
+                    },
+                )
+        content = [
+            TextContent(text=self.secrets.redact(b.text)) if isinstance(b, TextContent) else b for b in result.content
+        ]
+        changed = any(
+            isinstance(a, TextContent) and a.text != b.text  # type: ignore[union-attr]
+            for a, b in zip(content, result.content, strict=True)
+        )
         if not notes and not changed:
             return None
         content.extend(TextContent(text=f"[hook] {note}") for note in notes)
@@ -330,9 +370,12 @@ class Control:
             last = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)
             if last is not None and last.stop_reason == StopReason.ABORTED:
                 break  # the user stopped it: not a stop for the hooks to argue with
-            payload = self._payload(**self.subagent_fields, stop_hook_active=count > 0,
-                                    permission_mode=self.permissions.mode,
-                                    last_assistant_message=last.text() if last is not None else None)
+            payload = self._payload(
+                **self.subagent_fields,
+                stop_hook_active=count > 0,
+                permission_mode=self.permissions.mode,
+                last_assistant_message=last.text() if last is not None else None,
+            )
             outcome = await self.hooks.run(event, payload, matcher)
             self._hook_problems(event, outcome)
             reason = continuation(outcome)
@@ -340,14 +383,27 @@ class Control:
                 break
             if count >= self.max_continuations or (last is not None and last.stop_reason == StopReason.ERROR):
                 why = "the cap is reached" if count >= self.max_continuations else "the run ended in an error"
-                self._record("hook", None, None, f"{event} hook asked to go on; not done: {why}",
-                             {"event": event, "decision": "block", "continued": False, "continuations": count})
+                self._record(
+                    "hook",
+                    None,
+                    None,
+                    f"{event} hook asked to go on; not done: {why}",
+                    {"event": event, "decision": "block", "continued": False, "continuations": count},
+                )
                 break
             count += 1
-            self._record("hook", None, None, reason, {"event": event, "decision": "block", "continued": True,
-                                                      "continuations": count})
-            feedback = ExtensionMessage(custom_type=HOOK_MESSAGE_TYPE, content=f"{event} hook feedback:\n{reason}",
-                                        details={"event": event, "continuation": count})
+            self._record(
+                "hook",
+                None,
+                None,
+                reason,
+                {"event": event, "decision": "block", "continued": True, "continuations": count},
+            )
+            feedback = ExtensionMessage(
+                custom_type=HOOK_MESSAGE_TYPE,
+                content=f"{event} hook feedback:\n{reason}",
+                details={"event": event, "continuation": count},
+            )
             added += await run(feedback)
         return added
 

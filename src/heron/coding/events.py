@@ -88,6 +88,13 @@ class SubagentEvent:
 
 
 SessionEvent = (
-    AgentEvent | CompactionStartEvent | CompactionEndEvent | RetryStartEvent | RetryEndEvent | LedgerEvent
-    | ContextWarningEvent | TodosEvent | SubagentEvent
+    AgentEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
+    | RetryStartEvent
+    | RetryEndEvent
+    | LedgerEvent
+    | ContextWarningEvent
+    | TodosEvent
+    | SubagentEvent
 )

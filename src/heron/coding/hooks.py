@@ -46,8 +46,15 @@ DEFAULT_MAX_CONTINUATIONS = 5
 HOOK_MESSAGE_TYPE = "heron.hook_feedback"
 OUTPUT_LIMIT = 64 * 1024  # characters of a hook's stdout/stderr kept
 # heron's tool names -> Claude Code's, so a matcher written for either matches.
-CLAUDE_NAMES = {"bash": "Bash", "read": "Read", "edit": "Edit", "write": "Write", "grep": "Grep", "find": "Glob",
-                "ls": "LS"}
+CLAUDE_NAMES = {
+    "bash": "Bash",
+    "read": "Read",
+    "edit": "Edit",
+    "write": "Write",
+    "grep": "Grep",
+    "find": "Glob",
+    "ls": "LS",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +160,9 @@ def max_continuations(scopes: Iterable[Scope], *, trusted: bool, warnings: list[
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             cap = value
         else:
-            warnings.append(f"{scope.path}: hooks.{CONTINUATIONS_KEY} must be a whole number >= 0; "
-                            f"{DEFAULT_MAX_CONTINUATIONS} used")
+            warnings.append(
+                f"{scope.path}: hooks.{CONTINUATIONS_KEY} must be a whole number >= 0; {DEFAULT_MAX_CONTINUATIONS} used"
+            )
     return cap
 
 
@@ -183,7 +191,7 @@ def continuation(outcome: HookOutcome) -> str | None:
 
 def _group(event: str, entry: Any, where: str, source: str, warnings: list[str]) -> HookGroup | None:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("hooks"), list):
-        warnings.append(f"{where}: each entry needs a \"hooks\" array; ignored")
+        warnings.append(f'{where}: each entry needs a "hooks" array; ignored')
         return None
     matcher_text = entry.get("matcher")
     matcher: re.Pattern[str] | None = None
@@ -195,9 +203,13 @@ def _group(event: str, entry: Any, where: str, source: str, warnings: list[str])
             return None
     hooks: list[CommandHook] = []
     for hook in entry["hooks"]:
-        if not isinstance(hook, Mapping) or hook.get("type", "command") != "command" \
-                or not isinstance(hook.get("command"), str) or not hook["command"].strip():
-            warnings.append(f"{where}: a hook must be {{\"type\": \"command\", \"command\": \"...\"}}; ignored")
+        if (
+            not isinstance(hook, Mapping)
+            or hook.get("type", "command") != "command"
+            or not isinstance(hook.get("command"), str)
+            or not hook["command"].strip()
+        ):
+            warnings.append(f'{where}: a hook must be {{"type": "command", "command": "..."}}; ignored')
             continue
         timeout = hook.get("timeout", DEFAULT_TIMEOUT)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
@@ -236,8 +248,13 @@ class HookRunner:
         env = {**self.child_env(), "HERON_PROJECT_DIR": str(self.cwd), "CLAUDE_PROJECT_DIR": str(self.cwd)}
         try:
             proc = await asyncio.create_subprocess_shell(
-                hook.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=str(self.cwd), env=env, start_new_session=True,
+                hook.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=str(self.cwd),
+                env=env,
+                start_new_session=True,
             )
         except OSError as exc:
             run.error = str(exc)

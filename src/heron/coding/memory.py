@@ -106,17 +106,22 @@ class FlushGuard:
     async def __call__(self, ctx: ToolCallContext) -> BeforeToolCallResult | None:
         name = ctx.tool_call.name
         if name not in ("write", "edit"):
-            return BeforeToolCallResult(block=True, reason=(
-                f"During the memory flush only write and edit inside {self.directory} are allowed."))
+            return BeforeToolCallResult(
+                block=True, reason=(f"During the memory flush only write and edit inside {self.directory} are allowed.")
+            )
         raw = ctx.tool_call.arguments.get("path")
         if not isinstance(raw, str) or not raw:
             return BeforeToolCallResult(block=True, reason="A path inside the memory directory is needed.")
         target = Path(os.path.expanduser(raw.removeprefix("@")))
         target = (target if target.is_absolute() else self.directory / target).resolve()
         if not target.is_relative_to(self.directory.resolve()):
-            return BeforeToolCallResult(block=True, reason=(
-                f"{raw} is outside the memory directory {self.directory}; during the flush only files "
-                "there may be written."))
+            return BeforeToolCallResult(
+                block=True,
+                reason=(
+                    f"{raw} is outside the memory directory {self.directory}; during the flush only files "
+                    "there may be written."
+                ),
+            )
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.touched.append(str(target))
         return None
@@ -136,8 +141,14 @@ async def run_flush(
     and, if it ended in an error, the failed answer. Nothing it says is recorded in the
     session or kept in the context."""
     guard = FlushGuard(directory, [])
-    agent = Agent(model=model, system_prompt=system_prompt, tools=tools, messages=list(view),
-                  before_tool_call=guard, stream_options=stream_options)
+    agent = Agent(
+        model=model,
+        system_prompt=system_prompt,
+        tools=tools,
+        messages=list(view),
+        before_tool_call=guard,
+        stream_options=stream_options,
+    )
     turns = 0
 
     def count(event: Any) -> None:
@@ -209,13 +220,24 @@ class MemoryKeeper:
             base.max_tokens = cap
             return base
 
-        files, failed = await run_flush(model=model, system_prompt=system_prompt, tools=tools, view=view,
-                                        stream_options=options, directory=self.directory)
+        files, failed = await run_flush(
+            model=model,
+            system_prompt=system_prompt,
+            tools=tools,
+            view=view,
+            stream_options=options,
+            directory=self.directory,
+        )
         if failed is not None and failed.error_kind == "overflow":
             # the server enforces less than planned: learn it from this request, so the
             # session's own next request is sized right (one rejection, not two)
             policy.last_tokens, policy.last_max_tokens = tokens, cap
             policy.learn_from_overflow(failed)
         policy.record_flush(files)
-        ledger.add(LedgerRecord(kind="flush", recover=f"notes in {self.directory}",
-                                detail={"files": files, "directory": str(self.directory)}))
+        ledger.add(
+            LedgerRecord(
+                kind="flush",
+                recover=f"notes in {self.directory}",
+                detail={"files": files, "directory": str(self.directory)},
+            )
+        )

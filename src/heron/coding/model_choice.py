@@ -146,12 +146,14 @@ def auth_hint(resolved: ResolvedModel) -> str:
     sent = describe_key(resolved)
     model = resolved.model
     if model.provider == CUSTOM_PROVIDER or resolved.reason == "--base-url" or resolved.key_source == BASE_URL_KEY_ENV:
-        ways = (f"--api-key KEY, or export {BASE_URL_KEY_ENV}=... (used for --base-url servers), or describe "
-                f"the server in {heron_home() / 'models.json'} with \"apiKey\": \"NAME_OF_A_VARIABLE\"")
+        ways = (
+            f"--api-key KEY, or export {BASE_URL_KEY_ENV}=... (used for --base-url servers), or describe "
+            f'the server in {heron_home() / "models.json"} with "apiKey": "NAME_OF_A_VARIABLE"'
+        )
     else:
         names = ENV_API_KEYS.get(model.provider, ())
         env = f"export {names[0]}=..., or " if names else ""
-        ways = f"{env}--api-key KEY, or \"apiKey\" for provider {model.provider!r} in {heron_home() / 'models.json'}"
+        ways = f'{env}--api-key KEY, or "apiKey" for provider {model.provider!r} in {heron_home() / "models.json"}'
     return f"heron sent {sent}. To give a key: {ways}."
 
 
@@ -213,8 +215,9 @@ def resolve_model(
             model = registry.find(cli_model)
         except ModelNotFoundError as exc:
             if base_url is None:
-                local = (f"A model of a local server? heron --base-url http://localhost:11434/v1 "
-                         f"--model {cli_model.strip()}")
+                local = (
+                    f"A model of a local server? heron --base-url http://localhost:11434/v1 --model {cli_model.strip()}"
+                )
                 raise SetupError(f"{exc}\n{local}\n{SETUP_POINTER}") from exc
             custom = _custom_model(cli_model.strip(), base_url)
             if cli_api:

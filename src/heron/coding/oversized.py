@@ -27,8 +27,13 @@ def fit_prompt(text: str, room_chars: int, spill_dir: Path) -> tuple[str, Ledger
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
         f.write(text)
-    record = LedgerRecord(kind="spill", chars_before=len(text), chars_after=PROMPT_PREVIEW_CHARS,
-                          recover=f"read {path} with offset/limit", detail={"prompt": True, "path": str(path)})
+    record = LedgerRecord(
+        kind="spill",
+        chars_before=len(text),
+        chars_after=PROMPT_PREVIEW_CHARS,
+        recover=f"read {path} with offset/limit",
+        detail={"prompt": True, "path": str(path)},
+    )
     fitted = (
         f"{text[:PROMPT_PREVIEW_CHARS]}\n\n[This message is {len(text):,} characters, too large for the "
         f"context window; the whole message is saved in {path}. Read it with offset/limit, or grep it.]"

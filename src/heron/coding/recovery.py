@@ -92,8 +92,15 @@ async def recover(
             failed_entry = session.drop_failed_answer()
             window = session.learn_window(last)
             if window is not None:
-                emit(ContextWarningEvent(kind="window_learned", message=(
-                    f"the server rejected a request as too long; planning for a {window:,}-token window from now on")))
+                emit(
+                    ContextWarningEvent(
+                        kind="window_learned",
+                        message=(
+                            "the server rejected a request as too long; "
+                            f"planning for a {window:,}-token window from now on"
+                        ),
+                    )
+                )
             compacted = await session.compact_for_overflow()
             if not compacted and window is None:  # nothing would change: report the overflow as it was
                 session.restore_failed_answer(failed_entry, last)
@@ -105,8 +112,11 @@ async def recover(
         delay = policy.delay(attempts, last.retry_after)
         attempts += 1
         session.note_retry(attempts)
-        emit(RetryStartEvent(attempt=attempts, max_attempts=policy.max_retries, delay=delay,
-                             error_message=last.error_message or ""))
+        emit(
+            RetryStartEvent(
+                attempt=attempts, max_attempts=policy.max_retries, delay=delay, error_message=last.error_message or ""
+            )
+        )
         if not await sleep(delay, signal):
             return added
         session.drop_failed_answer()
@@ -167,4 +177,3 @@ class RecoveryHooks:
 
     def note_retry(self, attempt: int) -> None:
         self._retrying = attempt
-

@@ -154,8 +154,10 @@ class CodingSession(RecoveryHooks):
             spill_max_bytes=self.settings.spill.max_bytes,
         )
         self.env.reads.view_lookup = self._read_in_view
-        names = list(tools) if tools is not None else (
-            list(self.settings.default_tools) if self.settings.default_tools else None
+        names = (
+            list(tools)
+            if tools is not None
+            else (list(self.settings.default_tools) if self.settings.default_tools else None)
         )
         self.tools: list[AgentTool[Any]] = [*create_tools(self.env, names), *extra_tools]
         self.subagents: SubagentManager | None = attach_subagents(self, names)  # the task tool (docs/subagents.md)
@@ -183,8 +185,12 @@ class CodingSession(RecoveryHooks):
         self.ledger.subscribe(self._on_ledger_record)
         for record in ledger_records(self.context_files):
             self.ledger.add(record)
-        threading.Thread(target=remove_old_spills, args=(self.home / "tool-output", self.settings.spill.retention_days),
-                         daemon=True, name="heron-spill-cleanup").start()
+        threading.Thread(
+            target=remove_old_spills,
+            args=(self.home / "tool-output", self.settings.spill.retention_days),
+            daemon=True,
+            name="heron-spill-cleanup",
+        ).start()
 
     def _make_agent(self, model: Model, thinking_level: ThinkingLevel | None) -> Agent:
         restored = build_context(self.store, self.store.leaf_id)
@@ -211,12 +217,15 @@ class CodingSession(RecoveryHooks):
         return ContextPolicy(
             self.store,
             cwd=self.cwd,
-            settings=PolicySettings(pruning=self.settings.pruning.enabled, compaction=compaction.enabled,
-                                    reserve_tokens=compaction.reserve_tokens,
-                                    keep_recent_tokens=compaction.keep_recent_tokens,
-                                    prune_high_water=self.settings.pruning.high_water,
-                                    prune_low_water=self.settings.pruning.low_water,
-                                    prune_keep_turns=self.settings.pruning.keep_turns),
+            settings=PolicySettings(
+                pruning=self.settings.pruning.enabled,
+                compaction=compaction.enabled,
+                reserve_tokens=compaction.reserve_tokens,
+                keep_recent_tokens=compaction.keep_recent_tokens,
+                prune_high_water=self.settings.pruning.high_water,
+                prune_low_water=self.settings.pruning.low_water,
+                prune_keep_turns=self.settings.pruning.keep_turns,
+            ),
             ledger=self.ledger,
             model=lambda: self.agent.state.model,
             fixed_tokens=self._fixed_tokens,
@@ -252,16 +261,19 @@ class CodingSession(RecoveryHooks):
 
     def _build_system_prompt(self) -> str:
         specs = [(tool.name, tool.description) for tool in self.tools]
-        return build_system_prompt(
-            cwd=self.cwd,
-            date=self.date,
-            tools=specs,
-            context_files=self.context_files,
-            skills=self.skills.skills,
-            prompt_files=load_prompt_files(self.cwd, self.home),
-            system_prompt=self._system_prompt_override,
-            append_system_prompt=self._append_system_prompt,
-        ) + self.memory.prompt_section()
+        return (
+            build_system_prompt(
+                cwd=self.cwd,
+                date=self.date,
+                tools=specs,
+                context_files=self.context_files,
+                skills=self.skills.skills,
+                prompt_files=load_prompt_files(self.cwd, self.home),
+                system_prompt=self._system_prompt_override,
+                append_system_prompt=self._append_system_prompt,
+            )
+            + self.memory.prompt_section()
+        )
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
         """Switch model; recorded as a ``model_change`` entry with the next message."""
@@ -287,8 +299,13 @@ class CodingSession(RecoveryHooks):
     def _on_agent_event(self, event: Any) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
-            self._emit(RetryEndEvent(success=success, attempt=self._retrying,
-                                     final_error=None if success else event.message.error_message))
+            self._emit(
+                RetryEndEvent(
+                    success=success,
+                    attempt=self._retrying,
+                    final_error=None if success else event.message.error_message,
+                )
+            )
             self._retrying = 0
         elif isinstance(event, ToolExecutionEndEvent):
             self._ledger_from_tool(event)
@@ -350,26 +367,41 @@ class CodingSession(RecoveryHooks):
 
     def _retry_policy(self) -> RetryPolicy:
         retry = self.settings.retry
-        return RetryPolicy(max_retries=retry.max_retries if retry.enabled else 0,
-                           base_delay=retry.base_delay_ms / 1000, max_delay=retry.max_delay_ms / 1000)
+        return RetryPolicy(
+            max_retries=retry.max_retries if retry.enabled else 0,
+            base_delay=retry.base_delay_ms / 1000,
+            max_delay=retry.max_delay_ms / 1000,
+        )
 
     def _stream_options(self, context: Context) -> StreamOptions:
         timeouts = self.settings.timeouts
         return StreamOptions(
-            api_key=self.api_key, session_id=self.store.session_id,
+            api_key=self.api_key,
+            session_id=self.store.session_id,
             max_tokens=self.policy.last_max_tokens or self.policy.output_cap(self.policy.last_tokens),
-            thinking=self.agent.state.thinking_level, retry=self._retry_policy(), on_retry=self._on_ai_retry,
-            first_byte_ms=timeouts.first_byte_ms, idle_ms=timeouts.idle_ms, request_ms=timeouts.request_ms,
+            thinking=self.agent.state.thinking_level,
+            retry=self._retry_policy(),
+            on_retry=self._on_ai_retry,
+            first_byte_ms=timeouts.first_byte_ms,
+            idle_ms=timeouts.idle_ms,
+            request_ms=timeouts.request_ms,
         )
 
     def _checked_stream(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
         """The provider call, with the context invariants checked on what is sent."""
         if self._check_mode != "off":
             snapshot = RequestSnapshot(
-                view=self._last_view, context=context, max_tokens=options.max_tokens or 0,
-                window=self.policy.window, reserve=self.policy.reserve, stubs=self.policy.decisions.stubs,
-                cwd=self.cwd, turn_prompt=self._turn_prompt, floor_ms=self.policy.decisions.last_view_change_ms,
-                model=(model.provider, model.id), over_threshold_reason=self.policy.over_threshold_reason,
+                view=self._last_view,
+                context=context,
+                max_tokens=options.max_tokens or 0,
+                window=self.policy.window,
+                reserve=self.policy.reserve,
+                stubs=self.policy.decisions.stubs,
+                cwd=self.cwd,
+                turn_prompt=self._turn_prompt,
+                floor_ms=self.policy.decisions.last_view_change_ms,
+                model=(model.provider, model.id),
+                over_threshold_reason=self.policy.over_threshold_reason,
             )
             self._report(check_request(snapshot))
         return self._send(model, context, options)
@@ -377,8 +409,7 @@ class CodingSession(RecoveryHooks):
     def _report(self, violations: Sequence[Violation]) -> None:
         for violation in violations:
             log.warning("%s", violation)
-            self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message,
-                                         detail={"rule": violation.rule}))
+            self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message, detail={"rule": violation.rule}))
             self._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
         if self._check_mode == "strict" and violations:
             STRICT_LOG.add(violations)
@@ -386,8 +417,14 @@ class CodingSession(RecoveryHooks):
 
     def _on_ai_retry(self, event: RetryEvent) -> None:
         self._retrying = event.attempt
-        self._emit(RetryStartEvent(attempt=event.attempt, max_attempts=event.max_retries, delay=event.delay,
-                                   error_message=event.error_message))
+        self._emit(
+            RetryStartEvent(
+                attempt=event.attempt,
+                max_attempts=event.max_retries,
+                delay=event.delay,
+                error_message=event.error_message,
+            )
+        )
 
     async def _after_tool_batch(
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
@@ -480,16 +517,30 @@ class CodingSession(RecoveryHooks):
             await self._flush_memory()
         self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
-            self.agent.state.messages, model=self.model, api_key=self.api_key, reason=reason, focus=focus,
+            self.agent.state.messages,
+            model=self.model,
+            api_key=self.api_key,
+            reason=reason,
+            focus=focus,
             turn_prompt=self._turn_prompt,
         )
         if outcome.auto_disabled:
-            self._emit(ContextWarningEvent(kind="auto_compaction_off",
-                                           message=f"automatic compaction is off: {outcome.auto_disabled}"))
+            self._emit(
+                ContextWarningEvent(
+                    kind="auto_compaction_off", message=f"automatic compaction is off: {outcome.auto_disabled}"
+                )
+            )
         if outcome.messages is None:
-            self._emit(CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
-                                          skipped=outcome.skipped, error=outcome.error,
-                                          auto_disabled=outcome.auto_disabled))
+            self._emit(
+                CompactionEndEvent(
+                    reason=reason,
+                    tokens_before=before,
+                    tokens_after=outcome.tokens_after,
+                    skipped=outcome.skipped,
+                    error=outcome.error,
+                    auto_disabled=outcome.auto_disabled,
+                )
+            )
             return None
         self.agent.state.messages[:] = outcome.messages
         if self._check_mode != "off":
@@ -506,15 +557,26 @@ class CodingSession(RecoveryHooks):
         return self.memory.flush_wanted(self.policy.decisions.flushed)
 
     async def _flush_memory(self) -> None:
-        await self.memory.flush(self.policy, self.ledger, model=self.model, tools=self.tools,
-                                system_prompt=self.agent.state.system_prompt, messages=self.agent.state.messages,
-                                stream_options=self._stream_options)
+        await self.memory.flush(
+            self.policy,
+            self.ledger,
+            model=self.model,
+            tools=self.tools,
+            system_prompt=self.agent.state.system_prompt,
+            messages=self.agent.state.messages,
+            stream_options=self._stream_options,
+        )
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # may be learnt
 
     def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
-        end = CompactionEndEvent(reason=reason, tokens_before=before, tokens_after=outcome.tokens_after,
-                                 entry_id=outcome.entry_id, summary=outcome.summary,
-                                 auto_disabled=outcome.auto_disabled)
+        end = CompactionEndEvent(
+            reason=reason,
+            tokens_before=before,
+            tokens_after=outcome.tokens_after,
+            entry_id=outcome.entry_id,
+            summary=outcome.summary,
+            auto_disabled=outcome.auto_disabled,
+        )
         self._emit(end)
         return end
 
@@ -535,8 +597,9 @@ class CodingSession(RecoveryHooks):
             messages = [m for m in (entry_message(e) for e in abandoned) if m is not None]
             if messages:
                 budget = min(20_000, self.window // 4)
-                summary = await summarise_branch(messages, self.model, budget_tokens=budget,
-                                                 stream_options={"api_key": self.api_key})
+                summary = await summarise_branch(
+                    messages, self.model, budget_tokens=budget, stream_options={"api_key": self.api_key}
+                )
         if summary:
             self.store.branch_with_summary(entry_id, summary)
         elif entry_id is None:

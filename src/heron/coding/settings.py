@@ -268,7 +268,6 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-
 def _clean(data: Mapping[str, Any], schema: Mapping[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
     """The keys of ``data`` that fit ``schema``; one warning per key that does not."""
     clean: dict[str, Any] = {}
@@ -449,8 +448,9 @@ def check_setting(key: str, value: Any) -> Any:
             raise SettingChangeError(f"unknown setting {key!r}")
         schema = schema[part]
     if isinstance(schema, Mapping):
-        raise SettingChangeError(f"{key!r} is a group of settings; name one of: "
-                                 + ", ".join(f"{key}.{name}" for name in schema))
+        raise SettingChangeError(
+            f"{key!r} is a group of settings; name one of: " + ", ".join(f"{key}.{name}" for name in schema)
+        )
     try:
         return schema(value)
     except _Bad as exc:
@@ -473,8 +473,10 @@ def write_setting(path: Path, key: str, value: Any) -> None:
         try:
             loaded = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SettingChangeError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                                     "fix it first - nothing was changed") from exc
+            raise SettingChangeError(
+                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                "fix it first - nothing was changed"
+            ) from exc
         if not isinstance(loaded, dict):
             raise SettingChangeError(f"{path}: the top level must be an object; nothing was changed")
         data = loaded

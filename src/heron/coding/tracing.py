@@ -80,8 +80,9 @@ def get_tracer(mode: str) -> Tracer:
 
             from heron import __version__
 
-            provider = TracerProvider(resource=Resource.create({"service.name": "heron",
-                                                                "service.version": __version__}))
+            provider = TracerProvider(
+                resource=Resource.create({"service.name": "heron", "service.version": __version__})
+            )
             if mode == "console":
                 provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
             else:
@@ -120,8 +121,12 @@ class SessionTracer:
 
     def _base(self, operation: str) -> dict[str, Any]:
         model = self.session.model
-        return {"gen_ai.operation.name": operation, "gen_ai.provider.name": model.provider,
-                "gen_ai.request.model": model.id, "gen_ai.conversation.id": self.session.store.session_id}
+        return {
+            "gen_ai.operation.name": operation,
+            "gen_ai.provider.name": model.provider,
+            "gen_ai.request.model": model.id,
+            "gen_ai.conversation.id": self.session.store.session_id,
+        }
 
     def _child(self, name: str, attributes: dict[str, Any], client: bool = False) -> Span:
         from opentelemetry import trace
@@ -155,12 +160,14 @@ class SessionTracer:
         usage = message.usage
         self._usage[0] += usage.input + usage.cache_read + usage.cache_write
         self._usage[1] += usage.output
-        span.set_attributes({
-            "gen_ai.response.model": message.model,
-            "gen_ai.response.finish_reasons": [str(getattr(message.stop_reason, "value", message.stop_reason))],
-            "gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
-            "gen_ai.usage.output_tokens": usage.output,
-        })
+        span.set_attributes(
+            {
+                "gen_ai.response.model": message.model,
+                "gen_ai.response.finish_reasons": [str(getattr(message.stop_reason, "value", message.stop_reason))],
+                "gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
+                "gen_ai.usage.output_tokens": usage.output,
+            }
+        )
         if message.response_id:
             span.set_attribute("gen_ai.response.id", message.response_id)
         if self.capture:
@@ -170,8 +177,11 @@ class SessionTracer:
         span.end()
 
     def _on_tool_execution_start(self, event: Any) -> None:
-        attributes = self._base("execute_tool") | {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.type": "function",
-                                                   "gen_ai.tool.call.id": event.tool_call_id}
+        attributes = self._base("execute_tool") | {
+            "gen_ai.tool.name": event.tool_name,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": event.tool_call_id,
+        }
         if self.capture:
             attributes["gen_ai.tool.call.arguments"] = redact(json.dumps(event.args, default=str))
         self._tools[event.tool_call_id] = self._child(f"execute_tool {event.tool_name}", attributes)
@@ -192,8 +202,9 @@ class SessionTracer:
             span.end()
         self._tools, self._chat = {}, None
         if self._run is not None:
-            self._run.set_attributes({"gen_ai.usage.input_tokens": self._usage[0],
-                                      "gen_ai.usage.output_tokens": self._usage[1]})
+            self._run.set_attributes(
+                {"gen_ai.usage.input_tokens": self._usage[0], "gen_ai.usage.output_tokens": self._usage[1]}
+            )
             self._run.end()
             self._run = None
 
@@ -203,8 +214,11 @@ class SessionTracer:
 
 
 def _message_json(message: Any) -> dict[str, Any]:
-    text = message.content if isinstance(message.content, str) else "".join(
-        getattr(block, "text", "") for block in message.content)
+    text = (
+        message.content
+        if isinstance(message.content, str)
+        else "".join(getattr(block, "text", "") for block in message.content)
+    )
     parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
     for block in message.content if not isinstance(message.content, str) else []:
         if getattr(block, "type", "") == "toolCall":

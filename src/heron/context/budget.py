@@ -72,8 +72,10 @@ def message_chars(message: AgentMessage) -> int:
         blocks = message.content
         if isinstance(blocks, str):
             return len(blocks)
-        return sum(len(b.text) if isinstance(b, TextContent) else IMAGE_CHARS if isinstance(b, ImageContent) else 0
-                   for b in blocks)
+        return sum(
+            len(b.text) if isinstance(b, TextContent) else IMAGE_CHARS if isinstance(b, ImageContent) else 0
+            for b in blocks
+        )
     if isinstance(message, BashExecutionMessage):
         return 0 if message.exclude_from_context else len(message.command) + len(message.output)
     if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
@@ -142,7 +144,7 @@ def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
     if index is None:
         return sum(context_message_tokens(m) for m in messages)
     reported = _reported(messages[index]) or 0
-    return reported + sum(context_message_tokens(m) for m in messages[index + 1:])
+    return reported + sum(context_message_tokens(m) for m in messages[index + 1 :])
 
 
 def fixed_tokens(system_prompt: str, tools: Sequence[Tool]) -> int:
@@ -170,8 +172,7 @@ def request_tokens(
     if index is None:
         return fixed_tokens + sum(context_message_tokens(m) for m in messages)
     reported = _reported(messages[index]) or 0
-    return reported + sum(context_message_tokens(m) for m in messages[index + 1:])
-
+    return reported + sum(context_message_tokens(m) for m in messages[index + 1 :])
 
 
 def tail_pressure(
@@ -198,5 +199,5 @@ def tail_pressure(
     prompt = usage.input + usage.cache_read + usage.cache_write
     estimated = fixed_tokens + sum(context_message_tokens(m) for m in messages[:index])
     ratio = min(max_ratio, max(1.0, prompt / max(1, estimated)))
-    tail = sum(context_message_tokens(m) for m in messages[index + 1:])
+    tail = sum(context_message_tokens(m) for m in messages[index + 1 :])
     return math.ceil(tail * (ratio - 1.0))

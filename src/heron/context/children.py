@@ -34,8 +34,12 @@ def clean_child(raw: Any) -> ChildRecord | None:
     values = {key: raw.get(key) for key in ("id", "description", "status", "session")}
     if not all(isinstance(value, str) for value in values.values()) or values["status"] not in STATUSES:
         return None
-    return ChildRecord(id=str(values["id"]), description=str(values["description"]),
-                       status=str(values["status"]), session=str(values["session"]))
+    return ChildRecord(
+        id=str(values["id"]),
+        description=str(values["description"]),
+        status=str(values["status"]),
+        session=str(values["session"]),
+    )
 
 
 def clean_children(raw: Any) -> list[ChildRecord] | None:

@@ -292,15 +292,19 @@ Anything else needed to continue: exact file paths, function and class names, co
 error messages, values. Keep identifiers exactly as written."""
 
 FIRST_SUMMARY_PROMPT = (
-    "Summarise the conversation above for the assistant that will continue it.\n\n" + SUMMARY_FORMAT
-    + "\n\n" + ANALYSIS_INSTRUCTION
+    "Summarise the conversation above for the assistant that will continue it.\n\n"
+    + SUMMARY_FORMAT
+    + "\n\n"
+    + ANALYSIS_INSTRUCTION
 )
 
 UPDATE_SUMMARY_PROMPT = (
     "The conversation above continues from an earlier summary, given in <previous-summary>. "
     "Update that summary with the new messages: keep everything in it that still matters, move "
     "finished items to Done, add new decisions, files and errors, and revise the next steps.\n\n"
-    + SUMMARY_FORMAT + "\n\n" + ANALYSIS_INSTRUCTION
+    + SUMMARY_FORMAT
+    + "\n\n"
+    + ANALYSIS_INSTRUCTION
 )
 
 TURN_PREFIX_PROMPT = """The messages above are the beginning of a turn that is still in progress; its
@@ -327,8 +331,8 @@ def serialise_transcript(messages: Sequence[AgentMessage], tool_result_chars: in
     parts: list[str] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            images = 0 if isinstance(message.content, str) else sum(
-                isinstance(b, ImageContent) for b in message.content
+            images = (
+                0 if isinstance(message.content, str) else sum(isinstance(b, ImageContent) for b in message.content)
             )
             suffix = f" [{images} image(s)]" if images else ""
             parts.append(f"[User]: {message.text()}{suffix}")
@@ -349,8 +353,10 @@ def serialise_transcript(messages: Sequence[AgentMessage], tool_result_chars: in
         elif isinstance(message, BashExecutionMessage):
             parts.append(f"[User ran]: {message.command}\n{_clip(message.output, tool_result_chars)}")
         elif isinstance(message, ExtensionMessage):
-            text = message.content if isinstance(message.content, str) else "".join(
-                b.text for b in message.content if isinstance(b, TextContent)
+            text = (
+                message.content
+                if isinstance(message.content, str)
+                else "".join(b.text for b in message.content if isinstance(b, TextContent))
             )
             parts.append(f"[{message.custom_type}]: {_clip(text, tool_result_chars)}")
         elif isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
@@ -430,9 +436,7 @@ class SummaryFailed(RuntimeError):
     pass
 
 
-def _fit_transcript(
-    messages: list[AgentMessage], budget_chars: int, records: list[LedgerRecord]
-) -> str:
+def _fit_transcript(messages: list[AgentMessage], budget_chars: int, records: list[LedgerRecord]) -> str:
     """The transcript, reduced step by step until it fits ``budget_chars`` (the summariser
     fallbacks of docs/context.md: clamp tool results, then head + tail, then drop the oldest turns)."""
     transcript = serialise_transcript(messages)
@@ -441,9 +445,13 @@ def _fit_transcript(
     before = len(transcript)
     transcript = serialise_transcript(messages, FALLBACK_TOOL_RESULT_CHARS)
     records.append(
-        LedgerRecord(kind="summary_fallback", chars_before=before, chars_after=len(transcript),
-                     recover="the original messages stay in the session file",
-                     detail={"step": "clamp_tool_results", "chars": FALLBACK_TOOL_RESULT_CHARS})
+        LedgerRecord(
+            kind="summary_fallback",
+            chars_before=before,
+            chars_after=len(transcript),
+            recover="the original messages stay in the session file",
+            detail={"step": "clamp_tool_results", "chars": FALLBACK_TOOL_RESULT_CHARS},
+        )
     )
     if len(transcript) <= budget_chars:
         return transcript
@@ -454,9 +462,13 @@ def _fit_transcript(
     reduced = transcript[:head] + f"\n\n[... {cut} characters of the middle of the conversation omitted ...]\n\n"
     reduced += transcript[-tail:]
     records.append(
-        LedgerRecord(kind="summary_fallback", chars_before=before, chars_after=len(reduced),
-                     recover="the original messages stay in the session file",
-                     detail={"step": "head_tail", "head": 0.3, "tail": 0.3})
+        LedgerRecord(
+            kind="summary_fallback",
+            chars_before=before,
+            chars_after=len(reduced),
+            recover="the original messages stay in the session file",
+            detail={"step": "head_tail", "head": 0.3, "tail": 0.3},
+        )
     )
     if len(reduced) <= budget_chars:
         return reduced
@@ -473,9 +485,13 @@ def _fit_transcript(
         remaining = remaining[dropped:]
         transcript = serialise_transcript(remaining, FALLBACK_TOOL_RESULT_CHARS)
         records.append(
-            LedgerRecord(kind="summary_fallback", chars_before=before, chars_after=len(transcript),
-                         recover="the original messages stay in the session file",
-                         detail={"step": "drop_oldest_turns", "dropped_turns": drop, "dropped_messages": dropped})
+            LedgerRecord(
+                kind="summary_fallback",
+                chars_before=before,
+                chars_after=len(transcript),
+                recover="the original messages stay in the session file",
+                detail={"step": "drop_oldest_turns", "dropped_turns": drop, "dropped_messages": dropped},
+            )
         )
     if len(transcript) > budget_chars:
         transcript = transcript[-budget_chars:]
@@ -493,9 +509,7 @@ def _turns(messages: Sequence[AgentMessage]) -> list[list[AgentMessage]]:
     return turns
 
 
-async def _ask(
-    model: Model, prompt: str, max_tokens: int, options: dict[str, Any]
-) -> AssistantMessage:
+async def _ask(model: Model, prompt: str, max_tokens: int, options: dict[str, Any]) -> AssistantMessage:
     from heron.ai.registry import complete
 
     context = Context(system_prompt=SUMMARISER_SYSTEM_PROMPT, messages=[UserMessage(content=prompt)])
@@ -503,8 +517,13 @@ async def _ask(
 
 
 async def _turn_prefix(
-    plan: CompactionPlan, model: Model, budget: int, max_tokens: int, focus: str | None,
-    options: dict[str, Any], records: list[LedgerRecord],
+    plan: CompactionPlan,
+    model: Model,
+    budget: int,
+    max_tokens: int,
+    focus: str | None,
+    options: dict[str, Any],
+    records: list[LedgerRecord],
 ) -> str:
     """The summary of the part of a split turn before the cut ("" when the turn is whole)."""
     if not plan.split_turn or not plan.turn_prefix_messages:
@@ -557,11 +576,21 @@ async def summarise(
             return previous_summary or ""
         share = budget if not plan.split_turn else int(budget * 0.7)
         clamped = serialise_transcript(plan.messages_to_summarize, FALLBACK_TOOL_RESULT_CHARS)
-        chunked = None if len(clamped) <= share else await summarise_in_chunks(
-            plan.messages_to_summarize, budget_chars=share, serialise=serialise_transcript,
-            fit=lambda ms, size: _fit_transcript(ms, size, records), ask=ask_text,
-            request=lambda t, p: summary_request(t, p, focus), previous_summary=previous_summary,
-            records=records, merge_format=SUMMARY_FORMAT)
+        chunked = (
+            None
+            if len(clamped) <= share
+            else await summarise_in_chunks(
+                plan.messages_to_summarize,
+                budget_chars=share,
+                serialise=serialise_transcript,
+                fit=lambda ms, size: _fit_transcript(ms, size, records),
+                ask=ask_text,
+                request=lambda t, p: summary_request(t, p, focus),
+                previous_summary=previous_summary,
+                records=records,
+                merge_format=SUMMARY_FORMAT,
+            )
+        )
         if chunked is not None:
             return chunked
         for attempt in range(2):
@@ -575,8 +604,7 @@ async def summarise(
             raise SummaryFailed(f"the summary request failed: {reply.error_message}")
         raise SummaryFailed("the summary request overflowed twice")
 
-    prefix_request = _turn_prefix(plan, model, int(budget * 0.3), max(1_024, max_tokens // 2), focus, options,
-                                  records)
+    prefix_request = _turn_prefix(plan, model, int(budget * 0.3), max(1_024, max_tokens // 2), focus, options, records)
     raw_main, raw_prefix = await asyncio.gather(history(), prefix_request)
     main, analysis = parse_summary(raw_main)
     prefix, _ = parse_summary(raw_prefix)

@@ -81,20 +81,26 @@ class Compactor:
         if plan is None or not plan.has_work:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         try:
-            result = await summarise(plan, model, reserve_tokens=settings.reserve_tokens, focus=focus,
-                                     stream_options={"api_key": api_key, "session_id": None},
-                                     window=policy.window)
+            result = await summarise(
+                plan,
+                model,
+                reserve_tokens=settings.reserve_tokens,
+                focus=focus,
+                stream_options={"api_key": api_key, "session_id": None},
+                window=policy.window,
+            )
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
         for record in result.records:
             policy.ledger.add(record)
 
-        kept_entries = path[plan.first_kept_index:]
+        kept_entries = path[plan.first_kept_index :]
         kept = [m for m in (entry_message(e) for e in kept_entries) if m is not None]
         details: dict[str, Any] = dict(result.details)
         prompt_id = self._prompt_entry(turn_prompt, {e.id for e in kept_entries})
-        head: list[AgentMessage] = [CompactionSummaryMessage(summary=result.summary, tokens_before=before,
-                                                             timestamp=int(time.time() * 1000))]
+        head: list[AgentMessage] = [
+            CompactionSummaryMessage(summary=result.summary, tokens_before=before, timestamp=int(time.time() * 1000))
+        ]
         if prompt_id is not None and turn_prompt is not None:
             details[DETAIL_KEPT_PROMPT] = prompt_id
         if policy.decisions.todos:
@@ -114,29 +120,48 @@ class Compactor:
             details[DETAIL_REINJECTED] = text
             after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
         if early and after > estimated_before * (1 - SHRINK_REQUIRED):
-            return CompactionOutcome(tokens_before=before, tokens_after=after,
-                                     skipped=f"an early compaction would save too little ({estimated_before:,} -> "
-                                             f"{after:,} tokens)")
+            return CompactionOutcome(
+                tokens_before=before,
+                tokens_after=after,
+                skipped=f"an early compaction would save too little ({estimated_before:,} -> {after:,} tokens)",
+            )
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
             policy.disable_auto_compaction(reason_text)
-            return CompactionOutcome(tokens_before=before, tokens_after=after, skipped=reason_text,
-                                     auto_disabled=reason_text)
+            return CompactionOutcome(
+                tokens_before=before, tokens_after=after, skipped=reason_text, auto_disabled=reason_text
+            )
 
         with strictly_ordered():
-            entry = store.append_compaction(summary=result.summary, first_kept_entry_id=plan.first_kept_entry_id,
-                                            tokens_before=before, details=details)
+            entry = store.append_compaction(
+                summary=result.summary,
+                first_kept_entry_id=plan.first_kept_entry_id,
+                tokens_before=before,
+                details=details,
+            )
         policy.compacted()
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
-        policy.ledger.add(LedgerRecord(
-            kind="compaction", ref=entry.id, chars_before=summarised_chars, chars_after=len(result.summary),
-            recover="every message stays in the session file; /tree shows them; search_history finds them",
-            detail={"reason": reason, "first_kept_entry_id": plan.first_kept_entry_id, "split_turn": plan.split_turn,
-                    "tokens_before": before, "tokens_after": after, "reinjected": text is not None,
-                    "kept_prompt": prompt_id},
-        ))
-        outcome = CompactionOutcome(tokens_before=before, entry_id=entry.id, summary=result.summary,
-                                    estimated_before=estimated_before)
+        policy.ledger.add(
+            LedgerRecord(
+                kind="compaction",
+                ref=entry.id,
+                chars_before=summarised_chars,
+                chars_after=len(result.summary),
+                recover="every message stays in the session file; /tree shows them; search_history finds them",
+                detail={
+                    "reason": reason,
+                    "first_kept_entry_id": plan.first_kept_entry_id,
+                    "split_turn": plan.split_turn,
+                    "tokens_before": before,
+                    "tokens_after": after,
+                    "reinjected": text is not None,
+                    "kept_prompt": prompt_id,
+                },
+            )
+        )
+        outcome = CompactionOutcome(
+            tokens_before=before, entry_id=entry.id, summary=result.summary, estimated_before=estimated_before
+        )
         return self._rebuilt(outcome)
 
     def _reinject_room(self, bare: int, estimated_before: int, early: bool) -> int:
@@ -157,13 +182,21 @@ class Compactor:
         outcome.messages = session_messages(store, store.leaf_id)
         after = outcome.tokens_after = policy.estimate(policy.view(outcome.messages))
         if after > policy.threshold:
-            policy.ledger.add(LedgerRecord(
-                kind="compaction", ref=outcome.entry_id, chars_before=after * 4, chars_after=after * 4,
-                recover="the kept recent messages alone exceed the threshold",
-                detail={"over_threshold": True, "tokens": after, "threshold": policy.threshold}))
+            policy.ledger.add(
+                LedgerRecord(
+                    kind="compaction",
+                    ref=outcome.entry_id,
+                    chars_before=after * 4,
+                    chars_after=after * 4,
+                    recover="the kept recent messages alone exceed the threshold",
+                    detail={"over_threshold": True, "tokens": after, "threshold": policy.threshold},
+                )
+            )
         if after > outcome.estimated_before * (1 - SHRINK_REQUIRED):
-            outcome.auto_disabled = (f"the last compaction saved less than {SHRINK_REQUIRED:.0%} "
-                                     f"({outcome.estimated_before:,} -> {after:,} tokens)")
+            outcome.auto_disabled = (
+                f"the last compaction saved less than {SHRINK_REQUIRED:.0%} "
+                f"({outcome.estimated_before:,} -> {after:,} tokens)"
+            )
             policy.disable_auto_compaction(outcome.auto_disabled)
         return outcome
 
@@ -191,5 +224,8 @@ class Compactor:
 def _same_message(stored: AgentMessage, prompt: UserMessage) -> bool:
     if stored is prompt:
         return True
-    return (isinstance(stored, UserMessage) and stored.timestamp == prompt.timestamp
-            and stored.to_json_dict() == prompt.to_json_dict())
+    return (
+        isinstance(stored, UserMessage)
+        and stored.timestamp == prompt.timestamp
+        and stored.to_json_dict() == prompt.to_json_dict()
+    )

@@ -97,8 +97,9 @@ class FitsWindow:
     name: ClassVar[str] = "a.fits-window"
 
     def check(self, snapshot: RequestSnapshot) -> list[str]:
-        tokens = request_tokens(snapshot.view, fixed_tokens_of(snapshot.context), floor_ms=snapshot.floor_ms,
-                                model=snapshot.model)
+        tokens = request_tokens(
+            snapshot.view, fixed_tokens_of(snapshot.context), floor_ms=snapshot.floor_ms, model=snapshot.model
+        )
         problems = []
         limit = snapshot.window - snapshot.reserve
         if tokens > limit and snapshot.over_threshold_reason is None:
@@ -231,8 +232,11 @@ def check_request(snapshot: RequestSnapshot, rules: Sequence[Invariant] = RULES)
 def check_compaction(tokens_before: int, tokens_after: int) -> list[Violation]:
     """e, second half: a compaction never leaves the context larger than before."""
     if tokens_after > tokens_before:
-        return [Violation("e.compaction-shrinks", f"compaction grew the context: {tokens_before:,} -> "
-                                                  f"{tokens_after:,} tokens")]
+        return [
+            Violation(
+                "e.compaction-shrinks", f"compaction grew the context: {tokens_before:,} -> {tokens_after:,} tokens"
+            )
+        ]
     return []
 
 

@@ -129,8 +129,9 @@ def _render_shape(shape: Shape, depth: int, limit: int, indent: str = "") -> str
     if kind == "array":
         item = "…" if shape[2] is None else _render_shape(shape[2], depth + 1, limit, indent)
         return f"[{shape[1]:,} x {item}]" if shape[1] else "[]"
-    fields = [(json.dumps(k, ensure_ascii=False), _render_shape(s, depth + 1, limit, indent + "  "))
-              for k, s in shape[1]]
+    fields = [
+        (json.dumps(k, ensure_ascii=False), _render_shape(s, depth + 1, limit, indent + "  ")) for k, s in shape[1]
+    ]
     if not fields:
         return "{}"
     one_line = "{" + ", ".join(f"{k}: {v}" for k, v in fields) + "}"
@@ -221,8 +222,10 @@ def _dumps(value: Any, indent: str = "") -> str:
 
 def _sample_text(value: Any, k: int) -> str:
     body = _dumps(_cut(value, k))
-    return (f"\n[First items: arrays cut to {k:,} item{'s' if k != 1 else ''}, objects to {4 * k:,} keys, "
-            f"strings to {16 * k:,} characters:]\n{body}")
+    return (
+        f"\n[First items: arrays cut to {k:,} item{'s' if k != 1 else ''}, objects to {4 * k:,} keys, "
+        f"strings to {16 * k:,} characters:]\n{body}"
+    )
 
 
 def _fit_sample(value: Any, room: int) -> str | None:

@@ -106,15 +106,32 @@ def tool_records(call_id: str, tool: str, details: Any, text_chars: int) -> list
     if not isinstance(details, dict):
         return []
     if details.get("kind") == "unchanged":
-        return [LedgerRecord(kind="dedupe", ref=call_id, tool=tool, chars_before=int(details.get("size") or 0),
-                             chars_after=text_chars, recover="the earlier read of the same range is in the context")]
+        return [
+            LedgerRecord(
+                kind="dedupe",
+                ref=call_id,
+                tool=tool,
+                chars_before=int(details.get("size") or 0),
+                chars_after=text_chars,
+                recover="the earlier read of the same range is in the context",
+            )
+        ]
     truncation = details.get("truncation")
     if isinstance(truncation, dict) and truncation.get("truncated", True):
         before = int(truncation.get("total_bytes") or truncation.get("totalBytes") or 0)
         path = details.get("full_output_path")
         recover = f"full output in {path}" if path else "page with offset/limit, or grep"
-        return [LedgerRecord(kind="truncate", ref=call_id, tool=tool, chars_before=max(before, text_chars),
-                             chars_after=text_chars, recover=recover, detail={"truncation": truncation})]
+        return [
+            LedgerRecord(
+                kind="truncate",
+                ref=call_id,
+                tool=tool,
+                chars_before=max(before, text_chars),
+                chars_after=text_chars,
+                recover=recover,
+                detail={"truncation": truncation},
+            )
+        ]
     return []
 
 

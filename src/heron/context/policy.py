@@ -169,8 +169,9 @@ class ContextPolicy:
         entries: list[Any] = []
         if leaf is not None:
             ids, types = self.store.lineage(leaf)
-            entries = [self.store.get(i) for i, kind in zip(ids, types, strict=True)
-                       if kind in ("custom", "compaction")]
+            entries = [
+                self.store.get(i) for i, kind in zip(ids, types, strict=True) if kind in ("custom", "compaction")
+            ]
         self.decisions = ContextDecisions.from_entries(e for e in entries if e is not None)
         self.views.reset()
         self.reads = ReadIndex()
@@ -234,16 +235,18 @@ class ContextPolicy:
 
     def count(self, view: Sequence[AgentMessage]) -> int:
         model = self.model
-        return request_tokens(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
-                              model=(model.provider, model.id))
+        return request_tokens(
+            view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms, model=(model.provider, model.id)
+        )
 
     def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
         """``tokens`` (the count) plus what chars / 4 misses after the usage anchor, at the
         provider's own rate (:func:`tail_pressure`): what pruning and compaction decide on,
         so a request the provider counts over the threshold is not sent on an undercount."""
         model = self.model
-        return tokens + tail_pressure(view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms,
-                                      model=(model.provider, model.id))
+        return tokens + tail_pressure(
+            view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms, model=(model.provider, model.id)
+        )
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
@@ -289,8 +292,7 @@ class ContextPolicy:
         # conversation itself, which only a compaction removes. Compacting now, while the
         # prefix breaks anyway, spares the string of ever shallower steps that would follow.
         middle = (high + low) // 2
-        early = (stepped and load > middle and self.auto_compaction
-                 and self._worth_compacting(view, load, load - middle))
+        early = stepped and load > middle and self.auto_compaction and self._worth_compacting(view, load, load - middle)
         if (load > self.threshold or early) and not signal.aborted:
             if self.auto_compaction:
                 self.compacting_early = early and load <= self.threshold
@@ -303,8 +305,11 @@ class ContextPolicy:
                     view = self.view(messages)
                     tokens = self.count(view)
                     load = self.load(view, tokens)
-                    if (load > self.threshold and self.settings.pruning
-                            and self.prune(messages, 0, target_saving_tokens=load - low)):
+                    if (
+                        load > self.threshold
+                        and self.settings.pruning
+                        and self.prune(messages, 0, target_saving_tokens=load - low)
+                    ):
                         view = self.view(messages)
                         tokens = self.count(view)
             if tokens > self.threshold:
@@ -340,7 +345,7 @@ class ContextPolicy:
         def size(messages: Sequence[AgentMessage]) -> float:
             return sum(context_message_tokens(m) for m in messages) + framing * len(messages)
 
-        kept = self.view([m for m in (entry_message(e) for e in path[plan.first_kept_index:]) if m is not None])
+        kept = self.view([m for m in (entry_message(e) for e in path[plan.first_kept_index :]) if m is not None])
         asks = [i for i, m in enumerate(view) if isinstance(m, AssistantMessage)]
         keep = self.settings.prune_keep_turns
         boundary = asks[-keep] if keep and len(asks) >= keep else len(view) if not keep else 0
@@ -354,8 +359,13 @@ class ContextPolicy:
             return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
         return "the kept recent messages alone exceed the threshold"
 
-    def prune(self, messages: Sequence[AgentMessage], min_saving_tokens: int, keep_turns: int | None = None,
-              target_saving_tokens: int | None = None) -> int:
+    def prune(
+        self,
+        messages: Sequence[AgentMessage],
+        min_saving_tokens: int,
+        keep_turns: int | None = None,
+        target_saving_tokens: int | None = None,
+    ) -> int:
         """One pruning step, recorded in the session: the tokens it saved (0: nothing was
         pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all)."""
         keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
@@ -406,10 +416,15 @@ class ContextPolicy:
             return None
         learned = LearnedWindow(model=self.model_key, window=window, rejected_tokens=rejected, source=source)
         self._record(window_data(learned))
-        self.ledger.add(LedgerRecord(kind="overflow", chars_before=rejected * 4, chars_after=window * 4,
-                                     recover=f"window lowered to {window:,} tokens for {self.model_key}",
-                                     detail={"error": text, "source": source,
-                                             "window": window, "rejectedTokens": rejected}))
+        self.ledger.add(
+            LedgerRecord(
+                kind="overflow",
+                chars_before=rejected * 4,
+                chars_after=window * 4,
+                recover=f"window lowered to {window:,} tokens for {self.model_key}",
+                detail={"error": text, "source": source, "window": window, "rejectedTokens": rejected},
+            )
+        )
         return learned
 
     def record_todos(self, todos: list[TodoItem]) -> None:

@@ -208,8 +208,12 @@ def extend_pruning(
     for call_id, text in stubs.items():
         original = by_id[call_id]
         state.stubs[call_id] = ToolResultMessage(
-            tool_call_id=call_id, tool_name=original.tool_name, content=[TextContent(text=text)],
-            details=original.details, is_error=original.is_error, timestamp=original.timestamp,
+            tool_call_id=call_id,
+            tool_name=original.tool_name,
+            content=[TextContent(text=text)],
+            details=original.details,
+            is_error=original.is_error,
+            timestamp=original.timestamp,
         )
     return records
 

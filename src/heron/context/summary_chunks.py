@@ -50,21 +50,27 @@ def parse_summary(text: str) -> tuple[str, str | None]:
     if summary_match:
         return summary_match.group(1).strip(), analysis
     if analysis_match:
-        text = text[: analysis_match.start()] + text[analysis_match.end():]
+        text = text[: analysis_match.start()] + text[analysis_match.end() :]
         text = text.replace("</analysis>", "")
     return text.strip(), analysis
 
 
 def safe_boundaries(messages: Sequence[AgentMessage]) -> list[int]:
     """Indices where a chunk may start: never on a tool result (it belongs to its call)."""
-    return [i for i, m in enumerate(messages) if i > 0 and not isinstance(m, ToolResultMessage)
-            and not _awaiting_results(messages, i)]
+    return [
+        i
+        for i, m in enumerate(messages)
+        if i > 0 and not isinstance(m, ToolResultMessage) and not _awaiting_results(messages, i)
+    ]
 
 
 def _awaiting_results(messages: Sequence[AgentMessage], index: int) -> bool:
     previous = messages[index - 1]
-    return isinstance(previous, AssistantMessage) and bool(previous.tool_calls()) and isinstance(
-        messages[index], ToolResultMessage)
+    return (
+        isinstance(previous, AssistantMessage)
+        and bool(previous.tool_calls())
+        and isinstance(messages[index], ToolResultMessage)
+    )
 
 
 def split_chunks(
@@ -107,10 +113,15 @@ async def summarise_in_chunks(
     chunks = split_chunks(messages, lambda ms: len(serialise(ms)), budget_chars)
     if len(chunks) < 2:
         return None
-    records.append(LedgerRecord(
-        kind="summary_fallback", chars_before=len(serialise(messages)), chars_after=budget_chars,
-        recover="the original messages stay in the session file",
-        detail={"step": "chunked", "chunks": len(chunks)}))
+    records.append(
+        LedgerRecord(
+            kind="summary_fallback",
+            chars_before=len(serialise(messages)),
+            chars_after=budget_chars,
+            recover="the original messages stay in the session file",
+            detail={"step": "chunked", "chunks": len(chunks)},
+        )
+    )
     partials: list[str] = []
     carried = previous_summary
     for chunk in chunks:
@@ -118,7 +129,7 @@ async def summarise_in_chunks(
         partial, _ = parse_summary(await ask(request(transcript, carried)))
         partials.append(partial)
         carried = partial
-    joined = "\n\n".join(f"<part index=\"{i + 1}\">\n{p}\n</part>" for i, p in enumerate(partials))
+    joined = "\n\n".join(f'<part index="{i + 1}">\n{p}\n</part>' for i, p in enumerate(partials))
     if len(joined) > budget_chars:
         return partials[-1]  # the last partial already carries the earlier ones forward
     return await ask(f"{joined}\n\n{MERGE_PROMPT}\n\n{merge_format}\n\n{ANALYSIS_INSTRUCTION}")

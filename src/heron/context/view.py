@@ -88,16 +88,29 @@ def injected_messages(details: dict[str, Any], timestamp_ms: int) -> list[AgentM
     out: list[AgentMessage] = []
     todos = clean_todos(details.get(DETAIL_TODOS)) if DETAIL_TODOS in details else None
     if todos:
-        out.append(ExtensionMessage(custom_type=TODOS_MESSAGE_TYPE, content=injected_todos_text(todos),
-                                    display=False, timestamp=timestamp_ms))
+        out.append(
+            ExtensionMessage(
+                custom_type=TODOS_MESSAGE_TYPE,
+                content=injected_todos_text(todos),
+                display=False,
+                timestamp=timestamp_ms,
+            )
+        )
     children = clean_children(details.get(DETAIL_CHILDREN)) if DETAIL_CHILDREN in details else None
     if children:
-        out.append(ExtensionMessage(custom_type=CHILDREN_MESSAGE_TYPE, content=render_children(children),
-                                    display=False, timestamp=timestamp_ms))
+        out.append(
+            ExtensionMessage(
+                custom_type=CHILDREN_MESSAGE_TYPE,
+                content=render_children(children),
+                display=False,
+                timestamp=timestamp_ms,
+            )
+        )
     text = details.get(DETAIL_REINJECTED)
     if isinstance(text, str) and text:
-        out.append(ExtensionMessage(custom_type=REINJECTED_FILES_TYPE, content=text, display=False,
-                                    timestamp=timestamp_ms))
+        out.append(
+            ExtensionMessage(custom_type=REINJECTED_FILES_TYPE, content=text, display=False, timestamp=timestamp_ms)
+        )
     return out
 
 
@@ -285,8 +298,13 @@ class ViewBuilder:
     def _no_result(self, call: ToolCall, timestamp: int) -> ToolResultMessage:
         cached = self._missing_cache.get(call.id)
         if cached is None:
-            cached = ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                       content=[TextContent(text=NO_RESULT_NOTE)], is_error=True, timestamp=timestamp)
+            cached = ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=[TextContent(text=NO_RESULT_NOTE)],
+                is_error=True,
+                timestamp=timestamp,
+            )
             self._missing_cache[call.id] = cached
         return cached
 

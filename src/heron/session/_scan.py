@@ -36,9 +36,7 @@ PREFIX = re.compile(
 )
 # Every newline, with the prefix of the line after it when it can be read: one match per line.
 # (The role is left out: reading it costs a fifth more, and only listings count roles.)
-LINE = re.compile(
-    rb'\n(?:\{"type":"(' + _STR + rb')","id":"(' + _STR + rb')","parentId":(?:"(' + _STR + rb')"|null))?'
-)
+LINE = re.compile(rb'\n(?:\{"type":"(' + _STR + rb')","id":"(' + _STR + rb')","parentId":(?:"(' + _STR + rb')"|null))?')
 LINE_ROLE = re.compile(rb"\n(?:" + PREFIX.pattern + rb")?")
 PREFIX_BYTES = 400  # how much of a line the per-line regex looks at
 _SALVAGE_ID = re.compile(rb'"id"\s*:\s*"([^"\\]{1,64})"')

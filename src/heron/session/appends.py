@@ -49,11 +49,20 @@ class EntryAppends:
         return entry
 
     def append_compaction(
-        self, summary: str, first_kept_entry_id: str, tokens_before: int, details: Any = None,
+        self,
+        summary: str,
+        first_kept_entry_id: str,
+        tokens_before: int,
+        details: Any = None,
         from_hook: bool | None = None,
     ) -> CompactionEntry:
-        entry = CompactionEntry(summary=summary, first_kept_entry_id=first_kept_entry_id,
-                                tokens_before=tokens_before, details=details, from_hook=from_hook)
+        entry = CompactionEntry(
+            summary=summary,
+            first_kept_entry_id=first_kept_entry_id,
+            tokens_before=tokens_before,
+            details=details,
+            from_hook=from_hook,
+        )
         self.append(entry)
         return entry
 
@@ -63,7 +72,10 @@ class EntryAppends:
         return entry
 
     def append_custom_message(
-        self, custom_type: str, content: str | list[TextContent | ImageContent], display: bool = True,
+        self,
+        custom_type: str,
+        content: str | list[TextContent | ImageContent],
+        display: bool = True,
         details: Any = None,
     ) -> CustomMessageEntry:
         entry = CustomMessageEntry(custom_type=custom_type, content=content, display=display, details=details)

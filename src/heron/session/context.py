@@ -165,8 +165,10 @@ def settings_after(model: ModelRef | None, thinking: str | None, entry: Entry) -
     elif isinstance(entry, ThinkingLevelChangeEntry):
         thinking = entry.thinking_level
     elif (
-        isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
-        and entry.message.provider and entry.message.model
+        isinstance(entry, MessageEntry)
+        and isinstance(entry.message, AssistantMessage)
+        and entry.message.provider
+        and entry.message.model
     ):
         model = ModelRef(entry.message.provider, entry.message.model)
     return model, thinking
@@ -206,8 +208,11 @@ def build_context(
     else:
         out.compaction_id = compaction.id
         out.messages.append(
-            CompactionSummaryMessage(summary=compaction.summary, tokens_before=compaction.tokens_before,
-                                     timestamp=iso_to_ms(compaction.timestamp))
+            CompactionSummaryMessage(
+                summary=compaction.summary,
+                tokens_before=compaction.tokens_before,
+                timestamp=iso_to_ms(compaction.timestamp),
+            )
         )
         out.entry_ids.append(compaction.id)
         start = _position(ids, compaction.first_kept_entry_id, latest)
@@ -264,15 +269,21 @@ def _emit(
             entry = source.get(ids[i])
             if isinstance(entry, CustomMessageEntry):
                 messages.append(
-                    ExtensionMessage(custom_type=entry.custom_type, content=entry.content, display=entry.display,
-                                     details=entry.details, timestamp=iso_to_ms(entry.timestamp))
+                    ExtensionMessage(
+                        custom_type=entry.custom_type,
+                        content=entry.content,
+                        display=entry.display,
+                        details=entry.details,
+                        timestamp=iso_to_ms(entry.timestamp),
+                    )
                 )
                 entry_ids.append(ids[i])
         elif kind == "branch_summary":
             entry = source.get(ids[i])
             if isinstance(entry, BranchSummaryEntry) and entry.summary:
                 messages.append(
-                    BranchSummaryMessage(summary=entry.summary, from_id=entry.from_id or "",
-                                         timestamp=iso_to_ms(entry.timestamp))
+                    BranchSummaryMessage(
+                        summary=entry.summary, from_id=entry.from_id or "", timestamp=iso_to_ms(entry.timestamp)
+                    )
                 )
                 entry_ids.append(ids[i])

@@ -106,8 +106,13 @@ class SessionHeader:
         return level if isinstance(level, str) and level else None
 
     def to_json_dict(self) -> JSON:
-        out: JSON = {"type": "session", "version": self.version, "id": self.id, "timestamp": self.timestamp,
-                     "cwd": self.cwd}
+        out: JSON = {
+            "type": "session",
+            "version": self.version,
+            "id": self.id,
+            "timestamp": self.timestamp,
+            "cwd": self.cwd,
+        }
         if self.parent_session is not None:
             out["parentSession"] = self.parent_session
         for key, value in self.extra.items():
@@ -217,8 +222,11 @@ class ModelChangeEntry(EntryBase):
 
     @classmethod
     def from_json_dict(cls, data: JSON) -> ModelChangeEntry:
-        return cls(provider=str(data.get("provider") or ""), model_id=str(data.get("modelId") or ""),
-                   **cls._common(data, cls._KNOWN))
+        return cls(
+            provider=str(data.get("provider") or ""),
+            model_id=str(data.get("modelId") or ""),
+            **cls._common(data, cls._KNOWN),
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -246,7 +254,12 @@ class CompactionEntry(EntryBase):
     from_hook: bool | None = None
     TYPE: ClassVar[str] = "compaction"
     _KNOWN: ClassVar[frozenset[str]] = COMMON_FIELDS | {
-        "summary", "firstKeptEntryId", "tokensBefore", "details", "fromHook"}
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
+        "details",
+        "fromHook",
+    }
 
     def _put_fields(self, out: JSON) -> None:
         out["summary"] = self.summary
@@ -314,8 +327,9 @@ class CustomEntry(EntryBase):
 
     @classmethod
     def from_json_dict(cls, data: JSON) -> CustomEntry:
-        return cls(custom_type=str(data.get("customType") or ""), data=data.get("data"),
-                   **cls._common(data, cls._KNOWN))
+        return cls(
+            custom_type=str(data.get("customType") or ""), data=data.get("data"), **cls._common(data, cls._KNOWN)
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -350,9 +364,13 @@ class CustomMessageEntry(EntryBase):
                     content.append(block)
         else:
             raise ValueError("custom_message content must be a string or a list of blocks")
-        return cls(custom_type=str(data.get("customType") or ""), content=content,
-                   display=bool(data.get("display", True)), details=data.get("details"),
-                   **cls._common(data, cls._KNOWN))
+        return cls(
+            custom_type=str(data.get("customType") or ""),
+            content=content,
+            display=bool(data.get("display", True)),
+            details=data.get("details"),
+            **cls._common(data, cls._KNOWN),
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -371,8 +389,11 @@ class LabelEntry(EntryBase):
     @classmethod
     def from_json_dict(cls, data: JSON) -> LabelEntry:
         label = data.get("label")
-        return cls(target_id=str(data.get("targetId") or ""), label=label if isinstance(label, str) and label else None,
-                   **cls._common(data, cls._KNOWN))
+        return cls(
+            target_id=str(data.get("targetId") or ""),
+            label=label if isinstance(label, str) and label else None,
+            **cls._common(data, cls._KNOWN),
+        )
 
 
 @dataclass(slots=True, kw_only=True)

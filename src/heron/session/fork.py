@@ -41,8 +41,9 @@ def fork(
         new = SessionStore.in_memory(source.header.cwd)
         new.header.parent_session = parent_session
     else:
-        new = SessionStore.create(source.header.cwd, path=path, home=home, parent_session=parent_session,
-                                  fsync=source.fsync)
+        new = SessionStore.create(
+            source.header.cwd, path=path, home=home, parent_session=parent_session, fsync=source.fsync
+        )
     ids = source.ids()
     lines: list[bytes] = []
     taken: set[str] = set()
@@ -64,8 +65,9 @@ def fork(
     for i in indices:
         label = labels.get(ids[i])
         if label is not None:
-            entry = LabelEntry(target_id=ids[i], label=label, id=new_entry_id(taken), parent_id=previous,
-                               timestamp=iso_now())
+            entry = LabelEntry(
+                target_id=ids[i], label=label, id=new_entry_id(taken), parent_id=previous, timestamp=iso_now()
+            )
             taken.add(entry.id)
             lines.append(dumps_line(entry.to_json_dict()))
             if not write_now:

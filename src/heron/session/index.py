@@ -97,7 +97,7 @@ class EntryIndex:
         """Read the roles of windows indexed without them (one regex pass per window)."""
         for window in self.windows:
             _start, _stop, first, count = window
-            if any(r is None for r in self.roles[first:first + count]):
+            if any(r is None for r in self.roles[first : first + count]):
                 roles = _scan.window_roles(fd, window)
                 for k, role in enumerate(roles):
                     if role is not None and self.roles[first + k] is None:
@@ -126,7 +126,7 @@ class EntryIndex:
                     self._give_up(line, target + 1)
                     located[0] = target + 1
                     return
-                buf, buf_lo = buf[pos - buf_lo:] + chunk, pos
+                buf, buf_lo = buf[pos - buf_lo :] + chunk, pos
                 nl = buf.find(b"\n")
             end = buf_lo + nl
             offsets[line], lengths[line] = pos, end - pos
@@ -176,7 +176,7 @@ class EntryIndex:
         while index >= 0:
             for block in blocks:
                 low = index - block + 1
-                if low > 0 and parents[low:index + 1] == list(range(low - 1, index)):
+                if low > 0 and parents[low : index + 1] == list(range(low - 1, index)):
                     out.extend(range(index, low - 1, -1))
                     index = low - 1
                     break

@@ -166,9 +166,7 @@ def latest_session(cwd: str | os.PathLike[str], home: str | os.PathLike[str] | N
     return max(files, key=key)
 
 
-def resolve_session(
-    ref: str | os.PathLike[str], *, home: str | os.PathLike[str] | None = None
-) -> Path:
+def resolve_session(ref: str | os.PathLike[str], *, home: str | os.PathLike[str] | None = None) -> Path:
     """A session file from a path or a unique prefix of its session uuid (searched in every
     cwd's directory). Raises :class:`SessionNotFoundError` or :class:`AmbiguousSessionError`."""
     text = os.fspath(ref)

@@ -193,8 +193,13 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
 class RecallIndex:
     """The index of one heron home. Cheap to open; :meth:`search` catches up first."""
 
-    def __init__(self, home: str | os.PathLike[str] | None = None, *, path: str | os.PathLike[str] | None = None,
-                 busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        busy_timeout: float = 5.0,
+    ) -> None:
         self.home = heron_home(home)
         self.path = Path(path) if path is not None else index_path(self.home)
         self.busy_timeout = busy_timeout
@@ -362,8 +367,11 @@ class RecallIndex:
             source = self._source(path)
             if source is not None and source.size == st.st_size and source.mtime_ns == st.st_mtime_ns:
                 return None
-            resume = source is not None and source.version >= 3 and same_bytes(
-                fh, source.done, source.head, source.tail, st.st_size)
+            resume = (
+                source is not None
+                and source.version >= 3
+                and same_bytes(fh, source.done, source.head, source.tail, st.st_size)
+            )
             with _transaction(self._db):
                 source_id = self._ensure_source(path, "session", session_id_of(Path(path)))
                 if source is not None and not resume:
@@ -378,10 +386,25 @@ class RecallIndex:
                     "UPDATE sources SET size=?, mtime_ns=?, done=?, lines=?, head=?, tail=?, version=?"
                     + (", session=?, project=?, cwd=?" if reader.header is not None else "")
                     + " WHERE id=?",
-                    (st.st_size, st.st_mtime_ns, reader.done, reader.lines, head, tail, reader.version,
-                     *((reader.header.id or session_id_of(Path(path)), _project_of(Path(path), self.home),
-                        reader.header.cwd) if reader.header is not None else ()),
-                     source_id),
+                    (
+                        st.st_size,
+                        st.st_mtime_ns,
+                        reader.done,
+                        reader.lines,
+                        head,
+                        tail,
+                        reader.version,
+                        *(
+                            (
+                                reader.header.id or session_id_of(Path(path)),
+                                _project_of(Path(path), self.home),
+                                reader.header.cwd,
+                            )
+                            if reader.header is not None
+                            else ()
+                        ),
+                        source_id,
+                    ),
                 )
             return reader.added
 
@@ -405,11 +428,14 @@ class RecallIndex:
             source_id = self._ensure_source(path, "spill", Path(path).parent.name)
             if source is not None:
                 self._drop_rows(source_id)
-            rows = [(source_id, None, None, None, None, line, count, None, body)
-                    for line, count, body in spill_chunks(text)]
+            rows = [
+                (source_id, None, None, None, None, line, count, None, body) for line, count, body in spill_chunks(text)
+            ]
             self._insert(rows)
-            self._db.execute("UPDATE sources SET size=?, mtime_ns=?, done=? WHERE id=?",
-                             (st.st_size, st.st_mtime_ns, len(data), source_id))
+            self._db.execute(
+                "UPDATE sources SET size=?, mtime_ns=?, done=? WHERE id=?",
+                (st.st_size, st.st_mtime_ns, len(data), source_id),
+            )
         return len(rows)
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
@@ -422,8 +448,9 @@ class RecallIndex:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(start + i, *row[:8]) for i, row in enumerate(rows)],
         )
-        self._db.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)",
-                             [(start + i, row[8]) for i, row in enumerate(rows)])
+        self._db.executemany(
+            "INSERT INTO fts(rowid, body) VALUES (?, ?)", [(start + i, row[8]) for i, row in enumerate(rows)]
+        )
 
     # --- searching --------------------------------------------------------------------------
 
@@ -457,8 +484,14 @@ class RecallIndex:
                 notes.append("the recall index was damaged and has been rebuilt")
         raise AssertionError("unreachable")
 
-    def _catch_up_quietly(self, scope: Scope, session_id: str | None, project: str | None,
-                          files: Sequence[str | os.PathLike[str]], notes: list[str]) -> None:
+    def _catch_up_quietly(
+        self,
+        scope: Scope,
+        session_id: str | None,
+        project: str | None,
+        files: Sequence[str | os.PathLike[str]],
+        notes: list[str],
+    ) -> None:
         try:
             self.catch_up(scope, session_id=session_id, project=project, files=files)
         except sqlite3.OperationalError as exc:
@@ -484,9 +517,21 @@ class RecallIndex:
                 ).fetchone()
                 entry_id, tool, ts = owner if owner is not None else (None, None, None)
                 role = "toolResult" if owner is not None else "spill"
-            hits.append(Hit(session=session, entry_id=entry_id, role=role, tool=tool, timestamp=ts,
-                            snippet=_one_line(snippet), source="spill" if kind == "spill" else "entry",
-                            path=path, line=line, lines=nlines, spill_path=spill))
+            hits.append(
+                Hit(
+                    session=session,
+                    entry_id=entry_id,
+                    role=role,
+                    tool=tool,
+                    timestamp=ts,
+                    snippet=_one_line(snippet),
+                    source="spill" if kind == "spill" else "entry",
+                    path=path,
+                    line=line,
+                    lines=nlines,
+                    spill_path=spill,
+                )
+            )
         return hits
 
     def stats(self) -> dict[str, int]:
@@ -513,8 +558,7 @@ def _scope_filter(scope: Scope, session_id: str | None, project: str | None, tab
     if scope == "session":
         return f"{table}.session = ?", (str(session_id),)
     if scope == "project":
-        return (f"{table}.session IN (SELECT session FROM sources WHERE kind='session' AND project=?)",
-                (str(project),))
+        return (f"{table}.session IN (SELECT session FROM sources WHERE kind='session' AND project=?)", (str(project),))
     return "1", ()
 
 

@@ -140,8 +140,6 @@ def entry_doc(entry: Entry) -> Doc | None:
     return doc
 
 
-
-
 class SessionReader:
     """Reads entries from a session file into index rows, line by line from an offset."""
 
@@ -225,8 +223,17 @@ class SessionReader:
         doc = entry_doc(entry)
         if doc is None:
             return None
-        return (self.source_id, entry.id, doc.role, doc.tool, entry.timestamp, line, 1 if line else None,
-                doc.spill, doc.text)
+        return (
+            self.source_id,
+            entry.id,
+            doc.role,
+            doc.tool,
+            entry.timestamp,
+            line,
+            1 if line else None,
+            doc.spill,
+            doc.text,
+        )
 
     def _add(self, rows: list[Row]) -> None:
         self.insert(rows)
@@ -261,4 +268,3 @@ def spill_chunks(text: str) -> Iterable[tuple[int, int, str]]:
             j += 1
         yield i + 1, j - i, "".join(lines[i:j])
         i = j
-

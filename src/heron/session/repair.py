@@ -120,7 +120,11 @@ class Repairs:
 
 
 def resolve(
-    tree: EntryIndex, repairs: Repairs, ids: list[str], parents: list[str | None], bridges: dict[str, str | None],
+    tree: EntryIndex,
+    repairs: Repairs,
+    ids: list[str],
+    parents: list[str | None],
+    bridges: dict[str, str | None],
     warn: Warn,
 ) -> None:
     """Fill ``tree.ids``, ``tree.by_id`` and ``tree.parents`` (positions) from the file's
@@ -150,8 +154,14 @@ def resolve(
 
 
 def _attach(
-    i: int, ids: list[str], parents: list[str | None], bridges: dict[str, str | None], by_id: dict[str, int],
-    line_nos: list[int], repairs: Repairs, warn: Warn,
+    i: int,
+    ids: list[str],
+    parents: list[str | None],
+    bridges: dict[str, str | None],
+    by_id: dict[str, int],
+    line_nos: list[int],
+    repairs: Repairs,
+    warn: Warn,
 ) -> int:
     """The parent of an entry whose ``parentId`` names no entry: through bridges, or none."""
     wanted = parents[i]
@@ -197,8 +207,10 @@ def _resolve_slow(
             ids[earlier] = new
             by_id[new] = earlier
             repairs.disk_ids[earlier] = eid
-            warn(f"{where}: duplicate id {eid} (also on line {line_nos[earlier] + 1}); "
-                 f"the earlier entry is renamed {new} in memory")
+            warn(
+                f"{where}: duplicate id {eid} (also on line {line_nos[earlier] + 1}); "
+                f"the earlier entry is renamed {new} in memory"
+            )
         by_id[eid] = i
     # forward references (a parent written after its child) are resolved at the end
     for i, p in enumerate(resolved):
@@ -223,11 +235,13 @@ def cut_cycles(tree: EntryIndex, repairs: Repairs, warn: Warn) -> None:
             walk.append(i)
             i = parents[i]
         if i >= 0 and state[i] == 1:  # the walk came back to itself: a cycle from i
-            cycle = walk[walk.index(i):]
+            cycle = walk[walk.index(i) :]
             cut = next((k for k in cycle if parents[k] >= k), cycle[-1])
-            warn(f"line {tree.line_nos[cut] + 1}: parent links form a cycle through {len(cycle)} "
-                 f"entr{'y' if len(cycle) == 1 else 'ies'}; entry {tree.ids[cut]} (parent "
-                 f"{tree.ids[parents[cut]]}) treated as a root")
+            warn(
+                f"line {tree.line_nos[cut] + 1}: parent links form a cycle through {len(cycle)} "
+                f"entr{'y' if len(cycle) == 1 else 'ies'}; entry {tree.ids[cut]} (parent "
+                f"{tree.ids[parents[cut]]}) treated as a root"
+            )
             parents[cut] = ROOT
             repairs.relinked.add(cut)
         for k in walk:

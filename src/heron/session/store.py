@@ -124,8 +124,12 @@ class SessionStore(EntryAppends):
         ``$HERON_HOME/sessions/<encoded cwd>/<time>_<uuid>.jsonl``."""
         from heron.session.paths import new_session_path
 
-        header = SessionHeader(id=str(uuid.uuid4()), timestamp=iso_now(), cwd=os.path.abspath(os.fspath(cwd)),
-                               parent_session=parent_session)
+        header = SessionHeader(
+            id=str(uuid.uuid4()),
+            timestamp=iso_now(),
+            cwd=os.path.abspath(os.fspath(cwd)),
+            parent_session=parent_session,
+        )
         target = Path(path) if path is not None else new_session_path(header.cwd, header.id, header.timestamp, home)
         return cls(header, target, fsync=fsync)
 
@@ -136,9 +140,7 @@ class SessionStore(EntryAppends):
         return cls(header, None)
 
     @classmethod
-    def open(
-        cls, path: str | os.PathLike[str], *, read_only: bool = False, fsync: bool = False
-    ) -> SessionStore:
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False, fsync: bool = False) -> SessionStore:
         """Open a session file. A writer (the default) takes the file's lock first and
         raises :class:`SessionInUseError` when another process holds it, and
         :class:`SessionWriteError` when heron may not write the file or it is of a newer
@@ -154,13 +156,18 @@ class SessionStore(EntryAppends):
         except BaseException:
             os.close(fd)
             raise
-        header = SessionHeader.from_json_dict(raw.header) if raw.header is not None else SessionHeader(
-            id=_id_from_name(target), timestamp=iso_now(), cwd=os.getcwd())
+        header = (
+            SessionHeader.from_json_dict(raw.header)
+            if raw.header is not None
+            else SessionHeader(id=_id_from_name(target), timestamp=iso_now(), cwd=os.getcwd())
+        )
         if not read_only and raw.header is not None and header.version > CURRENT_VERSION:
             os.close(fd)
             raise SessionReadOnlyError(
                 f"session file version {header.version} is newer than this heron supports ({CURRENT_VERSION}); "
-                f"it can be read (heron sessions info) but not continued: {target}", target)
+                f"it can be read (heron sessions info) but not continued: {target}",
+                target,
+            )
         store = cls(header, target, fsync=fsync, read_only=read_only)
         store._rfd = fd
         if store._writer is not None and not read_only:
@@ -329,8 +336,10 @@ class SessionStore(EntryAppends):
         expected = repairs.expected_id(index, self._index.ids)
         if entry.id != expected:
             repairs.bad.add(index)
-            self._warn(f"line {line_no}: expected entry {expected}, found {entry.id!r}: "
-                       "the file changed on disk since it was opened")
+            self._warn(
+                f"line {line_no}: expected entry {expected}, found {entry.id!r}: "
+                "the file changed on disk since it was opened"
+            )
             return None
         repairs.fix_links(index, entry, self._index)
         self._cache[index] = entry
@@ -448,8 +457,9 @@ class SessionStore(EntryAppends):
             self._read_labels_and_name()
             self._note(entry)
         cached = self._settings
-        self._settings = None if cached is None or cached[0] != leaf else (
-            position, *settings_after(cached[1], cached[2], entry))
+        self._settings = (
+            None if cached is None or cached[0] != leaf else (position, *settings_after(cached[1], cached[2], entry))
+        )
         return entry
 
     def scrubbed(self, data: bytes) -> bytes:
@@ -462,8 +472,11 @@ class SessionStore(EntryAppends):
         if self._read_only_reason is not None:
             raise SessionReadOnlyError(self._read_only_reason, self.path)
         if self.write_error is not None:
-            raise SessionWriteError(f"the session is no longer saved after an earlier error: {self.write_error}",
-                                    self.path, self.write_error.cause)
+            raise SessionWriteError(
+                f"the session is no longer saved after an earlier error: {self.write_error}",
+                self.path,
+                self.write_error.cause,
+            )
 
     def _write(self, line: bytes) -> None:
         if self._needs_rewrite:

@@ -344,8 +344,7 @@ class AnthropicProvider:
         return body_pieces(body, "messages", messages_json(history, cache_marker(options)))
 
     def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream",
-                   "anthropic-version": API_VERSION}
+        headers = {"content-type": "application/json", "accept": "text/event-stream", "anthropic-version": API_VERSION}
         key = http.api_key(options, (API_KEY_ENV,))
         if key:
             headers["x-api-key"] = key

@@ -63,6 +63,7 @@ _VERSION_SUFFIX = re.compile(r"^(?P<base>.*?)/(?P<version>v\d+(?:(?:alpha|beta)\
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
+
 class GObj(dict[str, Any]):
     """A Gemini JSON object read with the field names of Google's SDK (``part.thought_signature``
     reads ``thoughtSignature``), ``None`` when absent."""
@@ -470,8 +471,10 @@ class _StreamState:
         builder = self.builder
         if call.args is not None and not isinstance(call.args, dict):
             # Checked before any block changes, so the consumer never sees half a call.
-            raise ProviderError("Gemini sent a response heron could not read: functionCall.args is not an object",
-                                kind=ErrorKind.UNKNOWN)
+            raise ProviderError(
+                "Gemini sent a response heron could not read: functionCall.args is not an object",
+                kind=ErrorKind.UNKNOWN,
+            )
         events = self._close_block()
         encoded = _b64encode(signature) if signature is not None else None
         if call.name:
@@ -562,17 +565,16 @@ def _dumps(value: Any) -> str:
 # --- errors ----------------------------------------------------------------------
 
 
-def describe_failure(
-    status: int | None, body: Any, headers: Mapping[str, str], reason: str = ""
-) -> ProviderError:
+def describe_failure(status: int | None, body: Any, headers: Mapping[str, str], reason: str = "") -> ProviderError:
     """``{"error": {"code", "status", "message", "details"}}`` (an HTTP error, or an error
     object inside the stream) as a :class:`ProviderError`."""
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
         text = body.strip()[:2000] if isinstance(body, str) else (json.dumps(body) if body else "")
         label = f"{status} {reason}".strip() if status else reason
-        return ProviderError(f"{label}: {text}" if text else label or "error", status=status,
-                             retry_after=parse_retry_after(headers))
+        return ProviderError(
+            f"{label}: {text}" if text else label or "error", status=status, retry_after=parse_retry_after(headers)
+        )
     code = error.get("code") if isinstance(error.get("code"), int) else status
     label = " ".join(str(p) for p in (code, error.get("status")) if p)
     message = str(error.get("message") or "")

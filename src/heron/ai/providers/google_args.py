@@ -26,7 +26,6 @@ class PartialCall:
     diverged: bool = False  # an update rewrote text already sent: replace at the end
 
 
-
 _PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*\"((?:[^\"\\]|\\.)*)\"\s*\]")
 
 

@@ -189,7 +189,7 @@ def _root_cause(exc: BaseException) -> BaseException:
 
 
 def connection_error(exc: BaseException, url: str) -> ProviderError:
-    """"Connection error: cannot reach https://host (reason)" from any connect failure."""
+    """ "Connection error: cannot reach https://host (reason)" from any connect failure."""
     cause = _root_cause(exc)
     reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
     if isinstance(cause, OSError) and not getattr(cause, "strerror", None) and cause.args:

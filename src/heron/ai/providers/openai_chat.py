@@ -85,6 +85,7 @@ _STOP_REASONS: dict[str, StopReason] = {
     "content_filter": StopReason.STOP,
 }
 
+
 def is_openai_url(base_url: str | None) -> bool:
     return base_url is None or OPENAI_HOST in base_url
 

@@ -85,8 +85,9 @@ class HeronAgent:
 
     # --- initialize ----------------------------------------------------------------------
 
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
-                         **kwargs: Any) -> InitializeResponse:
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
         from heron import __version__
 
         self.client_capabilities = client_capabilities
@@ -94,30 +95,37 @@ class HeronAgent:
             load_session=True,
             prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
             mcp_capabilities=McpCapabilities(http=True, sse=False),
-            session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
-                                                     fork=SessionForkCapabilities(),
-                                                     resume=SessionResumeCapabilities()),
+            session_capabilities=SessionCapabilities(
+                list=SessionListCapabilities(),
+                close=SessionCloseCapabilities(),
+                fork=SessionForkCapabilities(),
+                resume=SessionResumeCapabilities(),
+            ),
         )
         # heron speaks one version: the one asked for when it is that one, else its own
         # (the client decides whether it can go on with it); never a version it does not speak.
-        return InitializeResponse(protocol_version=PROTOCOL_VERSION,
-                                  agent_capabilities=capabilities,
-                                  agent_info=Implementation(name="heron", title="heron", version=__version__))
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=capabilities,
+            agent_info=Implementation(name="heron", title="heron", version=__version__),
+        )
 
     # --- sessions --------------------------------------------------------------------------
 
     async def _open(self, cwd: str, store: SessionStore | None, mcp_servers: Any) -> AcpSession:
         path = _directory(cwd)
         try:
-            session, mcp = await asyncio.to_thread(build_session, self.args, self.registry, self.home,
-                                                   path.resolve(), store, mcp_servers)
+            session, mcp = await asyncio.to_thread(
+                build_session, self.args, self.registry, self.home, path.resolve(), store, mcp_servers
+            )
         except SetupError as exc:
             raise RequestError.internal_error({"message": str(exc)}) from exc
         except (ValueError, SessionError, OSError) as exc:
             raise _invalid(str(exc)) from exc
         sid = session.store.session_id
-        state = AcpSession(sid, session, EventTranslator(session.cwd), PermissionBridge(sid, session.cwd,
-                                                                                            self._ask), mcp)
+        state = AcpSession(
+            sid, session, EventTranslator(session.cwd), PermissionBridge(sid, session.cwd, self._ask), mcp
+        )
         session.control.asker = state.bridge
         client_fs.attach(session, self.conn, sid, self.client_capabilities)
         outbox = Outbox(lambda update: self.conn.session_update(sid, update))
@@ -132,8 +140,7 @@ class HeronAgent:
             state.translator.terminals[call_id] = terminal_id
             outbox.put(terminal_shown(call_id, terminal_id))
 
-        tools = terminal.attach(session.agent.state.tools, session.env, self.conn, sid, show,
-                                self.client_capabilities)
+        tools = terminal.attach(session.agent.state.tools, session.env, self.conn, sid, show, self.client_capabilities)
         if tools is not None:
             session.agent.set_tools(tools)
         state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
@@ -156,18 +163,24 @@ class HeronAgent:
     def _get(self, session_id: str) -> AcpSession:
         state = self.sessions.get(session_id)
         if state is None:
-            raise _invalid(f"unknown session {session_id!r}: create it with session/new or load it with session/load",
-                           sessionId=session_id)
+            raise _invalid(
+                f"unknown session {session_id!r}: create it with session/new or load it with session/load",
+                sessionId=session_id,
+            )
         return state
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         state = await self._open(cwd, None, mcp_servers)
         commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
-        return NewSessionResponse(session_id=state.id, modes=options.modes(state.session),
-                                  config_options=options.config(state.session, self.registry))
+        return NewSessionResponse(
+            session_id=state.id,
+            modes=options.modes(state.session),
+            config_options=options.config(state.session, self.registry),
+        )
 
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
-                           **kwargs: Any) -> LoadSessionResponse:
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
         _directory(cwd)
         state = self.sessions.get(session_id)
         if state is not None and state.run is not None and not state.run.done():
@@ -177,8 +190,9 @@ class HeronAgent:
         for update in replay(state.session.store, state.session.cwd):
             await self.conn.session_update(state.id, update)
         commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
-        return LoadSessionResponse(modes=options.modes(state.session),
-                                   config_options=options.config(state.session, self.registry))
+        return LoadSessionResponse(
+            modes=options.modes(state.session), config_options=options.config(state.session, self.registry)
+        )
 
     async def _load(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session file with this id, opened (a session open here already is reused:
@@ -198,23 +212,28 @@ class HeronAgent:
             raise _invalid(f"no session {session_id!r}: {exc}", sessionId=session_id) from exc
         if store.session_id != session_id:
             store.close()
-            raise _invalid(f"no session {session_id!r} (an id prefix matched {store.session_id!r}; give the whole id)",
-                           sessionId=session_id)
+            raise _invalid(
+                f"no session {session_id!r} (an id prefix matched {store.session_id!r}; give the whole id)",
+                sessionId=session_id,
+            )
         return store
 
-    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
-                             **kwargs: Any) -> ResumeSessionResponse:
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
         """session/load without the replay: the client still shows the conversation."""
         _directory(cwd)
         state = self.sessions.get(session_id)
         if state is None:
             state = await self._load(cwd, session_id, mcp_servers)
         commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
-        return ResumeSessionResponse(modes=options.modes(state.session),
-                                     config_options=options.config(state.session, self.registry))
+        return ResumeSessionResponse(
+            modes=options.modes(state.session), config_options=options.config(state.session, self.registry)
+        )
 
-    async def fork_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
-                           **kwargs: Any) -> ForkSessionResponse:
+    async def fork_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ForkSessionResponse:
         """A new session holding the given one's conversation (its current branch); the
         original is left as it is. A session open here must not be running a prompt."""
         _directory(cwd)  # before anything is written: a refused fork leaves no file
@@ -231,8 +250,11 @@ class HeronAgent:
                 source.close()
         forked = await self._open(cwd, store, mcp_servers)
         commands.advertise_later(self.outboxes[forked.id].put, forked.session, self._watchdogs)
-        return ForkSessionResponse(session_id=forked.id, modes=options.modes(forked.session),
-                                   config_options=options.config(forked.session, self.registry))
+        return ForkSessionResponse(
+            session_id=forked.id,
+            modes=options.modes(forked.session),
+            config_options=options.config(forked.session, self.registry),
+        )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """Frees the session: a running prompt is cancelled, its MCP servers stopped, its
@@ -251,14 +273,21 @@ class HeronAgent:
         state.session.store.close()
         return CloseSessionResponse()
 
-    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
-                            **kwargs: Any) -> ListSessionsResponse:
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
         if cwd is not None and not Path(cwd).is_absolute():
             raise _invalid(f"cwd {cwd!r} is not an absolute path", cwd=cwd)
         found = await asyncio.to_thread(list_sessions, cwd, all_cwds=cwd is None, home=self.home)
-        infos = [SessionInfo(session_id=s.id, cwd=s.cwd, title=_title(s.name, s.first_message),
-                             updated_at=_dt.datetime.fromtimestamp(s.modified, _dt.UTC).isoformat())
-                 for s in found]
+        infos = [
+            SessionInfo(
+                session_id=s.id,
+                cwd=s.cwd,
+                title=_title(s.name, s.first_message),
+                updated_at=_dt.datetime.fromtimestamp(s.modified, _dt.UTC).isoformat(),
+            )
+            for s in found
+        ]
         return ListSessionsResponse(sessions=infos)
 
     # --- configuration ---------------------------------------------------------------------
@@ -274,17 +303,23 @@ class HeronAgent:
             state.session.control.set_mode(mode_id)
         except ValueError as exc:
             raise _invalid(str(exc), modeId=mode_id) from exc
-        await self.conn.session_update(state.id, CurrentModeUpdate(session_update="current_mode_update",
-                                                                   current_mode_id=mode_id))
+        await self.conn.session_update(
+            state.id, CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id)
+        )
 
     async def _config_changed(self, state: AcpSession) -> None:
         """The ``mode`` and ``model`` selects after a change made without session/set_config_option
         (whose response carries them), so a client showing them is not left with old values."""
-        await self.conn.session_update(state.id, ConfigOptionUpdate(
-            session_update="config_option_update", config_options=options.config(state.session, self.registry)))
+        await self.conn.session_update(
+            state.id,
+            ConfigOptionUpdate(
+                session_update="config_option_update", config_options=options.config(state.session, self.registry)
+            ),
+        )
 
-    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
-                                **kwargs: Any) -> SetSessionConfigOptionResponse:
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
         state = self._get(session_id)
         if config_id == "model" and isinstance(value, str):
             self._set_model(state, value)
@@ -321,7 +356,7 @@ class HeronAgent:
         state.cancelled = False
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
-            state.run = asyncio.ensure_future(state.session.compact(command[len("/compact"):].strip() or None))
+            state.run = asyncio.ensure_future(state.session.compact(command[len("/compact") :].strip() or None))
         else:
             state.run = asyncio.ensure_future(state.session.prompt(text, images))
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -363,8 +398,9 @@ class HeronAgent:
         if run is None or run.done():
             return
         if not state.cancelled:
-            raise RequestError.invalid_request({"message": "a prompt is already running in this session; "
-                                                           "cancel it first"})
+            raise RequestError.invalid_request(
+                {"message": "a prompt is already running in this session; cancel it first"}
+            )
         turn = self._turns.get(state.id)
         await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
         if turn is not None:
@@ -404,4 +440,3 @@ def _title(name: str | None, first: str | None) -> str | None:
         lines = first.strip().splitlines()
         return lines[0][:100] if lines else None
     return None
-

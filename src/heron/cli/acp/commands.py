@@ -19,8 +19,11 @@ from typing import Any
 
 from acp.schema import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, UnstructuredCommandInput
 
-COMPACT = ("compact", "Compact the context: summarise the conversation so far to free room",
-           "what the summary should keep (optional)")
+COMPACT = (
+    "compact",
+    "Compact the context: summarise the conversation so far to free room",
+    "what the summary should keep (optional)",
+)
 
 
 def _command(name: str, description: str, hint: str | None) -> AvailableCommand:
@@ -44,8 +47,7 @@ def available(session: Any) -> AvailableCommandsUpdate:
     unique: dict[str, AvailableCommand] = {}
     for command in found:
         unique.setdefault(command.name, command)
-    return AvailableCommandsUpdate(session_update="available_commands_update",
-                                   available_commands=list(unique.values()))
+    return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=list(unique.values()))
 
 
 def advertise_later(put: Callable[[Any], None], session: Any, keep: set[asyncio.Future[None]]) -> None:

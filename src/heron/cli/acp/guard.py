@@ -25,8 +25,12 @@ def problem(line: bytes) -> dict[str, Any] | None:
     except ValueError as exc:
         return _error(None, PARSE_ERROR, "Parse error", f"not JSON: {exc}")
     if not isinstance(message, dict):
-        return _error(None, INVALID_REQUEST, "Invalid Request",
-                      f"a message must be a JSON object, not {type(message).__name__} (batches are not supported)")
+        return _error(
+            None,
+            INVALID_REQUEST,
+            "Invalid Request",
+            f"a message must be a JSON object, not {type(message).__name__} (batches are not supported)",
+        )
     ident = message.get("id")
     if ident is not None and not isinstance(ident, (str, int)):
         return _error(None, INVALID_REQUEST, "Invalid Request", "id must be a string or an integer")
@@ -45,8 +49,9 @@ def _error(ident: Any, code: int, message: str, details: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message, "data": {"details": details}}}
 
 
-def guarded(source: asyncio.StreamReader, reply: Callable[[dict[str, Any]], None],
-            limit: int) -> tuple[asyncio.StreamReader, asyncio.Task[None]]:
+def guarded(
+    source: asyncio.StreamReader, reply: Callable[[dict[str, Any]], None], limit: int
+) -> tuple[asyncio.StreamReader, asyncio.Task[None]]:
     """A reader holding only the good lines of ``source``; bad ones are answered by ``reply``."""
     clean = asyncio.StreamReader(limit=limit)
 

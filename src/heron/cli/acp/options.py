@@ -38,8 +38,9 @@ def model_ref(session: CodingSession) -> str:
     return f"{session.model.provider}/{session.model.id}"
 
 
-def config(session: CodingSession,
-           registry: ModelRegistry) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+def config(
+    session: CodingSession, registry: ModelRegistry
+) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
     """The model choice: the session's model first, then the catalogue's models whose key is set."""
     current = model_ref(session)
     choices = [SessionConfigSelectOption(value=current, name=session.model.name or current)]
@@ -49,10 +50,17 @@ def config(session: CodingSession,
             choices.append(SessionConfigSelectOption(value=ref, name=model.name or ref))
     mode_choices = [SessionConfigSelectOption(value=m, name=MODE_TEXT[m][0]) for m in MODES]
     return [
-        SessionConfigOptionSelect(id="model", name="Model", category="model", type="select", current_value=current,
-                                  options=choices),
-        SessionConfigOptionSelect(id="mode", name="Permission mode", category="mode", type="select",
-                                  current_value=session.control.permissions.mode, options=mode_choices),
+        SessionConfigOptionSelect(
+            id="model", name="Model", category="model", type="select", current_value=current, options=choices
+        ),
+        SessionConfigOptionSelect(
+            id="mode",
+            name="Permission mode",
+            category="mode",
+            type="select",
+            current_value=session.control.permissions.mode,
+            options=mode_choices,
+        ),
     ]
 
 

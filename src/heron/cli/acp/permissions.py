@@ -28,9 +28,11 @@ RequestPermission = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awai
 def options(prompt: PermissionPrompt) -> list[PermissionOption]:
     rule = prompt.decision.suggestion
     always = f"Always allow {rule}" if rule else "Always allow"
-    return [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
-            PermissionOption(option_id=ALLOW_ALWAYS, name=always, kind="allow_always"),
-            PermissionOption(option_id=REJECT, name="Reject", kind="reject_once")]
+    return [
+        PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
+        PermissionOption(option_id=ALLOW_ALWAYS, name=always, kind="allow_always"),
+        PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
+    ]
 
 
 def answer(response: RequestPermissionResponse) -> AskReply:
@@ -65,12 +67,15 @@ class PermissionBridge:
             await self.announce(self.subagents.announce(sub))
             call = ToolCallUpdate(**self.subagents.question(sub))
         else:
-            call = ToolCallUpdate(tool_call_id=prompt.call_id,
-                                  title=toolcalls.title(prompt.tool, prompt.args, self.cwd),
-                                  kind=toolcalls.tool_kind(prompt.tool), status="pending",
-                                  locations=toolcalls.locations(prompt.tool, prompt.args, self.cwd) or None,
-                                  content=list(toolcalls.diffs(prompt.tool, prompt.args, self.cwd)) or None,
-                                  raw_input=prompt.args)
+            call = ToolCallUpdate(
+                tool_call_id=prompt.call_id,
+                title=toolcalls.title(prompt.tool, prompt.args, self.cwd),
+                kind=toolcalls.tool_kind(prompt.tool),
+                status="pending",
+                locations=toolcalls.locations(prompt.tool, prompt.args, self.cwd) or None,
+                content=list(toolcalls.diffs(prompt.tool, prompt.args, self.cwd)) or None,
+                raw_input=prompt.args,
+            )
         task = asyncio.ensure_future(self._request(self.session_id, call, options(prompt)))
         self._open.add(task)
         try:

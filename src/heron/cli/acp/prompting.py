@@ -116,12 +116,21 @@ def turn_usage(added: Sequence[AgentMessage]) -> Usage | None:
     out = sum(m.usage.output for m in replies)
     read = sum(m.usage.cache_read for m in replies)
     write = sum(m.usage.cache_write for m in replies)
-    return Usage(total_tokens=inp + out + read + write, input_tokens=inp, output_tokens=out,
-                 cached_read_tokens=read, cached_write_tokens=write)
+    return Usage(
+        total_tokens=inp + out + read + write,
+        input_tokens=inp,
+        output_tokens=out,
+        cached_read_tokens=read,
+        cached_write_tokens=write,
+    )
 
 
 def usage_update(messages: Sequence[AgentMessage], used: int, window: int) -> UsageUpdate:
     """How full the context is, and what the session has cost so far (dollars)."""
     cost = sum(m.usage.cost.total for m in messages if isinstance(m, AssistantMessage))
-    return UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, window),
-                       cost=Cost(amount=round(cost, 6), currency="USD"))
+    return UsageUpdate(
+        session_update="usage_update",
+        used=max(0, used),
+        size=max(0, window),
+        cost=Cost(amount=round(cost, 6), currency="USD"),
+    )

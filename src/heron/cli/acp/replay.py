@@ -37,8 +37,9 @@ def replay(store: SessionStore, cwd: Path) -> list[Update]:
         if isinstance(entry, CompactionEntry):
             call_id = f"compaction-{entry.id}"
             out.append(compaction_start(call_id, entry.tokens_before))
-            out.append(compaction_end(call_id, entry.summary,
-                                      f"Compacted: {entry.tokens_before} tokens before.", failed=False))
+            out.append(
+                compaction_end(call_id, entry.summary, f"Compacted: {entry.tokens_before} tokens before.", failed=False)
+            )
         elif isinstance(entry, MessageEntry):
             if isinstance(entry.message, UserMessage):
                 out.extend(_unfinished(calls))
@@ -50,9 +51,15 @@ def _unfinished(calls: dict[str, ToolCall]) -> list[Update]:
     """Calls the file has no result for (heron was stopped while they ran, e.g. killed):
     shown failed, so the editor does not show them running for ever."""
     note = TextContentBlock(type="text", text="Interrupted: heron stopped before this call finished.")
-    out: list[Update] = [ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="failed",
-                                          content=[ContentToolCallContent(type="content", content=note)])
-                         for call_id in calls]
+    out: list[Update] = [
+        ToolCallProgress(
+            session_update="tool_call_update",
+            tool_call_id=call_id,
+            status="failed",
+            content=[ContentToolCallContent(type="content", content=note)],
+        )
+        for call_id in calls
+    ]
     calls.clear()
     return out
 
@@ -77,11 +84,24 @@ def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update
         call = calls.pop(message.tool_call_id, None)
         args = dict(call.arguments) if call is not None else None
         created = isinstance(message.details, dict) and message.details.get("created") is True
-        done: list[Update] = [toolcalls.finished(message.tool_call_id, message.tool_name, args,
-                                                 list(message.content), message.is_error, message.details, cwd,
-                                                 None if created else toolcalls.Old.UNKNOWN)]
-        if message.tool_name == "todo" and not message.is_error and isinstance(message.details, dict) \
-                and isinstance(message.details.get("todos"), list):
+        done: list[Update] = [
+            toolcalls.finished(
+                message.tool_call_id,
+                message.tool_name,
+                args,
+                list(message.content),
+                message.is_error,
+                message.details,
+                cwd,
+                None if created else toolcalls.Old.UNKNOWN,
+            )
+        ]
+        if (
+            message.tool_name == "todo"
+            and not message.is_error
+            and isinstance(message.details, dict)
+            and isinstance(message.details.get("todos"), list)
+        ):
             done.append(plan(message.details["todos"]))
         return done
     return []
@@ -95,7 +115,10 @@ def _user(message: UserMessage) -> list[Update]:
         if isinstance(block, TextContent) and block.text:
             out.append(text("user", block.text))
         elif isinstance(block, ImageContent):
-            out.append(UserMessageChunk(session_update="user_message_chunk",
-                                        content=ImageContentBlock(type="image", data=block.data,
-                                                                  mime_type=block.mime_type)))
+            out.append(
+                UserMessageChunk(
+                    session_update="user_message_chunk",
+                    content=ImageContentBlock(type="image", data=block.data, mime_type=block.mime_type),
+                )
+            )
     return out

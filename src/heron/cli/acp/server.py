@@ -28,8 +28,11 @@ class UsageError(RuntimeError):
 def check(args: argparse.Namespace) -> None:
     if args.messages or args.print_prompt is not None:
         raise UsageError("--mode acp takes no task: the editor sends prompts over the protocol (docs/editors.md)")
-    for flag, on in (("-c/--continue", args.continue_session), ("-r/--resume", args.resume),
-                     ("--session", bool(args.session))):
+    for flag, on in (
+        ("-c/--continue", args.continue_session),
+        ("-r/--resume", args.resume),
+        ("--session", bool(args.session)),
+    ):
         if on:
             raise UsageError(f"{flag} does not apply to --mode acp: the editor opens sessions with session/load")
     if args.base_url is not None:
@@ -55,8 +58,11 @@ def _add_set_model_route(conn: Any, agent: Any) -> None:
     async def handle(params: Any) -> Any:
         from acp import RequestError
 
-        if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str) \
-                or not isinstance(params.get("modelId"), str):
+        if (
+            not isinstance(params, dict)
+            or not isinstance(params.get("sessionId"), str)
+            or not isinstance(params.get("modelId"), str)
+        ):
             raise RequestError.invalid_params({"message": "session/set_model needs sessionId and modelId strings"})
         return await agent.set_session_model(params["sessionId"], params["modelId"])
 
@@ -87,6 +93,7 @@ async def serve(args: argparse.Namespace, protocol_out: int) -> int:
         reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     finally:
         sys.stdout = saved
+
     def reply(payload: dict[str, Any]) -> None:
         writer.write(json.dumps(payload).encode() + b"\n")
 

@@ -63,11 +63,21 @@ def client_servers(servers: list[Any] | None) -> tuple[list[ServerConfig], list[
             out.append(ServerConfig(server.name, "http", "user", CLIENT_SOURCE, url=server.url, headers=headers))
         elif kind is None and hasattr(server, "command"):
             env = {e.name: e.value for e in server.env or []}
-            out.append(ServerConfig(server.name, "stdio", "user", CLIENT_SOURCE, command=server.command,
-                                    args=tuple(server.args or ()), env=env))
+            out.append(
+                ServerConfig(
+                    server.name,
+                    "stdio",
+                    "user",
+                    CLIENT_SOURCE,
+                    command=server.command,
+                    args=tuple(server.args or ()),
+                    env=env,
+                )
+            )
         else:
-            problems.append(f"MCP server {getattr(server, 'name', '?')!r}: transport {kind!r} is not supported "
-                            "(use stdio or http)")
+            problems.append(
+                f"MCP server {getattr(server, 'name', '?')!r}: transport {kind!r} is not supported (use stdio or http)"
+            )
     return out, problems
 
 
@@ -82,8 +92,7 @@ def start_mcp(cwd: Path, home: Path, trusted: bool, window: int, extra: list[Ser
         return SessionMcp(None, [], warnings)
     from heron.coding.mcp.manager import McpManager
 
-    manager = McpManager(servers, timeouts_from_env(warnings), cwd=str(cwd), log_dir=home / "mcp-logs",
-                         auth_home=home)
+    manager = McpManager(servers, timeouts_from_env(warnings), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home)
     manager.start()
     for status in manager.statuses():
         if status.state != "connected":
@@ -92,8 +101,14 @@ def start_mcp(cwd: Path, home: Path, trusted: bool, window: int, extra: list[Ser
     return SessionMcp(manager, tools, warnings, search)
 
 
-def build_session(args: argparse.Namespace, registry: ModelRegistry, home: Path, cwd: Path,
-                  store: SessionStore | None, mcp_servers: list[Any] | None) -> tuple[CodingSession, SessionMcp]:
+def build_session(
+    args: argparse.Namespace,
+    registry: ModelRegistry,
+    home: Path,
+    cwd: Path,
+    store: SessionStore | None,
+    mcp_servers: list[Any] | None,
+) -> tuple[CodingSession, SessionMcp]:
     """A runtime for ``cwd`` (blocking; raises SetupError, ValueError, SessionError)."""
     settings = load_settings(cwd, home)
     for warning in settings.warnings:
@@ -107,9 +122,17 @@ def build_session(args: argparse.Namespace, registry: ModelRegistry, home: Path,
     if store is None:
         store = SessionStore.in_memory(cwd) if args.no_session else SessionStore.create(cwd, home=home)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    session = CodingSession(cwd=cwd, model=resolved.model, api_key=resolved.api_key, store=store,
-                            settings=settings, tools=tools, thinking_level=args.thinking, home=home,
-                            extra_tools=mcp.tools)
+    session = CodingSession(
+        cwd=cwd,
+        model=resolved.model,
+        api_key=resolved.api_key,
+        store=store,
+        settings=settings,
+        tools=tools,
+        thinking_level=args.thinking,
+        home=home,
+        extra_tools=mcp.tools,
+    )
     control = session.control
     if getattr(args, "trust", False):
         control.trust()

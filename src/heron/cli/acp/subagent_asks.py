@@ -68,8 +68,17 @@ class SubagentCalls:
             if not calls:
                 self._running.pop(inner.tool_call_id, None)
             if ended.shown:
-                return [toolcalls.finished(acp_id, ended.name, ended.args, list(inner.result.content),
-                                           inner.is_error, inner.result.details, self.cwd)]
+                return [
+                    toolcalls.finished(
+                        acp_id,
+                        ended.name,
+                        ended.args,
+                        list(inner.result.content),
+                        inner.is_error,
+                        inner.result.details,
+                        self.cwd,
+                    )
+                ]
         return []
 
     def claim(self, prompt: PermissionPrompt) -> SubCall | None:
@@ -92,8 +101,15 @@ class SubagentCalls:
     def question(self, call: SubCall) -> dict[str, Any]:
         """The fields of the permission request's tool call, under the announced id."""
         start = self.announce(call)
-        return {"tool_call_id": call.acp_id, "title": start.title, "kind": start.kind, "status": "pending",
-                "locations": start.locations, "content": start.content, "raw_input": call.args}
+        return {
+            "tool_call_id": call.acp_id,
+            "title": start.title,
+            "kind": start.kind,
+            "status": "pending",
+            "locations": start.locations,
+            "content": start.content,
+            "raw_input": call.args,
+        }
 
 
 def _label(task_args: dict[str, Any] | None) -> str:

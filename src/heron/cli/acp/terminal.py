@@ -40,17 +40,22 @@ class TerminalBash(BashTool):
         self.session_id = session_id
         self.show = show
 
-    async def execute(self, call_id: str, params: BashParams, signal: AbortSignal,
-                      on_update: UpdateCallback) -> ToolResult:
+    async def execute(
+        self, call_id: str, params: BashParams, signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
         if signal.aborted:
             return await super().execute(call_id, params, signal, on_update)
         params = params.model_copy(update={"timeout": self._timeout(params.timeout)})
         child = self.env.child_env() if self.env.child_env is not None else child_environment()
         try:
             created = await self.conn.create_terminal(
-                session_id=self.session_id, command=resolve_shell(self.env.shell), args=["-c", params.command],
-                cwd=str(self.env.cwd), env=[EnvVariable(name=k, value=v) for k, v in child.items()],
-                output_byte_limit=min(OUTPUT_LIMIT_BYTES, self.env.spill_max_bytes))
+                session_id=self.session_id,
+                command=resolve_shell(self.env.shell),
+                args=["-c", params.command],
+                cwd=str(self.env.cwd),
+                env=[EnvVariable(name=k, value=v) for k, v in child.items()],
+                output_byte_limit=min(OUTPUT_LIMIT_BYTES, self.env.spill_max_bytes),
+            )
         except Exception as exc:  # any failure of the client: the model hears it as a tool error
             raise ToolError(f"The editor could not start the command: {exc}") from exc
         terminal = created.terminal_id
@@ -61,8 +66,12 @@ class TerminalBash(BashTool):
         finally:
             with contextlib.suppress(Exception):
                 await self.conn.release_terminal(session_id=self.session_id, terminal_id=terminal)
-        sink = OutputCollector(self.env.limits.max_lines, self.env.limits.max_bytes,
-                               lambda: self._spill_path(call_id), self.env.spill_max_bytes)
+        sink = OutputCollector(
+            self.env.limits.max_lines,
+            self.env.limits.max_bytes,
+            lambda: self._spill_path(call_id),
+            self.env.spill_max_bytes,
+        )
         sink.feed(output.output)
         sink.finish()
         result = self._result(sink, outcome, code if outcome == "exit" else None, params, False)
@@ -85,8 +94,9 @@ class TerminalBash(BashTool):
             loop.call_soon_threadsafe(mark)
 
         unsubscribe = signal.add_listener(on_abort)
-        exit_task = asyncio.ensure_future(self.conn.wait_for_terminal_exit(session_id=self.session_id,
-                                                                          terminal_id=terminal))
+        exit_task = asyncio.ensure_future(
+            self.conn.wait_for_terminal_exit(session_id=self.session_id, terminal_id=terminal)
+        )
         try:
             done, _ = await asyncio.wait({exit_task, aborted}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -103,8 +113,9 @@ class TerminalBash(BashTool):
         return ("aborted" if aborted.done() else "timeout"), None
 
 
-def attach(tools: list[AgentTool[Any]], env: ToolEnv, conn: Any, session_id: str, show: Show,
-           capabilities: Any) -> list[AgentTool[Any]] | None:
+def attach(
+    tools: list[AgentTool[Any]], env: ToolEnv, conn: Any, session_id: str, show: Show, capabilities: Any
+) -> list[AgentTool[Any]] | None:
     """The tool list with bash replaced by :class:`TerminalBash`, or None when the
     client has no terminal (or the session no bash)."""
     if not getattr(capabilities, "terminal", False) or not any(t.name == "bash" for t in tools):

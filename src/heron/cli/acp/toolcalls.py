@@ -28,10 +28,16 @@ from heron.ai.types import TextContent
 # What an editor does with each kind: `read` and `search` are shown folded, `edit` opens
 # a diff, `execute` a command. Tools not named here are `other`.
 KINDS: dict[str, ToolKind] = {
-    "read": "read", "ls": "read", "json_query": "read",
-    "edit": "edit", "write": "edit",
+    "read": "read",
+    "ls": "read",
+    "json_query": "read",
+    "edit": "edit",
+    "write": "edit",
     "bash": "execute",
-    "grep": "search", "find": "search", "search_history": "search", "tool_search": "search",
+    "grep": "search",
+    "find": "search",
+    "search_history": "search",
+    "tool_search": "search",
     "task": "other",
 }
 # The longest tool output sent back to the client for display (the model's copy is not affected).
@@ -141,23 +147,41 @@ def diffs(name: str, args: dict[str, Any], cwd: Path, before: Before = Old.DISK)
         pairs = [(e.get("old_text"), e.get("new_text")) for e in args["edits"] if isinstance(e, dict)]
     else:
         pairs = [(args.get("old_text"), args.get("new_text"))]
-    return [FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
-            for old, new in pairs if isinstance(old, str) and isinstance(new, str)]
+    return [
+        FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)
+        for old, new in pairs
+        if isinstance(old, str) and isinstance(new, str)
+    ]
 
 
 def start(call_id: str, name: str, args: dict[str, Any], cwd: Path, before: Before = Old.DISK) -> ToolCallStart:
     """The ``tool_call`` update announcing a call the model made (status pending)."""
-    return ToolCallStart(session_update="tool_call", tool_call_id=call_id, title=title(name, args, cwd),
-                         kind=tool_kind(name), status="pending", locations=locations(name, args, cwd),
-                         content=list(diffs(name, args, cwd, before)) or None, raw_input=args)
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title=title(name, args, cwd),
+        kind=tool_kind(name),
+        status="pending",
+        locations=locations(name, args, cwd),
+        content=list(diffs(name, args, cwd, before)) or None,
+        raw_input=args,
+    )
 
 
 def running(call_id: str) -> ToolCallProgress:
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="in_progress")
 
 
-def finished(call_id: str, name: str, args: dict[str, Any] | None, blocks: list[Any], is_error: bool,
-             details: Any, cwd: Path, before: Before = Old.UNKNOWN) -> ToolCallProgress:
+def finished(
+    call_id: str,
+    name: str,
+    args: dict[str, Any] | None,
+    blocks: list[Any],
+    is_error: bool,
+    details: Any,
+    cwd: Path,
+    before: Before = Old.UNKNOWN,
+) -> ToolCallProgress:
     """The final ``tool_call_update``: status, the output text, and the edit's diff again
     (so a client that missed the start still shows it; a write's with ``before``, its
     file's old text, which the file no longer has)."""
@@ -173,9 +197,14 @@ def finished(call_id: str, name: str, args: dict[str, Any] | None, blocks: list[
     line = details.get("first_changed_line") if isinstance(details, dict) else None
     if found and name == "edit" and isinstance(line, int):
         found = [ToolCallLocation(path=found[0].path, line=line)]
-    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
-                            status="failed" if is_error else "completed", content=content,
-                            locations=found or None, raw_output=raw_output(text, is_error, details))
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        status="failed" if is_error else "completed",
+        content=content,
+        locations=found or None,
+        raw_output=raw_output(text, is_error, details),
+    )
 
 
 def raw_output(text: str, is_error: bool, details: Any) -> dict[str, Any]:

@@ -37,8 +37,15 @@ from heron.cli.acp import toolcalls
 from heron.cli.acp.subagent_asks import SubagentCalls
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, SubagentEvent, TodosEvent
 
-Update: TypeAlias = (UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
-                     | AgentPlanUpdate | UsageUpdate)
+Update: TypeAlias = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+    | UsageUpdate
+)
 
 
 def text(kind: str, value: str) -> AgentMessageChunk | AgentThoughtChunk | UserMessageChunk:
@@ -56,29 +63,42 @@ def terminal_content(terminal_id: str) -> TerminalToolCallContent:
 
 def terminal_shown(call_id: str, terminal_id: str) -> ToolCallProgress:
     """The update that puts the editor's terminal (running a bash call) into the tool call."""
-    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
-                            content=[terminal_content(terminal_id)])
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call_id, content=[terminal_content(terminal_id)]
+    )
 
 
 def plan(todos: list[dict[str, Any]]) -> AgentPlanUpdate:
-    entries = [PlanEntry(content=str(t.get("content", "")), priority="medium",
-                         status=t["status"] if t.get("status") in ("pending", "in_progress", "completed")
-                         else "pending")
-               for t in todos]
+    entries = [
+        PlanEntry(
+            content=str(t.get("content", "")),
+            priority="medium",
+            status=t["status"] if t.get("status") in ("pending", "in_progress", "completed") else "pending",
+        )
+        for t in todos
+    ]
     return AgentPlanUpdate(session_update="plan", entries=entries)
 
 
 def compaction_start(call_id: str, tokens_before: int) -> ToolCallStart:
-    return ToolCallStart(session_update="tool_call", tool_call_id=call_id, title="Compact the context",
-                         kind="other", status="in_progress", raw_input={"tokens_before": tokens_before})
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title="Compact the context",
+        kind="other",
+        status="in_progress",
+        raw_input={"tokens_before": tokens_before},
+    )
 
 
 def compaction_end(call_id: str, summary: str | None, note: str, failed: bool) -> ToolCallProgress:
     body = note + (f"\n\n{summary}" if summary else "")
-    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
-                            status="failed" if failed else "completed",
-                            content=[ContentToolCallContent(type="content",
-                                                            content=TextContentBlock(type="text", text=body))])
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        status="failed" if failed else "completed",
+        content=[ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=body))],
+    )
 
 
 class EventTranslator:
@@ -107,14 +127,23 @@ class EventTranslator:
                 return self._announce(call.id, call.name, dict(call.arguments))
             return []
         if isinstance(event, ToolExecutionStartEvent):
-            return [*self._announce(event.tool_call_id, event.tool_name, dict(event.args)),
-                    toolcalls.running(event.tool_call_id)]
+            return [
+                *self._announce(event.tool_call_id, event.tool_name, dict(event.args)),
+                toolcalls.running(event.tool_call_id),
+            ]
         if isinstance(event, ToolExecutionEndEvent):
             name, args = self._args.pop(event.tool_call_id, (event.tool_name, None))
             self._announced.discard(event.tool_call_id)
-            done = toolcalls.finished(event.tool_call_id, name, args, list(event.result.content), event.is_error,
-                                      event.result.details, self.cwd,
-                                      self._before.pop(event.tool_call_id, toolcalls.Old.UNKNOWN))
+            done = toolcalls.finished(
+                event.tool_call_id,
+                name,
+                args,
+                list(event.result.content),
+                event.is_error,
+                event.result.details,
+                self.cwd,
+                self._before.pop(event.tool_call_id, toolcalls.Old.UNKNOWN),
+            )
             terminal = self.terminals.pop(event.tool_call_id, None)
             if terminal is not None:  # the editor keeps showing a released terminal's output
                 done.content = [terminal_content(terminal), *(done.content or [])]
@@ -140,9 +169,10 @@ class EventTranslator:
         never run, a compaction under way when the turn was cancelled), so the editor does
         not show them running for ever; sent when a prompt ends."""
         note = ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=why))
-        out: list[Update] = [ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id,
-                                              status="failed", content=[note])
-                             for call_id in sorted(self._announced)]
+        out: list[Update] = [
+            ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="failed", content=[note])
+            for call_id in sorted(self._announced)
+        ]
         self._announced.clear()
         self._args.clear()
         self._before.clear()
@@ -160,8 +190,11 @@ class EventTranslator:
             self._compacting = False
             call_id = self._compaction_id
             if event.error or event.skipped:
-                return [compaction_end(call_id, None, f"Not compacted: {event.error or event.skipped}",
-                                       failed=bool(event.error))]
+                return [
+                    compaction_end(
+                        call_id, None, f"Not compacted: {event.error or event.skipped}", failed=bool(event.error)
+                    )
+                ]
             note = f"Compacted ({event.reason}): {event.tokens_before} -> {event.tokens_after} tokens."
             return [compaction_end(call_id, event.summary, note, failed=False)]
         return []

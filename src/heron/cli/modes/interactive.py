@@ -192,8 +192,9 @@ def _make_prompt(app: App, controller: Controller) -> Any:
         key_bindings=_key_bindings(controller),
         completer=merge_completers([SlashCompleter(extra_names, arguments), FileCompleter(FileIndex(app.cwd))]),
         # commands complete on Tab; an @path as it is typed (the list follows the letters)
-        complete_while_typing=Condition(lambda: mention_before(prompt.default_buffer.document.text_before_cursor)
-                                        is not None),
+        complete_while_typing=Condition(
+            lambda: mention_before(prompt.default_buffer.document.text_before_cursor) is not None
+        ),
         bottom_toolbar=toolbar,
         multiline=False,
         prompt_continuation=lambda width, line_number, soft_wrap: " " * width,

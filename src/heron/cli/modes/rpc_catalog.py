@@ -20,17 +20,42 @@ def discoverable_commands(session: CodingSession) -> list[dict[str, Any]]:
     extensions = {extension.name: extension for extension in session.extensions.extensions}
     for command in session.extensions.command_list():
         extension = extensions.get(command.extension)
-        info = {"path": extension.path if extension else command.extension, "source": "local",
-                "scope": extension.source if extension else "project", "origin": "top-level"}
-        out.append({"name": command.name, "description": command.description, "source": "extension",
-                    "sourceInfo": info})
+        info = {
+            "path": extension.path if extension else command.extension,
+            "source": "local",
+            "scope": extension.source if extension else "project",
+            "origin": "top-level",
+        }
+        out.append(
+            {"name": command.name, "description": command.description, "source": "extension", "sourceInfo": info}
+        )
     for template in session.templates.sorted():
-        out.append({"name": template.name, "description": template.description, "source": "prompt",
-                    "sourceInfo": {"path": str(template.path), "source": "local", "scope": template.source,
-                                   "origin": "top-level"}})
+        out.append(
+            {
+                "name": template.name,
+                "description": template.description,
+                "source": "prompt",
+                "sourceInfo": {
+                    "path": str(template.path),
+                    "source": "local",
+                    "scope": template.source,
+                    "origin": "top-level",
+                },
+            }
+        )
     for skill in session.skills.skills:
-        out.append({"name": f"skill:{skill.name}", "description": skill.description, "source": "skill",
-                    "sourceInfo": {"path": str(skill.file_path), "source": "cli" if skill.source == "path" else "local",
-                                   "scope": _SKILL_SCOPE.get(skill.source, "project"), "origin": "top-level",
-                                   "baseDir": str(skill.base_dir)}})
+        out.append(
+            {
+                "name": f"skill:{skill.name}",
+                "description": skill.description,
+                "source": "skill",
+                "sourceInfo": {
+                    "path": str(skill.file_path),
+                    "source": "cli" if skill.source == "path" else "local",
+                    "scope": _SKILL_SCOPE.get(skill.source, "project"),
+                    "origin": "top-level",
+                    "baseDir": str(skill.base_dir),
+                },
+            }
+        )
     return out

@@ -49,16 +49,28 @@ class SessionCommands:
 
     def session_handlers(self) -> dict[str, Handler]:
         return {
-            "get_state": self._get_state, "get_messages": self._get_messages, "set_model": self._set_model,
-            "get_available_models": self._get_available_models, "set_thinking_level": self._set_thinking_level,
+            "get_state": self._get_state,
+            "get_messages": self._get_messages,
+            "set_model": self._set_model,
+            "get_available_models": self._get_available_models,
+            "set_thinking_level": self._set_thinking_level,
             "get_available_thinking_levels": self._get_thinking_levels,
-            "set_steering_mode": self._set_queue_mode, "set_follow_up_mode": self._set_queue_mode,
-            "set_auto_compaction": self._set_auto_compaction, "new_session": self._new_session,
-            "switch_session": self._switch_session, "fork": self._fork, "clone": self._clone,
-            "get_fork_messages": self._get_fork_messages, "get_last_assistant_text": self._get_last_assistant_text,
-            "set_session_name": self._set_session_name, "get_session_stats": self._get_session_stats,
-            "get_partial_message": self._get_partial_message, "cycle_thinking_level": self._cycle_thinking_level,
-            "get_entries": self._get_entries, "get_tree": self._get_tree, "get_commands": self._get_commands,
+            "set_steering_mode": self._set_queue_mode,
+            "set_follow_up_mode": self._set_queue_mode,
+            "set_auto_compaction": self._set_auto_compaction,
+            "new_session": self._new_session,
+            "switch_session": self._switch_session,
+            "fork": self._fork,
+            "clone": self._clone,
+            "get_fork_messages": self._get_fork_messages,
+            "get_last_assistant_text": self._get_last_assistant_text,
+            "set_session_name": self._set_session_name,
+            "get_session_stats": self._get_session_stats,
+            "get_partial_message": self._get_partial_message,
+            "cycle_thinking_level": self._cycle_thinking_level,
+            "get_entries": self._get_entries,
+            "get_tree": self._get_tree,
+            "get_commands": self._get_commands,
         }
 
     # --- state --------------------------------------------------------------------------------
@@ -71,13 +83,19 @@ class SessionCommands:
         session = self.session
         tokens = session.estimate_request_tokens(session.messages)
         window = session.model.context_window
-        return {"tokens": tokens, "contextWindow": window, "threshold": session.threshold,
-                "percent": round(100 * tokens / window, 1) if window else None}
+        return {
+            "tokens": tokens,
+            "contextWindow": window,
+            "threshold": session.threshold,
+            "percent": round(100 * tokens / window, 1) if window else None,
+        }
 
     def _session_json(self) -> dict[str, Any]:
         store: SessionStore = self.session.store
-        out: dict[str, Any] = {"sessionFile": str(store.path) if store.path is not None else None,
-                               "sessionId": store.session_id}
+        out: dict[str, Any] = {
+            "sessionFile": str(store.path) if store.path is not None else None,
+            "sessionId": store.session_id,
+        }
         if store.name is not None:
             out["sessionName"] = store.name
         return out
@@ -216,7 +234,7 @@ class SessionCommands:
     async def _set_queue_mode(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         mode = string_field(fields, "mode")
         if mode != "all":
-            raise CommandError(f"heron delivers every queued message at once: the only mode is \"all\", got {mode!r}")
+            raise CommandError(f'heron delivers every queued message at once: the only mode is "all", got {mode!r}')
         return {}
 
     async def _set_auto_compaction(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
@@ -248,7 +266,7 @@ class SessionCommands:
             index = next((i for i, e in enumerate(entries) if e.get("id") == since), None)
             if index is None:
                 raise CommandError(f"Entry not found: {since}")
-            entries = entries[index + 1:]
+            entries = entries[index + 1 :]
         return {"entries": entries, "leafId": store.leaf_id}
 
     async def _get_tree(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
@@ -309,8 +327,12 @@ class SessionCommands:
             raise CommandError(str(exc)) from exc
         current: SessionStore = self.session.store
         if current.path is not None and _same_file(current.path, path):
-            return {"cancelled": False, **self._session_json(), "messageCount": len(self.session.messages),
-                    "changed": False}
+            return {
+                "cancelled": False,
+                **self._session_json(),
+                "messageCount": len(self.session.messages),
+                "changed": False,
+            }
         try:
             store = self.app.open_store(str(path))
         except (SessionError, LookupError, OSError, ValueError) as exc:

@@ -67,8 +67,11 @@ def assistant_event_json(event: MessageUpdateEvent) -> dict[str, Any]:
 def pi_event(event: Any, *, will_retry: bool = False) -> dict[str, Any]:
     """One session event as pi's RPC mode writes it."""
     if isinstance(event, MessageUpdateEvent):
-        return {"type": "message_update", "usage": event.message.usage.to_json_dict(),
-                "assistantMessageEvent": assistant_event_json(event)}
+        return {
+            "type": "message_update",
+            "usage": event.message.usage.to_json_dict(),
+            "assistantMessageEvent": assistant_event_json(event),
+        }
     if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
         # pi 1.6 marks an assistant message that is still streaming with stopReason "pending";
         # its terminal reason comes with message_end
@@ -76,37 +79,64 @@ def pi_event(event: Any, *, will_retry: bool = False) -> dict[str, Any]:
         start["message"] = {**start["message"], "stopReason": "pending"}
         return start
     if isinstance(event, ToolExecutionStartEvent):
-        return {"type": event.type, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
-                "args": _plain(event.args)}
+        return {
+            "type": event.type,
+            "toolCallId": event.tool_call_id,
+            "toolName": event.tool_name,
+            "args": _plain(event.args),
+        }
     if isinstance(event, ToolExecutionUpdateEvent):
-        return {"type": event.type, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
-                "args": _plain(event.args), "partialResult": tool_result_json(event.partial_result)}
+        return {
+            "type": event.type,
+            "toolCallId": event.tool_call_id,
+            "toolName": event.tool_name,
+            "args": _plain(event.args),
+            "partialResult": tool_result_json(event.partial_result),
+        }
     if isinstance(event, ToolExecutionEndEvent):
-        return {"type": event.type, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
-                "result": tool_result_json(event.result), "isError": event.is_error}
+        return {
+            "type": event.type,
+            "toolCallId": event.tool_call_id,
+            "toolName": event.tool_name,
+            "result": tool_result_json(event.result),
+            "isError": event.is_error,
+        }
     if isinstance(event, TurnEndEvent):
-        return {"type": event.type, "message": event.message.to_json_dict(),
-                "toolResults": [m.to_json_dict() for m in event.tool_results]}
+        return {
+            "type": event.type,
+            "message": event.message.to_json_dict(),
+            "toolResults": [m.to_json_dict() for m in event.tool_results],
+        }
     if isinstance(event, AgentEndEvent):
         return {"type": event.type, "messages": [m.to_json_dict() for m in event.messages], "willRetry": will_retry}
     if isinstance(event, CompactionStartEvent):
         return {"type": event.type, "reason": event.reason, "tokensBefore": event.tokens_before}
     if isinstance(event, RetryStartEvent):
-        return {"type": "auto_retry_start", "attempt": event.attempt, "maxAttempts": event.max_attempts,
-                "delayMs": round(event.delay * 1000), "errorMessage": event.error_message}
+        return {
+            "type": "auto_retry_start",
+            "attempt": event.attempt,
+            "maxAttempts": event.max_attempts,
+            "delayMs": round(event.delay * 1000),
+            "errorMessage": event.error_message,
+        }
     if isinstance(event, RetryEndEvent):
         out: dict[str, Any] = {"type": "auto_retry_end", "success": event.success, "attempt": event.attempt}
         if event.final_error is not None:
             out["finalError"] = event.final_error
         return out
     if isinstance(event, SubagentEvent):
-        return {"type": event.type, "sessionId": event.session_id, "toolCallId": event.tool_call_id,
-                "event": pi_event(event.event)}
+        return {
+            "type": event.type,
+            "sessionId": event.session_id,
+            "toolCallId": event.tool_call_id,
+            "event": pi_event(event.event),
+        }
     return event_json(event)
 
 
-def compaction_end_json(event: CompactionEndEvent, first_kept_entry_id: str | None, *,
-                        aborted: bool = False, will_retry: bool = False) -> dict[str, Any]:
+def compaction_end_json(
+    event: CompactionEndEvent, first_kept_entry_id: str | None, *, aborted: bool = False, will_retry: bool = False
+) -> dict[str, Any]:
     """``compaction_end`` as pi's: ``result`` when a summary was written, ``errorMessage``
     when it failed; heron's extras (``entryId``, ``skipped``, ``autoDisabled``) beside them."""
     out: dict[str, Any] = {"type": event.type, "reason": event.reason, "aborted": aborted, "willRetry": will_retry}
@@ -123,9 +153,14 @@ def compaction_end_json(event: CompactionEndEvent, first_kept_entry_id: str | No
 def compaction_result(event: CompactionEndEvent, first_kept_entry_id: str | None) -> dict[str, Any]:
     """pi's ``CompactionResult`` (what the ``compact`` command answers), plus the id of the
     compaction entry heron wrote."""
-    return {"summary": event.summary or "", "firstKeptEntryId": first_kept_entry_id,
-            "tokensBefore": event.tokens_before, "estimatedTokensAfter": event.tokens_after, "details": {},
-            "entryId": event.entry_id}
+    return {
+        "summary": event.summary or "",
+        "firstKeptEntryId": first_kept_entry_id,
+        "tokensBefore": event.tokens_before,
+        "estimatedTokensAfter": event.tokens_after,
+        "details": {},
+        "entryId": event.entry_id,
+    }
 
 
 def _plain(value: Any) -> Any:

@@ -87,4 +87,3 @@ async def run_rpc(app: App) -> int:
         print(f"heron: {write_error}", file=sys.stderr)
         return 1
     return 1 if output.closed else 0
-

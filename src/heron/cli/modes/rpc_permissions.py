@@ -47,8 +47,10 @@ def ask_timeout_ms(cwd: Path, home: Path) -> int:
         if isinstance(setting, int) and not isinstance(setting, bool) and setting >= 0:
             chosen = setting
         else:
-            _warn(f"{scope.path}: permissions.askTimeoutMs must be a number of milliseconds >= 0, got "
-                  f"{setting!r} (ignored)")
+            _warn(
+                f"{scope.path}: permissions.askTimeoutMs must be a number of milliseconds >= 0, got "
+                f"{setting!r} (ignored)"
+            )
     return chosen
 
 
@@ -80,20 +82,29 @@ class RpcAsker:
         answer: asyncio.Future[AskReply] = asyncio.get_running_loop().create_future()
         self._open[request_id] = _Question(prompt, answer)
         decision = prompt.decision
-        self._write({
-            "type": "permission_request", "id": request_id, "toolCallId": prompt.call_id, "toolName": prompt.tool,
-            "input": {key: value for key, value in prompt.args.items() if value is not None},
-            "message": decision.message,
-            "rule": decision.rule.text if decision.rule is not None else None,
-            "suggestion": decision.suggestion, "options": list(OPTIONS), "timeout": self.timeout_ms or None,
-        })
+        self._write(
+            {
+                "type": "permission_request",
+                "id": request_id,
+                "toolCallId": prompt.call_id,
+                "toolName": prompt.tool,
+                "input": {key: value for key, value in prompt.args.items() if value is not None},
+                "message": decision.message,
+                "rule": decision.rule.text if decision.rule is not None else None,
+                "suggestion": decision.suggestion,
+                "options": list(OPTIONS),
+                "timeout": self.timeout_ms or None,
+            }
+        )
         try:
             timeout = self.timeout_ms / 1000 if self.timeout_ms else None
             return await asyncio.wait_for(asyncio.shield(answer), timeout)
         except TimeoutError:
             seconds = self.timeout_ms / 1000
-            reason = (f"no answer to the permission request within {seconds:g} s (the rpc client did not send "
-                      "permission_response), so the call was not run")
+            reason = (
+                f"no answer to the permission request within {seconds:g} s (the rpc client did not send "
+                "permission_response), so the call was not run"
+            )
             self._resolve(request_id, AskReply("deny", reason), "timeout")
             return await answer
         finally:
@@ -127,5 +138,13 @@ class RpcAsker:
         if question is None or question.answer.done():
             return
         question.answer.set_result(reply)
-        self._write({"type": "permission_resolved", "id": request_id, "toolCallId": question.prompt.call_id,
-                     "decision": reply.answer, "by": by, "reason": reply.reason})
+        self._write(
+            {
+                "type": "permission_resolved",
+                "id": request_id,
+                "toolCallId": question.prompt.call_id,
+                "decision": reply.answer,
+                "by": by,
+                "reason": reply.reason,
+            }
+        )

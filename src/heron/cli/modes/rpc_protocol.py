@@ -105,8 +105,12 @@ def model_json(model: Model) -> dict[str, Any]:
         "input": list(model.input),
         "contextWindow": model.context_window,
         "maxTokens": model.max_tokens,
-        "cost": {"input": cost.input, "output": cost.output, "cacheRead": cost.cache_read,
-                 "cacheWrite": cost.cache_write},
+        "cost": {
+            "input": cost.input,
+            "output": cost.output,
+            "cacheRead": cost.cache_read,
+            "cacheWrite": cost.cache_write,
+        },
         "ref": model.ref,
     }
 

@@ -60,9 +60,14 @@ class RpcServer(SessionCommands):
         self.asker = RpcAsker(write, ask_timeout_ms(app.session.cwd, app.home))
         app.session.control.asker = self.asker.ask
         self._handlers: dict[str, Handler] = {
-            "prompt": self._prompt, "steer": self._steer, "follow_up": self._follow_up, "abort": self._abort,
-            "clear_queue": self._clear_queue, "compact": self._compact,
-            "permission_response": self._permission_response, **self.session_handlers(),
+            "prompt": self._prompt,
+            "steer": self._steer,
+            "follow_up": self._follow_up,
+            "abort": self._abort,
+            "clear_queue": self._clear_queue,
+            "compact": self._compact,
+            "permission_response": self._permission_response,
+            **self.session_handlers(),
         }
         self._partial: AssistantMessage | None = None  # the answer streaming now, if any
 
@@ -120,8 +125,9 @@ class RpcServer(SessionCommands):
             self._queue_seen = now
             self._write({"type": "queue_update", "steering": now[0], "followUp": now[1]})
 
-    def _respond(self, cmd_id: CommandId, command: str | None, data: dict[str, Any] | None = None,
-                 error: str | None = None) -> None:
+    def _respond(
+        self, cmd_id: CommandId, command: str | None, data: dict[str, Any] | None = None, error: str | None = None
+    ) -> None:
         out: dict[str, Any] = {"type": "response", "id": cmd_id, "command": command, "success": error is None}
         if error is None:
             out["data"] = data if data is not None else {}
@@ -226,8 +232,10 @@ class RpcServer(SessionCommands):
                 return await self._steer(cmd_id, fields)
             if behavior == "followUp":
                 return await self._follow_up(cmd_id, fields)
-            raise CommandError("the agent is already running: send the prompt with \"streamingBehavior\": \"steer\" "
-                               "or \"followUp\" (or the steer / follow_up commands), or abort it first")
+            raise CommandError(
+                'the agent is already running: send the prompt with "streamingBehavior": "steer" '
+                'or "followUp" (or the steer / follow_up commands), or abort it first'
+            )
         self._require_idle("send the prompt")
         self._aborted = False
         self._start("prompt", self._run_prompt(cmd_id, text, images))

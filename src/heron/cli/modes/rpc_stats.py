@@ -52,14 +52,22 @@ def session_stats(store: SessionStore) -> dict[str, Any]:
         "toolCalls": tool_calls,
         "toolResults": counts["tool_result"],
         "totalMessages": sum(counts.values()),
-        "tokens": {"input": tokens["input"], "output": tokens["output"], "cacheRead": tokens["cache_read"],
-                   "cacheWrite": tokens["cache_write"], "total": tokens["total"]},
+        "tokens": {
+            "input": tokens["input"],
+            "output": tokens["output"],
+            "cacheRead": tokens["cache_read"],
+            "cacheWrite": tokens["cache_write"],
+            "total": tokens["total"],
+        },
         "cost": round(cost, 6),
         # heron's own figures, beside pi's
         "otherMessages": counts["other"],
         "compactions": types.count("compaction"),
-        "ledger": {"records": ledger_records, "savedTokens": ledger_tokens,
-                   "totalSavedTokens": sum(ledger_tokens.values())},
+        "ledger": {
+            "records": ledger_records,
+            "savedTokens": ledger_tokens,
+            "totalSavedTokens": sum(ledger_tokens.values()),
+        },
     }
 
 

@@ -109,8 +109,10 @@ def _text_block(out: Attached, raw: str, path: Path) -> str | None:
     try:
         size = path.stat().st_size
         if size > MAX_TEXT_BYTES:
-            out.notes.append(f"@{raw} is {size / 1024 / 1024:.1f} MB: too large to attach "
-                             f"(limit {MAX_TEXT_BYTES // 1024 // 1024} MB); the model can read it with its tools")
+            out.notes.append(
+                f"@{raw} is {size / 1024 / 1024:.1f} MB: too large to attach "
+                f"(limit {MAX_TEXT_BYTES // 1024 // 1024} MB); the model can read it with its tools"
+            )
             return None
         content = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -125,8 +127,9 @@ def _text_block(out: Attached, raw: str, path: Path) -> str | None:
 
 def _attach_image(out: Attached, raw: str, path: Path, model: Model) -> None:
     if not model.supports_images():
-        out.notes.append(f"{raw}: {model.ref} does not accept images, so it was not attached "
-                         "(/model switches to one that does)")
+        out.notes.append(
+            f"{raw}: {model.ref} does not accept images, so it was not attached (/model switches to one that does)"
+        )
         return
     try:
         data = path.read_bytes()
@@ -223,8 +226,9 @@ class FileCompleter(Completer):
         partial = mention_before(before)
         if partial is None:
             return
-        typed = before[before.rfind("@"):]
+        typed = before[before.rfind("@") :]
         for path in self.index.candidates(partial):
             text = f'@"{path}"' if " " in path else f"@{path}"
-            yield Completion(text, start_position=-len(typed), display=path,
-                             display_meta="folder" if path.endswith("/") else "")
+            yield Completion(
+                text, start_position=-len(typed), display=path, display_meta="folder" if path.endswith("/") else ""
+            )

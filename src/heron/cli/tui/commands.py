@@ -42,10 +42,17 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("cost", "/cost", "tokens and cost of this session, by model", while_running=True),
         CommandSpec("agents", "/agents", "the agent definitions the task tool can use", while_running=True),
         CommandSpec("mcp", "/mcp", "the MCP servers of this session: state and tools", while_running=True),
-        CommandSpec("mode", "/mode [NAME]", "show the permission mode, or switch (default, plan, accept-edits, "
-                    "bypass)", while_running=True),
-        CommandSpec("rewind", "/rewind [N [code|conversation|both]]",
-                    "put files and/or the conversation back to right before user turn N"),
+        CommandSpec(
+            "mode",
+            "/mode [NAME]",
+            "show the permission mode, or switch (default, plan, accept-edits, bypass)",
+            while_running=True,
+        ),
+        CommandSpec(
+            "rewind",
+            "/rewind [N [code|conversation|both]]",
+            "put files and/or the conversation back to right before user turn N",
+        ),
         CommandSpec("settings", "/settings [NAME VALUE]", "show the common settings, or change one (saved)"),
         CommandSpec("export", "/export [path]", "write the session as a self-contained HTML file"),
         CommandSpec("quit", "/quit", "leave heron (also Ctrl+D on an empty line)", while_running=True),

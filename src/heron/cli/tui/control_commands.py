@@ -41,8 +41,14 @@ MODE_HELP: dict[Mode, str] = {
     "accept-edits": "edits and writes run outside the project too (sensitive paths still ask)",
     "bypass": "everything runs; only deny rules apply",
 }
-WHAT_CHOICES = {"1": "both", "2": "code", "3": "conversation", "both": "both", "code": "code",
-                "conversation": "conversation"}
+WHAT_CHOICES = {
+    "1": "both",
+    "2": "code",
+    "3": "conversation",
+    "both": "both",
+    "code": "code",
+    "conversation": "conversation",
+}
 YES = ("y", "yes")
 
 
@@ -54,6 +60,7 @@ class ControlCommands:
     renderer: Renderer
 
     if TYPE_CHECKING:
+
         @property
         def session(self) -> CodingSession: ...
         def _print(self, text: Text) -> None: ...
@@ -134,8 +141,10 @@ class ControlCommands:
         if what is None:
             return
         if what != "conversation" and turn.checkpoint is None:
-            self.error(f"/rewind: {missing_reason(turn, self.app.settings.checkpoint_keep_days)}, so its code "
-                       "cannot be restored (choose conversation only)")
+            self.error(
+                f"/rewind: {missing_reason(turn, self.app.settings.checkpoint_keep_days)}, so its code "
+                "cannot be restored (choose conversation only)"
+            )
             return
         await self._rewind_to(turn, what, repo)
 
@@ -155,8 +164,9 @@ class ControlCommands:
             self.note(f"{reason}: only the conversation can go back", "yellow")
             return "conversation"
         while True:
-            text = await self.ask_line("restore" + MARK, "restore what? 1 code and conversation · 2 code only · "
-                                       "3 conversation only (Enter: 1)")
+            text = await self.ask_line(
+                "restore" + MARK, "restore what? 1 code and conversation · 2 code only · 3 conversation only (Enter: 1)"
+            )
             if text is None:
                 self.note("rewind cancelled; nothing changed")
                 return None
@@ -180,8 +190,10 @@ class ControlCommands:
         for line in describe_lines(turn, what, changes, applied_changes(changes, False)):
             self._print(Text(line))
         if external:
-            answer = await self.ask_line("restore them too? [y/N]" + MARK, f"also restore the {len(external)} "
-                                         "file(s) changed outside heron? [y/N]")
+            answer = await self.ask_line(
+                "restore them too? [y/N]" + MARK,
+                f"also restore the {len(external)} file(s) changed outside heron? [y/N]",
+            )
             include_external = (answer or "").strip().lower() in YES
         applied = applied_changes(changes, include_external)
         answer = await self.ask_line("apply? [y/N]" + MARK, "apply these changes? [y/N]")
@@ -195,7 +207,10 @@ class ControlCommands:
             return
         await s.navigate(s.store.leaf_id)  # the agent's context follows the moved leaf
         self.renderer.totals = Totals.of(s.messages)
-        self.note(done + f", conversation moved ({len(s.messages)} messages in the context); "
-                  "the turn's prompt is back in the input", "green")
+        self.note(
+            done + f", conversation moved ({len(s.messages)} messages in the context); "
+            "the turn's prompt is back in the input",
+            "green",
+        )
         self._recap()
         self.set_prefill(turn.text)

@@ -106,8 +106,17 @@ class Controller(SessionCommands, ControlCommands):
         s = self.session
         messages = s.messages
         totals = self.renderer.totals
-        key = (len(messages), id(messages[-1]) if messages else 0, s.model.ref, s.model.context_window,
-               s.thinking_level, totals.input, totals.output, totals.cost, id(s.store))
+        key = (
+            len(messages),
+            id(messages[-1]) if messages else 0,
+            s.model.ref,
+            s.model.context_window,
+            s.thinking_level,
+            totals.input,
+            totals.output,
+            totals.cost,
+            id(s.store),
+        )
         if self._footer is None or self._footer[0] != key:
             tokens = s.estimate_request_tokens(messages)
             text = footer_text(s.model.id, totals, tokens, s.model.context_window, s.threshold, s.thinking_level)
@@ -138,8 +147,12 @@ class Controller(SessionCommands, ControlCommands):
             if live:
                 return f"{activity}: {live}"
             return f"{activity} · Enter steers · Alt+Enter queues · Esc aborts"
-        what = {"compact": "compacting", "shell": "running a shell command", "tree": "summarising the branch",
-                "rewind": "rewinding"}
+        what = {
+            "compact": "compacting",
+            "shell": "running a shell command",
+            "tree": "summarising the branch",
+            "rewind": "rewinding",
+        }
         return f"{what.get(job.kind, job.kind)} · Ctrl+C aborts"
 
     def banner(self) -> None:
@@ -154,8 +167,7 @@ class Controller(SessionCommands, ControlCommands):
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
             self._recap()
-        self._print(Text(
-            "Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
+        self._print(Text("Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
 
     # --- jobs -----------------------------------------------------------------------
 
@@ -195,8 +207,9 @@ class Controller(SessionCommands, ControlCommands):
         leftover = self.session.agent.clear_queues()
         texts = [m.text() for m in leftover if isinstance(m, UserMessage)]
         if texts:
-            self.note(f"{len(texts)} steering message(s) not delivered before the run ended: back in the input",
-                      "yellow")
+            self.note(
+                f"{len(texts)} steering message(s) not delivered before the run ended: back in the input", "yellow"
+            )
             self.set_prefill("\n".join(texts))
         self.print_footer()
 
@@ -444,7 +457,7 @@ class Controller(SessionCommands, ControlCommands):
                 # "custom/other-model" names the server's model "other-model": the
                 # provider prefix is heron's, the server never knew it
                 prefix = f"{CUSTOM_PROVIDER}/"
-                model_id = ref[len(prefix):] if ref.startswith(prefix) else ref
+                model_id = ref[len(prefix) :] if ref.startswith(prefix) else ref
                 custom = dataclasses.replace(current, id=model_id, name=model_id)
                 return ResolvedModel(custom, self.session.api_key, "/model", self.app.resolved.key_source)
             raise
@@ -457,15 +470,13 @@ class Controller(SessionCommands, ControlCommands):
         if not ref:
             models = self.available_models()
             self.renderer.reset_section()
-            self._print(Text(f"model: {s.model.ref} (window {format_tokens(s.model.context_window)})",
-                                    style="bold"))
+            self._print(Text(f"model: {s.model.ref} (window {format_tokens(s.model.context_window)})", style="bold"))
             for model in models[:MODELS_LISTED]:
                 mark = "*" if model is s.model or (model.provider, model.id) == (s.model.provider, s.model.id) else " "
                 extra = " reasoning" if model.reasoning else ""
                 self._print(Text(f" {mark} {model.ref}  ({format_tokens(model.context_window)}{extra})"))
             if len(models) > MODELS_LISTED:
-                self._print(Text(f"   … {len(models) - MODELS_LISTED} more (Tab completes /model names)",
-                                        style="dim"))
+                self._print(Text(f"   … {len(models) - MODELS_LISTED} more (Tab completes /model names)", style="dim"))
             self._print(Text("switch with /model provider/id", style="dim"))
             return
         try:

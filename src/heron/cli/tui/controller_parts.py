@@ -40,8 +40,9 @@ def bash_message(command: str, result: Any, *, keep: bool) -> BashExecutionMessa
     them in its own words (``bash_execution_text``)."""
     details = result.details if isinstance(result.details, dict) else {}
     text = result_text(result.content)
-    appended = sum(1 for present in (details.get("truncation"), details.get("background_killed"), result.is_error)
-                   if present)
+    appended = sum(
+        1 for present in (details.get("truncation"), details.get("background_killed"), result.is_error) if present
+    )
     body = text.rsplit("\n\n", appended)[0] if appended and "\n\n" in text else ("" if appended else text)
     if body == "(no output)":
         body = ""
@@ -72,8 +73,10 @@ def session_rows(s: CodingSession, totals: Totals) -> list[tuple[str, str]]:
         ("messages", ", ".join(f"{k} {v}" for k, v in sorted(roles.items())) or "none"),
         ("leaf", f"{store.leaf_id} (entry {store.leaf_index})" if store.leaf_id else "(empty)"),
         ("model", f"{s.model.ref} · thinking {s.thinking_level}"),
-        ("tokens", f"in {totals.input:,} · out {totals.output:,} · cache read {totals.cache_read:,} · "
-                   f"${totals.cost:.4f}"),
+        (
+            "tokens",
+            f"in {totals.input:,} · out {totals.output:,} · cache read {totals.cache_read:,} · ${totals.cost:.4f}",
+        ),
         ("context", f"~{tokens:,} of {s.model.context_window:,} tokens in {len(s.messages)} messages"),
     ]
     if store.header.parent_session:

@@ -86,8 +86,10 @@ def _children_usage(store: SessionStore) -> ModelUsage | None:
 def cost_lines(rows: list[ModelUsage], compactions: int) -> list[str]:
     if not rows:
         return ["no answers in this session yet"]
-    header = f"  {'model':<36} {'answers':>7} {'input':>10} {'output':>9} {'cache read':>11} {'cache write':>11} " \
-             f"{'cost':>10}"
+    header = (
+        f"  {'model':<36} {'answers':>7} {'input':>10} {'output':>9} {'cache read':>11} {'cache write':>11} "
+        f"{'cost':>10}"
+    )
     lines = [header]
     total = ModelUsage("", "total")
     for row in rows:
@@ -97,14 +99,18 @@ def cost_lines(rows: list[ModelUsage], compactions: int) -> list[str]:
     if len(rows) > 1:
         lines.append(_row("total", total))
     if compactions:
-        lines.append(f"  ({compactions} compaction summar{'y' if compactions == 1 else 'ies'} on this path: "
-                     "their requests are not recorded, so not counted)")
+        lines.append(
+            f"  ({compactions} compaction summar{'y' if compactions == 1 else 'ies'} on this path: "
+            "their requests are not recorded, so not counted)"
+        )
     if all(row.cost == 0 for row in rows):
-        lines.append("  (no prices known for these models: add \"cost\" to a model in models.json to see one)")
+        lines.append('  (no prices known for these models: add "cost" to a model in models.json to see one)')
     return lines
 
 
 def _row(name: str, row: ModelUsage) -> str:
     shown = name if len(name) <= 36 else name[:35] + "…"
-    return (f"  {shown:<36} {row.answers:>7,} {row.input:>10,} {row.output:>9,} {row.cache_read:>11,} "
-            f"{row.cache_write:>11,} {'$' + format(row.cost, '.4f'):>10}")
+    return (
+        f"  {shown:<36} {row.answers:>7,} {row.input:>10,} {row.output:>9,} {row.cache_read:>11,} "
+        f"{row.cache_write:>11,} {'$' + format(row.cost, '.4f'):>10}"
+    )

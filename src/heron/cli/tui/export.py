@@ -186,8 +186,9 @@ def render_entry(entry: Entry) -> str:
         if isinstance(message, BashExecutionMessage):
             return _bash(message)
         if isinstance(message, ExtensionMessage):
-            return _box("user", f"message ({message.custom_type})", _content(message.content)) if message.display \
-                else ""
+            return (
+                _box("user", f"message ({message.custom_type})", _content(message.content)) if message.display else ""
+            )
         return ""
     if isinstance(entry, CompactionEntry):
         body = markdown_html(entry.summary)
@@ -224,7 +225,7 @@ def export_html(store: SessionStore, *, model: str | None = None) -> str:
     if not body:
         body = '<p class="meta">(no messages yet)</p>'
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">\n"

@@ -27,9 +27,19 @@ MARK = " › "  # noqa: RUF001 - the input marker, not a quote
 LABEL = "allow? 1/2/3" + MARK
 COMMAND_LINES = 20
 DECLINED = "the user declined at the permission prompt (Esc)"
-_CHOICES: dict[str, Answer] = {"1": "allow_once", "y": "allow_once", "yes": "allow_once", "once": "allow_once",
-            "2": "allow_always", "a": "allow_always", "always": "allow_always",
-            "3": "deny", "n": "deny", "no": "deny", "deny": "deny"}
+_CHOICES: dict[str, Answer] = {
+    "1": "allow_once",
+    "y": "allow_once",
+    "yes": "allow_once",
+    "once": "allow_once",
+    "2": "allow_always",
+    "a": "allow_always",
+    "always": "allow_always",
+    "3": "deny",
+    "n": "deny",
+    "no": "deny",
+    "deny": "deny",
+}
 
 
 class Asking(Protocol):
@@ -83,8 +93,7 @@ class PermissionAsker:
 
     def _show(self, prompt: PermissionPrompt) -> None:
         decision = prompt.decision
-        self.ui._print(Text(f"permission needed: {describe_call(prompt.tool, prompt.args, 100)}",
-                            style="bold yellow"))
+        self.ui._print(Text(f"permission needed: {describe_call(prompt.tool, prompt.args, 100)}", style="bold yellow"))
         command = prompt.args.get("command")
         if prompt.tool == "bash" and isinstance(command, str) and ("\n" in command or len(command) > 100):
             lines = visible(command).splitlines()
@@ -97,8 +106,10 @@ class PermissionAsker:
         if rule is not None:
             always = f"2 allow always (adds {rule} to .heron/settings.local.json)"
         elif decision.rule is not None:  # ask beats allow: Control approves the ask rule for this process instead
-            always = (f"2 allow for the rest of this session (the ask rule stays in {decision.rule.source}; "
-                      "remove it there to stop the asking)")
+            always = (
+                f"2 allow for the rest of this session (the ask rule stays in {decision.rule.source}; "
+                "remove it there to stop the asking)"
+            )
         else:
             always = "(allow always not offered: no rule fits this call)"
         self.ui._print(Text(f"  1 allow once   {always}   3 deny (a reason may follow: 3 REASON)"))

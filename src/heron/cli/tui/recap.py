@@ -70,15 +70,17 @@ class Recap:
             return
         r = self.renderer
         r.reset_section()
-        self._line(f"── earlier in this session ({len(all_turns)} turn{'s' if len(all_turns) != 1 else ''}) ──",
-                   "dim")
+        self._line(f"── earlier in this session ({len(all_turns)} turn{'s' if len(all_turns) != 1 else ''}) ──", "dim")
         for message in head:
             self._summary(message)
         shown = all_turns[-turns:] if turns > 0 else []
         hidden = len(all_turns) - len(shown)
         if hidden:
-            self._line(f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown "
-                       f"(resume.turns in settings; /tree lists every entry)", "dim")
+            self._line(
+                f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown "
+                f"(resume.turns in settings; /tree lists every entry)",
+                "dim",
+            )
         for turn in shown:
             self._turn(turn)
         r.reset_section()
@@ -86,8 +88,11 @@ class Recap:
 
     def _summary(self, message: Any) -> None:
         if isinstance(message, CompactionSummaryMessage):
-            self._line(f"(earlier history summarised by a compaction: ~{format_tokens(message.tokens_before)} "
-                       f"tokens before it)", "dim")
+            self._line(
+                f"(earlier history summarised by a compaction: ~{format_tokens(message.tokens_before)} "
+                f"tokens before it)",
+                "dim",
+            )
         elif isinstance(message, BranchSummaryMessage):
             self._line(f"(summary of a branch left behind: {_first_line(message.summary, 80)})", "dim")
 
@@ -132,6 +137,8 @@ class Recap:
         line.append(name, style="bold")
         if rest:
             line.append(" " + rest)
-        line.append(f"  {r.arrow} {'error: ' if message.is_error else ''}{first}{more}",
-                    style="red" if message.is_error else "dim")
+        line.append(
+            f"  {r.arrow} {'error: ' if message.is_error else ''}{first}{more}",
+            style="red" if message.is_error else "dim",
+        )
         self.console.print(line, soft_wrap=True)

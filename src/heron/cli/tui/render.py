@@ -152,10 +152,7 @@ def notices_of(text: str) -> list[str]:
 def diff_lines(diff: str, limit: int = 8) -> tuple[list[str], int, int]:
     """The changed lines of a unified diff (first ``limit``), and the counts of added and
     removed lines."""
-    changed = [
-        line for line in diff.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     added = sum(1 for line in changed if line.startswith("+"))
     return changed[:limit], added, len(changed) - added
 
@@ -380,7 +377,7 @@ class Renderer:
             pending = self._streams[index].splitter.pending_text()
             if pending.strip():
                 line = " ".join(visible(pending).split())
-                return line if len(line) <= width else "…" + line[-(width - 1):]
+                return line if len(line) <= width else "…" + line[-(width - 1) :]
         return ""
 
     def _flush_stream(self, index: int) -> None:
@@ -462,10 +459,14 @@ class Renderer:
             self.console.print(Text(f"  {bar} {line}", style=style), soft_wrap=True)
 
     def _on_compaction_start(self, event: Any) -> None:
-        why = {"threshold": "the context is near the limit", "overflow": "the provider said the context is too long",
-               "manual": "requested"}.get(event.reason, event.reason)
-        self.note(f"{self.bullet} compacting the context ({why}; ~{format_tokens(event.tokens_before)} tokens)…",
-                  "yellow")
+        why = {
+            "threshold": "the context is near the limit",
+            "overflow": "the provider said the context is too long",
+            "manual": "requested",
+        }.get(event.reason, event.reason)
+        self.note(
+            f"{self.bullet} compacting the context ({why}; ~{format_tokens(event.tokens_before)} tokens)…", "yellow"
+        )
 
     def _on_compaction_end(self, event: Any) -> None:
         if event.error:
@@ -515,9 +516,13 @@ class Renderer:
         if count:
             self._pruned = [0, 0]
             self._begin("note")
-            self.console.print(Text(
-                f"pruned {count} old tool result{'s' if count != 1 else ''} from the request "
-                f"(~{format_tokens(tokens)} tokens; the session keeps them)", style="dim"))
+            self.console.print(
+                Text(
+                    f"pruned {count} old tool result{'s' if count != 1 else ''} from the request "
+                    f"(~{format_tokens(tokens)} tokens; the session keeps them)",
+                    style="dim",
+                )
+            )
 
     # --- things the controller shows ------------------------------------------------
 

@@ -44,6 +44,7 @@ class SessionCommands:
     _listing: list[SessionSummary]
 
     if TYPE_CHECKING:
+
         @property
         def session(self) -> CodingSession: ...
         def _print(self, text: Text) -> None: ...
@@ -67,8 +68,11 @@ class SessionCommands:
             raise ValueError(f"no entry {index}; the session has entries 0-{len(ids) - 1}")
         entry = store.entry_at(index)
         if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
-            text = "".join(b.text for b in entry.message.content if isinstance(b, TextContent)) \
-                if not isinstance(entry.message.content, str) else entry.message.content
+            text = (
+                "".join(b.text for b in entry.message.content if isinstance(b, TextContent))
+                if not isinstance(entry.message.content, str)
+                else entry.message.content
+            )
             return store.parent_id_of(ids[index]), text, index
         return ids[index], None, index
 
@@ -87,8 +91,9 @@ class SessionCommands:
                 lines = lines[-TREE_LINES:]
             for line in lines:
                 self._print(Text(line, style="bold" if line.endswith("<- leaf") else ""))
-            self._print(Text("/tree N moves to entry N; /tree N --summary also summarises the branch left",
-                                    style="dim"))
+            self._print(
+                Text("/tree N moves to entry N; /tree N --summary also summarises the branch left", style="dim")
+            )
             return
         summarize = any(w in ("--summary", "-s") for w in words[1:])
         target, text, index = self._entry_target(words[0])
@@ -147,8 +152,9 @@ class SessionCommands:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
                 title = summary.name or " ".join((summary.first_message or "(no messages)").split())[:60]
                 mark = "*" if current is not None and summary.path == current else " "
-                self._print(Text(
-                    f"{mark}{number:>3}. {when}  {summary.id[:8]}  {summary.message_count:>4} msgs  {title}"))
+                self._print(
+                    Text(f"{mark}{number:>3}. {when}  {summary.id[:8]}  {summary.message_count:>4} msgs  {title}")
+                )
             self._print(Text("/resume N or /resume <id prefix> switches", style="dim"))
             return
         path: Path | None = None
@@ -205,8 +211,12 @@ class SessionCommands:
         self.renderer.reset_section()
         self._print(Text("MCP servers", style="bold"))
         if not statuses:
-            self._print(Text("none configured (.mcp.json in the project, or mcp.json in the heron home; "
-                             "project servers start with --trust; see docs/mcp.md)"))
+            self._print(
+                Text(
+                    "none configured (.mcp.json in the project, or mcp.json in the heron home; "
+                    "project servers start with --trust; see docs/mcp.md)"
+                )
+            )
         for status in statuses:
             names = ", ".join(f"mcp__{status.name}__{tool.name}" for tool in status.tools) or "no tools"
             line = f"{status.name} ({status.scope}, {status.transport}): {status.state}"

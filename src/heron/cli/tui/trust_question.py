@@ -60,8 +60,9 @@ def _extension_files(directory: Path) -> list[str]:
         return []
 
 
-def ask_trust(cwd: Path, home: Path, read: Callable[[str], str] = input,
-              write: Callable[[str], None] = print) -> bool | None:
+def ask_trust(
+    cwd: Path, home: Path, read: Callable[[str], str] = input, write: Callable[[str], None] = print
+) -> bool | None:
     """Ask when the project is untrusted and has something that needs trust. True: yes
     (remembered); False: no (not remembered); None: nothing to ask."""
     if is_trusted(cwd, home):
@@ -81,8 +82,10 @@ def ask_trust(cwd: Path, home: Path, read: Callable[[str], str] = input,
         remember_trust(cwd, home)
         write(f"trusted: remembered in {home / 'trusted-projects.json'}")
         return True
-    write("not trusted: the project's hooks, allow rules, extensions and MCP servers stay off this session "
-          "(asked again next start; --trust for scripts)")
+    write(
+        "not trusted: the project's hooks, allow rules, extensions and MCP servers stay off this session "
+        "(asked again next start; --trust for scripts)"
+    )
     return False
 
 

@@ -55,8 +55,16 @@ class BatchOutcome:
         return sum(1 for r in self.results if r.status != "ok")
 
 
-async def run_jobs(jobs: Sequence[Job], executor: Executor, *, workers: int, results: ResultsLog,
-                   listener: Listener, retries: int = 1, stop: asyncio.Event | None = None) -> BatchOutcome:
+async def run_jobs(
+    jobs: Sequence[Job],
+    executor: Executor,
+    *,
+    workers: int,
+    results: ResultsLog,
+    listener: Listener,
+    retries: int = 1,
+    stop: asyncio.Event | None = None,
+) -> BatchOutcome:
     """Run ``jobs`` (none of them in ``results`` yet) until all have a result or ``stop``
     is set. The executor is started here and stopped at the end, also on a stop."""
     outcome = BatchOutcome()
@@ -100,8 +108,9 @@ async def run_jobs(jobs: Sequence[Job], executor: Executor, *, workers: int, res
     return outcome
 
 
-async def _run_with_retries(job: Job, executor: Executor, listener: Listener, retries: int,
-                            stop: asyncio.Event) -> TaskResult | None:
+async def _run_with_retries(
+    job: Job, executor: Executor, listener: Listener, retries: int, stop: asyncio.Event
+) -> TaskResult | None:
     while True:
         listener.started(job)
         try:
@@ -110,7 +119,11 @@ async def _run_with_retries(job: Job, executor: Executor, listener: Listener, re
             if stop.is_set():
                 return None
             if job.attempt > retries:
-                return TaskResult(id=job.task.id, status="error", attempts=job.attempt,
-                                  error=f"the worker running it died ({job.attempt} attempt(s)): {exc}")
+                return TaskResult(
+                    id=job.task.id,
+                    status="error",
+                    attempts=job.attempt,
+                    error=f"the worker running it died ({job.attempt} attempt(s)): {exc}",
+                )
             listener.retried(job, str(exc))
             job = replace(job, attempt=job.attempt + 1)

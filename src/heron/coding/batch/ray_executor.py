@@ -68,8 +68,9 @@ class _Slot:
 class RayExecutor:
     name = "ray"
 
-    def __init__(self, address: str | None = None, actors_per_node: int = ACTORS_PER_NODE,
-                 log_to_driver: bool = False) -> None:
+    def __init__(
+        self, address: str | None = None, actors_per_node: int = ACTORS_PER_NODE, log_to_driver: bool = False
+    ) -> None:
         self.address = address
         self.actors_per_node = actors_per_node
         self.log_to_driver = log_to_driver
@@ -99,8 +100,10 @@ class RayExecutor:
         try:
             socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
         except OSError as exc:
-            raise ExecutorError(f"could not join the Ray cluster at {self.address}: "
-                                f"{exc.strerror or exc} (is `ray start --head` running there?)") from exc
+            raise ExecutorError(
+                f"could not join the Ray cluster at {self.address}: "
+                f"{exc.strerror or exc} (is `ray start --head` running there?)"
+            ) from exc
 
     def _init(self) -> None:
         import ray
@@ -108,8 +111,11 @@ class RayExecutor:
         if ray.is_initialized():
             return
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
-        common: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": self.log_to_driver,
-                                  "configure_logging": False}
+        common: dict[str, Any] = {
+            "runtime_env": {"env_vars": env},
+            "log_to_driver": self.log_to_driver,
+            "configure_logging": False,
+        }
         if self.address:
             ray.init(address=self.address, **common)
         else:
@@ -142,8 +148,10 @@ class RayExecutor:
         import ray
 
         lost: tuple[type[BaseException], ...] = tuple(
-            getattr(ray.exceptions, name) for name in ("RayActorError", "ActorUnavailableError", "WorkerCrashedError")
-            if hasattr(ray.exceptions, name))
+            getattr(ray.exceptions, name)
+            for name in ("RayActorError", "ActorUnavailableError", "WorkerCrashedError")
+            if hasattr(ray.exceptions, name)
+        )
         slot = min(self._slots, key=lambda s: s.running)
         generation = slot.generation
         slot.running += 1

@@ -67,12 +67,16 @@ class ResultsLog:
                 continue
             try:
                 item = json.loads(raw)
-                if not isinstance(item, dict) or not isinstance(item.get("id"), str) \
-                        or item.get("status") not in STATUSES:
+                if (
+                    not isinstance(item, dict)
+                    or not isinstance(item.get("id"), str)
+                    or item.get("status") not in STATUSES
+                ):
                     raise ValueError("not a result")
             except ValueError:
-                self.warnings.append(f"{self.path}: line {number} is not a result (torn write?); ignored, "
-                                     "its task runs again")
+                self.warnings.append(
+                    f"{self.path}: line {number} is not a result (torn write?); ignored, its task runs again"
+                )
                 continue
             self.done[item["id"]] = TaskResult.from_json(item)
 

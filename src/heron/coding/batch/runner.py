@@ -105,9 +105,15 @@ async def _run_session(job: Job, work: Path, session_path: Path, result: TaskRes
     session_path.parent.mkdir(parents=True, exist_ok=True)
     session_path.unlink(missing_ok=True)  # an earlier attempt's file: this attempt starts anew
     store = SessionStore.create(work, path=session_path)
-    session = CodingSession(cwd=work, model=job.model, api_key=job.api_key, store=store,
-                            settings=task_settings(work, job.home, dict(task.settings)),
-                            tools=list(task.tools) if task.tools is not None else None, home=job.home)
+    session = CodingSession(
+        cwd=work,
+        model=job.model,
+        api_key=job.api_key,
+        store=store,
+        settings=task_settings(work, job.home, dict(task.settings)),
+        tools=list(task.tools) if task.tools is not None else None,
+        home=job.home,
+    )
     # the user's extensions, as in every other mode; a task's work copy is a new, untrusted
     # directory, so its project extensions stay off (docs/batch.md)
     for warning in session.extensions.load(trusted=session.control.trusted):

@@ -67,8 +67,10 @@ def parse_task(data: Any, base: Path) -> BatchTask:
         raise ValueError('"settings" must be an object (the shape of settings.json)')
     per_file = sorted(set(settings) & PER_FILE_KEYS)
     if per_file:
-        raise ValueError(f'"settings" cannot set {", ".join(per_file)}: heron reads those from each settings '
-                         "file by its scope (docs/permissions.md); put them in the user's settings.json")
+        raise ValueError(
+            f'"settings" cannot set {", ".join(per_file)}: heron reads those from each settings '
+            "file by its scope (docs/permissions.md); put them in the user's settings.json"
+        )
     tools = data.get("tools")
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
@@ -79,9 +81,15 @@ def parse_task(data: Any, base: Path) -> BatchTask:
     timeout = data.get("timeout_s")
     if timeout is not None and (not _number(timeout) or timeout <= 0):
         raise ValueError('"timeout_s" must be a positive number of seconds')
-    return BatchTask(id=data["id"], prompt=data["prompt"], cwd=cwd, model=model, settings=settings,
-                     tools=tuple(tools) if tools is not None else None,
-                     timeout_s=float(timeout) if timeout is not None else None)
+    return BatchTask(
+        id=data["id"],
+        prompt=data["prompt"],
+        cwd=cwd,
+        model=model,
+        settings=settings,
+        tools=tuple(tools) if tools is not None else None,
+        timeout_s=float(timeout) if timeout is not None else None,
+    )
 
 
 def load_tasks(path: Path) -> list[BatchTask]:

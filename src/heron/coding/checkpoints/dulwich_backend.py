@@ -79,8 +79,13 @@ class DulwichBackend:
                 full = os.path.join(top, name)
                 if os.path.islink(full):
                     names.append(name)  # a link to a directory is stored as a link
-                elif name != ".git" and not os.path.exists(os.path.join(full, ".git")) and not (
-                        ignores.is_ignored(prefix + name + "/") and ignores.may_prune_directory(prefix + name + "/")):
+                elif (
+                    name != ".git"
+                    and not os.path.exists(os.path.join(full, ".git"))
+                    and not (
+                        ignores.is_ignored(prefix + name + "/") and ignores.may_prune_directory(prefix + name + "/")
+                    )
+                ):
                     keep_dirs.append(name)
             dirs[:] = keep_dirs
             for name in names:
@@ -169,8 +174,11 @@ class DulwichBackend:
             name = Ref(SNAPSHOT_PREFIX.encode() + ref)
             commit = self.repo[self.repo.refs[name]]
             assert isinstance(commit, Commit)
-            found.append(SnapshotInfo(name.decode(), commit.id.decode(), commit.commit_time,
-                                      commit.message.decode("utf-8", "replace")))
+            found.append(
+                SnapshotInfo(
+                    name.decode(), commit.id.decode(), commit.commit_time, commit.message.decode("utf-8", "replace")
+                )
+            )
         return found + [info for info, _ in self.legacy()]
 
     def legacy(self) -> list[tuple[SnapshotInfo, str]]:
@@ -182,8 +190,14 @@ class DulwichBackend:
         while sha is not None:
             commit = self.repo[sha]
             assert isinstance(commit, Commit)
-            found.append((SnapshotInfo(None, commit.id.decode(), commit.commit_time,
-                                       commit.message.decode("utf-8", "replace")), commit.tree.decode()))
+            found.append(
+                (
+                    SnapshotInfo(
+                        None, commit.id.decode(), commit.commit_time, commit.message.decode("utf-8", "replace")
+                    ),
+                    commit.tree.decode(),
+                )
+            )
             sha = commit.parents[0] if commit.parents else None
         return found
 

@@ -24,9 +24,24 @@ from heron.coding.checkpoints.base import (
 )
 
 GIT_TIMEOUT = 120.0
-_CONFIG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.hooksPath=/dev/null",
-           "-c", "filter.lfs.clean=cat", "-c", "filter.lfs.smudge=cat", "-c", "filter.lfs.process=",
-           "-c", "filter.lfs.required=false", "-c", "gc.auto=0"]
+_CONFIG = [
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "filter.lfs.clean=cat",
+    "-c",
+    "filter.lfs.smudge=cat",
+    "-c",
+    "filter.lfs.process=",
+    "-c",
+    "filter.lfs.required=false",
+    "-c",
+    "gc.auto=0",
+]
 
 
 def _escape(path: str) -> str:
@@ -40,17 +55,36 @@ class GitBackend:
         self.git, self.git_dir, self.cwd = git, git_dir, cwd
 
     def _env(self) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items()
-                if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "GIT_COMMITTER_DATE")}
-        return {**keep, "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.cwd), "GIT_CONFIG_NOSYSTEM": "1",
-                "GIT_AUTHOR_NAME": "heron", "GIT_AUTHOR_EMAIL": "heron@localhost", "GIT_COMMITTER_NAME": "heron",
-                "GIT_COMMITTER_EMAIL": "heron@localhost", "GIT_TERMINAL_PROMPT": "0"}
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "GIT_COMMITTER_DATE")
+        }
+        return {
+            **keep,
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(self.cwd),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "heron",
+            "GIT_AUTHOR_EMAIL": "heron@localhost",
+            "GIT_COMMITTER_NAME": "heron",
+            "GIT_COMMITTER_EMAIL": "heron@localhost",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
 
-    def run(self, *args: str, stdin: bytes | None = None, check: bool = True,
-            env: dict[str, str] | None = None) -> bytes:
+    def run(
+        self, *args: str, stdin: bytes | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> bytes:
         try:
-            done = subprocess.run([self.git, *_CONFIG, *args], input=stdin, capture_output=True,
-                                  env={**self._env(), **(env or {})}, cwd=self.cwd, timeout=GIT_TIMEOUT, check=False)
+            done = subprocess.run(
+                [self.git, *_CONFIG, *args],
+                input=stdin,
+                capture_output=True,
+                env={**self._env(), **(env or {})},
+                cwd=self.cwd,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CheckpointError(f"git {args[0]}: {exc}") from exc
         if check and done.returncode != 0:
@@ -68,11 +102,13 @@ class GitBackend:
         if len(listed) > MAX_FILES:
             raise CheckpointError(f"{self.cwd} holds over {MAX_FILES:,} files; no snapshot taken")
         large = [path_str(raw) for raw in listed if raw and is_large(self.cwd, path_str(raw))]
-        (info / "exclude").write_text("".join(f"/{_escape(p)}\n" for p in large), encoding="utf-8",
-                                      errors="surrogateescape")
+        (info / "exclude").write_text(
+            "".join(f"/{_escape(p)}\n" for p in large), encoding="utf-8", errors="surrogateescape"
+        )
         # Files in the shadow index that are large now or ignored since: git would keep them.
-        dropped = [raw for raw in self.run("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
-                   .split(b"\0") if raw]
+        dropped = [
+            raw for raw in self.run("ls-files", "-z", "--cached", "--ignored", "--exclude-standard").split(b"\0") if raw
+        ]
         if dropped:
             self.run("update-index", "--force-remove", "-z", "--stdin", stdin=b"\0".join(dropped))
         self.run("add", "-A", "--ignore-errors", check=False)
@@ -90,8 +126,11 @@ class GitBackend:
             self.run("update-ref", "--stdin", "-z", stdin=b"".join(b"delete " + path_bytes(r) + b"\0\0" for r in refs))
 
     def snapshots(self) -> list[SnapshotInfo]:
-        out = self.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(contents)%01",
-                       SNAPSHOT_PREFIX)
+        out = self.run(
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(contents)%01",
+            SNAPSHOT_PREFIX,
+        )
         found = []
         for record in out.decode("utf-8", "replace").split("\x01"):
             parts = record.lstrip("\n").split("\0")
@@ -120,8 +159,13 @@ class GitBackend:
 
     def checkout(self, commit: str, paths: list[str]) -> None:
         if paths:
-            self.run("checkout", commit, "--pathspec-from-file=-", "--pathspec-file-nul",
-                     stdin=b"\0".join(path_bytes(p) for p in paths))
+            self.run(
+                "checkout",
+                commit,
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                stdin=b"\0".join(path_bytes(p) for p in paths),
+            )
 
     def gc(self) -> None:
         self.run("reflog", "expire", "--expire=now", "--all", check=False)

@@ -59,13 +59,19 @@ def schedule_prune(home: Path, keep_days: int) -> subprocess.Popen[bytes] | None
     except OSError:
         return None
     with log:
-        return subprocess.Popen([sys.executable, "-m", "heron.coding.checkpoints.prune", "--home", str(home),
-                                 "--days", str(keep_days)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, close_fds=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "heron.coding.checkpoints.prune", "--home", str(home), "--days", str(keep_days)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
 
 
-def prune_all(home: Path, keep_days: int, now: float | None = None,
-              backend: BackendName | None = None) -> list[PruneReport]:
+def prune_all(
+    home: Path, keep_days: int, now: float | None = None, backend: BackendName | None = None
+) -> list[PruneReport]:
     """Prune every shadow repository under ``home``; one repository's failure is reported
     and the others are still pruned."""
     cutoff = (now if now is not None else time.time()) - keep_days * DAY
@@ -85,8 +91,10 @@ def prune_all(home: Path, keep_days: int, now: float | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heron.coding.checkpoints.prune",
-                                     description="Remove heron's checkpoint snapshots older than --days.")
+    parser = argparse.ArgumentParser(
+        prog="python -m heron.coding.checkpoints.prune",
+        description="Remove heron's checkpoint snapshots older than --days.",
+    )
     parser.add_argument("--home", required=True, help="the heron home (HERON_HOME)")
     parser.add_argument("--days", type=int, default=DEFAULT_KEEP_DAYS)
     args = parser.parse_args(argv)
@@ -98,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {report.project}: {report.error}", flush=True)
         elif report.removed:
-            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {report.project}: removed {report.removed} snapshot(s), "
-                  f"kept {report.kept}", flush=True)
+            print(
+                f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {report.project}: removed {report.removed} snapshot(s), "
+                f"kept {report.kept}",
+                flush=True,
+            )
     return 1 if failed else 0
 
 

@@ -56,8 +56,9 @@ def plan_code_rewind(repo: ShadowRepo, target: str) -> tuple[str, list[Change]]:
     reference = repo.head()
     current = repo.snapshot("heron: before a rewind\n\nat: rewind\n").commit
     external = {path for _, path in repo.diff(reference, current)} if reference else set()
-    changes = [Change(path, _action(repo, status, path), path in external)
-               for status, path in repo.diff(target, current)]
+    changes = [
+        Change(path, _action(repo, status, path), path in external) for status, path in repo.diff(target, current)
+    ]
     return current, changes
 
 

@@ -19,5 +19,16 @@ from heron.coding.extensions.api import (
 from heron.coding.extensions.host import Extension, ExtensionHost
 from heron.coding.extensions.loader import ENTRY_POINT_GROUP
 
-__all__ = ["ENTRY_POINT_GROUP", "AfterToolCallResult", "BeforeToolCallResult", "Extension", "ExtensionAPI",
-           "ExtensionCommand", "ExtensionError", "ExtensionHost", "ToolCallInfo", "ToolResult", "block"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AfterToolCallResult",
+    "BeforeToolCallResult",
+    "Extension",
+    "ExtensionAPI",
+    "ExtensionCommand",
+    "ExtensionError",
+    "ExtensionHost",
+    "ToolCallInfo",
+    "ToolResult",
+    "block",
+]

@@ -100,8 +100,16 @@ class ExtensionAPI:
     """Handed to ``register(api)``. Every method may be used as a decorator where it takes
     a handler (``@api.on("agent_end")``, ``@api.before_tool_call``)."""
 
-    def __init__(self, name: str, source: ExtensionSource, path: str, *, cwd: Path, home: Path,
-                 taken_tools: Callable[[], set[str]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: ExtensionSource,
+        path: str,
+        *,
+        cwd: Path,
+        home: Path,
+        taken_tools: Callable[[], set[str]],
+    ) -> None:
         self.name = name  # the module's name (file stem, or the entry point's name)
         self.source = source
         self.path = path  # the file, or "entry point <name> = <value>"
@@ -116,9 +124,11 @@ class ExtensionAPI:
         """Call ``handler(event)`` for every session event of ``event_type`` (the ``type``
         field: ``agent_end``, ``tool_execution_end``, ``message_end``, ``compaction_end``,
         ``ledger``, ...; ``"*"`` for all). Sync or async; what it returns is ignored."""
+
         def add(fn: EventHandler) -> EventHandler:
             self.registration.events.append((event_type, fn))
             return fn
+
         return add(handler) if handler is not None else add
 
     def before_tool_call(self, handler: H) -> H:
@@ -161,13 +171,16 @@ class ExtensionAPI:
         """Decorator: ``@api.tool("word_count", "Count words", Params)`` on
         ``async def fn(call_id, params, signal, on_update) -> ToolResult`` (or
         ``async def fn(params)``)."""
+
         def add(fn: Callable[..., Awaitable[ToolResult]]) -> Callable[..., Awaitable[ToolResult]]:
             async def run(call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
                 if _arity(fn) == 1:
                     return await fn(params)
                 return await fn(call_id, params, signal, on_update)
+
             self.add_tool(FunctionTool(name, description, parameters, run))
             return fn
+
         return add
 
     def add_command(self, name: str, handler: CommandHandler, description: str = "") -> None:
@@ -179,6 +192,7 @@ class ExtensionAPI:
         def add(fn: H) -> H:
             self.add_command(name, fn, description)
             return fn
+
         return add
 
     def add_template(self, name: str, body: str, description: str = "") -> None:
@@ -199,5 +213,12 @@ def _arity(fn: Callable[..., Any]) -> int:
         return 4
 
 
-__all__ = ["AfterToolCallResult", "BeforeToolCallResult", "ExtensionAPI", "ExtensionError", "ToolCallInfo",
-           "ToolResult", "block"]
+__all__ = [
+    "AfterToolCallResult",
+    "BeforeToolCallResult",
+    "ExtensionAPI",
+    "ExtensionError",
+    "ToolCallInfo",
+    "ToolResult",
+    "block",
+]

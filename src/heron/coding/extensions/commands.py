@@ -62,6 +62,10 @@ def add_templates(templates: TemplateSet, new: Iterable[ExtensionTemplate], path
             continue
         description = template.description or template.body.strip().splitlines()[0][:80]
         templates.templates[template.name] = PromptTemplate(
-            template.name, description, template.body.strip("\n"), Path(path),
-            "project" if source == "project" else "user")
+            template.name,
+            description,
+            template.body.strip("\n"),
+            Path(path),
+            "project" if source == "project" else "user",
+        )
     return problems

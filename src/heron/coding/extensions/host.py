@@ -80,8 +80,14 @@ class ExtensionHost:
 
     def _load_one(self, candidate: Candidate) -> str | None:
         label = f"extension {candidate.name} ({candidate.path})"
-        api = ExtensionAPI(candidate.name, candidate.source, candidate.path, cwd=self.session.cwd,
-                           home=self.session.home, taken_tools=self._taken_tools)
+        api = ExtensionAPI(
+            candidate.name,
+            candidate.source,
+            candidate.path,
+            cwd=self.session.cwd,
+            home=self.session.home,
+            taken_tools=self._taken_tools,
+        )
         try:
             register = candidate.load()
             result = register(api)
@@ -106,8 +112,10 @@ class ExtensionHost:
             session.system_prompt = session._build_system_prompt()  # the tool list is in it
             session.agent.set_system_prompt(session.system_prompt)
         problems = [f"extension {extension.name}: {p}" for p in self.commands.add(reg.commands)]
-        problems += [f"extension {extension.name}: {p}"
-                     for p in add_templates(session.templates, reg.templates, extension.path, extension.source)]
+        problems += [
+            f"extension {extension.name}: {p}"
+            for p in add_templates(session.templates, reg.templates, extension.path, extension.source)
+        ]
         return problems
 
     def share(self, parent: ExtensionHost) -> None:
@@ -196,8 +204,9 @@ class ExtensionHost:
             mine = await self._before(ctx, verdict)
             control = getattr(self.session, "control", None)
             if mine is not None and mine.arguments is not None and not mine.block and control is not None:
-                again: BeforeToolCallResult | None = await control.recheck(ctx.tool_call.id, ctx.tool_call.name,
-                                                                           dict(mine.arguments))
+                again: BeforeToolCallResult | None = await control.recheck(
+                    ctx.tool_call.id, ctx.tool_call.name, dict(mine.arguments)
+                )
                 if again is not None:
                     return again
             return mine
@@ -209,9 +218,11 @@ class ExtensionHost:
                 return change
             if change is None:
                 return AfterToolCallResult(content=current.content, details=current.details, is_error=current.is_error)
-            return AfterToolCallResult(content=change.content if change.content is not None else current.content,
-                                       details=change.details if change.details is not None else current.details,
-                                       is_error=change.is_error if change.is_error is not None else current.is_error)
+            return AfterToolCallResult(
+                content=change.content if change.content is not None else current.content,
+                details=change.details if change.details is not None else current.details,
+                is_error=change.is_error if change.is_error is not None else current.is_error,
+            )
 
         agent.before_tool_call, agent.after_tool_call = before, after
 
@@ -229,8 +240,11 @@ class ExtensionHost:
                 if answer is None:
                     continue
                 if not isinstance(answer, BeforeToolCallResult):
-                    self.disable(extension, "its before_tool_call handler returned "
-                                            f"{type(answer).__name__}, not None or api.block(...)", "bad value")
+                    self.disable(
+                        extension,
+                        f"its before_tool_call handler returned {type(answer).__name__}, not None or api.block(...)",
+                        "bad value",
+                    )
                     break
                 if answer.block:
                     reason = answer.reason or "no reason given"
@@ -255,10 +269,14 @@ class ExtensionHost:
                     current = ToolResult(
                         content=answer.content if answer.content is not None else current.content,
                         details=answer.details if answer.details is not None else current.details,
-                        is_error=answer.is_error if answer.is_error is not None else current.is_error)
+                        is_error=answer.is_error if answer.is_error is not None else current.is_error,
+                    )
                 elif answer is not None:
-                    self.disable(extension, "its after_tool_call handler returned "
-                                            f"{type(answer).__name__}, not None or a ToolResult", "bad value")
+                    self.disable(
+                        extension,
+                        f"its after_tool_call handler returned {type(answer).__name__}, not None or a ToolResult",
+                        "bad value",
+                    )
                     break
         return current
 
@@ -277,14 +295,19 @@ class ExtensionHost:
                 if out is None:
                     continue
                 if not is_message_list(out):
-                    self.disable(extension, f"its transform_context handler returned {type(out).__name__}, "
-                                            "not a list of messages", "bad value")
+                    self.disable(
+                        extension,
+                        f"its transform_context handler returned {type(out).__name__}, not a list of messages",
+                        "bad value",
+                    )
                     break
                 problems = view_problems(self.session, out)
                 if problems:
                     rules = "; ".join(str(p) for p in problems)
-                    self.warn(f"extension {extension.name}: its transform_context result was not used for this "
-                              f"request, because it breaks the context rules ({rules})")
+                    self.warn(
+                        f"extension {extension.name}: its transform_context result was not used for this "
+                        f"request, because it breaks the context rules ({rules})"
+                    )
                     continue
                 view = out
         return view

@@ -52,6 +52,7 @@ def _file_loader(path: Path, source: ExtensionSource) -> Callable[[], Register]:
             sys.modules.pop(module_name, None)
             raise
         return _register_of(module, str(path))
+
     return load
 
 
@@ -99,7 +100,8 @@ def find_extensions(cwd: Path, home: Path, *, trusted: bool, warnings: list[str]
     project = _files(project_dir, "project")
     if project and not trusted:
         names = ", ".join(c.name for c in project)
-        warnings.append(f"{project_dir}: project extensions ({names}) load only in a trusted project "
-                        "(run with --trust); ignored")
+        warnings.append(
+            f"{project_dir}: project extensions ({names}) load only in a trusted project (run with --trust); ignored"
+        )
         return found
     return found + project

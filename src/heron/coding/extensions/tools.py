@@ -31,8 +31,9 @@ class GuardedTool(AgentTool[BaseModel]):
     def concurrency_key(self, params: BaseModel) -> str | None:
         return self.inner.concurrency_key(params)
 
-    async def execute(self, call_id: str, params: BaseModel, signal: AbortSignal,
-                      on_update: UpdateCallback) -> ToolResult:
+    async def execute(
+        self, call_id: str, params: BaseModel, signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
         if not self.extension.enabled:
             return ToolResult.error(f"{self.name} is not available: {self.extension.error or 'its extension is off'}")
         return await self.inner.execute(call_id, params, signal, on_update)

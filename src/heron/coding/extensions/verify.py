@@ -28,14 +28,23 @@ def view_problems(session: Any, view: Sequence[AgentMessage]) -> list[Violation]
     converted = agent.convert_to_llm(list(view))
     if not isinstance(converted, list):  # an async converter: the runtime's final check still runs
         return []
-    context = Context(system_prompt=agent.state.system_prompt, messages=converted,
-                      tools=[t.definition() for t in agent.state.tools] or None)
+    context = Context(
+        system_prompt=agent.state.system_prompt,
+        messages=converted,
+        tools=[t.definition() for t in agent.state.tools] or None,
+    )
     model = agent.state.model
     snapshot = RequestSnapshot(
-        view=view, context=context,
+        view=view,
+        context=context,
         max_tokens=policy.last_max_tokens or policy.output_cap(policy.last_tokens),
-        window=policy.window, reserve=policy.reserve, stubs=policy.decisions.stubs, cwd=session.cwd,
-        turn_prompt=getattr(session, "_turn_prompt", None), floor_ms=policy.decisions.last_view_change_ms,
-        model=(model.provider, model.id), over_threshold_reason=policy.over_threshold_reason,
+        window=policy.window,
+        reserve=policy.reserve,
+        stubs=policy.decisions.stubs,
+        cwd=session.cwd,
+        turn_prompt=getattr(session, "_turn_prompt", None),
+        floor_ms=policy.decisions.last_view_change_ms,
+        model=(model.provider, model.id),
+        over_threshold_reason=policy.over_threshold_reason,
     )
     return check_request(snapshot)

@@ -42,8 +42,12 @@ def cache_path(cache_dir: Path, config: ServerConfig) -> Path:
 def save_tools(cache_dir: Path, config: ServerConfig, tools: list[types.Tool]) -> None:
     """Write the list (atomically); a failure only costs the next lazy start its cache."""
     path = cache_path(cache_dir, config)
-    data: dict[str, Any] = {"server": config.name, "configHash": config_hash(config), "savedAt": int(time.time()),
-                            "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}
+    data: dict[str, Any] = {
+        "server": config.name,
+        "configHash": config_hash(config),
+        "savedAt": int(time.time()),
+        "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
+    }
     try:
         cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -75,8 +75,10 @@ class ServerConfig:
             if self.headers:
                 out["headers"] = dict(self.headers)
             if self.oauth_client_id:
-                out["oauth"] = {"clientId": self.oauth_client_id,
-                                **({"clientSecret": self.oauth_client_secret} if self.oauth_client_secret else {})}
+                out["oauth"] = {
+                    "clientId": self.oauth_client_id,
+                    **({"clientSecret": self.oauth_client_secret} if self.oauth_client_secret else {}),
+                }
             return out
         out = {"command": self.command, "args": list(self.args)}
         if self.env:
@@ -146,9 +148,16 @@ def _parse_transport(name: str, entry: dict[str, Any], scope: Scope, source: Pat
         unknown = set(oauth) - {"clientId", "clientSecret"}
         if unknown:
             raise ValueError(f'"oauth" takes clientId and clientSecret, not {", ".join(sorted(unknown))}')
-        return ServerConfig(name, "http", scope, source, url=url, headers=_str_map(entry.get("headers"), '"headers"'),
-                            oauth_client_id=oauth.get("clientId", ""),
-                            oauth_client_secret=oauth.get("clientSecret", ""))
+        return ServerConfig(
+            name,
+            "http",
+            scope,
+            source,
+            url=url,
+            headers=_str_map(entry.get("headers"), '"headers"'),
+            oauth_client_id=oauth.get("clientId", ""),
+            oauth_client_secret=oauth.get("clientSecret", ""),
+        )
     if kind == "sse":
         raise ValueError('the old "sse" transport is not supported; use "http" (streamable HTTP)')
     if kind != "stdio":
@@ -159,8 +168,15 @@ def _parse_transport(name: str, entry: dict[str, Any], scope: Scope, source: Pat
     args = entry.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ValueError('"args" must be a list of strings')
-    return ServerConfig(name, "stdio", scope, source, command=expand(command), args=tuple(expand(a) for a in args),
-                        env=_str_map(entry.get("env"), '"env"'))
+    return ServerConfig(
+        name,
+        "stdio",
+        scope,
+        source,
+        command=expand(command),
+        args=tuple(expand(a) for a in args),
+        env=_str_map(entry.get("env"), '"env"'),
+    )
 
 
 def read_file(path: Path) -> dict[str, Any]:
@@ -198,8 +214,11 @@ def load_file(path: Path, scope: Scope, warnings: list[str]) -> list[ServerConfi
             continue
         missing = unset_variables(entry)
         if missing:
-            warnings.append(f"{path}: server {name!r}: " + ", ".join(f"${{{v}}}" for v in missing)
-                            + " not set in the environment; expanded to an empty string")
+            warnings.append(
+                f"{path}: server {name!r}: "
+                + ", ".join(f"${{{v}}}" for v in missing)
+                + " not set in the environment; expanded to an empty string"
+            )
     return out
 
 

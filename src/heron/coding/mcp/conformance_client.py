@@ -48,16 +48,23 @@ async def follow_in_place_of_a_browser(url: str) -> None:
 
 def run(url: str, scenario: str) -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")  # pre-registered client, if any
-    server = ServerConfig("conformance", "http", "user", Path("(conformance)"), url=url,
-                          oauth_client_id=str(context.get("client_id", "")),
-                          oauth_client_secret=str(context.get("client_secret", "")))
+    server = ServerConfig(
+        "conformance",
+        "http",
+        "user",
+        Path("(conformance)"),
+        url=url,
+        oauth_client_id=str(context.get("client_id", "")),
+        oauth_client_secret=str(context.get("client_secret", "")),
+    )
     with tempfile.TemporaryDirectory(prefix="heron-mcp-auth-") as auth_home:
         return _run(server, scenario, Path(auth_home))
 
 
 def _run(server: ServerConfig, scenario: str, auth_home: Path) -> int:
-    manager = McpManager([server], Timeouts(connect=20.0, call=20.0), auth_home=auth_home,
-                         open_url=follow_in_place_of_a_browser)
+    manager = McpManager(
+        [server], Timeouts(connect=20.0, call=20.0), auth_home=auth_home, open_url=follow_in_place_of_a_browser
+    )
     try:
         (status,) = manager.start()
         if status.state != "connected":

@@ -40,9 +40,16 @@ class McpCallError(RuntimeError):
 
 
 class Connection:
-    def __init__(self, config: ServerConfig, timeouts: Timeouts, cwd: str | None = None,
-                 log_path: Path | None = None, auth_home: Path | None = None,
-                 open_url: Callable[[str], Awaitable[None]] | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        timeouts: Timeouts,
+        cwd: str | None = None,
+        log_path: Path | None = None,
+        auth_home: Path | None = None,
+        open_url: Callable[[str], Awaitable[None]] | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
         self.config = config
         self.cache_dir = cache_dir  # where the tool list is saved after each start (for lazy servers)
         self.auth_home = auth_home  # where OAuth tokens are kept; None: no OAuth
@@ -142,8 +149,7 @@ class Connection:
         if cfg.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=cfg.env or None,
-                                           cwd=self.cwd)
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=cfg.env or None, cwd=self.cwd)
             async with stdio_client(params, errlog=errlog) as streams:
                 yield streams
             return
@@ -203,8 +209,9 @@ class Connection:
                 await self.connect()
                 if not self.connected:
                     log.warning("MCP server %r could not be started at first use: %s", self.config.name, self.error)
-                    raise McpCallError(f"MCP server {self.config.name!r} could not be started at first use: "
-                                       f"{self.error}")
+                    raise McpCallError(
+                        f"MCP server {self.config.name!r} could not be started at first use: {self.error}"
+                    )
                 if self._session is not None:
                     return self._session
             if self.state == "connected":  # the connection task ended on its own
@@ -226,8 +233,10 @@ class Connection:
                 return f"MCP server {name!r} crashed again after a restart and is now off: {reason}"
             await self._restart()
             if self.state == "connected":
-                return (f"MCP server {name!r} crashed during the call ({reason}); it was restarted. "
-                        "The call may or may not have taken effect: check before retrying.")
+                return (
+                    f"MCP server {name!r} crashed during the call ({reason}); it was restarted. "
+                    "The call may or may not have taken effect: check before retrying."
+                )
             return f"MCP server {name!r} crashed ({reason}) and could not be restarted: {self.error}"
 
     async def _restart(self) -> None:

@@ -42,15 +42,29 @@ class McpManager:
     """``start()`` connects every server in parallel and returns when all are up or failed;
     ``await call(...)`` works from any event loop; ``close()`` stops them all."""
 
-    def __init__(self, servers: Sequence[ServerConfig], timeouts: Timeouts | None = None,
-                 cwd: str | None = None, log_dir: Path | None = None, auth_home: Path | None = None,
-                 open_url: Callable[[str], Awaitable[None]] | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        servers: Sequence[ServerConfig],
+        timeouts: Timeouts | None = None,
+        cwd: str | None = None,
+        log_dir: Path | None = None,
+        auth_home: Path | None = None,
+        open_url: Callable[[str], Awaitable[None]] | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
         self.timeouts = timeouts or Timeouts()
         # auth_home is heron's home: tool lists are saved there for lazy starts unless told otherwise
         self.cache_dir = cache_dir or (auth_home / CACHE_DIR if auth_home is not None else None)
         self.connections = {
-            s.name: Connection(s, self.timeouts, cwd, log_dir / f"{s.name}.log" if log_dir is not None else None,
-                               auth_home, open_url, self.cache_dir)
+            s.name: Connection(
+                s,
+                self.timeouts,
+                cwd,
+                log_dir / f"{s.name}.log" if log_dir is not None else None,
+                auth_home,
+                open_url,
+                self.cache_dir,
+            )
             for s in servers
         }
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -85,6 +99,7 @@ class McpManager:
         """Connect all servers not deferred (each within the connect timeout); never raises for a server."""
         pending = [c for c in self.connections.values() if c.state == "pending"]
         if pending:
+
             async def connect_all() -> None:
                 await asyncio.gather(*(c.connect() for c in pending))
 
@@ -100,8 +115,9 @@ class McpManager:
 
     def statuses(self) -> list[ServerStatus]:
         return [
-            ServerStatus(c.config.name, c.config.scope, c.config.transport, c.state, c.error, tuple(c.tools),
-                         c.restarts)
+            ServerStatus(
+                c.config.name, c.config.scope, c.config.transport, c.state, c.error, tuple(c.tools), c.restarts
+            )
             for c in self.connections.values()
         ]
 

@@ -102,8 +102,11 @@ class LoopbackCallback:
             await writer.drain()
             if self._result is not None and not self._result.done():
                 if code:
-                    self._result.set_result(AuthorizationCodeResult(
-                        code=code, state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]))
+                    self._result.set_result(
+                        AuthorizationCodeResult(
+                            code=code, state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
+                        )
+                    )
                 else:
                     error = query.get("error_description", query.get("error", ["no code in the redirect"]))[0]
                     self._result.set_exception(RuntimeError(f"authorization refused: {error}"))
@@ -126,19 +129,31 @@ async def open_in_browser(url: str) -> None:
         await asyncio.to_thread(webbrowser.open, url)
 
 
-async def oauth_provider(config: ServerConfig, home: Path, callback: LoopbackCallback,
-                         open_url: OpenUrl | None = None) -> OAuthClientProvider:
+async def oauth_provider(
+    config: ServerConfig, home: Path, callback: LoopbackCallback, open_url: OpenUrl | None = None
+) -> OAuthClientProvider:
     """The SDK's OAuth provider for one server; ``callback`` must be closed by the caller."""
     redirect = await callback.start()
     preset = None
     if config.oauth_client_id:
         preset = OAuthClientInformationFull(
-            client_id=config.oauth_client_id, client_secret=config.oauth_client_secret or None,
+            client_id=config.oauth_client_id,
+            client_secret=config.oauth_client_secret or None,
             redirect_uris=[redirect],  # type: ignore[list-item]
-            token_endpoint_auth_method="client_secret_basic" if config.oauth_client_secret else "none")
-    metadata = OAuthClientMetadata(client_name=f"heron {__version__}", redirect_uris=[redirect],  # type: ignore[list-item]
-                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-                                   token_endpoint_auth_method="client_secret_post")
+            token_endpoint_auth_method="client_secret_basic" if config.oauth_client_secret else "none",
+        )
+    metadata = OAuthClientMetadata(
+        client_name=f"heron {__version__}",
+        redirect_uris=[redirect],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="client_secret_post",
+    )
     storage = FileTokenStorage(home / "mcp-auth" / f"{config.name}.json", redirect, preset)
-    return OAuthClientProvider(server_url=config.url, client_metadata=metadata, storage=storage,
-                               redirect_handler=open_url or open_in_browser, callback_handler=callback.wait)
+    return OAuthClientProvider(
+        server_url=config.url,
+        client_metadata=metadata,
+        storage=storage,
+        redirect_handler=open_url or open_in_browser,
+        callback_handler=callback.wait,
+    )

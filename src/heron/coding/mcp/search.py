@@ -34,8 +34,9 @@ def definition_tokens(tools: Sequence[AgentTool[Any]]) -> int:
     total = 0
     for tool in tools:
         d = tool.definition()
-        total += estimate_text_tokens(json.dumps({"name": d.name, "description": d.description,
-                                             "parameters": d.parameters}, ensure_ascii=False))
+        total += estimate_text_tokens(
+            json.dumps({"name": d.name, "description": d.description, "parameters": d.parameters}, ensure_ascii=False)
+        )
     return total
 
 
@@ -44,8 +45,9 @@ def should_defer(tools: Sequence[AgentTool[Any]], window: int) -> bool:
 
 
 class ToolSearchParams(ToolParams):
-    query: str = Field(description='Words to match in tool names and descriptions, or "select:NAME1,NAME2" '
-                                   "for exact names")
+    query: str = Field(
+        description='Words to match in tool names and descriptions, or "select:NAME1,NAME2" for exact names'
+    )
     max_results: int = Field(default=5, ge=1, le=MAX_RESULTS, description="How many tools to load (at most 10)")
 
 
@@ -68,21 +70,26 @@ class ToolSearch(AgentTool[ToolSearchParams]):
             f"next step. Available: {names}"
         )
 
-    async def execute(self, call_id: str, params: ToolSearchParams, signal: AbortSignal,
-                      on_update: UpdateCallback) -> ToolResult:
+    async def execute(
+        self, call_id: str, params: ToolSearchParams, signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
         found = self.find(params.query, params.max_results)
         if not found:
-            return ToolResult.text(f"No MCP tool matches {params.query!r}. Tools: "
-                                   + ", ".join(t.name for t in self.deferred))
+            return ToolResult.text(
+                f"No MCP tool matches {params.query!r}. Tools: " + ", ".join(t.name for t in self.deferred)
+            )
         new = [t for t in found if t.name not in self.loaded]
         if new and self.activate is not None:
             self.activate(list(new))
             self.loaded.update(t.name for t in new)
-        blocks = [json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema},
-                             ensure_ascii=False) for t in found]
+        blocks = [
+            json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema}, ensure_ascii=False)
+            for t in found
+        ]
         usable = "now callable" if self.activate is not None else "not callable in this session"
-        return ToolResult.text(f"{len(found)} tool(s) found, {usable}:\n" + "\n".join(blocks),
-                               details={"loaded": [t.name for t in found]})
+        return ToolResult.text(
+            f"{len(found)} tool(s) found, {usable}:\n" + "\n".join(blocks), details={"loaded": [t.name for t in found]}
+        )
 
     def restore(self, searches: Iterable[Sequence[str]]) -> None:
         """Load again what earlier searches of this session loaded (each search's names, in

@@ -107,8 +107,9 @@ def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], T
     from heron.coding.mcp.search import ToolSearch, should_defer
     from heron.coding.mcp.tools import McpTool, distinct_name
 
-    tools = [McpTool(manager, s.name, t) for s in manager.statuses() if s.state in ("connected", "lazy")
-             for t in s.tools]
+    tools = [
+        McpTool(manager, s.name, t) for s in manager.statuses() if s.state in ("connected", "lazy") for t in s.tools
+    ]
     seen: set[str] = set()
     for tool in tools:  # two remote names can clean up to one heron name ("a.b", "a_b"): the later
         if tool.name in seen:  # ones get a suffix from their own name, so none is lost
@@ -131,22 +132,26 @@ def _defer_lazy(manager: McpManager, startup: str) -> None:
             manager.defer(name, tools)
 
 
-def start_session_servers(cwd: Path, home: Path, *, trusted: bool, window: int,
-                          timeouts: Timeouts | None = None, startup: str | None = None) -> SessionMcp:
+def start_session_servers(
+    cwd: Path, home: Path, *, trusted: bool, window: int, timeouts: Timeouts | None = None, startup: str | None = None
+) -> SessionMcp:
     """Start the servers (``startup``: "eager"/"lazy"; None: the ``mcp.startup`` setting).
     A lazy server with a saved tool list is left for its first call; one without a list
     (never started with this entry) starts now, once, so its tools are known."""
     config = load_config(cwd, home, trusted=trusted)
     warnings = list(config.warnings)
     if config.skipped_untrusted:
-        warnings.append(f"project MCP servers not started ({', '.join(config.skipped_untrusted)}): "
-                        "the project is not trusted; run with --trust (docs/mcp.md)")
+        warnings.append(
+            f"project MCP servers not started ({', '.join(config.skipped_untrusted)}): "
+            "the project is not trusted; run with --trust (docs/mcp.md)"
+        )
     if not config.servers:
         return SessionMcp(None, [], warnings)
     from heron.coding.mcp.manager import McpManager
 
-    manager = McpManager(config.servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd),
-                         log_dir=home / "mcp-logs", auth_home=home)
+    manager = McpManager(
+        config.servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home
+    )
     if startup is None:
         from heron.coding.settings import load_settings
 

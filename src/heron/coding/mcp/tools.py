@@ -74,14 +74,17 @@ class McpTool(AgentTool[McpArguments]):
         self.name = name
         self._definition = Tool(name=name, description=self.description, parameters=self.schema)
 
-    async def execute(self, call_id: str, params: McpArguments, signal: AbortSignal,
-                      on_update: UpdateCallback) -> ToolResult:
+    async def execute(
+        self, call_id: str, params: McpArguments, signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
         arguments = params.model_dump()
         problems = schema_problems(self.schema, arguments)
         if problems:
-            raise ToolError(f'Arguments for "{self.name}" do not match its schema:\n'
-                            + "\n".join(f"  - {p}" for p in problems)
-                            + f"\n\nReceived arguments:\n{json.dumps(arguments, indent=2, default=str)}")
+            raise ToolError(
+                f'Arguments for "{self.name}" do not match its schema:\n'
+                + "\n".join(f"  - {p}" for p in problems)
+                + f"\n\nReceived arguments:\n{json.dumps(arguments, indent=2, default=str)}"
+            )
         task = asyncio.ensure_future(self.manager.call(self.server, self.remote_name, arguments))
         loop = asyncio.get_running_loop()
 
@@ -128,8 +131,7 @@ def convert_result(result: types.CallToolResult, server: str, tool: str) -> Tool
         content.append(TextContent(text=json.dumps(result.structured_content, indent=2, ensure_ascii=False)))
     if not content:
         content.append(TextContent(text="(the tool failed without a message)" if result.is_error else "(no output)"))
-    return ToolResult(content=content, details={"mcp_server": server, "mcp_tool": tool},
-                      is_error=bool(result.is_error))
+    return ToolResult(content=content, details={"mcp_server": server, "mcp_tool": tool}, is_error=bool(result.is_error))
 
 
 def _convert_block(block: Any) -> list[TextContent | ImageContent]:

@@ -6,5 +6,19 @@ from heron.coding.permissions.rules import Rule, RuleError, parse_rule
 from heron.coding.permissions.scopes import Scope, add_local_rule, load_scopes
 from heron.coding.permissions.shell import ShellParseError, split_commands
 
-__all__ = ["MODES", "Decision", "Mode", "PermissionEngine", "Rule", "RuleError", "Scope", "ShellParseError",
-           "add_local_rule", "load_scopes", "next_mode", "parse_mode", "parse_rule", "split_commands"]
+__all__ = [
+    "MODES",
+    "Decision",
+    "Mode",
+    "PermissionEngine",
+    "Rule",
+    "RuleError",
+    "Scope",
+    "ShellParseError",
+    "add_local_rule",
+    "load_scopes",
+    "next_mode",
+    "parse_mode",
+    "parse_rule",
+    "split_commands",
+]

@@ -51,20 +51,83 @@ DELEGATING_TOOLS = frozenset({"task"})
 # Tools that change only heron's own state of the session (the to-do list): nothing plan mode protects.
 SESSION_STATE_TOOLS = frozenset({"todo"})
 # Programs whose file arguments they change: an Edit/Write rule covers those arguments.
-WRITING_PROGRAMS = frozenset({"cp", "mv", "rm", "rmdir", "unlink", "shred", "touch", "truncate", "tee", "mkdir",
-                              "ln", "chmod", "chown", "chgrp", "install", "rsync", "dd", "patch", "sed", "perl"})
+WRITING_PROGRAMS = frozenset(
+    {
+        "cp",
+        "mv",
+        "rm",
+        "rmdir",
+        "unlink",
+        "shred",
+        "touch",
+        "truncate",
+        "tee",
+        "mkdir",
+        "ln",
+        "chmod",
+        "chown",
+        "chgrp",
+        "install",
+        "rsync",
+        "dd",
+        "patch",
+        "sed",
+        "perl",
+    }
+)
 MAX_GLOB_MATCHES = 1000  # files of one glob argument checked against the path rules
 FLAG_SOURCE = "--allow"  # the source of the rules given with --allow
-SENSITIVE_HOME = (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".docker/config.json", ".kube/config",
-                  ".config/gh/hosts.yml", ".config/gcloud", ".azure", ".pgpass", ".npmrc", ".pypirc")
+SENSITIVE_HOME = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube/config",
+    ".config/gh/hosts.yml",
+    ".config/gcloud",
+    ".azure",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+)
 # Files in the home directory that run code at the next login, shell or git command: a write
 # there asks in every mode but bypass (accept-edits allows other writes outside the project).
-STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile",
-                 ".zlogin", ".config/fish", ".config/autostart", ".config/systemd", ".gitconfig", ".config/git")
+STARTUP_FILES = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".config/fish",
+    ".config/autostart",
+    ".config/systemd",
+    ".gitconfig",
+    ".config/git",
+)
 SENSITIVE_SYSTEM = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh")
 # Claude Code tools heron does not have: a rule naming one is read, warned about, and never matches.
-CLAUDE_ONLY_TOOLS = frozenset({"webfetch", "websearch", "notebookedit", "notebookread", "todowrite", "todoread",
-                               "exitplanmode", "bashoutput", "killshell", "killbash", "slashcommand", "skill"})
+CLAUDE_ONLY_TOOLS = frozenset(
+    {
+        "webfetch",
+        "websearch",
+        "notebookedit",
+        "notebookread",
+        "todowrite",
+        "todoread",
+        "exitplanmode",
+        "bashoutput",
+        "killshell",
+        "killbash",
+        "slashcommand",
+        "skill",
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -110,8 +173,9 @@ class PermissionEngine:
                 self.warnings.append(f"{scope.path}: permissions.{behavior} must be an array of rules (ignored)")
                 continue
             if behavior == "allow" and restricted and texts:
-                self.warnings.append(f"{scope.path}: permissions.allow is used only in a trusted project "
-                                     "(run with --trust); ignored")
+                self.warnings.append(
+                    f"{scope.path}: permissions.allow is used only in a trusted project (run with --trust); ignored"
+                )
                 continue
             self.add_rules(behavior, texts, str(scope.path))
         mode = section.get("defaultMode")
@@ -123,8 +187,10 @@ class PermissionEngine:
             self.warnings.append(f"{scope.path}: permissions.defaultMode: {exc} (ignored)")
             return
         if restricted and parsed in ("bypass", "accept-edits"):
-            self.warnings.append(f"{scope.path}: permissions.defaultMode {parsed!r} is used only in a trusted "
-                                 "project (run with --trust); ignored")
+            self.warnings.append(
+                f"{scope.path}: permissions.defaultMode {parsed!r} is used only in a trusted "
+                "project (run with --trust); ignored"
+            )
             return
         self.mode = parsed
 
@@ -139,8 +205,9 @@ class PermissionEngine:
                 continue
             self.rules.append(rule)
             if rule.tool.lower() in CLAUDE_ONLY_TOOLS:  # kept (harmless), but the user should know
-                self.warnings.append(f"{source}: permissions.{behavior}: heron has no {rule.tool} tool, so "
-                                     f'"{rule.text}" never matches')
+                self.warnings.append(
+                    f'{source}: permissions.{behavior}: heron has no {rule.tool} tool, so "{rule.text}" never matches'
+                )
         self.warnings.extend(problems)
         return problems
 
@@ -176,10 +243,16 @@ class PermissionEngine:
 
     def _by_rule(self, behavior: Behavior, rule: Rule, what: str, suggestion: str | None) -> Decision:
         if behavior == "deny":
-            return Decision("deny", f'{what} matches the deny rule "{rule.text}" ({rule.source})', rule=rule,
-                            reason="rule")
-        return Decision("ask", f'{what} matches the ask rule "{rule.text}" ({rule.source})', rule=rule,
-                        suggestion=suggestion, reason="rule")
+            return Decision(
+                "deny", f'{what} matches the deny rule "{rule.text}" ({rule.source})', rule=rule, reason="rule"
+            )
+        return Decision(
+            "ask",
+            f'{what} matches the ask rule "{rule.text}" ({rule.source})',
+            rule=rule,
+            suggestion=suggestion,
+            reason="rule",
+        )
 
     # --- files ---
 
@@ -194,15 +267,19 @@ class PermissionEngine:
         for behavior in ("deny", "ask"):
             for rule in self._rules(behavior, tool):
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
-                    if behavior == "ask" and self._flag_allows(tool, lambda spec: path_pattern(spec, self.cwd)
-                                                               .match(str(real)) is not None):
+                    if behavior == "ask" and self._flag_allows(
+                        tool, lambda spec: path_pattern(spec, self.cwd).match(str(real)) is not None
+                    ):
                         break
                     return self._by_rule(behavior, rule, what, suggestion)
         if self.mode == "bypass":
             return Decision("allow", "")
         if self.mode == "plan" and tool not in READ_TOOLS:  # read-only whatever allow rules say
-            return Decision("deny", f"plan mode is read-only, so {what} is not allowed; leave plan mode "
-                                    "(--permission-mode default, or /mode default) to make changes")
+            return Decision(
+                "deny",
+                f"plan mode is read-only, so {what} is not allowed; leave plan mode "
+                "(--permission-mode default, or /mode default) to make changes",
+            )
         for rule in self._rules("allow", tool):
             if rule.specifier is None or path_pattern(rule.specifier, self.cwd).match(str(real)):
                 return Decision("allow", "", rule=rule, reason="rule")
@@ -210,13 +287,19 @@ class PermissionEngine:
             if self._sensitive(path) or self._sensitive(real):
                 return Decision("ask", f"{what}: the place holds credentials", suggestion=suggestion)
             if tool == "grep" and (held := self._holds_sensitive(real)) is not None:  # grep reads contents
-                return Decision("ask", f"{what}: it would search {held}, which holds credentials; search a "
-                                       "directory that does not contain it", suggestion=suggestion)
+                return Decision(
+                    "ask",
+                    f"{what}: it would search {held}, which holds credentials; search a "
+                    "directory that does not contain it",
+                    suggestion=suggestion,
+                )
             return Decision("allow", "")
         if self._protected(path) or self._protected(real):
-            return Decision("ask", f"{what}: it is heron's or git's configuration, a shell startup file, or "
-                                   "holds credentials",
-                            suggestion=suggestion)
+            return Decision(
+                "ask",
+                f"{what}: it is heron's or git's configuration, a shell startup file, or holds credentials",
+                suggestion=suggestion,
+            )
         if self.mode == "accept-edits" or self._inside(real, self.cwd):
             return Decision("allow", "")
         return Decision("ask", f"{what}: it is outside the project ({self.cwd})", suggestion=suggestion)
@@ -290,9 +373,13 @@ class PermissionEngine:
                         break
                     return self._by_rule(behavior, rule, what, suggestion)
             if rules and part.dynamic_name and self.mode != "bypass" and not flagged:
-                return Decision("ask", f"{what} runs a program whose name is computed when it runs, so the "
-                                       f'{behavior} rule "{rules[0].text}" cannot be checked', reason="dynamic",
-                                suggestion=_exact_rule(part.text))
+                return Decision(
+                    "ask",
+                    f"{what} runs a program whose name is computed when it runs, so the "
+                    f'{behavior} rule "{rules[0].text}" cannot be checked',
+                    reason="dynamic",
+                    suggestion=_exact_rule(part.text),
+                )
         if (written := self._redirect_rules(part)) is not None:
             return written
         if (touched := self._argument_rules(part)) is not None:
@@ -300,12 +387,18 @@ class PermissionEngine:
         if self.mode == "bypass":
             return Decision("allow", "")
         for rule in self._rules("allow", "bash"):
-            if rule.specifier is None or (not part.dynamic_name and command_matches(rule.specifier, words)) \
-                    or _same_command(rule.specifier, part.text):
+            if (
+                rule.specifier is None
+                or (not part.dynamic_name and command_matches(rule.specifier, words))
+                or _same_command(rule.specifier, part.text)
+            ):
                 return Decision("allow", "", rule=rule, reason="rule")
         if self.mode == "plan" and (part.writes_files or part.dynamic_name or not is_read_only(words)):
-            return Decision("deny", f"plan mode is read-only and {what} is not a read-only command; leave plan "
-                                    "mode (--permission-mode default, or /mode default) to make changes")
+            return Decision(
+                "deny",
+                f"plan mode is read-only and {what} is not a read-only command; leave plan "
+                "mode (--permission-mode default, or /mode default) to make changes",
+            )
         return Decision("allow", "")
 
     def _flag_allows(self, tool: str, matches: Callable[[str], bool] | None) -> bool:
@@ -313,8 +406,9 @@ class PermissionEngine:
         run, so it settles an *ask* (an ask rule's too, which a settings file's allow rule
         cannot); a deny rule stays."""
         for rule in self._rules("allow", tool):
-            if rule.source == FLAG_SOURCE and (rule.specifier is None or (matches is not None
-                                                                          and matches(rule.specifier))):
+            if rule.source == FLAG_SOURCE and (
+                rule.specifier is None or (matches is not None and matches(rule.specifier))
+            ):
                 return True
         return False
 
@@ -326,9 +420,13 @@ class PermissionEngine:
             if target.dynamic:
                 rules = self._rules("deny", "write") + self._rules("ask", "write")
                 if rules and self.mode != "bypass":
-                    return Decision("ask", f'the command "{_short(part.text)}" writes to {target.text}, a path '
-                                           f'computed when it runs, so the rule "{rules[0].text}" cannot be checked',
-                                    reason="dynamic", suggestion=suggest_bash_rule([w.text for w in part.words]))
+                    return Decision(
+                        "ask",
+                        f'the command "{_short(part.text)}" writes to {target.text}, a path '
+                        f'computed when it runs, so the rule "{rules[0].text}" cannot be checked',
+                        reason="dynamic",
+                        suggestion=suggest_bash_rule([w.text for w in part.words]),
+                    )
                 continue
             decision = self._file_rules("write", resolve_path(target.text, self.cwd))
             if decision is not None:
@@ -344,11 +442,15 @@ class PermissionEngine:
         start = unwrap(texts)[-1] if texts else 0
         program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
         writes = program in WRITING_PROGRAMS and not (program == "sed" and is_read_only(texts[start:]))
-        tools = [t for t in ("read", "write") if (t == "read" or writes)
-                 and any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, t))]
+        tools = [
+            t
+            for t in ("read", "write")
+            if (t == "read" or writes)
+            and any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, t))
+        ]
         if not tools:
             return None
-        for word in part.words[start + 1:]:
+        for word in part.words[start + 1 :]:
             for text in self._argument_paths(word):
                 for tool in tools:
                     decision = self._file_rules(tool, resolve_path(text, self.cwd), specific=True)
@@ -383,8 +485,7 @@ class PermissionEngine:
             for rule in self._rules(behavior, tool):
                 if rule.specifier is None and specific:
                     continue
-                if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c)
-                                                 for c in candidates):
+                if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
                     return self._by_rule(behavior, rule, what, suggest_path_rule(tool, real))
         return None
 

@@ -16,8 +16,12 @@ from typing import Literal
 Mode = Literal["default", "plan", "accept-edits", "bypass"]
 MODES: tuple[Mode, ...] = ("default", "plan", "accept-edits", "bypass")
 # Claude Code's spellings, so a settings file brought from there works.
-_ALIASES: dict[str, Mode] = {"acceptedits": "accept-edits", "accept_edits": "accept-edits",
-                             "bypasspermissions": "bypass", "dontask": "bypass"}
+_ALIASES: dict[str, Mode] = {
+    "acceptedits": "accept-edits",
+    "accept_edits": "accept-edits",
+    "bypasspermissions": "bypass",
+    "dontask": "bypass",
+}
 
 
 def parse_mode(text: str) -> Mode:
@@ -37,12 +41,62 @@ def next_mode(mode: Mode) -> Mode:
 
 
 # Programs that only read, for plan mode, with the arguments that would make them write.
-READ_ONLY_PROGRAMS = frozenset({
-    "ls", "cat", "head", "tail", "wc", "grep", "rg", "egrep", "fgrep", "pwd", "echo", "printf", "which", "type",
-    "file", "stat", "tree", "du", "df", "basename", "dirname", "realpath", "readlink", "date", "true", "false",
-    "test", "[", "diff", "cmp", "uniq", "cut", "tr", "nl", "sort", "find", "sed", "git", "jq", "whoami", "uname",
-    "id", "hostname", "column", "comm", "md5sum", "sha256sum", "sha1sum", "cd", "less", "more", "fd",
-})
+READ_ONLY_PROGRAMS = frozenset(
+    {
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "rg",
+        "egrep",
+        "fgrep",
+        "pwd",
+        "echo",
+        "printf",
+        "which",
+        "type",
+        "file",
+        "stat",
+        "tree",
+        "du",
+        "df",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "date",
+        "true",
+        "false",
+        "test",
+        "[",
+        "diff",
+        "cmp",
+        "uniq",
+        "cut",
+        "tr",
+        "nl",
+        "sort",
+        "find",
+        "sed",
+        "git",
+        "jq",
+        "whoami",
+        "uname",
+        "id",
+        "hostname",
+        "column",
+        "comm",
+        "md5sum",
+        "sha256sum",
+        "sha1sum",
+        "cd",
+        "less",
+        "more",
+        "fd",
+    }
+)
 _WRITING_ARGS: dict[str, tuple[str, ...]] = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
     "sort": ("-o", "--output", "--compress-program"),
@@ -52,8 +106,23 @@ _WRITING_ARGS: dict[str, tuple[str, ...]] = {
     "tree": ("-o",),
     "date": ("-s", "--set"),
 }
-_GIT_READ = frozenset({"status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "grep", "describe",
-                       "shortlog", "cat-file", "ls-tree", "reflog"})
+_GIT_READ = frozenset(
+    {
+        "status",
+        "log",
+        "diff",
+        "show",
+        "blame",
+        "ls-files",
+        "rev-parse",
+        "grep",
+        "describe",
+        "shortlog",
+        "cat-file",
+        "ls-tree",
+        "reflog",
+    }
+)
 
 
 def is_read_only(words: list[str]) -> bool:

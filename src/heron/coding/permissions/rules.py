@@ -62,8 +62,9 @@ class Rule:
         name = self.tool.lower()
         if name.startswith("mcp__"):
             server_rule = name.removesuffix("__*")
-            return tool_name.lower() == name or (tool_name.lower().startswith(server_rule + "__") \
-                and server_rule.count("__") == 1)
+            return tool_name.lower() == name or (
+                tool_name.lower().startswith(server_rule + "__") and server_rule.count("__") == 1
+            )
         if name == "write" and self.behavior != "allow":
             return tool_name in EDIT_TOOLS  # `deny Write(/etc/**)` is about changing /etc, by either tool
         if name in RULE_TOOLS:
@@ -73,10 +74,10 @@ class Rule:
 
 def parse_rule(text: str, behavior: Behavior, source: str) -> Rule:
     if not isinstance(text, str) or not text.strip():
-        raise RuleError("a rule must be a non-empty string like \"Bash(npm run test:*)\" or \"Read(./secrets/**)\"")
+        raise RuleError('a rule must be a non-empty string like "Bash(npm run test:*)" or "Read(./secrets/**)"')
     match = _RULE.match(text)
     if match is None:
-        raise RuleError(f"{text!r} is not a rule: write Tool or Tool(specifier), e.g. \"Bash(make:*)\"")
+        raise RuleError(f'{text!r} is not a rule: write Tool or Tool(specifier), e.g. "Bash(make:*)"')
     tool, specifier = match.group(1), match.group(2)
     if specifier is not None:
         specifier = specifier.strip()
@@ -109,13 +110,32 @@ def suggest_bash_rule(words: list[str]) -> str:
     for the tools that have them, so allowing ``git status`` does not allow ``git push``)."""
     if not words:
         return "Bash"
-    head = words[:2] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS and not words[1].startswith("-") \
-        else words[:1]
+    head = words[:2] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS and not words[1].startswith("-") else words[:1]
     return f"Bash({' '.join(head)}:*)"
 
 
-_SUBCOMMAND_TOOLS = frozenset({"git", "npm", "pnpm", "yarn", "cargo", "go", "docker", "kubectl", "pip", "uv",
-                               "poetry", "make", "gh", "bun", "deno", "dotnet", "mvn", "gradle"})
+_SUBCOMMAND_TOOLS = frozenset(
+    {
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "go",
+        "docker",
+        "kubectl",
+        "pip",
+        "uv",
+        "poetry",
+        "make",
+        "gh",
+        "bun",
+        "deno",
+        "dotnet",
+        "mvn",
+        "gradle",
+    }
+)
 
 
 # --- paths ---------------------------------------------------------------------------

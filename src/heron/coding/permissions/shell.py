@@ -140,8 +140,9 @@ class _Parser:
             raw = word.text
             self.heredocs.append((raw, not self._last_word_quoted))
             return
-        if ">" in redirect and not (word.text in _HARMLESS_TARGETS or (redirect.endswith("&") and word.text.isdigit())
-                                    or word.text == "-"):
+        if ">" in redirect and not (
+            word.text in _HARMLESS_TARGETS or (redirect.endswith("&") and word.text.isdigit()) or word.text == "-"
+        ):
             self.current.writes_files = True
             self.current.targets.append(word)
 
@@ -167,7 +168,7 @@ class _Parser:
         checker can see (``echo 'rm x' | sh``)."""
         starts = unwrap([w.text for w in cmd.words])
         if len(starts) > 1:  # `sudo sh -c …`, `nohup bash -c …`: the wrapped program (and what it wraps)
-            self._nested_scripts(SimpleCommand(words=cmd.words[starts[1]:]))
+            self._nested_scripts(SimpleCommand(words=cmd.words[starts[1] :]))
         words = cmd.words
         name = words[0].text.rsplit("/", 1)[-1] if words else ""
         script: list[Word] = []
@@ -176,8 +177,15 @@ class _Parser:
         elif name in ("find", "fd", "fdfind"):
             self._exec_commands(words)
         elif name in SCRIPT_OPTION_PROGRAMS:
-            script = next((words[n + 1 : n + 2] for n, w in enumerate(words) if w.text == "--command"
-                           or (w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:])), [])
+            script = next(
+                (
+                    words[n + 1 : n + 2]
+                    for n, w in enumerate(words)
+                    if w.text == "--command"
+                    or (w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:])
+                ),
+                [],
+            )
         elif name in _SHELLS:
             for n, word in enumerate(words[1:], 1):
                 if word.text.startswith("-") and "c" in word.text[1:] and not word.text.startswith("--"):
@@ -236,8 +244,11 @@ class _Parser:
         s = self.s
         while self.i < len(s):
             ch = s[self.i]
-            if ch in " \t" or self._operator() is not None or (parts and self._redirect() is not None
-                                                               and not "".join(parts).isdigit()):
+            if (
+                ch in " \t"
+                or self._operator() is not None
+                or (parts and self._redirect() is not None and not "".join(parts).isdigit())
+            ):
                 break
             if ch == "\\":
                 if self.i + 1 < len(s) and s[self.i + 1] != "\n":

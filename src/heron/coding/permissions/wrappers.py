@@ -22,8 +22,25 @@ WRAPPER_OPTIONS: dict[str, frozenset[str]] = {
     "nice": frozenset({"-n", "--adjustment"}),
     "ionice": frozenset({"-c", "-n", "--class", "--classdata"}),
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
-    "xargs": frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-a", "-E", "--arg-file", "--delimiter",
-                        "--max-args", "--max-procs", "--max-chars", "--max-lines", "--replace"}),
+    "xargs": frozenset(
+        {
+            "-I",
+            "-L",
+            "-n",
+            "-P",
+            "-s",
+            "-d",
+            "-a",
+            "-E",
+            "--arg-file",
+            "--delimiter",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--max-lines",
+            "--replace",
+        }
+    ),
     "builtin": frozenset(),
     "stdbuf": frozenset({"-i", "-o", "-e"}),
     "setsid": frozenset(),
@@ -39,8 +56,9 @@ WRAPPERS = frozenset(WRAPPER_OPTIONS) | _FIRST_OPERAND
 # programs whose `-c SCRIPT` is a shell script: `su -c '…'`, `script -c '…'`, `flock -c '…'`
 SCRIPT_OPTION_PROGRAMS = frozenset({"su", "script", "flock"})
 
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
-                                "--config-env", "--super-prefix"})
+_GIT_VALUE_OPTIONS = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix"}
+)
 
 
 def skip_wrapper(words: list[str], start: int, name: str) -> int:

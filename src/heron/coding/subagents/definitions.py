@@ -32,8 +32,17 @@ TASK_TOOL = "task"
 
 # Claude Code's tool names -> heron's (what a .claude/agents file lists).
 CLAUDE_TOOL_NAMES: dict[str, str] = {
-    "read": "read", "write": "write", "edit": "edit", "multiedit": "edit", "bash": "bash", "grep": "grep",
-    "glob": "find", "ls": "ls", "todowrite": "todo", "task": TASK_TOOL, "agent": TASK_TOOL,
+    "read": "read",
+    "write": "write",
+    "edit": "edit",
+    "multiedit": "edit",
+    "bash": "bash",
+    "grep": "grep",
+    "glob": "find",
+    "ls": "ls",
+    "todowrite": "todo",
+    "task": TASK_TOOL,
+    "agent": TASK_TOOL,
 }
 
 
@@ -144,8 +153,15 @@ def parse_definition(path: Path, text: str) -> AgentDefinition:
         raise _Named(name.strip(), "'model' must be a model name")
     if isinstance(model, str) and model.strip().lower() in ("", "inherit"):
         model = None
-    return AgentDefinition(name=name.strip(), description=" ".join(description.split()), path=path,
-                           system_prompt=front.body.strip(), tools=tools, model=model, skills=skills)
+    return AgentDefinition(
+        name=name.strip(),
+        description=" ".join(description.split()),
+        path=path,
+        system_prompt=front.body.strip(),
+        tools=tools,
+        model=model,
+        skills=skills,
+    )
 
 
 class _Named(ValueError):

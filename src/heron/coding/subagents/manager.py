@@ -76,14 +76,19 @@ class SubagentManager:
 
     async def run(self, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
         if not self.can_spawn:
-            why = (f"the maximum depth is reached (subagents.maxDepth = {self.settings.max_depth})"
-                   if self.allowed else "this sub-agent may not start sub-agents of its own")
+            why = (
+                f"the maximum depth is reached (subagents.maxDepth = {self.settings.max_depth})"
+                if self.allowed
+                else "this sub-agent may not start sub-agents of its own"
+            )
             return ToolResult.error(f"task is not available here: {why}. Do the work yourself.")
         definition: AgentDefinition | None = None
         if params.agent:
             if params.context == "fork":
-                return ToolResult.error('agent cannot be combined with context "fork": a fork keeps this '
-                                        "conversation's system prompt and tools. Leave out one of them.")
+                return ToolResult.error(
+                    'agent cannot be combined with context "fork": a fork keeps this '
+                    "conversation's system prompt and tools. Leave out one of them."
+                )
             definition = self.definitions.get(params.agent)
             if definition is None:
                 return ToolResult.error(self.definitions.why_missing(params.agent))
@@ -107,14 +112,17 @@ class SubagentManager:
             # A fork keeps task (same tools: the cached prefix); the depth check refuses it at run time.
             return forked_child(self.session, call_id, arguments, lambda child: self._child_tool(child, allowed=True))
         allows = definition is not None and definition.allows_task
-        return isolated_child(self.session, definition,
-                              lambda child: self._child_tool(child, allowed=allows) if allows else None)
+        return isolated_child(
+            self.session, definition, lambda child: self._child_tool(child, allowed=allows) if allows else None
+        )
 
-    async def _drive(self, child: CodingSession, call_id: str, params: TaskParams, signal: AbortSignal,
-                     on_update: UpdateCallback) -> ToolResult:
+    async def _drive(
+        self, child: CodingSession, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
         session_ref = str(child.store.path) if child.store.path is not None else "(in memory: not saved)"
-        record = ChildRecord(id=child.store.session_id, description=params.description, status="running",
-                             session=session_ref)
+        record = ChildRecord(
+            id=child.store.session_id, description=params.description, status="running", session=session_ref
+        )
         self._link(record, params)
         usage = Usage()
         added: list[Any] = []
@@ -155,12 +163,23 @@ class SubagentManager:
         self._link(record, params, usage)
         return result
 
-    def _result(self, child: CodingSession, messages: Sequence[Any], error: str | None, signal: AbortSignal,
-                session_ref: str, usage: Usage) -> ToolResult:
+    def _result(
+        self,
+        child: CodingSession,
+        messages: Sequence[Any],
+        error: str | None,
+        signal: AbortSignal,
+        session_ref: str,
+        usage: Usage,
+    ) -> ToolResult:
         answer = final_answer(messages)
         cap = result_cap(self.session.window)
-        details: dict[str, Any] = {"sessionId": child.store.session_id, "session": session_ref,
-                                   "usage": usage.to_json_dict(), "status": "done"}
+        details: dict[str, Any] = {
+            "sessionId": child.store.session_id,
+            "session": session_ref,
+            "usage": usage.to_json_dict(),
+            "status": "done",
+        }
         if error is not None:
             details["status"] = "error"
         elif signal.aborted or (answer is not None and answer.stop_reason == StopReason.ABORTED):

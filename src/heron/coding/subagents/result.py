@@ -37,8 +37,10 @@ def cap_answer(answer: str, cap: int, spill_path: Path, session_ref: str) -> tup
         where = f"the whole answer is in {spilled} (read it with offset/limit)"
     except OSError as exc:
         where = f"the whole answer could not be saved ({exc}); it is the last message of the child's session"
-    notice = (f"\n\n[Sub-agent answer cut: {len(answer):,} characters, showing the first part; {where}. "
-              f"Child session: {session_ref}]")
+    notice = (
+        f"\n\n[Sub-agent answer cut: {len(answer):,} characters, showing the first part; {where}. "
+        f"Child session: {session_ref}]"
+    )
     room = max(0, cap - len(notice))
     return answer[:room] + notice, spilled
 

@@ -100,24 +100,39 @@ def isolated_child(parent: CodingSession, definition: AgentDefinition | None, ta
     """``task_tool(child)`` builds the child's own task tool, or returns None."""
     from heron.coding.runtime import CodingSession
 
-    names = list(definition.tools) if definition is not None and definition.tools is not None else [
-        t.name for t in parent.tools if t.name != TASK_TOOL]
+    names = (
+        list(definition.tools)
+        if definition is not None and definition.tools is not None
+        else [t.name for t in parent.tools if t.name != TASK_TOOL]
+    )
     model, api_key = resolve_child_model(parent, definition.model if definition is not None else None)
     store = _new_store(parent)
     skills_text = _skills_message(parent, definition)
     if skills_text:
         store.append_message(UserMessage(content=[TextContent(text=skills_text)]))
     wanted, extra = _split_tools(parent, names)
-    child = CodingSession(cwd=parent.cwd, model=model, api_key=api_key, store=store, settings=child_settings(parent),
-                          tools=wanted, thinking_level=parent.thinking_level, home=parent.home, extra_tools=extra)
+    child = CodingSession(
+        cwd=parent.cwd,
+        model=model,
+        api_key=api_key,
+        store=store,
+        settings=child_settings(parent),
+        tools=wanted,
+        thinking_level=parent.thinking_level,
+        home=parent.home,
+        extra_tools=extra,
+    )
     if TASK_TOOL in names:
         tool = task_tool(child)
         if tool is not None:
             child.tools.append(tool)
             child.agent.set_tools(child.tools)
     prompt = build_system_prompt(
-        cwd=child.cwd, date=child.date, tools=[(t.name, t.description) for t in child.tools],
-        context_files=child.context_files, prompt_files=PromptFiles(),
+        cwd=child.cwd,
+        date=child.date,
+        tools=[(t.name, t.description) for t in child.tools],
+        context_files=child.context_files,
+        prompt_files=PromptFiles(),
         system_prompt=definition.system_prompt if definition is not None and definition.system_prompt else None,
     )
     child.system_prompt = prompt
@@ -155,16 +170,31 @@ def forked_child(parent: CodingSession, call_id: str, arguments: dict[str, Any],
     point = fork_point(parent.store, call_id)
     store = parent.store.fork(point, home=parent.home) if point is not None else _new_store(parent)
     model = parent.model
-    store.append_message(AssistantMessage(api=model.api, provider=model.provider, model=model.id,
-                                          content=[ToolCall(id=call_id, name=TASK_TOOL, arguments=arguments)],
-                                          stop_reason=StopReason.TOOL_USE))
-    store.append_message(ToolResultMessage(tool_call_id=call_id, tool_name=TASK_TOOL,
-                                           content=[TextContent(text=FORK_PLACEHOLDER)]))
+    store.append_message(
+        AssistantMessage(
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            content=[ToolCall(id=call_id, name=TASK_TOOL, arguments=arguments)],
+            stop_reason=StopReason.TOOL_USE,
+        )
+    )
+    store.append_message(
+        ToolResultMessage(tool_call_id=call_id, tool_name=TASK_TOOL, content=[TextContent(text=FORK_PLACEHOLDER)])
+    )
     names = [t.name for t in parent.tools]
     wanted, _extra = _split_tools(parent, names)
-    child = CodingSession(cwd=parent.cwd, model=model, api_key=parent.api_key, store=store,
-                          settings=child_settings(parent), tools=wanted, thinking_level=parent.thinking_level,
-                          home=parent.home, date=parent.date)
+    child = CodingSession(
+        cwd=parent.cwd,
+        model=model,
+        api_key=parent.api_key,
+        store=store,
+        settings=child_settings(parent),
+        tools=wanted,
+        thinking_level=parent.thinking_level,
+        home=parent.home,
+        date=parent.date,
+    )
     own = {t.name: t for t in child.tools}
     tools: list[AgentTool[Any]] = []
     for tool in parent.tools:  # the parent's order and definitions: the cached prefix holds

@@ -20,7 +20,17 @@ from heron.context.limits import ToolLimits
 
 DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo", "task")
 ALL_TOOLS: tuple[str, ...] = (
-    "read", "bash", "edit", "write", "grep", "find", "ls", "search_history", "json_query", "todo", "task",
+    "read",
+    "bash",
+    "edit",
+    "write",
+    "grep",
+    "find",
+    "ls",
+    "search_history",
+    "json_query",
+    "todo",
+    "task",
 )
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
 

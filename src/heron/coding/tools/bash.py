@@ -54,7 +54,6 @@ class BashParams(ToolParams):
     )
 
 
-
 def _format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
 

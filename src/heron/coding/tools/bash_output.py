@@ -227,4 +227,3 @@ class OutputCollector:
     def tail_text(self) -> str:
         """The kept tail plus the line still being written."""
         return "".join(text for text, _ in self._tail) + "".join(self._line)
-

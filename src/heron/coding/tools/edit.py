@@ -198,7 +198,13 @@ class EditTool(AgentTool[EditParams]):
         files = self.env.client_files
         held = await files.read_text(path) if files is not None else None
         plan = await asyncio.to_thread(
-            _plan, path, shown, pairs, multi, last.mtime_ns if last else None, last.size if last else None,
+            _plan,
+            path,
+            shown,
+            pairs,
+            multi,
+            last.mtime_ns if last else None,
+            last.size if last else None,
             None if held is None else held.encode("utf-8"),
         )
         if signal.aborted:
@@ -288,8 +294,10 @@ def _plan(
     """Everything up to the write: checks, matching, the new bytes and the diff. ``held``:
     the content a client holds (``ToolEnv.client_files``), matched instead of the file's."""
     info = stat_regular_file(path, shown, "edited", "Give the path of one file to edit.")
-    if read_mtime_ns is not None and not is_content_stamp(read_mtime_ns) and (
-        info.st_mtime_ns != read_mtime_ns or info.st_size != read_size
+    if (
+        read_mtime_ns is not None
+        and not is_content_stamp(read_mtime_ns)
+        and (info.st_mtime_ns != read_mtime_ns or info.st_size != read_size)
     ):
         raise ToolError(
             f"{shown} has changed on disk since you last read it. Read it again, then redo the edit "

@@ -126,8 +126,26 @@ class ToolEnv:
         return self.home / "tool-output" / (self.session_id or "no-session")
 
 
-_SPACES = {ch: " " for ch in ("\u00a0", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006",
-                              "\u2007", "\u2008", "\u2009", "\u200a", "\u202f", "\u205f", "\u3000")}
+_SPACES = {
+    ch: " "
+    for ch in (
+        "\u00a0",
+        "\u2000",
+        "\u2001",
+        "\u2002",
+        "\u2003",
+        "\u2004",
+        "\u2005",
+        "\u2006",
+        "\u2007",
+        "\u2008",
+        "\u2009",
+        "\u200a",
+        "\u202f",
+        "\u205f",
+        "\u3000",
+    )
+}
 
 
 def resolve_path(raw: str, cwd: Path) -> Path:

@@ -55,8 +55,9 @@ def prepare_image(data: bytes, mime: str, max_dimension: int, max_base64: int) -
         width, height = img.size
         if width <= max_dimension and height <= max_dimension and _b64_len(len(data)) <= max_base64:
             img.verify()
-            return PreparedImage(base64.b64encode(data).decode("ascii"), mime, width, height, width, height,
-                                 len(data), False)
+            return PreparedImage(
+                base64.b64encode(data).decode("ascii"), mime, width, height, width, height, len(data), False
+            )
         img = Image.open(io.BytesIO(data))
         img.seek(0)
         img.load()

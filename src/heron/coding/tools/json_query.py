@@ -93,8 +93,10 @@ class JsonQueryTool(AgentTool[JsonQueryParams]):
         data["truncated"] = True
         details["truncation"] = data
         shown_values = f"{cut.output_lines} of {'at least ' if more else ''}{cut.total_lines} lines"
-        notice = (f"[Output truncated: showing {shown_values}. Narrow the expression: a slice (.[0:20]), "
-                  "a filter (select(...)), keys, or length.]")
+        notice = (
+            f"[Output truncated: showing {shown_values}. Narrow the expression: a slice (.[0:20]), "
+            "a filter (select(...)), keys, or length.]"
+        )
         return ToolResult.text(f"{cut.content}\n\n{notice}", details=details)
 
 

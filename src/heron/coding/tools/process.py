@@ -101,7 +101,6 @@ def signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-
 async def kill_group(pgid: int, grace: float) -> None:
     """SIGTERM to the whole group, SIGKILL to whatever still lives after ``grace``."""
     if not signal_group(pgid, signals.SIGTERM):

@@ -183,8 +183,13 @@ class ReadTool(AgentTool[ReadParams]):
                     return ToolResult.text(
                         f"[File unchanged since you last read it at {at}; "
                         "its content is already in the conversation above.]",
-                        details=ReadUnchangedDetails(path=shown, kind="unchanged", size=size, mtime_ns=st.st_mtime_ns,
-                                                     previous_read_at=previous.at),
+                        details=ReadUnchangedDetails(
+                            path=shown,
+                            kind="unchanged",
+                            size=size,
+                            mtime_ns=st.st_mtime_ns,
+                            previous_read_at=previous.at,
+                        ),
                     )
                 if looks_binary(head):
                     q = shlex.quote(shown)
@@ -250,6 +255,7 @@ class ReadTool(AgentTool[ReadParams]):
 
         count_suffix: Callable[[int], int | None] | None = None
         if not index.complete and self._use_wc(st):
+
             def count_suffix(at: int) -> int | None:
                 return wc_newlines(f, path, st, at, aborted)
 

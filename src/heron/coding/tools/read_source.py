@@ -58,8 +58,9 @@ class HeldText:
         fields = list(disk[:10])
         fields[6] = len(self.data)
         stamp = content_stamp(self.data)
-        return os.stat_result([*fields, disk.st_atime, disk.st_mtime, disk.st_ctime, disk.st_atime_ns, stamp,
-                               disk.st_ctime_ns])
+        return os.stat_result(
+            [*fields, disk.st_atime, disk.st_mtime, disk.st_ctime, disk.st_atime_ns, stamp, disk.st_ctime_ns]
+        )
 
     def open(self) -> io.BufferedIOBase:
         return io.BytesIO(self.data)
@@ -84,4 +85,3 @@ def _text_on_disk(path: Path, is_text: Callable[[bytes], bool]) -> bool:
             return is_text(f.read(SNIFF_BYTES))
     except OSError:
         return False
-

@@ -69,8 +69,13 @@ class SearchHistoryTool(AgentTool[SearchHistoryParams]):
         project = encode_cwd(self.env.cwd)
         try:
             with RecallIndex(self.env.home) as index:
-                result = index.search(params.query, scope=params.scope, session_id=self.env.session_id,
-                                      project=project, limit=params.limit)
+                result = index.search(
+                    params.query,
+                    scope=params.scope,
+                    session_id=self.env.session_id,
+                    project=project,
+                    limit=params.limit,
+                )
         except QueryError as exc:
             raise ToolError(
                 f"{exc}. Plain words need no syntax; for FTS5 syntax close every quote and use AND/OR/NOT between "
@@ -101,8 +106,11 @@ class SearchHistoryTool(AgentTool[SearchHistoryParams]):
         limits = self.env.limits
         cut = truncate_head(body, limits.max_lines, limits.max_bytes)
         if cut.truncated:
-            details["truncation"] = {"truncated": True, "total_bytes": cut.total_bytes,
-                                     "output_bytes": cut.output_bytes}
+            details["truncation"] = {
+                "truncated": True,
+                "total_bytes": cut.total_bytes,
+                "output_bytes": cut.output_bytes,
+            }
             body = cut.content + "\n\n[Output truncated: use a smaller limit or a narrower query.]"
         return ToolResult.text(body, details=details)
 

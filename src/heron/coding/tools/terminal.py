@@ -22,8 +22,7 @@ _ESCAPES = re.compile(
 )
 # A sequence cut off by the end of a read: carried over to the next one.
 _PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[PX^_][^\x1b]*\x1b?|[ -/]*)")
-_C1_TO_ESC = {0x9B: "\x1b[", 0x9D: "\x1b]", 0x9C: "\x1b\\", 0x90: "\x1bP", 0x98: "\x1bX", 0x9E: "\x1b^",
-              0x9F: "\x1b_"}
+_C1_TO_ESC = {0x9B: "\x1b[", 0x9D: "\x1b]", 0x9C: "\x1b\\", 0x90: "\x1bP", 0x98: "\x1bX", 0x9E: "\x1b^", 0x9F: "\x1b_"}
 _C1_INTRODUCERS = tuple(chr(c) for c in _C1_TO_ESC)
 _OVERSTRIKE = re.compile(r"[^\n\x08]\x08")  # "x\bx" (man pages): keep what a terminal shows
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but \t \n \r
@@ -99,4 +98,3 @@ def _partial_start(text: str) -> int | None:
     if before != -1 and _PARTIAL.fullmatch(text, before) is not None:
         return before
     return last
-
