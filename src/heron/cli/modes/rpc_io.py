@@ -1,12 +1,11 @@
 """stdin and stdout of the rpc mode: LF-framed input lines read in a thread, JSON lines
-written and flushed one by one, and the provider SDK loaded off the event loop."""
+written and flushed one by one, and the model's provider loaded off the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import contextlib
-import importlib
 import os
 import threading
 from collections.abc import Callable
@@ -79,29 +78,16 @@ def read_lines(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[by
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-# The provider SDKs are imported on first use; that import (a second or more for some)
-# would freeze the event loop - and so get_state, steer and abort - at the first request.
-_SDKS = {
-    "openai-chat": "openai",
-    "openai-completions": "openai",
-    "openai-responses": "openai",
-    "anthropic-messages": "anthropic",
-    "google-gemini": "google.genai",
-    "google-generative-ai": "google.genai",
-}
-
-
 def warm_up(api: str) -> concurrent.futures.Future[None]:
-    """Import the model's provider and its SDK in a thread; the returned future is done
-    when that is over. Best effort: any failure is left for the request to report."""
+    """Import the model's provider adapter (and httpx under it) in a thread; the returned
+    future is done when that is over, so the first run does not import on the event loop,
+    where it would hold up get_state, steer and abort. Best effort: any failure is left
+    for the request to report."""
     done: concurrent.futures.Future[None] = concurrent.futures.Future()
 
     def load() -> None:
         try:
             get_provider(api)
-            sdk = _SDKS.get(api)
-            if sdk is not None:
-                importlib.import_module(sdk)
         except Exception:  # noqa: BLE001 - the request will say what is wrong
             pass
         finally:

@@ -198,7 +198,7 @@ class RpcServer(SessionCommands):
             self.session.control.asker = None
 
     def warm_up(self, api: str) -> None:
-        """Load the provider's SDK in a thread now; runs wait for it off the event loop
+        """Load the model's provider in a thread now; runs wait for it off the event loop
         instead of importing it on the loop, where it would hold up every command."""
         self._warming = warm_up(api)
 
