@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, anthropic_tool_id
@@ -26,13 +26,12 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
+from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.wire import (
     History,
     Segment,
-    WireCache,
     all_items,
     array_pieces,
-    body_pieces,
     dumps,
     make_segment,
 )
@@ -321,81 +320,56 @@ def convert_turns(turns: list[JSON], marker: JSON | None) -> list[JSON]:
     return out
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     api = "anthropic-messages"
     default_base_url = DEFAULT_BASE_URL
+    path = "/v1/messages"
+    base_url_env = "ANTHROPIC_BASE_URL"
 
-    def __init__(self) -> None:
-        self._wire = WireCache()
+    def build_request(self, model: Model, context: Context, options: StreamOptions) -> JSON:
+        return build_request(model, context, options)
 
-    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
-        """:func:`build_request` as the bytes sent, built from cached segments."""
-        return b"".join(self.encode_pieces(model, context, options))
+    def convert(self, messages: list[Message], model: Model) -> list[JSON]:
+        return convert_messages(messages, model, None)
 
-    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
-        """The request body as a few pieces (joined blocks of the history, its newest part)."""
-        body = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
-        del body["messages"]
+    def tool_id(self, call_id: str) -> str:
+        return anthropic_tool_id(call_id)
 
-        def convert(part: list[Message]) -> list[JSON]:
-            return convert_messages(adapt_messages(part, model, anthropic_tool_id), model, None)
+    def clean(self, segments: list[Segment]) -> bool:
+        return _clean(segments)
 
-        history = self._wire.history(_target(model), context.messages, convert, _clean)
-        return body_pieces(body, "messages", messages_json(history, cache_marker(options)))
+    def history_array(self, history: History, lead: list[JSON], options: StreamOptions) -> list[bytes]:
+        return messages_json(history, cache_marker(options))  # the system prompt is not a message here
 
-    def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream", "anthropic-version": API_VERSION}
+    def auth_headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
         key = http.api_key(options, (API_KEY_ENV,))
         if key:
             headers["x-api-key"] = key
         elif os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             headers["authorization"] = f"Bearer {os.environ['ANTHROPIC_AUTH_TOKEN']}"
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
         return headers
 
-    def base_url(self, model: Model) -> str:
-        return model.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+    def translator(self, model: Model, context: Context, builder: MessageBuilder) -> StreamTranslator:
+        return _Translator(builder)
 
-    async def aclose(self) -> None:
-        """Close the HTTP client (and its connections) of the running event loop."""
-        await http.CLIENTS.aclose()
+    def status_error(self, exc: http.HttpStatusError) -> ProviderError:
+        return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
 
-    def describe_error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, http.HttpStatusError):
-            return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
-        return None
 
-    async def stream(
-        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
-    ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_pieces(model, context, options)
-        if options.on_payload is not None:
-            options.on_payload(json.loads(b"".join(body)))
-        url = http.join_url(self.base_url(model), "/v1/messages")
-        finished = False
-        async for sse in http.post_sse(url, self._headers(model, options), body, builder):
-            if finished:
-                continue  # read on to the end of the body, so the connection is reusable
-            try:
-                event = http.loads(sse.data)
-            except ValueError as exc:
-                raise http.malformed(exc) from exc
-            kind = event.get("type") if isinstance(event, dict) else None
-            if kind is None or kind == "ping":
-                continue
-            if kind == "error":
-                raise describe_failure(200, event, None, "error event in the stream")
-            if kind == "message_stop":
-                finished = True
-                continue
-            for out in self._handle(event, builder):
-                yield out
-        if not finished:
-            raise http.incomplete()
+class _Translator(StreamTranslator):
+    """Messages API events onto the builder; ``message_stop`` finishes the response."""
 
-    def _handle(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
-        kind = event.type
+    def event(self, event: Any, name: str | None) -> list[AssistantEvent]:
+        kind = event.get("type")
+        if kind is None or kind == "ping":
+            return []
+        if kind == "error":
+            raise describe_failure(200, event, None, "error event in the stream")
+        if kind == "message_stop":
+            self.finished = True
+            return []
+        builder = self.builder
         if kind == "content_block_delta":
             return self._on_delta(event, builder)
         if kind == "content_block_start":
@@ -467,17 +441,16 @@ def _apply_usage(builder: MessageBuilder, usage: Any) -> None:
     """Copy the fields the event reports; ``message_delta`` overrides ``message_start``."""
     if usage is None:
         return
-    target = builder.usage
-    value = getattr(usage, "input_tokens", None)
-    if value is not None:
-        target.input = int(value)
-    value = getattr(usage, "cache_read_input_tokens", None)
-    if value is not None:
-        target.cache_read = int(value)
-    value = getattr(usage, "cache_creation_input_tokens", None)
-    if value is not None:
-        target.cache_write = int(value)
-    value = getattr(usage, "output_tokens", None)
-    if value is not None:
-        target.output = int(value)
-    target.total_tokens = target.input + target.output + target.cache_read + target.cache_write
+    current = builder.usage
+
+    def read(wire_name: str, value: int) -> int:
+        reported = getattr(usage, wire_name, None)
+        return value if reported is None else int(reported)
+
+    set_usage(
+        builder,
+        input=read("input_tokens", current.input),
+        output=read("output_tokens", current.output),
+        cache_read=read("cache_read_input_tokens", current.cache_read),
+        cache_write=read("cache_creation_input_tokens", current.cache_write),
+    )

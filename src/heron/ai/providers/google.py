@@ -24,7 +24,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, same_model
@@ -33,8 +33,9 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
 from heron.ai.providers import http
+from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.google_args import PartialCall, apply_partial_args
-from heron.ai.providers.wire import History, Segment, WireCache, all_items, array_pieces, body_pieces, dumps
+from heron.ai.providers.wire import History, Segment, all_items, array_pieces, dumps
 from heron.ai.thinking import budget_tokens
 from heron.ai.types import (
     AssistantMessage,
@@ -82,69 +83,41 @@ class GObj(dict[str, Any]):
 _CAMEL: dict[str, str] = {}
 
 
-class GoogleProvider:
+class GoogleProvider(HttpProvider):
     api = "google-gemini"
     default_base_url = DEFAULT_BASE_URL
+    array_key = "contents"
+    json_object = GObj
 
-    def __init__(self) -> None:
-        self._wire = WireCache()
+    def build_request(self, model: Model, context: Context, options: StreamOptions) -> JSON:
+        return build_request(model, context, options)
 
-    # --- Provider ------------------------------------------------------------
+    def convert(self, messages: list[Message], model: Model) -> list[JSON]:
+        return convert_messages(messages, model)
 
-    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
-        """The request body, each history segment converted once."""
-        return b"".join(self.encode_pieces(model, context, options))
+    def clean(self, segments: list[Segment]) -> bool:
+        return _clean(segments)
 
-    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
-        head = build_body(model, context, options)
+    def history_array(self, history: History, lead: list[JSON], options: StreamOptions) -> list[bytes]:
+        return contents_json(history)  # the system instruction is not a turn here
 
-        def convert(part: list[Message]) -> list[JSON]:
-            return convert_messages(adapt_messages(part, model), model)
-
-        target = (model.api, model.provider, model.id, model.supports_images())
-        history = self._wire.history(target, context.messages, convert, _clean)
-        return body_pieces(head, "contents", contents_json(history))
-
-    async def stream(
-        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
-    ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_pieces(model, context, options)
-        if options.on_payload is not None:
-            options.on_payload({"model": model.id, **json.loads(b"".join(body))})
+    def url(self, model: Model) -> str:
         base_url, api_version = split_base_url(model.base_url)
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        url = f"{base}/{api_version}/models/{model.id}:streamGenerateContent?alt=sse"
-        state = _StreamState(builder, context.messages)
-        async for sse in http.post_sse(url, self._headers(model, options), body, builder):
-            try:
-                chunk = json.loads(sse.data, object_hook=GObj)
-            except ValueError as exc:
-                raise http.malformed(exc) from exc
-            if not isinstance(chunk, dict):
-                continue
-            if isinstance(chunk.get("error"), dict):
-                raise describe_failure(None, chunk, {})
-            for event in state.on_chunk(chunk):
-                yield event
-        for event in state.finish():
-            yield event
+        return f"{base}/{api_version}/models/{model.id}:streamGenerateContent?alt=sse"
 
-    def _headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    def payload(self, model: Model, body: list[bytes]) -> Any:
+        return {"model": model.id, **json.loads(b"".join(body))}  # the model is in the URL, not the body
+
+    def auth_headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
         key = http.api_key(options, API_KEY_ENV)
-        if key:
-            headers["x-goog-api-key"] = key
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
-        return headers
+        return {"x-goog-api-key": key} if key else {}
 
-    async def aclose(self) -> None:
-        await http.CLIENTS.aclose()
+    def translator(self, model: Model, context: Context, builder: MessageBuilder) -> StreamTranslator:
+        return _Translator(builder, context.messages)
 
-    def describe_error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, http.HttpStatusError):
-            return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
-        return None
+    def status_error(self, exc: http.HttpStatusError) -> ProviderError:
+        return describe_failure(exc.status, exc.body, exc.headers, exc.reason)
 
 
 def _clean(segments: list[Segment]) -> bool:
@@ -367,9 +340,12 @@ def _enum_name(value: Any) -> str | None:
     return str(name)
 
 
-class _StreamState:
+class _Translator(StreamTranslator):
+    """Gemini chunks onto the builder. The response is complete when a candidate brought
+    its ``finishReason``; the body's end settles the stop reason."""
+
     def __init__(self, builder: MessageBuilder, history: list[Message]) -> None:
-        self.builder = builder
+        super().__init__(builder)
         self._history = history
         self._taken_ids: set[str] | None = None  # ids already used, collected only when needed
         self.block: tuple[str, int] | None = None  # open text/thinking block
@@ -395,6 +371,11 @@ class _StreamState:
         return call_id
 
     # --- chunks --------------------------------------------------------------
+
+    def event(self, event: Any, name: str | None) -> list[AssistantEvent]:
+        if isinstance(event.get("error"), dict):
+            raise describe_failure(None, event, {})
+        return self.on_chunk(event)
 
     def on_chunk(self, chunk: Any) -> list[AssistantEvent]:
         builder = self.builder
@@ -431,12 +412,14 @@ class _StreamState:
         if prompt is None and candidates is None and thoughts is None:
             return  # Vertex sends {"trafficType": ...} alone on intermediate chunks
         cached = metadata.cached_content_token_count or 0
-        usage = self.builder.usage
-        usage.cache_read = cached
-        usage.cache_write = 0
-        usage.input = max(0, (prompt or 0) - cached)
-        usage.output = (candidates or 0) + (thoughts or 0)
-        usage.total_tokens = metadata.total_token_count or (usage.input + usage.cache_read + usage.output)
+        output = (candidates or 0) + (thoughts or 0)
+        set_usage(
+            self.builder,
+            input=(prompt or 0) - cached,
+            output=output,
+            cache_read=cached,
+            total=metadata.total_token_count,
+        )
 
     def _text(self, text: str, thought: bool, signature: bytes | None) -> list[AssistantEvent]:
         builder = self.builder
@@ -541,10 +524,10 @@ class _StreamState:
 
     # --- end -------------------------------------------------------------------
 
-    def finish(self) -> list[AssistantEvent]:
+    def end(self) -> list[AssistantEvent]:
         reason = self.finish_reason
         if reason is None:
-            raise ProviderError(INCOMPLETE, kind=ErrorKind.TRANSIENT)
+            raise http.incomplete()
         if reason in ("STOP", "FINISH_REASON_UNSPECIFIED"):
             self.builder.stop_reason = StopReason.TOOL_USE if self.tool_calls else StopReason.STOP
         elif reason == "MAX_TOKENS":

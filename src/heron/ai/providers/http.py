@@ -1,7 +1,8 @@
-"""What every HTTP provider shares: clients, keys, the request, the SSE stream, failures.
+"""The transport every HTTP provider shares: clients, keys, the request, the SSE stream, failures.
 
-The Anthropic and both OpenAI adapters speak their APIs over one lean streaming client
-(httpx plus the SSE reader below) instead of the vendors' SDKs: importing an SDK costs
+The Anthropic, both OpenAI and the Gemini adapters speak their APIs over one lean
+streaming client (httpx plus the SSE reader below) instead of the vendors' SDKs
+(:class:`heron.ai.providers.base.HttpProvider` drives it for them): importing an SDK costs
 300-850 ms per start and its request models walk the whole history on every request,
 while these APIs are one JSON POST answered by server-sent events. What this module
 guarantees, the same way for each of them:
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +76,7 @@ def display_url(url: str) -> str:
 
 class Obj(dict[str, Any]):
     """A JSON object whose members read as attributes too (``event.delta.text``), with
-    ``None`` for absent ones, so adapters read wire events the way SDK models read."""
+    ``None`` for absent ones, so adapters read nested wire events tersely."""
 
     __slots__ = ()
 
@@ -135,30 +136,6 @@ class ClientCache:
 
 
 CLIENTS = ClientCache()
-
-
-class LoopCache:
-    """SDK clients (providers still on one) per running event loop, then per key."""
-
-    def __init__(self) -> None:
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def get(self, key: Any, factory: Callable[[], Any]) -> Any:
-        import asyncio
-
-        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
-        client = per_loop.get(key)
-        if client is None:
-            client = factory()
-            per_loop[key] = client
-        return client
-
-    def pop_loop(self) -> list[Any]:
-        import asyncio
-
-        return list(self._clients.pop(asyncio.get_running_loop(), {}).values())
 
 
 # --- errors -------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, openai_chat_tool_id, same_model
@@ -44,9 +44,9 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError
 from heron.ai.providers import http
+from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.openai_errors import error_message as _error_message
 from heron.ai.providers.openai_errors import status_error, stream_error
-from heron.ai.providers.wire import WireCache, array_pieces, body_pieces, dumps
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -262,11 +262,12 @@ class _ToolSlot:
         self.placeholder_id = placeholder_id
 
 
-class _StreamState:
-    """Which builder blocks are open for one response."""
+class _Translator(StreamTranslator):
+    """Chat Completions chunks onto the builder, and which builder blocks are open for one
+    response. ``data: [DONE]`` finishes it; so, at the end, do a finish reason or usage."""
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
+        super().__init__(builder)
         self.counter = 0
         self.text_key: Hashable | None = None
         self.thinking_key: Hashable | None = None
@@ -275,6 +276,62 @@ class _StreamState:
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.tool_calls = 0
+
+    def event(self, event: Any, name: str | None) -> list[AssistantEvent]:
+        if event.get("error"):
+            raise stream_error(event["error"])
+        return self._chunk(event)
+
+    def done_marker(self) -> None:
+        self.finished = True
+
+    def end(self) -> list[AssistantEvent]:
+        if self.finish_reason is None and self.usage is None and not self.finished:
+            raise http.incomplete()
+        builder = self.builder
+        if self.usage is not None:
+            apply_usage(builder, self.usage)
+        reason = _STOP_REASONS.get(self.finish_reason or "", StopReason.STOP)
+        if builder.message.tool_calls() and reason is not StopReason.LENGTH:
+            reason = StopReason.TOOL_USE
+        builder.stop_reason = reason
+        return []
+
+    def _chunk(self, chunk: Any) -> list[AssistantEvent]:
+        builder = self.builder
+        if builder.message.response_id is None and getattr(chunk, "id", None):
+            builder.message.response_id = chunk.id
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        events: list[AssistantEvent] = []
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # n > 1 is never requested
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                events.extend(self._delta(delta))
+            finish = getattr(choice, "finish_reason", None)
+            if finish:
+                if finish == "error":
+                    error = _extra(choice, "error") or _extra(chunk, "error")
+                    raise ProviderError(_error_message(error) or "the server ended the response with an error")
+                self.finish_reason = finish
+        return events
+
+    def _delta(self, delta: Any) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        for field in REASONING_FIELDS:
+            reasoning = _extra(delta, field)
+            if isinstance(reasoning, str) and reasoning:
+                events.extend(self.thinking(field, reasoning))
+                break
+        for text in (getattr(delta, "content", None), getattr(delta, "refusal", None)):
+            if isinstance(text, str) and text:
+                events.extend(self.text(text))
+        for call in getattr(delta, "tool_calls", None) or []:
+            events.extend(self.tool_call(call))
+        return events
 
     def _key(self, kind: str) -> Hashable:
         self.counter += 1
@@ -401,134 +458,44 @@ def apply_usage(builder: MessageBuilder, usage: Any) -> None:
     output = completion
     if reasoning and reported_total == prompt + completion + reasoning:
         output += reasoning
-    target = builder.usage
-    target.input = max(0, prompt - cache_read - cache_write)
-    target.cache_read = cache_read
-    target.cache_write = cache_write
-    target.output = output
-    target.total_tokens = target.input + target.output + target.cache_read + target.cache_write
+    set_usage(
+        builder, input=prompt - cache_read - cache_write, output=output, cache_read=cache_read, cache_write=cache_write
+    )
 
 
-def openai_headers(model: Model, options: StreamOptions, base_url: str) -> dict[str, str]:
-    """Bearer auth (``OPENAI_API_KEY`` only for OpenAI's own servers), organisation and
-    project for OpenAI, then the model's and the request's own headers."""
+def openai_auth(options: StreamOptions, base_url: str) -> dict[str, str]:
+    """Bearer auth (``OPENAI_API_KEY`` only for OpenAI's own servers), then organisation
+    and project for OpenAI."""
     openai_host = is_openai_url(base_url)
     key = http.api_key(options, ("OPENAI_API_KEY",), use_env=openai_host) or NO_KEY
-    headers = {"content-type": "application/json", "accept": "text/event-stream", "authorization": f"Bearer {key}"}
+    headers = {"authorization": f"Bearer {key}"}
     if openai_host:
         for env, header in (("OPENAI_ORG_ID", "openai-organization"), ("OPENAI_PROJECT_ID", "openai-project")):
             if os.environ.get(env):
                 headers[header] = os.environ[env]
-    headers.update(model.headers or {})
-    headers.update(options.headers or {})
     return headers
 
 
-def openai_base_url(model: Model) -> str:
-    return model.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-
-
-class OpenAIChatProvider:
+class OpenAIChatProvider(HttpProvider):
     api = "openai-chat"
     default_base_url = DEFAULT_BASE_URL
+    path = "/chat/completions"
+    base_url_env = "OPENAI_BASE_URL"
 
-    def __init__(self) -> None:
-        self._wire = WireCache()
+    def build_request(self, model: Model, context: Context, options: StreamOptions) -> JSON:
+        return build_request(model, context, options)
 
-    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
-        """:func:`build_request` as the bytes sent, each history segment converted once."""
-        return b"".join(self.encode_pieces(model, context, options))
+    def convert(self, messages: list[Message], model: Model) -> list[JSON]:
+        return convert_messages(messages, model)
 
-    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
-        """The request body as a few pieces (joined blocks of the history, its newest part)."""
-        head = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
-        system = head.pop("messages")
+    def tool_id(self, call_id: str) -> str:
+        return openai_chat_tool_id(call_id)
 
-        def convert(part: list[Message]) -> list[JSON]:
-            return convert_messages(adapt_messages(part, model, openai_chat_tool_id), model)
+    def auth_headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
+        return openai_auth(options, self.base_url(model))
 
-        target = (model.api, model.provider, model.id, model.supports_images())
-        history = self._wire.history(target, context.messages, convert)
-        return body_pieces(head, "messages", array_pieces(history.wires([dumps(m).encode() for m in system])))
+    def translator(self, model: Model, context: Context, builder: MessageBuilder) -> StreamTranslator:
+        return _Translator(builder)
 
-    async def aclose(self) -> None:
-        await http.CLIENTS.aclose()
-
-    async def stream(
-        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
-    ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_pieces(model, context, options)
-        if options.on_payload is not None:
-            options.on_payload(json.loads(b"".join(body)))
-        base = openai_base_url(model)
-        url = http.join_url(base, "/chat/completions")
-        state = _StreamState(builder)
-        saw_done = False
-        async for sse in http.post_sse(url, openai_headers(model, options, base), body, builder):
-            if saw_done:
-                continue
-            if sse.data.strip() == "[DONE]":
-                saw_done = True  # read on to the end, so the connection goes back to the pool
-                continue
-            try:
-                chunk = http.loads(sse.data)
-            except ValueError as exc:
-                raise http.malformed(exc) from exc
-            if not isinstance(chunk, dict):
-                continue
-            if chunk.get("error"):
-                raise stream_error(chunk["error"])
-            for event in self._chunk(state, chunk):
-                yield event
-
-        if state.finish_reason is None and state.usage is None and not saw_done:
-            raise http.incomplete()
-        if state.usage is not None:
-            apply_usage(builder, state.usage)
-        reason = _STOP_REASONS.get(state.finish_reason or "", StopReason.STOP)
-        if builder.message.tool_calls() and reason is not StopReason.LENGTH:
-            reason = StopReason.TOOL_USE
-        builder.stop_reason = reason
-
-    def _chunk(self, state: _StreamState, chunk: Any) -> list[AssistantEvent]:
-        builder = state.builder
-        if builder.message.response_id is None and getattr(chunk, "id", None):
-            builder.message.response_id = chunk.id
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            state.usage = usage
-        events: list[AssistantEvent] = []
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) not in (0, None):
-                continue  # n > 1 is never requested
-            delta = getattr(choice, "delta", None)
-            if delta is not None:
-                events.extend(self._delta(state, delta))
-            finish = getattr(choice, "finish_reason", None)
-            if finish:
-                if finish == "error":
-                    error = _extra(choice, "error") or _extra(chunk, "error")
-                    raise ProviderError(_error_message(error) or "the server ended the response with an error")
-                state.finish_reason = finish
-        return events
-
-    def _delta(self, state: _StreamState, delta: Any) -> list[AssistantEvent]:
-        events: list[AssistantEvent] = []
-        for field in REASONING_FIELDS:
-            reasoning = _extra(delta, field)
-            if isinstance(reasoning, str) and reasoning:
-                events.extend(state.thinking(field, reasoning))
-                break
-        for text in (getattr(delta, "content", None), getattr(delta, "refusal", None)):
-            if isinstance(text, str) and text:
-                events.extend(state.text(text))
-        for call in getattr(delta, "tool_calls", None) or []:
-            events.extend(state.tool_call(call))
-        return events
-
-    # --- errors ----------------------------------------------------------------
-
-    def describe_error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, http.HttpStatusError):
-            return status_error(exc)
-        return None
+    def status_error(self, exc: http.HttpStatusError) -> ProviderError:
+        return status_error(exc)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from heron.ai.adapt import adapt_messages, anthropic_tool_id, same_model
@@ -24,8 +24,8 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, openai_base_url, openai_headers
-from heron.ai.providers.wire import WireCache, array_pieces, body_pieces
+from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
+from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, openai_auth
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -72,7 +72,7 @@ def responses_tool_id(tool_id: str) -> str:
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    """A field of an SDK model or of a plain dict (unknown shapes arrive as either)."""
+    """A field of a wire object (``None``, a dict, or anything with attributes)."""
     if obj is None:
         return default
     if isinstance(obj, dict):
@@ -262,12 +262,8 @@ def _usage_into(builder: MessageBuilder, response: Any) -> None:
     input_tokens = int(_get(usage, "input_tokens", 0) or 0)
     cached = int(_get(_get(usage, "input_tokens_details"), "cached_tokens", 0) or 0)
     output_tokens = int(_get(usage, "output_tokens", 0) or 0)
-    target = builder.usage
-    target.input = max(0, input_tokens - cached)
-    target.cache_read = cached
-    target.cache_write = 0
-    target.output = output_tokens
-    target.total_tokens = int(_get(usage, "total_tokens", 0) or 0) or input_tokens + output_tokens
+    total = int(_get(usage, "total_tokens", 0) or 0)
+    set_usage(builder, input=input_tokens - cached, output=output_tokens, cache_read=cached, total=total)
 
 
 def _stream_error(code: Any, message: Any, fallback: str) -> ProviderError:
@@ -300,13 +296,13 @@ def _signature_json(item: Any) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-class _Translator:
+class _Translator(StreamTranslator):
     """Maps Responses stream events onto the builder. Blocks are keyed by
-    ``(output_index, kind)`` so a stray delta can never land in a block of another kind."""
+    ``(output_index, kind)`` so a stray delta can never land in a block of another kind.
+    ``response.completed`` / ``response.incomplete`` finish the response."""
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
-        self.finished = False
+        super().__init__(builder)
         self._index_of_item: dict[str, int] = {}
         self._parts: dict[int | None, list[Hashable]] = {}
 
@@ -379,6 +375,15 @@ class _Translator:
         if isinstance(arguments, str) and arguments:
             events.append(self.builder.tool_call_delta(key, arguments))
         return events
+
+    def event(self, event: Any, name: str | None) -> list[AssistantEvent]:
+        error = event.get("error")
+        if isinstance(error, dict) and event.get("type") in (None, "error"):
+            # {"error": {...}} or {"type": "error", "error": {...}} (some gateways)
+            raise _stream_error(error.get("code") or error.get("type"), error.get("message"), str(error))
+        if event.get("type") is None:
+            event["type"] = name
+        return self.handle(event)
 
     def handle(self, event: Any) -> list[AssistantEvent]:
         kind = _get(event, "type")
@@ -486,67 +491,30 @@ class _Translator:
 # --- provider -----------------------------------------------------------------------
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(HttpProvider):
     api = API
     default_base_url = DEFAULT_BASE_URL
+    path = "/responses"
+    base_url_env = "OPENAI_BASE_URL"
+    array_key = "input"
 
-    def __init__(self) -> None:
-        self._wire = WireCache()
+    def build_request(self, model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+        return build_request(model, context, options)
 
-    def encode_request(self, model: Model, context: Context, options: StreamOptions) -> bytes:
-        """:func:`build_request` as the bytes sent, each history segment converted once."""
-        return b"".join(self.encode_pieces(model, context, options))
+    def convert(self, messages: list[Message], model: Model) -> list[dict[str, Any]]:
+        return build_input(messages, model)
 
-    def encode_pieces(self, model: Model, context: Context, options: StreamOptions) -> list[bytes]:
-        """The request body as a few pieces (joined blocks of the history, its newest part)."""
-        head = build_request(model, Context(system_prompt=context.system_prompt, tools=context.tools), options)
-        del head["input"]
+    def tool_id(self, call_id: str) -> str:
+        return responses_tool_id(call_id)
 
-        def convert(part: list[Message]) -> list[dict[str, Any]]:
-            return build_input(adapt_messages(part, model, responses_tool_id), model)
+    def auth_headers(self, model: Model, options: StreamOptions) -> dict[str, str]:
+        return openai_auth(options, self.base_url(model))
 
-        target = (model.api, model.provider, model.id, model.supports_images())
-        history = self._wire.history(target, context.messages, convert)
-        return body_pieces(head, "input", array_pieces(history.wires()))
+    def translator(self, model: Model, context: Context, builder: MessageBuilder) -> StreamTranslator:
+        return _Translator(builder)
 
-    async def aclose(self) -> None:
-        await http.CLIENTS.aclose()
-
-    async def stream(
-        self, model: Model, context: Context, options: StreamOptions, builder: MessageBuilder
-    ) -> AsyncIterator[AssistantEvent]:
-        body = self.encode_pieces(model, context, options)
-        if options.on_payload is not None:
-            options.on_payload(json.loads(b"".join(body)))
-        base = openai_base_url(model)
-        url = http.join_url(base, "/responses")
-        translator = _Translator(builder)
-        # Read to the end even after the terminal event: a fully read body lets the
-        # connection go back to the pool instead of being torn down.
-        async for sse in http.post_sse(url, openai_headers(model, options, base), body, builder):
-            if translator.finished or sse.data.strip() == "[DONE]":
-                continue
-            try:
-                event = http.loads(sse.data)
-            except ValueError as exc:
-                raise http.malformed(exc) from exc
-            if not isinstance(event, dict):
-                continue
-            error = event.get("error")
-            if isinstance(error, dict) and event.get("type") in (None, "error"):
-                # {"error": {...}} or {"type": "error", "error": {...}} (some gateways)
-                raise _stream_error(error.get("code") or error.get("type"), error.get("message"), str(error))
-            if event.get("type") is None:
-                event["type"] = sse.event
-            for out in translator.handle(event):
-                yield out
-        if not translator.finished:
-            raise http.incomplete()
-
-    def describe_error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, http.HttpStatusError):
-            return _status_error(exc)
-        return None
+    def status_error(self, exc: http.HttpStatusError) -> ProviderError:
+        return _status_error(exc)
 
 
 def _status_error(exc: http.HttpStatusError) -> ProviderError:
