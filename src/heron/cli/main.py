@@ -26,6 +26,23 @@ def build_parser() -> argparse.ArgumentParser:
         "`heron batch --help` (many tasks at once).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
+    _task_arguments(parser)
+    _session_arguments(parser)
+    _model_arguments(parser)
+    _workspace_arguments(parser)
+    _permission_arguments(parser)
+    parser.add_argument(
+        "--otel",
+        choices=("console",),
+        default=None,
+        help="print OpenTelemetry spans of the run (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+    )
+    parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
+    return parser
+
+
+def _task_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to do and how to show it: the task, ``-p`` and the output mode."""
     parser.add_argument("messages", nargs="*", help="the task; @path arguments attach files")
     parser.add_argument(
         "-p",
@@ -43,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="output mode (default: interactive, or print with -p; acp: for editors)",
     )
+
+
+def _session_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which session file the run writes: new, continued, resumed, a given one, or none."""
     parser.add_argument(
         "-c",
         "--continue",
@@ -53,16 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-r", "--resume", action="store_true", help="pick a session of this directory to resume")
     parser.add_argument("--session", default=None, metavar="PATH|ID", help="open a session file or id prefix")
     parser.add_argument("--no-session", action="store_true", help="keep everything in memory, write no file")
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which model answers, over which API and server, with which key."""
     parser.add_argument(
         "--model", default=None, metavar="PROVIDER/ID", help="the model, e.g. anthropic/claude-sonnet-4-5"
     )
     parser.add_argument("--thinking", choices=THINKING, default=None, help="thinking level")
-    parser.add_argument(
-        "--tools",
-        default=None,
-        metavar="LIST",
-        help="comma-separated tools (default read,bash,edit,write,search_history; also grep,find,ls,json_query)",
-    )
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://localhost:11434/v1")
     parser.add_argument(
         "--api",
@@ -75,9 +94,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="API key (default: the provider's environment variable; HERON_API_KEY for --base-url)",
     )
+
+
+def _workspace_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the agent works with: its tools, its directory and its system prompt."""
+    parser.add_argument(
+        "--tools",
+        default=None,
+        metavar="LIST",
+        help="comma-separated tools (default read,bash,edit,write,search_history; also grep,find,ls,json_query)",
+    )
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")
+
+
+def _permission_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the agent may do without asking, and whether the project is trusted."""
     parser.add_argument(
         "--permission-mode",
         default=None,
@@ -96,14 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="trust this project: run its hooks, use its allow rules, start its .mcp.json servers (remembered)",
     )
-    parser.add_argument(
-        "--otel",
-        choices=("console",),
-        default=None,
-        help="print OpenTelemetry spans of the run (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
-    )
-    parser.add_argument("--setup-help", action="store_true", help="print how to configure a model and key, and exit")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,14 +22,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from heron.session.paths import heron_home, session_id_of, sessions_root
+from heron.session.recall_query import (
+    SCOPES,
+    Hit,
+    QueryError,
+    RecallError,
+    Scope,
+    SearchResult,
+    check_scope,
+    find_hits,
+    fts_query,
+    is_query_error,
+    scope_filter,
+)
 from heron.session.recall_read import (
     SessionReader,
     hashes,
@@ -37,16 +49,26 @@ from heron.session.recall_read import (
     spill_chunks,
 )
 
-log = logging.getLogger("heron.session.recall")
+# The search's own types live in recall_query; callers of the index import them from here.
+__all__ = [
+    "SCOPES",
+    "CatchUp",
+    "Hit",
+    "QueryError",
+    "RecallError",
+    "RecallIndex",
+    "Scope",
+    "SearchResult",
+    "fts_query",
+    "index_path",
+]
 
-Scope = Literal["session", "project", "all"]
-SCOPES: tuple[Scope, ...] = ("session", "project", "all")
+log = logging.getLogger("heron.session.recall")
 
 INDEX_DIR = "index"
 INDEX_FILE = "recall.sqlite3"
 SCHEMA_VERSION = "1"
 MAX_SPILL_BYTES = 64 << 20  # bytes indexed per spill file
-SNIPPET_TOKENS = 24
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -83,60 +105,6 @@ CREATE INDEX IF NOT EXISTS docs_spill ON docs(spill) WHERE spill IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
 """
 
-# A query that uses FTS5's own syntax is passed through as written; anything else is a
-# list of words, each quoted so that punctuation (``MARKER-x``, ``foo.py``) is literal.
-_OPERATOR = re.compile(r'["*]|\b(?:AND|OR|NOT)\b|\bNEAR\s*\(')
-_WORD = re.compile(r"\w", re.UNICODE)
-
-
-class RecallError(Exception):
-    """Something the user or the model should be told about a search."""
-
-
-class QueryError(RecallError):
-    """The query is not valid FTS5 syntax, or has nothing to search for."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One match. ``source`` is ``"entry"`` (a session entry: ``path`` is the session file,
-    ``line`` its 1-based line) or ``"spill"`` (``path`` is the spill file, ``line`` and
-    ``lines`` the chunk of it that matched; ``entry_id`` the tool result it belongs to,
-    when that result was indexed)."""
-
-    session: str
-    entry_id: str | None
-    role: str | None
-    tool: str | None
-    timestamp: str | None
-    snippet: str
-    source: Literal["entry", "spill"]
-    path: str
-    line: int | None = None
-    lines: int | None = None
-    spill_path: str | None = None  # an entry's full output, when it has one
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "entry_id": self.entry_id,
-            "role": self.role,
-            "tool": self.tool,
-            "timestamp": self.timestamp,
-            "snippet": self.snippet,
-            "source": self.source,
-            "path": self.path,
-            "line": self.line,
-            "lines": self.lines,
-            "spill_path": self.spill_path,
-        }
-
-
-@dataclass(slots=True)
-class SearchResult:
-    hits: list[Hit]
-    notes: list[str] = field(default_factory=list)  # e.g. the catch-up could not run
-
 
 @dataclass(slots=True)
 class CatchUp:
@@ -146,19 +114,6 @@ class CatchUp:
     files_dropped: int = 0
     rows_added: int = 0
     rebuilt: bool = False
-
-
-def fts_query(text: str) -> str:
-    """The FTS5 query for what a user or model typed (see the module docstring)."""
-    stripped = text.strip()
-    if not stripped:
-        raise QueryError("the query is empty: give one or more words to search for")
-    if _OPERATOR.search(stripped):
-        return stripped
-    words = [w for w in stripped.split() if _WORD.search(w)]
-    if not words:
-        raise QueryError(f"the query {text!r} has no letters or digits to search for")
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 def index_path(home: str | os.PathLike[str] | None = None) -> Path:
@@ -282,7 +237,7 @@ class RecallIndex:
     ) -> CatchUp:
         """Bring the rows of the files in ``scope`` up to date with the files. ``files``:
         session files to index as well (a session kept outside ``$HERON_HOME``)."""
-        _check_scope(scope, session_id, project)
+        check_scope(scope, session_id, project)
         stats = CatchUp()
         known = self._known_sources(scope, session_id, project)
         on_disk = self._files_on_disk(scope, session_id, project)
@@ -304,7 +259,7 @@ class RecallIndex:
         return stats
 
     def _known_sources(self, scope: Scope, session_id: str | None, project: str | None) -> dict[str, str]:
-        where, args = _scope_filter(scope, session_id, project, "sources")
+        where, args = scope_filter(scope, session_id, project, "sources")
         rows = self._db.execute(f"SELECT path, kind FROM sources WHERE {where}", args).fetchall()
         return {str(p): str(k) for p, k in rows}
 
@@ -467,16 +422,16 @@ class RecallIndex:
     ) -> SearchResult:
         """The best ``limit`` matches (FTS5's bm25 rank, newest first on ties). Raises
         :class:`QueryError` for a query FTS5 rejects."""
-        _check_scope(scope, session_id, project)
+        check_scope(scope, session_id, project)
         match = fts_query(query)
         notes: list[str] = []
         for attempt in range(2):
             try:
                 if catch_up:
                     self._catch_up_quietly(scope, session_id, project, files, notes)
-                return SearchResult(self._query(match, scope, session_id, project, limit), notes)
+                return SearchResult(find_hits(self._db, match, scope, session_id, project, limit), notes)
             except sqlite3.DatabaseError as exc:
-                if _is_query_error(exc):
+                if is_query_error(exc):
                     raise QueryError(f"invalid search query {query!r}: {exc}") from None
                 if attempt or not _is_corruption(exc):
                     raise RecallError(f"the recall index failed: {exc}") from exc
@@ -500,40 +455,6 @@ class RecallIndex:
             # busy: another heron is indexing; search what is there
             notes.append(f"the index could not be brought up to date ({exc}); recent entries may be missing")
 
-    def _query(self, match: str, scope: Scope, session_id: str | None, project: str | None, limit: int) -> list[Hit]:
-        where, args = _scope_filter(scope, session_id, project, "s")
-        sql = (
-            "SELECT s.kind, s.path, s.session, d.entry_id, d.role, d.tool, d.ts, d.line, d.nlines, d.spill, "
-            f"snippet(fts, 0, '**', '**', '…', {SNIPPET_TOKENS}) "
-            "FROM fts JOIN docs d ON d.rowid = fts.rowid JOIN sources s ON s.id = d.source "
-            f"WHERE fts MATCH ? AND {where} ORDER BY fts.rank, d.rowid DESC LIMIT ?"
-        )
-        rows = self._db.execute(sql, (match, *args, max(1, limit))).fetchall()
-        hits: list[Hit] = []
-        for kind, path, session, entry_id, role, tool, ts, line, nlines, spill, snippet in rows:
-            if kind == "spill":
-                owner = self._db.execute(
-                    "SELECT entry_id, tool, ts FROM docs WHERE spill=? LIMIT 1", (path,)
-                ).fetchone()
-                entry_id, tool, ts = owner if owner is not None else (None, None, None)
-                role = "toolResult" if owner is not None else "spill"
-            hits.append(
-                Hit(
-                    session=session,
-                    entry_id=entry_id,
-                    role=role,
-                    tool=tool,
-                    timestamp=ts,
-                    snippet=_one_line(snippet),
-                    source="spill" if kind == "spill" else "entry",
-                    path=path,
-                    line=line,
-                    lines=nlines,
-                    spill_path=spill,
-                )
-            )
-        return hits
-
     def stats(self) -> dict[str, int]:
         """Sizes, for the benchmark and ``--json`` diagnostics."""
         sources = int(self._db.execute("SELECT count(*) FROM sources").fetchone()[0])
@@ -543,30 +464,6 @@ class RecallIndex:
 
 
 # --- helpers ----------------------------------------------------------------------------
-
-
-def _check_scope(scope: str, session_id: str | None, project: str | None) -> None:
-    if scope not in SCOPES:
-        raise RecallError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
-    if scope == "session" and not session_id:
-        raise RecallError("scope 'session' needs a session id (this session is not recorded)")
-    if scope == "project" and not project:
-        raise RecallError("scope 'project' needs a project")
-
-
-def _scope_filter(scope: Scope, session_id: str | None, project: str | None, table: str) -> tuple[str, tuple[str, ...]]:
-    if scope == "session":
-        return f"{table}.session = ?", (str(session_id),)
-    if scope == "project":
-        return (f"{table}.session IN (SELECT session FROM sources WHERE kind='session' AND project=?)", (str(project),))
-    return "1", ()
-
-
-def _is_query_error(exc: sqlite3.DatabaseError) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and (
-        "fts5" in text or "syntax error" in text or "unterminated" in text or "no such column" in text
-    )
 
 
 def _subdirs(root: Path) -> list[Path]:
@@ -593,10 +490,6 @@ def _project_of(path: Path, home: Path) -> str | None:
     """The session folder (encoded cwd) a file is in, when it is under the sessions root."""
     parent = path.parent
     return parent.name if parent.parent == sessions_root(home) else None
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 class _transaction(contextlib.AbstractContextManager[None]):
