@@ -32,3 +32,14 @@ def test_version_command() -> None:
     out = subprocess.run([sys.executable, "-m", "heron.cli.main", "--version"], capture_output=True, text=True)
     assert out.returncode == 0
     assert out.stdout.startswith("heron ")
+
+
+def test_no_vendor_sdk_is_a_dependency() -> None:
+    """heron speaks the wire APIs itself: the SDKs (about 90 MB) are not installed with it
+    (the dev extra keeps them for the benchmarks that compare against them)."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    names = {dep.split(">")[0].split("[")[0].split("=")[0].strip().lower() for dep in project["dependencies"]}
+    assert not {"anthropic", "openai", "google-genai"} & names

@@ -1,8 +1,8 @@
 """A scripted HTTP server on 127.0.0.1 for provider tests.
 
-It speaks real HTTP/1.1 (chunked transfer, keep-alive, abrupt close), so the official
-SDK clients talk to it exactly as they would to the provider: what reaches heron went
-through the SDK's own SSE decoder and error handling.
+It speaks real HTTP/1.1 (chunked transfer, keep-alive, abrupt close), so heron's HTTP
+client talks to it exactly as it would to the provider: what reaches an adapter went
+through the same connection handling, SSE reader and error paths.
 """
 
 from __future__ import annotations
