@@ -1,7 +1,8 @@
 """The LLM layer: one message model, one event stream, many providers.
 
-Knows nothing of agents, tools' behaviour, sessions or terminals. Provider SDKs are
-imported only when a model of theirs is first used, so this package imports fast.
+Knows nothing of agents, tools' behaviour, sessions or terminals. A provider's adapter
+(and httpx under it) is imported only when a model of its api is first used, so this
+package imports fast; no vendor SDK is used at all.
 """
 
 from heron.ai.abort import AbortController, AbortSignal

@@ -99,7 +99,7 @@ def is_context_overflow(message: AssistantMessage, context_window: int | None = 
 
 
 class ProviderError(Exception):
-    """A failed request, normalised: providers raise it (or an SDK error that their
+    """A failed request, normalised: providers raise it (or an error of their own that their
     ``describe_error`` turns into one)."""
 
     def __init__(

@@ -1,8 +1,8 @@
 """Tool-call arguments from incomplete JSON.
 
 Providers stream arguments as text fragments; the UI wants to show ``path`` before the
-``content`` of a write has finished arriving. jiter (pydantic's Rust JSON parser, already
-a dependency of the OpenAI and Anthropic SDKs) parses a prefix in partial mode, so each
+``content`` of a write has finished arriving. jiter (pydantic's Rust JSON parser, a small
+compiled dependency) parses a prefix in partial mode, so each
 fragment costs one fast C-level parse instead of a Python scan.
 """
 

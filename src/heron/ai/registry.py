@@ -1,7 +1,8 @@
 """Providers by api name, and the two entry points ``stream`` and ``complete``.
 
 Built-in providers are named by import path and loaded on first use, so ``import
-heron.ai`` costs nothing for the SDKs. Users add their own with ``register_provider``.
+heron.ai`` costs nothing for httpx and the adapters. Users add their own with
+``register_provider``.
 """
 
 from __future__ import annotations

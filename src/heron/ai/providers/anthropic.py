@@ -26,7 +26,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
+from heron.ai.providers.base import IMAGE_OMITTED, HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.wire import (
     History,
     Segment,
@@ -56,7 +56,6 @@ API_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 
-IMAGE_OMITTED = "(image omitted: this model does not accept images)"
 EMPTY_RESULT = "(no output)"
 
 _STOP_REASONS: dict[str, StopReason] = {

@@ -41,6 +41,9 @@ from heron.ai.types import Context, Message, Model
 
 JSON = dict[str, Any]
 
+# What every adapter sends in place of an image to a model that does not take images.
+IMAGE_OMITTED = "(image omitted: this model does not accept images)"
+
 
 class StreamTranslator:
     """The protocol every adapter's stream side follows: one instance per response, fed

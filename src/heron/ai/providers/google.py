@@ -33,7 +33,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
+from heron.ai.providers.base import IMAGE_OMITTED, HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.google_args import PartialCall, apply_partial_args
 from heron.ai.providers.wire import History, Segment, all_items, array_pieces, dumps
 from heron.ai.thinking import budget_tokens
@@ -230,7 +230,7 @@ def convert_messages(messages: list[Message], model: Model) -> list[JSON]:
 
 def _image_part(block: ImageContent, model: Model) -> JSON:
     if not model.supports_images():
-        return {"text": "(image omitted: this model does not accept images)"}
+        return {"text": IMAGE_OMITTED}
     return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
 
 

@@ -44,7 +44,7 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError
 from heron.ai.providers import http
-from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
+from heron.ai.providers.base import IMAGE_OMITTED, HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.openai_errors import error_message as _error_message
 from heron.ai.providers.openai_errors import status_error, stream_error
 from heron.ai.thinking import OPENAI_EFFORT
@@ -69,7 +69,6 @@ OPENAI_HOST = "api.openai.com"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = http.NO_KEY  # local servers ignore the key; some proxies insist on one
 INCOMPLETE = http.INCOMPLETE
-IMAGE_OMITTED = "(image omitted: this model does not accept images)"
 TOOL_IMAGES_NOTE = "Images returned by the tool call above:"
 
 # Delta fields that carry reasoning text, in order of preference.

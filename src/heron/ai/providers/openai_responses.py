@@ -24,8 +24,8 @@ from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
-from heron.ai.providers.base import HttpProvider, StreamTranslator, set_usage
-from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, openai_auth
+from heron.ai.providers.base import IMAGE_OMITTED, HttpProvider, StreamTranslator, set_usage
+from heron.ai.providers.openai_chat import DEFAULT_BASE_URL, is_openai_url, openai_auth
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -43,7 +43,6 @@ from heron.ai.types import (
 )
 
 API = "openai-responses"
-IMAGE_OMITTED = "(image omitted: this model does not accept images)"
 
 _ITEM_ID = re.compile(r"fc[A-Za-z0-9_-]*")
 
@@ -213,10 +212,6 @@ def build_input(messages: list[Message], model: Model) -> list[dict[str, Any]]:
     return items
 
 
-def _is_openai(base_url: str | None) -> bool:
-    return base_url is None or "api.openai.com" in base_url
-
-
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     messages = adapt_messages(context.messages, model, responses_tool_id)
     body: dict[str, Any] = {
@@ -243,7 +238,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
         body["temperature"] = options.temperature
     if options.session_id and options.cache_retention != "none":
         body["prompt_cache_key"] = options.session_id
-        if options.cache_retention == "long" and _is_openai(model.base_url):
+        if options.cache_retention == "long" and is_openai_url(model.base_url):
             body["prompt_cache_retention"] = "24h"
     if model.reasoning:
         body["include"] = ["reasoning.encrypted_content"]
