@@ -65,3 +65,31 @@ def test_policy(tmp_path: Path) -> None:
     assert policy.removed(environ) == ["ANTHROPIC_API_KEY", "ELSEWHERE", "ODD"]
     assert policy.redact("key sk-live-123456 here") == "key [redacted] here"
     assert child_environment({"A_TOKEN": "t", "B": "b"}) == {"B": "b"}
+
+
+def test_encoded_forms_of_a_key_are_redacted_too() -> None:
+    """base64 (at any of the three offsets a key can start at, wrapped at 76 columns or not),
+    URL-encoding and hex: what ``| base64`` or ``xxd -p`` make of a key read from a file."""
+    import base64
+    import subprocess
+    from urllib.parse import quote
+
+    from heron.coding.secrets import Redactor
+
+    key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij/+="
+    redactor = Redactor()
+    redactor.add([key])
+    for prefix in ("", "a", "ab", "OPENAI_API_KEY="):
+        encoded = base64.b64encode(f"{prefix}{key}\n".encode()).decode()
+        assert "[redacted]" in redactor.text(encoded), prefix
+        assert "[redacted]" in redactor.text(base64.urlsafe_b64encode(f"{prefix}{key}".encode()).decode()), prefix
+    wrapped = subprocess.run(
+        ["base64"], input=("x" * 70 + key + "\n").encode(), capture_output=True, check=True
+    ).stdout.decode()
+    assert "\n" in wrapped.strip()  # the key crosses a line break
+    cleaned = redactor.text(f"result:\n{wrapped}done")
+    assert "[redacted]" in cleaned and not any(line in wrapped for line in cleaned.splitlines()[1:-1])
+    assert redactor.text(quote(key, safe="")) == "[redacted]"
+    assert redactor.text(key.encode().hex()) == "[redacted]"
+    innocent = "a line of text\nYWJjZGVmZ2hpamtsbW5vcA==\nQUJDREVGR0hJSktMTU5PUA==\n"
+    assert redactor.text(innocent) == innocent  # base64 of other text is left alone

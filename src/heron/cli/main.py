@@ -135,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     from heron.cli.bytecode import keep_own_bytecode
 
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
+    if argv is None:  # heron's own process: its keys out of /proc/<pid>/environ and cmdline
+        from heron.cli.proc_scrub import scrub_process_block
+
+        scrub_process_block()
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd

@@ -20,6 +20,7 @@ cannot pass secrets through: it comes from the repository, which may not be the 
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from heron.ai.models import ENV_API_KEYS
 from heron.ai.types import TextContent, ThinkingContent, ToolCall
@@ -169,6 +171,7 @@ class Redactor:
         self._values: frozenset[str] = frozenset()
         self._forms: tuple[str, ...] = ()  # the values and their JSON-escaped forms, longest first
         self._bytes: tuple[bytes, ...] = ()
+        self._encoded: tuple[str, ...] = ()  # the base64 forms, looked for again in wrapped lines
 
     def add(self, values: Iterable[str | None]) -> None:
         new = {v for v in values if v and len(v) >= MIN_SECRET_CHARS and not v.isspace()} - self._values
@@ -176,11 +179,14 @@ class Redactor:
             return
         self._values = self._values | new
         forms = set(self._values)
-        for value in self._values:  # as it appears inside a JSON string (a session line, an event)
-            forms.add(json.dumps(value)[1:-1])
-            forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+        for value in self._values:
+            forms |= encoded_forms(value)
+        for form in list(forms):  # as it appears inside a JSON string (a session line, an event)
+            forms.add(json.dumps(form)[1:-1])
+            forms.add(json.dumps(form, ensure_ascii=False)[1:-1])
         self._forms = tuple(sorted(forms, key=len, reverse=True))
         self._bytes = tuple(f.encode("utf-8", "surrogatepass") for f in self._forms)
+        self._encoded = tuple(sorted({f for v in self._values for f in base64_forms(v)}, key=len, reverse=True))
 
     def __bool__(self) -> bool:
         return bool(self._values)
@@ -194,7 +200,15 @@ class Redactor:
         for form in self._forms:
             if form in text:
                 text = text.replace(form, REDACTED)
+        if self._encoded and "\n" in text:
+            text = _WRAPPED_BASE64.sub(self._wrapped, text)
         return text
+
+    def _wrapped(self, match: re.Match[str]) -> str:
+        """A run of base64 lines (``base64`` wraps at 76 columns) that holds a key once joined."""
+        run = match.group(0)
+        joined = run.replace("\n", "")
+        return REDACTED + ("\n" if run.endswith("\n") else "") if any(f in joined for f in self._encoded) else run
 
     def data(self, data: bytes) -> bytes:
         for form in self._bytes:
@@ -214,6 +228,37 @@ class Redactor:
 
 
 REDACTOR = Redactor()
+
+# Two or more lines of base64 alphabet, as `base64` and `openssl base64` wrap them.
+_WRAPPED_BASE64 = re.compile(r"(?:[A-Za-z0-9+/=_-]{16,}\n){1,}[A-Za-z0-9+/=_-]{4,}\n?")
+MIN_ENCODED_CHARS = 12  # a shorter stable part of an encoding would match innocent text
+
+
+def base64_forms(value: str) -> set[str]:
+    """The parts of a base64 encoding that only ``value``'s bytes decide, at each of the three
+    positions it can start at within a longer encoded text (``grep KEY .env | base64``),
+    in the standard and the URL-safe alphabet."""
+    raw = value.encode("utf-8", "surrogatepass")
+    out: set[str] = set()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
+        start = 4 if shift else 0  # the first group mixes in the bytes before the value
+        stable = encoded[start : (shift + len(raw)) // 3 * 4]  # the last group may mix in what follows
+        if len(stable) >= MIN_ENCODED_CHARS:
+            out |= {stable, stable.replace("+", "-").replace("/", "_")}
+    return out
+
+
+def encoded_forms(value: str) -> set[str]:
+    """``value`` as base64 (see :func:`base64_forms`), URL-encoded and as hex: the encodings
+    a command can turn a key into without any tool that is not everywhere."""
+    forms = base64_forms(value)
+    for quoted in (quote(value, safe=""), quote_plus(value)):
+        if quoted != value:
+            forms.add(quoted)
+    raw = value.encode("utf-8", "surrogatepass")
+    forms |= {raw.hex(), raw.hex().upper()}
+    return forms
 
 
 def redact(text: str) -> str:
