@@ -21,7 +21,7 @@ from heron.agent.messages import AgentMessage, BashExecutionMessage
 from heron.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.coding.report.data import ReportData, TurnRow, text_of
 
-DEFAULT_BUDGET = 8 * 1024 * 1024  # bytes of transcript text in the page
+DEFAULT_BUDGET = 4 * 1024 * 1024  # bytes of transcript text in the page
 SEEN_CAP = 4_000  # characters of a message shown before its toggle
 FULL_CAP = 64_000  # characters of a message's stored content behind the toggle
 PROMPT_CAP = 200  # characters of a turn's prompt in its heading
