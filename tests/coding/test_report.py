@@ -176,3 +176,14 @@ def test_branches_and_child_sessions(tmp_path: Path) -> None:
     assert len(data.branches) == 2 and data.branches[0].current
     assert data.branches[1].first_prompt == "old branch" and data.branches[1].fork_point == root_answer.id
     assert [c["id"] for c in data.children] == [child.session_id]
+
+
+def test_window_and_threshold_are_step_lines_with_a_point_per_change(tmp_path: Path) -> None:
+    store = SessionStore.create(tmp_path / "proj", home=tmp_path / "home")
+    for n in range(50):
+        store.append_message(UserMessage(content=[TextContent(text=f"turn {n}")]))
+        store.append_message(_assistant("ok", 100 + n))
+    page = render_report(store, windows={"local/small": 16_384}, reserve=16_384)
+    window = re.search(r'class="window-line" points="([^"]*)"', page)
+    assert window is not None and len(window.group(1).split()) == 2  # one window for all 50 requests
+    assert 'data-points="50"' in page

@@ -41,6 +41,27 @@ def _points(values: Sequence[float | None], top: float) -> str:
     return " ".join(f"{_x(i, count):.1f},{_y(v, top):.1f}" for i, v in enumerate(values) if v is not None)
 
 
+def _steps(values: Sequence[float | None], top: float) -> str:
+    """A step line: a point only where the value changes (and at both ends), so a window that
+    is the same for 50,000 requests costs two points, not 50,000."""
+    count = len(values)
+    points: list[str] = []
+    previous: float | None = None
+    for i, value in enumerate(values):
+        if value is None:
+            previous = None
+            continue
+        if previous is None:
+            points.append(f"{_x(i, count):.1f},{_y(value, top):.1f}")
+        elif value != previous:
+            points.append(f"{_x(i, count):.1f},{_y(previous, top):.1f}")
+            points.append(f"{_x(i, count):.1f},{_y(value, top):.1f}")
+        elif i == count - 1:
+            points.append(f"{_x(i, count):.1f},{_y(value, top):.1f}")
+        previous = value
+    return " ".join(points)
+
+
 def _axis(top: float, unit: str) -> list[str]:
     parts = [
         f'<line class="axis" x1="{LEFT}" y1="{TOP + PLOT_H}" x2="{WIDTH - RIGHT}" y2="{TOP + PLOT_H}"/>',
@@ -70,10 +91,10 @@ def context_chart(data: ReportData) -> str:
     ]
     if any(w is not None for w in windows):
         values = [float(w) if w is not None else None for w in windows]
-        parts.append(f'<polyline class="window-line" points="{_points(values, top)}"/>')
+        parts.append(f'<polyline class="window-line" points="{_steps(values, top)}"/>')
     if any(t is not None for t in thresholds):
         values = [float(t) if t is not None else None for t in thresholds]
-        parts.append(f'<polyline class="threshold-line" points="{_points(values, top)}"/>')
+        parts.append(f'<polyline class="threshold-line" points="{_steps(values, top)}"/>')
     tokens = [float(p.tokens) for p in requests]
     parts.append(f'<polyline class="curve" data-points="{count}" points="{_points(tokens, top)}"/>')
     parts.append('<g class="markers">')
