@@ -70,9 +70,10 @@ def add_parser(subparsers: Any) -> None:
     delete = commands.add_parser("delete", help="delete a session file and its spilled tool output")
     delete.add_argument("file", help="a session file, or a unique prefix of a session id")
     delete.add_argument("--yes", "-y", action="store_true", help="do not ask (needed without a terminal)")
-    from heron.cli import search_cmd
+    from heron.cli import report_cmd, search_cmd
 
     search_cmd.add_parser(commands)
+    report_cmd.add_parser(commands)
     parser.set_defaults(handler=run)
 
 
@@ -109,6 +110,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             from heron.cli import search_cmd
 
             return search_cmd.run(args, out, err)
+        if args.sessions_command == "report":
+            from heron.cli import report_cmd
+
+            return report_cmd.run(args, out, err)
     except BrokenPipeError:  # `heron sessions tree … | head`: stop quietly
         if out is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -504,12 +509,13 @@ def _ledger_totals(breakdown: ContextBreakdown) -> dict[str, int]:
 
 
 def format_context_breakdown(
-    breakdown: ContextBreakdown, *, offline: bool = False, ledger_limit: int = 50
+    breakdown: ContextBreakdown, *, offline: bool = False, ledger_limit: int = 50, curve: str | None = None
 ) -> list[str]:
     """The text of ``/context`` and ``heron sessions context``: one line per part of the
     window with its tokens (and share of the window when it is known), then the ledger.
     ``offline``: the breakdown comes from a session file, so the system prompt, tools and
-    context files are not known (they are built when heron runs)."""
+    context files are not known (they are built when heron runs). ``curve``: the context
+    curve in one line (:func:`heron.coding.report.sparkline`), shown second."""
     window = breakdown.window
 
     def share(tokens: int) -> str:
@@ -523,6 +529,8 @@ def format_context_breakdown(
         )
     else:
         lines.append(f"in use {breakdown.total:,} tokens (window not known: pass --window to see shares)")
+    if curve:
+        lines.append(curve)
     rows: list[tuple[str, int | None]] = []
     if offline:
         rows.append(("system prompt, tools, context files", None))
@@ -566,13 +574,16 @@ def format_context_breakdown(
 
 
 def _context(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from heron.coding.report import build_report, sparkline
+
     with _open(args.file) as store:
         breakdown = session_context_breakdown(store, args.window)
+        curve = sparkline(build_report(store, windows=lambda _model: args.window, transcript=False), window=args.window)
         warnings = list(store.warnings)
     if args.json:
         print(json.dumps(breakdown_json(breakdown, offline=True), indent=2, ensure_ascii=False), file=out)
     else:
-        for line in format_context_breakdown(breakdown, offline=True):
+        for line in format_context_breakdown(breakdown, offline=True, curve=curve):
             print(line, file=out)
     for warning in warnings:
         print(f"warning: {warning}", file=err)

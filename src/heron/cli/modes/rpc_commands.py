@@ -71,6 +71,7 @@ class SessionCommands:
             "get_entries": self._get_entries,
             "get_tree": self._get_tree,
             "get_commands": self._get_commands,
+            "export_report": self._export_report,
         }
 
     # --- state --------------------------------------------------------------------------------
@@ -384,6 +385,11 @@ class SessionCommands:
             if isinstance(entry, MessageEntry):
                 out.append({"entryId": entry_id, "text": message_text(entry.message)})
         return {"messages": out}
+
+    async def _export_report(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        from heron.cli.modes.rpc_report import export_report
+
+        return await export_report(self.session, fields)
 
 
 def _same_file(a: Any, b: Any) -> bool:

@@ -28,7 +28,7 @@ from heron.cli.app import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
-from heron.cli.tui.context_view import format_context
+from heron.cli.tui.context_view import context_curve, format_context
 from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
@@ -508,4 +508,4 @@ class Controller(SessionCommands, ControlCommands):
 
     def _cmd_context(self, args: str) -> None:
         self.renderer.reset_section()
-        self._print(Text(format_context(self.session.context_breakdown())))
+        self._print(Text(format_context(self.session.context_breakdown(), curve=context_curve(self.session))))

@@ -1,0 +1,44 @@
+"""rpc ``export_report``: the session report (docs/report.md) written for an rpc client.
+
+heron's own command, next to pi's ``export_html`` (which heron does not serve): fields
+``outputPath`` (optional; default ``heron-report-<id>.html`` in the session's directory) and
+``full`` (optional bool: embed the whole transcript); the answer is ``{"path": ...}``. The
+page is written on a worker thread, so a large session does not stall the event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from heron.cli.modes.rpc_protocol import CommandError
+from heron.coding.report import write_report
+from heron.coding.report.sources import catalogue_windows
+from heron.coding.runtime import CodingSession
+
+
+async def export_report(session: CodingSession, fields: dict[str, Any]) -> dict[str, Any]:
+    target = fields.get("outputPath")
+    if target is not None and (not isinstance(target, str) or not target.strip()):
+        raise CommandError("outputPath must be a non-empty string")
+    full = fields.get("full", False)
+    if not isinstance(full, bool):
+        raise CommandError("full must be true or false")
+    path = Path(target).expanduser() if target else session.cwd / f"heron-report-{session.store.session_id[:8]}.html"
+    if not path.is_absolute():
+        path = session.cwd / path
+    catalogue = catalogue_windows(session.home)
+    current = f"{session.model.provider}/{session.model.id}"
+
+    def window_of(model: str) -> int | None:
+        return session.window if model == current else catalogue(model)
+
+    reserve = session.settings.compaction.reserve_tokens
+    try:
+        written = await asyncio.to_thread(
+            write_report, session.store, path, windows=window_of, reserve=reserve, full=full
+        )
+    except OSError as exc:
+        raise CommandError(f"could not write the report to {path}: {exc.strerror or exc}") from exc
+    return {"path": str(written)}
