@@ -7,18 +7,24 @@ re-reads, pruning stubs that say how to read again, re-injection after a compact
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import mcp.types as mcp_types
 import pytest
 from acp.schema import ToolCallStart
 
-from heron.agent.tool_meta import PathUse
+from heron.agent.tool_meta import PathUse, ToolCatalog, ToolMeta
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context, ToolCall, ToolResultMessage
 from heron.cli.acp.updates import EventTranslator
+from heron.coding.hooks import HookGroup, HookRunner, claude_tool_input
+from heron.coding.mcp.config import ToolDeclaration, parse_server
+from heron.coding.mcp.tools import declared_meta
+from heron.coding.permissions import PermissionEngine
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.coding.tools.read import ReadTool
@@ -183,3 +189,72 @@ async def test_a_read_kind_tool_gets_what_read_gets(tmp_path: Path, faux: FauxPr
     resumed, _, _ = open_session(project, home, faux, SessionStore.open(store.path), setup)
     assert resumed.system_prompt == prompt
     assert resumed.policy.view(resumed.messages) == view
+
+
+# --- declarations from extensions and MCP servers ----------------------------------------------
+
+
+def test_an_mcp_server_entry_declares_its_tools(tmp_path: Path) -> None:
+    entry = {"command": "srv", "heronTools": {"read_text_file": {"kind": "read", "path": "path"}}}
+    server = parse_server("fs", entry, "user", Path("mcp.json"))
+    assert server.tools == {"read_text_file": ToolDeclaration("read", "path")}
+    assert server.to_json()["heronTools"] == {"read_text_file": {"kind": "read", "path": "path"}}
+    remote = mcp_types.Tool(name="read_text_file", input_schema={"type": "object"})
+    meta = declared_meta(remote, server.tools["read_text_file"])
+    assert (meta.kind, meta.uses({"path": "a.txt"})) == ("read", [PathUse("a.txt")])
+    write = declared_meta(remote, ToolDeclaration("write", "target"))
+    assert write.uses({"target": "b.txt"}) == [PathUse("b.txt", "write")] and write.changes_files
+    # what a server says of a tool of its own: read-only is a read of no known file
+    hinted = mcp_types.Tool(
+        name="q", input_schema={"type": "object"}, annotations=mcp_types.ToolAnnotations(read_only_hint=True)
+    )
+    assert (declared_meta(hinted, None).kind, declared_meta(hinted, None).paths) == ("read", None)
+    assert declared_meta(remote, None).kind == "other"
+    # a declared read tool is covered by Read(...) rules on its file
+    engine = PermissionEngine(cwd=tmp_path, home=tmp_path / "home")
+    engine.tools = ToolCatalog([_Named("mcp__fs__read_text_file", meta)])
+    engine.add_rules("deny", ["Read(secrets/**)"], "test")
+    assert engine.decide("mcp__fs__read_text_file", {"path": "secrets/k"}).behavior == "deny"
+    assert engine.decide("mcp__fs__read_text_file", {"path": "src/a.py"}).behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"heronTools": []},
+        {"heronTools": {"t": {"kind": "reading"}}},
+        {"heronTools": {"t": {"kind": "read", "path": 3}}},
+    ],
+)
+def test_a_bad_declaration_is_an_error_in_the_entry(entry: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="heronTools"):
+        parse_server("fs", {"command": "srv", **entry}, "user", Path("mcp.json"))
+
+
+def test_an_extension_tool_with_an_unknown_kind_is_refused(tmp_path: Path, faux: FauxProvider) -> None:
+    project, home = project_with_files(tmp_path)
+    folder = project / ".heron" / "extensions"
+    folder.mkdir(parents=True)
+    (folder / "bad.py").write_text(PEEK_EXTENSION.replace('kind="read"', 'kind="reading"'))
+    s = CodingSession(
+        cwd=project,
+        model=faux.model(),
+        store=SessionStore.in_memory(project),
+        home=home,
+        settings=settings_from_dict({}),
+    )
+    [problem] = s.extensions.load(trusted=True)
+    assert "unknown tool kind 'reading'" in problem
+    assert "peek" not in [t.name for t in s.tools]
+
+
+def test_hook_matchers_know_a_renamed_read_tool_as_read(tmp_path: Path) -> None:
+    groups = [HookGroup("PreToolUse", re.compile("Read"), ())]
+    runner = HookRunner(groups, tmp_path, dict, ToolCatalog([_Named("view_file", ViewFile.meta)]))
+    assert runner.has("PreToolUse", "view_file") and not runner.has("PreToolUse", "bash")
+    assert claude_tool_input(ViewFile.meta, {"path": "a.py"}, tmp_path)["file_path"] == str(tmp_path / "a.py")
+
+
+class _Named:
+    def __init__(self, name: str, meta: ToolMeta) -> None:
+        self.name, self.meta = name, meta
