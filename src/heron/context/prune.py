@@ -82,7 +82,7 @@ def recovery_hint(result: ToolResultMessage, call: ToolCall | None, tools: ToolC
         return f"Read {path}{extra} again if you need it."
     if meta.kind == "execute":
         return "Re-run the command if you need its output."
-    if meta.kind == "search" and meta.paths is not None:
+    if meta.kind == "search" and any(use.walks for use in uses):
         return f"Run {tool} again if you need the listing."
     return f"Call {tool} again if you need it."
 
@@ -96,7 +96,8 @@ def describe_call(result: ToolResultMessage, call: ToolCall | None, tools: ToolC
     if meta.kind == "execute":
         command = meta.command_of(call.arguments) if call is not None else None
         return f"{tool} `{_shorten(command or '?')}`"
-    if meta.kind == "search" and meta.paths is not None:
+    uses = meta.uses(call.arguments) if call is not None else []
+    if meta.kind == "search" and any(use.walks for use in uses):  # a search of a tree
         pattern = _argument(call, "pattern")
         if pattern is not None:
             return f"{tool} {json.dumps(pattern)}"
