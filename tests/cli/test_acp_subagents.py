@@ -22,6 +22,7 @@ from tests.cli.test_acp_e2e import Editor, fold, heron_acp, new_session, prompt,
 from tests.cli.test_print_json_e2e import GREET, Project, project
 from tests.support.http_server import LocalServer
 from tests.support.sse import openai_reply
+from tests.support.tools import BUILTIN
 
 __all__ = ["project"]
 
@@ -85,7 +86,7 @@ def test_a_subagents_question_names_a_call_the_editor_was_shown(
 
 
 def test_calls_are_matched_across_nested_subagents_and_repeated_ids(tmp_path: Path) -> None:
-    translator = EventTranslator(tmp_path)
+    translator = EventTranslator(tmp_path, BUILTIN)
     translator.translate(
         ToolExecutionStartEvent(
             tool_call_id="t1", tool_name="task", args={"description": "look around here", "agent": "scout"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp.schema import (
@@ -23,6 +24,7 @@ from heron.cli.acp import guard, permissions, toolcalls
 from heron.cli.acp.prompting import PromptError, prompt_content
 from heron.coding.control import PermissionPrompt
 from heron.coding.permissions import Decision
+from tests.support.tools import BUILTIN
 
 CWD = Path("/work/project")
 
@@ -43,32 +45,38 @@ CWD = Path("/work/project")
     ],
 )
 def test_kinds(name: str, kind: str) -> None:
-    assert toolcalls.tool_kind(name) == kind
+    assert toolcalls.tool_kind(BUILTIN.meta(name)) == kind
 
 
 def test_titles_and_locations() -> None:
-    assert toolcalls.title("read", {"path": "src/a.py", "offset": 10, "limit": 5}, CWD) == "Read src/a.py (10-14)"
-    assert toolcalls.title("read", {"path": "/elsewhere/b.py"}, CWD) == "Read /elsewhere/b.py"
-    assert toolcalls.title("bash", {"command": "make test\nmake lint"}, CWD) == "`make test`"
-    assert toolcalls.title("grep", {"pattern": "TODO", "path": "src"}, CWD) == "grep TODO in src"
-    assert toolcalls.title("mcp__x__y", {}, CWD) == "mcp__x__y"
-    [where] = toolcalls.locations("read", {"path": "@src/a.py", "offset": 10}, CWD)
+    def title(name: str, args: dict[str, Any]) -> str:
+        return toolcalls.title(name, BUILTIN.meta(name), args, CWD)
+
+    assert title("read", {"path": "src/a.py", "offset": 10, "limit": 5}) == "Read src/a.py (10-14)"
+    assert title("read", {"path": "/elsewhere/b.py"}) == "Read /elsewhere/b.py"
+    assert title("bash", {"command": "make test\nmake lint"}) == "`make test`"
+    assert title("grep", {"pattern": "TODO", "path": "src"}) == "grep TODO in src"
+    assert title("ls", {"path": "src"}) == "List src"
+    assert title("mcp__x__y", {}) == "mcp__x__y"
+    [where] = toolcalls.locations(BUILTIN.meta("read"), {"path": "@src/a.py", "offset": 10}, CWD)
     assert (where.path, where.line) == ("/work/project/src/a.py", 10)
-    assert toolcalls.locations("bash", {"command": "ls"}, CWD) == []
-    assert toolcalls.locations("read", {"path": 5}, CWD) == []
+    assert toolcalls.locations(BUILTIN.meta("bash"), {"command": "ls"}, CWD) == []
+    assert toolcalls.locations(BUILTIN.meta("read"), {"path": 5}, CWD) == []
 
 
 def test_diffs_for_edits_and_writes() -> None:
     edits = toolcalls.diffs(
-        "edit", {"path": "a.py", "edits": [{"old_text": "a", "new_text": "b"}, {"old_text": "c", "new_text": "d"}]}, CWD
+        BUILTIN.meta("edit"),
+        {"path": "a.py", "edits": [{"old_text": "a", "new_text": "b"}, {"old_text": "c", "new_text": "d"}]},
+        CWD,
     )
     assert [(d.path, d.old_text, d.new_text) for d in edits] == [
         ("/work/project/a.py", "a", "b"),
         ("/work/project/a.py", "c", "d"),
     ]
-    [write] = toolcalls.diffs("write", {"path": "n.txt", "content": "x"}, CWD)
+    [write] = toolcalls.diffs(BUILTIN.meta("write"), {"path": "n.txt", "content": "x"}, CWD)
     assert (write.old_text, write.new_text) == (None, "x")
-    assert toolcalls.diffs("edit", {"path": "a.py", "old_text": 3}, CWD) == []
+    assert toolcalls.diffs(BUILTIN.meta("edit"), {"path": "a.py", "old_text": 3}, CWD) == []
 
 
 def test_permission_options_and_answers() -> None:

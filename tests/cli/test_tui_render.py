@@ -28,6 +28,7 @@ from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.session.store import SessionStore
 from tests.cli.tui_helpers import output, recording_console
+from tests.support.tools import BUILTIN
 
 # --- BlockSplitter ------------------------------------------------------------------------
 
@@ -127,11 +128,11 @@ def test_tables_and_code_are_never_cut_early() -> None:
     ],
 )
 def test_describe_call(name: str, args: dict[str, object], expected: str) -> None:
-    assert describe_call(name, args) == expected
+    assert describe_call(name, BUILTIN.meta(name), args) == expected
 
 
 def test_describe_call_is_cut_to_the_width() -> None:
-    line = describe_call("bash", {"command": "echo " + "x" * 300}, width=40)
+    line = describe_call("bash", BUILTIN.meta("bash"), {"command": "echo " + "x" * 300}, width=40)
     assert len(line) <= 40 and line.endswith("…")
 
 

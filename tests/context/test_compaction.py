@@ -46,6 +46,7 @@ from heron.context.summary_chunks import MERGE_PROMPT, parse_summary
 from heron.context.view import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, CustomMessageEntry, MessageEntry
 from heron.session.store import SessionStore
+from tests.support.tools import BUILTIN
 
 # --- building sessions ------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ def store_of(*items: Any) -> tuple[SessionStore, list[str]]:
 
 
 def plan_of(store: SessionStore, keep: int) -> CompactionPlan | None:
-    return prepare_compaction(store.path_to(store.leaf_id), CompactionSettings(keep_recent_tokens=keep))
+    return prepare_compaction(store.path_to(store.leaf_id), CompactionSettings(keep_recent_tokens=keep), BUILTIN)
 
 
 def index_of(store: SessionStore, entry_id: str) -> int:

@@ -37,6 +37,7 @@ from heron.context.invariants import (
     mode_from,
 )
 from heron.context.view import GONE_PREFIX, REINJECTED_FILES_TYPE
+from tests.support.tools import BUILTIN
 
 CWD = Path("/work/project")
 UNCHANGED = "[File unchanged since you last read it at 10:00:00; its content is already in the conversation above.]"
@@ -130,6 +131,7 @@ def snapshot(
         floor_ms=floor_ms,
         model=model,
         over_threshold_reason=over,
+        tools=BUILTIN,
     )
 
 

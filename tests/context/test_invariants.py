@@ -64,6 +64,7 @@ from heron.session.entries import (
     iso_to_ms,
 )
 from heron.session.store import SessionStore
+from tests.support.tools import BUILTIN
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")
 SAME_MODEL = Model(id="faux-1", api="faux", provider="faux")
@@ -281,7 +282,7 @@ class Builder:
         held = sum(message_tokens(e.message) for e in path if isinstance(e, MessageEntry))
         keep = max(1, min(self.settings.keep_recent_tokens, int(held * keep_share)))
         settings = CompactionSettings(self.settings.reserve_tokens, keep)
-        plan = prepare_compaction(path, settings)
+        plan = prepare_compaction(path, settings, BUILTIN)
         if plan is None:
             return
         before = self.store.entries()
@@ -374,7 +375,7 @@ def request_messages(store: SessionStore, model: Model) -> tuple[list[Message], 
     """The leaf's request through the real pipeline: (before adapt_messages, after it)."""
     messages = build_context(store, store.leaf_id).messages
     state = PruneState()
-    extend_pruning(messages, state)
+    extend_pruning(messages, state, tools=BUILTIN)
     converted = convert_to_llm(apply_pruning(messages, state))
     rule = openai_chat_tool_id if model is OTHER_MODEL else (lambda i: i)
     return converted, adapt_messages(converted, model, rule)

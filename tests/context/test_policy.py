@@ -32,6 +32,7 @@ from heron.context.policy import MIN_LEARNED_WINDOW, ContextFull, ContextPolicy,
 from heron.context.view import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
+from tests.support.tools import BUILTIN
 
 FIXED = 50  # the system prompt and tools of these tests, in tokens
 # A step past 9,000 tokens (of a 16,000 window's 12,000 budget) that prunes everything older
@@ -125,6 +126,7 @@ class Session:
             ledger=self.ledger,
             model=lambda: self.model,
             fixed_tokens=lambda: FIXED,
+            tools=BUILTIN,
         )
 
     def add(self, messages: Sequence[AgentMessage]) -> None:

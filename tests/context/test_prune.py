@@ -6,6 +6,7 @@ import copy
 
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.context.prune import MIN_PRUNE_CHARS, PruneState, apply_pruning, extend_pruning, prunable
+from tests.support.tools import BUILTIN
 
 
 def turn(i: int, tool: str = "read", args: dict[str, object] | None = None, size: int = 2_000) -> list[object]:
@@ -49,7 +50,7 @@ def test_stubs_say_what_was_there_and_how_to_get_it_back() -> None:
     messages[-1].details = {"full_output_path": "/tmp/out.log"}  # type: ignore[attr-defined]
     messages += turn(4) + turn(5) + turn(6)
     state = PruneState()
-    records = extend_pruning(messages, state, keep_turns=3)
+    records = extend_pruning(messages, state, keep_turns=3, tools=BUILTIN)
     texts = {cid: stub.text() for cid, stub in state.stubs.items()}
     assert texts["c0"] == (
         "[Pruned from the context to save space: the result of read src/app.py (2,000 chars, 1 lines). "
@@ -72,33 +73,33 @@ def test_pruning_is_in_memory_and_deterministic() -> None:
     messages = session(8)
     original = copy.deepcopy(messages)
     state = PruneState()
-    extend_pruning(messages, state, keep_turns=3)
+    extend_pruning(messages, state, keep_turns=3, tools=BUILTIN)
     first = apply_pruning(messages, state)
     second = apply_pruning(messages, state)
     assert messages == original  # the stored list is untouched
     assert [m is n for m, n in zip(first, second, strict=True)] == [True] * len(first)  # same objects reused
     again = PruneState()
-    extend_pruning(copy.deepcopy(messages), again, keep_turns=3)
+    extend_pruning(copy.deepcopy(messages), again, keep_turns=3, tools=BUILTIN)
     assert [s.text() for s in again.stubs.values()] == [s.text() for s in state.stubs.values()]
 
 
 def test_pruning_moves_in_steps() -> None:
     messages = session(8)
     state = PruneState()
-    assert len(extend_pruning(messages, state, keep_turns=3)) == 5
+    assert len(extend_pruning(messages, state, keep_turns=3, tools=BUILTIN)) == 5
     before = apply_pruning(messages, state)
     messages += turn(8)  # a new turn: nothing changes until the next step is taken
     after = apply_pruning(messages, state)
     assert after[: len(before)] == before
-    assert len(extend_pruning(messages, state, keep_turns=3)) == 1
-    assert extend_pruning(messages, state, keep_turns=3) == []
+    assert len(extend_pruning(messages, state, keep_turns=3, tools=BUILTIN)) == 1
+    assert extend_pruning(messages, state, keep_turns=3, tools=BUILTIN) == []
 
 
 def test_stub_keeps_the_pairing_and_error_flag() -> None:
     messages = session(5)
     messages[2].is_error = True  # type: ignore[attr-defined]
     state = PruneState()
-    extend_pruning(messages, state, keep_turns=1)
+    extend_pruning(messages, state, keep_turns=1, tools=BUILTIN)
     pruned = apply_pruning(messages, state)
     for original, new in zip(messages, pruned, strict=True):
         assert type(original) is type(new)
@@ -113,6 +114,6 @@ def test_stub_keeps_the_pairing_and_error_flag() -> None:
 def test_a_step_too_small_to_pay_for_the_cache_miss_is_not_taken() -> None:
     messages = session(5)  # two prunable results of 2,000 chars: about 1,000 tokens to gain
     state = PruneState()
-    assert extend_pruning(messages, state, keep_turns=3, min_saving_tokens=5_000) == []
+    assert extend_pruning(messages, state, keep_turns=3, min_saving_tokens=5_000, tools=BUILTIN) == []
     assert len(state) == 0
-    assert len(extend_pruning(messages, state, keep_turns=3, min_saving_tokens=500)) == 2
+    assert len(extend_pruning(messages, state, keep_turns=3, min_saving_tokens=500, tools=BUILTIN)) == 2

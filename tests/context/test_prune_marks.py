@@ -35,6 +35,7 @@ from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WA
 from heron.context.view import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
+from tests.support.tools import BUILTIN
 
 FIXED = 50
 OLD = now_ms() - 3_600_000
@@ -86,6 +87,7 @@ class Session:
             ledger=Ledger(),
             model=lambda: self.model,
             fixed_tokens=lambda: FIXED,
+            tools=BUILTIN,
         )
 
     def add(self, messages: Sequence[AgentMessage]) -> None:
@@ -131,12 +133,12 @@ def test_a_step_stops_at_its_target_oldest_results_first() -> None:
     messages: list[Any] = [UserMessage(content="go", timestamp=0)]
     for i in range(6):
         messages += read_turn(i, 4_000)
-    stubs, records = prune_step(messages, (), keep_turns=1, target_saving_tokens=1_500)
+    stubs, records = prune_step(messages, (), keep_turns=1, target_saving_tokens=1_500, tools=BUILTIN)
     assert sorted(stubs) == ["c0", "c1"]  # 1,000 tokens each minus the stub: two reach 1,500
     assert [r.ref for r in records] == ["c0", "c1"]
-    everything, _ = prune_step(messages, (), keep_turns=1)
+    everything, _ = prune_step(messages, (), keep_turns=1, tools=BUILTIN)
     assert sorted(everything) == ["c0", "c1", "c2", "c3", "c4"]  # no target: every candidate
-    assert prune_step(messages, (), keep_turns=1, min_saving_tokens=10_000)[0] == {}  # too small a step
+    assert prune_step(messages, (), keep_turns=1, min_saving_tokens=10_000, tools=BUILTIN)[0] == {}  # too small a step
 
 
 def test_nothing_is_pruned_below_the_high_water_mark(make: Any) -> None:

@@ -34,6 +34,7 @@ from heron.context.view import (
 )
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
+from tests.support.tools import BUILTIN
 
 CWD = Path("/work/project")
 UNCHANGED = "[File unchanged since you last read it at 10:00:00; its content is already in the conversation above.]"
@@ -228,7 +229,7 @@ def prunable_conversation() -> list[AgentMessage]:
 def test_recorded_stubs_replace_their_results_byte_identically_on_every_call() -> None:
     messages = prunable_conversation()
     decisions = ContextDecisions(stubs={"c1": "[Pruned: read a.txt]", "c2": "[Pruned: bash make]"})
-    builder = ViewBuilder(CWD)
+    builder = ViewBuilder(CWD, BUILTIN)
     first, second = builder.apply(messages, decisions), builder.apply(messages, decisions)
     assert [m.text() for m in first if isinstance(m, ToolResultMessage)] == [
         "[Pruned: read a.txt]",
@@ -238,7 +239,7 @@ def test_recorded_stubs_replace_their_results_byte_identically_on_every_call() -
     assert wire(first) == wire(second)
     assert all(a is b for a, b in zip(first, second, strict=True))  # the same objects: nothing re-made
     # A new builder (a new process) makes the same bytes from the same decisions.
-    assert wire(ViewBuilder(CWD).apply(messages, decisions)) == wire(first)
+    assert wire(ViewBuilder(CWD, BUILTIN).apply(messages, decisions)) == wire(first)
     # The stub keeps what the session knows about the call: id, tool, details, time.
     stub, original = first[2], messages[2]
     assert isinstance(stub, ToolResultMessage) and isinstance(original, ToolResultMessage)
@@ -255,7 +256,7 @@ def test_recorded_stubs_replace_their_results_byte_identically_on_every_call() -
 def test_after_reset_the_builder_still_makes_the_same_bytes() -> None:
     messages = prunable_conversation()
     decisions = ContextDecisions(stubs={"c1": "[Pruned]"})
-    builder = ViewBuilder(CWD)
+    builder = ViewBuilder(CWD, BUILTIN)
     before = wire(builder.apply(messages, decisions))
     builder.reset()
     assert wire(builder.apply(messages, decisions)) == before
@@ -263,7 +264,7 @@ def test_after_reset_the_builder_still_makes_the_same_bytes() -> None:
 
 def test_no_decisions_no_change() -> None:
     messages = prunable_conversation()
-    view = ViewBuilder(CWD).apply(messages, ContextDecisions())
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions())
     assert all(a is b for a, b in zip(view, messages, strict=True))
 
 
@@ -280,7 +281,7 @@ def dedup_conversation(first: ToolResultMessage | None = None, **first_args: Any
 
 def test_a_dedup_stub_whose_content_is_earlier_in_the_view_stays() -> None:
     messages = dedup_conversation(read_result("c1", "content " * 100))
-    view = ViewBuilder(CWD).apply(messages, ContextDecisions())
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions())
     assert view[-1] is messages[-1]
     assert view[-1].text() == UNCHANGED  # type: ignore[union-attr]
 
@@ -288,7 +289,7 @@ def test_a_dedup_stub_whose_content_is_earlier_in_the_view_stays() -> None:
 @pytest.mark.parametrize("path", ["./data/big.txt", "data/../data/big.txt", str(CWD / "data/big.txt"), "@data/big.txt"])
 def test_the_referent_is_found_by_resolved_path(path: str) -> None:
     messages = dedup_conversation(read_result("c1", "content"), path=path)
-    assert ViewBuilder(CWD).apply(messages, ContextDecisions())[-1].text() == UNCHANGED  # type: ignore[union-attr]
+    assert ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions())[-1].text() == UNCHANGED  # type: ignore[union-attr]
 
 
 def assert_gone(view: Sequence[AgentMessage], shown: str = "data/big.txt") -> None:
@@ -301,7 +302,7 @@ def assert_gone(view: Sequence[AgentMessage], shown: str = "data/big.txt") -> No
 
 def test_a_dedup_stub_whose_referent_was_pruned_becomes_the_gone_note() -> None:
     messages = dedup_conversation(read_result("c1", "content " * 100))
-    view = ViewBuilder(CWD).apply(messages, ContextDecisions(stubs={"c1": "[Pruned: read data/big.txt]"}))
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions(stubs={"c1": "[Pruned: read data/big.txt]"}))
     assert view[2].text() == "[Pruned: read data/big.txt]"  # type: ignore[union-attr]
     assert_gone(view)
     note = view[-1]
@@ -311,7 +312,7 @@ def test_a_dedup_stub_whose_referent_was_pruned_becomes_the_gone_note() -> None:
 
 def test_a_dedup_stub_without_any_earlier_read_becomes_the_gone_note() -> None:
     # e.g. the referent was summarised by a compaction, or lives on another branch.
-    assert_gone(ViewBuilder(CWD).apply(dedup_conversation(None), ContextDecisions()))
+    assert_gone(ViewBuilder(CWD, BUILTIN).apply(dedup_conversation(None), ContextDecisions()))
 
 
 @pytest.mark.parametrize(
@@ -337,7 +338,7 @@ def test_a_dedup_stub_without_any_earlier_read_becomes_the_gone_note() -> None:
     ids=["offset", "limit", "other-file", "error", "spilled", "no-details", "stub"],
 )
 def test_a_dedup_stub_needs_the_same_range_present_whole(first: ToolResultMessage, args: dict[str, Any]) -> None:
-    view = ViewBuilder(CWD).apply(dedup_conversation(first, **args), ContextDecisions())
+    view = ViewBuilder(CWD, BUILTIN).apply(dedup_conversation(first, **args), ContextDecisions())
     assert_gone(view)
 
 
@@ -345,21 +346,21 @@ def test_a_referent_after_the_stub_does_not_count() -> None:
     messages: list[AgentMessage] = [user("go")]
     messages += read_turn("c2", "data/big.txt", dedup_result("c2"))
     messages += read_turn("c3", "data/big.txt", read_result("c3", "content"))
-    view = ViewBuilder(CWD).apply(messages, ContextDecisions())
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions())
     assert view[2].text().startswith(GONE_PREFIX)  # type: ignore[union-attr]
 
 
 def test_the_gone_note_is_the_same_object_on_every_call() -> None:
     messages = dedup_conversation(None)
-    builder = ViewBuilder(CWD)
+    builder = ViewBuilder(CWD, BUILTIN)
     first, second = builder.apply(messages, ContextDecisions()), builder.apply(messages, ContextDecisions())
     assert first[-1] is second[-1]
-    assert wire(ViewBuilder(CWD).apply(messages, ContextDecisions())) == wire(first)
+    assert wire(ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions())) == wire(first)
 
 
 def test_a_pruned_dedup_stub_carries_its_prune_stub_not_the_gone_note() -> None:
     messages = dedup_conversation(None)
-    view = ViewBuilder(CWD).apply(messages, ContextDecisions(stubs={"c2": "[Pruned]"}))
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions(stubs={"c2": "[Pruned]"}))
     assert view[-1].text() == "[Pruned]"  # type: ignore[union-attr]
 
 
@@ -368,7 +369,7 @@ def test_a_dedup_stub_whose_referent_was_pruned_is_not_kept_alive_by_an_older_ve
     messages += read_turn("c1", "data/big.txt", read_result("c1", "old small content", mtime=100, size=17))
     messages += read_turn("c2", "data/big.txt", read_result("c2", "new " * 1_000, mtime=200, size=4_000))
     messages += read_turn("c3", "data/big.txt", dedup_result("c3", mtime=200, size=4_000))
-    view = ViewBuilder(CWD).apply(messages, ContextDecisions(stubs={"c2": "[Pruned: read data/big.txt]"}))
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, ContextDecisions(stubs={"c2": "[Pruned: read data/big.txt]"}))
     # The content the stub points at (mtime 200) is gone; what is left is the old version.
     assert_gone(view)
 
@@ -381,7 +382,7 @@ def test_read_index_finds_whole_reads_by_resolved_range() -> None:
     messages += read_turn("c1", "src/app.py", read_result("c1", "x", mtime=7, size=70))
     messages += read_turn("c2", "src/app.py", read_result("c2", "y", mtime=8, size=80), offset=5, limit=10)
     messages += read_turn("c3", "~/notes.txt", read_result("c3", "z", mtime=9, size=90))
-    index = ReadIndex.of_view(messages, CWD)
+    index = ReadIndex.of_view(messages, CWD, tools=BUILTIN)
     assert len(index) == 3
     whole = index.find(str(CWD / "src/app.py"), None, None)
     assert whole is not None and (whole.tool_call_id, whole.mtime_ns, whole.size) == ("c1", 7, 70)
@@ -398,7 +399,7 @@ def test_read_index_keeps_the_latest_whole_read_of_a_range() -> None:
     messages += read_turn("c1", "a.py", read_result("c1", "v1", mtime=1, size=2))
     messages += read_turn("c2", "a.py", read_result("c2", "v2", mtime=2, size=2))
     messages += read_turn("c3", "a.py", dedup_result("c3", mtime=2, size=2))
-    found = ReadIndex.of_view(messages, CWD).find(str(CWD / "a.py"), None, None)
+    found = ReadIndex.of_view(messages, CWD, tools=BUILTIN).find(str(CWD / "a.py"), None, None)
     assert found is not None and found.tool_call_id == "c2" and found.mtime_ns == 2
 
 
@@ -424,7 +425,7 @@ def test_read_index_ignores_errors_spills_stubs_and_other_tools() -> None:
         ),
     ]
     messages.append(read_result("orphan", "no call"))  # a result without its call: no range known
-    index = ReadIndex.of_view(messages, CWD)
+    index = ReadIndex.of_view(messages, CWD, tools=BUILTIN)
     assert len(index) == 0
 
 
@@ -432,18 +433,20 @@ def test_read_index_ignores_pruned_reads() -> None:
     messages: list[AgentMessage] = [user("go")]
     messages += read_turn("c1", "data/big.txt", read_result("c1", "content " * 500))
     decisions = ContextDecisions(stubs={"c1": "[Pruned from the context to save space: read data/big.txt]"})
-    view = ViewBuilder(CWD).apply(messages, decisions)
+    view = ViewBuilder(CWD, BUILTIN).apply(messages, decisions)
     assert view[2].text().startswith("[Pruned")  # type: ignore[union-attr]
     # the policy passes the pruned ids: a stub keeps the original details, but not the content
-    assert ReadIndex.of_view(view, CWD, decisions.stubs).find(str(CWD / "data/big.txt"), None, None) is None
+    assert (
+        ReadIndex.of_view(view, CWD, decisions.stubs, tools=BUILTIN).find(str(CWD / "data/big.txt"), None, None) is None
+    )
 
 
 def test_read_index_of_the_view_forgets_a_read_that_left_it() -> None:
     """What a compaction did: the read is no longer in the view, so it is not found."""
     earlier: list[AgentMessage] = [user("go"), *read_turn("c1", "a.py", read_result("c1", "x"))]
-    assert ReadIndex.of_view(earlier, CWD).find(str(CWD / "a.py"), None, None) is not None
+    assert ReadIndex.of_view(earlier, CWD, tools=BUILTIN).find(str(CWD / "a.py"), None, None) is not None
     after = [CompactionSummaryMessage(summary="read a.py", timestamp=10), user("next")]
-    assert ReadIndex.of_view(after, CWD).find(str(CWD / "a.py"), None, None) is None
+    assert ReadIndex.of_view(after, CWD, tools=BUILTIN).find(str(CWD / "a.py"), None, None) is None
 
 
 # --- ContextDecisions ---------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from heron.agent.messages import (
     convert_to_llm,
     register_message_type,
 )
+from heron.agent.tool_meta import PathUse, ToolCatalog, ToolKind, ToolMeta
 from heron.agent.tools import (
     AfterToolCallResult,
     AgentTool,
@@ -70,11 +71,15 @@ __all__ = [
     "MessageStartEvent",
     "MessageUpdateEvent",
     "OpaqueMessage",
+    "PathUse",
     "ToolCallContext",
+    "ToolCatalog",
     "ToolError",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",
+    "ToolKind",
+    "ToolMeta",
     "ToolParams",
     "ToolResult",
     "TurnEndEvent",

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from heron.agent.tool_meta import OTHER, ToolMeta
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent, Tool, ToolCall
 
@@ -54,13 +55,16 @@ class AgentTool(Generic[P]):
     """Subclass with ``name``, ``description``, ``parameters`` and ``execute``.
 
     ``concurrency_key`` lets calls that touch the same resource run one after the other
-    (two edits of one file), while everything else runs in parallel.
+    (two edits of one file), while everything else runs in parallel. ``meta`` says what
+    the tool is - its kind and the files a call touches (:mod:`heron.agent.tool_meta`) -
+    for every layer that treats tools differently; the default is ``other``, no files.
     """
 
     name: str
     label: str = ""
     description: str
     parameters: type[P]
+    meta: ToolMeta = OTHER
 
     async def execute(self, call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
         raise NotImplementedError
@@ -84,10 +88,12 @@ class FunctionTool(AgentTool[P]):
         parameters: type[P],
         fn: Callable[[str, P, AbortSignal, UpdateCallback], Awaitable[ToolResult]],
         concurrency_key: Callable[[P], str | None] | None = None,
+        meta: ToolMeta = OTHER,
     ) -> None:
         self.name = name
         self.description = description
         self.parameters = parameters
+        self.meta = meta
         self._fn = fn
         self._key = concurrency_key
 

@@ -353,6 +353,8 @@ def compact_plan(
     """What compacting the leaf would do, computed with :func:`prepare_compaction` (the
     runtime's own cut-point search) and nothing else: no entry is written, no model is
     called. Indices are 0-based positions in the file's entry list without the header."""
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.tools import builtin_meta
     from heron.context.budget import estimate_context_tokens
     from heron.context.compaction import CompactionSettings, prepare_compaction
 
@@ -365,7 +367,7 @@ def compact_plan(
     indices = store.path_indices() if leaf is not None else []
     path = store.path_to(leaf) if leaf is not None else []
     tokens_before = estimate_context_tokens(store.build_context().messages)
-    plan = prepare_compaction(path, settings)
+    plan = prepare_compaction(path, settings, ToolCatalog(fallback=builtin_meta))  # the built-in tools' calls
     out: dict[str, Any] = {
         "path": str(store.path) if store.path is not None else None,
         "leaf_index": store.leaf_index,

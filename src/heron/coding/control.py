@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 from heron.agent.agent import Agent
 from heron.agent.messages import AgentMessage, ExtensionMessage
+from heron.agent.tool_meta import OTHER, ToolCatalog, ToolMeta
 from heron.agent.tools import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ToolResult
 from heron.ai.types import AssistantMessage, StopReason, TextContent
 from heron.coding.checkpoints import Checkpoints
@@ -55,6 +56,7 @@ class PermissionPrompt:
     tool: str
     args: dict[str, Any]
     decision: Decision
+    meta: ToolMeta = OTHER  # what the tool is: how a UI shows the call
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,7 @@ class SessionLike(Protocol):
     api_key: str | None
     env: ToolEnv
     agent: Agent
+    tool_catalog: ToolCatalog
 
 
 class Control:
@@ -113,6 +116,7 @@ class Control:
         scopes = load_scopes(self.cwd, self.home)
         self.warnings: list[str] = []
         self.permissions = PermissionEngine.from_scopes(self.cwd, self.home, scopes, trusted=self.trusted)
+        self.permissions.tools = self.session.tool_catalog  # what each of the session's tools is
         if mode is not None:
             self.permissions.mode = mode
         self.permissions.add_rules("allow", self.cli_rules, "--allow")
@@ -125,7 +129,10 @@ class Control:
         self.secrets = SecretPolicy.for_heron(self.home, pass_through, [self.session.api_key])
         REDACTOR.add(known_secret_values(self.secrets, self.home))
         self.hooks = HookRunner(
-            parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings), self.cwd, self.child_env
+            parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings),
+            self.cwd,
+            self.child_env,
+            self.session.tool_catalog,
         )
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
         self.warnings.extend(self.permissions.warnings)
@@ -210,9 +217,10 @@ class Control:
         call, tool = ctx.tool_call, ctx.tool_call.name
         args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
         approved = False
+        meta = self.permissions.tools.meta(tool)
         if self.hooks.has("PreToolUse", tool):
             outcome = await self.hooks.run(
-                "PreToolUse", self._payload(tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd)), tool
+                "PreToolUse", self._payload(tool_name=tool, tool_input=claude_tool_input(meta, args, self.cwd)), tool
             )
             self._notes[call.id] = self._hook_problems("PreToolUse", outcome, call.id)
             if outcome.context:
@@ -253,7 +261,8 @@ class Control:
     ) -> BeforeToolCallResult | None:
         if self.asker is None:
             return BeforeToolCallResult(block=True, reason=self._ask_hint(tool, decision))
-        reply = await self.asker(PermissionPrompt(call_id, tool, args, decision))
+        meta = self.permissions.tools.meta(tool)
+        reply = await self.asker(PermissionPrompt(call_id, tool, args, decision, meta))
         self._record("permission", call_id, tool, reply.reason or "", {"decision": reply.answer, "reason": "user"})
         if reply.answer == "allow_always" and decision.reason == "rule" and decision.rule is not None:
             self._session_approvals.add((decision.rule.text, decision.suggestion))
@@ -291,6 +300,7 @@ class Control:
     async def after_tool_call(self, ctx: ToolCallContext, result: ToolResult) -> AfterToolCallResult | None:
         call, tool = ctx.tool_call, ctx.tool_call.name
         notes = self._notes.pop(call.id, [])
+        meta = self.permissions.tools.meta(tool)
         if self.hooks.has("PostToolUse", tool):
             args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
             response = {
@@ -301,7 +311,7 @@ class Control:
             outcome = await self.hooks.run(
                 "PostToolUse",
                 self._payload(
-                    tool_name=tool, tool_input=claude_tool_input(tool, args, self.cwd), tool_response=response
+                    tool_name=tool, tool_input=claude_tool_input(meta, args, self.cwd), tool_response=response
                 ),
                 tool,
             )

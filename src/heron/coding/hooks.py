@@ -3,8 +3,10 @@
 ``"hooks"`` in a settings file maps an event (``PreToolUse``, ``PostToolUse``,
 ``UserPromptSubmit``, ``SessionStart``, ``Stop``, ``PreCompact``, ``SubagentStop``) to a list
 of ``{"matcher": "<tool regex>", "hooks": [{"type": "command", "command": "...",
-"timeout": 60}]}``. A matcher is matched against heron's tool name and Claude Code's
-(``Bash`` matches ``bash``); an empty or missing matcher (or ``*``) matches every tool.
+"timeout": 60}]}``. A matcher is matched against heron's tool name and Claude Code's, by
+what the tool declares (``Bash`` matches every tool that runs shell commands, ``Read``
+every ``read``-kind tool with files, ``Grep`` the tool whose alias it is); an empty or
+missing matcher (or ``*``) matches every tool.
 
 Each hook gets a JSON object on stdin (``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name``, and per event ``tool_name``/``tool_input``/``tool_response``,
@@ -34,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heron.agent.tool_meta import ToolCatalog, ToolKind, ToolMeta
 from heron.coding.permissions.scopes import Scope
+from heron.coding.tools import builtin_meta
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "SubagentStop")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
@@ -45,16 +49,18 @@ DEFAULT_MAX_CONTINUATIONS = 5
 # custom_type of the message a blocking Stop/SubagentStop hook adds (in context as a user message)
 HOOK_MESSAGE_TYPE = "heron.hook_feedback"
 OUTPUT_LIMIT = 64 * 1024  # characters of a hook's stdout/stderr kept
-# heron's tool names -> Claude Code's, so a matcher written for either matches.
-CLAUDE_NAMES = {
-    "bash": "Bash",
-    "read": "Read",
-    "edit": "Edit",
-    "write": "Write",
-    "grep": "Grep",
-    "find": "Glob",
-    "ls": "LS",
-}
+# What Claude Code calls a tool of each kind (one with files, or a shell command), so a
+# matcher written for Claude Code matches; other names come from a tool's aliases.
+CLAUDE_KIND_NAMES: dict[ToolKind, str] = {"read": "Read", "edit": "Edit", "write": "Write", "execute": "Bash"}
+
+
+def tool_names(tool: str, meta: ToolMeta) -> set[str]:
+    """The names a hook matcher may use for ``tool``: its own, its aliases, Claude Code's."""
+    names = {tool, *meta.aliases}
+    claude = CLAUDE_KIND_NAMES.get(meta.kind)
+    if claude is not None and (meta.paths is not None or meta.command is not None):
+        names.add(claude)
+    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +76,10 @@ class HookGroup:
     matcher: re.Pattern[str] | None
     hooks: tuple[CommandHook, ...]
 
-    def matches(self, tool: str | None) -> bool:
-        if self.matcher is None or tool is None:
+    def matches(self, names: set[str] | None) -> bool:
+        """``names``: what the tool (or the sub-agent type) is called; None: not about one."""
+        if self.matcher is None or names is None:
             return True
-        names = {tool, CLAUDE_NAMES.get(tool, tool)}
         return any(self.matcher.fullmatch(name) for name in names)
 
 
@@ -166,15 +172,16 @@ def max_continuations(scopes: Iterable[Scope], *, trusted: bool, warnings: list[
     return cap
 
 
-def claude_tool_input(tool: str, args: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
+def claude_tool_input(meta: ToolMeta, args: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
     """``tool_input`` for a hook: heron's arguments plus Claude Code's names for them
-    (``file_path`` absolute, ``old_string``/``new_string``), so a hook written for Claude
-    Code (``jq -r .tool_input.file_path``) works unchanged."""
+    (``file_path`` absolute - the first file a read, edit or write tool declares -,
+    ``old_string``/``new_string``), so a hook written for Claude Code
+    (``jq -r .tool_input.file_path``) works unchanged."""
     out = dict(args)
-    path = args.get("path")
-    if tool in ("read", "edit", "write") and isinstance(path, str) and path.strip():
-        out.setdefault("file_path", os.path.normpath(cwd / os.path.expanduser(path)))
-    if tool == "edit":
+    uses = meta.uses(args) if meta.kind in ("read", "edit", "write") else []
+    if uses:
+        out.setdefault("file_path", uses[0].resolved(cwd))
+    if meta.kind == "edit":
         for ours, theirs in (("old_text", "old_string"), ("new_text", "new_string")):
             if ours in args:
                 out.setdefault(theirs, args[ours])
@@ -224,16 +231,32 @@ class HookRunner:
 
     kill_grace = 1.0
 
-    def __init__(self, groups: list[HookGroup], cwd: Path, child_env: Callable[[], dict[str, str]]) -> None:
+    def __init__(
+        self,
+        groups: list[HookGroup],
+        cwd: Path,
+        child_env: Callable[[], dict[str, str]],
+        tools: ToolCatalog | None = None,
+    ) -> None:
         self.groups = groups
         self.cwd = cwd
         self.child_env = child_env
+        # what each tool is (the session's tools; built-in names by default): how matchers match
+        self.tools = tools if tools is not None else ToolCatalog(fallback=builtin_meta)
+
+    def _names(self, tool: str | None, is_tool: bool) -> set[str] | None:
+        if tool is None:
+            return None
+        return tool_names(tool, self.tools.meta(tool)) if is_tool else {tool}
 
     def has(self, event: str, tool: str | None = None) -> bool:
-        return any(g.event == event and g.matches(tool) for g in self.groups)
+        """``tool``: the tool (or, for SubagentStop, the sub-agent type) the event is about."""
+        names = self._names(tool, event in TOOL_EVENTS)
+        return any(g.event == event and g.matches(names) for g in self.groups)
 
     async def run(self, event: str, payload: dict[str, Any], tool: str | None = None) -> HookOutcome:
-        hooks = [h for g in self.groups if g.event == event and g.matches(tool) for h in g.hooks]
+        names = self._names(tool, event in TOOL_EVENTS)
+        hooks = [h for g in self.groups if g.event == event and g.matches(names) for h in g.hooks]
         outcome = HookOutcome()
         if not hooks:
             return outcome

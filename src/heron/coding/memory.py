@@ -98,32 +98,35 @@ def memory_section(text: str, directory: Path) -> str:
 
 @dataclass
 class FlushGuard:
-    """``before_tool_call`` for the flush turn: write/edit inside the memory directory only."""
+    """``before_tool_call`` for the flush turn: only tools that change files (``edit`` and
+    ``write`` kinds, by what they declare), only inside the memory directory."""
 
     directory: Path
     touched: list[str]
 
     async def __call__(self, ctx: ToolCallContext) -> BeforeToolCallResult | None:
-        name = ctx.tool_call.name
-        if name not in ("write", "edit"):
+        meta = ctx.tool.meta
+        if not meta.changes_files:
             return BeforeToolCallResult(
                 block=True, reason=(f"During the memory flush only write and edit inside {self.directory} are allowed.")
             )
-        raw = ctx.tool_call.arguments.get("path")
-        if not isinstance(raw, str) or not raw:
+        uses = meta.uses(ctx.tool_call.arguments)
+        if not uses:
             return BeforeToolCallResult(block=True, reason="A path inside the memory directory is needed.")
-        target = Path(os.path.expanduser(raw.removeprefix("@")))
-        target = (target if target.is_absolute() else self.directory / target).resolve()
-        if not target.is_relative_to(self.directory.resolve()):
-            return BeforeToolCallResult(
-                block=True,
-                reason=(
-                    f"{raw} is outside the memory directory {self.directory}; during the flush only files "
-                    "there may be written."
-                ),
-            )
+        targets = []
+        for use in uses:
+            target = Path(use.resolved(self.directory)).resolve()
+            if not target.is_relative_to(self.directory.resolve()):
+                return BeforeToolCallResult(
+                    block=True,
+                    reason=(
+                        f"{use.path} is outside the memory directory {self.directory}; during the flush only files "
+                        "there may be written."
+                    ),
+                )
+            targets.append(str(target))
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.touched.append(str(target))
+        self.touched.extend(targets)
         return None
 
 

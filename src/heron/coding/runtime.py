@@ -28,6 +28,7 @@ from heron.agent.agent import Agent
 from heron.agent.emitter import Emitter
 from heron.agent.events import MessageEndEvent, ToolExecutionEndEvent
 from heron.agent.messages import AgentMessage, ExtensionMessage
+from heron.agent.tool_meta import ToolCatalog
 from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal
 from heron.ai.events import RetryEvent
@@ -68,7 +69,7 @@ from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.subagents import SubagentManager, attach_subagents
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
-from heron.coding.tools import create_tools, set_limits
+from heron.coding.tools import builtin_meta, create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
@@ -175,6 +176,9 @@ class CodingSession(RecoveryHooks):
         self.system_prompt = self._build_system_prompt()
 
         self.agent = self._make_agent(model, thinking_level)
+        # What each tool name in the conversation is, from the tools the agent holds now (an
+        # extension's, MCP's included), built-in names kept for calls of tools no longer in the set.
+        self.tool_catalog = ToolCatalog(source=lambda: self.agent.state.tools, fallback=builtin_meta)
         self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
         self.extensions = ExtensionHost(self)  # empty until load() (docs/extensions.md)
         self.policy = self._make_policy()
@@ -229,6 +233,7 @@ class CodingSession(RecoveryHooks):
             ledger=self.ledger,
             model=lambda: self.agent.state.model,
             fixed_tokens=self._fixed_tokens,
+            tools=self.tool_catalog,
         )
 
     # --- configuration ---------------------------------------------------------------
@@ -309,7 +314,7 @@ class CodingSession(RecoveryHooks):
             self._retrying = 0
         elif isinstance(event, ToolExecutionEndEvent):
             self._ledger_from_tool(event)
-            if event.tool_name == "todo" and not event.is_error:
+            if self.tool_catalog.kind(event.tool_name) == "todo" and not event.is_error:
                 self._todos_changed(event.result.details)
         self._emit(event)
 
@@ -402,6 +407,7 @@ class CodingSession(RecoveryHooks):
                 floor_ms=self.policy.decisions.last_view_change_ms,
                 model=(model.provider, model.id),
                 over_threshold_reason=self.policy.over_threshold_reason,
+                tools=self.tool_catalog,
             )
             self._report(check_request(snapshot))
         return self._send(model, context, options)

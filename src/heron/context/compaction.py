@@ -27,6 +27,7 @@ from heron.agent.messages import (
     CompactionSummaryMessage,
     ExtensionMessage,
 )
+from heron.agent.tool_meta import EMPTY_CATALOG, ToolCatalog
 from heron.ai.types import (
     AssistantMessage,
     Context,
@@ -138,9 +139,12 @@ def entry_message(entry: Entry) -> AgentMessage | None:
     return None
 
 
-def prepare_compaction(path: Sequence[Entry], settings: CompactionSettings) -> CompactionPlan | None:
+def prepare_compaction(
+    path: Sequence[Entry], settings: CompactionSettings, tools: ToolCatalog = EMPTY_CATALOG
+) -> CompactionPlan | None:
     """The cut for compacting ``path`` (root to leaf), or ``None`` when there is nothing
-    to compact (the leaf is a compaction, or everything fits the keep-recent budget)."""
+    to compact (the leaf is a compaction, or everything fits the keep-recent budget).
+    ``tools`` says which calls read or changed files (the plan's file lists)."""
     entries = list(path)
     if not entries or isinstance(entries[-1], CompactionEntry):
         return None
@@ -195,7 +199,7 @@ def prepare_compaction(path: Sequence[Entry], settings: CompactionSettings) -> C
         return None
 
     previous_details: dict[str, Any] = previous.details if previous and isinstance(previous.details, dict) else {}
-    read, modified = collect_files(to_summarize + prefix, previous_details)
+    read, modified = collect_files(to_summarize + prefix, previous_details, tools)
     requests = collect_user_requests(to_summarize + prefix, previous_details)
     return CompactionPlan(
         path=entries,
@@ -221,8 +225,11 @@ def _messages(entries: Sequence[Entry]) -> list[AgentMessage]:
     return out
 
 
-def collect_files(messages: Sequence[AgentMessage], previous: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Files read and files modified, accumulated across compactions. A file that was
+def collect_files(
+    messages: Sequence[AgentMessage], previous: dict[str, Any], tools: ToolCatalog
+) -> tuple[list[str], list[str]]:
+    """Files read (by ``read``-kind tools) and files changed (by any tool's declared
+    writes), as the calls name them, accumulated across compactions. A file that was
     modified is listed only as modified."""
     read: list[str] = [p for p in previous.get("readFiles", []) if isinstance(p, str)]
     modified: list[str] = [p for p in previous.get("modifiedFiles", []) if isinstance(p, str)]
@@ -230,14 +237,13 @@ def collect_files(messages: Sequence[AgentMessage], previous: dict[str, Any]) ->
         if not isinstance(message, AssistantMessage):
             continue
         for call in message.tool_calls():
-            path = call.arguments.get("path")
-            if not isinstance(path, str) or not path:
-                continue
-            if call.name in ("write", "edit"):
-                if path not in modified:
-                    modified.append(path)
-            elif call.name == "read" and path not in read:
-                read.append(path)
+            reads = tools.kind(call.name) == "read"
+            for use in tools.uses(call):
+                if use.access == "write":
+                    if use.path not in modified:
+                        modified.append(use.path)
+                elif reads and not use.walks and use.path not in read:
+                    read.append(use.path)
     return [p for p in read if p not in modified], modified
 
 

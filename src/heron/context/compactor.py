@@ -77,7 +77,7 @@ class Compactor:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         path = store.path_to(store.leaf_id)
         settings = policy.compaction_settings
-        plan = prepare_compaction(path, settings)
+        plan = prepare_compaction(path, settings, self.policy.tools)
         if plan is None or not plan.has_work:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         try:
@@ -114,7 +114,7 @@ class Compactor:
         early = policy.compacting_early
         room = self._reinject_room(bare, estimated_before, early)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
-        text = reinjected_text(candidates(summarised, kept, self.cwd), self.cwd, room)
+        text = reinjected_text(candidates(summarised, kept, self.cwd, self.policy.tools), self.cwd, room)
         after = bare
         if text is not None:
             details[DETAIL_REINJECTED] = text

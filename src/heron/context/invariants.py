@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from heron.agent.messages import AgentMessage
+from heron.agent.tool_meta import EMPTY_CATALOG, ToolCatalog
 from heron.ai.types import AssistantMessage, Context, StopReason, ToolResultMessage, UserMessage
 from heron.context.budget import fixed_tokens, request_tokens
 from heron.context.view import (
@@ -45,6 +46,7 @@ from heron.context.view import (
     _calls,
     is_dedup_stub,
     is_injected,
+    is_read,
     read_key,
     whole_read,
 )
@@ -68,6 +70,7 @@ class RequestSnapshot:
     floor_ms: int = 0
     model: tuple[str, str] | None = None
     over_threshold_reason: str | None = None  # the policy could not get below the threshold
+    tools: ToolCatalog = EMPTY_CATALOG  # what each tool is (the de-dup rule follows read-kind tools)
 
 
 class ContextInvariantError(AssertionError):
@@ -117,11 +120,11 @@ class DedupHasReferent:
         present: dict[ReadKey, tuple[int, int]] = {}
         problems = []
         for message in snapshot.view:
-            if not isinstance(message, ToolResultMessage) or message.tool_name != "read":
+            if not isinstance(message, ToolResultMessage) or not is_read(message, snapshot.tools):
                 continue
             call = calls.get(message.tool_call_id)
-            key = read_key(call, snapshot.cwd) if call is not None else None
-            if is_dedup_stub(message):
+            key = read_key(call, snapshot.cwd, snapshot.tools) if call is not None else None
+            if is_dedup_stub(message, snapshot.tools):
                 if message.text().startswith(GONE_PREFIX) or message.tool_call_id in snapshot.stubs:
                     continue  # says the content is gone, or pruned itself
                 seen = present.get(key) if key is not None else None
@@ -133,7 +136,7 @@ class DedupHasReferent:
                 if isinstance(mtime, int) and (mtime, size) != seen:
                     problems.append(f"read {message.tool_call_id}: de-dup stub for a file that changed since")
             elif key is not None and message.tool_call_id not in snapshot.stubs:
-                whole = whole_read(message)
+                whole = whole_read(message, snapshot.tools)
                 if whole is not None:
                     present[key] = whole
         return problems

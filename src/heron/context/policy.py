@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.agent.messages import AgentMessage
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
 from heron.context.budget import context_message_tokens, request_tokens, tail_pressure
@@ -141,14 +142,16 @@ class ContextPolicy:
         ledger: Ledger,
         model: Callable[[], Model],
         fixed_tokens: Callable[[], int],
+        tools: ToolCatalog,
     ) -> None:
         self.store = store
         self.cwd = cwd
+        self.tools = tools  # what each tool name in the session is (kinds, files): the session's tool set
         self.settings = settings
         self.ledger = ledger
         self._model = model
         self._fixed_tokens = fixed_tokens
-        self.views = ViewBuilder(cwd)
+        self.views = ViewBuilder(cwd, tools)
         self.decisions = ContextDecisions()
         self.reads = ReadIndex()
         self.last_tokens = 0
@@ -322,7 +325,7 @@ class ContextPolicy:
             )
         self.last_tokens = tokens
         self.last_max_tokens = self.output_cap(tokens)
-        self.reads = ReadIndex.of_view(view, self.cwd, self.decisions.stubs)
+        self.reads = ReadIndex.of_view(view, self.cwd, self.decisions.stubs, tools=self.tools)
         return view
 
     def _worth_compacting(self, view: Sequence[AgentMessage], tokens: int, excess: int) -> bool:
@@ -337,7 +340,7 @@ class ContextPolicy:
         if leaf is None:
             return False
         path = self.store.path_to(leaf)
-        plan = prepare_compaction(path, self.compaction_settings)
+        plan = prepare_compaction(path, self.compaction_settings, self.tools)
         if plan is None or not plan.has_work:
             return False
         framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
@@ -369,7 +372,9 @@ class ContextPolicy:
         """One pruning step, recorded in the session: the tokens it saved (0: nothing was
         pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all)."""
         keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
-        stubs, records = prune_step(messages, self.decisions.stubs, keep, min_saving_tokens, target_saving_tokens)
+        stubs, records = prune_step(
+            messages, self.decisions.stubs, keep, min_saving_tokens, target_saving_tokens, tools=self.tools
+        )
         if not stubs:
             return 0
         self._record(prune_data(stubs))

@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from heron.context.ledger import LedgerRecord
 
@@ -48,14 +49,14 @@ class PruneState:
         return len(self.stubs)
 
 
-def _argument(call: ToolCall | None, *names: str) -> str | None:
-    if call is None:
-        return None
-    for name in names:
-        value = call.arguments.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return None
+def _argument(call: ToolCall | None, name: str) -> str | None:
+    value = call.arguments.get(name) if call is not None else None
+    return value if isinstance(value, str) and value else None
+
+
+def _first_path(call: ToolCall | None, tools: ToolCatalog) -> str | None:
+    uses = tools.uses(call) if call is not None else []
+    return uses[0].path if uses else None
 
 
 def _shorten(text: str, limit: int = 120) -> str:
@@ -63,40 +64,48 @@ def _shorten(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def recovery_hint(result: ToolResultMessage, call: ToolCall | None) -> str:
-    """How the model gets the content back, by tool."""
+def recovery_hint(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatalog) -> str:
+    """How the model gets the content back, by the tool's kind."""
     details: Any = result.details if isinstance(result.details, dict) else {}
     spill = details.get("full_output_path") or details.get("spill_path")
     if isinstance(spill, str) and spill:
         return f"The full output is saved in {spill}; read it (with offset/limit) if you need it."
     tool = result.tool_name
-    if tool == "read":
-        path = _argument(call, "path") or "the file"
+    meta = tools.meta(tool)
+    uses = meta.uses(call.arguments) if call is not None else []
+    if meta.kind == "read":
+        path = uses[0].path if uses else "the file"
+        first = uses[0] if uses else None
         extra = ""
-        if call is not None and (call.arguments.get("offset") or call.arguments.get("limit")):
-            extra = f" with offset={call.arguments.get('offset')} limit={call.arguments.get('limit')}"
+        if first is not None and (first.offset or first.limit):
+            extra = f" with offset={first.offset} limit={first.limit}"
         return f"Read {path}{extra} again if you need it."
-    if tool == "bash":
+    if meta.kind == "execute":
         return "Re-run the command if you need its output."
-    if tool in ("grep", "find", "ls"):
+    if meta.kind == "search" and any(use.walks for use in uses):
         return f"Run {tool} again if you need the listing."
     return f"Call {tool} again if you need it."
 
 
-def describe_call(result: ToolResultMessage, call: ToolCall | None) -> str:
+def describe_call(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatalog) -> str:
+    """The call in a few words (``read src/app.py``, ``bash `make```, ``grep "TODO"``)."""
     tool = result.tool_name
-    if tool == "read":
-        return f"read {_argument(call, 'path') or '?'}"
-    if tool == "bash":
-        return f"bash `{_shorten(_argument(call, 'command') or '?')}`"
-    if tool in ("grep", "find"):
-        return f"{tool} {json.dumps(_argument(call, 'pattern') or '?')}"
-    if tool == "ls":
-        return f"ls {_argument(call, 'path') or '.'}"
+    meta = tools.meta(tool)
+    if meta.kind == "read":
+        return f"{tool} {_first_path(call, tools) or '?'}"
+    if meta.kind == "execute":
+        command = meta.command_of(call.arguments) if call is not None else None
+        return f"{tool} `{_shorten(command or '?')}`"
+    uses = meta.uses(call.arguments) if call is not None else []
+    if meta.kind == "search" and any(use.walks for use in uses):  # a search of a tree
+        pattern = _argument(call, "pattern")
+        if pattern is not None:
+            return f"{tool} {json.dumps(pattern)}"
+        return f"{tool} {_first_path(call, tools) or '.'}"
     return tool
 
 
-def make_stub(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
+def make_stub(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatalog) -> ToolResultMessage:
     """A deterministic stand-in: the same inputs always give the same bytes."""
     text = result.text()
     images = sum(1 for block in result.content if isinstance(block, ImageContent))
@@ -106,8 +115,8 @@ def make_stub(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMes
         size += f", {images} image{'s' if images > 1 else ''}"
     error = " (it was an error)" if result.is_error else ""
     stub = (
-        f"[Pruned from the context to save space: the result of {describe_call(result, call)} "
-        f"({size}){error}. {recovery_hint(result, call)} search_history finds it too.]"
+        f"[Pruned from the context to save space: the result of {describe_call(result, call, tools)} "
+        f"({size}){error}. {recovery_hint(result, call, tools)} search_history finds it too.]"
     )
     return with_text(result, stub)
 
@@ -155,6 +164,8 @@ def prune_step(
     keep_turns: int = DEFAULT_KEEP_TURNS,
     min_saving_tokens: int = 0,
     target_saving_tokens: int | None = None,
+    *,
+    tools: ToolCatalog,
 ) -> tuple[dict[str, str], list[LedgerRecord]]:
     """One pruning step: stubs for prunable results not pruned yet (by tool call id), with
     the ledger records. ``messages`` are the originals (not the stubbed view).
@@ -177,7 +188,7 @@ def prune_step(
         if target_saving_tokens is not None and saving >= target_saving_tokens:
             break
         found = calls.get(result.tool_call_id)
-        stub = make_stub(result, found)
+        stub = make_stub(result, found, tools)
         chosen.append((result, found, stub))
         saving += _saving(result, stub)
     if saving < min_saving_tokens:
@@ -193,17 +204,22 @@ def prune_step(
                 tool=result.tool_name,
                 chars_before=_result_size(result),
                 chars_after=len(stub.text()),
-                recover=recovery_hint(result, found),
+                recover=recovery_hint(result, found, tools),
             )
         )
     return stubs, records
 
 
 def extend_pruning(
-    messages: Sequence[Any], state: PruneState, keep_turns: int = DEFAULT_KEEP_TURNS, min_saving_tokens: int = 0
+    messages: Sequence[Any],
+    state: PruneState,
+    keep_turns: int = DEFAULT_KEEP_TURNS,
+    min_saving_tokens: int = 0,
+    *,
+    tools: ToolCatalog,
 ) -> list[LedgerRecord]:
     """:func:`prune_step` kept in a :class:`PruneState` (for callers without a session)."""
-    stubs, records = prune_step(messages, state.stubs, keep_turns, min_saving_tokens)
+    stubs, records = prune_step(messages, state.stubs, keep_turns, min_saving_tokens, tools=tools)
     by_id = {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
     for call_id, text in stubs.items():
         original = by_id[call_id]

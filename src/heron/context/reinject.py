@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from heron.agent.messages import AgentMessage
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage
 from heron.context.view import ReadKey, read_key
 
@@ -24,26 +25,26 @@ MIN_REINJECT_TOKENS = 200  # below this the block would be mostly cut markers: s
 HEADER = "Files you were working on before the history was compacted (their current contents):"
 
 
-def read_paths(messages: Sequence[AgentMessage], cwd: Path) -> list[str]:
-    """Files named by read calls in ``messages``, most recent last, each once."""
+def read_paths(messages: Sequence[AgentMessage], cwd: Path, tools: ToolCatalog) -> list[str]:
+    """Files named by calls of ``read``-kind tools in ``messages``, most recent last, each once."""
     order: dict[str, int] = {}
     for position, message in enumerate(messages):
         if not isinstance(message, AssistantMessage):
             continue
         for call in message.tool_calls():
-            if call.name != "read":
-                continue
-            key = read_key(call, cwd)
+            key = read_key(call, cwd, tools)
             if key is not None:
                 order.pop(key.path, None)
                 order[key.path] = position
     return list(order)
 
 
-def candidates(summarised: Sequence[AgentMessage], kept: Sequence[AgentMessage], cwd: Path) -> list[str]:
+def candidates(
+    summarised: Sequence[AgentMessage], kept: Sequence[AgentMessage], cwd: Path, tools: ToolCatalog
+) -> list[str]:
     """Files read in the summarised part and not read again in the kept part."""
-    still_there = set(read_paths(kept, cwd))
-    return [p for p in read_paths(summarised, cwd) if p not in still_there]
+    still_there = set(read_paths(kept, cwd, tools))
+    return [p for p in read_paths(summarised, cwd, tools) if p not in still_there]
 
 
 def _display(path: Path, cwd: Path) -> str:

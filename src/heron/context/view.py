@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
+from heron.agent.tool_meta import PathUse, ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
@@ -142,35 +143,39 @@ class ReadInView:
 
 def resolve_read_path(raw: str, cwd: Path) -> str:
     """The file a read call named, as the read tool resolves it (``~``, a leading ``@``)."""
-    text = raw[1:] if raw.startswith("@") else raw
-    path = Path(os.path.expanduser(text))
-    if not path.is_absolute():
-        path = cwd / path
-    return os.path.normpath(str(path))
+    return PathUse(raw).resolved(cwd)
 
 
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read_key(call: ToolCall, cwd: Path) -> ReadKey | None:
-    raw = call.arguments.get("path")
-    if not isinstance(raw, str) or not raw:
+def read_key(call: ToolCall, cwd: Path, tools: ToolCatalog) -> ReadKey | None:
+    """The file range a call of a ``read``-kind tool returns (its first file read whole or
+    in part, by the tool's declared paths); None for any other call."""
+    if tools.kind(call.name) != "read":
         return None
-    offset, limit = _int_or_none(call.arguments.get("offset")), _int_or_none(call.arguments.get("limit"))
-    return ReadKey(resolve_read_path(raw, cwd), offset, limit)
+    for use in tools.uses(call):
+        if use.access == "read" and not use.walks:
+            return ReadKey(use.resolved(cwd), use.offset, use.limit)
+    return None
 
 
-def is_dedup_stub(message: ToolResultMessage) -> bool:
+def is_read(message: ToolResultMessage, tools: ToolCatalog) -> bool:
+    """A result of a ``read``-kind tool (the ones de-dup, re-injection and the read index follow)."""
+    return tools.kind(message.tool_name) == "read"
+
+
+def is_dedup_stub(message: ToolResultMessage, tools: ToolCatalog) -> bool:
     details = message.details
-    return message.tool_name == "read" and isinstance(details, dict) and details.get("kind") == "unchanged"
+    return is_read(message, tools) and isinstance(details, dict) and details.get("kind") == "unchanged"
 
 
-def whole_read(message: ToolResultMessage) -> tuple[int, int] | None:
+def whole_read(message: ToolResultMessage, tools: ToolCatalog) -> tuple[int, int] | None:
     """(mtime_ns, size) when this read result holds the content of its range whole: not an
     error, not a stub of any kind, not replaced by a spill preview."""
     details = message.details
-    if message.tool_name != "read" or message.is_error or not isinstance(details, dict):
+    if not is_read(message, tools) or message.is_error or not isinstance(details, dict):
         return None
     if details.get("kind") == "unchanged" or SPILL_KEY in details:
         return None
@@ -187,7 +192,9 @@ class ReadIndex:
         self._reads = reads or {}
 
     @classmethod
-    def of_view(cls, view: Sequence[AgentMessage], cwd: Path, pruned: Collection[str] = ()) -> ReadIndex:
+    def of_view(
+        cls, view: Sequence[AgentMessage], cwd: Path, pruned: Collection[str] = (), *, tools: ToolCatalog
+    ) -> ReadIndex:
         """``pruned``: tool call ids whose results the view carries as stubs (a stub keeps
         the original details, so it must not count as the content)."""
         calls = _calls(view)
@@ -195,9 +202,9 @@ class ReadIndex:
         for message in view:
             if not isinstance(message, ToolResultMessage) or message.tool_call_id in pruned:
                 continue
-            whole = whole_read(message)
+            whole = whole_read(message, tools)
             call = calls.get(message.tool_call_id)
-            key = read_key(call, cwd) if call is not None else None
+            key = read_key(call, cwd, tools) if call is not None else None
             if whole is not None and key is not None:
                 reads[key] = ReadInView(key, message.tool_call_id, whole[0], whole[1], message.timestamp)
         return cls(reads)
@@ -237,10 +244,10 @@ def _same_version(stub: ToolResultMessage, earlier: tuple[int, int] | None) -> b
     return (mtime, size) == earlier
 
 
-def gone_note(result: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
+def gone_note(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatalog) -> ToolResultMessage:
     """What a de-dup stub becomes once the content it pointed at left the view."""
-    path = call.arguments.get("path") if call is not None else None
-    shown = path if isinstance(path, str) and path else "the file"
+    uses = tools.uses(call) if call is not None else []
+    shown = uses[0].path if uses else "the file"
     text = f"{GONE_PREFIX} of {shown}, which is no longer in the context. Read {shown} again if you need its content.]"
     return with_text(result, text)
 
@@ -249,8 +256,9 @@ class ViewBuilder:
     """Applies the decisions to a message list; reuses stub objects across requests so the
     same decision always yields the same (identical) message."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, tools: ToolCatalog) -> None:
         self.cwd = cwd
+        self.tools = tools
         self._stub_cache: dict[tuple[str, str], ToolResultMessage] = {}
         self._gone_cache: dict[str, ToolResultMessage] = {}
         self._missing_cache: dict[str, ToolResultMessage] = {}
@@ -278,18 +286,18 @@ class ViewBuilder:
             if stub_text is not None:
                 out.append(self._stub(message, stub_text))
                 continue
-            if message.tool_name != "read":
+            if not is_read(message, self.tools):
                 out.append(message)
                 continue
             if calls is None:
                 calls = _calls(messages)
             call = calls.get(message.tool_call_id)
-            key = read_key(call, self.cwd) if call is not None else None
-            if is_dedup_stub(message):
+            key = read_key(call, self.cwd, self.tools) if call is not None else None
+            if is_dedup_stub(message, self.tools):
                 kept = key is not None and _same_version(message, present.get(key))
                 out.append(message if kept else self._gone(message, call))
             else:
-                whole = whole_read(message)
+                whole = whole_read(message, self.tools)
                 if key is not None and whole is not None:
                     present[key] = whole
                 out.append(message)
@@ -319,6 +327,6 @@ class ViewBuilder:
     def _gone(self, message: ToolResultMessage, call: ToolCall | None) -> ToolResultMessage:
         cached = self._gone_cache.get(message.tool_call_id)
         if cached is None:
-            cached = gone_note(message, call)
+            cached = gone_note(message, call, self.tools)
             self._gone_cache[message.tool_call_id] = cached
         return cached

@@ -124,7 +124,11 @@ class HeronAgent:
             raise _invalid(str(exc)) from exc
         sid = session.store.session_id
         state = AcpSession(
-            sid, session, EventTranslator(session.cwd), PermissionBridge(sid, session.cwd, self._ask), mcp
+            sid,
+            session,
+            EventTranslator(session.cwd, session.tool_catalog),
+            PermissionBridge(sid, session.cwd, self._ask),
+            mcp,
         )
         session.control.asker = state.bridge
         client_fs.attach(session, self.conn, sid, self.client_capabilities)
@@ -187,7 +191,7 @@ class HeronAgent:
             raise RequestError.invalid_request({"message": f"session {session_id!r} is running a prompt"})
         if state is None:
             state = await self._load(cwd, session_id, mcp_servers)
-        for update in replay(state.session.store, state.session.cwd):
+        for update in replay(state.session.store, state.session.cwd, state.session.tool_catalog):
             await self.conn.session_update(state.id, update)
         commands.advertise_later(self.outboxes[state.id].put, state.session, self._watchdogs)
         return LoadSessionResponse(

@@ -69,11 +69,11 @@ class PermissionBridge:
         else:
             call = ToolCallUpdate(
                 tool_call_id=prompt.call_id,
-                title=toolcalls.title(prompt.tool, prompt.args, self.cwd),
-                kind=toolcalls.tool_kind(prompt.tool),
+                title=toolcalls.title(prompt.tool, prompt.meta, prompt.args, self.cwd),
+                kind=toolcalls.tool_kind(prompt.meta),
                 status="pending",
-                locations=toolcalls.locations(prompt.tool, prompt.args, self.cwd) or None,
-                content=list(toolcalls.diffs(prompt.tool, prompt.args, self.cwd)) or None,
+                locations=toolcalls.locations(prompt.meta, prompt.args, self.cwd) or None,
+                content=list(toolcalls.diffs(prompt.meta, prompt.args, self.cwd)) or None,
                 raw_input=prompt.args,
             )
         task = asyncio.ensure_future(self._request(self.session_id, call, options(prompt)))

@@ -15,6 +15,7 @@ from typing import Any
 
 from acp.schema import ContentToolCallContent, ImageContentBlock, TextContentBlock, ToolCallProgress, UserMessageChunk
 
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import (
     AssistantMessage,
     ImageContent,
@@ -30,7 +31,7 @@ from heron.session.entries import CompactionEntry, MessageEntry
 from heron.session.store import SessionStore
 
 
-def replay(store: SessionStore, cwd: Path) -> list[Update]:
+def replay(store: SessionStore, cwd: Path, tools: ToolCatalog) -> list[Update]:
     out: list[Update] = []
     calls: dict[str, ToolCall] = {}
     for entry in store.path_to():
@@ -43,7 +44,7 @@ def replay(store: SessionStore, cwd: Path) -> list[Update]:
         elif isinstance(entry, MessageEntry):
             if isinstance(entry.message, UserMessage):
                 out.extend(_unfinished(calls))
-            out.extend(_message(entry.message, calls, cwd))
+            out.extend(_message(entry.message, calls, cwd, tools))
     return [*out, *_unfinished(calls)]
 
 
@@ -64,7 +65,7 @@ def _unfinished(calls: dict[str, ToolCall]) -> list[Update]:
     return out
 
 
-def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update]:
+def _message(message: Any, calls: dict[str, ToolCall], cwd: Path, tools: ToolCatalog) -> list[Update]:
     if isinstance(message, UserMessage):
         return _user(message)
     if isinstance(message, AssistantMessage):
@@ -78,7 +79,10 @@ def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update
                 calls[block.id] = block
                 # a write's old text is gone from the disk: its diff is in the final update
                 # when the write created the file, and not shown otherwise
-                out.append(toolcalls.start(block.id, block.name, dict(block.arguments), cwd, toolcalls.Old.UNKNOWN))
+                meta = tools.meta(block.name)
+                out.append(
+                    toolcalls.start(block.id, block.name, meta, dict(block.arguments), cwd, toolcalls.Old.UNKNOWN)
+                )
         return out
     if isinstance(message, ToolResultMessage):
         call = calls.pop(message.tool_call_id, None)
@@ -87,7 +91,7 @@ def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update
         done: list[Update] = [
             toolcalls.finished(
                 message.tool_call_id,
-                message.tool_name,
+                tools.meta(message.tool_name),
                 args,
                 list(message.content),
                 message.is_error,
@@ -97,7 +101,7 @@ def _message(message: Any, calls: dict[str, ToolCall], cwd: Path) -> list[Update
             )
         ]
         if (
-            message.tool_name == "todo"
+            tools.kind(message.tool_name) == "todo"
             and not message.is_error
             and isinstance(message.details, dict)
             and isinstance(message.details.get("todos"), list)

@@ -23,6 +23,7 @@ from typing import Any
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from heron.agent.events import ToolExecutionEndEvent, ToolExecutionStartEvent
+from heron.agent.tool_meta import ToolCatalog
 from heron.cli.acp import toolcalls
 from heron.coding.control import PermissionPrompt
 from heron.coding.events import SubagentEvent
@@ -43,8 +44,9 @@ class SubagentCalls:
     """The running calls of a session's sub-agents (any depth), from the events the parent
     session forwards; the permission bridge claims the one that asks."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, tools: ToolCatalog) -> None:
         self.cwd = cwd
+        self.tools = tools  # the parent's; a child's tools are the parent's or built-in ones
         self._running: dict[str, list[SubCall]] = {}  # child call id -> calls (ids may repeat across children)
 
     def observe(self, event: SubagentEvent, task_args: dict[str, Any] | None) -> list[ToolCallProgress]:
@@ -71,7 +73,7 @@ class SubagentCalls:
                 return [
                     toolcalls.finished(
                         acp_id,
-                        ended.name,
+                        self.tools.meta(ended.name),
                         ended.args,
                         list(inner.result.content),
                         inner.is_error,
@@ -94,7 +96,7 @@ class SubagentCalls:
 
     def announce(self, call: SubCall) -> ToolCallStart:
         """The ``tool_call`` that makes the asking call known to the editor."""
-        start = toolcalls.start(call.acp_id, call.name, call.args, self.cwd)
+        start = toolcalls.start(call.acp_id, call.name, self.tools.meta(call.name), call.args, self.cwd)
         start.title = f"{call.label}: {start.title}"
         return start
 

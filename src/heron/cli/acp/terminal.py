@@ -116,8 +116,15 @@ class TerminalBash(BashTool):
 def attach(
     tools: list[AgentTool[Any]], env: ToolEnv, conn: Any, session_id: str, show: Show, capabilities: Any
 ) -> list[AgentTool[Any]] | None:
-    """The tool list with bash replaced by :class:`TerminalBash`, or None when the
-    client has no terminal (or the session no bash)."""
-    if not getattr(capabilities, "terminal", False) or not any(t.name == "bash" for t in tools):
+    """The tool list with the bash tool (by its class: under whatever name it is registered)
+    replaced by :class:`TerminalBash`, or None when the client has no terminal (or the
+    session no bash tool)."""
+    if not getattr(capabilities, "terminal", False) or not any(isinstance(t, BashTool) for t in tools):
         return None
-    return [TerminalBash(env, conn, session_id, show) if t.name == "bash" else t for t in tools]
+    return [_in_terminal(t, env, conn, session_id, show) if isinstance(t, BashTool) else t for t in tools]
+
+
+def _in_terminal(tool: BashTool, env: ToolEnv, conn: Any, session_id: str, show: Show) -> TerminalBash:
+    terminal = TerminalBash(env, conn, session_id, show)
+    terminal.name = tool.name
+    return terminal

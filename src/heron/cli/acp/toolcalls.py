@@ -23,22 +23,17 @@ from acp.schema import (
     ToolKind,
 )
 
+from heron.agent.tool_meta import ToolMeta, arg_str
 from heron.ai.types import TextContent
 
-# What an editor does with each kind: `read` and `search` are shown folded, `edit` opens
-# a diff, `execute` a command. Tools not named here are `other`.
+# What an editor does with each kind a tool declares: `read` and `search` are shown folded,
+# `edit` opens a diff, `execute` a command; the rest is `other`.
 KINDS: dict[str, ToolKind] = {
     "read": "read",
-    "ls": "read",
-    "json_query": "read",
     "edit": "edit",
     "write": "edit",
-    "bash": "execute",
-    "grep": "search",
-    "find": "search",
-    "search_history": "search",
-    "tool_search": "search",
-    "task": "other",
+    "execute": "execute",
+    "search": "search",
 }
 # The longest tool output sent back to the client for display (the model's copy is not affected).
 MAX_SHOWN_CHARS = 20_000
@@ -57,10 +52,10 @@ class Old(enum.Enum):
 Before = str | None | Old  # a write's old text: the text, None for a new file, or an Old
 
 
-def write_before(args: dict[str, Any], cwd: Path) -> Before:
-    """The old text of the file a write call names, read now (before the call runs)."""
-    path = _abs(args.get("path"), cwd)
-    return old_text(path) if path is not None else Old.UNKNOWN
+def write_before(meta: ToolMeta, args: dict[str, Any], cwd: Path) -> Before:
+    """The old text of the file a ``write``-kind call names, read now (before the call runs)."""
+    written = [use for use in meta.uses(args) if use.access == "write"]
+    return old_text(written[0].resolved(cwd)) if written else Old.UNKNOWN
 
 
 def old_text(path: str) -> str | Old | None:
@@ -76,8 +71,8 @@ def old_text(path: str) -> str | Old | None:
         return Old.UNKNOWN
 
 
-def tool_kind(name: str) -> ToolKind:
-    return KINDS.get(name, "other")
+def tool_kind(meta: ToolMeta) -> ToolKind:
+    return KINDS.get(meta.kind, "other")
 
 
 def _abs(raw: Any, cwd: Path) -> str | None:
@@ -95,52 +90,53 @@ def _shown(path: str, cwd: Path) -> str:
         return path
 
 
-def locations(name: str, args: dict[str, Any], cwd: Path) -> list[ToolCallLocation]:
-    """The files a call names: ``path`` of read/edit/write/grep/find/ls (read with its line)."""
-    path = _abs(args.get("path"), cwd)
-    if path is None:
-        return []
-    line = args.get("offset") if name == "read" and isinstance(args.get("offset"), int) else None
-    return [ToolCallLocation(path=path, line=line)]
+def locations(meta: ToolMeta, args: dict[str, Any], cwd: Path) -> list[ToolCallLocation]:
+    """The files a call touches, as its tool declares them (a read with its first line)."""
+    return [ToolCallLocation(path=use.resolved(cwd), line=use.offset) for use in meta.uses(args)]
 
 
-def title(name: str, args: dict[str, Any], cwd: Path) -> str:
-    path = _abs(args.get("path"), cwd)
-    shown = _shown(path, cwd) if path else ""
-    if name == "read" and shown:
-        offset, limit = args.get("offset"), args.get("limit")
-        if isinstance(offset, int) or isinstance(limit, int):
-            start = offset if isinstance(offset, int) else 1
-            end = f"{start + limit - 1}" if isinstance(limit, int) else ""
+def title(name: str, meta: ToolMeta, args: dict[str, Any], cwd: Path) -> str:
+    uses = meta.uses(args)
+    first = uses[0] if uses else None
+    shown = _shown(first.resolved(cwd), cwd) if first is not None else ""
+    if meta.kind == "read" and first is not None:
+        if first.offset is not None or first.limit is not None:
+            start = first.offset if first.offset is not None else 1
+            end = f"{start + first.limit - 1}" if first.limit is not None else ""
             return f"Read {shown} ({start}-{end})"
         return f"Read {shown}"
-    if name in ("edit", "write") and shown:
-        return f"{name.capitalize()} {shown}"
-    if name == "bash" and isinstance(args.get("command"), str):
-        first = args["command"].strip().splitlines()[0] if args["command"].strip() else ""
-        return f"`{first[:200]}`"
-    if name in ("grep", "find") and isinstance(args.get("pattern"), str):
-        return f"{name} {args['pattern'][:200]}" + (f" in {shown}" if shown else "")
-    if name == "ls":
-        return f"List {shown or '.'}"
+    if meta.kind in ("edit", "write") and first is not None:
+        return f"{meta.kind.capitalize()} {shown}"
+    command = meta.command_of(args)
+    if meta.kind == "execute" and command is not None:
+        line = command.strip().splitlines()[0] if command.strip() else ""
+        return f"`{line[:200]}`"
+    pattern = arg_str(args, "pattern")
+    if meta.kind == "search" and pattern is not None:
+        where = f" in {_shown(_abs(args.get('path'), cwd) or '', cwd)}" if arg_str(args, "path") else ""
+        return f"{name} {pattern[:200]}{where}"
+    if meta.kind == "search" and first is not None and first.listing:
+        return f"List {shown}"
     return name
 
 
-def diffs(name: str, args: dict[str, Any], cwd: Path, before: Before = Old.DISK) -> list[FileEditToolCallContent]:
+def diffs(meta: ToolMeta, args: dict[str, Any], cwd: Path, before: Before = Old.DISK) -> list[FileEditToolCallContent]:
     """The change an edit or write makes, as ACP diff content.
 
-    An edit gives each replaced piece (old and new text); a write gives the whole new
-    content and the file's text before it (``before``; no old text only for a new file,
-    which is what clients take a missing old text to mean)."""
-    path = _abs(args.get("path"), cwd)
-    if path is None:
+    An ``edit``-kind tool gives each replaced piece (``old_text``/``new_text``, or a list of
+    them in ``edits``); a ``write``-kind tool the whole new ``content`` and the file's text
+    before it (``before``; no old text only for a new file, which is what clients take a
+    missing old text to mean)."""
+    written = [use for use in meta.uses(args) if use.access == "write"]
+    if not written:
         return []
-    if name == "write" and isinstance(args.get("content"), str):
+    path = written[0].resolved(cwd)
+    if meta.kind == "write" and isinstance(args.get("content"), str):
         old = old_text(path) if before is Old.DISK else before
         if isinstance(old, Old):
             return []
         return [FileEditToolCallContent(type="diff", path=path, new_text=args["content"], old_text=old)]
-    if name != "edit":
+    if meta.kind != "edit":
         return []
     pairs: list[tuple[Any, Any]] = []
     if isinstance(args.get("edits"), list):
@@ -154,16 +150,18 @@ def diffs(name: str, args: dict[str, Any], cwd: Path, before: Before = Old.DISK)
     ]
 
 
-def start(call_id: str, name: str, args: dict[str, Any], cwd: Path, before: Before = Old.DISK) -> ToolCallStart:
+def start(
+    call_id: str, name: str, meta: ToolMeta, args: dict[str, Any], cwd: Path, before: Before = Old.DISK
+) -> ToolCallStart:
     """The ``tool_call`` update announcing a call the model made (status pending)."""
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=call_id,
-        title=title(name, args, cwd),
-        kind=tool_kind(name),
+        title=title(name, meta, args, cwd),
+        kind=tool_kind(meta),
         status="pending",
-        locations=locations(name, args, cwd),
-        content=list(diffs(name, args, cwd, before)) or None,
+        locations=locations(meta, args, cwd),
+        content=list(diffs(meta, args, cwd, before)) or None,
         raw_input=args,
     )
 
@@ -174,7 +172,7 @@ def running(call_id: str) -> ToolCallProgress:
 
 def finished(
     call_id: str,
-    name: str,
+    meta: ToolMeta,
     args: dict[str, Any] | None,
     blocks: list[Any],
     is_error: bool,
@@ -190,12 +188,12 @@ def finished(
         text = text[:MAX_SHOWN_CHARS] + f"\n[... {len(text) - MAX_SHOWN_CHARS} more characters]"
     content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = []
     if args is not None and not is_error:
-        content.extend(diffs(name, args, cwd, before))
+        content.extend(diffs(meta, args, cwd, before))
     if text:
         content.append(ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=text)))
-    found = locations(name, args or {}, cwd)
+    found = locations(meta, args or {}, cwd)
     line = details.get("first_changed_line") if isinstance(details, dict) else None
-    if found and name == "edit" and isinstance(line, int):
+    if found and meta.kind == "edit" and isinstance(line, int):
         found = [ToolCallLocation(path=found[0].path, line=line)]
     return ToolCallProgress(
         session_update="tool_call_update",

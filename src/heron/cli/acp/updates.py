@@ -32,6 +32,7 @@ from acp.schema import (
 )
 
 from heron.agent.events import MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallEndEvent
 from heron.cli.acp import toolcalls
 from heron.cli.acp.subagent_asks import SubagentCalls
@@ -105,15 +106,16 @@ class EventTranslator:
     """Turns the events of one session into updates; remembers each call's arguments
     (for the final update's diff) and the id of the compaction under way."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, tools: ToolCatalog) -> None:
         self.cwd = cwd
+        self.tools = tools  # what each of the session's tools is: kinds, files
         self._args: dict[str, tuple[str, dict[str, Any]]] = {}
         self._announced: set[str] = set()
         self._before: dict[str, toolcalls.Before] = {}  # a write's old text, read before it ran
         self._compaction_id = "compaction"
         self._compacting = False  # a compaction start was sent and its end not yet
         self.terminals: dict[str, str] = {}  # tool call id -> the editor's terminal running it
-        self.subagents = SubagentCalls(cwd)  # sub-agents' running calls, for their permission questions
+        self.subagents = SubagentCalls(cwd, tools)  # sub-agents' running calls, for their permission questions
 
     def translate(self, event: Any) -> list[Update]:
         if isinstance(event, MessageUpdateEvent):
@@ -136,7 +138,7 @@ class EventTranslator:
             self._announced.discard(event.tool_call_id)
             done = toolcalls.finished(
                 event.tool_call_id,
-                name,
+                self.tools.meta(name),
                 args,
                 list(event.result.content),
                 event.is_error,
@@ -160,9 +162,11 @@ class EventTranslator:
             return []
         self._announced.add(call_id)
         self._args[call_id] = (name, args)
-        if name == "write":
-            self._before[call_id] = toolcalls.write_before(args, self.cwd)
-        return [toolcalls.start(call_id, name, args, self.cwd, self._before.get(call_id, toolcalls.Old.DISK))]
+        meta = self.tools.meta(name)
+        if meta.kind == "write":
+            self._before[call_id] = toolcalls.write_before(meta, args, self.cwd)
+        before = self._before.get(call_id, toolcalls.Old.DISK)
+        return [toolcalls.start(call_id, name, meta, args, self.cwd, before)]
 
     def unfinished(self, why: str) -> list[Update]:
         """Failed updates for what the turn started and did not end (calls announced but

@@ -54,6 +54,7 @@ class Controller(SessionCommands, ControlCommands):
         self.app = app
         self.console = console
         self.renderer = Renderer(console)
+        self.renderer.tools = app.session.tool_catalog
         self.renderer.totals = Totals.of(app.session.messages)
         self.job: Job | None = None
         self.question: Question | None = None  # a line asked for; the next submitted line answers

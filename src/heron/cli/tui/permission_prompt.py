@@ -93,9 +93,10 @@ class PermissionAsker:
 
     def _show(self, prompt: PermissionPrompt) -> None:
         decision = prompt.decision
-        self.ui._print(Text(f"permission needed: {describe_call(prompt.tool, prompt.args, 100)}", style="bold yellow"))
-        command = prompt.args.get("command")
-        if prompt.tool == "bash" and isinstance(command, str) and ("\n" in command or len(command) > 100):
+        shown = describe_call(prompt.tool, prompt.meta, prompt.args, 100)
+        self.ui._print(Text(f"permission needed: {shown}", style="bold yellow"))
+        command = prompt.meta.command_of(prompt.args)
+        if command is not None and ("\n" in command or len(command) > 100):
             lines = visible(command).splitlines()
             for line in lines[:COMMAND_LINES]:
                 self.ui._print(Text(f"  │ {line}"))

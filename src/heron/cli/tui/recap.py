@@ -120,7 +120,7 @@ class Recap:
         if text:
             self.renderer.print_block("text", _clip(text, ANSWER_LINES))
         for call in message.tool_calls():
-            calls[call.id] = describe_call(call.name, call.arguments or {}, 100)
+            calls[call.id] = describe_call(call.name, self.renderer.tools.meta(call.name), call.arguments or {}, 100)
         if message.error_message and not text:
             self.renderer.note(f"(this answer failed: {_first_line(message.error_message, 100)})", "red")
 

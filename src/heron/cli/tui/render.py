@@ -24,11 +24,13 @@ from rich.segment import Segment, Segments
 from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage
+from heron.agent.tool_meta import ToolCatalog, ToolMeta
 from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, ToolResultMessage, Usage
 from heron.cli.notices import RetryNotices
 from heron.cli.tui.markdown_stream import Block as Block
 from heron.cli.tui.markdown_stream import BlockSplitter as BlockSplitter
 from heron.cli.tui.sanitize import visible
+from heron.coding.tools import builtin_meta
 
 RESULT_LINES = 4  # lines of a tool result shown under its call
 CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
@@ -57,50 +59,55 @@ def _str(args: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def describe_call(name: str, args: dict[str, Any], width: int = CALL_WIDTH) -> str:
-    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line
-    (the model wrote the arguments: control characters are shown, not sent)."""
-    return visible(_describe_call(name, args, width))
+def describe_call(name: str, meta: ToolMeta, args: dict[str, Any], width: int = CALL_WIDTH) -> str:
+    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line, by
+    what its tool declares (the model wrote the arguments: control characters are shown,
+    not sent)."""
+    return visible(_describe_call(name, meta, args, width))
 
 
-def _describe_call(name: str, args: dict[str, Any], width: int) -> str:
-    path = _str(args, "path")
-    if path and path.startswith("@"):
-        path = path[1:]
+def _lines_of(content: Any) -> int:
+    if not isinstance(content, str) or not content:
+        return 0
+    return content.count("\n") + (0 if content.endswith("\n") else 1)
+
+
+def _describe_call(name: str, meta: ToolMeta, args: dict[str, Any], width: int) -> str:
+    uses = meta.uses(args)
+    first = uses[0] if uses else None
+    path = first.path.removeprefix("@") if first is not None else None
+    command = meta.command_of(args)
+    pattern = _str(args, "pattern")
     detail: str
-    if name == "read" and path:
-        offset, limit = args.get("offset"), args.get("limit")
+    if meta.kind == "read" and first is not None and path:
         detail = path
-        if isinstance(offset, int) and isinstance(limit, int):
+        offset, limit = first.offset, first.limit
+        if offset is not None and limit is not None:
             detail += f":{offset}-{offset + limit - 1}"
-        elif isinstance(offset, int):
+        elif offset is not None:
             detail += f":{offset}"
-        elif isinstance(limit, int):
+        elif limit is not None:
             detail += f":1-{limit}"
-    elif name == "write" and path:
-        content = args.get("content")
-        lines = 0
-        if isinstance(content, str) and content:
-            lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+    elif meta.kind == "write" and path:
+        lines = _lines_of(args.get("content"))
         detail = f"{path} ({lines} line{'s' if lines != 1 else ''})"
-    elif name == "edit" and path:
+    elif meta.kind == "edit" and path:
         edits = args.get("edits")
         detail = path + (f" ({len(edits)} edits)" if isinstance(edits, list) and len(edits) > 1 else "")
-    elif name == "bash" and _str(args, "command"):
-        detail = _one_line(str(args["command"]), width)
+    elif meta.kind == "execute" and command:
+        detail = _one_line(command, width)
         timeout = args.get("timeout")
         if isinstance(timeout, int | float) and not isinstance(timeout, bool):
             detail += f" (timeout {timeout:g}s)"
-    elif name in ("grep", "find") and _str(args, "pattern"):
-        detail = str(args["pattern"])
-        if name == "grep":
-            detail = json.dumps(detail, ensure_ascii=False)
-        if path:
-            detail += f" in {path}"
+    elif meta.kind == "search" and first is not None and pattern:
+        detail = pattern if first.listing else json.dumps(pattern, ensure_ascii=False)  # a regex: quoted
+        where = _str(args, "path")
+        if where:
+            detail += f" in {where.removeprefix('@')}"
         glob = _str(args, "glob")
         if glob:
             detail += f" ({glob})"
-    elif name == "ls":
+    elif meta.kind == "search" and first is not None and first.listing:
         detail = path or "."
     else:
         detail = json.dumps(args, ensure_ascii=False, separators=(",", ":")) if args else ""
@@ -238,6 +245,8 @@ class Renderer:
 
     def __init__(self, console: Console, *, result_lines: int = RESULT_LINES) -> None:
         self.console = console
+        # what each tool is (how a call is shown); the session's, set by the controller
+        self.tools = ToolCatalog(fallback=builtin_meta)
         self.result_lines = result_lines
         self.totals = Totals()
         self.activity = ""
@@ -412,7 +421,7 @@ class Renderer:
                         self.console.print(Text(f"  {self.bar} {line}", style="yellow"))
 
     def _on_tool_execution_start(self, event: Any) -> None:
-        description = describe_call(event.tool_name, event.args or {}, self._width())
+        description = describe_call(event.tool_name, self.tools.meta(event.tool_name), event.args or {}, self._width())
         self._calls[event.tool_call_id] = description
         self.activity = description
         self._begin("tool")
@@ -439,7 +448,7 @@ class Renderer:
         self._begin("tool")
         bar = self.bar
         details = result.details if isinstance(result.details, dict) else {}
-        if not event.is_error and event.tool_name == "edit" and isinstance(details.get("diff"), str):
+        if not event.is_error and isinstance(details.get("diff"), str) and self.tools.kind(event.tool_name) == "edit":
             changed, added, removed = diff_lines(visible(details["diff"]))
             self.console.print(Text(f"  {bar} {text.strip()} (+{added} -{removed})", style="dim"))
             for line in changed:

@@ -16,6 +16,16 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from heron.agent.messages import AgentMessage
+from heron.agent.tool_meta import (
+    Access,
+    CommandOf,
+    PathsOf,
+    PathUse,
+    ToolKind,
+    ToolMeta,
+    command_argument,
+    path_argument,
+)
 from heron.agent.tools import (
     AfterToolCallResult,
     AgentTool,
@@ -167,10 +177,29 @@ class ExtensionAPI:
         self.registration.tools.append(tool)
         return tool
 
-    def tool(self, name: str, description: str, parameters: type[P]) -> Callable[[Any], Any]:
+    def tool(
+        self,
+        name: str,
+        description: str,
+        parameters: type[P],
+        *,
+        kind: ToolKind = "other",
+        paths: str | PathsOf | None = None,
+        command: str | CommandOf | None = None,
+    ) -> Callable[[Any], Any]:
         """Decorator: ``@api.tool("word_count", "Count words", Params)`` on
         ``async def fn(call_id, params, signal, on_update) -> ToolResult`` (or
-        ``async def fn(params)``)."""
+        ``async def fn(params)``).
+
+        ``kind`` says what the tool is (``read``, ``edit``, ``write``, ``execute``,
+        ``search``, ``todo``, ``delegate``, ``other``); ``paths`` the files a call touches:
+        the name of the argument holding the path (read for ``read``/``search`` tools,
+        written for ``edit``/``write`` ones) or a function from the arguments to
+        :class:`~heron.agent.tool_meta.PathUse` values; ``command`` likewise the shell
+        command an ``execute`` tool runs. The tool then gets what a built-in tool of that
+        kind gets: de-dup and re-injection of reads, permission path rules, hooks' names,
+        ACP kinds (docs/extensions.md)."""
+        meta = _meta(kind, paths, command)
 
         def add(fn: Callable[..., Awaitable[ToolResult]]) -> Callable[..., Awaitable[ToolResult]]:
             async def run(call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
@@ -178,7 +207,7 @@ class ExtensionAPI:
                     return await fn(params)
                 return await fn(call_id, params, signal, on_update)
 
-            self.add_tool(FunctionTool(name, description, parameters, run))
+            self.add_tool(FunctionTool(name, description, parameters, run, meta=meta))
             return fn
 
         return add
@@ -218,7 +247,22 @@ __all__ = [
     "BeforeToolCallResult",
     "ExtensionAPI",
     "ExtensionError",
+    "PathUse",
     "ToolCallInfo",
+    "ToolMeta",
     "ToolResult",
     "block",
 ]
+
+
+def _meta(kind: ToolKind, paths: str | PathsOf | None, command: str | CommandOf | None) -> ToolMeta:
+    """The metadata ``api.tool`` declares; a wrong kind is an :class:`ExtensionError`."""
+    access: Access = "write" if kind in ("edit", "write") else "read"
+    try:
+        return ToolMeta(
+            kind=kind,
+            paths=path_argument(paths, access) if isinstance(paths, str) else paths,
+            command=command_argument(command) if isinstance(command, str) else command,
+        )
+    except ValueError as exc:
+        raise ExtensionError(str(exc)) from None

@@ -24,6 +24,7 @@ class GuardedTool(AgentTool[BaseModel]):
         self.label = tool.label or tool.name
         self.description = tool.description
         self.parameters = tool.parameters
+        self.meta = tool.meta  # what the tool is, as the extension declared it
 
     def definition(self) -> Tool:
         return self.inner.definition()

@@ -46,5 +46,6 @@ def view_problems(session: Any, view: Sequence[AgentMessage]) -> list[Violation]
         floor_ms=policy.decisions.last_view_change_ms,
         model=(model.provider, model.id),
         over_threshold_reason=policy.over_threshold_reason,
+        tools=policy.tools,
     )
     return check_request(snapshot)

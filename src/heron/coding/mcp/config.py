@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from heron.agent.tool_meta import TOOL_KINDS, ToolKind
+
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
 Scope = Literal["user", "project"]
@@ -45,6 +47,40 @@ class McpConfigError(ValueError):
     """A config file that cannot be read or written; the message names the file."""
 
 
+TOOLS_KEY = "heronTools"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDeclaration:
+    """What a server's tool is, as the user declares it in the entry
+    (``"heronTools": {"read_text_file": {"kind": "read", "path": "path"}}``): its kind
+    (:mod:`heron.agent.tool_meta`) and the argument naming the file it reads or writes."""
+
+    kind: ToolKind
+    path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **({"path": self.path} if self.path else {})}
+
+
+def parse_declarations(value: Any) -> dict[str, ToolDeclaration]:
+    """``heronTools``; :class:`ValueError` says what is wrong with it."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f'"{TOOLS_KEY}" must be an object: tool name -> {{"kind": ..., "path": ...}}')
+    out: dict[str, ToolDeclaration] = {}
+    for name, item in value.items():
+        kind = item.get("kind") if isinstance(item, dict) else None
+        path = item.get("path") if isinstance(item, dict) else None
+        if kind not in TOOL_KINDS or not (path is None or (isinstance(path, str) and path)):
+            raise ValueError(
+                f'"{TOOLS_KEY}.{name}" must be {{"kind": one of {", ".join(TOOL_KINDS)}, "path": an argument name}}'
+            )
+        out[str(name)] = ToolDeclaration(kind, path)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
     """One server: ``transport`` "stdio" (``command``, ``args``, ``env``) or "http" (``url``, ``headers``)."""
@@ -61,12 +97,16 @@ class ServerConfig:
     oauth_client_id: str = ""  # a client registered with the server's authorization server beforehand
     oauth_client_secret: str = ""
     lazy: bool | None = None  # "lazy" in the entry: start at first use; None: the mcp.startup setting decides
+    # "heronTools" in the entry: what some of the server's tools are (remote name -> declaration)
+    tools: dict[str, ToolDeclaration] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as it is written in the file (without name, scope and source)."""
         out = self._entry()
         if self.lazy is not None:
             out["lazy"] = self.lazy
+        if self.tools:
+            out[TOOLS_KEY] = {name: d.to_json() for name, d in self.tools.items()}
         return out
 
     def _entry(self) -> dict[str, Any]:
@@ -132,7 +172,8 @@ def parse_server(name: str, entry: Any, scope: Scope, source: Path) -> ServerCon
     lazy = entry.get("lazy")
     if lazy is not None and not isinstance(lazy, bool):
         raise ValueError('"lazy" must be true or false')
-    return dataclasses.replace(_parse_transport(name, entry, scope, source), lazy=lazy)
+    tools = parse_declarations(entry.get(TOOLS_KEY))
+    return dataclasses.replace(_parse_transport(name, entry, scope, source), lazy=lazy, tools=tools)
 
 
 def _parse_transport(name: str, entry: dict[str, Any], scope: Scope, source: Path) -> ServerConfig:

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import AgentTool, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.ai.tokens import estimate_text_tokens
@@ -56,6 +57,7 @@ Activate = Callable[[list[AgentTool[Any]]], None]
 
 class ToolSearch(AgentTool[ToolSearchParams]):
     name = "tool_search"
+    meta = ToolMeta(kind="search")
     label = "tool search"
     parameters = ToolSearchParams
 

@@ -74,9 +74,11 @@ class SessionMcp:
 
 def _searched(messages: list[Any]) -> list[list[str]]:
     """The names each ``tool_search`` result in ``messages`` loaded, oldest first."""
+    from heron.coding.mcp.search import ToolSearch
+
     out: list[list[str]] = []
     for message in messages:
-        if isinstance(message, ToolResultMessage) and message.tool_name == "tool_search" and not message.is_error:
+        if isinstance(message, ToolResultMessage) and message.tool_name == ToolSearch.name and not message.is_error:
             loaded = message.details.get("loaded") if isinstance(message.details, dict) else None
             if isinstance(loaded, list):
                 out.append([name for name in loaded if isinstance(name, str)])
@@ -107,8 +109,12 @@ def mcp_tools(manager: McpManager, window: int) -> tuple[list[AgentTool[Any]], T
     from heron.coding.mcp.search import ToolSearch, should_defer
     from heron.coding.mcp.tools import McpTool, distinct_name
 
+    declared = {name: c.config.tools for name, c in manager.connections.items()}
     tools = [
-        McpTool(manager, s.name, t) for s in manager.statuses() if s.state in ("connected", "lazy") for t in s.tools
+        McpTool(manager, s.name, t, declared.get(s.name, {}).get(t.name))
+        for s in manager.statuses()
+        if s.state in ("connected", "lazy")
+        for t in s.tools
     ]
     seen: set[str] = set()
     for tool in tools:  # two remote names can clean up to one heron name ("a.b", "a_b"): the later

@@ -20,9 +20,11 @@ from typing import Any
 import mcp.types as types
 from pydantic import ConfigDict
 
+from heron.agent.tool_meta import Access, ToolMeta, path_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent, Tool
+from heron.coding.mcp.config import ToolDeclaration
 from heron.coding.mcp.connection import McpCallError
 from heron.coding.mcp.manager import McpManager
 from heron.coding.tools.images import IMAGE_MAX_BASE64_BYTES, IMAGE_MAX_DIMENSION, prepare_image
@@ -54,10 +56,26 @@ def distinct_name(server: str, tool: str) -> str:
     return f"{base[: MAX_NAME - 9]}_{hashlib.sha256(tool.encode()).hexdigest()[:8]}"
 
 
+def declared_meta(tool: types.Tool, declared: ToolDeclaration | None) -> ToolMeta:
+    """What an MCP tool is: what the user declared for it in the server's entry (kind, the
+    argument naming the file it touches), else ``read`` for a tool the server marks
+    ``readOnlyHint`` (it touches no files heron knows of), else ``other``."""
+    if declared is not None:
+        access: Access = "write" if declared.kind in ("edit", "write") else "read"
+        paths = path_argument(declared.path, access) if declared.path else None
+        return ToolMeta(kind=declared.kind, paths=paths)
+    hints = tool.annotations
+    if hints is not None and hints.read_only_hint:
+        return ToolMeta(kind="read")
+    return ToolMeta()
+
+
 class McpTool(AgentTool[McpArguments]):
     parameters = McpArguments
 
-    def __init__(self, manager: McpManager, server: str, tool: types.Tool) -> None:
+    def __init__(
+        self, manager: McpManager, server: str, tool: types.Tool, declared: ToolDeclaration | None = None
+    ) -> None:
         self.manager = manager
         self.server = server
         self.remote_name = tool.name
@@ -65,6 +83,7 @@ class McpTool(AgentTool[McpArguments]):
         self.label = f"{server}: {tool.title or tool.name}"
         self.description = (tool.description or tool.title or tool.name).strip()
         self.schema: dict[str, Any] = dict(tool.input_schema) if tool.input_schema else {"type": "object"}
+        self.meta = declared_meta(tool, declared)
         self._definition = Tool(name=self.name, description=self.description, parameters=self.schema)
 
     def definition(self) -> Tool:

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heron.agent.tool_meta import PathUse, ToolCatalog, ToolKind, ToolMeta, path_argument
 from heron.coding.permissions.modes import Mode, is_read_only, parse_mode
 from heron.coding.permissions.rules import (
-    EDIT_TOOLS,
-    READ_TOOLS,
     Behavior,
     Rule,
     RuleError,
@@ -39,17 +38,16 @@ from heron.coding.permissions.rules import (
 from heron.coding.permissions.scopes import Scope
 from heron.coding.permissions.shell import ShellParseError, SimpleCommand, Word, split_commands
 from heron.coding.permissions.wrappers import git_variant, unwrap
+from heron.coding.tools import builtin_meta
 from heron.coding.tools.env import resolve_path
 
-# Tools that read a whole directory.
-WALKING_TOOLS = frozenset({"grep", "find", "ls"})
-# Tools that only read heron's own data.
-ALWAYS_ALLOWED = frozenset({"search_history"})
-# Tools that only start a sub-agent, whose every call goes through this same engine (the
-# child shares it): read-only in themselves, so plan mode does not ask for them.
-DELEGATING_TOOLS = frozenset({"task"})
-# Tools that change only heron's own state of the session (the to-do list): nothing plan mode protects.
-SESSION_STATE_TOOLS = frozenset({"todo"})
+# Kinds of tools that touch no files and change nothing plan mode protects: searches (of the
+# history, of a tool catalogue), reads of something other than files, the session's own task
+# list, and sub-agents, whose every call goes through this same engine (the child shares it).
+PLAN_SAFE_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo", "delegate"})
+# What a shell command does to the files it names, as the path rules see it.
+READING = ToolMeta(kind="read", paths=path_argument())
+WRITING = ToolMeta(kind="write", paths=path_argument(access="write"))
 # Programs whose file arguments they change: an Edit/Write rule covers those arguments.
 WRITING_PROGRAMS = frozenset(
     {
@@ -154,6 +152,8 @@ class PermissionEngine:
     mode: Mode = "default"
     rules: list[Rule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What each tool is (kind, files, command): the session's tools; built-in names by default.
+    tools: ToolCatalog = field(default_factory=lambda: ToolCatalog(fallback=builtin_meta))
 
     @classmethod
     def from_scopes(cls, cwd: Path, home: Path, scopes: Iterable[Scope], *, trusted: bool) -> PermissionEngine:
@@ -211,33 +211,34 @@ class PermissionEngine:
         self.warnings.extend(problems)
         return problems
 
-    def _rules(self, behavior: Behavior, tool: str) -> list[Rule]:
-        return [r for r in self.rules if r.behavior == behavior and r.covers_tool(tool)]
+    def _rules(self, behavior: Behavior, tool: str, meta: ToolMeta) -> list[Rule]:
+        return [r for r in self.rules if r.behavior == behavior and r.covers_tool(tool, meta)]
 
     # --- deciding ---------------------------------------------------------------------
 
     def decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
-        if tool in ALWAYS_ALLOWED:
-            return Decision("allow", "", reason="always")
-        if tool == "bash":
-            return self._bash(str(args.get("command", "")))
-        if tool in READ_TOOLS or tool in EDIT_TOOLS:
-            raw = args.get("path")
-            path = resolve_path(str(raw), self.cwd) if isinstance(raw, str) and raw.strip() else self.cwd
-            return self._file(tool, path)
-        return self._other(tool)
+        """By what the tool declares (:attr:`tools`): a shell command is checked command by
+        command, each file a call touches against the path rules, anything else as a whole."""
+        meta = self.tools.meta(tool)
+        if meta.kind == "execute" and meta.command is not None:
+            return self._bash(tool, meta, meta.command_of(args) or "")
+        if meta.paths is not None:
+            uses = meta.uses(args) or [PathUse(".", "write" if meta.changes_files else "read")]
+            decisions = [self._file(tool, meta, use, resolve_path(use.path, self.cwd)) for use in uses]
+            return next((d for b in ("deny", "ask") for d in decisions if d.behavior == b), decisions[0])
+        return self._other(tool, meta)
 
-    def _other(self, tool: str) -> Decision:
+    def _other(self, tool: str, meta: ToolMeta) -> Decision:
         what = f"the {tool} tool"
         for behavior in ("deny", "ask"):
-            for rule in self._rules(behavior, tool):
-                if rule.specifier is None and not (behavior == "ask" and self._flag_allows(tool, None)):
+            for rule in self._rules(behavior, tool, meta):
+                if rule.specifier is None and not (behavior == "ask" and self._flag_allows(tool, meta, None)):
                     return self._by_rule(behavior, rule, what, tool)
         if self.mode == "bypass":
             return Decision("allow", "")
-        if any(r.specifier is None for r in self._rules("allow", tool)):
-            return Decision("allow", "", rule=self._rules("allow", tool)[0], reason="rule")
-        if self.mode == "plan" and tool not in DELEGATING_TOOLS | SESSION_STATE_TOOLS:
+        if any(r.specifier is None for r in self._rules("allow", tool, meta)):
+            return Decision("allow", "", rule=self._rules("allow", tool, meta)[0], reason="rule")
+        if self.mode == "plan" and meta.kind not in PLAN_SAFE_KINDS:
             return Decision("ask", f"{what} may change things, and plan mode is read-only", suggestion=tool)
         return Decision("allow", "")
 
@@ -256,37 +257,38 @@ class PermissionEngine:
 
     # --- files ---
 
-    def _file(self, tool: str, path: Path) -> Decision:
+    def _file(self, tool: str, meta: ToolMeta, use: PathUse, path: Path) -> Decision:
         real = Path(os.path.realpath(path))
         candidates = {str(path), str(real)}
-        if tool in WALKING_TOOLS:  # `grep secrets/` reads what `Read(./secrets/**)` is about
+        if use.walks:  # `grep secrets/` reads what `Read(./secrets/**)` is about
             candidates |= {c.rstrip("/") + "/-" for c in list(candidates)}
-        verb = "reading" if tool in READ_TOOLS else "writing"
+        reads = use.access == "read"
+        verb = "reading" if reads else "writing"
         what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")
-        suggestion = suggest_path_rule(tool, real)
+        suggestion = suggest_path_rule(tool, meta, real)
         for behavior in ("deny", "ask"):
-            for rule in self._rules(behavior, tool):
+            for rule in self._rules(behavior, tool, meta):
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
                     if behavior == "ask" and self._flag_allows(
-                        tool, lambda spec: path_pattern(spec, self.cwd).match(str(real)) is not None
+                        tool, meta, lambda spec: path_pattern(spec, self.cwd).match(str(real)) is not None
                     ):
                         break
                     return self._by_rule(behavior, rule, what, suggestion)
         if self.mode == "bypass":
             return Decision("allow", "")
-        if self.mode == "plan" and tool not in READ_TOOLS:  # read-only whatever allow rules say
+        if self.mode == "plan" and not reads:  # read-only whatever allow rules say
             return Decision(
                 "deny",
                 f"plan mode is read-only, so {what} is not allowed; leave plan mode "
                 "(--permission-mode default, or /mode default) to make changes",
             )
-        for rule in self._rules("allow", tool):
+        for rule in self._rules("allow", tool, meta):
             if rule.specifier is None or path_pattern(rule.specifier, self.cwd).match(str(real)):
                 return Decision("allow", "", rule=rule, reason="rule")
-        if tool in READ_TOOLS:
+        if reads:
             if self._sensitive(path) or self._sensitive(real):
                 return Decision("ask", f"{what}: the place holds credentials", suggestion=suggestion)
-            if tool == "grep" and (held := self._holds_sensitive(real)) is not None:  # grep reads contents
+            if use.walks and not use.listing and (held := self._holds_sensitive(real)) is not None:  # reads contents
                 return Decision(
                     "ask",
                     f"{what}: it would search {held}, which holds credentials; search a "
@@ -332,12 +334,12 @@ class PermissionEngine:
 
     # --- bash ---
 
-    def _bash(self, command: str) -> Decision:
+    def _bash(self, tool: str, meta: ToolMeta, command: str) -> Decision:
         try:
             parts = split_commands(command)
         except ShellParseError as exc:
-            return self._unparsed(command, str(exc))
-        decisions = [self._bash_part(part) for part in parts]
+            return self._unparsed(tool, meta, command, str(exc))
+        decisions = [self._bash_part(tool, meta, part) for part in parts]
         for behavior in ("deny", "ask"):
             for decision in decisions:
                 if decision.behavior == behavior:
@@ -345,28 +347,31 @@ class PermissionEngine:
         rules = [d.rule for d in decisions if d.rule is not None]
         return Decision("allow", "", rule=rules[0] if rules else None, reason="rule" if rules else "mode")
 
-    def _unparsed(self, command: str, why: str) -> Decision:
+    def _unparsed(self, tool: str, meta: ToolMeta, command: str, why: str) -> Decision:
         if self.mode == "bypass":
             return Decision("allow", "")
-        rules = self._rules("deny", "bash") + self._rules("ask", "bash") + self._rules("allow", "bash")
+        allows = self._rules("allow", tool, meta)
+        rules = self._rules("deny", tool, meta) + self._rules("ask", tool, meta) + allows
         if self.mode != "plan" and not rules:
             return Decision("allow", "")
         exact = _exact_rule(command)
-        if any(r.specifier is not None and _same_command(r.specifier, command) for r in self._rules("allow", "bash")):
+        if any(r.specifier is not None and _same_command(r.specifier, command) for r in allows):
             return Decision("allow", "", reason="rule")  # that very command line was allowed
         message = f'the command "{_short(command)}" cannot be checked against the permission rules ({why})'
         if self.mode == "plan":
             return Decision("deny", f"plan mode is read-only and {message}", reason="parse")
         return Decision("ask", message, suggestion=exact, reason="parse")
 
-    def _bash_part(self, part: SimpleCommand) -> Decision:
+    def _bash_part(self, tool: str, meta: ToolMeta, part: SimpleCommand) -> Decision:
         words = [w.text for w in part.words]
         what = f'the command "{_short(part.text)}"' if words else "an output redirection"
         suggestion = suggest_bash_rule(words)
         variants = _variants(part)
-        flagged = self._flag_allows("bash", lambda spec: command_matches(spec, words) or _same_command(spec, part.text))
+        flagged = self._flag_allows(
+            tool, meta, lambda spec: command_matches(spec, words) or _same_command(spec, part.text)
+        )
         for behavior in ("deny", "ask"):
-            rules = self._rules(behavior, "bash")
+            rules = self._rules(behavior, tool, meta)
             for rule in rules:
                 if rule.specifier is None or any(command_matches(rule.specifier, w, wild) for w, wild in variants):
                     if behavior == "ask" and flagged:
@@ -386,7 +391,7 @@ class PermissionEngine:
             return touched
         if self.mode == "bypass":
             return Decision("allow", "")
-        for rule in self._rules("allow", "bash"):
+        for rule in self._rules("allow", tool, meta):
             if (
                 rule.specifier is None
                 or (not part.dynamic_name and command_matches(rule.specifier, words))
@@ -401,11 +406,11 @@ class PermissionEngine:
             )
         return Decision("allow", "")
 
-    def _flag_allows(self, tool: str, matches: Callable[[str], bool] | None) -> bool:
+    def _flag_allows(self, tool: str, meta: ToolMeta, matches: Callable[[str], bool] | None) -> bool:
         """Whether an ``--allow`` rule covers the call. The flag is the user's answer for this
         run, so it settles an *ask* (an ask rule's too, which a settings file's allow rule
         cannot); a deny rule stays."""
-        for rule in self._rules("allow", tool):
+        for rule in self._rules("allow", tool, meta):
             if rule.source == FLAG_SOURCE and (
                 rule.specifier is None or (matches is not None and matches(rule.specifier))
             ):
@@ -418,7 +423,7 @@ class PermissionEngine:
         write where it likes in default mode)."""
         for target in part.targets:
             if target.dynamic:
-                rules = self._rules("deny", "write") + self._rules("ask", "write")
+                rules = self._rules("deny", "write", WRITING) + self._rules("ask", "write", WRITING)
                 if rules and self.mode != "bypass":
                     return Decision(
                         "ask",
@@ -428,7 +433,7 @@ class PermissionEngine:
                         suggestion=suggest_bash_rule([w.text for w in part.words]),
                     )
                 continue
-            decision = self._file_rules("write", resolve_path(target.text, self.cwd))
+            decision = self._file_rules(WRITING, "write", resolve_path(target.text, self.cwd))
             if decision is not None:
                 return decision
         return None
@@ -442,18 +447,17 @@ class PermissionEngine:
         start = unwrap(texts)[-1] if texts else 0
         program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
         writes = program in WRITING_PROGRAMS and not (program == "sed" and is_read_only(texts[start:]))
-        tools = [
-            t
-            for t in ("read", "write")
-            if (t == "read" or writes)
-            and any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, t))
+        accesses = [
+            meta
+            for meta in ((READING, WRITING) if writes else (READING,))
+            if any(r.specifier is not None for b in ("deny", "ask") for r in self._rules(b, meta.kind, meta))
         ]
-        if not tools:
+        if not accesses:
             return None
         for word in part.words[start + 1 :]:
             for text in self._argument_paths(word):
-                for tool in tools:
-                    decision = self._file_rules(tool, resolve_path(text, self.cwd), specific=True)
+                for meta in accesses:
+                    decision = self._file_rules(meta, meta.kind, resolve_path(text, self.cwd), specific=True)
                     if decision is not None:
                         return decision
         return None
@@ -473,20 +477,21 @@ class PermissionEngine:
                 return [p for p in [head, *found] if p and not p.startswith("-")]
         return [] if not text or text.startswith("-") else [text]
 
-    def _file_rules(self, tool: str, path: Path, specific: bool = False) -> Decision | None:
-        """The deny or ask rule (only a rule) that a change to ``path`` matches."""
+    def _file_rules(self, meta: ToolMeta, tool: str, path: Path, specific: bool = False) -> Decision | None:
+        """The deny or ask rule (only a rule) that a read (``meta`` :data:`READING`) or a
+        change (:data:`WRITING`) of ``path`` by a shell command matches."""
         real = Path(os.path.realpath(path))
-        verb = "reading" if tool in READ_TOOLS else "writing"
+        verb = "reading" if meta.reads_files else "writing"
         what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")
         candidates = [str(path), str(real)]
         if specific:  # a command's argument may be a directory it reads or writes all of (`tar c secrets`)
             candidates += [c.rstrip("/") + "/-" for c in candidates]
         for behavior in ("deny", "ask"):
-            for rule in self._rules(behavior, tool):
+            for rule in self._rules(behavior, tool, meta):
                 if rule.specifier is None and specific:
                     continue
                 if rule.specifier is None or any(path_pattern(rule.specifier, self.cwd).match(c) for c in candidates):
-                    return self._by_rule(behavior, rule, what, suggest_path_rule(tool, real))
+                    return self._by_rule(behavior, rule, what, suggest_path_rule(tool, meta, real))
         return None
 
 

@@ -8,36 +8,37 @@
   depth; a pattern without wildcards matches the path and everything under it.
 * ``mcp__server__tool`` (one tool), ``mcp__server`` or ``mcp__server__*`` (all of a server's).
 
-Tool names are matched with Claude Code's names and heron's: ``Read`` covers every tool
-that reads files (read, grep, find, ls, json_query), ``Edit`` every tool that changes one
-(edit, write), ``Write`` the write tool (as a deny or ask rule, edit too: both change
-the file); ``bash(...)`` / ``read(...)`` work as well.
+Tool names are matched by what the tools declare (:mod:`heron.agent.tool_meta`), with
+Claude Code's names and heron's: ``Read`` covers every tool that reads files (a ``read`` or
+``search`` tool with declared paths: read, grep, find, ls, json_query, and an extension's
+or MCP tool that says so), ``Edit`` every tool that changes one (``edit`` and ``write``
+kinds), ``Write`` the ``write`` kind (as a deny or ask rule, ``edit`` too: both change the
+file), ``Bash`` every ``execute`` tool; any other name matches a tool's own name or one of
+its aliases (``Grep``, ``Glob``, ``LS``, ``MultiEdit``); ``bash(...)`` / ``read(...)`` work as well.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from heron.agent.tool_meta import ToolMeta
+
 Behavior = Literal["allow", "ask", "deny"]
 
-READ_TOOLS = frozenset({"read", "grep", "find", "ls", "json_query"})
-EDIT_TOOLS = frozenset({"edit", "write"})
-# Claude Code's tool names -> the heron tools a rule naming them covers.
-RULE_TOOLS: dict[str, frozenset[str]] = {
-    "bash": frozenset({"bash"}),
-    "read": READ_TOOLS,
-    "edit": EDIT_TOOLS,
-    "multiedit": frozenset({"edit"}),
-    "write": frozenset({"write"}),
-    "grep": frozenset({"grep"}),
-    "glob": frozenset({"find"}),
-    "find": frozenset({"find"}),
-    "ls": frozenset({"ls"}),
-    "json_query": frozenset({"json_query"}),
+# Claude Code's names for what tools do -> the tools a rule naming one covers, by what they
+# declare: (as an allow rule, as a deny or ask rule). `deny Write(/etc/**)` is about changing
+# /etc, by any tool that changes files; `allow Write(src/**)` allows only whole-file writes.
+_Covers = Callable[[ToolMeta], bool]
+_KIND_RULES: dict[str, tuple[_Covers, _Covers]] = {
+    "read": (lambda meta: meta.reads_files, lambda meta: meta.reads_files),
+    "edit": (lambda meta: meta.changes_files, lambda meta: meta.changes_files),
+    "write": (lambda meta: meta.changes_files and meta.kind == "write", lambda meta: meta.changes_files),
+    "bash": (lambda meta: meta.kind == "execute", lambda meta: meta.kind == "execute"),
 }
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
@@ -58,18 +59,19 @@ class Rule:
     def text(self) -> str:
         return self.tool if self.specifier is None else f"{self.tool}({self.specifier})"
 
-    def covers_tool(self, tool_name: str) -> bool:
+    def covers_tool(self, tool_name: str, meta: ToolMeta) -> bool:
+        """Whether this rule is about ``tool_name``, a tool that declares ``meta``."""
         name = self.tool.lower()
         if name.startswith("mcp__"):
             server_rule = name.removesuffix("__*")
             return tool_name.lower() == name or (
                 tool_name.lower().startswith(server_rule + "__") and server_rule.count("__") == 1
             )
-        if name == "write" and self.behavior != "allow":
-            return tool_name in EDIT_TOOLS  # `deny Write(/etc/**)` is about changing /etc, by either tool
-        if name in RULE_TOOLS:
-            return tool_name in RULE_TOOLS[name]
-        return name == tool_name.lower()
+        by_kind = _KIND_RULES.get(name)
+        if by_kind is not None:
+            allows, restricts = by_kind
+            return (allows if self.behavior == "allow" else restricts)(meta)
+        return name == tool_name.lower() or name in (alias.lower() for alias in meta.aliases)
 
 
 def parse_rule(text: str, behavior: Behavior, source: str) -> Rule:
@@ -184,6 +186,6 @@ def _glob_to_regex(glob: str) -> str:
     return "".join(out)
 
 
-def suggest_path_rule(tool: str, path: Path) -> str:
-    kind = "Read" if tool in READ_TOOLS else "Edit" if tool in EDIT_TOOLS else tool
+def suggest_path_rule(tool: str, meta: ToolMeta, path: Path) -> str:
+    kind = "Read" if meta.reads_files else "Edit" if meta.changes_files else tool
     return f"{kind}({path})"

@@ -13,6 +13,7 @@ from pydantic import Field
 from heron.agent.tools import AgentTool, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.subagents.definitions import AgentDefinitions
+from heron.coding.tools import TASK_META
 
 if TYPE_CHECKING:
     from heron.coding.subagents.manager import SubagentManager
@@ -52,6 +53,7 @@ def task_description(definitions: AgentDefinitions) -> str:
 class TaskTool(AgentTool[TaskParams]):
     name = "task"
     label = "Task"
+    meta = TASK_META
     parameters = TaskParams
 
     def __init__(self, manager: SubagentManager) -> None:

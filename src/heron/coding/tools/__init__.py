@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
+from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import AgentTool
 from heron.coding.tools.env import ToolEnv
 from heron.context.limits import ToolLimits
@@ -33,10 +34,41 @@ ALL_TOOLS: tuple[str, ...] = (
     "task",
 )
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
+TASK_META = ToolMeta(kind="delegate")  # the task tool's (it lives in heron.coding.subagents)
+
+
+# The built-in tools' classes, by their registration names.
+_FACTORIES: dict[str, tuple[str, str]] = {
+    "read": ("heron.coding.tools.read", "ReadTool"),
+    "bash": ("heron.coding.tools.bash", "BashTool"),
+    "edit": ("heron.coding.tools.edit", "EditTool"),
+    "write": ("heron.coding.tools.write", "WriteTool"),
+    "grep": ("heron.coding.tools.grep", "GrepTool"),
+    "find": ("heron.coding.tools.find", "FindTool"),
+    "ls": ("heron.coding.tools.ls", "LsTool"),
+    "search_history": ("heron.coding.tools.search_history", "SearchHistoryTool"),
+    "json_query": ("heron.coding.tools.json_query", "JsonQueryTool"),
+    "todo": ("heron.coding.tools.todo", "TodoTool"),
+}
 
 
 class UnknownToolError(ValueError):
     pass
+
+
+def _tool_class(name: str) -> type[AgentTool[Any]]:
+    module, cls = _FACTORIES[name]
+    found: type[AgentTool[Any]] = getattr(importlib.import_module(module), cls)
+    return found
+
+
+def builtin_meta(name: str) -> ToolMeta | None:
+    """The metadata of the built-in tool registered as ``name`` (``None``: there is none):
+    what a session's stored calls of a built-in tool are when the session is continued
+    without that tool (:class:`heron.agent.tool_meta.ToolCatalog`'s fallback)."""
+    if name in SESSION_TOOLS:
+        return TASK_META
+    return _tool_class(name).meta if name in _FACTORIES else None
 
 
 def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[AgentTool[Any]]:
@@ -48,23 +80,10 @@ def create_tools(env: ToolEnv, names: Sequence[str] | None = None) -> list[Agent
         raise UnknownToolError(f"unknown tool(s): {', '.join(unknown)}; available: {', '.join(ALL_TOOLS)}")
     # Only the tools asked for are imported: grep, find and ls (and their walker) are not
     # needed by the default set, and every module loaded delays the first request.
-    factories: dict[str, tuple[str, str]] = {
-        "read": ("heron.coding.tools.read", "ReadTool"),
-        "bash": ("heron.coding.tools.bash", "BashTool"),
-        "edit": ("heron.coding.tools.edit", "EditTool"),
-        "write": ("heron.coding.tools.write", "WriteTool"),
-        "grep": ("heron.coding.tools.grep", "GrepTool"),
-        "find": ("heron.coding.tools.find", "FindTool"),
-        "ls": ("heron.coding.tools.ls", "LsTool"),
-        "search_history": ("heron.coding.tools.search_history", "SearchHistoryTool"),
-        "json_query": ("heron.coding.tools.json_query", "JsonQueryTool"),
-        "todo": ("heron.coding.tools.todo", "TodoTool"),
-    }
     tools: list[AgentTool[Any]] = []
     for name in ALL_TOOLS:
         if name in wanted and name not in SESSION_TOOLS:
-            module, cls = factories[name]
-            tools.append(getattr(importlib.import_module(module), cls)(env))
+            tools.append(_tool_class(name)(env))  # type: ignore[call-arg]
     return tools
 
 
@@ -74,9 +93,20 @@ def set_limits(env: ToolEnv, tools: Sequence[AgentTool[Any]], limits: ToolLimits
     is re-described the way :func:`create_tools` would describe it now: the definitions sent
     say what the tools do, and match those of a new process started on the same window."""
     env.limits = limits
-    for tool in tools:
-        if tool.name in ALL_TOOLS and tool.name not in SESSION_TOOLS and type(tool).__module__.startswith(__name__):
+    built_in = {cls for _, cls in _FACTORIES.values()}
+    for tool in tools:  # by class: a built-in tool registered under another name is one too
+        if type(tool).__module__.startswith(__name__ + ".") and type(tool).__name__ in built_in:
             tool.description = type(tool)(env).description  # type: ignore[call-arg]
 
 
-__all__ = ["ALL_TOOLS", "DEFAULT_TOOLS", "SESSION_TOOLS", "ToolEnv", "UnknownToolError", "create_tools", "set_limits"]
+__all__ = [
+    "ALL_TOOLS",
+    "DEFAULT_TOOLS",
+    "SESSION_TOOLS",
+    "TASK_META",
+    "ToolEnv",
+    "UnknownToolError",
+    "builtin_meta",
+    "create_tools",
+    "set_limits",
+]

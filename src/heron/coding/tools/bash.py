@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, command_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
@@ -67,6 +68,7 @@ class _Ending:
 class BashTool(AgentTool[BashParams]):
     name = "bash"
     label = "bash"
+    meta = ToolMeta(kind="execute", command=command_argument())
     parameters = BashParams
 
     # How long the pipe may stay open after the shell exited (background children).

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, path_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import EditDetails
@@ -171,6 +172,7 @@ def _count_text(found: list[int]) -> str:
 class EditTool(AgentTool[EditParams]):
     name = "edit"
     label = "Edit"
+    meta = ToolMeta(kind="edit", paths=path_argument(access="write"), aliases=("MultiEdit",))
     description = (
         "Replace exact text in a file. old_text must match one unique part of the file, whitespace and "
         "indentation included; add surrounding lines to make it unique. For several changes to one file pass "

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, tree_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import FindDetails, truncation_details
@@ -74,6 +75,7 @@ def _escape_glob(text: str) -> str:
 class FindTool(AgentTool[FindParams]):
     name = "find"
     label = "Find"
+    meta = ToolMeta(kind="search", paths=tree_argument(listing=True), aliases=("Glob",))
     parameters = FindParams
 
     def __init__(self, env: ToolEnv, backend: Backend = "auto") -> None:

@@ -48,6 +48,7 @@ from typing import Any
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, tree_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import GrepDetails, truncation_details
@@ -438,6 +439,7 @@ def _rg_error(pattern: str, glob: str | None, stderr: str) -> ToolError:
 class GrepTool(AgentTool[GrepParams]):
     name = "grep"
     label = "Grep"
+    meta = ToolMeta(kind="search", paths=tree_argument(listing=False), aliases=("Grep",))
     parameters = GrepParams
 
     def __init__(self, env: ToolEnv, backend: Backend = "auto") -> None:

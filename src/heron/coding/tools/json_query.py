@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, path_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
@@ -38,6 +39,7 @@ class JsonQueryParams(ToolParams):
 class JsonQueryTool(AgentTool[JsonQueryParams]):
     name = "json_query"
     label = "JSON query"
+    meta = ToolMeta(kind="search", paths=path_argument())
     parameters = JsonQueryParams
 
     def __init__(self, env: ToolEnv) -> None:

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, tree_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import LsDetails, truncation_details
@@ -53,6 +54,7 @@ def _scan(root: Path) -> list[tuple[str, Literal["file", "dir", "symlink", "othe
 class LsTool(AgentTool[LsParams]):
     name = "ls"
     label = "List"
+    meta = ToolMeta(kind="search", paths=tree_argument(listing=True), aliases=("LS",))
     parameters = LsParams
 
     def __init__(self, env: ToolEnv, backend: Backend = "auto") -> None:

@@ -15,12 +15,14 @@ import shlex
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
+from heron.agent.tool_meta import PathUse, ToolMeta, arg_int, arg_str
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent
@@ -120,9 +122,18 @@ class _Page:
     stopped_by: str | None  # "lines" | "bytes" | "limit" | None (reached the end)
 
 
+def read_paths(arguments: Mapping[str, Any]) -> list[PathUse]:
+    """The file a read call names, with the lines it asks for (its metadata)."""
+    path = arg_str(arguments, "path")
+    if path is None:
+        return []
+    return [PathUse(path, "read", offset=arg_int(arguments, "offset"), limit=arg_int(arguments, "limit"))]
+
+
 class ReadTool(AgentTool[ReadParams]):
     name = "read"
     label = "Read"
+    meta = ToolMeta(kind="read", paths=read_paths)
     description = describe(DEFAULT_LIMITS)
 
     def __init__(

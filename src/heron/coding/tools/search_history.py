@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
@@ -45,6 +46,7 @@ class SearchHistoryParams(ToolParams):
 class SearchHistoryTool(AgentTool[SearchHistoryParams]):
     name = "search_history"
     label = "Search history"
+    meta = ToolMeta(kind="search")
     parameters = SearchHistoryParams
 
     def __init__(self, env: ToolEnv) -> None:

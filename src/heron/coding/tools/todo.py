@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
@@ -32,6 +33,7 @@ class TodoParams(ToolParams):
 class TodoTool(AgentTool[TodoParams]):
     name = "todo"
     label = "Todo"
+    meta = ToolMeta(kind="todo")
     parameters = TodoParams
     description = (
         "Keep a task list for multi-step work: send the whole list each time (it replaces the previous "

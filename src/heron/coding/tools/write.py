@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from heron.agent.tool_meta import ToolMeta, path_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import WriteDetails
@@ -32,6 +33,7 @@ class WriteParams(ToolParams):
 class WriteTool(AgentTool[WriteParams]):
     name = "write"
     label = "Write"
+    meta = ToolMeta(kind="write", paths=path_argument(access="write"))
     description = DESCRIPTION
 
     def __init__(self, env: ToolEnv) -> None:
