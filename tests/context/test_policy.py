@@ -3,7 +3,6 @@ and the refusal to send a request that cannot fit."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -143,12 +142,12 @@ class Session:
     def prepare(
         self, messages: list[AgentMessage] | None = None, compact: Callable[[], list[AgentMessage] | None] | None = None
     ) -> list[AgentMessage]:
-        async def run_compact() -> list[AgentMessage] | None:
-            return compact() if compact is not None else None
-
-        return asyncio.run(
-            self.policy.prepare(messages if messages is not None else self.messages(), AbortSignal(), run_compact)
-        )
+        """What the context owner does around the policy, with ``compact`` standing in for
+        the compaction (it returns the rebuilt conversation, or None when nothing was written)."""
+        messages = messages if messages is not None else self.messages()
+        pressure = self.policy.pressure(messages, AbortSignal())
+        rebuilt = compact() if pressure.compact and compact is not None else None
+        return self.policy.settle(messages, pressure, rebuilt)
 
 
 @pytest.fixture
