@@ -84,6 +84,9 @@ class ContextOwner:
             turn_prompt=session._turn_prompt,
             early=early,
         )
+        if outcome.error and reason != "manual":  # a manual one answers with the error itself
+            message = f"the automatic compaction failed: {outcome.error}; the session goes on without it"
+            session._emit(ContextWarningEvent(kind="compaction_failed", message=message))
         if outcome.auto_disabled:
             message = f"automatic compaction is off: {outcome.auto_disabled}"
             session._emit(ContextWarningEvent(kind="auto_compaction_off", message=message))
