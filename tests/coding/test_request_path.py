@@ -13,9 +13,11 @@ import pytest
 
 from heron.ai.options import StreamOptions
 from heron.ai.providers.faux import FauxProvider, FauxReply, text
-from heron.ai.types import Context, Model
+from heron.ai.types import Context, Model, StopReason
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
+from heron.context.invariants import STRICT_LOG
+from heron.context.summariser import summary_context
 from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.store import SessionStore
 
@@ -143,3 +145,17 @@ async def test_the_memory_flush_takes_the_request_path(
     assert_session_options(session, options)
     assert options.max_tokens is not None and options.max_tokens <= 2_000
     assert context.system_prompt == session.agent.state.system_prompt
+
+
+async def test_a_summary_request_that_breaks_the_context_rules_is_not_sent(tmp_path: Path, faux: FauxProvider) -> None:
+    """Its own snapshot: the transcript must fit the window with the summary's output cap."""
+    session = session_of(tmp_path, faux)
+    sent = len(faux.requests)
+    answer = await session.requests.summary_ask()(summary_context("x" * 4 * 40_000), 2_000)
+    assert answer.stop_reason == StopReason.ERROR
+    assert answer.error_message is not None and "a.fits-window" in answer.error_message
+    assert answer.error_message.startswith("the summary request breaks the context rules")
+    assert len(faux.requests) == sent  # nothing reached the provider
+    assert {v.rule for v in STRICT_LOG.take()} == {"a.fits-window"}  # strict mode logged it (the suite's check)
+    fits = await session.requests.summary_ask()(summary_context("a short transcript"), 2_000)
+    assert fits.stop_reason == StopReason.STOP and len(faux.requests) == sent + 1
