@@ -65,9 +65,10 @@ def session_of(tmp_path: Path, faux: FauxProvider, **settings: Any) -> CodingSes
     )
 
 
-def assert_session_options(session: CodingSession, options: StreamOptions) -> None:
+def assert_session_options(session: CodingSession, options: StreamOptions, summary: bool = False) -> None:
     assert options.api_key == "sk-session"
-    assert options.session_id == session.store.session_id
+    # a summary's prompt-cache key is the session's own for summaries (another prefix)
+    assert options.session_id == session.store.session_id + ("/summary" if summary else "")
     assert (options.first_byte_ms, options.idle_ms, options.request_ms) == (4_321, 5_432, 65_432)
     assert (options.retry.max_retries, options.retry.base_delay, options.retry.max_delay) == (2, 0.3, 0.9)
     assert options.on_retry is not None
@@ -87,8 +88,8 @@ async def test_summary_and_branch_summary_requests_carry_the_sessions_options(
     assert summary == "## Goal\nthe summary"
     summaries = [(c, o) for c, o in seen if is_summary(c)]
     assert len(summaries) >= 2  # the compaction's, the branch's
-    for _, options in seen:  # turns and summaries alike
-        assert_session_options(session, options)
+    for context, options in seen:  # turns and summaries alike
+        assert_session_options(session, options, summary=is_summary(context))
     for context, options in summaries:
         assert options.max_tokens is not None and options.max_tokens <= 2_000
         assert context.tools is None or context.tools == []

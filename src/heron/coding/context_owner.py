@@ -84,7 +84,8 @@ class ContextOwner:
             turn_prompt=session._turn_prompt,
             early=early,
         )
-        if outcome.error and reason != "manual":  # a manual one answers with the error itself
+        aborted = signal is not None and signal.aborted
+        if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
             message = f"the automatic compaction failed: {outcome.error}; the session goes on without it"
             session._emit(ContextWarningEvent(kind="compaction_failed", message=message))
         if outcome.auto_disabled:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SUMMARY_CACHE_SUFFIX = "/summary"
 RequestKind = Literal["turn", "summary", "branch_summary", "flush"]
 RequestEnd = Callable[[AssistantMessage], None]
 
@@ -177,8 +178,13 @@ class RequestPath:
 
         async def ask(context: Context, max_tokens: int) -> AssistantMessage:
             model = self.session.model
+            options = self.side_options(max_tokens, signal)
+            # The prompt-cache key of the session's summaries: they share the summariser's
+            # prefix with each other, none with the conversation, whose cache they would
+            # otherwise displace (the memory flush does share it, and keeps the session's).
+            options.session_id = f"{options.session_id}{SUMMARY_CACHE_SUFFIX}" if options.session_id else None
             try:
-                stream = send(model, context, self.side_options(max_tokens, signal))
+                stream = send(model, context, options)
             except ContextInvariantError as exc:
                 return _failed(model, f"the {kind.replace('_', ' ')} request breaks the context rules: {exc}")
             return await stream.result()

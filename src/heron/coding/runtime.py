@@ -3,9 +3,12 @@
 An :class:`Agent` with the coding tools and the system prompt; a :class:`SessionStore`
 that records every message; a :class:`ContextPolicy` that decides, before every request,
 what the request carries (pruning, the compaction trigger, output caps, learned limits,
-the read index) and records each decision in the session; a :class:`Compactor`; and
-recovery from failed answers by their error kind (:mod:`heron.coding.recovery`). The
-context rules live in ``heron.context``; this module only connects them.
+the read index) and records each decision in the session; the :class:`ContextOwner`
+that acts on those decisions and runs every compaction (:mod:`heron.coding.context_owner`);
+the :class:`RequestPath` every request takes, summaries included - typed options,
+the context rules checked, tracing (:mod:`heron.coding.requests`); and recovery from
+failed answers by their error kind (:mod:`heron.coding.recovery`). The context rules
+live in ``heron.context``; this module only connects them and delegates.
 
 Everything that shapes a request is derived from the session file, so a process that
 resumes the session (``heron -p --continue``) sends the bytes the one that never stopped
