@@ -484,6 +484,24 @@ def test_prepare_raises_context_full_when_nothing_fits(session_for: Callable[...
     assert calls == [1]
 
 
+def test_a_failed_compaction_is_named_as_the_reason(session_for: Callable[..., Session]) -> None:
+    """The owner ran the compaction the policy asked for and it failed (a summary request
+    that timed out): the request is sent when it fits, and the reason says what failed."""
+    timed_out = "the summary request failed: Request timed out: no response within 1 s (timeouts.firstByteMs)"
+    s = session_for(window=16_000, pruning=False)
+    s.add([user("x" * 4 * 13_000), reply("ok")])
+    messages = s.messages()
+    pressure = s.policy.pressure(messages, AbortSignal())
+    assert pressure.compact and not pressure.early
+    view = s.policy.settle(messages, pressure, None, timed_out)
+    assert len(view) == 2 and s.policy.over_threshold_reason == f"the compaction failed: {timed_out}"
+    small = session_for(window=4_096, max_tokens=1_024)
+    small.add([user("x" * 4 * 5_000), reply("ok")])
+    messages = small.messages()
+    with pytest.raises(ContextFull, match=r"the compaction failed: the summary request failed: Request timed out"):
+        small.policy.settle(messages, small.policy.pressure(messages, AbortSignal()), None, timed_out)
+
+
 def test_context_full_names_why_nothing_was_reduced(session_for: Callable[..., Session]) -> None:
     s = session_for(window=4_096, max_tokens=1_024, compaction=False)
     s.add([user("x" * 4 * 5_000), reply("ok")])
