@@ -54,9 +54,8 @@ class ContextOwner:
         if not pressure.compact:
             return policy.settle(messages, pressure)
         end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
-        written = end is not None and end.entry_id is not None
-        failure = end.error if end is not None else None
-        return policy.settle(messages, pressure, list(session.agent.state.messages) if written else None, failure)
+        rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
+        return policy.settle(messages, pressure, rebuilt, end.error)
 
     async def compact(
         self,
