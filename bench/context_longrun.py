@@ -38,8 +38,8 @@ from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
 from heron.context.prune import PRUNE_LOW_WATER
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.store import SessionStore
 
 WINDOW = 32_000

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply, json_reply
 from tests.support.sse import anthropic_reply, openai_reply

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import heron
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 pexpect = pytest.importorskip("pexpect")

@@ -29,7 +29,7 @@ from heron.cli.app import App
 from heron.cli.modes.rpc_mode import RpcServer, _Output, encode_line, split_lines
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import ResolvedModel, settings_from_dict
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.store import SessionStore
 from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_chunk, openai_reply, openai_sse

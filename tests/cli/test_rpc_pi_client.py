@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.support.http_server import LocalServer, Recorded, Reply
 from tests.support.sse import openai_chunk, openai_reply, openai_sse
 

@@ -21,7 +21,7 @@ from heron.coding.settings import settings_from_dict
 from heron.coding.tools import DEFAULT_TOOLS, create_tools
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.search_history import SearchHistoryParams, SearchHistoryTool
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.entries import CompactionEntry, MessageEntry
 from heron.session.store import SessionStore
 

@@ -21,7 +21,7 @@ from heron.coding.events import SubagentEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.children import CHILD_CUSTOM_TYPE
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 

@@ -36,9 +36,10 @@ from heron.context.budget import (
     estimate_message_tokens,
     last_usage_index,
 )
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT, CompactionSettings, message_tokens
+from heron.context.compaction import CompactionSettings, message_tokens
 from heron.context.limits import ToolLimits
 from heron.context.policy import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, ContextFull
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.store import SessionStore
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")
@@ -179,7 +180,7 @@ async def test_output_cap_is_the_room_left_in_the_window(proj: Path, faux: FauxP
 
     async def cap(messages: list[Any]) -> int | None:
         await s._transform_context(messages, AbortSignal())  # what runs before every request
-        return s._stream_options(Context(messages=[])).max_tokens
+        return s.requests.turn_options(Context(messages=[])).max_tokens
 
     margin = int(16_384 * OUTPUT_MARGIN_SHARE)  # chars/4 is an estimate: keep a little room
     assert await cap([user(4_000), reply(Usage(input=10_000, output=200), ts=10**13)]) == 16_384 - 10_200 - margin

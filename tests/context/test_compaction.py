@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from heron.agent.messages import BashExecutionMessage, ExtensionMessage
+from heron.ai.options import StreamOptions
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
+from heron.ai.registry import complete
 from heron.ai.types import (
     AssistantMessage,
     Context,
+    Model,
     StopReason,
     TextContent,
     ToolCall,
@@ -26,29 +29,40 @@ from heron.ai.types import (
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction import (
+    USER_REQUEST_CHARS,
+    USER_REQUESTS_KEPT,
+    CompactionPlan,
+    CompactionSettings,
+    prepare_compaction,
+)
+from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+from heron.context.summariser import SummaryResult, summarise
+from heron.context.summary_chunks import MERGE_PROMPT, parse_summary
+from heron.context.summary_text import (
     FALLBACK_TOOL_RESULT_CHARS,
     FIRST_SUMMARY_PROMPT,
     SUMMARISER_SYSTEM_PROMPT,
     SUMMARY_TOOL_RESULT_CHARS,
     TURN_PREFIX_PROMPT,
     UPDATE_SUMMARY_PROMPT,
-    USER_REQUEST_CHARS,
-    USER_REQUESTS_KEPT,
-    CompactionPlan,
-    CompactionSettings,
-    _fit_transcript,
-    prepare_compaction,
+    fit_transcript,
     serialise_transcript,
-    summarise,
 )
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
-from heron.context.summary_chunks import MERGE_PROMPT, parse_summary
 from heron.context.view import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, CustomMessageEntry, MessageEntry
 from heron.session.store import SessionStore
 from tests.support.tools import BUILTIN
 
 # --- building sessions ------------------------------------------------------------------
+
+
+async def summarise_direct(plan: CompactionPlan, model: Model, **settings: Any) -> SummaryResult:
+    """The summariser on its own: its requests sent straight to the provider, typed options."""
+
+    async def ask(context: Context, max_tokens: int) -> AssistantMessage:
+        return await complete(model, context, StreamOptions(max_tokens=max_tokens))
+
+    return await summarise(plan, ask, model=model, **settings)
 
 
 def user(chars: int = 400, label: str = "") -> UserMessage:
@@ -301,7 +315,7 @@ async def test_split_turn_prefix_is_summarised_concurrently(faux: FauxProvider) 
             in_flight -= 1
 
     faux.stream = counting  # type: ignore[method-assign]
-    result_ = await summarise(plan, faux.model(), reserve_tokens=16_384)
+    result_ = await summarise_direct(plan, faux.model(), reserve_tokens=16_384)
     assert len(seen) == 2 and peak == 2  # both requests were in flight together
     prompts = [c.messages[0].text() for c in seen]  # type: ignore[union-attr]
     assert sum(TURN_PREFIX_PROMPT in p for p in prompts) == 1
@@ -319,7 +333,7 @@ async def test_first_summary_and_update_prompts(faux: FauxProvider) -> None:
     store, _ = store_of(user(400, "build a CLI"), assistant(), user(), assistant())
     plan = plan_of(store, keep=200)
     assert plan is not None and plan.previous is None
-    first = await summarise(plan, faux.model(), reserve_tokens=16_384, focus="the argument parser")
+    first = await summarise_direct(plan, faux.model(), reserve_tokens=16_384, focus="the argument parser")
     assert seen[-1].system_prompt == SUMMARISER_SYSTEM_PROMPT
     prompt = seen[-1].messages[0].text()  # type: ignore[union-attr]
     assert FIRST_SUMMARY_PROMPT in prompt and "<previous-summary>" not in prompt
@@ -343,7 +357,7 @@ async def test_first_summary_and_update_prompts(faux: FauxProvider) -> None:
     store.append_message(assistant())
     second_plan = plan_of(store, keep=200)
     assert second_plan is not None and second_plan.previous is not None
-    await summarise(second_plan, faux.model(), reserve_tokens=16_384)
+    await summarise_direct(second_plan, faux.model(), reserve_tokens=16_384)
     prompt = seen[-1].messages[0].text()  # type: ignore[union-attr]
     assert UPDATE_SUMMARY_PROMPT in prompt and FIRST_SUMMARY_PROMPT not in prompt
     assert f"<previous-summary>\n{first.summary}\n</previous-summary>" in prompt
@@ -372,7 +386,7 @@ async def test_summariser_input_cuts_results_in_the_request(faux: FauxProvider) 
     )
     plan = plan_of(store, keep=200)
     assert plan is not None
-    await summarise(plan, faux.model(), reserve_tokens=16_384)
+    await summarise_direct(plan, faux.model(), reserve_tokens=16_384)
     prompt = seen[-1].messages[0].text()  # type: ignore[union-attr]
     assert "x" * 2_000 + "\n[... 7000 more characters cut" in prompt and "x" * 2_001 not in prompt
 
@@ -393,7 +407,7 @@ async def test_read_and_modified_files_accumulate_across_compactions(faux: FauxP
     )
     plan = plan_of(store, keep=200)
     assert plan is not None and (plan.read_files, plan.modified_files) == (["a.py"], ["b.py"])
-    first = await summarise(plan, faux.model(), reserve_tokens=16_384)
+    first = await summarise_direct(plan, faux.model(), reserve_tokens=16_384)
     assert first.details["readFiles"] == ["a.py"] and first.details["modifiedFiles"] == ["b.py"]
     assert "<read-files>\na.py\n</read-files>" in first.summary
     assert "<modified-files>\nb.py\n</modified-files>" in first.summary
@@ -410,7 +424,7 @@ async def test_read_and_modified_files_accumulate_across_compactions(faux: FauxP
         store.append_message(message)
     second_plan = plan_of(store, keep=200)
     assert second_plan is not None
-    second = await summarise(second_plan, faux.model(), reserve_tokens=16_384)
+    second = await summarise_direct(second_plan, faux.model(), reserve_tokens=16_384)
     # a.py was read first and then written: it is listed as modified only
     assert second.details["readFiles"] == ["c.py"]
     assert second.details["modifiedFiles"] == ["b.py", "a.py"]
@@ -428,7 +442,7 @@ async def test_user_requests_accumulate_verbatim_20_most_recent_500_chars(faux: 
     assert plan is not None
     assert len(plan.user_requests) == 15
     assert plan.user_requests[0] == ("request 00: " + "q" * 600)[:USER_REQUEST_CHARS] + "..."
-    first = await summarise(plan, faux.model(), reserve_tokens=16_384)
+    first = await summarise_direct(plan, faux.model(), reserve_tokens=16_384)
     assert "<user-requests>\n- " + json.dumps(plan.user_requests[0]) in first.summary
     store.append_compaction(first.summary, plan.first_kept_entry_id, 1, first.details)
     for n in range(15, 27):
@@ -474,7 +488,7 @@ async def fallback_steps(faux: FauxProvider, turns: int, result_chars: int) -> t
     assert plan is not None and not plan.split_turn
     full = serialise_transcript(plan.messages_to_summarize)
     assert len(full) > SMALL_BUDGET
-    done = await summarise(plan, faux.model(**SMALL), reserve_tokens=1_024)
+    done = await summarise_direct(plan, faux.model(**SMALL), reserve_tokens=1_024)
     prompt = seen[-1].messages[0].text()  # type: ignore[union-attr]
     transcript = prompt.split("<conversation>\n", 1)[1].split("\n</conversation>", 1)[0]
     assert len(transcript) <= SMALL_BUDGET
@@ -499,7 +513,7 @@ async def test_a_history_too_large_is_summarised_in_chunks_then_merged(faux: Fau
     store, _ = many_turns(14, 1_900)
     plan = plan_of(store, keep=200)
     assert plan is not None
-    done = await summarise(plan, faux.model(**SMALL), reserve_tokens=1_024)
+    done = await summarise_direct(plan, faux.model(**SMALL), reserve_tokens=1_024)
     assert done.records[0].detail["step"] == "chunked"
     prompts = [r.messages[0].text() for r in seen]  # type: ignore[union-attr]
     chunks = [p for p in prompts if "<conversation>" in p]
@@ -519,7 +533,7 @@ def test_fallback_2_keeps_head_and_tail_of_one_chunk_too_large() -> None:
     plan = plan_of(store, keep=200)
     assert plan is not None
     records: list[LedgerRecord] = []
-    transcript = _fit_transcript(plan.messages_to_summarize, SMALL_BUDGET, records)
+    transcript = fit_transcript(plan.messages_to_summarize, SMALL_BUDGET, records)
     assert [r.detail["step"] for r in records] == ["clamp_tool_results", "head_tail"]
     assert "characters of the middle of the conversation omitted" in transcript
     assert transcript.startswith("[User]: turn 000") and "turn 013" in transcript
@@ -531,7 +545,7 @@ def test_fallback_3_drops_the_oldest_turns_of_one_chunk_too_large() -> None:
     plan = plan_of(store, keep=200)
     assert plan is not None
     records: list[LedgerRecord] = []
-    transcript = _fit_transcript(plan.messages_to_summarize, SMALL_BUDGET, records)
+    transcript = fit_transcript(plan.messages_to_summarize, SMALL_BUDGET, records)
     steps = [r.detail["step"] for r in records]
     assert steps[:2] == ["clamp_tool_results", "head_tail"]
     assert set(steps[2:]) == {"drop_oldest_turns"} and len(steps) > 2
@@ -554,7 +568,7 @@ async def test_the_draft_goes_to_the_entry_details_not_the_summary(faux: FauxPro
     store, _ = many_turns(3, 100)
     plan = plan_of(store, keep=50)
     assert plan is not None
-    done = await summarise(plan, faux.model(), reserve_tokens=4_096)
+    done = await summarise_direct(plan, faux.model(), reserve_tokens=4_096)
     assert done.summary.startswith("## Goal\nShip it") and "checking every request" not in done.summary
     assert done.details["analysis"] == "checking every request"
 

@@ -3,7 +3,6 @@ and the refusal to send a request that cannot fit."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -145,12 +144,12 @@ class Session:
     def prepare(
         self, messages: list[AgentMessage] | None = None, compact: Callable[[], list[AgentMessage] | None] | None = None
     ) -> list[AgentMessage]:
-        async def run_compact() -> list[AgentMessage] | None:
-            return compact() if compact is not None else None
-
-        return asyncio.run(
-            self.policy.prepare(messages if messages is not None else self.messages(), AbortSignal(), run_compact)
-        )
+        """What the context owner does around the policy, with ``compact`` standing in for
+        the compaction (it returns the rebuilt conversation, or None when nothing was written)."""
+        messages = messages if messages is not None else self.messages()
+        pressure = self.policy.pressure(messages, AbortSignal())
+        rebuilt = compact() if pressure.compact and compact is not None else None
+        return self.policy.settle(messages, pressure, rebuilt)
 
 
 @pytest.fixture
@@ -485,6 +484,24 @@ def test_prepare_raises_context_full_when_nothing_fits(session_for: Callable[...
     with pytest.raises(ContextFull, match=r"does not fit the 4,096-token window"):
         s.prepare(compact=compact)
     assert calls == [1]
+
+
+def test_a_failed_compaction_is_named_as_the_reason(session_for: Callable[..., Session]) -> None:
+    """The owner ran the compaction the policy asked for and it failed (a summary request
+    that timed out): the request is sent when it fits, and the reason says what failed."""
+    timed_out = "the summary request failed: Request timed out: no response within 1 s (timeouts.firstByteMs)"
+    s = session_for(window=16_000, pruning=False)
+    s.add([user("x" * 4 * 13_000), reply("ok")])
+    messages = s.messages()
+    pressure = s.policy.pressure(messages, AbortSignal())
+    assert pressure.compact and not pressure.early
+    view = s.policy.settle(messages, pressure, None, timed_out)
+    assert len(view) == 2 and s.policy.over_threshold_reason == f"the compaction failed: {timed_out}"
+    small = session_for(window=4_096, max_tokens=1_024)
+    small.add([user("x" * 4 * 5_000), reply("ok")])
+    messages = small.messages()
+    with pytest.raises(ContextFull, match=r"the compaction failed: the summary request failed: Request timed out"):
+        small.policy.settle(messages, small.policy.pressure(messages, AbortSignal()), None, timed_out)
 
 
 def test_context_full_names_why_nothing_was_reduced(session_for: Callable[..., Session]) -> None:

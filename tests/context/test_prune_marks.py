@@ -4,7 +4,6 @@ cannot get far enough below the marks, and the marks as settings."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,11 +26,11 @@ from heron.ai.types import (
 )
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import PruningSettings, load_settings, settings_from_dict
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
 from heron.context.decisions import DECISION_CUSTOM_TYPE
 from heron.context.ledger import Ledger
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.context.view import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
@@ -100,12 +99,11 @@ class Session:
         self.policy = self._policy()
 
     def prepare(self) -> list[AgentMessage]:
-        async def compact() -> list[AgentMessage] | None:
-            self.compactions += 1
-            return None
-
         messages = session_messages(self.store, self.store.leaf_id)
-        return asyncio.run(self.policy.prepare(messages, AbortSignal(), compact))
+        pressure = self.policy.pressure(messages, AbortSignal())
+        if pressure.compact:  # counted; the compaction writes nothing here
+            self.compactions += 1
+        return self.policy.settle(messages, pressure)
 
     def steps(self) -> list[dict[str, Any]]:
         return [
@@ -334,10 +332,8 @@ async def test_an_early_compaction_that_saves_too_little_is_skipped(
         async def go() -> Any:
             await session.prompt("hi")
             await session.prompt("keep this in mind: " + "x" * 40_000)  # kept: the history is one tiny turn
-            session.policy.compacting_early = early
-            end = await session.compact(reason="threshold")
-            session.policy.compacting_early = False
-            return session, end
+            end = await session.context_owner.compact(reason="threshold", early=early)
+            return session, end if end.entry_id is not None else None
 
         return go()
 

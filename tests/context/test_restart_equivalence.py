@@ -27,7 +27,7 @@ from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, Model
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.store import SessionStore
 
 WINDOW = 16_384

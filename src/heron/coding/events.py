@@ -59,10 +59,12 @@ class LedgerEvent:
 @dataclass(slots=True, kw_only=True)
 class ContextWarningEvent:
     """Something the user should know about the context: automatic compaction switched
-    off, a context invariant violated (with ``HERON_CHECK_CONTEXT``), a window learnt, an
-    extension disabled or its context transform not used (docs/extensions.md)."""
+    off, an automatic compaction that failed (its summary request did not answer in time,
+    or failed after its retries), a context invariant violated (with
+    ``HERON_CHECK_CONTEXT``), a window learnt, an extension disabled or its context
+    transform not used (docs/extensions.md)."""
 
-    kind: Literal["auto_compaction_off", "invariant", "window_learned", "extension"]
+    kind: Literal["auto_compaction_off", "compaction_failed", "invariant", "window_learned", "extension"]
     message: str
     type: Literal["context_warning"] = "context_warning"
 

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from heron.agent.agent import Agent
+from heron.agent.loop import StreamFn
 from heron.agent.messages import AgentMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
-from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, UserMessage
+from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
 from heron.coding.settings import MemorySettings
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.policy import ContextPolicy
@@ -136,21 +137,26 @@ async def run_flush(
     system_prompt: str,
     tools: list[AgentTool[Any]],
     view: list[AgentMessage],
-    stream_options: Callable[[Context], StreamOptions],
+    send: StreamFn,
+    options: Callable[[Context], StreamOptions],
     directory: Path,
+    thinking: ThinkingLevel = "off",
     max_turns: int = FLUSH_MAX_TURNS,
 ) -> tuple[list[str], AssistantMessage | None]:
-    """One silent agentic turn on a copy of the view; returns the memory files it wrote
-    and, if it ended in an error, the failed answer. Nothing it says is recorded in the
-    session or kept in the context."""
+    """One silent agentic turn on a copy of the view, its requests sent by ``send`` (the
+    session's request path); returns the memory files it wrote and, if it ended in an
+    error, the failed answer. Nothing it says is recorded in the session or kept in the
+    context."""
     guard = FlushGuard(directory, [])
     agent = Agent(
         model=model,
         system_prompt=system_prompt,
         tools=tools,
         messages=list(view),
+        thinking_level=thinking,
         before_tool_call=guard,
-        stream_options=stream_options,
+        stream_options=options,
+        stream_fn=send,
     )
     turns = 0
 
@@ -206,9 +212,13 @@ class MemoryKeeper:
         tools: list[AgentTool[Any]],
         system_prompt: str,
         messages: list[AgentMessage],
-        stream_options: Callable[[Context], StreamOptions],
+        send: StreamFn,
+        options: Callable[[int], StreamOptions],
+        thinking: ThinkingLevel = "off",
     ) -> None:
-        """The silent turn, recorded (files touched, or why it was skipped) in the session."""
+        """The silent turn, recorded (files touched, or why it was skipped) in the session.
+        ``send`` and ``options`` are the session's request path: each request of the turn
+        gets the typed options (key, timeouts, retries) with an output cap for its own size."""
         view = policy.view(messages)
         tokens = policy.count(view) + flush_prompt_tokens(self.directory)
         if tokens > policy.threshold:
@@ -218,18 +228,18 @@ class MemoryKeeper:
             return
         cap = policy.output_cap(tokens)
 
-        def options(context: Context) -> StreamOptions:
-            base = stream_options(context)
-            base.max_tokens = cap
-            return base
+        def sized(context: Context) -> StreamOptions:
+            return options(policy.output_cap(max(tokens, policy.count(list(context.messages)))))
 
         files, failed = await run_flush(
             model=model,
             system_prompt=system_prompt,
             tools=tools,
             view=view,
-            stream_options=options,
+            send=send,
+            options=sized,
             directory=self.directory,
+            thinking=thinking,
         )
         if failed is not None and failed.error_kind == "overflow":
             # the server enforces less than planned: learn it from this request, so the

@@ -3,9 +3,12 @@
 An :class:`Agent` with the coding tools and the system prompt; a :class:`SessionStore`
 that records every message; a :class:`ContextPolicy` that decides, before every request,
 what the request carries (pruning, the compaction trigger, output caps, learned limits,
-the read index) and records each decision in the session; a :class:`Compactor`; and
-recovery from failed answers by their error kind (:mod:`heron.coding.recovery`). The
-context rules live in ``heron.context``; this module only connects them.
+the read index) and records each decision in the session; the :class:`ContextOwner`
+that acts on those decisions and runs every compaction (:mod:`heron.coding.context_owner`);
+the :class:`RequestPath` every request takes, summaries included - typed options,
+the context rules checked, tracing (:mod:`heron.coding.requests`); and recovery from
+failed answers by their error kind (:mod:`heron.coding.recovery`). The context rules
+live in ``heron.context``; this module only connects them and delegates.
 
 Everything that shapes a request is derived from the session file, so a process that
 resumes the session (``heron -p --continue``) sends the bytes the one that never stopped
@@ -31,13 +34,9 @@ from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal
-from heron.ai.events import RetryEvent
 from heron.ai.models import heron_home
-from heron.ai.options import RetryPolicy, StreamOptions
-from heron.ai.stream import AssistantEventStream
 from heron.ai.types import (
     AssistantMessage,
-    Context,
     ImageContent,
     Model,
     StopReason,
@@ -48,23 +47,22 @@ from heron.ai.types import (
 )
 from heron.coding.breakdown import ContextBreakdown, context_breakdown
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
+from heron.coding.context_owner import ContextOwner
 from heron.coding.control import Control
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
-    CompactionStartEvent,
-    ContextWarningEvent,
     LedgerEvent,
     RetryEndEvent,
-    RetryStartEvent,
     SessionEvent,
     TodosEvent,
 )
 from heron.coding.extensions import ExtensionHost
-from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
+from heron.coding.memory import MemoryKeeper
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
+from heron.coding.requests import RequestPath
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.subagents import SubagentManager, attach_subagents
@@ -72,17 +70,7 @@ from heron.coding.templates import TemplateSet, expand_template_command, load_te
 from heron.coding.tools import builtin_meta, create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.context.budget import fixed_tokens
-from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
-from heron.context.compactor import CompactionOutcome, Compactor
-from heron.context.invariants import (
-    STRICT_LOG,
-    ContextInvariantError,
-    RequestSnapshot,
-    Violation,
-    check_compaction,
-    check_request,
-    mode_from,
-)
+from heron.context.compaction import CompactionSettings
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
@@ -142,7 +130,6 @@ class CodingSession(RecoveryHooks):
         self._recovery_abort = AbortSignal()
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
-        self._check_mode = mode_from(self.settings.check_invariants)
         self._date_override = date
         self.date = date or session_date(self.store)
 
@@ -182,7 +169,7 @@ class CodingSession(RecoveryHooks):
         self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
         self.extensions = ExtensionHost(self)  # empty until load() (docs/extensions.md)
         self.policy = self._make_policy()
-        self.compactor = Compactor(self.policy, cwd=self.cwd)
+        self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # a learnt one too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
@@ -208,12 +195,12 @@ class CodingSession(RecoveryHooks):
             messages=with_injections(self.store, restored),
             thinking_level=level,
             transform_context=self._transform_context,
-            stream_options=self._stream_options,
             after_tool_batch=self._after_tool_batch,
             max_parallel=self.settings.tools.max_parallel,
         )
-        self._send = agent.stream_fn
-        agent.stream_fn = self._checked_stream
+        self.requests = RequestPath(self, agent.stream_fn)  # every request: options, rules, tracing
+        agent.stream_options = self.requests.turn_options
+        agent.stream_fn = self.requests.send_turn
         return agent
 
     def _make_policy(self) -> ContextPolicy:
@@ -355,82 +342,10 @@ class CodingSession(RecoveryHooks):
         return fixed_tokens(self.agent.state.system_prompt, [t.definition() for t in self.agent.state.tools])
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
-        async def compact() -> list[AgentMessage] | None:
-            end = await self.compact(reason="threshold")
-            return list(self.agent.state.messages) if end is not None and end.entry_id else None
-
-        # counted only while a flush is still possible (the view is counted again in prepare)
-        if self.memory.flush_wanted(self.policy.decisions.flushed):
-            tokens = self.estimate_request_tokens(messages)
-            if tokens > self.policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
-                await self._flush_memory()  # before the compaction that is coming, while it still fits
-
-        view = await self.policy.prepare(messages, signal, compact)
+        view = await self.context_owner.prepare(messages, signal)
         view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
         self._last_view = view
         return view
-
-    def _retry_policy(self) -> RetryPolicy:
-        retry = self.settings.retry
-        return RetryPolicy(
-            max_retries=retry.max_retries if retry.enabled else 0,
-            base_delay=retry.base_delay_ms / 1000,
-            max_delay=retry.max_delay_ms / 1000,
-        )
-
-    def _stream_options(self, context: Context) -> StreamOptions:
-        timeouts = self.settings.timeouts
-        return StreamOptions(
-            api_key=self.api_key,
-            session_id=self.store.session_id,
-            max_tokens=self.policy.last_max_tokens or self.policy.output_cap(self.policy.last_tokens),
-            thinking=self.agent.state.thinking_level,
-            retry=self._retry_policy(),
-            on_retry=self._on_ai_retry,
-            first_byte_ms=timeouts.first_byte_ms,
-            idle_ms=timeouts.idle_ms,
-            request_ms=timeouts.request_ms,
-        )
-
-    def _checked_stream(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
-        """The provider call, with the context invariants checked on what is sent."""
-        if self._check_mode != "off":
-            snapshot = RequestSnapshot(
-                view=self._last_view,
-                context=context,
-                max_tokens=options.max_tokens or 0,
-                window=self.policy.window,
-                reserve=self.policy.reserve,
-                stubs=self.policy.decisions.stubs,
-                cwd=self.cwd,
-                turn_prompt=self._turn_prompt,
-                floor_ms=self.policy.decisions.last_view_change_ms,
-                model=(model.provider, model.id),
-                over_threshold_reason=self.policy.over_threshold_reason,
-                tools=self.tool_catalog,
-            )
-            self._report(check_request(snapshot))
-        return self._send(model, context, options)
-
-    def _report(self, violations: Sequence[Violation]) -> None:
-        for violation in violations:
-            log.warning("%s", violation)
-            self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message, detail={"rule": violation.rule}))
-            self._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
-        if self._check_mode == "strict" and violations:
-            STRICT_LOG.add(violations)
-            raise ContextInvariantError("; ".join(str(v) for v in violations))
-
-    def _on_ai_retry(self, event: RetryEvent) -> None:
-        self._retrying = event.attempt
-        self._emit(
-            RetryStartEvent(
-                attempt=event.attempt,
-                max_attempts=event.max_retries,
-                delay=event.delay,
-                error_message=event.error_message,
-            )
-        )
 
     async def _after_tool_batch(
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
@@ -493,7 +408,8 @@ class CodingSession(RecoveryHooks):
 
     async def _run_turn(self, message: AgentMessage) -> list[AgentMessage]:
         added = await self.agent.prompt(message)
-        return await recover(self, added, policy=self._retry_policy(), signal=self._recovery_abort, emit=self._emit)
+        policy = self.requests.retry_policy()
+        return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
 
     def _fit_prompt(self, text: str) -> str:
         room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
@@ -512,79 +428,13 @@ class CodingSession(RecoveryHooks):
         self.agent.abort()
         self._recovery_abort.abort()
 
-    # --- compaction ----------------------------------------------------------------------
+    # --- compaction (decided and run by the context owner) --------------------------------
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. Returns the end event, or ``None`` when nothing was compacted."""
-        await self.control.pre_compact(reason)
-        before = self.estimate_request_tokens(self.agent.state.messages)
-        if reason != "manual" and self._flush_wanted(before):
-            await self._flush_memory()
-        self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
-        outcome = await self.compactor.run(
-            self.agent.state.messages,
-            model=self.model,
-            api_key=self.api_key,
-            reason=reason,
-            focus=focus,
-            turn_prompt=self._turn_prompt,
-        )
-        if outcome.auto_disabled:
-            self._emit(
-                ContextWarningEvent(
-                    kind="auto_compaction_off", message=f"automatic compaction is off: {outcome.auto_disabled}"
-                )
-            )
-        if outcome.messages is None:
-            self._emit(
-                CompactionEndEvent(
-                    reason=reason,
-                    tokens_before=before,
-                    tokens_after=outcome.tokens_after,
-                    skipped=outcome.skipped,
-                    error=outcome.error,
-                    auto_disabled=outcome.auto_disabled,
-                )
-            )
-            return None
-        self.agent.state.messages[:] = outcome.messages
-        if self._check_mode != "off":
-            self._report(check_compaction(outcome.estimated_before, outcome.tokens_after))
-        if reason == "manual":
-            self.policy.enable_auto_compaction("a manual compaction succeeded")
-        return self._compaction_end(reason, before, outcome)
-
-    def _flush_wanted(self, tokens: int) -> bool:
-        """Only when a compaction will summarise something: more history than it keeps."""
-        history = tokens - self.policy.fixed_tokens()
-        if history <= self.policy.compaction_settings.keep_recent_tokens:
-            return False
-        return self.memory.flush_wanted(self.policy.decisions.flushed)
-
-    async def _flush_memory(self) -> None:
-        await self.memory.flush(
-            self.policy,
-            self.ledger,
-            model=self.model,
-            tools=self.tools,
-            system_prompt=self.agent.state.system_prompt,
-            messages=self.agent.state.messages,
-            stream_options=self._stream_options,
-        )
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # may be learnt
-
-    def _compaction_end(self, reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
-        end = CompactionEndEvent(
-            reason=reason,
-            tokens_before=before,
-            tokens_after=outcome.tokens_after,
-            entry_id=outcome.entry_id,
-            summary=outcome.summary,
-            auto_disabled=outcome.auto_disabled,
-        )
-        self._emit(end)
-        return end
+        end = await self.context_owner.compact(focus, reason)
+        return end if end.entry_id is not None else None
 
     # --- tree navigation, forks --------------------------------------------------------------
 
@@ -595,17 +445,7 @@ class CodingSession(RecoveryHooks):
         entry at the new position. Returns the summary, if one was made."""
         if self.agent.is_running:
             raise RuntimeError("the agent is running; abort it before moving in the tree")
-        summary: str | None = None
-        old_leaf = self.store.leaf_id
-        if summarize and old_leaf is not None and old_leaf != entry_id:
-            target_path = set(self.store.path_ids(entry_id)) if entry_id is not None else set()
-            abandoned = [e for e in self.store.path_to(old_leaf) if e.id not in target_path]
-            messages = [m for m in (entry_message(e) for e in abandoned) if m is not None]
-            if messages:
-                budget = min(20_000, self.window // 4)
-                summary = await summarise_branch(
-                    messages, self.model, budget_tokens=budget, stream_options={"api_key": self.api_key}
-                )
+        summary = await self.context_owner.branch_summary(entry_id) if summarize else None
         if summary:
             self.store.branch_with_summary(entry_id, summary)
         elif entry_id is None:

@@ -5,9 +5,13 @@ knows about tracing - and turns them into spans:
 
 - ``invoke_agent heron``: one per run (``agent_start`` .. ``agent_end``), with the
   session id as ``gen_ai.conversation.id`` and the run's summed token usage;
-- ``chat {model}``: one per model request (``turn_start`` .. the answer's
-  ``message_end``), a child of the run, with the request's and response's model,
-  finish reason and ``gen_ai.usage.*`` tokens;
+- ``chat {model}``: one per model request, from when it is sent to its answer, with the
+  request's and response's model, finish reason and ``gen_ai.usage.*`` tokens, and what
+  it was for (``heron.request.kind``: ``turn``, or the side requests ``summary``,
+  ``branch_summary``, ``flush``). Every request a session sends goes through its request
+  path (:mod:`heron.coding.requests`), which tells the tracer; a request sent during a
+  run is a child of the run (an automatic compaction's summary too), one outside a run
+  (``/compact``, a branch summary) a span of its own;
 - ``execute_tool {name}``: one per tool call, a child of the run.
 
 Message content (the prompt, answers, tool arguments and results) is recorded only when
@@ -32,6 +36,8 @@ from heron.coding.secrets import redact
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
+    from heron.ai.types import AssistantMessage, Context, Model
+    from heron.coding.requests import RequestEnd, RequestKind
     from heron.coding.runtime import CodingSession
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -114,10 +120,11 @@ class SessionTracer:
         self.tracer = tracer
         self.capture = content_wanted() if capture_content is None else capture_content
         self._run: Span | None = None
-        self._chat: Span | None = None
+        self._chats: list[Span] = []
         self._tools: dict[str, Span] = {}
         self._usage = [0, 0]
         self._unsubscribe = session.subscribe(self._on_event)
+        session.requests.observers.append(self)
 
     def _base(self, operation: str) -> dict[str, Any]:
         model = self.session.model
@@ -145,21 +152,33 @@ class SessionTracer:
         self._usage = [0, 0]
         self._run = self.tracer.start_span("invoke_agent heron", attributes=attributes)
 
-    def _on_turn_start(self, event: Any) -> None:
-        self._chat = self._child(f"chat {self.session.model.id}", self._base("chat"), client=True)
+    def request_started(self, kind: RequestKind, model: Model, context: Context) -> RequestEnd:
+        """A request is being sent (the request path calls this): its ``chat`` span."""
+        attributes = self._base("chat") | {"gen_ai.request.model": model.id, "heron.request.kind": kind}
+        span = self._child(f"chat {model.id}", attributes, client=True)
+        self._chats.append(span)
+
+        def ended(message: AssistantMessage) -> None:
+            if span in self._chats:
+                self._chats.remove(span)
+                self._end_chat(span, message)
+
+        return ended
 
     def _on_message_end(self, event: Any) -> None:
-        from heron.ai.types import AssistantMessage, StopReason, UserMessage
+        from heron.ai.types import UserMessage
 
         message = event.message
         if isinstance(message, UserMessage) and self.capture and self._run is not None:
             self._run.set_attribute("gen_ai.input.messages", redact(json.dumps([_message_json(message)])))
-        if not isinstance(message, AssistantMessage) or self._chat is None:
-            return
-        span, self._chat = self._chat, None
+
+    def _end_chat(self, span: Span, message: AssistantMessage) -> None:
+        from heron.ai.types import StopReason
+
         usage = message.usage
-        self._usage[0] += usage.input + usage.cache_read + usage.cache_write
-        self._usage[1] += usage.output
+        if self._run is not None:  # a request sent during a run counts in the run's usage
+            self._usage[0] += usage.input + usage.cache_read + usage.cache_write
+            self._usage[1] += usage.output
         span.set_attributes(
             {
                 "gen_ai.response.model": message.model,
@@ -198,9 +217,9 @@ class SessionTracer:
         span.end()
 
     def _on_agent_end(self, event: Any) -> None:
-        for span in [*self._tools.values(), *([self._chat] if self._chat is not None else [])]:
+        for span in [*self._tools.values(), *self._chats]:
             span.end()
-        self._tools, self._chat = {}, None
+        self._tools, self._chats = {}, []
         if self._run is not None:
             self._run.set_attributes(
                 {"gen_ai.usage.input_tokens": self._usage[0], "gen_ai.usage.output_tokens": self._usage[1]}
@@ -211,6 +230,8 @@ class SessionTracer:
     def close(self) -> None:
         self._on_agent_end(None)
         self._unsubscribe()
+        if self in self.session.requests.observers:
+            self.session.requests.observers.remove(self)
 
 
 def _message_json(message: Any) -> dict[str, Any]:

@@ -24,10 +24,11 @@ from heron.agent.messages import AgentMessage, CompactionSummaryMessage
 from heron.ai.types import Model, UserMessage
 from heron.context.budget import estimate_message_tokens
 from heron.context.children import children_on_path
-from heron.context.compaction import SummaryFailed, entry_message, prepare_compaction, summarise
+from heron.context.compaction import CompactionPlan, entry_message, prepare_compaction
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
+from heron.context.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise
 from heron.context.view import (
     DETAIL_CHILDREN,
     DETAIL_KEPT_PROMPT,
@@ -52,6 +53,16 @@ class CompactionOutcome:
     estimated_before: int = 0  # the size before, estimated like tokens_after (no usage anchor)
 
 
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """The compaction entry's details and the new view's estimated size, before writing."""
+
+    details: dict[str, Any]
+    tokens_after: int
+    reinjected: bool
+    kept_prompt: str | None
+
+
 class Compactor:
     """Compactions of one session, through its policy (for counting and decisions)."""
 
@@ -63,38 +74,63 @@ class Compactor:
         self,
         messages: list[AgentMessage],
         *,
+        ask: SummaryAsk,
         model: Model,
-        api_key: str | None,
         reason: str,
         focus: str | None = None,
         turn_prompt: UserMessage | None = None,
+        early: bool = False,
     ) -> CompactionOutcome:
-        policy, store = self.policy, self.policy.store
+        """Summarise through ``ask`` (the session's request path) and write the entry,
+        unless the result would not shrink the context. ``early``: asked for below the
+        threshold (after a shallow pruning step), where a small saving is not written."""
+        policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
         estimated_before = policy.estimate(current)
-        if store.leaf_id is None:
-            return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
-        path = store.path_to(store.leaf_id)
-        settings = policy.compaction_settings
-        plan = prepare_compaction(path, settings, self.policy.tools)
-        if plan is None or not plan.has_work:
+        plan = self._plan()
+        if plan is None:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         try:
             result = await summarise(
                 plan,
-                model,
-                reserve_tokens=settings.reserve_tokens,
+                ask,
+                model=model,
+                reserve_tokens=policy.compaction_settings.reserve_tokens,
                 focus=focus,
-                stream_options={"api_key": api_key, "session_id": None},
                 window=policy.window,
             )
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
         for record in result.records:
             policy.ledger.add(record)
+        draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
+        refused = self._refused(draft, before, estimated_before, early)
+        if refused is not None:
+            return refused
+        return self._write(plan, result, draft, reason, before, estimated_before)
 
-        kept_entries = path[plan.first_kept_index :]
+    def _plan(self) -> CompactionPlan | None:
+        store = self.policy.store
+        if store.leaf_id is None:
+            return None
+        plan = prepare_compaction(store.path_to(store.leaf_id), self.policy.compaction_settings, self.policy.tools)
+        return plan if plan is not None and plan.has_work else None
+
+    def _draft(
+        self,
+        plan: CompactionPlan,
+        result: SummaryResult,
+        turn_prompt: UserMessage | None,
+        before: int,
+        estimated_before: int,
+        early: bool,
+    ) -> _Draft:
+        """The new view assembled and estimated (no usage anchor, like ``estimated_before``):
+        the summary, the task list, the sub-agents, the kept prompt, the kept messages, and
+        the re-injected files in the room that leaves."""
+        policy = self.policy
+        kept_entries = plan.path[plan.first_kept_index :]
         kept = [m for m in (entry_message(e) for e in kept_entries) if m is not None]
         details: dict[str, Any] = dict(result.details)
         prompt_id = self._prompt_entry(turn_prompt, {e.id for e in kept_entries})
@@ -106,12 +142,11 @@ class Compactor:
         if policy.decisions.todos:
             details[DETAIL_TODOS] = list(policy.decisions.todos)
             head += injected_messages({DETAIL_TODOS: details[DETAIL_TODOS]}, 0)
-        children = children_on_path(path)
+        children = children_on_path(plan.path)
         if children:
             details[DETAIL_CHILDREN] = children
             head += injected_messages({DETAIL_CHILDREN: children}, 0)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
-        early = policy.compacting_early
         room = self._reinject_room(bare, estimated_before, early)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
         text = reinjected_text(candidates(summarised, kept, self.cwd, self.policy.tools), self.cwd, room)
@@ -119,6 +154,12 @@ class Compactor:
         if text is not None:
             details[DETAIL_REINJECTED] = text
             after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
+        return _Draft(details=details, tokens_after=after, reinjected=text is not None, kept_prompt=prompt_id)
+
+    def _refused(self, draft: _Draft, before: int, estimated_before: int, early: bool) -> CompactionOutcome | None:
+        """Nothing is written when the result would not be smaller (automatic compaction
+        is then switched off), or, for an early one, would save too little."""
+        after = draft.tokens_after
         if early and after > estimated_before * (1 - SHRINK_REQUIRED):
             return CompactionOutcome(
                 tokens_before=before,
@@ -127,17 +168,28 @@ class Compactor:
             )
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
-            policy.disable_auto_compaction(reason_text)
+            self.policy.disable_auto_compaction(reason_text)
             return CompactionOutcome(
                 tokens_before=before, tokens_after=after, skipped=reason_text, auto_disabled=reason_text
             )
+        return None
 
+    def _write(
+        self,
+        plan: CompactionPlan,
+        result: SummaryResult,
+        draft: _Draft,
+        reason: str,
+        before: int,
+        estimated_before: int,
+    ) -> CompactionOutcome:
+        policy = self.policy
         with strictly_ordered():
-            entry = store.append_compaction(
+            entry = policy.store.append_compaction(
                 summary=result.summary,
                 first_kept_entry_id=plan.first_kept_entry_id,
                 tokens_before=before,
-                details=details,
+                details=draft.details,
             )
         policy.compacted()
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
@@ -153,9 +205,9 @@ class Compactor:
                     "first_kept_entry_id": plan.first_kept_entry_id,
                     "split_turn": plan.split_turn,
                     "tokens_before": before,
-                    "tokens_after": after,
-                    "reinjected": text is not None,
-                    "kept_prompt": prompt_id,
+                    "tokens_after": draft.tokens_after,
+                    "reinjected": draft.reinjected,
+                    "kept_prompt": draft.kept_prompt,
                 },
             )
         )

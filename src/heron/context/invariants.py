@@ -25,6 +25,12 @@ The rules:
 
 ``e`` has a second half that is not about one request: a compaction never leaves the
 context larger than it found it - :func:`check_compaction`.
+
+Side requests - a compaction's summaries, a branch summary, the memory flush's turns -
+are checked with the same rules on a snapshot of their own (built by the coding layer's
+request path): their view is what their context carries, no turn prompt, and a reserve of
+zero, so ``a`` holds them to the window with their own output cap rather than to the
+threshold a summary is asked for because the conversation has passed.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The context policy: everything that decides what a request carries, in one component.
 
-``CodingSession`` asks four things of it: the view for the next request
-(:meth:`ContextPolicy.prepare`, which prunes and asks for a compaction when needed), the
+The session's context owner (``heron.coding.context_owner``) asks four things of it: the
+view for the next request (:meth:`ContextPolicy.pressure`, which prunes and says whether
+a compaction is due, then :meth:`ContextPolicy.settle` after that compaction), the
 output cap for that request, what to learn from a provider's overflow rejection, and
 the read tool's question "is this range already in the view?". Each decision is
 appended to the session the moment it is made (:mod:`heron.context.decisions`), so a
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,17 @@ def strictly_ordered() -> Iterator[None]:
 
 class ContextFull(RuntimeError):
     """The view cannot be brought within the window: nothing is sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pressure:
+    """What :meth:`ContextPolicy.pressure` found, for :meth:`ContextPolicy.settle`."""
+
+    view: list[AgentMessage]
+    tokens: int
+    pressed: bool  # past the threshold (or an early compaction wanted), not aborted
+    compact: bool  # an automatic compaction is due
+    early: bool  # ... below the threshold, after a shallow pruning step
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +169,6 @@ class ContextPolicy:
         self.last_tokens = 0
         self.last_max_tokens = 0
         self.over_threshold_reason: str | None = None
-        # A compaction the policy asked for below the threshold (after a shallow step): if
-        # it would not save enough it is skipped, and automatic compaction stays on.
-        self.compacting_early = False
         self.reload()
 
     # --- state from the session ----------------------------------------------------------
@@ -263,16 +272,11 @@ class ContextPolicy:
 
     # --- before every request ----------------------------------------------------------------
 
-    async def prepare(
-        self,
-        messages: list[AgentMessage],
-        signal: AbortSignal,
-        compact: Callable[[], Awaitable[list[AgentMessage] | None]],
-    ) -> list[AgentMessage]:
-        """The view for the next request: pruned down to the low-water mark once past the
-        high-water mark, compacted (through ``compact``, which returns the rebuilt messages)
-        when still past the threshold. Raises :class:`ContextFull` rather than send a
-        request over the window."""
+    def pressure(self, messages: list[AgentMessage], signal: AbortSignal) -> Pressure:
+        """The first half of preparing the next request: the view counted, pruned down to
+        the low-water mark once past the high-water mark, and whether a compaction is due.
+        Whoever runs compactions (``heron.coding.context_owner``) runs it when one is, then
+        calls :meth:`settle`."""
         self.over_threshold_reason = None
         view = self.view(messages)
         tokens = self.count(view)
@@ -296,27 +300,42 @@ class ContextPolicy:
         # prefix breaks anyway, spares the string of ever shallower steps that would follow.
         middle = (high + low) // 2
         early = stepped and load > middle and self.auto_compaction and self._worth_compacting(view, load, load - middle)
-        if (load > self.threshold or early) and not signal.aborted:
-            if self.auto_compaction:
-                self.compacting_early = early and load <= self.threshold
-                try:
-                    rebuilt = await compact()
-                finally:
-                    self.compacting_early = False
-                if rebuilt is not None:
-                    messages = rebuilt
-                    view = self.view(messages)
-                    tokens = self.count(view)
-                    load = self.load(view, tokens)
-                    if (
-                        load > self.threshold
-                        and self.settings.pruning
-                        and self.prune(messages, 0, target_saving_tokens=load - low)
-                    ):
-                        view = self.view(messages)
-                        tokens = self.count(view)
-            if tokens > self.threshold:
-                self.over_threshold_reason = self._why_over()
+        pressed = (load > self.threshold or early) and not signal.aborted
+        return Pressure(
+            view=view,
+            tokens=tokens,
+            pressed=pressed,
+            compact=pressed and self.auto_compaction,
+            early=early and load <= self.threshold,
+        )
+
+    def settle(
+        self,
+        messages: list[AgentMessage],
+        pressure: Pressure,
+        rebuilt: list[AgentMessage] | None = None,
+        failure: str | None = None,
+    ) -> list[AgentMessage]:
+        """The view for the next request, after the compaction :meth:`pressure` asked for
+        (``rebuilt``: the conversation it wrote; ``failure``: why it failed, if it did):
+        pruned again when still past the threshold. Raises :class:`ContextFull` rather than
+        send a request over the window."""
+        view, tokens = pressure.view, pressure.tokens
+        if rebuilt is not None:
+            messages = rebuilt
+            view = self.view(messages)
+            tokens = self.count(view)
+            load = self.load(view, tokens)
+            low = self.prune_marks[1]
+            if (
+                load > self.threshold
+                and self.settings.pruning
+                and self.prune(messages, 0, target_saving_tokens=load - low)
+            ):
+                view = self.view(messages)
+                tokens = self.count(view)
+        if pressure.pressed and tokens > self.threshold:
+            self.over_threshold_reason = f"the compaction failed: {failure}" if failure else self._why_over()
         if tokens + MIN_OUTPUT_TOKENS > self.window:
             raise ContextFull(
                 f"the context ({tokens:,} tokens) does not fit the {self.window:,}-token window even after "

@@ -1,0 +1,157 @@
+"""The one owner of a session's context decisions: when to prune or compact, and running
+the compaction.
+
+Before every request the agent asks :meth:`ContextOwner.prepare` for the view. It
+gives the model its silent memory flush when a compaction is coming, asks the policy to
+count and prune (:meth:`ContextPolicy.pressure`), runs the compaction the policy says is
+due, and lets the policy finish the view (:meth:`ContextPolicy.settle`). Manual
+``/compact``, the compaction after an overflow and the summary of a branch being left
+come here too. Nothing calls back up: the policy decides, this object acts, and
+``CodingSession`` only delegates.
+
+Summary and flush requests go through the session's request path
+(:class:`heron.coding.requests.RequestPath`): typed options with the configured timeouts
+and retries, the context rules checked, traced - a summary request that never answers
+ends the compaction with an error within ``timeouts.*``, and the session goes on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from heron.agent.messages import AgentMessage
+from heron.ai.abort import AbortSignal
+from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
+from heron.coding.memory import FLUSH_SHARE
+from heron.coding.tools import set_limits
+from heron.context.compaction import entry_message
+from heron.context.compactor import CompactionOutcome, Compactor
+from heron.context.invariants import check_compaction
+from heron.context.summariser import SummaryFailed, summarise_branch
+
+if TYPE_CHECKING:
+    from heron.coding.runtime import CodingSession
+
+BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)
+
+
+class ContextOwner:
+    """Pruning, compaction and the memory flush of one :class:`CodingSession`."""
+
+    def __init__(self, session: CodingSession) -> None:
+        self.session = session
+        self.compactor = Compactor(session.policy, cwd=session.cwd)
+
+    async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
+        """The view for the next request (pruned, compacted when due, within the window)."""
+        session, policy = self.session, self.session.policy
+        # counted only while a flush is still possible (the view is counted again below)
+        if session.memory.flush_wanted(policy.decisions.flushed):
+            tokens = session.estimate_request_tokens(messages)
+            if tokens > policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
+                await self._flush()  # before the compaction that is coming, while it still fits
+        pressure = policy.pressure(messages, signal)
+        if not pressure.compact:
+            return policy.settle(messages, pressure)
+        end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
+        rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
+        return policy.settle(messages, pressure, rebuilt, end.error)
+
+    async def compact(
+        self,
+        focus: str | None = None,
+        reason: CompactionReason = "manual",
+        *,
+        early: bool = False,
+        signal: AbortSignal | None = None,
+    ) -> CompactionEndEvent:
+        """Summarise old history into a compaction entry and rebuild the context from the
+        session. The end event says what happened (``entry_id`` set when one was written,
+        ``skipped`` or ``error`` otherwise)."""
+        session = self.session
+        await session.control.pre_compact(reason)
+        before = session.estimate_request_tokens(session.agent.state.messages)
+        if reason != "manual" and self._flush_wanted(before):
+            await self._flush()
+        session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
+        outcome = await self.compactor.run(
+            session.agent.state.messages,
+            ask=session.requests.summary_ask("summary", signal),
+            model=session.model,
+            reason=reason,
+            focus=focus,
+            turn_prompt=session._turn_prompt,
+            early=early,
+        )
+        aborted = signal is not None and signal.aborted
+        if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
+            message = f"the automatic compaction failed: {outcome.error}; the session goes on without it"
+            session._emit(ContextWarningEvent(kind="compaction_failed", message=message))
+        if outcome.auto_disabled:
+            message = f"automatic compaction is off: {outcome.auto_disabled}"
+            session._emit(ContextWarningEvent(kind="auto_compaction_off", message=message))
+        if outcome.messages is not None:
+            session.agent.state.messages[:] = outcome.messages
+            if session.requests.check_mode != "off":
+                session.requests.report(check_compaction(outcome.estimated_before, outcome.tokens_after))
+            if reason == "manual":
+                session.policy.enable_auto_compaction("a manual compaction succeeded")
+        end = _end_event(reason, before, outcome)
+        session._emit(end)
+        return end
+
+    def _flush_wanted(self, tokens: int) -> bool:
+        """Only when a compaction will summarise something: more history than it keeps."""
+        policy = self.session.policy
+        history = tokens - policy.fixed_tokens()
+        if history <= policy.compaction_settings.keep_recent_tokens:
+            return False
+        return self.session.memory.flush_wanted(policy.decisions.flushed)
+
+    async def _flush(self) -> None:
+        session = self.session
+        await session.memory.flush(
+            session.policy,
+            session.ledger,
+            model=session.model,
+            tools=session.tools,
+            system_prompt=session.agent.state.system_prompt,
+            messages=session.agent.state.messages,
+            send=session.requests.side_stream("flush"),
+            options=session.requests.side_options,
+            thinking=session.thinking_level,
+        )
+        set_limits(session.env, session.tools, session.settings.tool_limits.for_window(session.policy.window))
+
+    async def branch_summary(self, entry_id: str | None) -> str | None:
+        """The summary of the branch being left for ``entry_id`` (from the leaf back to the
+        common ancestor), or None when there is nothing to summarise. Raises
+        :class:`SummaryFailed` when the request fails: nothing moves then."""
+        session = self.session
+        store, old_leaf = session.store, session.store.leaf_id
+        if old_leaf is None or old_leaf == entry_id:
+            return None
+        target_path = set(store.path_ids(entry_id)) if entry_id is not None else set()
+        abandoned = [e for e in store.path_to(old_leaf) if e.id not in target_path]
+        messages = [m for m in (entry_message(e) for e in abandoned) if m is not None]
+        if not messages:
+            return None
+        budget = min(BRANCH_SUMMARY_TOKENS, session.policy.window // 4)
+        ask = session.requests.summary_ask("branch_summary")
+        return await summarise_branch(messages, ask, model=session.model, budget_tokens=budget) or None
+
+
+def _end_event(reason: CompactionReason, before: int, outcome: CompactionOutcome) -> CompactionEndEvent:
+    return CompactionEndEvent(
+        reason=reason,
+        tokens_before=before,
+        tokens_after=outcome.tokens_after,
+        entry_id=outcome.entry_id,
+        summary=outcome.summary,
+        skipped=outcome.skipped,
+        error=outcome.error,
+        auto_disabled=outcome.auto_disabled,
+    )
+
+
+__all__ = ["ContextOwner", "SummaryFailed"]

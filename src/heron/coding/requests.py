@@ -1,0 +1,261 @@
+"""The one path every model request of a session takes.
+
+A session sends two sorts of request: the **turns** of its agent, and **side requests**
+that are not part of the conversation - the summaries of a compaction (the history, the
+running turn's prefix, chunks and their merge), a branch summary when leaving a branch,
+and the turns of the silent memory flush before an automatic compaction. All of them:
+
+- carry typed :class:`StreamOptions` built here: the session's api key and id, the
+  configured timeouts (``timeouts.firstByteMs``, ``idleMs``, ``requestMs``) and retry
+  policy (``retry.*``), and a retry callback that emits ``retry_start`` / ``retry_end``;
+- are sent by the same function (the agent's send, captured once), after the context
+  rules are checked on what is sent (:mod:`heron.context.invariants`);
+- are announced to the request observers (:class:`RequestObserver`: tracing makes one
+  ``chat`` span of each, see :mod:`heron.coding.tracing`).
+
+A turn is checked on the view the policy prepared for it. A side request gets its own
+snapshot (:meth:`RequestPath.side_snapshot`): its view is what its context carries, and
+its reserve is nothing - it is never followed by an answer that must fit after it, so it
+must fit the window with its own output cap, not the compaction threshold (a summary is
+asked for precisely because the conversation is past the threshold).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from heron.agent.loop import StreamFn
+from heron.ai.abort import AbortSignal
+from heron.ai.events import AssistantEvent, DoneEvent, ErrorEvent, RetryEvent
+from heron.ai.options import RetryPolicy, StreamOptions
+from heron.ai.stream import AssistantEventStream
+from heron.ai.types import AssistantMessage, Context, Model, StopReason
+from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent
+from heron.context.invariants import (
+    STRICT_LOG,
+    ContextInvariantError,
+    RequestSnapshot,
+    Violation,
+    check_request,
+    mode_from,
+)
+from heron.context.ledger import LedgerRecord
+from heron.context.summariser import SummaryAsk
+
+if TYPE_CHECKING:
+    from heron.coding.runtime import CodingSession
+
+log = logging.getLogger(__name__)
+
+SUMMARY_CACHE_SUFFIX = "/summary"
+RequestKind = Literal["turn", "summary", "branch_summary", "flush"]
+RequestEnd = Callable[[AssistantMessage], None]
+
+
+class RequestObserver(Protocol):
+    """Told of every request as it is sent; the callable it returns gets the answer."""
+
+    def request_started(self, kind: RequestKind, model: Model, context: Context) -> RequestEnd: ...
+
+
+class RequestPath:
+    """Options, rule checks, sending and observers for one session's requests."""
+
+    def __init__(self, session: CodingSession, send: StreamFn) -> None:
+        self.session = session
+        self._send = send
+        self.check_mode = mode_from(session.settings.check_invariants)
+        self.observers: list[RequestObserver] = []
+
+    # --- options ---------------------------------------------------------------------------
+
+    def retry_policy(self) -> RetryPolicy:
+        retry = self.session.settings.retry
+        return RetryPolicy(
+            max_retries=retry.max_retries if retry.enabled else 0,
+            base_delay=retry.base_delay_ms / 1000,
+            max_delay=retry.max_delay_ms / 1000,
+        )
+
+    def options(
+        self,
+        *,
+        max_tokens: int | None,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+        signal: AbortSignal | None = None,
+    ) -> StreamOptions:
+        """Typed options with the session's key, id, timeouts and retry policy."""
+        session, timeouts = self.session, self.session.settings.timeouts
+        return StreamOptions(
+            api_key=session.api_key,
+            session_id=session.store.session_id,
+            max_tokens=max_tokens,
+            signal=signal,
+            retry=self.retry_policy(),
+            on_retry=on_retry,
+            first_byte_ms=timeouts.first_byte_ms,
+            idle_ms=timeouts.idle_ms,
+            request_ms=timeouts.request_ms,
+        )
+
+    def turn_options(self, context: Context) -> StreamOptions:
+        """The agent's options: the output cap the policy computed for this view."""
+        policy = self.session.policy
+        options = self.options(
+            max_tokens=policy.last_max_tokens or policy.output_cap(policy.last_tokens), on_retry=self._turn_retry
+        )
+        options.thinking = self.session.agent.state.thinking_level
+        return options
+
+    def _turn_retry(self, event: RetryEvent) -> None:
+        self.session.note_retry(event.attempt)  # its retry_end comes with the answer's message_end
+        self.session._emit(_retry_start(event))
+
+    # --- sending -----------------------------------------------------------------------------
+
+    def send_turn(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
+        """The agent's send: the context rules checked on the view the policy prepared."""
+        session, policy = self.session, self.session.policy
+        if self.check_mode != "off":
+            snapshot = RequestSnapshot(
+                view=session._last_view,
+                context=context,
+                max_tokens=options.max_tokens or 0,
+                window=policy.window,
+                reserve=policy.reserve,
+                stubs=policy.decisions.stubs,
+                cwd=session.cwd,
+                turn_prompt=session._turn_prompt,
+                floor_ms=policy.decisions.last_view_change_ms,
+                model=(model.provider, model.id),
+                over_threshold_reason=policy.over_threshold_reason,
+                tools=session.tool_catalog,
+            )
+            self.report(check_request(snapshot))
+        return self._observed("turn", model, context, self._send(model, context, options))
+
+    def side_snapshot(self, model: Model, context: Context, options: StreamOptions) -> RequestSnapshot:
+        """A side request's snapshot: its view is its context's messages; no reserve."""
+        policy = self.session.policy
+        return RequestSnapshot(
+            view=list(context.messages),
+            context=context,
+            max_tokens=options.max_tokens or 0,
+            window=policy.window,
+            reserve=0,
+            stubs=policy.decisions.stubs,
+            cwd=self.session.cwd,
+            floor_ms=policy.decisions.last_view_change_ms,
+            model=(model.provider, model.id),
+            tools=self.session.tool_catalog,
+        )
+
+    def side_stream(self, kind: RequestKind) -> StreamFn:
+        """The send function of side requests of ``kind`` (the flush agent uses it)."""
+
+        def send(model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
+            if self.check_mode != "off":
+                self.report(check_request(self.side_snapshot(model, context, options)))
+            retries: list[RetryEvent] = []
+
+            def on_retry(event: RetryEvent) -> None:
+                retries.append(event)
+                self.session._emit(_retry_start(event))
+
+            options.on_retry = on_retry
+            stream = self._send(model, context, options)
+            return self._observed(kind, model, context, stream, lambda message: self._retry_end(retries, message))
+
+        return send
+
+    def side_options(self, max_tokens: int | None, signal: AbortSignal | None = None) -> StreamOptions:
+        return self.options(max_tokens=max_tokens, signal=signal)
+
+    def summary_ask(self, kind: RequestKind = "summary", signal: AbortSignal | None = None) -> SummaryAsk:
+        """How the context layer's summariser sends its requests: through this path, with
+        the session's model. A rule the request breaks (strict mode) fails the summary."""
+        send = self.side_stream(kind)
+
+        async def ask(context: Context, max_tokens: int) -> AssistantMessage:
+            model = self.session.model
+            options = self.side_options(max_tokens, signal)
+            # The prompt-cache key of the session's summaries: they share the summariser's
+            # prefix with each other, none with the conversation, whose cache they would
+            # otherwise displace (the memory flush does share it, and keeps the session's).
+            options.session_id = f"{options.session_id}{SUMMARY_CACHE_SUFFIX}" if options.session_id else None
+            try:
+                stream = send(model, context, options)
+            except ContextInvariantError as exc:
+                return _failed(model, f"the {kind.replace('_', ' ')} request breaks the context rules: {exc}")
+            return await stream.result()
+
+        return ask
+
+    def _retry_end(self, retries: Sequence[RetryEvent], message: AssistantMessage) -> None:
+        if not retries:
+            return
+        success = message.stop_reason != StopReason.ERROR
+        self.session._emit(
+            RetryEndEvent(success=success, attempt=len(retries), final_error=None if success else message.error_message)
+        )
+
+    def _observed(
+        self,
+        kind: RequestKind,
+        model: Model,
+        context: Context,
+        stream: AssistantEventStream,
+        also: RequestEnd | None = None,
+    ) -> AssistantEventStream:
+        """``stream``, telling the observers (and ``also``) of its answer when it ends."""
+        ends = [observer.request_started(kind, model, context) for observer in self.observers]
+        if also is not None:
+            ends.append(also)
+        if not ends:
+            return stream
+
+        async def events() -> AsyncGenerator[AssistantEvent, None]:
+            async for event in stream:
+                if isinstance(event, DoneEvent | ErrorEvent):
+                    final = event.message if isinstance(event, DoneEvent) else event.error
+                    observed._set_result(final)
+                    for end in ends:
+                        end(final)
+                yield event
+
+        observed = AssistantEventStream(events())
+        return observed
+
+    # --- rule violations ---------------------------------------------------------------------
+
+    def report(self, violations: Sequence[Violation]) -> None:
+        """Each broken rule: a ledger record and a warning; under strict, an error."""
+        session = self.session
+        for violation in violations:
+            log.warning("%s", violation)
+            session.ledger.add(
+                LedgerRecord(kind="invariant", recover=violation.message, detail={"rule": violation.rule})
+            )
+            session._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
+        if self.check_mode == "strict" and violations:
+            STRICT_LOG.add(violations)
+            raise ContextInvariantError("; ".join(str(v) for v in violations))
+
+
+def _retry_start(event: RetryEvent) -> RetryStartEvent:
+    return RetryStartEvent(
+        attempt=event.attempt, max_attempts=event.max_retries, delay=event.delay, error_message=event.error_message
+    )
+
+
+def _failed(model: Model, text: str) -> AssistantMessage:
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        stop_reason=StopReason.ERROR,
+        error_message=text,
+    )
