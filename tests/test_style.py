@@ -35,7 +35,7 @@ KNOWN_LONG_MODULES: set[str] = {
 }
 
 # Functions over the length limit, as (module, qualified name), for the same reason.
-KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = {}
+KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
