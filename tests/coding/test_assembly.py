@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,16 @@ def test_a_spec_of_a_bare_model_is_resolved_as_given(project: Path, faux: FauxPr
     assert spec.resolved.api_key == "k" and spec.resolved.reason == "given"
     with pytest.raises(ValueError, match="resolve_spec"):
         _ = SessionSpec(cwd=project, model=ModelChoice()).resolved
+
+
+def test_assembling_a_session_cleans_old_spill_files(project: Path, home: Path, faux: FauxProvider) -> None:
+    old = home / "tool-output" / "old-session" / "out.txt"
+    old.parent.mkdir(parents=True)
+    old.write_text("x")
+    long_ago = time.time() - 30 * 86_400
+    os.utime(old, (long_ago, long_ago))
+    assemble_session(SessionSpec(cwd=project, model=faux.model()))
+    for thread in threading.enumerate():
+        if thread.name == "heron-spill-cleanup":
+            thread.join(timeout=10)
+    assert not old.exists() and not old.parent.exists()

@@ -115,12 +115,7 @@ class CodingSession(RecoveryHooks):
 
     ``await session.prompt("fix the failing test")`` runs the agent until it stops; ``session.subscribe(listener)``
     sees every agent event plus compaction, retry, ledger, context-warning and sub-agent events.
-
-    Build one with :func:`heron.coding.assembly.assemble_session`: it decides the settings,
-    model, store, trust, permissions, MCP servers, extensions and sub-agents of a session
-    (docs/sdk.md); this class only keeps the session running. The keyword defaults below
-    (an in-memory store, ``$HERON_HOME``, the settings files) serve tests that wire one
-    directly."""
+    Built by :func:`heron.coding.assembly.assemble_session`, which decides what it is made of."""
 
     def __init__(
         self,
@@ -278,9 +273,8 @@ class CodingSession(RecoveryHooks):
         ) + (self.memory.prompt_section() if project else "")
 
     def use_tools(self, tools: Sequence[AgentTool[Any]]) -> None:
-        """A new tool list before the first run (the assembly adds ``task``; a fork keeps
-        its parent's order): the agent's tools, their limits and the system prompt that
-        lists them follow it."""
+        """Tools set before the first run (the assembly adds ``task``; a fork takes its parent's
+        order): the agent's tools, their limits and the system prompt listing them follow."""
         self.tools[:] = tools
         self.agent.set_tools(self.tools)
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))
