@@ -35,12 +35,12 @@ from _common import RESULTS, parser, table, write_json
 from heron.ai.providers.faux import FauxProvider, FauxReply, _common_prefix, error, serialise_request, text
 from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage
+from heron.coding.assembly import assemble_session
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
-from heron.coding.runtime import CodingSession
+from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.prune import PRUNE_LOW_WATER
 from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
-from heron.session.store import SessionStore
 
 WINDOW = 32_000
 MAX_TOKENS = 8_192
@@ -257,15 +257,15 @@ async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
         script = Script(root=root, faux=faux)
         faux.set_fallback(script)
         model = faux.model(context_window=WINDOW, max_tokens=MAX_TOKENS)
-        session = CodingSession(
+        spec = SessionSpec(
             cwd=root,
             model=model,
-            store=SessionStore.in_memory(root),
             home=home,
             date="2025-01-01",
             # the context mechanics alone: no memory flush turns in the script
             settings=settings_from_dict({**settings, "memory": {"enabled": False}}),
         )
+        session = assemble_session(spec)  # in memory, the default tools: as a program embeds heron
         marks: list[tuple[int, str, Any]] = []  # (payloads so far, kind, event)
 
         def listen(event: Any) -> None:

@@ -9,6 +9,13 @@
   couples the lower layer to the upper one). Relative imports are resolved first. The
   root package ``heron/__init__.py`` imports no layer at all: ``import heron.ai`` runs it,
   so anything it imported would load with every layer.
+- **No import circles**: no module of ``src/heron`` imports, directly or through others,
+  a module that imports it - module-level and lazy imports inside functions alike (a lazy
+  import only hides a circle until the function runs). ``from pkg import mod`` counts as
+  an import of ``pkg.mod``. Imports under ``if TYPE_CHECKING:`` are left out: they never
+  run, so they cannot make one module see another half-initialised, and a class's type
+  named where it is used (the runtime that a sub-agent manager serves) is the normal way
+  to type a back-reference; the layer rule above still counts them.
 
 Known offenders are listed below, each with the reason it is still there. An entry is an
 exception for that one module or function only - anything new over a limit fails - and
@@ -32,6 +39,15 @@ MAX_FUNCTION_LINES = 80
 # sizes"): each is to be split by finding its second job. Paths are relative to src/heron.
 KNOWN_LONG_MODULES: set[str] = {
     "session/store.py",
+}
+
+# Import circles still in src/heron, each as the sorted modules of one circle, with the
+# reason it is there (issue 22, "Modes are presenters": the aim is none).
+KNOWN_IMPORT_CIRCLES: set[tuple[str, ...]] = {
+    # SessionStore.create names its new file with paths.new_session_path, and the listing in
+    # paths opens each file with SessionStore (both lazily). To go: the naming of a new
+    # session file moves to a module of its own, below both.
+    ("heron.session.paths", "heron.session.store"),
 }
 
 # Functions over the length limit, as (module, qualified name), for the same reason.
@@ -112,6 +128,102 @@ def imported_modules(path: Path, root: Path = SRC) -> list[tuple[int, str]]:
     return [(line, name) for line, name in found if name == "heron" or name.startswith("heron.")]
 
 
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def run_time_imports(path: Path, known: set[str], root: Path = SRC) -> set[str]:
+    """The heron modules a file imports when it runs (module level or inside functions; not
+    under ``if TYPE_CHECKING:``), each resolved to a module of ``known``: ``from a import b``
+    is ``a.b`` when that is a module, else ``a``; ``import a.b.c`` of a name that is not a
+    module is its nearest module above."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module_name(path, root).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    found: set[str] = set()
+
+    def nearest(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking_only(child):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                found.update(m for alias in child.names if (m := nearest(alias.name)))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package[: len(package) - (child.level - 1)] if child.level > 1 else list(package)
+                    target = ".".join([*base, *([child.module] if child.module else [])])
+                else:
+                    target = child.module or ""
+                for alias in child.names:
+                    module = nearest(f"{target}.{alias.name}") if f"{target}.{alias.name}" in known else None
+                    found.update(m for m in (module or nearest(target),) if m)
+            visit(child)
+
+    visit(tree)
+    own = module_name(path, root)
+    return {m for m in found if m.startswith("heron") and m != own}
+
+
+def import_circles(root: Path = SRC) -> list[tuple[str, ...]]:
+    """Every set of modules that import each other round in a circle (the strongly
+    connected components of the run-time import graph with more than one module)."""
+    paths = {module_name(p, root): p for p in modules(root)}
+    known = set(paths)
+    graph = {name: sorted(run_time_imports(path, known, root)) for name, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[tuple[str, ...]] = []
+
+    def connect(start: str) -> None:  # Tarjan's algorithm, iterative: no recursion limit
+        work = [(start, iter(graph[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(graph[target])))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    members = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.append(member)
+                        if member == node:
+                            break
+                    if len(members) > 1:
+                        circles.append(tuple(sorted(members)))
+
+    for name in sorted(graph):
+        if name not in index:
+            connect(name)
+    return sorted(circles)
+
+
 def layer_of(module: str) -> str | None:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
@@ -170,6 +282,14 @@ def test_no_upward_imports() -> None:
     assert not layer_violations(), "\n".join(layer_violations())
 
 
+def test_no_import_circles() -> None:
+    circles = import_circles()
+    new = [" -> ".join(c) for c in circles if c not in KNOWN_IMPORT_CIRCLES]
+    stale = [" -> ".join(c) for c in sorted(KNOWN_IMPORT_CIRCLES - set(circles))]
+    assert not new, "modules importing each other round in a circle; break it:\n" + "\n".join(new)
+    assert not stale, "no longer a circle; remove from KNOWN_IMPORT_CIRCLES:\n" + "\n".join(stale)
+
+
 def test_every_layer_is_checked() -> None:
     present = {layer_of(module_name(p)) for p in modules()}
     assert set(LAYERS) <= present, f"layers without modules: {set(LAYERS) - present}"
@@ -223,6 +343,23 @@ def test_the_checkers_find_what_they_should(tmp_path: Path) -> None:
     ]
     write(tmp_path, "__init__.py", "from heron.session import store\n")
     assert "__init__.py:1: the root package imports heron.session" in layer_violations(tmp_path)
+
+
+def test_the_circle_check_finds_lazy_circles_and_skips_type_only_ones(tmp_path: Path) -> None:
+    write(tmp_path, "__init__.py", "")
+    write(tmp_path, "coding/__init__.py", "from heron.coding import a\n")
+    write(tmp_path, "coding/a.py", "from heron.coding import b\n")
+    write(tmp_path, "coding/b.py", "def later() -> None:\n    from heron.coding.c import x\n")
+    write(tmp_path, "coding/c.py", "import heron.coding.a\nx = 1\n")
+    write(
+        tmp_path,
+        "cli/d.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from heron.cli import e\nelse:\n    pass\n",
+    )
+    write(tmp_path, "cli/e.py", "from . import d\n")
+    assert import_circles(tmp_path) == [("heron.coding.a", "heron.coding.b", "heron.coding.c")]
+    write(tmp_path, "cli/d.py", "from heron.cli import e\n")
+    assert ("heron.cli.d", "heron.cli.e") in import_circles(tmp_path)
 
 
 @pytest.mark.parametrize(

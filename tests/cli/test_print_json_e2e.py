@@ -481,8 +481,8 @@ def test_continue_sends_the_previous_run(project: Project, local_server: LocalSe
 def test_gather_task_attaches_the_value_of_p_and_keeps_piped_text_apart(tmp_path: Path) -> None:
     import io
 
-    from heron.cli.app import gather_task
     from heron.cli.main import build_parser
+    from heron.cli.task_input import gather_task
 
     (tmp_path / "main.py").write_text("print(1)\n")
     (tmp_path / "pixel.png").write_bytes(PNG)

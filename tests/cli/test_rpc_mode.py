@@ -25,7 +25,7 @@ import pytest
 from heron.ai.models import ModelRegistry
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context
-from heron.cli.app import App
+from heron.cli.app_state import App
 from heron.cli.modes.rpc_mode import RpcServer, _Output, encode_line, split_lines
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import ResolvedModel, settings_from_dict

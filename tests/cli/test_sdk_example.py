@@ -2,8 +2,8 @@
 
 The code block is taken from the document and run unchanged in a fresh interpreter: a
 ``models.json`` in a temporary ``HERON_HOME`` points the built-in ``anthropic`` provider
-at a local Anthropic-format server, so ``registry.find("anthropic/claude-sonnet-4-5")``
-in the example talks to the test's server instead of api.anthropic.com.
+at a local Anthropic-format server, so ``ModelChoice("anthropic/claude-sonnet-4-5")`` in
+the example talks to the test's server instead of api.anthropic.com.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_the_example_is_short() -> None:
     example = code_blocks()[0]
     lines = [line for line in example.splitlines() if line.strip()]
     assert len(lines) <= 16, "docs/sdk.md promises a ~15-line example"
-    assert "CodingSession" in example and "ModelRegistry" in example and "SessionStore" in example
+    assert "SessionSpec" in example and "assemble_session" in example and "StoreSpec" in example
 
 
 def test_the_example_runs_against_a_local_server(tmp_path: Path, local_server: LocalServer) -> None:

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from heron.ai.models import ModelRegistry
 from heron.ai.providers.faux import FauxProvider
-from heron.cli.app import App
+from heron.cli.app_state import App
 from heron.cli.tui.controller import Controller
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import ResolvedModel, settings_from_dict

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from heron.agent.messages import ExtensionMessage
 from heron.ai.providers.faux import FauxProvider, text, tool_call
+from heron.coding.assembly import assemble_session
 from heron.coding.hooks import HOOK_MESSAGE_TYPE, HookOutcome, continuation, max_continuations, parse_hooks
 from heron.coding.permissions.scopes import Scope
 from heron.coding.runtime import CodingSession
-from heron.session.store import SessionStore
+from heron.coding.session_spec import SessionSpec
 
 
 def scope(name: str, hooks: dict[str, object], path: str = "/s.json") -> Scope:
@@ -62,7 +63,7 @@ def command(script: str) -> list[dict[str, object]]:
 def make(tmp_path: Path, home: Path, faux: FauxProvider) -> CodingSession:
     project = tmp_path / "proj"
     project.mkdir(exist_ok=True)
-    return CodingSession(cwd=project, model=faux.model(), store=SessionStore.in_memory(project), home=home)
+    return assemble_session(SessionSpec(cwd=project, model=faux.model(), home=home))  # with task: sub-agents
 
 
 async def test_the_cap_stops_the_continuations(tmp_path: Path, home: Path, faux: FauxProvider) -> None:

@@ -17,8 +17,10 @@ import pytest
 
 from heron.ai.providers.faux import FauxProvider, FauxReply, error, text
 from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage, UserMessage
+from heron.coding.assembly import assemble_session
 from heron.coding.events import SubagentEvent
 from heron.coding.runtime import CodingSession
+from heron.coding.session_spec import SessionSpec, StoreSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.children import CHILD_CUSTOM_TYPE
 from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
@@ -84,9 +86,9 @@ def calls(*blocks: ToolCall | TextContent) -> FauxReply:
 def make_session(
     project: Path, faux: FauxProvider, window: int = 128_000, settings: dict[str, Any] | None = None
 ) -> CodingSession:
-    store = SessionStore.create(project)
     model = faux.model(context_window=window, max_tokens=min(8_192, window // 4))
-    return CodingSession(cwd=project, model=model, store=store, settings=settings_from_dict(settings or {}))
+    spec = SessionSpec(cwd=project, model=model, store=StoreSpec.new(), settings=settings_from_dict(settings or {}))
+    return assemble_session(spec)
 
 
 def results(session: CodingSession) -> list[ToolResultMessage]:

@@ -22,10 +22,9 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.agent import Agent
 from heron.agent.emitter import Emitter
@@ -60,12 +59,12 @@ from heron.coding.events import (
 from heron.coding.extensions import ExtensionHost
 from heron.coding.memory import MemoryKeeper
 from heron.coding.oversized import fit_prompt
-from heron.coding.prompt import build_system_prompt, load_prompt_files
+from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.requests import RequestPath
+from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
-from heron.coding.subagents import SubagentManager, attach_subagents
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import builtin_meta, create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
@@ -74,13 +73,16 @@ from heron.context.compaction import CompactionSettings
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
-from heron.context.spill import remove_old_spills
 from heron.context.todos import TodoItem, clean_todos
 from heron.context.view import with_injections
 from heron.session.context import build_context
 from heron.session.entries import MessageEntry, iso_to_ms
 from heron.session.recorder import SessionRecorder
 from heron.session.store import SessionStore, SessionWriteError
+
+if TYPE_CHECKING:  # a type only: the assembly gives a session its sub-agents (no import circle)
+    from heron.coding.mcp.setup import SessionMcp
+    from heron.coding.subagents import SubagentManager
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +103,8 @@ class CodingSession(RecoveryHooks):
     """One conversation of the coding agent, recorded in a session file.
 
     ``await session.prompt("fix the failing test")`` runs the agent until it stops; ``session.subscribe(listener)``
-    sees every agent event plus compaction, retry, ledger, context-warning and sub-agent events."""
+    sees every agent event plus compaction, retry, ledger, context-warning and sub-agent events.
+    Built by :func:`heron.coding.assembly.assemble_session`, which decides what it is made of."""
 
     def __init__(
         self,
@@ -118,6 +121,8 @@ class CodingSession(RecoveryHooks):
         home: str | Path | None = None,
         date: str | None = None,
         extra_tools: Sequence[AgentTool[Any]] = (),
+        project_prompt: bool = True,
+        whole_system_prompt: str | None = None,
     ) -> None:
         self.cwd = Path(cwd).resolve()
         self.home = Path(home) if home is not None else heron_home()
@@ -142,13 +147,9 @@ class CodingSession(RecoveryHooks):
             spill_max_bytes=self.settings.spill.max_bytes,
         )
         self.env.reads.view_lookup = self._read_in_view
-        names = (
-            list(tools)
-            if tools is not None
-            else (list(self.settings.default_tools) if self.settings.default_tools else None)
-        )
-        self.tools: list[AgentTool[Any]] = [*create_tools(self.env, names), *extra_tools]
-        self.subagents: SubagentManager | None = attach_subagents(self, names)  # the task tool (docs/subagents.md)
+        self.tools: list[AgentTool[Any]] = [*create_tools(self.env, chosen_tools(tools, self.settings)), *extra_tools]
+        self.subagents: SubagentManager | None = None  # the task tool's manager, given by the assembly
+        self.mcp: SessionMcp | None = None  # the MCP servers the assembly started for this session
         self.context_files: list[ContextFile] = load_context_files(
             self.cwd,
             self.home,
@@ -159,6 +160,8 @@ class CodingSession(RecoveryHooks):
         self.templates: TemplateSet = load_templates(self.cwd, self.home)
         self._system_prompt_override = system_prompt
         self._append_system_prompt = append_system_prompt
+        self._project_prompt = project_prompt
+        self._whole_system_prompt = whole_system_prompt
         self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=self.store)
         self.system_prompt = self._build_system_prompt()
 
@@ -176,12 +179,6 @@ class CodingSession(RecoveryHooks):
         self.ledger.subscribe(self._on_ledger_record)
         for record in ledger_records(self.context_files):
             self.ledger.add(record)
-        threading.Thread(
-            target=remove_old_spills,
-            args=(self.home / "tool-output", self.settings.spill.retention_days),
-            daemon=True,
-            name="heron-spill-cleanup",
-        ).start()
 
     def _make_agent(self, model: Model, thinking_level: ThinkingLevel | None) -> Agent:
         restored = build_context(self.store, self.store.leaf_id)
@@ -252,20 +249,29 @@ class CodingSession(RecoveryHooks):
         return self.policy.window
 
     def _build_system_prompt(self) -> str:
+        if self._whole_system_prompt is not None:
+            return self._whole_system_prompt
         specs = [(tool.name, tool.description) for tool in self.tools]
-        return (
-            build_system_prompt(
-                cwd=self.cwd,
-                date=self.date,
-                tools=specs,
-                context_files=self.context_files,
-                skills=self.skills.skills,
-                prompt_files=load_prompt_files(self.cwd, self.home),
-                system_prompt=self._system_prompt_override,
-                append_system_prompt=self._append_system_prompt,
-            )
-            + self.memory.prompt_section()
-        )
+        project = self._project_prompt
+        return build_system_prompt(
+            cwd=self.cwd,
+            date=self.date,
+            tools=specs,
+            context_files=self.context_files,
+            skills=self.skills.skills if project else (),
+            prompt_files=load_prompt_files(self.cwd, self.home) if project else PromptFiles(),
+            system_prompt=self._system_prompt_override,
+            append_system_prompt=self._append_system_prompt,
+        ) + (self.memory.prompt_section() if project else "")
+
+    def use_tools(self, tools: Sequence[AgentTool[Any]]) -> None:
+        """Tools set before the first run (the assembly adds ``task``; a fork takes its parent's
+        order): the agent's tools, their limits and the system prompt listing them follow."""
+        self.tools[:] = tools
+        self.agent.set_tools(self.tools)
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))
+        self.system_prompt = self._build_system_prompt()
+        self.agent.set_system_prompt(self.system_prompt)
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
         """Switch model; recorded as a ``model_change`` entry with the next message."""

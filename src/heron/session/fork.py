@@ -31,17 +31,16 @@ def fork(
     home: str | os.PathLike[str] | None = None,
 ) -> SessionStore:
     """The fork of ``source`` at ``entry_id`` (default: its leaf)."""
-    from heron.session.store import SessionStore
-
+    store_class = type(source)  # not imported: the store imports this module to fork (no circle)
     indices = source.path_indices(entry_id)
     parent_session = str(source.path) if source.path is not None else None
     has_assistant = any(source.role_at(i) == "assistant" for i in reversed(indices))
     write_now = source.path is not None and has_assistant
     if source.path is None:
-        new = SessionStore.in_memory(source.header.cwd)
+        new = store_class.in_memory(source.header.cwd)
         new.header.parent_session = parent_session
     else:
-        new = SessionStore.create(
+        new = store_class.create(
             source.header.cwd, path=path, home=home, parent_session=parent_session, fsync=source.fsync
         )
     ids = source.ids()
@@ -78,7 +77,7 @@ def fork(
         return new
     data = source.scrubbed(dumps_line(new.header.to_json_dict()) + b"".join(lines))
     writer.write_new_file(new.path, data, fsync=source.fsync)
-    opened = SessionStore.open(new.path, fsync=source.fsync)
+    opened = store_class.open(new.path, fsync=source.fsync)
     opened.scrub = source.scrub
     return opened
 

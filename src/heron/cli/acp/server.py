@@ -36,8 +36,8 @@ def check(args: argparse.Namespace) -> None:
         if on:
             raise UsageError(f"{flag} does not apply to --mode acp: the editor opens sessions with session/load")
     if args.base_url is not None:
-        from heron.cli.app import UsageError as AppUsageError
-        from heron.cli.app import check_base_url
+        from heron.cli.usage import UsageError as AppUsageError
+        from heron.cli.usage import check_base_url
 
         try:
             check_base_url(args.base_url)

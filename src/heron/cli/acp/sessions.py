@@ -1,9 +1,10 @@
 """One ACP session: a :class:`CodingSession` for the client's cwd, its MCP servers, and
 the state the server keeps for it (the translator, the permission bridge, the run).
 
-Settings, model and trust are resolved per session, from the session's cwd, the way
-:func:`heron.cli.app.build_app` does for the other modes; ``--model``, ``--base-url``,
-``--api-key``, ``--permission-mode``, ``--allow`` and ``--trust`` apply to every session.
+Settings, model and trust are resolved per session, from the session's cwd, by the
+assembly every mode uses (:func:`heron.coding.assembly.assemble_session`); ``--model``,
+``--base-url``, ``--api-key``, ``--permission-mode``, ``--allow`` and ``--trust`` apply to
+every session.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Any
 from heron.ai.models import ModelRegistry
 from heron.cli.acp.permissions import PermissionBridge
 from heron.cli.acp.updates import EventTranslator
-from heron.coding.mcp.config import ServerConfig, load_config, project_trusted
-from heron.coding.mcp.setup import SessionMcp, mcp_tools, timeouts_from_env
-from heron.coding.model_choice import resolve_model
+from heron.coding.assembly import assemble_session
+from heron.coding.mcp.config import ServerConfig
+from heron.coding.mcp.setup import SessionMcp
 from heron.coding.runtime import CodingSession
-from heron.coding.settings import load_settings
+from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, tool_names
 from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -81,26 +82,6 @@ def client_servers(servers: list[Any] | None) -> tuple[list[ServerConfig], list[
     return out, problems
 
 
-def start_mcp(cwd: Path, home: Path, trusted: bool, window: int, extra: list[ServerConfig]) -> SessionMcp:
-    """The project's and user's configured servers plus the client's, in one manager
-    (blocking: called in a worker thread)."""
-    config = load_config(cwd, home, trusted=trusted)
-    warnings = list(config.warnings)
-    names = {s.name for s in extra}
-    servers = [*extra, *(s for s in config.servers if s.name not in names)]
-    if not servers:
-        return SessionMcp(None, [], warnings)
-    from heron.coding.mcp.manager import McpManager
-
-    manager = McpManager(servers, timeouts_from_env(warnings), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home)
-    manager.start()
-    for status in manager.statuses():
-        if status.state != "connected":
-            warnings.append(f"MCP server {status.name!r} is not available: {status.error}")
-    tools, search = mcp_tools(manager, window)
-    return SessionMcp(manager, tools, warnings, search)
-
-
 def build_session(
     args: argparse.Namespace,
     registry: ModelRegistry,
@@ -110,38 +91,27 @@ def build_session(
     mcp_servers: list[Any] | None,
 ) -> tuple[CodingSession, SessionMcp]:
     """A runtime for ``cwd`` (blocking; raises SetupError, ValueError, SessionError)."""
-    settings = load_settings(cwd, home)
-    for warning in settings.warnings:
-        warn(warning)
-    resolved = resolve_model(settings, registry, args.model, args.base_url, args.api_key, getattr(args, "api", None))
     extra, problems = client_servers(mcp_servers)
-    trusted = project_trusted(cwd, home, bool(getattr(args, "trust", False)))
-    mcp = start_mcp(cwd, home, trusted, resolved.model.context_window, extra)
-    for problem in [*problems, *mcp.warnings]:
+    for problem in problems:
         warn(problem)
-    if store is None:
-        store = SessionStore.in_memory(cwd) if args.no_session else SessionStore.create(cwd, home=home)
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    session = CodingSession(
+    if store is not None:
+        where = StoreSpec.existing(store)
+    else:
+        where = StoreSpec.memory() if args.no_session else StoreSpec.new()
+    spec = SessionSpec(
         cwd=cwd,
-        model=resolved.model,
-        api_key=resolved.api_key,
-        store=store,
-        settings=settings,
-        tools=tools,
-        thinking_level=args.thinking,
+        model=ModelChoice(args.model, args.base_url, args.api_key, getattr(args, "api", None)),
         home=home,
-        extra_tools=mcp.tools,
+        registry=registry,
+        store=where,
+        tools=tool_names(args.tools),
+        thinking_level=args.thinking,
+        trust=bool(getattr(args, "trust", False)),
+        permission_mode=getattr(args, "permission_mode", None),
+        allow=tuple(getattr(args, "allow", None) or ()),
+        mcp=True,
+        mcp_servers=tuple(extra),
     )
-    control = session.control
-    if getattr(args, "trust", False):
-        control.trust()
-    if getattr(args, "permission_mode", None):
-        control.set_mode(args.permission_mode)
-    problems = control.allow(list(getattr(args, "allow", None) or []))
-    if problems:
-        raise ValueError(problems[0])
-    for warning in control.warnings:
-        warn(warning)
-    mcp.bind(session.agent, store)  # tool_search results compacted away still count (as in -p --continue)
-    return session, mcp
+    session = assemble_session(spec, warn)
+    assert session.mcp is not None  # mcp=True: a manager, perhaps without servers
+    return session, session.mcp

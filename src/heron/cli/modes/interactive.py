@@ -33,8 +33,9 @@ from typing import Any
 
 from rich.console import Console
 
-from heron.cli.app import App, Task
+from heron.cli.app_state import App
 from heron.cli.private_files import ensure_private_file
+from heron.cli.task_input import Task
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.permissions.modes import MODES

@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from heron.cli.app import App, Task
+from heron.cli.app_state import App
 from heron.cli.events_json import dumps, event_json
 from heron.cli.modes.print_mode import discard_stdout, install_interrupt, outcome
+from heron.cli.task_input import Task
 from heron.coding.secrets import redact
 
 

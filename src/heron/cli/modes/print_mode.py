@@ -13,8 +13,9 @@ import signal
 import sys
 
 from heron.ai.types import AssistantMessage, StopReason
-from heron.cli.app import App, Task
+from heron.cli.app_state import App
 from heron.cli.notices import RetryNotices, context_warning_text, explain_error
+from heron.cli.task_input import Task
 from heron.coding.secrets import redact
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from heron.ai.models import ConfigValueError
 from heron.ai.types import THINKING_LEVELS, AssistantMessage, Model, UserMessage
-from heron.cli.app import App
+from heron.cli.app_state import App
 from heron.cli.modes.rpc_catalog import discoverable_commands
 from heron.cli.modes.rpc_protocol import CommandError, CommandId, Write, message_text, model_json, string_field
 from heron.cli.modes.rpc_stats import session_stats

@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import Any
 
-from heron.cli.app import App
+from heron.cli.app_state import App
 from heron.cli.modes.rpc_io import Output, read_lines
 from heron.cli.modes.rpc_io import Output as _Output
 from heron.cli.modes.rpc_io import split_lines as split_lines

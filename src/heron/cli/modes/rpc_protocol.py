@@ -14,8 +14,8 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import ImageContent, Model, TextContent
-from heron.cli.app import IMAGE_TYPES
 from heron.cli.events_json import dumps
+from heron.cli.task_input import IMAGE_TYPES
 from heron.session.jsonl import clean
 
 Write = Callable[[dict[str, Any]], None]

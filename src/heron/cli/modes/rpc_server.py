@@ -17,7 +17,7 @@ from typing import Any
 from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, UserMessage
-from heron.cli.app import App
+from heron.cli.app_state import App
 from heron.cli.modes.rpc_commands import SessionCommands
 from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, pi_event
 from heron.cli.modes.rpc_io import warm_up

@@ -30,7 +30,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from heron.ai.types import ImageContent, Model
-from heron.cli.app import IMAGE_TYPES
+from heron.cli.task_input import IMAGE_TYPES
 from heron.coding.tools.walker import Walker
 
 MAX_TEXT_BYTES = 1024 * 1024  # a larger file is left to the read tool, which pages it

@@ -32,7 +32,7 @@ from heron.coding.checkpoints import Change, CheckpointError, Turn, plan_code_re
 from heron.coding.permissions.modes import MODES, Mode, next_mode
 
 if TYPE_CHECKING:
-    from heron.cli.app import App
+    from heron.cli.app_state import App
     from heron.coding.runtime import CodingSession
 
 MODE_HELP: dict[Mode, str] = {

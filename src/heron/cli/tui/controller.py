@@ -24,7 +24,7 @@ from rich.text import Text
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
 from heron.ai.types import ImageContent, Model, ThinkingLevel, UserMessage
-from heron.cli.app import App
+from heron.cli.app_state import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input

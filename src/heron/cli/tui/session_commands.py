@@ -28,7 +28,7 @@ from heron.session.paths import SessionSummary, list_sessions
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
-    from heron.cli.app import App
+    from heron.cli.app_state import App
     from heron.coding.runtime import CodingSession
 
 SESSIONS_LISTED = 30

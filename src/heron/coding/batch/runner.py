@@ -98,26 +98,25 @@ async def run_task(job: Job) -> TaskResult:
 
 
 async def _run_session(job: Job, work: Path, session_path: Path, result: TaskResult) -> None:
-    from heron.coding.runtime import CodingSession
-    from heron.session.store import SessionStore
+    from heron.coding.assembly import assemble_session
+    from heron.coding.session_spec import SessionSpec, StoreSpec
 
     task = job.task
     session_path.parent.mkdir(parents=True, exist_ok=True)
     session_path.unlink(missing_ok=True)  # an earlier attempt's file: this attempt starts anew
-    store = SessionStore.create(work, path=session_path)
-    session = CodingSession(
+    # the user's extensions, as in every other mode; a task's work copy is a new, untrusted
+    # directory, so its project extensions stay off (docs/batch.md)
+    spec = SessionSpec(
         cwd=work,
         model=job.model,
         api_key=job.api_key,
-        store=store,
-        settings=task_settings(work, job.home, dict(task.settings)),
-        tools=list(task.tools) if task.tools is not None else None,
         home=job.home,
+        settings=task_settings(work, job.home, dict(task.settings)),
+        store=StoreSpec.new(session_path),
+        tools=tuple(task.tools) if task.tools is not None else None,
     )
-    # the user's extensions, as in every other mode; a task's work copy is a new, untrusted
-    # directory, so its project extensions stay off (docs/batch.md)
-    for warning in session.extensions.load(trusted=session.control.trusted):
-        log.warning("task %s: %s", task.id, warning)
+    session = assemble_session(spec, lambda text: log.warning("task %s: %s", task.id, text))
+    store = session.store
     tracer = None
     if job.tracing:
         from heron.coding.tracing import SessionTracer, get_tracer

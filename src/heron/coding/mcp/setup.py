@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.tools import AgentTool
 from heron.ai.types import ToolResultMessage
-from heron.coding.mcp.config import Timeouts, load_config
+from heron.coding.mcp.config import ServerConfig, Timeouts, load_config
 from heron.session.entries import MessageEntry
 
 if TYPE_CHECKING:  # the SDK is imported only when a server is configured: heron starts fast without
@@ -139,11 +140,19 @@ def _defer_lazy(manager: McpManager, startup: str) -> None:
 
 
 def start_session_servers(
-    cwd: Path, home: Path, *, trusted: bool, window: int, timeouts: Timeouts | None = None, startup: str | None = None
+    cwd: Path,
+    home: Path,
+    *,
+    trusted: bool,
+    window: int,
+    timeouts: Timeouts | None = None,
+    startup: str | None = None,
+    extra: Sequence[ServerConfig] = (),
 ) -> SessionMcp:
     """Start the servers (``startup``: "eager"/"lazy"; None: the ``mcp.startup`` setting).
     A lazy server with a saved tool list is left for its first call; one without a list
-    (never started with this entry) starts now, once, so its tools are known."""
+    (never started with this entry) starts now, once, so its tools are known. ``extra``
+    servers (an ACP client's) come first and win over configured ones of the same name."""
     config = load_config(cwd, home, trusted=trusted)
     warnings = list(config.warnings)
     if config.skipped_untrusted:
@@ -151,12 +160,14 @@ def start_session_servers(
             f"project MCP servers not started ({', '.join(config.skipped_untrusted)}): "
             "the project is not trusted; run with --trust (docs/mcp.md)"
         )
-    if not config.servers:
+    names = {server.name for server in extra}
+    servers = [*extra, *(server for server in config.servers if server.name not in names)]
+    if not servers:
         return SessionMcp(None, [], warnings)
     from heron.coding.mcp.manager import McpManager
 
     manager = McpManager(
-        config.servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home
+        servers, timeouts or timeouts_from_env(warnings), cwd=str(cwd), log_dir=home / "mcp-logs", auth_home=home
     )
     if startup is None:
         from heron.coding.settings import load_settings

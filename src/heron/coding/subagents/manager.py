@@ -22,7 +22,7 @@ from heron.agent.tools import AgentTool, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, StopReason, Usage
 from heron.coding.events import SubagentEvent
-from heron.coding.subagents.definitions import TASK_TOOL, AgentDefinition, load_definitions
+from heron.coding.subagents.definitions import AgentDefinition, load_definitions
 from heron.coding.subagents.result import cap_answer, final_answer, progress_report, result_cap
 from heron.coding.subagents.spawn import SpawnError, forked_child, isolated_child
 from heron.coding.subagents.tool import TaskParams, TaskTool
@@ -32,6 +32,7 @@ from heron.session.store import SessionWriteError
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
+    from heron.coding.session_spec import Build
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,9 @@ def add_usage(total: Usage, usage: Usage) -> None:
 
 
 class SubagentManager:
-    def __init__(self, session: CodingSession, *, depth: int = 0, allowed: bool = True) -> None:
+    def __init__(self, session: CodingSession, build: Build, *, depth: int = 0, allowed: bool = True) -> None:
         self.session = session
+        self.build = build
         self.depth = depth
         self.allowed = allowed  # a forked child's task tool exists (cache prefix) but may be off
         self.settings = session.settings.subagents
@@ -68,11 +70,6 @@ class SubagentManager:
     @property
     def can_spawn(self) -> bool:
         return self.allowed and self.depth < self.settings.max_depth
-
-    def _child_tool(self, child: CodingSession, *, allowed: bool) -> AgentTool[Any]:
-        manager = SubagentManager(child, depth=self.depth + 1, allowed=allowed)
-        child.subagents = manager
-        return manager.tool()
 
     async def run(self, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
         if not self.can_spawn:
@@ -108,13 +105,9 @@ class SubagentManager:
 
     def _spawn(self, call_id: str, params: TaskParams, definition: AgentDefinition | None) -> CodingSession:
         if params.context == "fork":
-            arguments = params.model_dump(exclude_none=True)
             # A fork keeps task (same tools: the cached prefix); the depth check refuses it at run time.
-            return forked_child(self.session, call_id, arguments, lambda child: self._child_tool(child, allowed=True))
-        allows = definition is not None and definition.allows_task
-        return isolated_child(
-            self.session, definition, lambda child: self._child_tool(child, allowed=allows) if allows else None
-        )
+            return forked_child(self.session, call_id, params.model_dump(exclude_none=True), self.build)
+        return isolated_child(self.session, definition, self.build)
 
     async def _drive(
         self, child: CodingSession, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback
@@ -219,13 +212,10 @@ def _failure(answer: AssistantMessage | None) -> str:
     return message
 
 
-def attach_subagents(session: CodingSession, names: Sequence[str] | None) -> SubagentManager | None:
-    """Give ``session`` the ``task`` tool when its tool list asks for it (the default list
-    does); returns the manager, kept as ``session.subagents``."""
-    from heron.coding.tools import DEFAULT_TOOLS
-
-    if TASK_TOOL not in (names if names is not None else DEFAULT_TOOLS):
-        return None
-    manager = SubagentManager(session)
-    session.tools.append(manager.tool())
-    return manager
+def attach_subagents(session: CodingSession, build: Build, parent: CodingSession | None) -> AgentTool[Any]:
+    """The ``task`` tool of ``session``, its manager kept as ``session.subagents``; a
+    sub-agent's manager is one level deeper than its parent's."""
+    above = parent.subagents if parent is not None else None
+    manager = SubagentManager(session, build, depth=above.depth + 1 if above is not None else 0)
+    session.subagents = manager
+    return manager.tool()

@@ -1,4 +1,6 @@
-"""Building a child :class:`CodingSession`, isolated or forked from its parent.
+"""A child session, isolated or forked from its parent, described as a
+:class:`~heron.coding.session_spec.SessionSpec` and built by the assembly every session
+goes through (handed to the manager as ``build``).
 
 *Isolated*: a new session file whose header names the parent; the system prompt is the
 definition's body (or heron's default) with the project's AGENTS.md / CLAUDE.md and
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.tools import AgentTool
 from heron.ai.models import ModelNotFoundError, ModelRegistry
 from heron.ai.types import AssistantMessage, Model, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
-from heron.coding.prompt import PromptFiles, build_system_prompt
+from heron.coding.session_spec import ParentLink, SessionSpec, StoreSpec
 from heron.coding.settings import Settings
 from heron.coding.skills import SkillNotFoundError, expand_skill_command
 from heron.coding.subagents.definitions import TASK_TOOL, AgentDefinition
@@ -29,6 +31,7 @@ from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
+    from heron.coding.session_spec import Build
 
 FORK_PLACEHOLDER = (
     "You are the sub-agent this call started: a copy of the conversation so far. The task follows as the next "
@@ -48,22 +51,6 @@ def child_settings(parent: CodingSession) -> Settings:
     """The parent's settings without the project memory: a child neither shows nor flushes it."""
     memory = dataclasses.replace(parent.settings.memory, enabled=False, flush=False)
     return dataclasses.replace(parent.settings, memory=memory)
-
-
-def share_control(parent: CodingSession, child: CodingSession, agent_type: str) -> None:
-    """The child obeys the parent's permissions: the same engine object (so a mode the user
-    switches to, ``--allow`` rules and rules allowed always apply to running children too),
-    the same trust, and the parent's way of asking the user (none in print mode: denied);
-    its stop runs the SubagentStop hooks; the parent's extensions see its tool calls."""
-    ours, theirs = getattr(parent, "control", None), getattr(child, "control", None)
-    if ours is None or theirs is None:
-        return
-    theirs.trusted = ours.trusted
-    theirs.permissions = ours.permissions
-    theirs.hooks = ours.hooks
-    theirs.asker = ours.asker
-    theirs.as_subagent(ours, agent_type)
-    child.extensions.share(parent.extensions)
 
 
 def resolve_child_model(parent: CodingSession, ref: str | None) -> tuple[Model, str | None]:
@@ -87,19 +74,15 @@ def _split_tools(parent: CodingSession, names: list[str]) -> tuple[list[str], li
     return wanted, extra
 
 
-def _new_store(parent: CodingSession) -> SessionStore:
+def _new_store(parent: CodingSession) -> StoreSpec:
     source = parent.store
-    parent_ref = str(source.path) if source.path is not None else None
     if source.path is None:
-        store = SessionStore.in_memory(parent.cwd)
-        return store
-    return SessionStore.create(parent.cwd, home=parent.home, parent_session=parent_ref, fsync=source.fsync)
+        return StoreSpec.memory()
+    return StoreSpec.new(parent_session=str(source.path), fsync=source.fsync)
 
 
-def isolated_child(parent: CodingSession, definition: AgentDefinition | None, task_tool: Any) -> CodingSession:
-    """``task_tool(child)`` builds the child's own task tool, or returns None."""
-    from heron.coding.runtime import CodingSession
-
+def isolated_child(parent: CodingSession, definition: AgentDefinition | None, build: Build) -> CodingSession:
+    """A child with its own prompt and tools; it has ``task`` when its definition lists it."""
     names = (
         list(definition.tools)
         if definition is not None and definition.tools is not None
@@ -109,36 +92,26 @@ def isolated_child(parent: CodingSession, definition: AgentDefinition | None, ta
     store = _new_store(parent)
     skills_text = _skills_message(parent, definition)
     if skills_text:
-        store.append_message(UserMessage(content=[TextContent(text=skills_text)]))
+        store = store.seeded(UserMessage(content=[TextContent(text=skills_text)]))
     wanted, extra = _split_tools(parent, names)
-    child = CodingSession(
-        cwd=parent.cwd,
-        model=model,
-        api_key=api_key,
-        store=store,
-        settings=child_settings(parent),
-        tools=wanted,
-        thinking_level=parent.thinking_level,
-        home=parent.home,
-        extra_tools=extra,
+    agent_type = definition.name if definition is not None else GENERAL_AGENT_TYPE
+    return build(
+        SessionSpec(
+            cwd=parent.cwd,
+            model=model,
+            api_key=api_key,
+            home=parent.home,
+            settings=child_settings(parent),
+            store=store,
+            tools=(*wanted, *([TASK_TOOL] if TASK_TOOL in names else [])),
+            extra_tools=tuple(extra),
+            thinking_level=parent.thinking_level,
+            system_prompt=definition.system_prompt if definition is not None and definition.system_prompt else None,
+            project_prompt=False,  # AGENTS.md / CLAUDE.md only: no SYSTEM.md, skills list or memory
+            extensions=False,
+            parent=ParentLink(parent, agent_type),
+        )
     )
-    if TASK_TOOL in names:
-        tool = task_tool(child)
-        if tool is not None:
-            child.tools.append(tool)
-            child.agent.set_tools(child.tools)
-    prompt = build_system_prompt(
-        cwd=child.cwd,
-        date=child.date,
-        tools=[(t.name, t.description) for t in child.tools],
-        context_files=child.context_files,
-        prompt_files=PromptFiles(),
-        system_prompt=definition.system_prompt if definition is not None and definition.system_prompt else None,
-    )
-    child.system_prompt = prompt
-    child.agent.set_system_prompt(prompt)
-    share_control(parent, child, definition.name if definition is not None else GENERAL_AGENT_TYPE)
-    return child
 
 
 def _skills_message(parent: CodingSession, definition: AgentDefinition | None) -> str:
@@ -164,47 +137,39 @@ def fork_point(store: SessionStore, call_id: str) -> str | None:
     raise SpawnError("cannot fork: the call that asked for the fork is not on the parent's path")
 
 
-def forked_child(parent: CodingSession, call_id: str, arguments: dict[str, Any], task_tool: Any) -> CodingSession:
-    from heron.coding.runtime import CodingSession
-
+def forked_child(parent: CodingSession, call_id: str, arguments: dict[str, Any], build: Build) -> CodingSession:
+    """A copy of the parent's conversation up to the call, then the call and a placeholder
+    result: the child's first request repeats the parent's prefix byte for byte."""
     point = fork_point(parent.store, call_id)
-    store = parent.store.fork(point, home=parent.home) if point is not None else _new_store(parent)
+    store = StoreSpec.fork(parent.store, point) if point is not None else _new_store(parent)
     model = parent.model
-    store.append_message(
-        AssistantMessage(
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            content=[ToolCall(id=call_id, name=TASK_TOOL, arguments=arguments)],
-            stop_reason=StopReason.TOOL_USE,
-        )
+    call = AssistantMessage(
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        content=[ToolCall(id=call_id, name=TASK_TOOL, arguments=arguments)],
+        stop_reason=StopReason.TOOL_USE,
     )
-    store.append_message(
-        ToolResultMessage(tool_call_id=call_id, tool_name=TASK_TOOL, content=[TextContent(text=FORK_PLACEHOLDER)])
+    placeholder = ToolResultMessage(
+        tool_call_id=call_id, tool_name=TASK_TOOL, content=[TextContent(text=FORK_PLACEHOLDER)]
     )
     names = [t.name for t in parent.tools]
-    wanted, _extra = _split_tools(parent, names)
-    child = CodingSession(
-        cwd=parent.cwd,
-        model=model,
-        api_key=parent.api_key,
-        store=store,
-        settings=child_settings(parent),
-        tools=wanted,
-        thinking_level=parent.thinking_level,
-        home=parent.home,
-        date=parent.date,
+    wanted, extra = _split_tools(parent, names)
+    return build(
+        SessionSpec(
+            cwd=parent.cwd,
+            model=model,
+            api_key=parent.api_key,
+            home=parent.home,
+            settings=child_settings(parent),
+            store=store.seeded(call, placeholder),
+            tools=(*wanted, *([TASK_TOOL] if TASK_TOOL in names else [])),
+            extra_tools=tuple(extra),
+            tool_order=tuple(names),  # the parent's order and definitions: the cached prefix holds
+            thinking_level=parent.thinking_level,
+            whole_system_prompt=parent.agent.state.system_prompt,
+            date=parent.date,
+            extensions=False,
+            parent=ParentLink(parent, "fork"),
+        )
     )
-    own = {t.name: t for t in child.tools}
-    tools: list[AgentTool[Any]] = []
-    for tool in parent.tools:  # the parent's order and definitions: the cached prefix holds
-        if tool.name == TASK_TOOL:
-            tools.append(task_tool(child))
-        else:
-            tools.append(own.get(tool.name, tool))
-    child.tools[:] = tools
-    child.agent.set_tools(tools)
-    child.system_prompt = parent.agent.state.system_prompt
-    child.agent.set_system_prompt(child.system_prompt)
-    share_control(parent, child, "fork")
-    return child

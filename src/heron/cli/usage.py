@@ -1,0 +1,60 @@
+"""Bad arguments, caught before any file is read: :class:`UsageError` and the checks.
+
+Kept apart from the command's entry module (:mod:`heron.cli.app`) so the modes and the
+ACP server can raise and use them without importing the module that dispatches to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+class UsageError(RuntimeError):
+    """Bad arguments: the message says what to do instead. Exit code 2."""
+
+
+def check_arguments(args: argparse.Namespace, mode: str) -> None:
+    """Reject what cannot mean anything, before any file is read: one line saying why."""
+    sources = [
+        flag
+        for flag, on in (
+            ("-c/--continue", args.continue_session),
+            ("-r/--resume", args.resume),
+            ("--session", bool(args.session)),
+            ("--no-session", args.no_session),
+        )
+        if on
+    ]
+    if len(sources) > 1:
+        raise UsageError(f"{' and '.join(sources)} cannot be used together: each picks the session to use")
+    if mode == "rpc" and (args.messages or args.print_prompt is not None):
+        raise UsageError("--mode rpc takes no task: send it as a prompt command on stdin (docs/rpc.md)")
+    if args.base_url is not None:
+        check_base_url(args.base_url)
+    base = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
+    for flag, value in (("--system-prompt", args.system_prompt), ("--append-system-prompt", args.append_system_prompt)):
+        if value is not None and looks_like_path(value) and not (base / os.path.expanduser(value.strip())).is_file():
+            raise UsageError(f"{flag} {value}: no such file (give the prompt text itself, or an existing file)")
+
+
+def check_base_url(url: str) -> None:
+    """``--base-url localhost:11434/v1`` has no scheme: the SDKs would read ``localhost``
+    as the scheme and fail much later with a confusing error."""
+    text = url.strip()
+    if not text:
+        raise UsageError("--base-url is empty; give the server's URL, e.g. http://localhost:11434/v1")
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        bare = rest if sep else text
+        raise UsageError(f"--base-url {url}: not an http(s) URL; did you mean http://{bare.lstrip('/')}?")
+
+
+def looks_like_path(value: str) -> bool:
+    """One word naming a file (``prompts/system.md``, ``~/p.txt``, ``./x``): not prompt
+    text, which has spaces. A missing file is then a mistake, not the prompt."""
+    text = value.strip()
+    if not text or any(c.isspace() for c in text):
+        return False
+    return "/" in text or text.startswith(("~", ".")) or Path(text).suffix.lower() in (".md", ".txt", ".prompt")

@@ -1,0 +1,220 @@
+"""The one place a :class:`CodingSession` is built: from a :class:`SessionSpec`.
+
+The ``heron`` command's modes (print, json, rpc, interactive), the ACP server, batch tasks,
+sub-agents and programs embedding heron all describe the session they want as a spec
+and call :func:`assemble_session`, so they agree on how settings are loaded, the model is
+chosen, the session file is opened, trust and permission flags apply, MCP servers start,
+extensions load and sub-agents are attached (docs/sdk.md). :func:`resolve_spec` is the
+first half on its own - settings loaded, model resolved - for a caller that must act in
+between (``--resume`` asks which session only once the model is known to work).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from heron.ai.models import ModelRegistry, heron_home
+from heron.ai.types import Model
+from heron.coding.model_choice import SETUP_POINTER, ResolvedModel, SetupError, resolve_model, setup_help
+from heron.coding.runtime import CodingSession
+from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, chosen_tools
+from heron.coding.settings import load_settings
+from heron.coding.subagents.definitions import TASK_TOOL
+from heron.coding.subagents.manager import attach_subagents
+from heron.context.spill import remove_old_spills
+from heron.session.paths import latest_session, resolve_session
+from heron.session.store import SessionStore
+
+if TYPE_CHECKING:  # imported when servers start (heron.coding.mcp loads the MCP SDK)
+    from heron.coding.mcp.setup import SessionMcp
+
+log = logging.getLogger(__name__)
+
+Warn = Callable[[str], None]
+
+
+def _log_warning(text: str) -> None:
+    log.warning("%s", text)
+
+
+def resolve_spec(spec: SessionSpec, warn: Warn = _log_warning) -> SessionSpec:
+    """``spec`` with its settings loaded and its model resolved (``spec.resolved``);
+    a spec already resolved comes back as it is. Raises :class:`SetupError` (with the
+    set-up help) when no model can be used."""
+    cwd = spec.cwd.expanduser().resolve()
+    home = spec.home if spec.home is not None else heron_home()
+    settings = spec.settings
+    if settings is None:
+        settings = load_settings(cwd, home)
+        for warning in settings.warnings:
+            warn(warning)
+    model: Model | ResolvedModel | ModelChoice = spec.model
+    registry = spec.registry
+    if isinstance(model, ModelChoice):
+        registry = registry if registry is not None else ModelRegistry.load()
+        try:
+            model = resolve_model(settings, registry, model.ref, model.base_url, model.api_key, model.api)
+        except SetupError as exc:
+            raise _with_models_json_cause(exc, registry) from exc
+        for error in registry.errors:
+            warn(error)
+    elif isinstance(model, Model):
+        model = ResolvedModel(model, spec.api_key, "given")
+    return dataclasses.replace(spec, cwd=cwd, home=home, settings=settings, model=model, registry=registry)
+
+
+def _with_models_json_cause(exc: SetupError, registry: ModelRegistry) -> SetupError:
+    """A broken models.json is usually why no model resolved: say that first (file, line,
+    problem), then the resolver's own message, shortened to a pointer when it is the
+    whole set-up text."""
+    if not registry.errors:
+        return exc
+    message = str(exc)
+    if message == setup_help(registry):
+        message = f"no model is configured (models.json could not be used).\n{SETUP_POINTER}"
+    causes = "\n".join(f"heron: {error}" for error in registry.errors)
+    return SetupError(f"{causes}\n{message}")
+
+
+def open_store(spec: StoreSpec, cwd: Path, home: Path) -> SessionStore:
+    """The session file ``spec`` names, opened or created, with its seed messages appended
+    (raises :class:`~heron.session.store.SessionError` for a file that cannot be used)."""
+    store: SessionStore
+    if spec.kind == "memory":
+        store = SessionStore.in_memory(cwd)
+    elif spec.kind == "new":
+        store = SessionStore.create(
+            cwd, path=spec.path, home=home, parent_session=spec.parent_session, fsync=spec.fsync
+        )
+    elif spec.kind == "continue":
+        newest = latest_session(cwd, home=home)
+        store = SessionStore.open(newest) if newest is not None else SessionStore.create(cwd, home=home)
+    elif spec.kind == "open":
+        ref = spec.ref
+        if ref is None:
+            raise ValueError("StoreSpec.open needs a path or a session id")
+        store = SessionStore.open(ref if isinstance(ref, Path) else resolve_session(ref, home=home))
+    elif spec.source is None:
+        raise ValueError(f"StoreSpec {spec.kind!r} needs the source store")
+    elif spec.kind == "fork":
+        store = spec.source.fork(spec.entry_id, home=home)
+    else:  # existing
+        store = spec.source
+    for message in spec.seed:
+        store.append_message(message)
+    return store
+
+
+def assemble_session(spec: SessionSpec, warn: Warn = _log_warning) -> CodingSession:
+    """The session ``spec`` describes, ready to ``prompt``.
+
+    Warnings (settings, models.json, MCP servers, permission rules, extensions) go to
+    ``warn``; a bad ``--allow`` rule or permission mode raises :class:`ValueError`, a
+    model that cannot be used :class:`SetupError`, a session file that cannot be used
+    :class:`~heron.session.store.SessionError`."""
+    spec = resolve_spec(spec, warn)
+    cwd, home, settings = spec.cwd, spec.home or heron_home(), spec.settings
+    assert settings is not None  # resolve_spec loaded them
+    resolved = spec.resolved
+    store = open_store(spec.store, cwd, home)
+    mcp = None
+    if spec.mcp or spec.mcp_servers:
+        mcp = _start_mcp(spec, cwd, home, resolved.model.context_window, warn)
+    names = chosen_tools(spec.tools, settings)
+    session = CodingSession(
+        cwd=cwd,
+        model=resolved.model,
+        api_key=resolved.api_key,
+        store=store,
+        settings=settings,
+        tools=names,
+        thinking_level=spec.thinking_level,
+        system_prompt=spec.system_prompt,
+        append_system_prompt=spec.append_system_prompt,
+        home=home,
+        date=spec.date,
+        extra_tools=[*spec.extra_tools, *(mcp.tools if mcp is not None else [])],
+        project_prompt=spec.project_prompt,
+        whole_system_prompt=spec.whole_system_prompt,
+    )
+    session.mcp = mcp
+    _arrange_tools(spec, session, names)
+    if spec.parent is not None:
+        share_control(spec.parent.session, session, spec.parent.agent_type)
+    else:
+        _apply_control(spec, session, warn)
+    if spec.extensions and spec.parent is None:
+        for warning in session.extensions.load(trusted=session.control.trusted):  # docs/extensions.md
+            warn(warning)
+    if mcp is not None:
+        mcp.bind(session.agent, session.store)  # tool_search results compacted away still count
+    _clean_spills(session)
+    return session
+
+
+def _arrange_tools(spec: SessionSpec, session: CodingSession, names: list[str]) -> None:
+    """``task`` when the tool list asks for it (the default does), after the others; a
+    fork's tools in its parent's order, so its requests keep the parent's cached prefix."""
+    tools = list(session.tools)
+    if TASK_TOOL in names:
+        parent = spec.parent.session if spec.parent is not None else None
+        tools.append(attach_subagents(session, assemble_session, parent))
+    if spec.tool_order is not None:
+        by_name = {tool.name: tool for tool in tools}
+        tools = [by_name[name] for name in spec.tool_order if name in by_name]
+    if tools != session.tools:
+        session.use_tools(tools)
+
+
+def _apply_control(spec: SessionSpec, session: CodingSession, warn: Warn) -> None:
+    """``--trust``, ``--permission-mode``, ``--allow`` (docs/permissions.md)."""
+    control = session.control
+    if spec.trust:
+        control.trust()
+    if spec.permission_mode:
+        control.set_mode(spec.permission_mode)  # ValueError: a mode heron does not have
+    problems = control.allow(list(spec.allow))
+    if problems:
+        raise ValueError(problems[0])
+    for warning in control.warnings:
+        warn(warning)
+
+
+def share_control(parent: CodingSession, child: CodingSession, agent_type: str) -> None:
+    """The child obeys the parent's permissions: the same engine object (so a mode the user
+    switches to, ``--allow`` rules and rules allowed always apply to running children too),
+    the same trust, and the parent's way of asking the user (none in print mode: denied);
+    its stop runs the SubagentStop hooks; the parent's extensions see its tool calls."""
+    ours, theirs = parent.control, child.control
+    theirs.trusted = ours.trusted
+    theirs.permissions = ours.permissions
+    theirs.hooks = ours.hooks
+    theirs.asker = ours.asker
+    theirs.as_subagent(ours, agent_type)
+    child.extensions.share(parent.extensions)
+
+
+def _start_mcp(spec: SessionSpec, cwd: Path, home: Path, window: int, warn: Warn) -> SessionMcp:
+    from heron.coding.mcp.config import project_trusted
+    from heron.coding.mcp.setup import start_session_servers
+
+    trusted = project_trusted(cwd, home, spec.trust)
+    mcp = start_session_servers(cwd, home, trusted=trusted, window=window, extra=spec.mcp_servers)
+    for warning in mcp.warnings:
+        warn(warning)
+    return mcp
+
+
+def _clean_spills(session: CodingSession) -> None:
+    """Spill files older than ``spill.retentionDays`` removed, in the background."""
+    threading.Thread(
+        target=remove_old_spills,
+        args=(session.home / "tool-output", session.settings.spill.retention_days),
+        daemon=True,
+        name="heron-spill-cleanup",
+    ).start()
