@@ -23,7 +23,8 @@ from rich.text import Text
 
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
-from heron.ai.types import ImageContent, Model, ThinkingLevel, UserMessage
+from heron.ai.overflow import ErrorKind
+from heron.ai.types import ImageContent, Model, ThinkingLevel
 from heron.cli.app import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
@@ -36,6 +37,8 @@ from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
 from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
 from heron.cli.tui.session_commands import SessionCommands
+from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
+from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
@@ -175,7 +178,7 @@ class Controller(SessionCommands, ControlCommands):
     def busy(self) -> bool:
         return self.job is not None
 
-    def start_job(self, kind: str, work: Coroutine[Any, Any, Any], abort: Callable[[], None] | None = None) -> Job:
+    def start_job(self, kind: str, work: Coroutine[Any, Any, Any], abort: Callable[[], object] | None = None) -> Job:
         task = asyncio.ensure_future(work)
 
         def cancel() -> None:
@@ -198,14 +201,20 @@ class Controller(SessionCommands, ControlCommands):
                 log.debug("%s failed", job.kind, exc_info=exc)  # the user sees the message below
                 self.error(f"{job.kind} failed: {exc}")
         if job.kind == "run":
-            self._after_run()
+            self._after_run(task.result() if not task.cancelled() and task.exception() is None else None)
         elif job.kind in ("compact", "tree"):
             self.print_footer()
         self._changed()
 
-    def _after_run(self) -> None:
-        leftover = self.session.agent.clear_queues()
-        texts = [m.text() for m in leftover if isinstance(m, UserMessage)]
+    def _after_run(self, outcome: RunOutcome | None) -> None:
+        """The end of a run, from its outcome: what the answers shown did not say (a session
+        that could not be saved, an internal error, an overflow compaction could not cure),
+        and the steering messages that were not sent, back in the input."""
+        if outcome is not None and outcome.error_kind in (RunFailure.SAVE_FAILED, RunFailure.INTERNAL):
+            self.error(outcome.explanation or "the run failed")
+        elif outcome is not None and outcome.error_kind == ErrorKind.OVERFLOW:
+            self.note(OVERFLOW_HINT, "yellow")  # the failed answer's own error is shown already
+        texts = list(outcome.unsent) if outcome is not None else []
         if texts:
             self.note(
                 f"{len(texts)} steering message(s) not delivered before the run ended: back in the input", "yellow"
@@ -291,7 +300,8 @@ class Controller(SessionCommands, ControlCommands):
     def start_run(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.renderer.reset_section()
         self.renderer.retries.reset()
-        self.start_job("run", self.session.prompt(text, list(images)), abort=self.session.abort)
+        run = Run(self.session, text, images, resolved=self.app.resolved)
+        self.start_job("run", run.outcome(), abort=run.abort)
 
     async def submit(self, text: str) -> None:
         """Handle one submitted line. Long work starts a job and returns at once. While a
