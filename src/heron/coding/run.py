@@ -99,6 +99,13 @@ class Run:
     async def outcome(self) -> RunOutcome:
         """How the run ended, once it has (decided once; later calls get the same)."""
         await self.wait()
+        return self.result()
+
+    def result(self) -> RunOutcome:
+        """The outcome of a run that has ended, for a caller told so by :attr:`task` (a
+        done callback): decided now, so a message queued until then counts as unsent."""
+        if not self.task.done():
+            raise RuntimeError("the run has not ended")
         if self._outcome is None:
             self._outcome = self._decide()
         return self._outcome

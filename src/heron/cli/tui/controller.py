@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -59,6 +59,7 @@ class Controller(SessionCommands, ControlCommands):
         self.renderer = Renderer(console)
         self.renderer.totals = Totals.of(app.session.messages)
         self.job: Job | None = None
+        self._run: Run | None = None  # the run job's handle, while it runs
         self.question: Question | None = None  # a line asked for; the next submitted line answers
         self.quit_requested = False
         # text for the next input line (a message to edit after /tree, undelivered steering)
@@ -178,7 +179,7 @@ class Controller(SessionCommands, ControlCommands):
     def busy(self) -> bool:
         return self.job is not None
 
-    def start_job(self, kind: str, work: Coroutine[Any, Any, Any], abort: Callable[[], object] | None = None) -> Job:
+    def start_job(self, kind: str, work: Awaitable[Any], abort: Callable[[], object] | None = None) -> Job:
         task = asyncio.ensure_future(work)
 
         def cancel() -> None:
@@ -197,11 +198,12 @@ class Controller(SessionCommands, ControlCommands):
             self.note(f"{job.kind} cancelled", "yellow")
         else:
             exc = task.exception()
-            if exc is not None:
+            if exc is not None and job.kind != "run":  # a run's failure is in its outcome
                 log.debug("%s failed", job.kind, exc_info=exc)  # the user sees the message below
                 self.error(f"{job.kind} failed: {exc}")
         if job.kind == "run":
-            self._after_run(task.result() if not task.cancelled() and task.exception() is None else None)
+            run, self._run = self._run, None
+            self._after_run(run.result() if run is not None and run.task is task else None)
         elif job.kind in ("compact", "tree"):
             self.print_footer()
         self._changed()
@@ -300,8 +302,8 @@ class Controller(SessionCommands, ControlCommands):
     def start_run(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.renderer.reset_section()
         self.renderer.retries.reset()
-        run = Run(self.session, text, images, resolved=self.app.resolved)
-        self.start_job("run", run.outcome(), abort=run.abort)
+        run = self._run = Run(self.session, text, images, resolved=self.app.resolved)
+        self.start_job("run", run.task, abort=run.abort)
 
     async def submit(self, text: str) -> None:
         """Handle one submitted line. Long work starts a job and returns at once. While a
