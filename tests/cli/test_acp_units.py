@@ -153,15 +153,23 @@ def test_other_modes_do_not_import_the_sdk() -> None:
 
 
 def test_stop_reasons() -> None:
-    from heron.ai.types import AssistantMessage, StopReason, UserMessage
+    """ACP's presentation of a run's outcome (decided by heron.coding.outcome)."""
+    from heron.ai.types import AssistantMessage, StopReason
     from heron.cli.acp.prompting import stop_reason
+    from heron.coding.outcome import decide
 
-    def reply(reason: StopReason, error: str | None = None) -> AssistantMessage:
-        return AssistantMessage(api="x", provider="p", model="m", stop_reason=reason, error_message=error)
+    def reply(reason: StopReason, error: str | None = None, kind: str | None = None) -> AssistantMessage:
+        return AssistantMessage(
+            api="x", provider="p", model="m", stop_reason=reason, error_message=error, error_kind=kind
+        )
 
-    assert stop_reason([reply(StopReason.STOP)], cancelled=False) == ("end_turn", None)
-    assert stop_reason([reply(StopReason.LENGTH)], cancelled=False) == ("max_tokens", None)
-    assert stop_reason([reply(StopReason.ABORTED)], cancelled=False) == ("cancelled", None)
-    assert stop_reason([reply(StopReason.STOP)], cancelled=True) == ("cancelled", None)
-    assert stop_reason([reply(StopReason.ERROR, "401 bad key")], cancelled=False) == ("end_turn", "401 bad key")
-    assert stop_reason([UserMessage(content="hi")], cancelled=False) == ("end_turn", None)
+    def reason(*answers: AssistantMessage, cancelled: bool = False) -> tuple[str, object]:
+        return stop_reason(decide(answers), cancelled)
+
+    assert reason(reply(StopReason.STOP)) == ("end_turn", None)
+    assert reason(reply(StopReason.LENGTH)) == ("max_tokens", None)
+    assert reason(reply(StopReason.ABORTED)) == ("cancelled", None)
+    assert reason(reply(StopReason.STOP), cancelled=True) == ("cancelled", None)
+    failed = reply(StopReason.ERROR, "401 bad key", "auth")
+    assert reason(failed) == ("end_turn", {"message": "401 bad key", "errorKind": "auth"})
+    assert reason() == ("end_turn", None)  # nothing answered (an extension's command)

@@ -233,6 +233,16 @@ def check_session_file(project: Project, task: str, provider: str, model: str) -
 
 
 def check_events(events: list[dict[str, Any]]) -> None:
+    """The events of a run that answered: the agent's, then ``run_end`` with the answer."""
+    outcome = events.pop()
+    assert outcome == {
+        "type": "run_end",
+        "stop_reason": "stop",
+        "error": None,
+        "error_kind": None,
+        "answer": ANSWER,
+        "unsent": [],
+    }
     types = [event["type"] for event in events]
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert types.count("agent_start") == 1 and types.count("agent_end") == 1
@@ -381,7 +391,10 @@ def test_server_error_after_retries_exits_1(project: Project, local_server: Loca
     assert "the model crashed" in result.err and "Traceback" not in result.err
     assert 1 < len(local_server.requests) <= 10  # retried, then given up
     lines = result.lines()
-    assert lines[0]["type"] == "session" and lines[-1]["type"] == "agent_end"
+    assert lines[0]["type"] == "session" and lines[-2]["type"] == "agent_end"
+    end = lines[-1]  # the outcome, as stderr says it
+    assert end["type"] == "run_end" and end["stop_reason"] == "error" and end["error_kind"] == "transient"
+    assert result.err.rstrip().endswith(f"heron: {end['error']}") and "the model crashed" in end["error"]
 
 
 def test_retries_are_not_multiplied(project: Project, local_server: LocalServer) -> None:

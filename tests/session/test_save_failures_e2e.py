@@ -141,7 +141,10 @@ def test_json_mode_reports_the_failure_in_one_line(box: Sandbox) -> None:
     assert "No space left on device" in one_line(result.err)
     assert result.tools_ran < 30
     events = [json.loads(line) for line in result.out.splitlines()]
-    assert events[0]["type"] == "session" and events[-1]["type"] == "agent_end"
+    assert events[0]["type"] == "session" and events[-2]["type"] == "agent_end"
+    end = events[-1]
+    assert end["type"] == "run_end" and end["stop_reason"] == "error" and end["error_kind"] == "save_failed"
+    assert one_line(result.err) == f"heron: {end['error']}"
 
 
 def test_rpc_mode_stops_serving_and_exits_1(box: Sandbox) -> None:

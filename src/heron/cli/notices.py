@@ -14,9 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from heron.ai.types import AssistantMessage, StopReason
-from heron.coding.settings import ResolvedModel, auth_hint
-
-AUTH_STATUSES = (401, 403)
+from heron.coding.outcome import explain_error as explain_error
 
 
 def format_delay(seconds: float) -> str:
@@ -79,11 +77,3 @@ def context_warning_text(event: Any) -> str | None:
     if kind == "context_warning":
         return str(event.message) if event.kind == "extension" else f"context: {event.message}"
     return None
-
-
-def explain_error(message: AssistantMessage, resolved: ResolvedModel | None) -> str:
-    """The error text of a failed answer, with what to do about a refused key."""
-    text = message.error_message or "the request failed"
-    if resolved is not None and message.error_status in AUTH_STATUSES:
-        text += "\n" + auth_hint(resolved)
-    return text

@@ -47,7 +47,9 @@ from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_re
 from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
-from heron.coding.settings import SetupError
+from heron.coding.outcome import decide
+from heron.coding.run import Run
+from heron.coding.settings import ResolvedModel, SetupError
 from heron.coding.skills import SkillNotFoundError
 from heron.session.paths import list_sessions, resolve_session
 from heron.session.store import SessionError, SessionStore
@@ -79,6 +81,8 @@ class HeronAgent:
         self.outboxes: dict[str, Outbox] = {}
         self._watchdogs: set[asyncio.Future[None]] = set()  # background tasks kept alive until done
         self._turns: dict[str, asyncio.Future[None]] = {}  # per session: done once its last prompt was answered
+        self._runs: dict[str, Run] = {}  # per session: its last prompt's run (not a /compact)
+        self._models: dict[str, ResolvedModel] = {}  # per session: the model session/set_model chose
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -269,6 +273,8 @@ class HeronAgent:
             await self.cancel(session_id)
             await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
         self.sessions.pop(session_id, None)
+        self._runs.pop(session_id, None)
+        self._models.pop(session_id, None)
         outbox = self.outboxes.pop(session_id, None)
         if outbox is not None:
             await outbox.flush()
@@ -345,6 +351,7 @@ class HeronAgent:
         except (SetupError, LookupError, ValueError) as exc:
             raise _invalid(f"model {model_id!r}: {exc}", modelId=model_id) from exc
         state.session.set_model(resolved.model, resolved.api_key)
+        self._models[state.id] = resolved
 
     # --- prompts ---------------------------------------------------------------------------
 
@@ -360,9 +367,12 @@ class HeronAgent:
         state.cancelled = False
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
+            self._runs.pop(session_id, None)
             state.run = asyncio.ensure_future(state.session.compact(command[len("/compact") :].strip() or None))
         else:
-            state.run = asyncio.ensure_future(state.session.prompt(text, images))
+            run = Run(state.session, text, images, resolved=self._resolved(state))
+            self._runs[session_id] = run
+            state.run = run.task
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._turns[session_id] = turn
         try:
@@ -370,28 +380,43 @@ class HeronAgent:
         finally:
             turn.set_result(None)
 
-    async def _finish(self, state: AcpSession, run: asyncio.Task[Any]) -> PromptResponse:
-        """The prompt's answer once its run ended: the last updates sent, then the stop reason."""
-        try:
-            result = await run
-        except asyncio.CancelledError:
-            result = []
-            if not state.cancelled:
-                raise
-        except SkillNotFoundError as exc:  # /skill:name typed for a skill this session does not have
-            raise _invalid(str(exc)) from exc
+    async def _finish(self, state: AcpSession, task: asyncio.Task[Any]) -> PromptResponse:
+        """The prompt's answer once its run ended: the last updates sent, then the stop
+        reason (or the error) of the run's outcome."""
+        run = self._runs.get(state.id)
+        if run is not None and run.task is task:
+            outcome = await run.outcome()
+            if isinstance(outcome.failure, SkillNotFoundError):  # /skill:name for a skill this session lacks
+                raise _invalid(str(outcome.failure))
+        else:  # /compact: not a run of the model
+            try:
+                await task
+            except asyncio.CancelledError:
+                if not state.cancelled:
+                    raise
+            outcome = decide([], aborted=state.cancelled)
         cancelled = state.cancelled  # read now: a prompt waiting for this one resets it
-        added = result if isinstance(result, list) else []
         session = state.session
         outbox = self.outboxes[state.id]
         for update in state.translator.unfinished("cancelled" if cancelled else "the turn ended before it finished"):
             outbox.put(update)
         outbox.put(usage_update(session.messages, session.estimate_request_tokens(session.messages), session.window))
         await outbox.flush()
-        reason, error = stop_reason(added, cancelled)
+        reason, error = stop_reason(outcome, cancelled)
         if error is not None:
-            raise RequestError.internal_error({"message": error})
-        return PromptResponse(stop_reason=reason, usage=turn_usage(added))  # type: ignore[arg-type]
+            raise RequestError.internal_error(error)
+        return PromptResponse(stop_reason=reason, usage=turn_usage(outcome))  # type: ignore[arg-type]
+
+    def _resolved(self, state: AcpSession) -> ResolvedModel | None:
+        """How the session's model and key were chosen (what a refused key is explained
+        from): as chosen by session/set_model, else as ``--model`` resolves here."""
+        chosen = self._models.get(state.id)
+        if chosen is not None:
+            return chosen
+        try:
+            return options.resolve(self.args, self.registry, state.session, self.args.model)
+        except (SetupError, LookupError, ValueError):
+            return None
 
     async def _after_cancelled(self, state: AcpSession) -> None:
         """A prompt may come while the one before it runs only if that one was cancelled
@@ -414,21 +439,19 @@ class HeronAgent:
             raise RequestError.invalid_request({"message": "a prompt is already running in this session"})
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """The run is aborted as every mode aborts one (:meth:`Run.abort`, which cancels
+        it when it has not stopped within the grace period); a compaction is cancelled."""
         state = self.sessions.get(session_id)
         if state is None or state.run is None or state.run.done():
             return
         state.cancelled = True
         state.bridge.cancel_all()
-        state.session.abort()
-        run = state.run
-
-        async def force() -> None:
-            await asyncio.sleep(CANCEL_GRACE_SECONDS)
-            if not run.done():
-                run.cancel()
-
-        self._watchdogs.add(task := asyncio.ensure_future(force()))
-        task.add_done_callback(self._watchdogs.discard)
+        run = self._runs.get(session_id)
+        if run is not None and run.task is state.run:
+            run.abort(CANCEL_GRACE_SECONDS)
+        else:
+            state.session.abort()
+            state.run.cancel()
 
     def close(self) -> None:
         for state in self.sessions.values():

@@ -1,6 +1,6 @@
 """What one ``session/prompt`` needs besides the run itself: the prompt blocks as heron
-text and images, the ordered sending of updates, and the stop reason and usage of the
-turn."""
+text and images, the ordered sending of updates, and the run's outcome as ACP's stop
+reason (or error) and usage."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from acp.schema import (
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, StopReason
 from heron.cli.acp.updates import Update
+from heron.coding.outcome import RunFailure, RunOutcome
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
@@ -94,34 +95,31 @@ class Outbox:
         self._task.cancel()
 
 
-def stop_reason(added: Sequence[AgentMessage], cancelled: bool) -> tuple[str, str | None]:
-    """ACP's stop reason for the messages a run added, and the error to report, if any."""
-    last = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)
-    if cancelled or (last is not None and last.stop_reason == StopReason.ABORTED):
+def stop_reason(outcome: RunOutcome, cancelled: bool) -> tuple[str, dict[str, Any] | None]:
+    """ACP's stop reason for a run's outcome, or the data of the JSON-RPC error that
+    ends the prompt instead (``message``: the explanation every mode shows, ``errorKind``).
+    A cancelled prompt returns ``cancelled``, as ACP requires, whatever came first; a run
+    with nothing to answer (an extension's command, a blocking hook) is an ordinary end."""
+    if cancelled or outcome.aborted:
         return "cancelled", None
-    if last is None:
-        return "end_turn", None
-    if last.stop_reason == StopReason.ERROR:
-        return "end_turn", last.error_message or "the model request failed"
-    if last.stop_reason == StopReason.LENGTH:
+    if outcome.stop_reason == StopReason.ERROR and outcome.error_kind != RunFailure.NO_ANSWER:
+        return "end_turn", {"message": outcome.explanation, "errorKind": str(outcome.error_kind)}
+    if outcome.stop_reason == StopReason.LENGTH:
         return "max_tokens", None
     return "end_turn", None
 
 
-def turn_usage(added: Sequence[AgentMessage]) -> Usage | None:
-    replies = [m for m in added if isinstance(m, AssistantMessage)]
-    if not replies:
+def turn_usage(outcome: RunOutcome) -> Usage | None:
+    """The turn's tokens (None when no answer came)."""
+    if not outcome.answers:
         return None
-    inp = sum(m.usage.input for m in replies)
-    out = sum(m.usage.output for m in replies)
-    read = sum(m.usage.cache_read for m in replies)
-    write = sum(m.usage.cache_write for m in replies)
+    used = outcome.usage
     return Usage(
-        total_tokens=inp + out + read + write,
-        input_tokens=inp,
-        output_tokens=out,
-        cached_read_tokens=read,
-        cached_write_tokens=write,
+        total_tokens=used.input + used.output + used.cache_read + used.cache_write,
+        input_tokens=used.input,
+        output_tokens=used.output,
+        cached_read_tokens=used.cache_read,
+        cached_write_tokens=used.cache_write,
     )
 
 

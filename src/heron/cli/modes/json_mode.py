@@ -1,7 +1,8 @@
 """``heron --mode json -p "task"``: the session header, then one event per line.
 
 For programs that drive heron and want everything: streaming deltas, tool calls and
-results, compaction, retries and ledger records, each a JSON object on its own line.
+results, compaction, retries and ledger records, each a JSON object on its own line. The
+last line is ``run_end``, the run's outcome in rpc's shape (docs/rpc.md).
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from typing import Any
 
 from heron.cli.app_state import App
 from heron.cli.events_json import dumps, event_json
-from heron.cli.modes.print_mode import discard_stdout, install_interrupt, outcome
+from heron.cli.modes.print_mode import discard_stdout, failure_line, install_interrupt
+from heron.cli.modes.run_end import run_end_json
 from heron.cli.task_input import Task
+from heron.coding.run import Run
 from heron.coding.secrets import redact
 
 
 async def run_json(app: App, task: Task) -> int:
     out = sys.stdout
     reader_gone = False
+    run: Run | None = None
 
     def emit(data: dict[str, Any]) -> None:
         nonlocal reader_gone
@@ -32,18 +36,21 @@ async def run_json(app: App, task: Task) -> int:
             # run rather than go on editing files for no one; the session keeps what was done.
             reader_gone = True
             discard_stdout()
-            app.session.abort()
+            if run is not None:
+                run.abort()
 
     emit(app.session.store.header.to_json_dict() if app.session.store.header else {})
     if reader_gone:
         return 1
     app.session.subscribe(lambda event: emit(event_json(event)))
-    install_interrupt(app)
-    await app.session.prompt(task.text, task.images)
+    run = Run(app.session, task.text, task.images, resolved=app.resolved)
+    install_interrupt(app, run)
+    outcome = await run.outcome()
+    emit(run_end_json(outcome))
     if reader_gone:
         return 1
-    _, error = outcome(app)
-    if error is not None:
-        print(f"heron: {error}", file=sys.stderr)
+    line = failure_line(outcome)
+    if line is not None:
+        print(line, file=sys.stderr)
         return 1
     return 0

@@ -1,7 +1,8 @@
 """``heron -p "task"``: run one task and print the final answer.
 
-Nothing but the answer goes to stdout, so the output can be piped; errors go to stderr
-and make the exit code 1.
+Nothing but the answer goes to stdout, so the output can be piped; a run that did not
+answer (an error, an abort, a session that could not be saved) writes its outcome's
+explanation to stderr and makes the exit code 1.
 """
 
 from __future__ import annotations
@@ -12,39 +13,24 @@ import os
 import signal
 import sys
 
-from heron.ai.types import AssistantMessage, StopReason
 from heron.cli.app_state import App
-from heron.cli.notices import RetryNotices, context_warning_text, explain_error
+from heron.cli.notices import RetryNotices, context_warning_text
 from heron.cli.task_input import Task
+from heron.coding.outcome import RunOutcome
+from heron.coding.run import Run
 from heron.coding.secrets import redact
 
 
-def outcome(app: App) -> tuple[str | None, str | None]:
-    """The final answer, or the error that ended the run, with no key in either (a
-    server's error body may echo the key it was sent)."""
-    answer, error = _outcome(app)
-    return (None if answer is None else redact(answer)), (None if error is None else redact(error))
+def failure_line(outcome: RunOutcome) -> str | None:
+    """The one stderr line of a run that did not answer (print and json mode); None when
+    it answered. The explanation is the outcome's, as every mode shows it."""
+    if outcome.ok:
+        return None
+    return f"heron: {outcome.explanation}"
 
 
-def _outcome(app: App) -> tuple[str | None, str | None]:
-    """A session that could not be saved is an error even when an answer came (the run was
-    stopped, or the answer is not in the session file)."""
-    write_error = app.session.store.write_error
-    if write_error is not None:
-        return None, str(write_error)
-    messages = app.session.messages
-    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-    if last is None:
-        return None, "the run produced no answer"
-    if last.stop_reason == StopReason.ERROR:
-        return None, explain_error(last, app.resolved)
-    if last.stop_reason == StopReason.ABORTED:
-        return None, "aborted"
-    return last.text(), None
-
-
-def install_interrupt(app: App, *, warnings: bool = False) -> None:
-    """Ctrl+C aborts the run (the session keeps what was done) instead of a traceback;
+def install_interrupt(app: App, run: Run, *, warnings: bool = False) -> None:
+    """Ctrl+C aborts ``run`` (the session keeps what was done) instead of a traceback;
     retries are reported on stderr as they happen (a cancelled one as cancelled), and
     with ``warnings`` the runtime's context warnings too (json mode has them as events)."""
     notices = RetryNotices(lambda text, kind: print(f"heron: {redact(text)}", file=sys.stderr, flush=True))
@@ -54,7 +40,7 @@ def install_interrupt(app: App, *, warnings: bool = False) -> None:
 
     def interrupt() -> None:
         notices.cancel()
-        app.session.abort()
+        run.abort()
 
     loop = asyncio.get_running_loop()
     # Not available off the main thread or on some platforms: then Ctrl+C just stops heron.
@@ -78,14 +64,15 @@ def discard_stdout() -> None:
 
 
 async def run_print(app: App, task: Task) -> int:
-    install_interrupt(app, warnings=True)
-    await app.session.prompt(task.text, task.images)
-    answer, error = outcome(app)
-    if error is not None:
-        print(f"heron: {error}", file=sys.stderr)
+    run = Run(app.session, task.text, task.images, resolved=app.resolved)
+    install_interrupt(app, run, warnings=True)
+    outcome = await run.outcome()
+    line = failure_line(outcome)
+    if line is not None:
+        print(line, file=sys.stderr)
         return 1
     try:
-        print(answer, flush=True)
+        print(redact(outcome.answer or ""), flush=True)
     except BrokenPipeError:  # the answer was not all read: not a success for a pipeline
         discard_stdout()
         return 1

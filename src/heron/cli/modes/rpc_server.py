@@ -15,8 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
-from heron.agent.messages import AgentMessage
-from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, UserMessage
+from heron.ai.types import AssistantMessage, ImageContent, TextContent, UserMessage
 from heron.cli.app_state import App
 from heron.cli.modes.rpc_commands import SessionCommands
 from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, pi_event
@@ -32,8 +31,10 @@ from heron.cli.modes.rpc_protocol import (
     parse_command,
     string_field,
 )
-from heron.cli.notices import explain_error
+from heron.cli.modes.run_end import run_end_json
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, SessionEvent
+from heron.coding.outcome import decide
+from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionWriteError
@@ -70,6 +71,7 @@ class RpcServer(SessionCommands):
             **self.session_handlers(),
         }
         self._partial: AssistantMessage | None = None  # the answer streaming now, if any
+        self._run: Run | None = None  # the prompt's run, once started
 
     @property
     def session(self) -> CodingSession:
@@ -169,19 +171,18 @@ class RpcServer(SessionCommands):
 
     def abort(self) -> bool:
         """Stop what is running; True if something was. Open permission questions are
-        denied; the agent's own abort ends the run cleanly (tool calls get results, the
-        partial answer is kept as aborted); outside the agent loop (retry back-off,
-        compaction) the task is cancelled."""
+        denied; a prompt's run is aborted as every mode aborts one (:meth:`Run.abort`), a
+        compaction is cancelled."""
         task = self._task
         if task is None or task.done():
             return False
+        self.asker.deny_all("the run was aborted")
         if self._task_kind == "prompt":
             self._aborted = True
-        self.asker.deny_all("the run was aborted")
-        if self.session.agent.is_running:
-            self.session.abort()
-        else:
-            task.cancel()
+            if self._run is not None:
+                self._run.abort()
+                return True
+        task.cancel()
         return True
 
     async def finish(self) -> None:
@@ -242,52 +243,23 @@ class RpcServer(SessionCommands):
         return {"disposition": "started"}
 
     async def _run_prompt(self, cmd_id: CommandId, text: str, images: list[ImageContent]) -> None:
-        messages = self.session.messages
-        before = messages[-1] if messages else None
-        added: list[AgentMessage] | None = None
-        failure: str | None = None
-        cancelled = False
+        """The prompt's run, then its ``run_end`` (the outcome, as json mode's last line)
+        and ``agent_settled``. Cancelled while the SDK loads: an aborted run."""
         try:
             await self._ready()
-            added = await self.session.prompt(text, images)
+            self._run = Run(self.session, text, images, resolved=self.app.resolved)
+            outcome = await self._run.outcome()
         except asyncio.CancelledError:
-            cancelled = True
-        except Exception as exc:  # noqa: BLE001 - reported in run_end; the server keeps serving
-            traceback.print_exc(file=sys.stderr)
-            failure = f"internal error: {type(exc).__name__}: {exc}"
+            outcome = decide([], aborted=True, unsent=[message_text(m) for m in self.session.agent.clear_queues()])
+        finally:
+            self._run = None
+        if outcome.failure is not None:
+            traceback.print_exception(outcome.failure, file=sys.stderr)
         self.asker.deny_all("the run ended")
         self._done()
-        unsent = [message_text(m) for m in self.session.agent.clear_queues()]
         self._queue_changed()
-        if added is None:  # cancelled: what the agent kept of the run, if anything
-            messages = self.session.messages
-            added = [messages[-1]] if messages and messages[-1] is not before else []
-        outcome = self._outcome(added, failure, cancelled)
-        self._write({"type": "run_end", "id": cmd_id, **outcome, "unsent": unsent})
-        aborted = self._aborted or cancelled or outcome["stop_reason"] == str(StopReason.ABORTED)
-        self._write({"type": "agent_settled", "aborted": aborted})
-
-    def _outcome(self, added: list[AgentMessage], failure: str | None, cancelled: bool) -> dict[str, Any]:
-        """``stop_reason``, ``error`` and ``answer`` of a finished run. A refused key's
-        error says which key was sent and how to give one, as in the other modes."""
-        last = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)
-        answer: str | None = None
-        error: str | None = None
-        if failure is not None:
-            stop_reason, error = str(StopReason.ERROR), failure
-        elif last is None:
-            stop_reason = str(StopReason.ABORTED) if cancelled else str(StopReason.ERROR)
-            error = None if cancelled else "the run produced no answer"
-        else:
-            stop_reason = str(last.stop_reason)
-            if last.stop_reason == StopReason.ERROR:
-                error = explain_error(last, self.app.resolved)
-            elif last.stop_reason in (StopReason.STOP, StopReason.LENGTH):
-                answer = last.text()
-        write_error = self.session.store.write_error
-        if write_error is not None:  # the run was stopped because the session cannot be saved
-            stop_reason, error = str(StopReason.ERROR), str(write_error)
-        return {"stop_reason": stop_reason, "error": error, "answer": answer}
+        self._write({"type": "run_end", "id": cmd_id} | run_end_json(outcome))
+        self._write({"type": "agent_settled", "aborted": self._aborted or outcome.aborted})
 
     async def _steer(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         self.session.agent.steer(self._queued_message(fields, "steer"))

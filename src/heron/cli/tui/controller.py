@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -23,7 +23,8 @@ from rich.text import Text
 
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
-from heron.ai.types import ImageContent, Model, ThinkingLevel, UserMessage
+from heron.ai.overflow import ErrorKind
+from heron.ai.types import ImageContent, Model, ThinkingLevel
 from heron.cli.app_state import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
@@ -36,6 +37,8 @@ from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
 from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
 from heron.cli.tui.session_commands import SessionCommands
+from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
+from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
@@ -57,6 +60,7 @@ class Controller(SessionCommands, ControlCommands):
         self.renderer.tools = app.session.tool_catalog
         self.renderer.totals = Totals.of(app.session.messages)
         self.job: Job | None = None
+        self._run: Run | None = None  # the run job's handle, while it runs
         self.question: Question | None = None  # a line asked for; the next submitted line answers
         self.quit_requested = False
         # text for the next input line (a message to edit after /tree, undelivered steering)
@@ -176,7 +180,7 @@ class Controller(SessionCommands, ControlCommands):
     def busy(self) -> bool:
         return self.job is not None
 
-    def start_job(self, kind: str, work: Coroutine[Any, Any, Any], abort: Callable[[], None] | None = None) -> Job:
+    def start_job(self, kind: str, work: Awaitable[Any], abort: Callable[[], object] | None = None) -> Job:
         task = asyncio.ensure_future(work)
 
         def cancel() -> None:
@@ -195,18 +199,25 @@ class Controller(SessionCommands, ControlCommands):
             self.note(f"{job.kind} cancelled", "yellow")
         else:
             exc = task.exception()
-            if exc is not None:
+            if exc is not None and job.kind != "run":  # a run's failure is in its outcome
                 log.debug("%s failed", job.kind, exc_info=exc)  # the user sees the message below
                 self.error(f"{job.kind} failed: {exc}")
         if job.kind == "run":
-            self._after_run()
+            run, self._run = self._run, None
+            self._after_run(run.result() if run is not None and run.task is task else None)
         elif job.kind in ("compact", "tree"):
             self.print_footer()
         self._changed()
 
-    def _after_run(self) -> None:
-        leftover = self.session.agent.clear_queues()
-        texts = [m.text() for m in leftover if isinstance(m, UserMessage)]
+    def _after_run(self, outcome: RunOutcome | None) -> None:
+        """The end of a run, from its outcome: what the answers shown did not say (a session
+        that could not be saved, an internal error, an overflow compaction could not cure),
+        and the steering messages that were not sent, back in the input."""
+        if outcome is not None and outcome.error_kind in (RunFailure.SAVE_FAILED, RunFailure.INTERNAL):
+            self.error(outcome.explanation or "the run failed")
+        elif outcome is not None and outcome.error_kind == ErrorKind.OVERFLOW:
+            self.note(OVERFLOW_HINT, "yellow")  # the failed answer's own error is shown already
+        texts = list(outcome.unsent) if outcome is not None else []
         if texts:
             self.note(
                 f"{len(texts)} steering message(s) not delivered before the run ended: back in the input", "yellow"
@@ -292,7 +303,8 @@ class Controller(SessionCommands, ControlCommands):
     def start_run(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.renderer.reset_section()
         self.renderer.retries.reset()
-        self.start_job("run", self.session.prompt(text, list(images)), abort=self.session.abort)
+        run = self._run = Run(self.session, text, images, resolved=self.app.resolved)
+        self.start_job("run", run.task, abort=run.abort)
 
     async def submit(self, text: str) -> None:
         """Handle one submitted line. Long work starts a job and returns at once. While a

@@ -29,7 +29,7 @@ class Job:
 
     kind: str  # "run", "compact", "shell", "tree"
     task: asyncio.Task[Any]
-    abort: Callable[[], None]
+    abort: Callable[[], object]
     aborting: bool = False
 
 

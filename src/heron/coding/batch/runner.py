@@ -9,22 +9,23 @@ anything runs) and sent along with its key.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron.ai.types import AssistantMessage, Model, StopReason
+from heron.ai.types import Model
 from heron.coding.batch import workspace
-from heron.coding.batch.results import Status, TaskResult
+from heron.coding.batch.results import TaskResult
 from heron.coding.batch.tasks import BatchTask
+from heron.coding.outcome import RunOutcome
+from heron.coding.run import Run
 from heron.coding.settings import Settings, deep_merge, read_settings_file, settings_from_dict, settings_paths
 
-# After a timeout the run is aborted; this long is given for it to stop by itself.
 log = logging.getLogger(__name__)
 
+# After a timeout the run is aborted; this long is given for it to stop by itself.
 ABORT_GRACE_S = 10.0
 
 
@@ -52,33 +53,6 @@ def task_settings(cwd: Path, home: Path, overlay: dict[str, Any]) -> Settings:
             sources.append(path)
             merged = deep_merge(merged, data)
     return settings_from_dict(deep_merge(merged, overlay), tuple(warnings), tuple(sources))
-
-
-def summarise(messages: list[Any]) -> tuple[dict[str, int], float]:
-    """Token usage and dollars of every answer of the run."""
-    usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0}
-    cost = 0.0
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            used = message.usage
-            usage["input"] += used.input
-            usage["output"] += used.output
-            usage["cache_read"] += used.cache_read
-            usage["cache_write"] += used.cache_write
-            usage["total_tokens"] += used.total_tokens or used.context_tokens()
-            cost += used.cost.total
-    return usage, cost
-
-
-def outcome(messages: list[Any]) -> tuple[Status, str | None, str | None]:
-    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-    if last is None:
-        return "error", None, "the run produced no answer"
-    if last.stop_reason == StopReason.ERROR:
-        return "error", None, last.error_message or "the request failed"
-    if last.stop_reason == StopReason.ABORTED:
-        return "error", None, "aborted"
-    return "ok", last.text(), None
 
 
 async def run_task(job: Job) -> TaskResult:
@@ -122,33 +96,36 @@ async def _run_session(job: Job, work: Path, session_path: Path, result: TaskRes
         from heron.coding.tracing import SessionTracer, get_tracer
 
         tracer = SessionTracer(session, get_tracer(job.tracing), capture_content=job.trace_content)
-    timed_out = False
-    run = asyncio.ensure_future(session.prompt(task.prompt))
+    run = Run(session, task.prompt)
     try:
-        done, _ = await asyncio.wait({run}, timeout=task.timeout_s)
-        if not done:
-            timed_out = True
-            session.abort()
-            finished, _ = await asyncio.wait({run}, timeout=ABORT_GRACE_S)
-            if not finished:
-                run.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await run
-        elif run.exception() is not None:
-            raise run.exception()  # type: ignore[misc]
+        timed_out = not await run.wait(task.timeout_s)
+        if timed_out:
+            run.abort(ABORT_GRACE_S)
+        outcome = await run.outcome()
     except asyncio.CancelledError:  # the batch is stopping: abort the run, record nothing
-        session.abort()
-        run.cancel()
+        run.abort(0)
         raise
     finally:
         if tracer is not None:
             tracer.close()
         store.close()
-    messages = session.messages
-    result.usage, result.cost = summarise(messages)
-    if timed_out:
-        result.status, result.error = "timeout", f"no answer within {task.timeout_s:g} s"
-        return
-    result.status, result.answer, result.error = outcome(messages)
-    if store.write_error is not None:
-        result.status, result.answer, result.error = "error", None, f"session not saved: {store.write_error}"
+    record(result, outcome, timed_out=timed_out, timeout_s=task.timeout_s)
+
+
+def record(result: TaskResult, outcome: RunOutcome, *, timed_out: bool, timeout_s: float | None) -> None:
+    """The task's result record from the run's outcome (docs/batch.md): ``ok`` with the
+    answer, ``timeout``, or ``error`` with the explanation every mode shows."""
+    result.usage = {
+        "input": outcome.usage.input,
+        "output": outcome.usage.output,
+        "cache_read": outcome.usage.cache_read,
+        "cache_write": outcome.usage.cache_write,
+        "total_tokens": outcome.usage.total_tokens,
+    }
+    result.cost = outcome.usage.cost.total
+    if timed_out and outcome.save_error is None:
+        result.status, result.error = "timeout", f"no answer within {timeout_s:g} s"
+    elif outcome.ok:
+        result.status, result.answer = "ok", outcome.answer
+    else:
+        result.status, result.error = "error", outcome.explanation

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionStartEvent
 from heron.agent.tools import AgentTool, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
-from heron.ai.types import AssistantMessage, StopReason, Usage
+from heron.ai.types import AssistantMessage, Usage
 from heron.coding.events import SubagentEvent
+from heron.coding.outcome import RunOutcome, decide
 from heron.coding.subagents.definitions import AgentDefinition, load_definitions
-from heron.coding.subagents.result import cap_answer, final_answer, progress_report, result_cap
+from heron.coding.subagents.result import cap_answer, progress_report, result_cap
 from heron.coding.subagents.spawn import SpawnError, forked_child, isolated_child
 from heron.coding.subagents.tool import TaskParams, TaskTool
 from heron.coding.tools import UnknownToolError
@@ -131,7 +132,7 @@ class SubagentManager:
         unsubscribe = child.subscribe(forward)
         remove = signal.add_listener(child.abort)
         self.running[call_id] = child
-        error: str | None = None
+        failure: Exception | None = None
         start = len(child.messages)  # a fork starts with the parent's history: not the child's work
         try:
             added = await child.prompt(params.prompt)
@@ -141,7 +142,7 @@ class SubagentManager:
             raise
         except Exception as exc:  # whatever broke the child, the parent carries on
             log.exception("sub-agent %s failed", record["id"])
-            error = f"{type(exc).__name__}: {exc}"
+            failure = exc
         finally:
             remove()
             unsubscribe()
@@ -151,21 +152,18 @@ class SubagentManager:
                 add_usage(usage, child_manager.usage)
             add_usage(self.usage, usage)
             child.store.close()  # its file and lock released (the store still reads from its cache)
-        result = self._result(child, added or child.messages[start:], error, signal, session_ref, usage)
+        messages = added or child.messages[start:]
+        answers = [m for m in messages if isinstance(m, AssistantMessage)]
+        outcome = decide(answers, save_error=child.store.write_error, failure=failure, aborted=signal.aborted)
+        result = self._result(child, messages, outcome, session_ref, usage)
         record["status"] = result.details["status"]
         self._link(record, params, usage)
         return result
 
     def _result(
-        self,
-        child: CodingSession,
-        messages: Sequence[Any],
-        error: str | None,
-        signal: AbortSignal,
-        session_ref: str,
-        usage: Usage,
+        self, child: CodingSession, messages: Sequence[Any], outcome: RunOutcome, session_ref: str, usage: Usage
     ) -> ToolResult:
-        answer = final_answer(messages)
+        """The ``task`` tool's result from the child run's outcome (decided as every mode's)."""
         cap = result_cap(self.session.window)
         details: dict[str, Any] = {
             "sessionId": child.store.session_id,
@@ -173,20 +171,19 @@ class SubagentManager:
             "usage": usage.to_json_dict(),
             "status": "done",
         }
-        if error is not None:
-            details["status"] = "error"
-        elif signal.aborted or (answer is not None and answer.stop_reason == StopReason.ABORTED):
+        error: str | None = None
+        if outcome.aborted:
             details["status"], error = "aborted", "it was aborted (the parent run was aborted)"
-        elif answer is None or answer.stop_reason == StopReason.ERROR:
-            details["status"], error = "error", _failure(answer)
+        elif not outcome.ok:
+            details["status"], error = "error", outcome.explanation or "it gave no answer"
         if error is not None:
             report = progress_report(messages, cap // 2)
             head = f"The sub-agent did not finish: {error}\nChild session: {session_ref}\nWhat it did so far:\n"
             return ToolResult.error((head + report)[:cap], details=details)
-        assert answer is not None
+        answer = outcome.answer or ""
         spill = self.session.env.spill_dir() / f"task-{child.store.session_id}.md"
-        text, spilled = cap_answer(answer.text() or "(the sub-agent gave no text answer)", cap, spill, session_ref)
-        details["chars"] = len(answer.text())
+        text, spilled = cap_answer(answer or "(the sub-agent gave no text answer)", cap, spill, session_ref)
+        details["chars"] = len(answer)
         if spilled is not None:
             details["spill"] = spilled
         return ToolResult.text(text, details=details)
@@ -201,15 +198,6 @@ class SubagentManager:
         # A broken session file is reported by the recorder; the child still runs.
         with contextlib.suppress(SessionWriteError):
             self.session.store.append_custom(CHILD_CUSTOM_TYPE, data)
-
-
-def _failure(answer: AssistantMessage | None) -> str:
-    if answer is None:
-        return "it gave no answer"
-    message = answer.error_message or "unknown error"
-    if answer.error_kind == "overflow":
-        return f"its context window overflowed and could not be recovered ({message})"
-    return message
 
 
 def attach_subagents(session: CodingSession, build: Build, parent: CodingSession | None) -> AgentTool[Any]:
