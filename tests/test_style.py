@@ -35,7 +35,6 @@ KNOWN_LONG_MODULES: set[str] = {
     "coding/runtime.py",
     "context/compaction.py",
     "session/recall.py",
-    "session/store.py",
 }
 
 # Functions over the length limit, as (module, qualified name), for the same reason.
