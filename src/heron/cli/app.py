@@ -52,9 +52,39 @@ class Task:
 
     text: str
     images: list[ImageContent] = field(default_factory=list)
+    # no task given, and the session's last prompt was never answered: send that one again
+    resend: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.text.strip() or self.images)
+        return bool(self.text.strip() or self.images or self.resend)
+
+
+async def run_task(app: App, task: Task) -> None:
+    """Run the task in the session: the prompt, or the unanswered one sent again
+    (:func:`heron.coding.unanswered.resend_unanswered`)."""
+    if task.resend:
+        from heron.coding.unanswered import resend_unanswered
+
+        await resend_unanswered(app.session)
+    else:
+        await app.session.prompt(task.text, task.images)
+
+
+def resend_task(app: App) -> Task:
+    """``heron -p --continue`` without a task: the session's unanswered prompt, sent again
+    (a notice on stderr says which); a usage error when there is none."""
+    from heron.session.unanswered import unanswered_prompt
+
+    found = unanswered_prompt(app.session.store)
+    if found is None:
+        raise UsageError(
+            'no task given: heron -p "what to do" (or pipe it on stdin); '
+            "the session's last prompt was answered, so there is none to send again"
+        )
+    first = (found.message.text().strip().splitlines() or ["(images only)"])[0]
+    preview = first if len(first) <= 70 else first[:69] + "…"
+    print(f"heron: sending the unanswered prompt again: {preview}", file=sys.stderr, flush=True)
+    return Task(text="", resend=True)
 
 
 @dataclass
@@ -371,13 +401,16 @@ def run_app(args: argparse.Namespace) -> int:
         check_arguments(args, mode)
         cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
         task = gather_task(args, cwd.resolve()) if mode != "rpc" else Task(text="")
-        if mode in ("print", "json") and not task:
+        resumed = bool(args.continue_session or args.resume or args.session)
+        if mode in ("print", "json") and not task and not resumed:
             raise UsageError('no task given: heron -p "what to do" (or pipe it on stdin)')
         if mode == "interactive":  # before the session starts the project's servers and hooks
             from heron.cli.tui.trust_question import maybe_ask_trust
 
             maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
         app = build_app(args)
+        if mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
+            task = resend_task(app)
     except SetupError as exc:
         text = redact(str(exc))
         print(text if text.startswith("heron") else f"heron: {text}", file=sys.stderr)

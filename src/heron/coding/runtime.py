@@ -70,6 +70,7 @@ from heron.coding.subagents import SubagentManager, attach_subagents
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
+from heron.coding.unanswered import note_unanswered
 from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings, entry_message, summarise_branch
 from heron.context.compactor import CompactionOutcome, Compactor
@@ -479,6 +480,7 @@ class CodingSession(RecoveryHooks):
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
+        note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
             return await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
         finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from heron.cli.app import App, Task
+from heron.cli.app import App, Task, run_task
 from heron.cli.events_json import dumps, event_json
 from heron.cli.modes.print_mode import discard_stdout, install_interrupt, outcome
 from heron.coding.secrets import redact
@@ -38,7 +38,7 @@ async def run_json(app: App, task: Task) -> int:
         return 1
     app.session.subscribe(lambda event: emit(event_json(event)))
     install_interrupt(app)
-    await app.session.prompt(task.text, task.images)
+    await run_task(app, task)
     if reader_gone:
         return 1
     _, error = outcome(app)

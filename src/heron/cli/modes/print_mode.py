@@ -13,7 +13,7 @@ import signal
 import sys
 
 from heron.ai.types import AssistantMessage, StopReason
-from heron.cli.app import App, Task
+from heron.cli.app import App, Task, run_task
 from heron.cli.notices import RetryNotices, context_warning_text, explain_error
 from heron.coding.secrets import redact
 
@@ -78,7 +78,7 @@ def discard_stdout() -> None:
 
 async def run_print(app: App, task: Task) -> int:
     install_interrupt(app, warnings=True)
-    await app.session.prompt(task.text, task.images)
+    await run_task(app, task)
     answer, error = outcome(app)
     if error is not None:
         print(f"heron: {error}", file=sys.stderr)
