@@ -101,6 +101,7 @@ class SessionStore(EntryAppends):
         self._repairs = Repairs()
         self._cache: dict[int, Entry] = {}
         self._leaf = ROOT
+        self.opened_entries = 0  # entries read from the file when it was opened (the rest: appended here)
         self._labels = SessionLabels()  # labels and name, from entries all over the file
         self._settings: tuple[int, ModelRef | None, str | None] | None = None
         # Applied to every line before it is written (the coding layer installs its secret
@@ -193,6 +194,7 @@ class SessionStore(EntryAppends):
         # migrated, or without a usable header (an empty file): rewritten before appending
         self._needs_rewrite = (loaded.migrated and raw.header is not None) or raw.header is None
         self._leaf = len(self._index) - 1
+        self.opened_entries = len(self._index)
         self._labels = SessionLabels(read=False)
 
     def _warn(self, message: str) -> None:

@@ -8,6 +8,10 @@ last message on the leaf's path is that prompt, with nothing after it. Such a se
 resumable like any other; this module only recognises the case, so the modes can offer
 to send the prompt again (docs/sessions.md, "An unanswered prompt").
 
+Only a prompt read from the file counts: one this process appended is being answered,
+or precedes the next prompt on purpose (a sub-agent's preloaded skills are a user message
+before its task), and is no business of this module.
+
 Entries that are not part of the conversation may follow the prompt (settings changes,
 ledger and context records, labels, a compaction made before the request): they do not
 answer it. Any other message does - an assistant message (an error or an abort too), a
@@ -45,7 +49,8 @@ class Unanswered:
 
 
 def unanswered_prompt(store: SessionStore) -> Unanswered | None:
-    """The user message the leaf's path ends with when nothing answered it, else None.
+    """The user message the leaf's path ends with when nothing answered it and it was
+    read from the file (a previous process left it), else None.
     Only the entries after that message are looked at (from the index: cheap on a big
     file), and only the message itself is decoded."""
     if store.leaf_id is None:
@@ -55,7 +60,7 @@ def unanswered_prompt(store: SessionStore) -> Unanswered | None:
         kind = types[index]
         if kind in NOT_AN_ANSWER:
             continue
-        if kind != "message" or store.role_at(index) != "user":
+        if kind != "message" or store.role_at(index) != "user" or index >= store.opened_entries:
             return None
         entry = store.entry_at(index)
         if not isinstance(entry, MessageEntry) or not isinstance(entry.message, UserMessage):
