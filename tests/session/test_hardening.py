@@ -195,10 +195,10 @@ def test_a_failed_append_keeps_the_file_and_refuses_more(tmp_path: Path, full_di
 def test_a_failed_creation_leaves_no_file(tmp_path: Path, full_disk: dict[str, int]) -> None:
     path = tmp_path / "s.jsonl"
     store = SessionStore.create(tmp_path, path=path)
-    store.append_message(user("one"))
+    store.append_model_change("faux", "faux-1")  # buffered: no file yet
     full_disk["budget"] = 20
     with pytest.raises(SessionWriteError, match=r"\(creating the file\).*No space left"):
-        store.append_message(assistant("two"))
+        store.append_message(user("one"))  # the first message creates the file
     assert not path.exists()
 
 

@@ -38,7 +38,7 @@ async def test_every_message_is_on_disk_when_its_message_end_is_emitted(faux: Fa
     def check(event: AgentEvent) -> None:  # subscribed after the recorder: runs after it
         if isinstance(event, MessageEndEvent):
             on_disk = file_messages(path)
-            # before the first assistant message the new session is still in memory (pi's rule)
+            # every message is on disk at its message_end, the first prompt included
             seen_on_disk.append(bool(on_disk) and on_disk[-1] == event.message.to_json_dict())
 
     agent.subscribe(check)
@@ -48,7 +48,7 @@ async def test_every_message_is_on_disk_when_its_message_end_is_emitted(faux: Fa
         text("all done"),
     )
     await agent.prompt("use the tool twice")
-    assert seen_on_disk == [False, True, True, True, True, True]
+    assert seen_on_disk == [True, True, True, True, True, True]
     assert file_messages(path) == [m.to_json_dict() for m in agent.messages]
     assert [m["role"] for m in file_messages(path)] == [
         "user",
@@ -98,14 +98,21 @@ async def test_model_and_thinking_changes_are_recorded_when_they_differ(faux: Fa
     assert context.model == ModelRef("faux", "faux-2") and context.thinking_level == "high"
 
 
-async def test_eager_recording_writes_the_first_prompt_at_once(faux: FauxProvider, tmp_path: Path) -> None:
+async def test_the_first_prompt_is_on_disk_before_its_request_is_sent(faux: FauxProvider, tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     store = SessionStore.create(tmp_path, path=path)
     agent = Agent(model=faux.model())
-    first_end: list[bool] = []
-    SessionRecorder(agent, store, eager=True)
-    agent.subscribe(lambda e: first_end.append(path.exists()) if isinstance(e, MessageEndEvent) else None)
+    SessionRecorder(agent, store)
+    at_request: list[list[dict[str, Any]]] = []
+    real_stream = agent.stream_fn
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        at_request.append(file_messages(path))  # what a kill at this moment would leave
+        return real_stream(*args, **kwargs)
+
+    agent.stream_fn = spy
     faux.queue(text("hi"))
     await agent.prompt("hello")
-    assert first_end == [True, True]
+    assert [[m["role"] for m in seen] for seen in at_request] == [["user"]]
+    assert at_request[0][0]["content"] == [{"type": "text", "text": "hello"}]
     store.close()

@@ -50,25 +50,28 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_nothing_is_written_until_the_first_assistant_message(home: Path, tmp_path: Path) -> None:
+def test_nothing_is_written_until_the_first_message(home: Path, tmp_path: Path) -> None:
     store = SessionStore.create(tmp_path / "proj")
     assert store.path is not None
     assert store.path.parent == home / "sessions" / encode_cwd(str(tmp_path / "proj"))
     assert store.path.name.endswith(f"_{store.session_id}.jsonl")
     store.append_model_change("faux", "faux-1")
     store.append_thinking_level_change("off")
-    store.append_message(user("hello"))
-    assert not store.path.exists() and not store.on_disk
-    store.append_message(assistant("hi"))
-    assert store.path.exists()
+    store.append_custom("heron.ledger", {"kind": "context_file"})
+    assert not store.path.exists() and not store.on_disk  # starting and quitting leaves no file
+    store.append_message(user("hello"))  # the prompt: written before its request is sent
+    assert store.path.exists() and store.on_disk
     data = lines_of(store.path)
-    assert [d["type"] for d in data] == ["session", "model_change", "thinking_level_change", "message", "message"]
+    assert [d["type"] for d in data] == ["session", "model_change", "thinking_level_change", "custom", "message"]
     assert data[0]["version"] == 3 and data[0]["id"] == store.session_id
-    assert [d["message"]["role"] for d in data[3:]] == ["user", "assistant"]
+    assert data[4]["message"]["role"] == "user" and data[4]["parentId"] == data[3]["id"]
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    store.append_message(assistant("hi"))
     store.append_message(user("more"))
-    assert len(lines_of(store.path)) == 6
+    assert len(lines_of(store.path)) == 7
     store.close()
+    reopened = SessionStore.open(store.path, read_only=True)
+    assert [m.role for m in reopened.build_context().messages] == ["user", "assistant", "user"]
 
 
 def test_materialize_writes_the_buffer_at_once(tmp_path: Path) -> None:
@@ -234,18 +237,21 @@ def test_fork_writes_the_path_into_a_new_file(home: Path, tmp_path: Path) -> Non
     store.close()
 
 
-def test_fork_without_an_assistant_message_waits_like_a_new_session(home: Path, tmp_path: Path) -> None:
+def test_fork_without_a_message_waits_like_a_new_session(home: Path, tmp_path: Path) -> None:
     store = SessionStore.in_memory(tmp_path)
     a = store.append_message(user("a"))
     memory_fork = store.fork(a.id)
     assert memory_fork.path is None and len(memory_fork) == 1
     disk = SessionStore.create(tmp_path, path=tmp_path / "d.jsonl")
-    first = disk.append_message(user("a"))
+    first = disk.append_model_change("faux", "faux-1")
     disk.materialize()
     fork = disk.fork(first.id)
     assert fork.path is not None and not fork.path.exists()
-    fork.append_message(assistant("now"))
+    fork.append_message(user("now"))
     assert fork.path.exists() and len(lines_of(fork.path)) == 3
+    with_prompt = disk.fork(disk.append_message(user("a")).id)  # a prompt: written at once
+    assert with_prompt.path is not None and len(lines_of(with_prompt.path)) == 3
+    with_prompt.close()
     fork.close()
     disk.close()
 

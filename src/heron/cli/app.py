@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from heron.ai.models import ModelRegistry, heron_home
 from heron.cli.app_state import App, store_spec
 from heron.cli.clean_input import clean_arguments
-from heron.cli.task_input import Task, gather_task
+from heron.cli.task_input import Task, gather_task, resend_task
 from heron.cli.usage import UsageError, check_arguments
 from heron.coding.prompt import resolve_prompt_text
 from heron.coding.secrets import redact
@@ -122,13 +122,16 @@ def run_app(args: argparse.Namespace) -> int:
         check_arguments(args, mode)
         cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
         task = gather_task(args, cwd.resolve()) if mode != "rpc" else Task(text="")
-        if mode in ("print", "json") and not task:
+        resumed = bool(args.continue_session or args.resume or args.session)
+        if mode in ("print", "json") and not task and not resumed:
             raise UsageError('no task given: heron -p "what to do" (or pipe it on stdin)')
         if mode == "interactive":  # before the session starts the project's servers and hooks
             from heron.cli.tui.trust_question import maybe_ask_trust
 
             maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
         app = build_app(args)
+        if mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
+            task = resend_task(app.session.store)
     except SetupError as exc:
         text = redact(str(exc))
         print(text if text.startswith("heron") else f"heron: {text}", file=sys.stderr)

@@ -19,6 +19,8 @@ from heron.ai.types import ImageContent
 from heron.cli.clean_input import read_text_stream
 from heron.cli.usage import UsageError
 from heron.session.jsonl import clean_text
+from heron.session.store import SessionStore
+from heron.session.unanswered import unanswered_prompt
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
@@ -29,9 +31,26 @@ class Task:
 
     text: str
     images: list[ImageContent] = field(default_factory=list)
+    # no task given, and the session's last prompt was never answered: send that one again
+    resend: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.text.strip() or self.images)
+        return bool(self.text.strip() or self.images or self.resend)
+
+
+def resend_task(store: SessionStore) -> Task:
+    """``heron -p --continue`` without a task: the session's unanswered prompt, sent again
+    (a notice on stderr says which); a usage error when there is none."""
+    found = unanswered_prompt(store)
+    if found is None:
+        raise UsageError(
+            'no task given: heron -p "what to do" (or pipe it on stdin); '
+            "the session's last prompt was answered, so there is none to send again"
+        )
+    first = (found.message.text().strip().splitlines() or ["(images only)"])[0]
+    preview = first if len(first) <= 70 else first[:69] + "…"
+    print(f"heron: sending the unanswered prompt again: {preview}", file=sys.stderr, flush=True)
+    return Task(text="", resend=True)
 
 
 def read_attachment(token: str, cwd: Path) -> tuple[str, ImageContent | None]:

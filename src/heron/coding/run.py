@@ -22,6 +22,7 @@ from heron.agent.events import MessageEndEvent
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
+from heron.coding.unanswered import resend_unanswered
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
@@ -41,7 +42,8 @@ def message_text(message: Any) -> str:
 class Run:
     """One prompt of ``session``, running as a task from construction on (call it on the
     event loop). ``resolved`` is how the model and key were chosen, for the explanation of
-    a refused key."""
+    a refused key. ``resend``: instead of ``text``, send the session's unanswered prompt
+    again (:func:`heron.coding.unanswered.resend_unanswered`)."""
 
     def __init__(
         self,
@@ -50,6 +52,7 @@ class Run:
         images: Sequence[ImageContent] = (),
         *,
         resolved: ResolvedModel | None = None,
+        resend: bool = False,
     ) -> None:
         self.session = session
         self._resolved = resolved
@@ -58,7 +61,8 @@ class Run:
         self._force: asyncio.TimerHandle | None = None
         self._outcome: RunOutcome | None = None
         self._unsubscribe = session.subscribe(self._on_event)
-        self.task: asyncio.Task[Any] = asyncio.ensure_future(session.prompt(text, list(images)))
+        start = resend_unanswered(session) if resend else session.prompt(text, list(images))
+        self.task: asyncio.Task[Any] = asyncio.ensure_future(start)
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):

@@ -68,6 +68,7 @@ from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import builtin_meta, create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
+from heron.coding.unanswered import note_unanswered
 from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
@@ -406,6 +407,7 @@ class CodingSession(RecoveryHooks):
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
+        note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
             return await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
         finally:

@@ -31,6 +31,7 @@ LedgerKind = Literal[
     "invariant",  # a context rule was broken (HERON_CHECK_CONTEXT / context.checkInvariants)
     "permission",  # a tool call was allowed, asked about or denied (heron.coding.permissions)
     "hook",  # a settings hook blocked, added context, failed or timed out (heron.coding.hooks)
+    "unanswered",  # a new prompt follows one that was never answered (heron.coding.unanswered)
 ]
 
 

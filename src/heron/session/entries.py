@@ -537,3 +537,10 @@ def _set_id_and_parent(entry: JSON, entry_id: str, parent: str | None) -> None:
     entry["id"] = entry_id
     entry["parentId"] = parent
     entry.update(rest)
+
+
+def starts_file(entry_type: str) -> bool:
+    """Whether an entry of this type makes a new session write its file: the first message
+    (the user's prompt, before its request is sent) does; settings, labels and ledger
+    records alone do not, so starting heron and quitting leaves no file behind."""
+    return entry_type == "message"

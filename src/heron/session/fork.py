@@ -5,8 +5,9 @@ header names the session it came from (``parentSession``). Entries are copied by
 byte where nothing about them changed (unknown fields and key order included), and
 re-encoded where their parent in the fork is not the one they have in the file (a
 malformed entry before them was left out, or an orphan became a root). In-memory sessions
-fork in memory. The new file is written at once when the path holds an assistant message
-(else at its first one, like a new session), and it is returned open for writing.
+fork in memory. The new file is written at once when the path holds a message (else at
+its first one, like a new session: :func:`heron.session.entries.starts_file`), and it is
+returned open for writing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from typing import TYPE_CHECKING
 
 from heron.session import writer
-from heron.session.entries import Entry, LabelEntry, iso_now, new_entry_id
+from heron.session.entries import Entry, LabelEntry, iso_now, new_entry_id, starts_file
 from heron.session.jsonl import dumps_line
 
 if TYPE_CHECKING:
@@ -34,8 +35,8 @@ def fork(
     store_class = type(source)  # not imported: the store imports this module to fork (no circle)
     indices = source.path_indices(entry_id)
     parent_session = str(source.path) if source.path is not None else None
-    has_assistant = any(source.role_at(i) == "assistant" for i in reversed(indices))
-    write_now = source.path is not None and has_assistant
+    types = source.types()
+    write_now = source.path is not None and any(starts_file(types[i]) for i in indices)
     if source.path is None:
         new = store_class.in_memory(source.header.cwd)
         new.header.parent_session = parent_session

@@ -8,9 +8,13 @@ assistant message, the latest ``thinking_level_change``); a difference is record
 ``model_change`` / ``thinking_level_change`` entry first, so reopening the session restores
 the settings the messages were produced with.
 
-A new session store writes nothing until the first assistant message exists (pi does the
-same: starting and quitting leaves no file). Until then a crash loses the first prompt;
-``eager=True`` writes the file at the first message instead.
+A new session store writes its file with the first message it is given (the store
+decides: :func:`heron.session.store.starts_file`). The agent ends the prompt's message
+before it sends the request, so the header and the user's prompt are on disk before the
+first request of every new session leaves - in every mode, sub-agents and batch tasks
+included - and a process killed while it waits for the first answer leaves a session
+whose last entry is the unanswered prompt (docs/sessions.md, "An unanswered prompt").
+pi writes nothing until the first assistant message, and loses the prompt then.
 
 When a message cannot be saved (a full disk, a folder or file heron may not write) the
 recorder aborts the run with that reason, so no further tool runs and no further request
@@ -38,11 +42,10 @@ log = logging.getLogger("heron.session")
 class SessionRecorder:
     """``SessionRecorder(agent, store)`` subscribes at once; :meth:`close` stops recording."""
 
-    def __init__(self, agent: Agent, store: SessionStore, *, record_settings: bool = True, eager: bool = False) -> None:
+    def __init__(self, agent: Agent, store: SessionStore, *, record_settings: bool = True) -> None:
         self.agent = agent
         self.store = store
         self.record_settings = record_settings
-        self.eager = eager
         self.errors: list[BaseException] = []
         self._unsubscribe: Callable[[], None] | None = agent.subscribe(self._on_event)
 
@@ -80,8 +83,6 @@ class SessionRecorder:
             if self.record_settings:
                 self.sync_settings()
             self.store.append_message(event.message)
-            if self.eager:
-                self.store.materialize()
         except Exception as exc:  # noqa: BLE001 - every failure to save stops the run the same way
             # A message that cannot be saved must not be followed by work whose record is
             # lost too: abort the run (the tool calls of this message do not start, the

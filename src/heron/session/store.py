@@ -12,7 +12,9 @@ The store is a façade over parts with one job each:
 
 Durability (docs/sessions.md): one entry is one line and one write; a torn last line is
 dropped on load; one writer per file (a second gets :class:`SessionInUseError`); a new
-session writes nothing until its first assistant message exists. When a write fails the
+session writes its file with its first message (:func:`starts_file`) - the user's prompt,
+before the request that answers it is sent, so a process killed while waiting for the
+first answer still leaves the prompt on disk. When a write fails the
 store raises :class:`SessionWriteError`, keeps the file as it was, and refuses every later
 append (:attr:`SessionStore.write_error`): the caller must stop rather than work on unsaved.
 
@@ -30,7 +32,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from heron.ai.types import AssistantMessage
 from heron.session import _scan, writer
 from heron.session.appends import EntryAppends
 from heron.session.context import SessionContext, build_context, restore_settings, settings_after
@@ -46,6 +47,7 @@ from heron.session.entries import (
     entry_from_json,
     iso_now,
     new_entry_id,
+    starts_file,
 )
 from heron.session.errors import (
     SessionError,
@@ -55,6 +57,7 @@ from heron.session.errors import (
 )
 from heron.session.index import ROOT, EntryIndex, SessionTree
 from heron.session.jsonl import dumps_line, is_clean, loads_line
+from heron.session.labels import SessionLabels
 from heron.session.repair import Repairs, load_scan
 from heron.session.stats import count_by
 
@@ -99,9 +102,8 @@ class SessionStore(EntryAppends):
         self._repairs = Repairs()
         self._cache: dict[int, Entry] = {}
         self._leaf = ROOT
-        self._labels: dict[str, str] = {}
-        self._name: str | None = None
-        self._labels_read = True  # label / session_info entries of the file taken into account
+        self.opened_entries = 0  # entries read from the file when it was opened (the rest: appended here)
+        self._labels = SessionLabels()  # labels and name, from entries all over the file
         self._settings: tuple[int, ModelRef | None, str | None] | None = None
         # Applied to every line before it is written (the coding layer installs its secret
         # redactor here, so no key reaches the file); the session layer knows no secrets.
@@ -119,8 +121,8 @@ class SessionStore(EntryAppends):
         parent_session: str | None = None,
         fsync: bool = False,
     ) -> SessionStore:
-        """A new session for ``cwd``. Nothing is written until the first assistant message
-        is appended (or :meth:`materialize` is called); the file then goes to ``path`` or
+        """A new session for ``cwd``. Nothing is written until the first message is appended
+        (or :meth:`materialize` is called); the file then goes to ``path`` or
         ``$HERON_HOME/sessions/<encoded cwd>/<time>_<uuid>.jsonl``."""
         from heron.session.paths import new_session_path
 
@@ -193,7 +195,8 @@ class SessionStore(EntryAppends):
         # migrated, or without a usable header (an empty file): rewritten before appending
         self._needs_rewrite = (loaded.migrated and raw.header is not None) or raw.header is None
         self._leaf = len(self._index) - 1
-        self._labels_read = False
+        self.opened_entries = len(self._index)
+        self._labels = SessionLabels(read=False)
 
     def _warn(self, message: str) -> None:
         where = str(self.path) if self.path is not None else "<memory>"
@@ -375,42 +378,22 @@ class SessionStore(EntryAppends):
 
     # --- labels, name, settings -----------------------------------------------------------
 
-    def _read_labels_and_name(self) -> None:
-        """Labels and the name come from entries all over the file: decoded on first use."""
-        if self._labels_read:
-            return
-        self._labels_read = True
-        self._labels, self._name = {}, None
-        for i, kind in enumerate(self._index.types):
-            if kind == "label" or kind == "session_info":
-                entry = self._entry(i)
-                if entry is not None:
-                    self._note(entry)
-
-    def _note(self, entry: Entry) -> None:
-        if isinstance(entry, LabelEntry):
-            if entry.label:
-                self._labels[entry.target_id] = entry.label
-            else:
-                self._labels.pop(entry.target_id, None)
-        elif isinstance(entry, SessionInfoEntry):
-            self._name = entry.name
+    def _read_labels_and_name(self) -> SessionLabels:
+        self._labels.ensure(self._index.types, self._entry)
+        return self._labels
 
     @property
     def labels(self) -> dict[str, str]:
         """Current label of every labelled entry (the latest label entry wins)."""
-        self._read_labels_and_name()
-        return dict(self._labels)
+        return dict(self._read_labels_and_name().labels)
 
     def label_of(self, entry_id: str) -> str | None:
-        self._read_labels_and_name()
-        return self._labels.get(entry_id)
+        return self._read_labels_and_name().labels.get(entry_id)
 
     @property
     def name(self) -> str | None:
         """The session's name (the latest session_info entry), or None."""
-        self._read_labels_and_name()
-        return self._name
+        return self._read_labels_and_name().name
 
     def current_settings(self) -> tuple[ModelRef | None, str | None]:
         """Model and thinking level recorded on the leaf's path (None: none recorded;
@@ -444,7 +427,7 @@ class SessionStore(EntryAppends):
         try:
             if self._on_disk:
                 self._write(line)
-            elif self.path is not None and _is_assistant(entry):
+            elif self.path is not None and starts_file(entry.type):
                 self._materialize(extra=line)
         except SessionWriteError as exc:
             self.write_error = exc
@@ -454,8 +437,7 @@ class SessionStore(EntryAppends):
         self._cache[position] = entry
         self._leaf = position
         if isinstance(entry, LabelEntry | SessionInfoEntry):
-            self._read_labels_and_name()
-            self._note(entry)
+            self._read_labels_and_name().note(entry)
         cached = self._settings
         self._settings = (
             None if cached is None or cached[0] != leaf else (position, *settings_after(cached[1], cached[2], entry))
@@ -486,7 +468,7 @@ class SessionStore(EntryAppends):
 
     def materialize(self) -> None:
         """Write the file now (header and everything buffered) instead of waiting for the
-        first assistant message."""
+        first message."""
         if self._on_disk or self.path is None:
             return
         self._check_writable()
@@ -586,7 +568,7 @@ class SessionStore(EntryAppends):
         position = index.add(entry.type, entry.id, parent, role, 0, len(index) + 1)
         self._cache[position] = entry
         self._leaf = position
-        self._note(entry)
+        self._labels.note(entry)
 
     # --- context ----------------------------------------------------------------------------
 
@@ -594,10 +576,6 @@ class SessionStore(EntryAppends):
         """The messages, model and thinking level for ``leaf_id`` (default: the leaf); see
         :func:`heron.session.context.build_context`."""
         return build_context(self, self.leaf_id if leaf_id is None else leaf_id)
-
-
-def _is_assistant(entry: Entry) -> bool:
-    return isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
 
 
 def _id_from_name(path: Path) -> str:

@@ -37,6 +37,7 @@ from heron.cli.app_state import App
 from heron.cli.private_files import ensure_private_file
 from heron.cli.task_input import Task
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
+from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.permissions.modes import MODES
 
@@ -115,6 +116,8 @@ async def _run_terminal(app: App, task: Task) -> int:
     with patch_stdout(raw=True):
         if task:
             controller.start_run(task.text, task.images)
+        else:  # a resumed session whose last prompt was never answered: send it again?
+            offer_resend(controller)
         while not controller.quit_requested:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signal.SIGINT, sigint)

@@ -43,7 +43,7 @@ async def run_json(app: App, task: Task) -> int:
     if reader_gone:
         return 1
     app.session.subscribe(lambda event: emit(event_json(event)))
-    run = Run(app.session, task.text, task.images, resolved=app.resolved)
+    run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
     install_interrupt(app, run)
     outcome = await run.outcome()
     emit(run_end_json(outcome))

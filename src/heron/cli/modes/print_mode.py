@@ -64,7 +64,7 @@ def discard_stdout() -> None:
 
 
 async def run_print(app: App, task: Task) -> int:
-    run = Run(app.session, task.text, task.images, resolved=app.resolved)
+    run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
     install_interrupt(app, run, warnings=True)
     outcome = await run.outcome()
     line = failure_line(outcome)

@@ -1,0 +1,69 @@
+"""A prompt that was never answered: the leaf's path ends with a user message.
+
+A new session writes its file with the user's first prompt, before the request that
+answers it is sent (:func:`heron.session.store.starts_file`), and every later prompt is
+appended the same way. A process that dies while it waits for the answer (a kill, a
+crash, a closed terminal, a server that never answers) therefore leaves a session whose
+last message on the leaf's path is that prompt, with nothing after it. Such a session is
+resumable like any other; this module only recognises the case, so the modes can offer
+to send the prompt again (docs/sessions.md, "An unanswered prompt").
+
+Only a prompt read from the file counts: one this process appended is being answered,
+or precedes the next prompt on purpose (a sub-agent's preloaded skills are a user message
+before its task), and is no business of this module.
+
+Entries that are not part of the conversation may follow the prompt (settings changes,
+ledger and context records, labels, a compaction made before the request): they do not
+answer it. Any other message does - an assistant message (an error or an abort too), a
+tool result, a note, a branch summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from heron.ai.types import ImageContent, UserMessage
+from heron.session.entries import MessageEntry
+
+if TYPE_CHECKING:
+    from heron.session.store import SessionStore
+
+# entry types that never answer a prompt: they carry no message for the conversation
+NOT_AN_ANSWER = frozenset({"model_change", "thinking_level_change", "custom", "label", "session_info", "compaction"})
+
+
+@dataclass(frozen=True, slots=True)
+class Unanswered:
+    """The unanswered prompt's entry id, its parent's id (None: a root) and the message."""
+
+    entry_id: str
+    parent_id: str | None
+    message: UserMessage
+
+    def parts(self) -> tuple[str, list[ImageContent]]:
+        """The text and images of the prompt, as a mode sends them again."""
+        content = self.message.content
+        images = [] if isinstance(content, str) else [b for b in content if isinstance(b, ImageContent)]
+        return self.message.text(), images
+
+
+def unanswered_prompt(store: SessionStore) -> Unanswered | None:
+    """The user message the leaf's path ends with when nothing answered it and it was
+    read from the file (a previous process left it), else None.
+    Only the entries after that message are looked at (from the index: cheap on a big
+    file), and only the message itself is decoded."""
+    if store.leaf_id is None:
+        return None
+    types = store.types()
+    for index in reversed(store.path_indices()):
+        kind = types[index]
+        if kind in NOT_AN_ANSWER:
+            continue
+        if kind != "message" or store.role_at(index) != "user" or index >= store.opened_entries:
+            return None
+        entry = store.entry_at(index)
+        if not isinstance(entry, MessageEntry) or not isinstance(entry.message, UserMessage):
+            return None
+        return Unanswered(entry.id, entry.parent_id, entry.message)
+    return None
