@@ -26,7 +26,7 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import context_message_tokens, request_tokens, tail_pressure
+from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -40,7 +40,7 @@ from heron.context.decisions import (
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
-from heron.context.view import ReadIndex, ReadInView, ViewBuilder
+from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
 
@@ -76,6 +76,11 @@ def strictly_ordered() -> Iterator[None]:
         yield
     finally:
         time.sleep(0.002)
+
+
+def _tally(view: Sequence[AgentMessage]) -> Tally | None:
+    """The counts kept while ``view`` was built, when it is a view the builder made."""
+    return view.tally if isinstance(view, View) else None
 
 
 class ContextFull(RuntimeError):
@@ -229,14 +234,19 @@ class ContextPolicy:
     def fixed_tokens(self) -> int:
         return self._fixed_tokens()
 
-    def view(self, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
-        """The messages a request carries: the decisions applied to ``messages``."""
+    def view(self, messages: Sequence[AgentMessage]) -> View:
+        """The messages a request carries: the decisions applied to ``messages`` (built
+        incrementally: extended by what was added since the last call)."""
         return self.views.apply(messages, self.decisions)
 
     def count(self, view: Sequence[AgentMessage]) -> int:
         model = self.model
         return request_tokens(
-            view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms, model=(model.provider, model.id)
+            view,
+            self.fixed_tokens(),
+            floor_ms=self.decisions.last_view_change_ms,
+            model=(model.provider, model.id),
+            tally=_tally(view),
         )
 
     def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
@@ -245,11 +255,18 @@ class ContextPolicy:
         so a request the provider counts over the threshold is not sent on an undercount."""
         model = self.model
         return tokens + tail_pressure(
-            view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms, model=(model.provider, model.id)
+            view,
+            self.fixed_tokens(),
+            floor_ms=self.decisions.last_view_change_ms,
+            model=(model.provider, model.id),
+            tally=_tally(view),
         )
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
+        tally = _tally(view)
+        if tally is not None and tally.length == len(view):
+            return self.fixed_tokens() + tally.between(0, len(view))
         return self.fixed_tokens() + sum(context_message_tokens(m) for m in view)
 
     def output_cap(self, tokens: int) -> int:
@@ -322,7 +339,7 @@ class ContextPolicy:
             )
         self.last_tokens = tokens
         self.last_max_tokens = self.output_cap(tokens)
-        self.reads = ReadIndex.of_view(view, self.cwd, self.decisions.stubs)
+        self.reads = view.reads
         return view
 
     def _worth_compacting(self, view: Sequence[AgentMessage], tokens: int, excess: int) -> bool:
