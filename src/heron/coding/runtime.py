@@ -76,6 +76,7 @@ from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import (
     STRICT_LOG,
     ContextInvariantError,
+    IncrementalCheck,
     RequestSnapshot,
     Violation,
     check_compaction,
@@ -142,6 +143,7 @@ class CodingSession(RecoveryHooks):
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
         self._check_mode = mode_from(self.settings.check_invariants)
+        self._checks = IncrementalCheck()  # warn mode: each request costs what it added
         self._date_override = date
         self.date = date or session_date(self.store)
 
@@ -403,7 +405,8 @@ class CodingSession(RecoveryHooks):
                 model=(model.provider, model.id),
                 over_threshold_reason=self.policy.over_threshold_reason,
             )
-            self._report(check_request(snapshot))
+            strict = self._check_mode == "strict"
+            self._report(check_request(snapshot) if strict else self._checks.check(snapshot))
         return self._send(model, context, options)
 
     def _report(self, violations: Sequence[Violation]) -> None:
