@@ -14,6 +14,10 @@ harness's plan server, OpenAI chat-completions or Anthropic Messages wire). Two 
 
 ``--baseline REF`` runs the same scenarios with ``src/`` of a git ref (extracted to a
 temporary directory, first on ``PYTHONPATH``) in the same run, side by side.
+Last, in-process and without I/O: the context work of one request (view, count, read
+index; the invariant checks) at turns 1-10 and at the last turn, incremental vs from
+scratch.
+
 ``--profile DIR`` runs heron under cProfile and writes one ``.prof`` per run.
 ``HERON_CHECK_CONTEXT`` is unset: the normal run's path (``--check`` sets it to ``warn``).
 """
@@ -36,6 +40,20 @@ from tests.cli.audit_harness import AnthropicPlanServer, PlanServer, Rpc, Step, 
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 from _common import median, parser, table, write_json
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from heron.context.budget import request_tokens, tail_pressure
+from heron.context.decisions import ContextDecisions
+from heron.context.invariants import IncrementalCheck, RequestSnapshot, check_request
+from heron.context.view import ViewBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_MS = 5.0
@@ -160,6 +178,67 @@ def _profiled_rpc(cwd: Path, env: dict[str, str], target: Path) -> Rpc:
     return rpc
 
 
+def synthetic_turn(n: int, cwd: Path) -> list[Any]:
+    """One turn as the growth scenario makes it: prompt, a read call, its ~2.5 KB result, an answer."""
+    call = ToolCall(id=f"c{n}", name="read", arguments={"path": f"data/file{n % 4}.txt", "offset": n, "limit": 30})
+    ts = 1_000 + 10 * n
+
+    def reply(content: list[Any], reason: StopReason, at: int) -> AssistantMessage:
+        usage = Usage(input=1_000 + 700 * n)
+        return AssistantMessage(
+            api="x", provider="local", model="big", content=content, stop_reason=reason, usage=usage, timestamp=at
+        )
+
+    text = "".join(f"{i:06d} a line of ordinary source text, long enough to look real ...\n" for i in range(30))
+    return [
+        UserMessage(content=[TextContent(text=f"turn {n}")], timestamp=ts),
+        reply([call], StopReason.TOOL_USE, ts + 1),
+        ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name="read",
+            content=[TextContent(text=text)],
+            details={"mtime_ns": n, "size": len(text)},
+            timestamp=ts + 2,
+        ),
+        reply([TextContent(text=f"done with turn {n}")], StopReason.STOP, ts + 3),
+    ]
+
+
+def context_path_table(turns: int) -> tuple[list[list[str]], dict[str, Any]]:
+    """In-process, no I/O: the context work of one request (view, count, load, read index;
+    then the invariant checks) at turns 1-10 and at the last turn, incremental vs from
+    scratch (a new builder and the whole check, which is what every request did before)."""
+    cwd = Path("/tmp/project")
+    decisions = ContextDecisions()
+    kept, checks = ViewBuilder(cwd), IncrementalCheck()
+    messages: list[Any] = []
+    timing: dict[str, list[float]] = {"view, incremental": [], "view, from scratch": [], "checks, incremental": []}
+    timing["checks, whole"] = []
+    for n in range(turns):
+        messages += synthetic_turn(n, cwd)
+        for label, builder in (("view, incremental", kept), ("view, from scratch", ViewBuilder(cwd))):
+            start = time.perf_counter()
+            view = builder.apply(messages, decisions)
+            tally = view.tally if builder is kept else None
+            tokens = request_tokens(view, 2_000, model=("local", "big"), tally=tally)
+            tokens += tail_pressure(view, 2_000, model=("local", "big"), tally=tally)
+            _ = view.reads
+            timing[label].append((time.perf_counter() - start) * 1000)
+        shot = RequestSnapshot(
+            view=view, context=Context(system_prompt="s", messages=list(view)), max_tokens=4_096,
+            window=1_000_000, reserve=16_384, stubs={}, cwd=cwd, turn_prompt=view[-4], model=("local", "big"),
+        )  # fmt: skip
+        for label, run in (("checks, incremental", checks.check), ("checks, whole", check_request)):
+            start = time.perf_counter()
+            assert run(shot) == [], "the synthetic session breaks a rule"
+            timing[label].append((time.perf_counter() - start) * 1000)
+    rows = [
+        [label, f"{median(v[:10]):.3f}", f"{median(v[-10:]):.3f}", f"{median(v[-10:]) / median(v[:10]):.1f}x"]
+        for label, v in timing.items()
+    ]
+    return rows, {k: [round(x, 4) for x in v] for k, v in timing.items()}
+
+
 def ms(value: float) -> str:
     return f"{value:.1f}"
 
@@ -171,11 +250,12 @@ def main() -> None:
     p.add_argument("--longrun", type=int, default=200, help="turns of the longrun scenario (0: skip)")
     p.add_argument("--api", choices=sorted(APIS), action="append", help="wire(s) to run (default both)")
     p.add_argument("--profile", type=Path, default=None, help="write a cProfile .prof per run to this folder")
+    p.add_argument("--no-rpc", action="store_true", help="only the in-process table")
     p.add_argument("--check", action="store_true", help="HERON_CHECK_CONTEXT=warn (invariants on, as a setting)")
     args = p.parse_args()
     turns = 12 if args.quick else args.turns
     longrun = min(12, args.longrun) if args.quick else args.longrun
-    apis = args.api or sorted(APIS)
+    apis = [] if args.no_rpc else args.api or sorted(APIS)
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
@@ -210,6 +290,10 @@ def main() -> None:
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(table(headers, rows))
     data = {"load": load, "goal_ms": GOAL_MS, "goal_ratio": GOAL_RATIO, "runs": [r.summary() for r in runs]}
+    path_rows, path_data = context_path_table(turns)
+    print(f"context work per request, in-process (ms; turns 1-10 vs {turns - 9}-{turns}):")
+    print(table(["step", "turns 1-10", "last 10", "ratio"], path_rows))
+    data["context_path_ms"] = path_data
     print(f"results: {write_json('turn_latency', data, args.json, args.quick)}")
     if shutil.which("uptime"):
         print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
