@@ -197,9 +197,16 @@ class ToolCatalog:
         self._seen: tuple[int, int] | None = None
         self._metas: dict[str, ToolMeta] = {}
         self._fallen: dict[str, ToolMeta] = {}
+        self._generation = 0
         self._fill(tools)
 
+    def generation(self) -> int:
+        """Changes whenever the tool list does (a cache of what kinds decided checks it)."""
+        self._current()
+        return self._generation
+
     def _fill(self, tools: Iterable[HasMeta]) -> None:
+        self._generation += 1
         self._metas = {}
         for tool in tools:
             self._metas.setdefault(tool.name, getattr(tool, "meta", OTHER))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from heron.agent.messages import (
     AgentMessage,
@@ -110,8 +111,64 @@ def _reported(message: AgentMessage) -> int | None:
     return tokens if tokens > 0 else None
 
 
+class RunningTally:
+    """Token estimates of a message list that only grows: each message is counted once,
+    when it is added, and every later question is answered from running sums (what a
+    request costs no longer depends on how long the session is). :meth:`snapshot` fixes
+    what a given length of the list holds."""
+
+    __slots__ = ("reported", "summary_ms", "sums")
+
+    def __init__(self) -> None:
+        self.sums: list[int] = [0]  # sums[i]: the tokens of the first i messages
+        self.summary_ms: int | None = None  # the latest compaction summary's timestamp
+        self.reported: int | None = None  # the last message with a usable provider report
+
+    def add(self, message: AgentMessage) -> None:
+        self.sums.append(self.sums[-1] + context_message_tokens(message))
+        if isinstance(message, CompactionSummaryMessage):
+            self.summary_ms = message.timestamp
+        if _reported(message) is not None:
+            self.reported = len(self.sums) - 2
+
+    def snapshot(self) -> Tally:
+        return Tally(self.sums, len(self.sums) - 1, self.summary_ms, self.reported)
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """The counts of one message list of ``length`` messages. ``sums`` may be shared with
+    a :class:`RunningTally` that went on growing: only its first ``length + 1`` values
+    belong to this list."""
+
+    sums: list[int]
+    length: int
+    summary_ms: int | None
+    reported: int | None
+
+    def between(self, start: int, stop: int) -> int:
+        """Tokens of messages ``start`` to ``stop - 1``."""
+        return self.sums[stop] - self.sums[start]
+
+
+def tally_of(messages: Sequence[AgentMessage]) -> Tally:
+    running = RunningTally()
+    for message in messages:
+        running.add(message)
+    return running.snapshot()
+
+
+def _tally(messages: Sequence[AgentMessage], tally: Tally | None) -> Tally:
+    """``tally`` when it counts ``messages`` (same length), else a fresh count."""
+    return tally if tally is not None and tally.length == len(messages) else tally_of(messages)
+
+
 def last_usage_index(
-    messages: Sequence[AgentMessage], *, floor_ms: int = 0, model: tuple[str, str] | None = None
+    messages: Sequence[AgentMessage],
+    *,
+    floor_ms: int = 0,
+    model: tuple[str, str] | None = None,
+    tally: Tally | None = None,
 ) -> int | None:
     """Position of the last assistant message whose reported usage measures this context.
 
@@ -121,30 +178,32 @@ def last_usage_index(
     timestamp is not after the compaction's does not count). ``floor_ms`` moves that
     floor later (a pruning step changed the view after that reply: its usage measured a
     request that no longer is the prefix of this one), and ``model`` (provider, id)
-    ignores replies of another model, whose tokenizer counted differently."""
-    floor = next((m.timestamp for m in reversed(messages) if isinstance(m, CompactionSummaryMessage)), None)
+    ignores replies of another model, whose tokenizer counted differently. Only the last
+    reply with a usable report can anchor: when it cannot, no earlier one can either."""
+    counted = _tally(messages, tally)
+    floor = counted.summary_ms
     if floor_ms and (floor is None or floor_ms > floor):
         floor = floor_ms
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if _reported(message) is None:
-            continue
-        if floor is not None and message.timestamp <= floor:
-            return None  # this and every earlier reply predate the compaction or prune step
-        if model is not None and isinstance(message, AssistantMessage) and (message.provider, message.model) != model:
-            return None
-        return index
-    return None
+    index = counted.reported
+    if index is None:
+        return None
+    message = messages[index]
+    if floor is not None and message.timestamp <= floor:
+        return None  # this and every earlier reply predate the compaction or prune step
+    if model is not None and isinstance(message, AssistantMessage) and (message.provider, message.model) != model:
+        return None
+    return index
 
 
 def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
     """Tokens ``messages`` occupy: the last usable assistant usage plus ceil(chars/4) of
     each message after it (never only one of the two)."""
-    index = last_usage_index(messages)
+    counted = tally_of(messages)
+    index = last_usage_index(messages, tally=counted)
     if index is None:
-        return sum(context_message_tokens(m) for m in messages)
+        return counted.between(0, len(messages))
     reported = _reported(messages[index]) or 0
-    return reported + sum(context_message_tokens(m) for m in messages[index + 1 :])
+    return reported + counted.between(index + 1, len(messages))
 
 
 def fixed_tokens(system_prompt: str, tools: Sequence[Tool]) -> int:
@@ -159,6 +218,7 @@ def request_tokens(
     *,
     floor_ms: int = 0,
     model: tuple[str, str] | None = None,
+    tally: Tally | None = None,
 ) -> int:
     """Tokens of the request ``messages`` would make, counted on that view.
 
@@ -167,12 +227,14 @@ def request_tokens(
     message up to its reply, so only what came after is estimated. Without a usable
     anchor (none yet, a compaction or pruning step since, another model), everything is
     estimated, ``fixed_tokens`` (system prompt and tool definitions) included.
+    ``tally``: the counts of ``messages`` kept as the view grew (else counted here).
     """
-    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    counted = _tally(messages, tally)
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted)
     if index is None:
-        return fixed_tokens + sum(context_message_tokens(m) for m in messages)
+        return fixed_tokens + counted.between(0, len(messages))
     reported = _reported(messages[index]) or 0
-    return reported + sum(context_message_tokens(m) for m in messages[index + 1 :])
+    return reported + counted.between(index + 1, len(messages))
 
 
 def tail_pressure(
@@ -182,6 +244,7 @@ def tail_pressure(
     floor_ms: int = 0,
     model: tuple[str, str] | None = None,
     max_ratio: float = 1.5,
+    tally: Tally | None = None,
 ) -> int:
     """What :func:`request_tokens` misses, estimated: the messages after the anchor at the
     provider's own rate rather than chars / 4. The rate is the anchored request's prompt
@@ -189,7 +252,8 @@ def tail_pressure(
     heron's estimate of that prompt, between 1 and ``max_ratio``; 0 without an anchor.
     chars / 4 misses JSON escaping and each message's framing, which this conversation's
     own report measures."""
-    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    counted = _tally(messages, tally)
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted)
     if index is None:
         return 0
     message = messages[index]
@@ -197,7 +261,7 @@ def tail_pressure(
         return 0
     usage = message.usage
     prompt = usage.input + usage.cache_read + usage.cache_write
-    estimated = fixed_tokens + sum(context_message_tokens(m) for m in messages[:index])
+    estimated = fixed_tokens + counted.between(0, index)
     ratio = min(max_ratio, max(1.0, prompt / max(1, estimated)))
-    tail = sum(context_message_tokens(m) for m in messages[index + 1 :])
+    tail = counted.between(index + 1, len(messages))
     return math.ceil(tail * (ratio - 1.0))

@@ -44,12 +44,12 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import EMPTY_CATALOG, ToolCatalog
-from heron.ai.types import AssistantMessage, Context, StopReason, ToolResultMessage, UserMessage
+from heron.ai.types import AssistantMessage, Context, StopReason, ToolCall, ToolResultMessage, UserMessage
 from heron.context.budget import fixed_tokens, request_tokens
 from heron.context.view import (
     GONE_PREFIX,
     ReadKey,
-    _calls,
+    View,
     is_dedup_stub,
     is_injected,
     is_read,
@@ -105,9 +105,16 @@ def fixed_tokens_of(context: Context) -> int:
 class FitsWindow:
     name: ClassVar[str] = "a.fits-window"
 
+    def __init__(self, *, reuse_counts: bool = False) -> None:
+        # ``reuse_counts``: take the view's own counts (kept as it was built) instead of
+        # counting it again - the incremental check's choice; strict mode recounts.
+        self.reuse_counts = reuse_counts
+
     def check(self, snapshot: RequestSnapshot) -> list[str]:
+        view = snapshot.view
+        tally = view.tally if self.reuse_counts and isinstance(view, View) else None
         tokens = request_tokens(
-            snapshot.view, fixed_tokens_of(snapshot.context), floor_ms=snapshot.floor_ms, model=snapshot.model
+            view, fixed_tokens_of(snapshot.context), floor_ms=snapshot.floor_ms, model=snapshot.model, tally=tally
         )
         problems = []
         limit = snapshot.window - snapshot.reserve
@@ -118,47 +125,97 @@ class FitsWindow:
         return problems
 
 
-class DedupHasReferent:
+class Scanner(Protocol):
+    """One rule reading a message list left to right: ``feed`` says what is wrong with
+    each message given those before it, ``end`` what is wrong with the list ending there
+    (without changing what was seen, so the list may still grow)."""
+
+    def feed(self, message: Any) -> list[str]: ...
+
+    def end(self) -> list[str]: ...
+
+
+class ScanRule:
+    """A rule that is one left-to-right scan over the view (or, ``over = "llm"``, over the
+    provider messages): checked whole by :meth:`check`, or fed only what a request added
+    by :class:`IncrementalCheck`."""
+
+    name: ClassVar[str]
+    over: ClassVar[Literal["view", "llm"]] = "view"
+
+    def scanner(self, snapshot: RequestSnapshot) -> Scanner:
+        raise NotImplementedError
+
+    def messages(self, snapshot: RequestSnapshot) -> Sequence[Any]:
+        return snapshot.view if self.over == "view" else snapshot.context.messages
+
+    def check(self, snapshot: RequestSnapshot) -> list[str]:
+        scan = self.scanner(snapshot)
+        problems = [problem for message in self.messages(snapshot) for problem in scan.feed(message)]
+        return problems + scan.end()
+
+
+class _DedupScan:
+    def __init__(self, stubs: Mapping[str, str], cwd: Path, tools: ToolCatalog) -> None:
+        self.stubs, self.cwd, self.tools = stubs, cwd, tools
+        self.calls: dict[str, ToolCall] = {}
+        self.present: dict[ReadKey, tuple[int, int]] = {}
+
+    def feed(self, message: Any) -> list[str]:
+        if isinstance(message, AssistantMessage):
+            self.calls.update((call.id, call) for call in message.tool_calls())
+        if not isinstance(message, ToolResultMessage) or not is_read(message, self.tools):
+            return []
+        call = self.calls.get(message.tool_call_id)
+        key = read_key(call, self.cwd, self.tools) if call is not None else None
+        if not is_dedup_stub(message, self.tools):
+            fresh = key is not None and message.tool_call_id not in self.stubs
+            whole = whole_read(message, self.tools) if fresh else None
+            if key is not None and whole is not None:
+                self.present[key] = whole
+            return []
+        if message.text().startswith(GONE_PREFIX) or message.tool_call_id in self.stubs:
+            return []  # says the content is gone, or pruned itself
+        seen = self.present.get(key) if key is not None else None
+        if seen is None:
+            return [f"read {message.tool_call_id}: de-dup stub without that content earlier"]
+        details: Any = message.details
+        mtime, size = details.get("mtime_ns"), details.get("size")
+        if isinstance(mtime, int) and (mtime, size) != seen:
+            return [f"read {message.tool_call_id}: de-dup stub for a file that changed since"]
+        return []
+
+    def end(self) -> list[str]:
+        return []
+
+
+class DedupHasReferent(ScanRule):
     name: ClassVar[str] = "b.dedup-has-referent"
 
-    def check(self, snapshot: RequestSnapshot) -> list[str]:
-        calls = _calls(snapshot.view)
-        present: dict[ReadKey, tuple[int, int]] = {}
-        problems = []
-        for message in snapshot.view:
-            if not isinstance(message, ToolResultMessage) or not is_read(message, snapshot.tools):
-                continue
-            call = calls.get(message.tool_call_id)
-            key = read_key(call, snapshot.cwd, snapshot.tools) if call is not None else None
-            if is_dedup_stub(message, snapshot.tools):
-                if message.text().startswith(GONE_PREFIX) or message.tool_call_id in snapshot.stubs:
-                    continue  # says the content is gone, or pruned itself
-                seen = present.get(key) if key is not None else None
-                if seen is None:
-                    problems.append(f"read {message.tool_call_id}: de-dup stub without that content earlier")
-                    continue
-                details: Any = message.details
-                mtime, size = details.get("mtime_ns"), details.get("size")
-                if isinstance(mtime, int) and (mtime, size) != seen:
-                    problems.append(f"read {message.tool_call_id}: de-dup stub for a file that changed since")
-            elif key is not None and message.tool_call_id not in snapshot.stubs:
-                whole = whole_read(message, snapshot.tools)
-                if whole is not None:
-                    present[key] = whole
-        return problems
+    def scanner(self, snapshot: RequestSnapshot) -> Scanner:
+        return _DedupScan(snapshot.stubs, snapshot.cwd, snapshot.tools)
 
 
-class PrunedStaysPruned:
+class _PrunedScan:
+    def __init__(self, stubs: Mapping[str, str]) -> None:
+        self.stubs = stubs
+
+    def feed(self, message: Any) -> list[str]:
+        if isinstance(message, ToolResultMessage):
+            stub = self.stubs.get(message.tool_call_id)
+            if stub is not None and message.text() != stub:
+                return [f"result {message.tool_call_id} was pruned but is sent without its stub"]
+        return []
+
+    def end(self) -> list[str]:
+        return []
+
+
+class PrunedStaysPruned(ScanRule):
     name: ClassVar[str] = "c.pruned-stays-pruned"
 
-    def check(self, snapshot: RequestSnapshot) -> list[str]:
-        problems = []
-        for message in snapshot.view:
-            if isinstance(message, ToolResultMessage):
-                stub = snapshot.stubs.get(message.tool_call_id)
-                if stub is not None and message.text() != stub:
-                    problems.append(f"result {message.tool_call_id} was pruned but is sent without its stub")
-        return problems
+    def scanner(self, snapshot: RequestSnapshot) -> Scanner:
+        return _PrunedScan(snapshot.stubs)
 
 
 def _content_key(message: UserMessage) -> str:
@@ -176,52 +233,72 @@ class TurnPromptPresent:
         if prompt is None:
             return []
         wanted = _content_key(prompt)
-        for message in snapshot.context.messages:
+        # From the end: the running turn's prompt is among the latest messages.
+        for message in reversed(snapshot.context.messages):
             if isinstance(message, UserMessage) and (message is prompt or _content_key(message) == wanted):
                 return []
         return ["the turn's prompt is not in the request as its own user message"]
 
 
-class InjectedFirst:
-    name: ClassVar[str] = "e.injected-first"
+class _InjectedScan:
+    def __init__(self) -> None:
+        self.seen_kept = False
+        self.reported = False  # one problem per request is enough: the order is wrong
 
-    def check(self, snapshot: RequestSnapshot) -> list[str]:
-        seen_kept = False
-        for message in snapshot.view:
-            if is_injected(message):
-                if seen_kept:
-                    kind = getattr(message, "custom_type", None) or getattr(message, "role", "?")
-                    return [f"injected message ({kind}) after a kept message"]
-            else:
-                seen_kept = True
+    def feed(self, message: Any) -> list[str]:
+        if not is_injected(message):
+            self.seen_kept = True
+            return []
+        if not self.seen_kept or self.reported:
+            return []
+        self.reported = True
+        kind = getattr(message, "custom_type", None) or getattr(message, "role", "?")
+        return [f"injected message ({kind}) after a kept message"]
+
+    def end(self) -> list[str]:
         return []
 
 
-class ToolPairing:
-    name: ClassVar[str] = "f.tool-pairing"
+class InjectedFirst(ScanRule):
+    name: ClassVar[str] = "e.injected-first"
 
-    def check(self, snapshot: RequestSnapshot) -> list[str]:
+    def scanner(self, snapshot: RequestSnapshot) -> Scanner:
+        return _InjectedScan()
+
+
+class _PairingScan:
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.open_calls: dict[str, str] = {}
+
+    def feed(self, message: Any) -> list[str]:
         problems: list[str] = []
-        messages = snapshot.context.messages
-        known: set[str] = set()
-        open_calls: dict[str, str] = {}
-        for message in messages:
-            if isinstance(message, AssistantMessage):
-                problems.extend(f"tool call {cid} has no result" for cid in open_calls)
-                open_calls = {}
-                calls = message.tool_calls()
-                known.update(c.id for c in calls)
-                if message.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
-                    open_calls = {c.id: c.name for c in calls}
-            elif isinstance(message, ToolResultMessage):
-                if message.tool_call_id not in known:
-                    problems.append(f"tool result {message.tool_call_id} has no call before it")
-                open_calls.pop(message.tool_call_id, None)
-            elif isinstance(message, UserMessage) and open_calls:
-                problems.extend(f"tool call {cid} has no result before the next user message" for cid in open_calls)
-                open_calls = {}
-        problems.extend(f"tool call {cid} has no result" for cid in open_calls)
+        if isinstance(message, AssistantMessage):
+            problems.extend(f"tool call {cid} has no result" for cid in self.open_calls)
+            self.open_calls = {}
+            calls = message.tool_calls()
+            self.known.update(c.id for c in calls)
+            if message.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
+                self.open_calls = {c.id: c.name for c in calls}
+        elif isinstance(message, ToolResultMessage):
+            if message.tool_call_id not in self.known:
+                problems.append(f"tool result {message.tool_call_id} has no call before it")
+            self.open_calls.pop(message.tool_call_id, None)
+        elif isinstance(message, UserMessage) and self.open_calls:
+            problems.extend(f"tool call {cid} has no result before the next user message" for cid in self.open_calls)
+            self.open_calls = {}
         return problems
+
+    def end(self) -> list[str]:
+        return [f"tool call {cid} has no result" for cid in self.open_calls]
+
+
+class ToolPairing(ScanRule):
+    name: ClassVar[str] = "f.tool-pairing"
+    over: ClassVar[Literal["view", "llm"]] = "llm"
+
+    def scanner(self, snapshot: RequestSnapshot) -> Scanner:
+        return _PairingScan()
 
 
 RULES: tuple[Invariant, ...] = (
@@ -236,6 +313,54 @@ RULES: tuple[Invariant, ...] = (
 
 def check_request(snapshot: RequestSnapshot, rules: Sequence[Invariant] = RULES) -> list[Violation]:
     return [Violation(rule.name, problem) for rule in rules for problem in rule.check(snapshot)]
+
+
+@dataclass(slots=True)
+class _Fed:
+    """What one scanning rule has read of the requests so far."""
+
+    stubs: dict[str, str]
+    cwd: Path
+    scanner: Scanner
+    inputs: list[Any] = field(default_factory=list)
+
+
+class IncrementalCheck:
+    """The checks for a long-lived process outside the test suite (warn mode), at a cost
+    proportional to what each request added: a scanning rule keeps its state over the
+    part of the previous request this one repeats (the same messages - equal, as the
+    provider messages are converted anew - and the same recorded stubs) and reads only
+    the new messages; the count is the view's own (kept as it was built). A violation in
+    the repeated part was reported with the request that first carried it. Anything else
+    - a prune step, a compaction, another branch - is read whole again. Strict mode (the
+    test suite) checks every request whole with :func:`check_request`."""
+
+    def __init__(self) -> None:
+        self.rules: tuple[Invariant, ...] = (FitsWindow(reuse_counts=True), *RULES[1:])
+        self._fed: dict[str, _Fed] = {}
+
+    def check(self, snapshot: RequestSnapshot) -> list[Violation]:
+        out: list[Violation] = []
+        for rule in self.rules:
+            problems = self._scan(rule, snapshot) if isinstance(rule, ScanRule) else rule.check(snapshot)
+            out.extend(Violation(rule.name, problem) for problem in problems)
+        return out
+
+    def _scan(self, rule: ScanRule, snapshot: RequestSnapshot) -> list[str]:
+        messages = rule.messages(snapshot)
+        fed = self._fed.get(rule.name)
+        if (
+            fed is None
+            or fed.stubs != snapshot.stubs
+            or fed.cwd != snapshot.cwd
+            or len(fed.inputs) > len(messages)
+            or messages[: len(fed.inputs)] != fed.inputs
+        ):
+            fed = self._fed[rule.name] = _Fed(dict(snapshot.stubs), snapshot.cwd, rule.scanner(snapshot))
+        new = messages[len(fed.inputs) :]
+        problems = [problem for message in new for problem in fed.scanner.feed(message)]
+        fed.inputs.extend(new)
+        return problems + fed.scanner.end()
 
 
 def check_compaction(tokens_before: int, tokens_after: int) -> list[Violation]:

@@ -28,7 +28,7 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import context_message_tokens, request_tokens, tail_pressure
+from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -42,7 +42,7 @@ from heron.context.decisions import (
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
-from heron.context.view import ReadIndex, ReadInView, ViewBuilder
+from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
 
@@ -80,6 +80,11 @@ def strictly_ordered() -> Iterator[None]:
         time.sleep(0.002)
 
 
+def _tally(view: Sequence[AgentMessage]) -> Tally | None:
+    """The counts kept while ``view`` was built, when it is a view the builder made."""
+    return view.tally if isinstance(view, View) else None
+
+
 class ContextFull(RuntimeError):
     """The view cannot be brought within the window: nothing is sent."""
 
@@ -88,7 +93,7 @@ class ContextFull(RuntimeError):
 class Pressure:
     """What :meth:`ContextPolicy.pressure` found, for :meth:`ContextPolicy.settle`."""
 
-    view: list[AgentMessage]
+    view: View
     tokens: int
     pressed: bool  # past the threshold (or an early compaction wanted), not aborted
     compact: bool  # an automatic compaction is due
@@ -241,14 +246,19 @@ class ContextPolicy:
     def fixed_tokens(self) -> int:
         return self._fixed_tokens()
 
-    def view(self, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
-        """The messages a request carries: the decisions applied to ``messages``."""
+    def view(self, messages: Sequence[AgentMessage]) -> View:
+        """The messages a request carries: the decisions applied to ``messages`` (built
+        incrementally: extended by what was added since the last call)."""
         return self.views.apply(messages, self.decisions)
 
     def count(self, view: Sequence[AgentMessage]) -> int:
         model = self.model
         return request_tokens(
-            view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms, model=(model.provider, model.id)
+            view,
+            self.fixed_tokens(),
+            floor_ms=self.decisions.last_view_change_ms,
+            model=(model.provider, model.id),
+            tally=_tally(view),
         )
 
     def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
@@ -257,11 +267,18 @@ class ContextPolicy:
         so a request the provider counts over the threshold is not sent on an undercount."""
         model = self.model
         return tokens + tail_pressure(
-            view, self.fixed_tokens(), floor_ms=self.decisions.last_view_change_ms, model=(model.provider, model.id)
+            view,
+            self.fixed_tokens(),
+            floor_ms=self.decisions.last_view_change_ms,
+            model=(model.provider, model.id),
+            tally=_tally(view),
         )
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
+        tally = _tally(view)
+        if tally is not None and tally.length == len(view):
+            return self.fixed_tokens() + tally.between(0, len(view))
         return self.fixed_tokens() + sum(context_message_tokens(m) for m in view)
 
     def output_cap(self, tokens: int) -> int:
@@ -315,7 +332,7 @@ class ContextPolicy:
         pressure: Pressure,
         rebuilt: list[AgentMessage] | None = None,
         failure: str | None = None,
-    ) -> list[AgentMessage]:
+    ) -> View:
         """The view for the next request, after the compaction :meth:`pressure` asked for
         (``rebuilt``: the conversation it wrote; ``failure``: why it failed, if it did):
         pruned again when still past the threshold. Raises :class:`ContextFull` rather than
@@ -344,7 +361,7 @@ class ContextPolicy:
             )
         self.last_tokens = tokens
         self.last_max_tokens = self.output_cap(tokens)
-        self.reads = ReadIndex.of_view(view, self.cwd, self.decisions.stubs, tools=self.tools)
+        self.reads = view.reads
         return view
 
     def _worth_compacting(self, view: Sequence[AgentMessage], tokens: int, excess: int) -> bool:

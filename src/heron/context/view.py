@@ -23,15 +23,17 @@ the same answer as the one that never stopped.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
 from heron.agent.tool_meta import PathUse, ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
+from heron.context.budget import RunningTally, Tally
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
 from heron.context.prune import with_text
@@ -197,17 +199,8 @@ class ReadIndex:
     ) -> ReadIndex:
         """``pruned``: tool call ids whose results the view carries as stubs (a stub keeps
         the original details, so it must not count as the content)."""
-        calls = _calls(view)
-        reads: dict[ReadKey, ReadInView] = {}
-        for message in view:
-            if not isinstance(message, ToolResultMessage) or message.tool_call_id in pruned:
-                continue
-            whole = whole_read(message, tools)
-            call = calls.get(message.tool_call_id)
-            key = read_key(call, cwd, tools) if call is not None else None
-            if whole is not None and key is not None:
-                reads[key] = ReadInView(key, message.tool_call_id, whole[0], whole[1], message.timestamp)
-        return cls(reads)
+        decisions = ContextDecisions(stubs=dict.fromkeys(pruned, ""))
+        return ViewBuilder(cwd, tools).apply(view, decisions).reads
 
     def find(self, path: str, offset: int | None, limit: int | None) -> ReadInView | None:
         return self._reads.get(ReadKey(os.path.normpath(path), offset, limit))
@@ -252,9 +245,44 @@ def gone_note(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatal
     return with_text(result, text)
 
 
+class View(list[AgentMessage]):
+    """The messages of one request as :meth:`ViewBuilder.apply` made them, with what was
+    derived on the way: the token counts (:class:`Tally`) and the reads present whole."""
+
+    tally: Tally
+    reads: ReadIndex
+
+
+@dataclass(slots=True)
+class _Built:
+    """What :meth:`ViewBuilder.apply` derived from one message list so far. Every field
+    depends only on the messages already seen, so extending it by the new messages gives
+    what a build from scratch would: the cache cannot make two processes differ."""
+
+    stubs: dict[str, str]  # the recorded stubs it was built with (a copy)
+    tools: int = 0  # the tool catalog's generation it was built with (kinds decide reads)
+    inputs: list[AgentMessage] = field(default_factory=list)
+    out: list[AgentMessage] = field(default_factory=list)
+    tally: RunningTally = field(default_factory=RunningTally)
+    calls: dict[str, ToolCall] = field(default_factory=dict)  # every call seen, by id
+    reads: dict[ReadKey, ReadInView] = field(default_factory=dict)  # present whole, latest last
+    unanswered: dict[str, ToolCall] = field(default_factory=dict)  # the latest reply's calls without results
+    asked_at: int = 0
+
+    def emit(self, message: AgentMessage) -> None:
+        self.out.append(message)
+        self.tally.add(message)
+
+
 class ViewBuilder:
     """Applies the decisions to a message list; reuses stub objects across requests so the
-    same decision always yields the same (identical) message."""
+    same decision always yields the same (identical) message.
+
+    The list a session sends only grows between requests, so the view is built
+    incrementally: what was derived for the list last seen is kept and extended by the
+    messages added since. The cache is used only when the list still starts with exactly
+    the messages it was built from (the same objects) and the recorded stubs are the same;
+    anything else (a prune step, a compaction, another branch) builds from scratch."""
 
     def __init__(self, cwd: Path, tools: ToolCatalog) -> None:
         self.cwd = cwd
@@ -262,46 +290,74 @@ class ViewBuilder:
         self._stub_cache: dict[tuple[str, str], ToolResultMessage] = {}
         self._gone_cache: dict[str, ToolResultMessage] = {}
         self._missing_cache: dict[str, ToolResultMessage] = {}
+        self._keys: dict[str, tuple[ToolCall, ReadKey | None]] = {}
+        self._built: _Built | None = None
 
     def reset(self) -> None:
         self._stub_cache.clear()
         self._gone_cache.clear()
         self._missing_cache.clear()
+        self._keys.clear()
+        self._built = None
 
-    def apply(self, messages: Sequence[AgentMessage], decisions: ContextDecisions) -> list[AgentMessage]:
-        stubs = decisions.stubs
-        out: list[AgentMessage] = []
-        calls: dict[str, ToolCall] | None = None
-        present: dict[ReadKey, tuple[int, int]] = {}
-        unanswered: dict[str, ToolCall] = {}  # the latest assistant message's calls still without results
-        asked_at = 0
-        for message in messages:
-            if not isinstance(message, ToolResultMessage):
-                out.extend(self._no_result(call, asked_at) for call in unanswered.values())
-                unanswered, asked_at = _open_calls(message), getattr(message, "timestamp", 0)
-                out.append(message)
-                continue
-            unanswered.pop(message.tool_call_id, None)
-            stub_text = stubs.get(message.tool_call_id)
-            if stub_text is not None:
-                out.append(self._stub(message, stub_text))
-                continue
-            if not is_read(message, self.tools):
-                out.append(message)
-                continue
-            if calls is None:
-                calls = _calls(messages)
-            call = calls.get(message.tool_call_id)
-            key = read_key(call, self.cwd, self.tools) if call is not None else None
-            if is_dedup_stub(message, self.tools):
-                kept = key is not None and _same_version(message, present.get(key))
-                out.append(message if kept else self._gone(message, call))
-            else:
-                whole = whole_read(message, self.tools)
-                if key is not None and whole is not None:
-                    present[key] = whole
-                out.append(message)
-        return out
+    def apply(self, messages: Sequence[AgentMessage], decisions: ContextDecisions) -> View:
+        built = self._built
+        tools = self.tools.generation()
+        if (
+            built is None
+            or len(built.inputs) > len(messages)
+            or built.stubs != decisions.stubs
+            or built.tools != tools
+            or not all(map(operator.is_, built.inputs, messages))
+        ):
+            built = self._built = _Built(stubs=dict(decisions.stubs), tools=tools)
+        for message in messages[len(built.inputs) :]:
+            self._step(built, message)
+            built.inputs.append(message)
+        view = View(built.out)
+        view.tally = built.tally.snapshot()
+        view.reads = ReadIndex(dict(built.reads))
+        return view
+
+    def _step(self, built: _Built, message: AgentMessage) -> None:
+        """Extend ``built`` by one message of the list."""
+        if not isinstance(message, ToolResultMessage):
+            for open_call in built.unanswered.values():
+                built.emit(self._no_result(open_call, built.asked_at))
+            built.unanswered, built.asked_at = _open_calls(message), getattr(message, "timestamp", 0)
+            if isinstance(message, AssistantMessage):
+                built.calls.update((c.id, c) for c in message.tool_calls())
+            built.emit(message)
+            return
+        built.unanswered.pop(message.tool_call_id, None)
+        stub_text = built.stubs.get(message.tool_call_id)
+        if stub_text is not None:
+            built.emit(self._stub(message, stub_text))
+            return
+        if not is_read(message, self.tools):
+            built.emit(message)
+            return
+        call = built.calls.get(message.tool_call_id)
+        key = self._read_key(call) if call is not None else None
+        if is_dedup_stub(message, self.tools):
+            earlier = built.reads.get(key) if key is not None else None
+            kept = earlier is not None and _same_version(message, (earlier.mtime_ns, earlier.size))
+            built.emit(message if kept else self._gone(message, call))
+            return
+        whole = whole_read(message, self.tools)
+        if key is not None and whole is not None:
+            built.reads[key] = ReadInView(key, message.tool_call_id, whole[0], whole[1], message.timestamp)
+        built.emit(message)
+
+    def _read_key(self, call: ToolCall) -> ReadKey | None:
+        """The range a read call names (resolving a path costs more than the rest of a
+        step: each call is resolved once)."""
+        cached = self._keys.get(call.id)
+        if cached is not None and cached[0] is call:
+            return cached[1]
+        key = read_key(call, self.cwd, self.tools)
+        self._keys[call.id] = (call, key)
+        return key
 
     def _no_result(self, call: ToolCall, timestamp: int) -> ToolResultMessage:
         cached = self._missing_cache.get(call.id)
