@@ -14,6 +14,7 @@ from heron.context.decisions import ContextDecisions
 from heron.context.invariants import IncrementalCheck, check_request
 from heron.context.view import ViewBuilder
 from tests.context.test_invariant_rules import CWD, assistant, call, dedup, result, snapshot, user, whole
+from tests.support.tools import BUILTIN
 
 
 def turns(n: int) -> list[AgentMessage]:
@@ -65,7 +66,7 @@ def test_a_changed_prefix_or_new_stubs_are_read_whole_again() -> None:
 def test_the_count_is_the_views_own_and_equals_a_fresh_count() -> None:
     """Warn mode takes the count kept while the view was built; strict mode recounts -
     both judge the same request the same way."""
-    builder = ViewBuilder(CWD)
+    builder = ViewBuilder(CWD, BUILTIN)
     messages = [user("x" * 36_000), *turns(2)]
     view = builder.apply(messages, ContextDecisions())
     shot = snapshot(view)

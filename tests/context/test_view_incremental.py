@@ -23,6 +23,7 @@ from tests.context.test_view import (
     user,
     wire,
 )
+from tests.support.tools import BUILTIN
 
 
 def session() -> list[AgentMessage]:
@@ -38,23 +39,25 @@ def session() -> list[AgentMessage]:
 
 def assert_same(kept: ViewBuilder, messages: list[AgentMessage], decisions: ContextDecisions) -> None:
     view = kept.apply(messages, decisions)
-    fresh = ViewBuilder(CWD).apply(messages, decisions)
+    fresh = ViewBuilder(CWD, BUILTIN).apply(messages, decisions)
     assert wire(view) == wire(fresh)
     assert view.tally.sums[: len(view) + 1] == tally_of(fresh).sums
     assert request_tokens(view, 100, tally=view.tally) == request_tokens(fresh, 100)
-    assert view.reads._reads == fresh.reads._reads == ReadIndex.of_view(fresh, CWD, decisions.stubs)._reads
+    assert (
+        view.reads._reads == fresh.reads._reads == ReadIndex.of_view(fresh, CWD, decisions.stubs, tools=BUILTIN)._reads
+    )
 
 
 def test_extending_gives_what_a_build_from_scratch_gives_at_every_length() -> None:
     messages = session()
-    kept = ViewBuilder(CWD)
+    kept = ViewBuilder(CWD, BUILTIN)
     for stop in range(len(messages) + 1):
         assert_same(kept, messages[:stop], ContextDecisions())
 
 
 def test_new_stubs_or_another_start_are_built_again() -> None:
     messages = session()
-    kept = ViewBuilder(CWD)
+    kept = ViewBuilder(CWD, BUILTIN)
     assert_same(kept, messages, ContextDecisions())
     pruned = ContextDecisions(stubs={"c1": "[Pruned: read data/a.txt]"})
     assert_same(kept, messages, pruned)  # c2's stub now points at nothing: a note
