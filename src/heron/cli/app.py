@@ -290,6 +290,9 @@ def build_app(args: argparse.Namespace) -> App:
         extra_tools=mcp.tools,
     )
     _apply_control_flags(args, session)
+    from heron.coding.run_limits import apply_max_turns
+
+    apply_max_turns(session.agent, settings, getattr(args, "max_turns", None), interactive=args.mode == "interactive")
     for warning in session.extensions.load(trusted=session.control.trusted):  # docs/extensions.md
         print(f"heron: warning: {warning}", file=sys.stderr)
     mcp.bind(session.agent, session.store)

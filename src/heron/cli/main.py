@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="API key (default: the provider's environment variable; HERON_API_KEY for --base-url)",
     )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop a prompt's run after N model calls (default: limits.maxTurns, else 200; interactive: no limit)",
+    )
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
     parser.add_argument("--append-system-prompt", default=None, help="append to the system prompt (text or a file)")

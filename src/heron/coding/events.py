@@ -62,7 +62,7 @@ class ContextWarningEvent:
     off, a context invariant violated (with ``HERON_CHECK_CONTEXT``), a window learnt, an
     extension disabled or its context transform not used (docs/extensions.md)."""
 
-    kind: Literal["auto_compaction_off", "invariant", "window_learned", "extension"]
+    kind: Literal["auto_compaction_off", "invariant", "window_learned", "overflow_doubted", "extension"]
     message: str
     type: Literal["context_warning"] = "context_warning"
 

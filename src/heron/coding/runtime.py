@@ -64,6 +64,7 @@ from heron.coding.memory import FLUSH_SHARE, MemoryKeeper
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
+from heron.coding.run_limits import max_turns_for
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.subagents import SubagentManager, attach_subagents
@@ -207,6 +208,7 @@ class CodingSession(RecoveryHooks):
             stream_options=self._stream_options,
             after_tool_batch=self._after_tool_batch,
             max_parallel=self.settings.tools.max_parallel,
+            max_turns=max_turns_for(self.settings),  # unattended by default; the CLI sets interactive's
         )
         self._send = agent.stream_fn
         agent.stream_fn = self._checked_stream

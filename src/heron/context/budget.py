@@ -110,8 +110,25 @@ def _reported(message: AgentMessage) -> int | None:
     return tokens if tokens > 0 else None
 
 
+# A provider's report this many times below heron's own estimate of the same request is
+# not a measurement (a proxy that counts only the last message, a server that reports a
+# constant): heron's count decides then. The same ratio judges a stated overflow count.
+IMPLAUSIBLE_RATIO = 10
+
+
+def implausible(reported: int, estimated: int) -> bool:
+    """True when ``reported`` and ``estimated`` (tokens of the same request) are more than
+    :data:`IMPLAUSIBLE_RATIO` times apart, in either direction."""
+    low, high = sorted((max(0, reported), max(0, estimated)))
+    return high > IMPLAUSIBLE_RATIO * max(1, low)
+
+
 def last_usage_index(
-    messages: Sequence[AgentMessage], *, floor_ms: int = 0, model: tuple[str, str] | None = None
+    messages: Sequence[AgentMessage],
+    *,
+    floor_ms: int = 0,
+    model: tuple[str, str] | None = None,
+    fixed_tokens: int = 0,
 ) -> int | None:
     """Position of the last assistant message whose reported usage measures this context.
 
@@ -121,7 +138,10 @@ def last_usage_index(
     timestamp is not after the compaction's does not count). ``floor_ms`` moves that
     floor later (a pruning step changed the view after that reply: its usage measured a
     request that no longer is the prefix of this one), and ``model`` (provider, id)
-    ignores replies of another model, whose tokenizer counted differently."""
+    ignores replies of another model, whose tokenizer counted differently. A report far
+    below heron's own estimate of what its request carried (``fixed_tokens`` plus the
+    messages before the reply, see :data:`IMPLAUSIBLE_RATIO`) anchors nothing: a server
+    that says 100 tokens for a 400k-token request must not keep compaction away."""
     floor = next((m.timestamp for m in reversed(messages) if isinstance(m, CompactionSummaryMessage)), None)
     if floor_ms and (floor is None or floor_ms > floor):
         floor = floor_ms
@@ -133,8 +153,16 @@ def last_usage_index(
             return None  # this and every earlier reply predate the compaction or prune step
         if model is not None and isinstance(message, AssistantMessage) and (message.provider, message.model) != model:
             return None
+        if _underreported(messages, index, fixed_tokens):
+            return None
         return index
     return None
+
+
+def _underreported(messages: Sequence[AgentMessage], index: int, fixed_tokens: int) -> bool:
+    reported = _reported(messages[index]) or 0
+    own = fixed_tokens + sum(context_message_tokens(m) for m in messages[: index + 1])
+    return reported < own and implausible(reported, own)
 
 
 def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
@@ -168,7 +196,7 @@ def request_tokens(
     anchor (none yet, a compaction or pruning step since, another model), everything is
     estimated, ``fixed_tokens`` (system prompt and tool definitions) included.
     """
-    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model, fixed_tokens=fixed_tokens)
     if index is None:
         return fixed_tokens + sum(context_message_tokens(m) for m in messages)
     reported = _reported(messages[index]) or 0
@@ -189,7 +217,7 @@ def tail_pressure(
     heron's estimate of that prompt, between 1 and ``max_ratio``; 0 without an anchor.
     chars / 4 misses JSON escaping and each message's framing, which this conversation's
     own report measures."""
-    index = last_usage_index(messages, floor_ms=floor_ms, model=model)
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model, fixed_tokens=fixed_tokens)
     if index is None:
         return 0
     message = messages[index]

@@ -22,6 +22,7 @@ from acp.schema import (
 )
 
 from heron.agent.messages import AgentMessage
+from heron.agent.turn_limit import TURN_LIMIT_KIND
 from heron.ai.types import AssistantMessage, ImageContent, StopReason
 from heron.cli.acp.updates import Update
 
@@ -101,6 +102,8 @@ def stop_reason(added: Sequence[AgentMessage], cancelled: bool) -> tuple[str, st
         return "cancelled", None
     if last is None:
         return "end_turn", None
+    if last.stop_reason == StopReason.ERROR and last.error_kind == TURN_LIMIT_KIND:
+        return "max_turn_requests", None  # --max-turns / limits.maxTurns: ACP's own stop reason
     if last.stop_reason == StopReason.ERROR:
         return "end_turn", last.error_message or "the model request failed"
     if last.stop_reason == StopReason.LENGTH:

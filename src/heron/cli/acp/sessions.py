@@ -22,6 +22,7 @@ from heron.cli.acp.updates import EventTranslator
 from heron.coding.mcp.config import ServerConfig, load_config, project_trusted
 from heron.coding.mcp.setup import SessionMcp, mcp_tools, timeouts_from_env
 from heron.coding.model_choice import resolve_model
+from heron.coding.run_limits import apply_max_turns
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings
 from heron.session.store import SessionStore
@@ -133,6 +134,7 @@ def build_session(
         home=home,
         extra_tools=mcp.tools,
     )
+    apply_max_turns(session.agent, settings, getattr(args, "max_turns", None))
     control = session.control
     if getattr(args, "trust", False):
         control.trust()
