@@ -666,7 +666,9 @@ def test_subprocess_prompt_events_final_answer_and_state(
     state = client.call({"type": "get_state"})["data"]
     assert state["model"]["ref"] == "custom/test-model" and state["isStreaming"] is False
     assert state["messageCount"] == 4 and state["pending"] == {"steering": 0, "followUp": 0}
-    assert state["context"]["contextWindow"] == 128_000 and 0 < state["context"]["tokens"] < 2_000
+    # the scripted server reports 100 prompt tokens, implausibly few for ~2,000 tokens of
+    # system prompt, tools and messages: heron's own count stands (docs/context.md)
+    assert state["context"]["contextWindow"] == 128_000 and 1_000 < state["context"]["tokens"] < 3_000
     session_file = Path(state["sessionFile"])
     assert session_file.is_file() and home in session_file.parents
     assert state["sessionId"] in session_file.name

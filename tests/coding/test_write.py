@@ -182,7 +182,7 @@ def test_concurrency_key_is_the_resolved_path(tmp_path: Path) -> None:
 def test_definition(tmp_path: Path) -> None:
     definition = WriteTool(make_env(tmp_path)).definition()
     assert definition.name == "write"
-    assert set(definition.parameters["properties"]) == {"path", "content"}
+    assert set(definition.parameters["properties"]) == {"path", "content", "overwrite"}
     assert sorted(definition.parameters["required"]) == ["content", "path"]
 
 

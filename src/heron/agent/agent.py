@@ -28,6 +28,7 @@ from heron.agent.loop import (
 )
 from heron.agent.messages import AgentMessage, convert_to_llm
 from heron.agent.tools import AfterToolCall, AgentTool, BeforeToolCall
+from heron.agent.turn_limit import TurnLimit
 from heron.ai.abort import AbortController
 from heron.ai.options import StreamOptions
 from heron.ai.types import (
@@ -81,6 +82,7 @@ class Agent:
         abort_grace: float = 2.0,
         after_tool_batch: AfterToolBatch | None = None,
         max_parallel: int = DEFAULT_MAX_PARALLEL,
+        max_turns: int | None = None,
     ) -> None:
         self.state = AgentState(
             system_prompt=system_prompt,
@@ -99,6 +101,7 @@ class Agent:
         self.abort_grace = abort_grace
         self.after_tool_batch = after_tool_batch
         self.max_parallel = max_parallel  # tool calls of one answer running at once
+        self.turn_limit = TurnLimit(max_turns)  # model calls per prompt (heron.agent.turn_limit)
         self._queues = MessageQueues()
         self._events: Emitter[AgentEvent] = Emitter("agent event listener")
         self._controller: AbortController | None = None
@@ -187,6 +190,7 @@ class Agent:
             prompts = list(message)
         else:
             prompts = [message]
+        self.turn_limit.used = 0  # a new prompt, a new allowance; continue_() keeps counting
         return await self._start(prompts)
 
     async def continue_(self) -> list[AgentMessage]:
@@ -243,6 +247,7 @@ class Agent:
             abort_grace=self.abort_grace,
             after_tool_batch=self.after_tool_batch,
             max_parallel=self.max_parallel,
+            turn_limit=self.turn_limit,
         )
         context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
         self._config, self._context = config, context

@@ -43,6 +43,7 @@ from heron.agent.tools import (
     ValidationFailure,
     validate_arguments,
 )
+from heron.agent.turn_limit import TURN_LIMIT_KIND, TurnLimit
 from heron.ai.abort import AbortSignal
 from heron.ai.events import DoneEvent, ErrorEvent, StartEvent
 from heron.ai.options import StreamOptions
@@ -126,6 +127,9 @@ class LoopConfig:
     # At most this many tool calls of one answer run at once (the ``tools.maxParallel``
     # setting): 200 bash calls in one answer must not mean 200 processes.
     max_parallel: int = DEFAULT_MAX_PARALLEL
+    # Model calls this prompt may still make (``--max-turns`` / ``limits.maxTurns``);
+    # shared with the agent so retries of the same prompt count against it too.
+    turn_limit: TurnLimit = field(default_factory=TurnLimit)
 
 
 async def run_loop(
@@ -159,7 +163,12 @@ async def run_loop(
                 add(message)
             pending = []
 
-            assistant = await _stream_turn(context, config, signal, emit)
+            if config.turn_limit.take():
+                assistant = await _stream_turn(context, config, signal, emit)
+            else:  # no request is sent: the run ends with a failed answer saying why
+                assistant = _finish_synthetic(
+                    context, config.model, StopReason.ERROR, config.turn_limit.stop_text(), emit, TURN_LIMIT_KIND
+                )
             added.append(assistant)
             if assistant.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
                 emit(TurnEndEvent(message=assistant))
@@ -256,10 +265,15 @@ async def build_request_context(context: AgentContext, config: LoopConfig, signa
 
 
 def _finish_synthetic(
-    context: AgentContext, model: Model, reason: StopReason, text: str, emit: Emit
+    context: AgentContext, model: Model, reason: StopReason, text: str, emit: Emit, kind: str | None = None
 ) -> AssistantMessage:
     message = AssistantMessage(
-        api=model.api, provider=model.provider, model=model.id, stop_reason=reason, error_message=text
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        stop_reason=reason,
+        error_message=text,
+        error_kind=kind,
     )
     emit(MessageStartEvent(message=message))
     context.messages.append(message)

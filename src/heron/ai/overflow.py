@@ -23,6 +23,8 @@ class ErrorKind(StrEnum):
     AUTH = "auth"
     ABORTED = "aborted"
     INVALID_REQUEST = "invalid_request"
+    # Not a server error: heron stopped the run at its model-call limit (heron.agent.turn_limit).
+    TURN_LIMIT = "turn_limit"
     UNKNOWN = "unknown"
 
 

@@ -63,6 +63,11 @@ def build_app(args: argparse.Namespace) -> App:
     spec = resolve_spec(spec, warn)  # settings and model first: --resume asks only when they work
     spec = dataclasses.replace(spec, store=store_spec(args, cwd, home))
     session = assemble_session(spec, warn)
+    from heron.coding.run_limits import apply_max_turns
+
+    apply_max_turns(
+        session.agent, session.settings, getattr(args, "max_turns", None), interactive=args.mode == "interactive"
+    )
     _trace(session, getattr(args, "otel", None))
     assert spec.settings is not None and spec.registry is not None  # resolved above
     return App(

@@ -60,6 +60,13 @@ def _task_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output mode (default: interactive, or print with -p; acp: for editors)",
     )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop a prompt's run after N model calls (default: limits.maxTurns, else 200; interactive: no limit)",
+    )
 
 
 def _session_arguments(parser: argparse.ArgumentParser) -> None:

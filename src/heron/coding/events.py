@@ -64,7 +64,9 @@ class ContextWarningEvent:
     ``HERON_CHECK_CONTEXT``), a window learnt, an extension disabled or its context
     transform not used (docs/extensions.md)."""
 
-    kind: Literal["auto_compaction_off", "compaction_failed", "invariant", "window_learned", "extension"]
+    kind: Literal[
+        "auto_compaction_off", "compaction_failed", "invariant", "window_learned", "overflow_doubted", "extension"
+    ]
     message: str
     type: Literal["context_warning"] = "context_warning"
 

@@ -8,7 +8,9 @@ error text:
 - ``overflow`` (the provider rejected the request as too long): the failed answer leaves
   the live context (it stays in the file, on a side branch), the session learns the
   window the server really enforces, compacts, and retries once. A second overflow is
-  reported, not looped.
+  reported, not looped. A rejection whose stated count is implausible against heron's
+  own (more than ten times apart) teaches nothing: the request is retried once after
+  compaction (or as it was, when there is nothing to compact), the window unchanged.
 - ``rate_limit`` / ``transient`` after content had streamed (``heron.ai`` already retried
   failures that happened before any content): the broken answer is dropped and the
   request retried, with heron.ai's own backoff formula and ``retry-after``.
@@ -54,6 +56,8 @@ class Recoverable(Protocol):
 
     def learn_window(self, failed: AssistantMessage) -> int | None: ...
 
+    def implausible_overflow(self, failed: AssistantMessage) -> bool: ...
+
     async def compact_for_overflow(self) -> bool: ...
 
     async def continue_run(self) -> list[AgentMessage]: ...
@@ -90,7 +94,10 @@ async def recover(
         if kind == ErrorKind.OVERFLOW and not overflowed:
             overflowed = True
             failed_entry = session.drop_failed_answer()
-            window = session.learn_window(last)
+            doubtful = session.implausible_overflow(last)
+            window = None if doubtful else session.learn_window(last)
+            if doubtful:
+                emit(ContextWarningEvent(kind="overflow_doubted", message=_DOUBTED))
             if window is not None:
                 emit(
                     ContextWarningEvent(
@@ -102,7 +109,7 @@ async def recover(
                     )
                 )
             compacted = await session.compact_for_overflow()
-            if not compacted and window is None:  # nothing would change: report the overflow as it was
+            if not compacted and window is None and not doubtful:  # nothing would change: report it as it was
                 session.restore_failed_answer(failed_entry, last)
                 return added
             added += await session.continue_run()
@@ -121,6 +128,13 @@ async def recover(
             return added
         session.drop_failed_answer()
         added += await session.continue_run()
+
+
+_FAILED = (StopReason.ERROR, StopReason.ABORTED)
+_DOUBTED = (
+    "the server rejected a request as too long, but the size it states is far from heron's count "
+    "of that request; retrying once without lowering the window"
+)
 
 
 class RecoveryHooks:
@@ -161,12 +175,28 @@ class RecoveryHooks:
             self.store.branch(entry_id)
         self.agent.state.messages.append(message)
 
+    def implausible_overflow(self, failed: AssistantMessage) -> bool:
+        return self.policy.implausible_overflow(failed)
+
     def learn_window(self, failed: AssistantMessage) -> int | None:
-        learned = self.policy.learn_from_overflow(failed)
+        learned = self.policy.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens())
         if learned is None:
             return None
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(learned.window))
         return learned.window
+
+    def _accepted_tokens(self) -> int:
+        """heron's count of the last request the server answered (0: none on this path): a
+        learned window never goes below a size the server has already served."""
+        messages = self.agent.state.messages
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if isinstance(message, AssistantMessage) and message.stop_reason not in _FAILED:
+                return self.estimate_request_tokens(messages[:index])
+        return 0
+
+    def estimate_request_tokens(self, messages: list[AgentMessage]) -> int:
+        raise NotImplementedError
 
     async def compact_for_overflow(self) -> bool:
         end = await self.compact(reason="overflow")

@@ -62,6 +62,7 @@ from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.requests import RequestPath
+from heron.coding.run_limits import max_turns_for
 from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
@@ -195,6 +196,7 @@ class CodingSession(RecoveryHooks):
             transform_context=self._transform_context,
             after_tool_batch=self._after_tool_batch,
             max_parallel=self.settings.tools.max_parallel,
+            max_turns=max_turns_for(self.settings),  # unattended by default; the CLI sets interactive's
         )
         self.requests = RequestPath(self, agent.stream_fn)  # every request: options, rules, tracing
         agent.stream_options = self.requests.turn_options

@@ -153,6 +153,8 @@ class Settings:
     checkpoint_keep_days: int = 30
     # mcp.startup: "eager" starts MCP servers with the session, "lazy" at their first tool call (docs/mcp.md)
     mcp_startup: str = "eager"
+    # limits.maxTurns: model calls per prompt; None: the mode's default (heron.coding.run_limits)
+    max_turns: int | None = None
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -265,6 +267,7 @@ SCHEMA: dict[str, Any] = {
     "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
     "checkpoints": {"keepDays": _POSITIVE},
     "mcp": {"startup": _startup},
+    "limits": {"maxTurns": _POSITIVE},
 }
 
 
@@ -395,6 +398,7 @@ def settings_from_dict(
         resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
         checkpoint_keep_days=_sub(data, "checkpoints").get("keepDays", 30),
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
+        max_turns=_sub(data, "limits").get("maxTurns"),
         timeouts=TimeoutSettings(
             first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
             idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),

@@ -163,12 +163,26 @@ def _tally(messages: Sequence[AgentMessage], tally: Tally | None) -> Tally:
     return tally if tally is not None and tally.length == len(messages) else tally_of(messages)
 
 
+# A provider's report this many times below heron's own estimate of the same request is
+# not a measurement (a proxy that counts only the last message, a server that reports a
+# constant): heron's count decides then. The same ratio judges a stated overflow count.
+IMPLAUSIBLE_RATIO = 10
+
+
+def implausible(reported: int, estimated: int) -> bool:
+    """True when ``reported`` and ``estimated`` (tokens of the same request) are more than
+    :data:`IMPLAUSIBLE_RATIO` times apart, in either direction."""
+    low, high = sorted((max(0, reported), max(0, estimated)))
+    return high > IMPLAUSIBLE_RATIO * max(1, low)
+
+
 def last_usage_index(
     messages: Sequence[AgentMessage],
     *,
     floor_ms: int = 0,
     model: tuple[str, str] | None = None,
     tally: Tally | None = None,
+    fixed_tokens: int = 0,
 ) -> int | None:
     """Position of the last assistant message whose reported usage measures this context.
 
@@ -179,7 +193,10 @@ def last_usage_index(
     floor later (a pruning step changed the view after that reply: its usage measured a
     request that no longer is the prefix of this one), and ``model`` (provider, id)
     ignores replies of another model, whose tokenizer counted differently. Only the last
-    reply with a usable report can anchor: when it cannot, no earlier one can either."""
+    reply with a usable report can anchor: when it cannot, no earlier one can either. A
+    report far below heron's own estimate of what its request carried (``fixed_tokens``
+    plus the messages up to the reply, see :data:`IMPLAUSIBLE_RATIO`) anchors nothing: a
+    server that says 100 tokens for a 400k-token request must not keep compaction away."""
     counted = _tally(messages, tally)
     floor = counted.summary_ms
     if floor_ms and (floor is None or floor_ms > floor):
@@ -192,7 +209,15 @@ def last_usage_index(
         return None  # this and every earlier reply predate the compaction or prune step
     if model is not None and isinstance(message, AssistantMessage) and (message.provider, message.model) != model:
         return None
+    if _underreported(message, counted.between(0, index + 1) + fixed_tokens):
+        return None
     return index
+
+
+def _underreported(message: AgentMessage, own: int) -> bool:
+    """A reply whose reported size is implausibly below heron's own count ``own`` of it."""
+    reported = _reported(message) or 0
+    return reported < own and implausible(reported, own)
 
 
 def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
@@ -230,7 +255,7 @@ def request_tokens(
     ``tally``: the counts of ``messages`` kept as the view grew (else counted here).
     """
     counted = _tally(messages, tally)
-    index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted)
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted, fixed_tokens=fixed_tokens)
     if index is None:
         return fixed_tokens + counted.between(0, len(messages))
     reported = _reported(messages[index]) or 0
@@ -253,7 +278,7 @@ def tail_pressure(
     chars / 4 misses JSON escaping and each message's framing, which this conversation's
     own report measures."""
     counted = _tally(messages, tally)
-    index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted)
+    index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted, fixed_tokens=fixed_tokens)
     if index is None:
         return 0
     message = messages[index]

@@ -28,7 +28,7 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
-from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
+from heron.context.budget import IMPLAUSIBLE_RATIO, Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -426,7 +426,17 @@ class ContextPolicy:
 
     # --- after a rejection -------------------------------------------------------------------------
 
-    def learn_from_overflow(self, failed: AssistantMessage) -> LearnedWindow | None:
+    def implausible_overflow(self, failed: AssistantMessage) -> bool:
+        """Whether a rejection's stated count is more than :data:`IMPLAUSIBLE_RATIO` times
+        off heron's own count of the request it rejected ("prompt is too long: 210000
+        tokens" for a 5,000-token request: a proxy that counts differently, one oversized
+        attachment). Such a rejection says nothing about the window: nothing is learned
+        from it, the request is retried once after compaction."""
+        heron_total = self.last_tokens + self.last_max_tokens
+        ratio = counted_ratio(failed.error_message or "", heron_input=self.last_tokens, heron_total=heron_total)
+        return not 1 / IMPLAUSIBLE_RATIO <= ratio <= IMPLAUSIBLE_RATIO
+
+    def learn_from_overflow(self, failed: AssistantMessage, accepted_tokens: int = 0) -> LearnedWindow | None:
         """Lower the window below the rejected request's size (recorded in the session), so
         a server that enforces less than the configured window costs one rejection.
 
@@ -434,7 +444,13 @@ class ContextPolicy:
         count of this request compares with heron's (when it says how much it counted).
         Otherwise 90% of the larger of the rejected input and half the whole request
         (input plus output cap): below what was refused whether the server counts the
-        output cap or not."""
+        output cap or not.
+
+        Never below ``accepted_tokens`` (heron's count of the last request the server
+        accepted: a window it already served), and nothing is learned from an
+        :meth:`implausible_overflow`."""
+        if self.implausible_overflow(failed):
+            return None
         text = failed.error_message or ""
         rejected = self.last_tokens + self.last_max_tokens
         current = self.window
@@ -452,7 +468,7 @@ class ContextPolicy:
                 limit = int(max(self.last_tokens, rejected / 2) * 0.9)
         else:
             limit, source = int(max(self.last_tokens, rejected / 2) * 0.9), "rejected size"
-        window = max(MIN_LEARNED_WINDOW, min(limit, current - 1))
+        window = max(MIN_LEARNED_WINDOW, accepted_tokens, min(limit, current - 1))
         if window >= current:
             return None
         learned = LearnedWindow(model=self.model_key, window=window, rejected_tokens=rejected, source=source)

@@ -22,6 +22,7 @@ from acp.schema import (
 )
 
 from heron.agent.messages import AgentMessage
+from heron.ai.overflow import ErrorKind
 from heron.ai.types import AssistantMessage, ImageContent, StopReason
 from heron.cli.acp.updates import Update
 from heron.coding.outcome import RunFailure, RunOutcome
@@ -102,6 +103,8 @@ def stop_reason(outcome: RunOutcome, cancelled: bool) -> tuple[str, dict[str, An
     with nothing to answer (an extension's command, a blocking hook) is an ordinary end."""
     if cancelled or outcome.aborted:
         return "cancelled", None
+    if outcome.stop_reason == StopReason.ERROR and outcome.error_kind == ErrorKind.TURN_LIMIT:
+        return "max_turn_requests", None  # --max-turns / limits.maxTurns: ACP's own stop reason
     if outcome.stop_reason == StopReason.ERROR and outcome.error_kind != RunFailure.NO_ANSWER:
         return "end_turn", {"message": outcome.explanation, "errorKind": str(outcome.error_kind)}
     if outcome.stop_reason == StopReason.LENGTH:

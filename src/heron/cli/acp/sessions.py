@@ -23,6 +23,7 @@ from heron.cli.acp.updates import EventTranslator
 from heron.coding.assembly import assemble_session
 from heron.coding.mcp.config import ServerConfig
 from heron.coding.mcp.setup import SessionMcp
+from heron.coding.run_limits import apply_max_turns
 from heron.coding.runtime import CodingSession
 from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, tool_names
 from heron.session.store import SessionStore
@@ -114,4 +115,5 @@ def build_session(
     )
     session = assemble_session(spec, warn)
     assert session.mcp is not None  # mcp=True: a manager, perhaps without servers
+    apply_max_turns(session.agent, session.settings, getattr(args, "max_turns", None))
     return session, session.mcp

@@ -74,11 +74,12 @@ class FileReadTracker:
         return self._last_by_path.get(str(path))
 
     def note_write(self, path: Path, mtime_ns: int, size: int) -> None:
-        """After heron itself wrote the file, it is as current as if just read."""
+        """After heron itself wrote the file, it is as current as if just read (also when
+        it was never read: a later write or edit then notices another process's change)."""
         key = str(path)
         last = self._last_by_path.get(key)
-        if last is not None:
-            self._last_by_path[key] = ReadRecord(key, last.offset, last.limit, mtime_ns, size, time.time())
+        offset, limit = (last.offset, last.limit) if last is not None else (None, None)
+        self._last_by_path[key] = ReadRecord(key, offset, limit, mtime_ns, size, time.time())
         for k in [k for k in self._reads if k[0] == key]:
             del self._reads[k]
 

@@ -18,16 +18,21 @@ from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import WriteDetails
 from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import Written, check_regular, client_written, permission_error, replace_file, stat_path
+from heron.coding.tools.stale_write import check_not_stale
 
 DESCRIPTION = (
     "Create or overwrite a file with the given content; missing parent directories are created. "
-    "Use edit to change part of a file."
+    "Use edit to change part of a file. A file that changed on disk since you last read or wrote it "
+    "is not overwritten (read it again first, or pass overwrite: true to replace it anyway)."
 )
 
 
 class WriteParams(ToolParams):
     path: str = Field(description=PATH_DESCRIPTION)
     content: str = Field(description="The complete file content.")
+    overwrite: bool = Field(
+        default=False, description="Replace the file even if it changed on disk since you last read or wrote it."
+    )
 
 
 class WriteTool(AgentTool[WriteParams]):
@@ -57,6 +62,8 @@ class WriteTool(AgentTool[WriteParams]):
             ) from exc
         if signal.aborted:
             raise ToolError("Write was aborted; nothing was written.")
+        if not params.overwrite:
+            await self._check_not_stale(path, shown, data)
         if self.env.client_files is not None:
             existed = path.exists()
             await self.env.client_files.write_text(path, params.content)
@@ -70,6 +77,15 @@ class WriteTool(AgentTool[WriteParams]):
             details["hard_link"] = True
             text += " (in place: the file has other hard links, which see the new content too)"
         return ToolResult.text(text, details=details)
+
+    async def _check_not_stale(self, path: Path, shown: str, data: bytes) -> None:
+        last = self.env.reads.last_read(path)
+        if last is None:
+            return
+        files = self.env.client_files
+        held = await files.read_text(path) if files is not None else None
+        encoded = None if held is None else held.encode("utf-8", "surrogatepass")
+        await asyncio.to_thread(check_not_stale, path, shown, last, data, encoded)
 
 
 def _write(path: Path, shown: str, data: bytes) -> Written:

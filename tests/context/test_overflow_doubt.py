@@ -1,0 +1,36 @@
+"""Overflow learning that cannot brick a session (docs/context.md, "A learned window"):
+a rejection whose stated count is more than ten times off heron's teaches nothing, and a
+learned window never goes below the last request the server accepted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.context.test_policy import ANTHROPIC, OPENAI, Session, overflow, reply, session_for, user  # noqa: F401
+
+
+def test_an_implausible_count_is_doubted_and_teaches_nothing(session_for: Callable[..., Session]) -> None:  # noqa: F811
+    s = session_for(window=200_000, max_tokens=3_000)
+    s.add([user("hi"), reply("hello")])
+    s.policy.last_tokens, s.policy.last_max_tokens = 5_000, 3_000
+    failed = overflow(ANTHROPIC.format(counted=210_000))
+    assert s.policy.implausible_overflow(failed)
+    assert s.policy.learn_from_overflow(failed) is None
+    assert s.policy.window == 200_000
+    # within ten times: believed
+    s.policy.last_tokens = 190_000
+    assert not s.policy.implausible_overflow(failed)
+    # an error without a count cannot be judged: not doubted
+    assert not s.policy.implausible_overflow(overflow("prompt is too long"))
+
+
+def test_a_learned_window_is_never_below_the_last_accepted_request(
+    session_for: Callable[..., Session],  # noqa: F811
+) -> None:
+    s = session_for(window=16_384, max_tokens=3_000)
+    s.add([user("hi"), reply("hello")])
+    s.policy.last_tokens, s.policy.last_max_tokens = 13_000, 3_000
+    learned = s.policy.learn_from_overflow(overflow(OPENAI.format(total=16_000)), accepted_tokens=12_500)
+    assert learned is not None and learned.window == 12_500  # the stated limit alone gives 11,760
+    # an accepted request at or above the current window: nothing lower to learn
+    assert s.policy.learn_from_overflow(overflow(OPENAI.format(total=16_000)), accepted_tokens=20_000) is None
