@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -185,12 +184,8 @@ class CodingSession(RecoveryHooks):
         self.ledger.subscribe(self._on_ledger_record)
         for record in ledger_records(self.context_files):
             self.ledger.add(record)
-        threading.Thread(
-            target=remove_old_spills,
-            args=(self.home / "tool-output", self.settings.spill.retention_days),
-            daemon=True,
-            name="heron-spill-cleanup",
-        ).start()
+        # after the first request, never before it (docs/architecture.md, "The critical path of a turn")
+        self.control.housekeeping.add(remove_old_spills, self.home / "tool-output", self.settings.spill.retention_days)
 
     def _make_agent(self, model: Model, thinking_level: ThinkingLevel | None) -> Agent:
         restored = build_context(self.store, self.store.leaf_id)
