@@ -134,7 +134,9 @@ class GitBackend:
             ]
             if dropped:
                 self.run("update-index", "--force-remove", "-z", "--stdin", stdin=b"\0".join(dropped))
-            self.run("add", "-A", "--ignore-errors", check=False)
+            # every new blob streamed into one pack per snapshot instead of a loose file each
+            # (thousands of files for a first snapshot); gc's own delta rules are left as they are
+            self.run("-c", "core.bigFileThreshold=1", "add", "-A", "--ignore-errors", check=False)
         return self.run("write-tree").decode().strip(), large
 
     def commit(self, tree: str, message: str, when: int | None = None) -> str:

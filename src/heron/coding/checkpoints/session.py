@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 # Tools that cannot change the project's files: a turn that calls only these takes no snapshot after it.
 READ_ONLY_TOOLS = READ_TOOLS | ALWAYS_ALLOWED | SESSION_STATE_TOOLS
-SLOW_SECONDS = 2.0  # a snapshot longer than this is reported (once)
+SLOW_SECONDS = 2.0  # a tool held up longer than this by a snapshot is reported (once)
 
 
 def may_change_files(tool: str) -> bool:
@@ -94,7 +94,11 @@ class Checkpoints:
         """Called before a tool runs: one that could change files waits for the pending snapshot."""
         if may_change_files(tool):
             self._dirty = True
+            start = time.monotonic()
             await self.settled()
+            waited = time.monotonic() - start
+            if waited > SLOW_SECONDS:
+                self._report(f"{tool} waited {waited:.1f} s for the checkpoint snapshot of this turn")
 
     def note_change(self) -> None:
         """Something other than a tool (a hook's command) may have changed files this turn."""
@@ -134,9 +138,7 @@ class Checkpoints:
         except Exception as exc:  # noqa: BLE001 - CheckpointError, or a backend broke: the turn goes on
             self._report(f"checkpoint not taken: {exc}")
             return
-        took = time.monotonic() - start
-        if took > SLOW_SECONDS:
-            self._report(f"checkpoint snapshot took {took:.1f} s (tools that change files waited for it)")
+        log.debug("checkpoint snapshot took %.2f s", time.monotonic() - start)
         if snap is not None and snap.skipped_large:
             log.info("checkpoint left out %d file(s) over 2 MB", len(snap.skipped_large))
 
