@@ -264,17 +264,21 @@ def build_app(args: argparse.Namespace) -> App:
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
     store = choose_store(args, cwd, home)
-    from heron.coding.mcp.config import project_trusted
-    from heron.coding.mcp.setup import start_session_servers
+    from heron.coding.mcp import any_config
 
-    mcp = start_session_servers(
-        cwd,
-        home,
-        trusted=project_trusted(cwd, home, getattr(args, "trust", False)),
-        window=resolved.model.context_window,
-    )
-    for warning in mcp.warnings:
-        print(f"heron: warning: {warning}", file=sys.stderr)
+    mcp: SessionMcp | None = None  # no config file: no MCP code loaded at all
+    if any_config(cwd, home):
+        from heron.coding.mcp.config import project_trusted
+        from heron.coding.mcp.setup import start_session_servers
+
+        mcp = start_session_servers(
+            cwd,
+            home,
+            trusted=project_trusted(cwd, home, getattr(args, "trust", False)),
+            window=resolved.model.context_window,
+        )
+        for warning in mcp.warnings:
+            print(f"heron: warning: {warning}", file=sys.stderr)
     session = CodingSession(
         cwd=cwd,
         model=resolved.model,
@@ -287,12 +291,13 @@ def build_app(args: argparse.Namespace) -> App:
         system_prompt=_prompt_text(args.system_prompt, cwd),
         append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         home=home,
-        extra_tools=mcp.tools,
+        extra_tools=mcp.tools if mcp is not None else [],
     )
     _apply_control_flags(args, session)
     for warning in session.extensions.load(trusted=session.control.trusted):  # docs/extensions.md
         print(f"heron: warning: {warning}", file=sys.stderr)
-    mcp.bind(session.agent, session.store)
+    if mcp is not None:
+        mcp.bind(session.agent, session.store)
     _trace(session, getattr(args, "otel", None))
     return App(
         args=args, cwd=cwd, home=home, settings=settings, registry=registry, resolved=resolved, session=session, mcp=mcp
@@ -316,11 +321,13 @@ def _apply_control_flags(args: argparse.Namespace, session: CodingSession) -> No
 def _trace(session: CodingSession, otel: str | None) -> None:
     """``--otel console`` or an OTLP endpoint in the environment: spans of every run
     (docs/tracing.md). Without either, OpenTelemetry is never imported."""
-    from heron.coding.tracing import missing_packages, tracing_mode
+    from heron.coding.tracing_switch import tracing_mode
 
     mode = tracing_mode(otel)
     if mode is None:
         return
+    from heron.coding.tracing import missing_packages
+
     problem = missing_packages(mode)
     if problem is not None:
         print(f"heron: warning: {problem}; running without traces", file=sys.stderr)

@@ -4,8 +4,8 @@ a tool could have changed files.
 The snapshot before a turn is off the critical path: it starts when the prompt arrives and runs
 in a thread while the request goes out and the model answers. A tool call that can change
 files (anything but the read-only tools) waits for it first, so the snapshot always holds the
-tree as it was before the turn. A snapshot that fails, or takes long, never delays a request;
-it is reported once per session. A turn whose tool calls only read takes no snapshot after it
+tree as it was before the turn. A snapshot that fails, or takes long, never delays a request.
+A turn whose tool calls only read takes no snapshot after it
 (the next turn's ``before`` snapshot records the tree anyway).
 
 Nothing is added to the session file (what a session sends is the same with or without
@@ -13,6 +13,8 @@ checkpoints); each snapshot's commit message names the session and its leaf inst
 shadow-repository code (``repo.py`` and a backend) is imported only when a snapshot is taken,
 in the snapshot's thread; the daily prune of old snapshots (``prune.py``) is started by the
 session's housekeeping, after its first request (:meth:`Checkpoints.housekeeping`).
+A tool held up more than ``SLOW_SECONDS`` by a snapshot, or a snapshot that failed, is
+reported once per session.
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ class Checkpoints:
         return self._repo
 
     def housekeeping(self) -> None:
-        """Start the daily prune of old snapshots when it is due (a detached process)."""
-        if self.enabled:
+        """Start the daily prune of old snapshots when it is due (a detached process); only in a
+        session that took a snapshot, so a run without checkpoints loads none of their code."""
+        if self.enabled and self._repo is not None:
             from heron.coding.checkpoints.prune import schedule_prune
 
             schedule_prune(self.home, self.keep_days)

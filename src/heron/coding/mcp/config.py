@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-PROJECT_FILE = ".mcp.json"
-USER_FILE = "mcp.json"
+from heron.coding.mcp import PROJECT_FILE, USER_FILE
+
 Scope = Literal["user", "project"]
 # Provider tool names allow [A-Za-z0-9_-]; a server name is part of every tool's name.
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
