@@ -180,8 +180,9 @@ def path_str(raw: bytes) -> str:
 
 def is_large(cwd: Path, path: str) -> bool:
     """Over the size limit (a symlink never is: only its target path is stored)."""
+    full = os.path.join(cwd, path)  # strings, not Paths: a first snapshot asks this of every file
     try:
-        st = (cwd / path).lstat()
+        st = os.lstat(full)
     except OSError:
         return False
-    return st.st_size > MAX_FILE_BYTES and not os.path.islink(cwd / path)
+    return st.st_size > MAX_FILE_BYTES and not os.path.islink(full)

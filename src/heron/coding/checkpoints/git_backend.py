@@ -9,6 +9,7 @@ filters are switched off: a snapshot must store the bytes on disk and run nothin
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -64,6 +65,10 @@ class GitBackend:
 
     def __init__(self, git: str, git_dir: Path, cwd: Path, exclude: list[str] | None = None) -> None:
         self.git, self.git_dir, self.cwd = git, git_dir, cwd
+        # A snapshot runs alongside the turn's request: at a lower priority, it gives way to it
+        # on a busy machine (and costs nothing on an idle one).
+        nice = shutil.which("nice")
+        self.command = [nice, "-n", "10", git] if nice else [git]
         self.exclude = exclude or []  # gitignore patterns besides the project's (base.exclude_patterns)
 
     def _env(self) -> dict[str, str]:
@@ -89,7 +94,7 @@ class GitBackend:
     ) -> bytes:
         try:
             done = subprocess.run(
-                [self.git, *_CONFIG, *args],
+                [*self.command, *_CONFIG, *args],
                 input=stdin,
                 capture_output=True,
                 env={**self._env(), **(env or {})},
