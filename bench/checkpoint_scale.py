@@ -165,6 +165,20 @@ def launch_to_request(cwd: Path, home: Path) -> float:
         server.close()
 
 
+def snapshots(home: Path) -> int:
+    """How many snapshots the project's shadow repository holds (a failed one leaves none)."""
+    count = 0
+    for repo in (home / "checkpoints").glob("*/HEAD"):
+        out = subprocess.run(
+            ["git", "--git-dir", str(repo.parent), "for-each-ref", "refs/heron/snapshots/"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        ).stdout
+        count += len(out.splitlines())
+    return count
+
+
 def store_size(home: Path) -> tuple[int, int]:
     """(bytes, files) under ``$HERON_HOME/checkpoints``."""
     size = count = 0
@@ -239,6 +253,7 @@ def main() -> None:
                 "launch_to_request_ms": round(launch, 1),
                 "generate_s": round(generated, 1),
                 "store": store_size(home),
+                "snapshots": snapshots(home),
             }
             shutil.rmtree(cwd, ignore_errors=True)
         for inside in (False, True):
@@ -258,6 +273,7 @@ def main() -> None:
                 f"{rest:.0f}",
                 f"{rest / empty['turns_2_6_median_ms']:.2f}x",
                 f"{data['launch_to_request_ms']:.0f}",
+                str(data["snapshots"]),
             ]
         )
     print(
@@ -269,6 +285,7 @@ def main() -> None:
                 "turns 2-6 median ms",
                 "vs empty",
                 "-p launch -> request ms",
+                "snapshots",
             ],
             rows,
         )

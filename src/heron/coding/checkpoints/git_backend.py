@@ -25,7 +25,9 @@ from heron.coding.checkpoints.base import (
     path_str,
 )
 
-GIT_TIMEOUT = 120.0
+# The first snapshot of a large tree hashes every file; killed half-way, it would start over on
+# every turn. It runs alongside the turn, so a long bound costs a turn nothing.
+GIT_TIMEOUT = 900.0
 _CONFIG = [
     "-c",
     "core.autocrlf=false",
