@@ -47,7 +47,8 @@ PROBE = (
     "sys.argv = ['heron', *json.loads(os.environ['PROBE_ARGS'])]\n"
     "try:\n    runpy.run_module('heron.cli.main', run_name='__main__')\nexcept SystemExit as exc:\n"
     "    code = exc.code\n"
-    "with open(os.environ['PROBE_OUT'], 'w') as out:\n    json.dump(sorted(n for n, m in sys.modules.items() if m is not None), out)\n"
+    "names = sorted(n for n, m in sys.modules.items() if m is not None)\n"
+    "with open(os.environ['PROBE_OUT'], 'w') as out:\n    json.dump(names, out)\n"
 )
 
 
