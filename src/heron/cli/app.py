@@ -85,11 +85,13 @@ def build_app(args: argparse.Namespace) -> App:
 def _trace(session: CodingSession, otel: str | None) -> None:
     """``--otel console`` or an OTLP endpoint in the environment: spans of every run
     (docs/tracing.md). Without either, OpenTelemetry is never imported."""
-    from heron.coding.tracing import missing_packages, tracing_mode
+    from heron.coding.tracing_switch import tracing_mode
 
     mode = tracing_mode(otel)
     if mode is None:
         return
+    from heron.coding.tracing import missing_packages
+
     problem = missing_packages(mode)
     if problem is not None:
         print(f"heron: warning: {problem}; running without traces", file=sys.stderr)

@@ -100,7 +100,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 def _tracing(args: argparse.Namespace) -> str | None:
     """The tracing mode; ``--otel`` without the packages is an error, an OTLP endpoint in
     the environment without them only a warning (the batch runs untraced)."""
-    from heron.coding.tracing import missing_packages, tracing_mode
+    from heron.coding.tracing import missing_packages
+    from heron.coding.tracing_switch import tracing_mode
 
     mode = tracing_mode(args.otel)
     problem = missing_packages(mode) if mode is not None else None

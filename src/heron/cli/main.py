@@ -142,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     from heron.cli.bytecode import keep_own_bytecode
 
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
+    # httpx imports its own command-line client when rich/click/pygments are installed (they are,
+    # for heron's screen): ~40-150 ms of a start, for a CLI this process never runs. Marking it
+    # absent makes httpx fall back to its stub; heron's library use (heron.ai) is untouched.
+    if "httpx" not in sys.modules:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
     if argv is None:  # heron's own process: its keys out of /proc/<pid>/environ and cmdline
         from heron.cli.proc_scrub import scrub_process_block
 

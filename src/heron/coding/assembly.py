@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import Model
+from heron.coding.mcp import any_config
 from heron.coding.model_choice import SETUP_POINTER, ResolvedModel, SetupError, resolve_model, setup_help
 from heron.coding.runtime import CodingSession
 from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, chosen_tools
@@ -123,7 +123,7 @@ def assemble_session(spec: SessionSpec, warn: Warn = _log_warning) -> CodingSess
     resolved = spec.resolved
     store = open_store(spec.store, cwd, home)
     mcp = None
-    if spec.mcp or spec.mcp_servers:
+    if spec.mcp_servers or (spec.mcp and any_config(cwd, home)):  # no config file: no MCP code loaded
         mcp = _start_mcp(spec, cwd, home, resolved.model.context_window, warn)
     names = chosen_tools(spec.tools, settings)
     session = CodingSession(
@@ -211,10 +211,7 @@ def _start_mcp(spec: SessionSpec, cwd: Path, home: Path, window: int, warn: Warn
 
 
 def _clean_spills(session: CodingSession) -> None:
-    """Spill files older than ``spill.retentionDays`` removed, in the background."""
-    threading.Thread(
-        target=remove_old_spills,
-        args=(session.home / "tool-output", session.settings.spill.retention_days),
-        daemon=True,
-        name="heron-spill-cleanup",
-    ).start()
+    """Spill files older than ``spill.retentionDays`` removed, in the background - after the
+    session's first request, never before it (docs/architecture.md, "The critical path of a turn")."""
+    retention = session.settings.spill.retention_days
+    session.control.housekeeping.add(remove_old_spills, session.home / "tool-output", retention)

@@ -24,7 +24,7 @@ from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.agent.tool_meta import OTHER, ToolCatalog, ToolMeta
 from heron.agent.tools import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ToolResult
 from heron.ai.types import AssistantMessage, StopReason, TextContent
-from heron.coding.checkpoints import Checkpoints
+from heron.coding.checkpoints.session import Checkpoints
 from heron.coding.hooks import (
     HOOK_MESSAGE_TYPE,
     HookOutcome,
@@ -34,6 +34,7 @@ from heron.coding.hooks import (
     max_continuations,
     parse_hooks,
 )
+from heron.coding.housekeeping import Housekeeping
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.secrets import REDACTOR, SecretPolicy, known_secret_values, redact, redact_message
@@ -99,7 +100,15 @@ class Control:
         self.subagent_fields: dict[str, Any] = {}
         self._parent: Control | None = None
         self._load()
-        self.checkpoints = Checkpoints(self.cwd, self.home, keep_days=session.settings.checkpoint_keep_days)
+        self.checkpoints = Checkpoints(
+            self.cwd,
+            self.home,
+            keep_days=session.settings.checkpoint_keep_days,
+            exclude=session.settings.checkpoint_exclude,
+        )
+        # what waits for the first model response (docs/architecture.md, "The critical path of a turn")
+        self.housekeeping = Housekeeping()
+        self.housekeeping.add(self.checkpoints.housekeeping)
         session.env.child_env = self.child_env
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
@@ -109,6 +118,7 @@ class Control:
         # adds them (subscribed before the session recorder, so the file gets the redacted ones),
         # the session file's lines, spill files
         session.agent.subscribe(self._redact_event)
+        session.agent.subscribe(self._on_response)
         session.store.scrub = redact
         set_scrub(REDACTOR)
 
@@ -161,6 +171,15 @@ class Control:
         message = getattr(event, "message", None)
         if kind == "message_end" or (kind == "message_start" and not isinstance(message, AssistantMessage)):
             redact_message(message)
+
+    def _on_response(self, event: Any) -> None:
+        """The first answer is arriving, so the first request is out: housekeeping may start."""
+        if (
+            not self.housekeeping.started
+            and getattr(event, "type", "") in ("message_update", "message_end")
+            and isinstance(getattr(event, "message", None), AssistantMessage)
+        ):
+            self.housekeeping.start()
 
     def key_changed(self, api_key: str | None) -> None:
         """A new key is in use (a model switch): keep it from children and outputs too."""
@@ -218,7 +237,9 @@ class Control:
         args = ctx.params.model_dump() if hasattr(ctx.params, "model_dump") else dict(call.arguments)
         approved = False
         meta = self.permissions.tools.meta(tool)
+        await self.checkpoints.before_change(tool, meta.kind)  # one that can change files waits for the snapshot
         if self.hooks.has("PreToolUse", tool):
+            await self._before_hook()
             outcome = await self.hooks.run(
                 "PreToolUse", self._payload(tool_name=tool, tool_input=claude_tool_input(meta, args, self.cwd)), tool
             )
@@ -346,23 +367,26 @@ class Control:
     # --- prompts and compaction -------------------------------------------------------------
 
     async def before_prompt(self, text: str, fit: Callable[[str], str] = str) -> str | None:
-        """Checkpoint the working tree, run SessionStart (once) and UserPromptSubmit hooks.
-        Returns ``fit`` of the prompt (with any context hooks added), or None when a hook
-        blocked it."""
-        await self.checkpoints.before_turn(self.session.store)
+        """Start the checkpoint of the working tree (it runs alongside the request), run
+        SessionStart (once) and UserPromptSubmit hooks. Returns ``fit`` of the prompt (with any
+        context hooks added), or None when a hook blocked it."""
+        self.checkpoints.start_before_turn(self.session.store)
         text = redact(text)  # the model never needs heron's own keys; the file must not hold them
         extra: list[str] = []
         if not self._started:
             self._started = True
             if self.hooks.has("SessionStart"):
+                await self._before_hook()
                 outcome = await self.hooks.run("SessionStart", self._payload(source="startup"))
                 self._hook_problems("SessionStart", outcome)
                 extra.extend(outcome.context)
         if self._parent is None and self.hooks.has("UserPromptSubmit"):
+            await self._before_hook()
             outcome = await self.hooks.run("UserPromptSubmit", self._payload(prompt=text))
             self._hook_problems("UserPromptSubmit", outcome)
             if outcome.blocked:
                 self._record("hook", None, None, outcome.reason, {"event": "UserPromptSubmit", "decision": "block"})
+                await self.checkpoints.settled()
                 return None
             extra.extend(outcome.context)
         if not extra:
@@ -377,6 +401,7 @@ class Control:
         event, count = self.stop_event, 0
         matcher = self.subagent_fields.get("agent_type")
         while self.hooks.has(event, matcher):
+            await self._before_hook()
             last = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)
             if last is not None and last.stop_reason == StopReason.ABORTED:
                 break  # the user stopped it: not a stop for the hooks to argue with
@@ -418,8 +443,15 @@ class Control:
         return added
 
     async def after_prompt(self) -> None:
-        """The end-of-turn snapshot (the Stop hooks ran in :meth:`run_until_stopped`)."""
+        """The end-of-turn snapshot, when a tool or hook could have changed files (the Stop hooks
+        ran in :meth:`run_until_stopped`); housekeeping starts here if no answer came."""
+        self.housekeeping.start()
         await self.checkpoints.after_turn(self.session.store)
+
+    async def _before_hook(self) -> None:
+        """A hook runs a command, which may change files: after the turn's snapshot, and one after the turn."""
+        self.checkpoints.note_change()
+        await self.checkpoints.settled()
 
     async def pre_compact(self, reason: str) -> None:
         if self.hooks.has("PreCompact"):

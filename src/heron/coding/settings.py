@@ -151,6 +151,9 @@ class Settings:
     resume_turns: int = DEFAULT_RESUME_TURNS
     # checkpoints.keepDays: checkpoint snapshots older than this are pruned (heron.coding.checkpoints)
     checkpoint_keep_days: int = 30
+    # checkpoints.exclude: gitignore patterns added after the built-in list of generated directories
+    # (heron.coding.checkpoints.base.DEFAULT_EXCLUDES); "!name/" takes one of those back in
+    checkpoint_exclude: tuple[str, ...] = ()
     # mcp.startup: "eager" starts MCP servers with the session, "lazy" at their first tool call (docs/mcp.md)
     mcp_startup: str = "eager"
     # limits.maxTurns: model calls per prompt; None: the mode's default (heron.coding.run_limits)
@@ -214,6 +217,12 @@ def _tools(value: Any) -> list[str]:
     return [item.strip() for item in value if item.strip()]
 
 
+def _patterns(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Bad('must be an array of gitignore patterns, like ["*.log", "!build/"]')
+    return [item.strip() for item in value if item.strip()]
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.capitalize() for part in rest)
@@ -265,7 +274,7 @@ SCHEMA: dict[str, Any] = {
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
     "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
     "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
-    "checkpoints": {"keepDays": _POSITIVE},
+    "checkpoints": {"keepDays": _POSITIVE, "exclude": _patterns},
     "mcp": {"startup": _startup},
     "limits": {"maxTurns": _POSITIVE},
 }
@@ -397,6 +406,7 @@ def settings_from_dict(
         ),
         resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
         checkpoint_keep_days=_sub(data, "checkpoints").get("keepDays", 30),
+        checkpoint_exclude=tuple(_sub(data, "checkpoints").get("exclude", ())),
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
         timeouts=TimeoutSettings(

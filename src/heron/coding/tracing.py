@@ -41,19 +41,9 @@ if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 TRACER_NAME = "heron"
 _lock = threading.Lock()
 _provider: Any = None
-
-
-def tracing_mode(otel_flag: str | None) -> str | None:
-    """``"console"`` or ``"otlp"`` when traces are wanted, else None (nothing imported)."""
-    if otel_flag:
-        return otel_flag
-    if any(os.environ.get(name) for name in ENDPOINT_ENVS):
-        return "otlp"
-    return None
 
 
 def missing_packages(mode: str) -> str | None:

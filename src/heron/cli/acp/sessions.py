@@ -38,7 +38,7 @@ class AcpSession:
     session: CodingSession
     translator: EventTranslator
     bridge: PermissionBridge
-    mcp: SessionMcp
+    mcp: SessionMcp | None  # None: no MCP configuration and none from the editor
     run: asyncio.Task[Any] | None = None
     cancelled: bool = False
     unsubscribe: list[Any] = field(default_factory=list)
@@ -46,7 +46,8 @@ class AcpSession:
     def close(self) -> None:
         for undo in self.unsubscribe:
             undo()
-        self.mcp.close()
+        if self.mcp is not None:
+            self.mcp.close()
 
 
 def warn(text: str) -> None:
@@ -90,7 +91,7 @@ def build_session(
     cwd: Path,
     store: SessionStore | None,
     mcp_servers: list[Any] | None,
-) -> tuple[CodingSession, SessionMcp]:
+) -> tuple[CodingSession, SessionMcp | None]:
     """A runtime for ``cwd`` (blocking; raises SetupError, ValueError, SessionError)."""
     extra, problems = client_servers(mcp_servers)
     for problem in problems:
@@ -114,6 +115,5 @@ def build_session(
         mcp_servers=tuple(extra),
     )
     session = assemble_session(spec, warn)
-    assert session.mcp is not None  # mcp=True: a manager, perhaps without servers
     apply_max_turns(session.agent, session.settings, getattr(args, "max_turns", None))
     return session, session.mcp

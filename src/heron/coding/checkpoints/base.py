@@ -20,7 +20,35 @@ from pathlib import Path
 from typing import Protocol
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_FILES = 100_000  # a tree this big (a home directory, not a project) is not snapshotted
+MAX_FILES = 250_000  # a tree this big (a home directory, not a project) is not snapshotted
+# Generated trees and other tools' state, left out of every snapshot (gitignore patterns, added after
+# the project's own ignore files): restoring them is their tool's job, and a dependency tree alone can
+# be most of a project's files. ``checkpoints.exclude`` in settings adds patterns; "!node_modules/"
+# takes one back in (docs/permissions.md, "Checkpoints").
+DEFAULT_EXCLUDES = (
+    "node_modules/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    "*.pyc",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".tox/",
+    ".nox/",
+    "target/",
+    "dist/",
+    "build/",
+    ".next/",
+    ".nuxt/",
+    ".gradle/",
+    ".terraform/",
+    ".direnv/",
+    ".cache/",
+    ".hg/",
+    ".svn/",
+    ".jj/",
+)
 SNAPSHOT_PREFIX = "refs/heron/snapshots/"
 LEGACY_REF = "refs/heads/checkpoints"
 
@@ -120,6 +148,28 @@ def commit_time() -> tuple[int, int]:
     return int(now), time.localtime(now).tm_gmtoff
 
 
+def exclude_patterns(cwd: Path, home: Path, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """What a snapshot of ``cwd`` leaves out besides the project's ignore files: the built-in
+    list, the user's patterns, and heron's own home when it lies inside the project (last, so
+    no pattern takes it back: each snapshot would otherwise store the previous ones)."""
+    patterns = [*DEFAULT_EXCLUDES, *extra]
+    for inside in (home, home / "checkpoints"):
+        try:
+            rel = os.path.relpath(os.path.realpath(inside), cwd)
+        except ValueError:  # another drive
+            continue
+        if rel == ".":
+            continue  # the project is the home itself: its checkpoints directory is caught below
+        if not rel.startswith(".." + os.sep) and rel != ".." and not os.path.isabs(rel):
+            patterns.append("/" + escape_pattern(rel.replace(os.sep, "/")) + "/")
+    return patterns
+
+
+def escape_pattern(path: str) -> str:
+    """``path`` as a gitignore pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "*?[]\\!# " else ch for ch in path)
+
+
 def path_bytes(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
@@ -130,8 +180,9 @@ def path_str(raw: bytes) -> str:
 
 def is_large(cwd: Path, path: str) -> bool:
     """Over the size limit (a symlink never is: only its target path is stored)."""
+    full = os.path.join(cwd, path)  # strings, not Paths: a first snapshot asks this of every file
     try:
-        st = (cwd / path).lstat()
+        st = os.lstat(full)
     except OSError:
         return False
-    return st.st_size > MAX_FILE_BYTES and not os.path.islink(cwd / path)
+    return st.st_size > MAX_FILE_BYTES and not os.path.islink(full)

@@ -47,8 +47,9 @@ _STATUS = {"add": "A", "delete": "D", "modify": "M"}
 class DulwichBackend:
     name = "dulwich"
 
-    def __init__(self, git_dir: Path, cwd: Path) -> None:
+    def __init__(self, git_dir: Path, cwd: Path, exclude: list[str] | None = None) -> None:
         self.git_dir, self.cwd = git_dir, cwd
+        self.exclude = exclude or []  # gitignore patterns besides the project's (base.exclude_patterns)
         self._repo: Repo | None = None
 
     @property
@@ -61,7 +62,8 @@ class DulwichBackend:
         self._repo = Repo.init_bare(str(self.git_dir))
 
     def _ignores(self) -> IgnoreFilterManager:
-        filters: list[IgnoreFilter] = []
+        # in git's order: the project's .gitignore files, then info/exclude (these), then the user's file
+        filters: list[IgnoreFilter] = [IgnoreFilter([path_bytes(p) for p in self.exclude])]
         with contextlib.suppress(Exception):  # an unreadable global config only loses the global ignore file
             user = default_user_ignore_filter_path(StackedConfig.default())
             if os.path.isfile(user):

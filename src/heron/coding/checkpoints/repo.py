@@ -12,12 +12,19 @@ import contextlib
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from heron.coding.checkpoints.base import Backend, CheckpointError, Snapshot, SnapshotInfo, new_ref_name
+from heron.coding.checkpoints.base import (
+    Backend,
+    CheckpointError,
+    Snapshot,
+    SnapshotInfo,
+    exclude_patterns,
+    new_ref_name,
+)
 
 try:
     import fcntl
@@ -45,7 +52,9 @@ def dulwich_installed() -> bool:
     return True
 
 
-def choose_backend(git_dir: Path, cwd: Path, name: BackendName | None = None) -> Backend | None:
+def choose_backend(
+    git_dir: Path, cwd: Path, name: BackendName | None = None, exclude: list[str] | None = None
+) -> Backend | None:
     """The git command when it is on PATH, else dulwich when installed, else nothing."""
     git = shutil.which("git")
     if name == "git" or (name is None and git):
@@ -53,23 +62,32 @@ def choose_backend(git_dir: Path, cwd: Path, name: BackendName | None = None) ->
 
         if git is None:
             raise CheckpointError("git is not installed")
-        return GitBackend(git, git_dir, cwd)
+        return GitBackend(git, git_dir, cwd, exclude)
     if dulwich_installed():
         from heron.coding.checkpoints.dulwich_backend import DulwichBackend
 
-        return DulwichBackend(git_dir, cwd)
+        return DulwichBackend(git_dir, cwd, exclude)
     return None
 
 
 class ShadowRepo:
     """The shadow repository of one project."""
 
-    def __init__(self, cwd: Path, home: Path, backend: BackendName | None = None) -> None:
+    def __init__(
+        self, cwd: Path, home: Path, backend: BackendName | None = None, exclude: Sequence[str] | None = None
+    ) -> None:
+        """``exclude``: the ``checkpoints.exclude`` patterns; None reads them from the project's
+        settings, so every snapshot of a project (a turn's, a rewind's) leaves out the same files."""
         self.cwd = Path(os.path.realpath(cwd))
         self.home = home
         digest = hashlib.sha256(str(self.cwd).encode()).hexdigest()[:16]
         self.git_dir = home / "checkpoints" / digest
-        self.backend = choose_backend(self.git_dir, self.cwd, backend)
+        if exclude is None:
+            from heron.coding.settings import load_settings
+
+            exclude = load_settings(self.cwd, home).checkpoint_exclude
+        self.exclude = exclude_patterns(self.cwd, home, list(exclude))
+        self.backend = choose_backend(self.git_dir, self.cwd, backend, self.exclude)
 
     @classmethod
     def from_dir(cls, git_dir: Path, home: Path, backend: BackendName | None = None) -> ShadowRepo:
@@ -82,7 +100,7 @@ class ShadowRepo:
         except OSError:
             project = git_dir
         repo.cwd = project if project.is_dir() else git_dir
-        repo.home, repo.git_dir = home, git_dir
+        repo.home, repo.git_dir, repo.exclude = home, git_dir, []
         repo.backend = choose_backend(git_dir, repo.cwd, backend)
         return repo
 

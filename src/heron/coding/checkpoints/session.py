@@ -1,50 +1,158 @@
-"""The runtime's side of checkpoints: a snapshot before and after each user turn.
+"""The runtime's side of checkpoints: a snapshot before each user turn, and one after it when
+a tool could have changed files.
+
+The snapshot before a turn is off the critical path: it starts when the prompt arrives and runs
+in a thread while the request goes out and the model answers. A tool call that can change
+files (anything but the read-only tools) waits for it first, so the snapshot always holds the
+tree as it was before the turn. A snapshot that fails, or takes long, never delays a request.
+A turn whose tool calls only read takes no snapshot after it
+(the next turn's ``before`` snapshot records the tree anyway).
 
 Nothing is added to the session file (what a session sends is the same with or without
-checkpoints); each snapshot's commit message names the session and its leaf instead.
-Opening a session also starts the daily prune of old snapshots (``prune.py``) when due.
+checkpoints); each snapshot's commit message names the session and its leaf instead. The
+shadow-repository code (``repo.py`` and a backend) is imported only when a snapshot is taken,
+in the snapshot's thread; the daily prune of old snapshots (``prune.py``) is started by the
+session's housekeeping, after its first request (:meth:`Checkpoints.housekeeping`).
+A tool held up more than ``SLOW_SECONDS`` by a snapshot, or a snapshot that failed, is
+reported once per session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from heron.coding.checkpoints.base import CheckpointError
-from heron.coding.checkpoints.prune import DEFAULT_KEEP_DAYS, schedule_prune
-from heron.coding.checkpoints.repo import ShadowRepo
-from heron.session.store import SessionStore
+from heron.agent.tool_meta import ToolKind
+
+if TYPE_CHECKING:
+    from heron.coding.checkpoints.base import Snapshot
+    from heron.coding.checkpoints.repo import ShadowRepo
+    from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)
+
+# Kinds of tool that cannot change the project's files (what each tool declares it is,
+# heron.agent.tool_meta): a turn that calls only these takes no snapshot after it.
+READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo"})
+SLOW_SECONDS = 2.0  # a tool held up longer than this by a snapshot is reported (once)
+
+
+def may_change_files(kind: ToolKind) -> bool:
+    """Whether a call of a tool of ``kind`` could change the project's files (a tool that
+    declares nothing is ``other``, and could)."""
+    return kind not in READ_ONLY_KINDS
 
 
 class Checkpoints:
     """Snapshots around each turn (used by the runtime through ``Control``)."""
 
-    def __init__(self, cwd: Path, home: Path, enabled: bool = True, keep_days: int = DEFAULT_KEEP_DAYS) -> None:
-        self.repo = ShadowRepo(cwd, home)
+    def __init__(
+        self,
+        cwd: Path,
+        home: Path,
+        enabled: bool = True,
+        keep_days: int = 30,
+        exclude: tuple[str, ...] = (),
+    ) -> None:
+        self.cwd, self.home, self.keep_days, self.exclude = cwd, home, keep_days, exclude
         # Not a project: the home directory or the root would be snapshotted whole.
-        self.enabled = enabled and self.repo.available and self.repo.cwd not in (Path.home().resolve(), Path("/"))
-        if enabled and not self.repo.available:
-            log.warning("neither git nor dulwich is installed: no checkpoints, so `heron rewind` cannot restore code")
-        if self.enabled:
-            schedule_prune(home, keep_days)
+        self.enabled = enabled and cwd.resolve() not in (Path.home().resolve(), Path("/"))
+        self._repo: ShadowRepo | None = None
+        self._pending: asyncio.Task[None] | None = None
+        self._dirty = False  # a tool that could change files ran since the last snapshot
+        self._reported = False
 
-    async def before_turn(self, store: SessionStore) -> None:
-        await self._take(store, "before")
+    @property
+    def repo(self) -> ShadowRepo:
+        """The project's shadow repository (made, and its code imported, on first use)."""
+        if self._repo is None:
+            from heron.coding.checkpoints.repo import ShadowRepo
+
+            self._repo = ShadowRepo(self.cwd, self.home, exclude=self.exclude)
+            if not self._repo.available:
+                self.enabled = False
+                log.warning(
+                    "neither git nor dulwich is installed: no checkpoints, so `heron rewind` cannot restore code"
+                )
+        return self._repo
+
+    def housekeeping(self) -> None:
+        """Start the daily prune of old snapshots when it is due (a detached process); only in a
+        session that took a snapshot, so a run without checkpoints loads none of their code."""
+        if self.enabled and self._repo is not None:
+            from heron.coding.checkpoints.prune import schedule_prune
+
+            schedule_prune(self.home, self.keep_days)
+
+    def start_before_turn(self, store: SessionStore) -> None:
+        """Start the snapshot of the tree as the turn finds it, and return at once."""
+        message = self._message(store, "before")
+        if message is not None:
+            previous = self._pending
+            self._pending = asyncio.get_running_loop().create_task(self._take(message, previous))
+
+    async def before_change(self, tool: str, kind: ToolKind) -> None:
+        """Called before a tool runs: one that could change files waits for the pending snapshot."""
+        if may_change_files(kind):
+            self._dirty = True
+            start = time.monotonic()
+            await self.settled()
+            waited = time.monotonic() - start
+            if waited > SLOW_SECONDS:
+                self._report(f"{tool} waited {waited:.1f} s for the checkpoint snapshot of this turn")
+
+    def note_change(self) -> None:
+        """Something other than a tool (a hook's command) may have changed files this turn."""
+        self._dirty = True
+
+    async def settled(self) -> None:
+        """Wait for the snapshot in flight, if any (its failure is already reported)."""
+        if self._pending is not None:
+            await asyncio.shield(self._pending)
 
     async def after_turn(self, store: SessionStore) -> None:
-        await self._take(store, "after")
+        """Wait for the turn's snapshot; take one of the result when a tool could have changed files."""
+        await self.settled()
+        if not self._dirty:
+            return
+        self._dirty = False
+        message = self._message(store, "after")
+        if message is not None:
+            await self._take(message, None)
 
-    async def _take(self, store: SessionStore, at: str) -> None:
+    # kept for callers that snapshot in line (a sub-agent's Control, tests)
+    async def before_turn(self, store: SessionStore) -> None:
+        self.start_before_turn(store)
+        await self.settled()
+
+    def _message(self, store: SessionStore, at: str) -> str | None:
         if not self.enabled or store.path is None:  # an in-memory session (--no-session) cannot be rewound
-            return
-        message = f"heron checkpoint\n\nsession: {store.session_id}\nleaf: {store.leaf_id or ''}\nat: {at}\n"
+            return None
+        return f"heron checkpoint\n\nsession: {store.session_id}\nleaf: {store.leaf_id or ''}\nat: {at}\n"
+
+    async def _take(self, message: str, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.shield(previous)
+        start = time.monotonic()
         try:
-            snap = await asyncio.to_thread(self.repo.snapshot, message)
-        except CheckpointError as exc:
-            log.warning("checkpoint not taken: %s", exc)
+            snap = await asyncio.to_thread(self._snapshot, message)
+        except Exception as exc:  # noqa: BLE001 - CheckpointError, or a backend broke: the turn goes on
+            self._report(f"checkpoint not taken: {exc}")
             return
-        if snap.skipped_large:
+        log.debug("checkpoint snapshot took %.2f s", time.monotonic() - start)
+        if snap is not None and snap.skipped_large:
             log.info("checkpoint left out %d file(s) over 2 MB", len(snap.skipped_large))
+
+    def _snapshot(self, message: str) -> Snapshot | None:
+        repo = self.repo
+        if not self.enabled:
+            return None
+        return repo.snapshot(message)
+
+    def _report(self, text: str) -> None:
+        """Once per session at warning level (later ones at info): a user needs to know, not to be told each turn."""
+        log.log(logging.INFO if self._reported else logging.WARNING, "%s", text)
+        self._reported = True

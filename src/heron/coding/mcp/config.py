@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from heron.agent.tool_meta import TOOL_KINDS, ToolKind
+from heron.coding.mcp import PROJECT_FILE, USER_FILE
 
-PROJECT_FILE = ".mcp.json"
-USER_FILE = "mcp.json"
 Scope = Literal["user", "project"]
 # Provider tool names allow [A-Za-z0-9_-]; a server name is part of every tool's name.
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")

@@ -1,0 +1,87 @@
+"""The one-shot ``heron -p`` path loads only what it uses (issue 23): no screen (TUI, rich,
+prompt_toolkit), no MCP code without a config file, no tracing without ``--otel`` or an OTLP
+endpoint, no recall index, and no shadow-repository code in a run that takes no snapshot.
+Checked on the real command against a local OpenAI-format server, through ``sys.modules`` at
+the end of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
+
+# Module names (and their submodules) the one-shot path must not import.
+FORBIDDEN = (
+    "heron.cli.tui",
+    "heron.cli.modes.interactive",
+    "prompt_toolkit",
+    "rich",
+    "click",
+    "pygments",
+    "httpx._main",
+    "heron.coding.mcp.config",
+    "heron.coding.mcp.setup",
+    "heron.coding.mcp.manager",
+    "heron.coding.tracing",  # tracing_switch (the check) is not under it: the names differ
+    "opentelemetry",
+    "heron.session.recall",
+    "heron.cli.search_cmd",
+)
+# Without a session file there is nothing to rewind: none of the checkpoint machinery either.
+NO_SNAPSHOT = (
+    "heron.coding.checkpoints.repo",
+    "heron.coding.checkpoints.git_backend",
+    "heron.coding.checkpoints.dulwich_backend",
+    "heron.coding.checkpoints.prune",
+    "heron.coding.checkpoints.rewind",
+    "dulwich",
+)
+
+PROBE = (
+    "import json, os, runpy, sys\n"
+    "sys.argv = ['heron', *json.loads(os.environ['PROBE_ARGS'])]\n"
+    "try:\n    runpy.run_module('heron.cli.main', run_name='__main__')\nexcept SystemExit as exc:\n"
+    "    code = exc.code\n"
+    "names = sorted(n for n, m in sys.modules.items() if m is not None)\n"
+    "with open(os.environ['PROBE_OUT'], 'w') as out:\n    json.dump(names, out)\n"
+)
+
+
+def loaded_by_print(tmp_path: Path, server: LocalServer, *flags: str) -> set[str]:
+    cwd, home = tmp_path / "project", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    (cwd / "a.py").write_text("x = 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith(("HERON_", "OTEL_"))}
+    out = tmp_path / "modules.json"
+    args = [*flags, "--base-url", server.url + "/v1", "--model", "m", "-p", "hi"]
+    env.update(HERON_HOME=str(home), PROBE_ARGS=json.dumps(args), PROBE_OUT=str(out))
+    server.queue(openai_reply("ok"))
+    run = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert run.stdout == "ok\n", run.stderr
+    return set(json.loads(out.read_text()))
+
+
+def offending(loaded: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(name for name in loaded if any(name == p or name.startswith(p + ".") for p in prefixes))
+
+
+def test_print_without_a_session_loads_no_screen_mcp_tracing_recall_or_checkpoint_code(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    loaded = loaded_by_print(tmp_path, local_server, "--no-session")
+    assert "heron.coding.runtime" in loaded and "heron.cli.modes.print_mode" in loaded  # it did run
+    assert offending(loaded, FORBIDDEN + NO_SNAPSHOT) == []
+
+
+def test_print_with_a_session_loads_checkpoints_but_no_screen_mcp_tracing_or_recall(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    loaded = loaded_by_print(tmp_path, local_server)
+    assert "heron.coding.checkpoints.repo" in loaded  # the turn's snapshot was taken
+    assert offending(loaded, FORBIDDEN) == []
