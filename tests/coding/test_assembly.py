@@ -114,14 +114,19 @@ def test_a_spec_of_a_bare_model_is_resolved_as_given(project: Path, faux: FauxPr
         _ = SessionSpec(cwd=project, model=ModelChoice()).resolved
 
 
-def test_assembling_a_session_cleans_old_spill_files(project: Path, home: Path, faux: FauxProvider) -> None:
+async def test_an_assembled_session_cleans_old_spill_files_after_its_first_request(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
     old = home / "tool-output" / "old-session" / "out.txt"
     old.parent.mkdir(parents=True)
     old.write_text("x")
     long_ago = time.time() - 30 * 86_400
     os.utime(old, (long_ago, long_ago))
-    assemble_session(SessionSpec(cwd=project, model=faux.model()))
+    session = assemble_session(SessionSpec(cwd=project, model=faux.model()))
+    assert old.exists()  # housekeeping never runs before the first request
+    faux.queue(text("hello"))
+    await session.prompt("hi")
     for thread in threading.enumerate():
-        if thread.name == "heron-spill-cleanup":
+        if thread.name == "heron-housekeeping":
             thread.join(timeout=10)
     assert not old.exists() and not old.parent.exists()
