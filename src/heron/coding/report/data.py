@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heron.agent.messages import AgentMessage
-from heron.ai.types import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from heron.ai.types import AssistantMessage, ToolResultMessage, UserMessage
 from heron.context.budget import estimate_message_tokens
 from heron.context.compaction import CompactionSettings
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
@@ -143,13 +143,13 @@ def window_lookup(windows: WindowSource) -> Callable[[str], int | None]:
 
 
 def text_of(message: AgentMessage) -> str:
-    """The plain text of a message's text blocks."""
+    """The plain text of a message: its own ``text()`` where it has one (user, assistant,
+    tool result), else a string content (an extension's note), else nothing."""
+    text = getattr(message, "text", None)
+    if callable(text):
+        return str(text())
     content = getattr(message, "content", None)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.text for b in content if isinstance(b, TextContent))
-    return ""
+    return content if isinstance(content, str) else ""
 
 
 class _Estimate:
