@@ -130,3 +130,13 @@ async def test_an_assembled_session_cleans_old_spill_files_after_its_first_reque
         if thread.name == "heron-housekeeping":
             thread.join(timeout=10)
     assert not old.exists() and not old.parent.exists()
+
+
+def test_the_front_door_exports_the_spec_the_assembly_the_run_and_its_outcome() -> None:
+    import heron.coding as front
+    from heron.coding.assembly import assemble_session as assembled
+    from heron.coding.outcome import RunOutcome
+    from heron.coding.run import Run
+
+    assert front.assemble_session is assembled and front.Run is Run and front.RunOutcome is RunOutcome
+    assert {"SessionSpec", "StoreSpec", "assemble_session", "Run", "RunOutcome"} <= set(front.__all__)
