@@ -15,7 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from heron.context.compaction import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.cli.test_print_json_e2e import heron_command
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply
