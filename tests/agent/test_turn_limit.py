@@ -10,6 +10,7 @@ from heron.agent.turn_limit import TURN_LIMIT_KIND, TurnLimit
 from heron.ai.providers.faux import FauxProvider, text, tool_call
 from heron.ai.types import AssistantMessage, StopReason
 from heron.cli.acp.prompting import stop_reason
+from heron.coding.outcome import decide
 from tests.agent.support import assert_tool_results_paired, echo_tool, make_agent
 
 
@@ -28,7 +29,10 @@ async def test_the_run_stops_before_the_call_over_the_limit(faux: FauxProvider) 
     assert last.stop_reason == StopReason.ERROR and last.error_kind == TURN_LIMIT_KIND
     assert last.error_message is not None and last.error_message.startswith("stopped after 3 model calls")
     assert_tool_results_paired(agent.messages)
-    assert stop_reason(added, cancelled=False) == ("max_turn_requests", None)
+    assert stop_reason(decide([m for m in added if isinstance(m, AssistantMessage)]), cancelled=False) == (
+        "max_turn_requests",
+        None,
+    )  # the outcome every mode presents; ACP's stop reason for it
 
     # continue_() (a retry) keeps counting: no fresh allowance, no request
     agent.messages.pop()
