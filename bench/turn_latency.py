@@ -40,6 +40,7 @@ from tests.cli.audit_harness import AnthropicPlanServer, PlanServer, Rpc, Step, 
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 from _common import median, parser, table, write_json
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import (
     AssistantMessage,
     Context,
@@ -50,6 +51,7 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
+from heron.coding.tools import builtin_meta
 from heron.context.budget import request_tokens, tail_pressure
 from heron.context.decisions import ContextDecisions
 from heron.context.invariants import IncrementalCheck, RequestSnapshot, check_request
@@ -210,13 +212,14 @@ def context_path_table(turns: int) -> tuple[list[list[str]], dict[str, Any]]:
     scratch (a new builder and the whole check, which is what every request did before)."""
     cwd = Path("/tmp/project")
     decisions = ContextDecisions()
-    kept, checks = ViewBuilder(cwd), IncrementalCheck()
+    tools = ToolCatalog(fallback=builtin_meta)  # the built-in tools, as a session has them
+    kept, checks = ViewBuilder(cwd, tools), IncrementalCheck()
     messages: list[Any] = []
     timing: dict[str, list[float]] = {"view, incremental": [], "view, from scratch": [], "checks, incremental": []}
     timing["checks, whole"] = []
     for n in range(turns):
         messages += synthetic_turn(n, cwd)
-        for label, builder in (("view, incremental", kept), ("view, from scratch", ViewBuilder(cwd))):
+        for label, builder in (("view, incremental", kept), ("view, from scratch", ViewBuilder(cwd, tools))):
             start = time.perf_counter()
             view = builder.apply(messages, decisions)
             tally = view.tally if builder is kept else None
@@ -225,9 +228,17 @@ def context_path_table(turns: int) -> tuple[list[list[str]], dict[str, Any]]:
             _ = view.reads
             timing[label].append((time.perf_counter() - start) * 1000)
         shot = RequestSnapshot(
-            view=view, context=Context(system_prompt="s", messages=list(view)), max_tokens=4_096,
-            window=1_000_000, reserve=16_384, stubs={}, cwd=cwd, turn_prompt=view[-4], model=("local", "big"),
-        )  # fmt: skip
+            view=view,
+            context=Context(system_prompt="s", messages=list(view)),
+            max_tokens=4_096,
+            window=1_000_000,
+            reserve=16_384,
+            stubs={},
+            cwd=cwd,
+            turn_prompt=view[-4],
+            model=("local", "big"),
+            tools=tools,
+        )
         for label, run in (("checks, incremental", checks.check), ("checks, whole", check_request)):
             start = time.perf_counter()
             assert run(shot) == [], "the synthetic session breaks a rule"
