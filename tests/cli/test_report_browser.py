@@ -128,6 +128,8 @@ def test_the_report_in_chromium(compacted_session: tuple[Path, Path, dict[str, s
             assert page.locator("#ledger-body tr").count() == sum(r["kind"] == "compaction" for r in records)
             last_turn = page.locator("#turns details.turn").last
             last_turn.locator("summary").click()
+            # The page draws a turn's messages on the `toggle` event, which the browser queues after the click.
+            last_turn.locator(".msg").first.wait_for(state="attached", timeout=10_000)
             assert last_turn.locator(".msg").count() > 0
             page.screenshot(path=str(tmp_path / "report-full.png"), full_page=True)
             assert errors == []
@@ -161,6 +163,7 @@ def test_a_hostile_session_renders_as_text(tmp_path: Path) -> None:
             page = browser.new_page()
             page.goto(target.as_uri())
             page.locator("#turns details.turn").first.locator("summary").click()
+            page.locator("#turns .msg").first.wait_for(state="attached", timeout=10_000)
             page.locator("#context-chart .marker").first.hover()
             assert page.evaluate("window.__pwned === undefined")
             assert page.locator("img").count() == 0 and page.locator("a[href^='javascript']").count() == 0
