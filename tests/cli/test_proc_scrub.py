@@ -76,7 +76,7 @@ def test_proc_environ_and_cmdline_of_heron_hold_no_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env.update(HERON_HOME=str(home), OPENAI_API_KEY=ENV_KEY, HTTPS_PROXY_URL=f"http://me:{URL_PASSWORD}@proxy")
     argv = [sys.executable, "-m", "heron.cli.main", "--base-url", f"{server.url}/v1", "--model", "test-model"]
-    argv += ["--api-key", CLI_KEY, "-p", "look around"]
+    argv += ["--api-key", CLI_KEY, "--sandbox", "off", "-p", "look around"]  # the sandbox would hide heron's /proc
     child = subprocess.Popen(
         argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
@@ -109,3 +109,42 @@ def _base64_lines(request_body: str) -> list[str]:
     results = [m for m in body["messages"] if m.get("role") == "tool"]
     text = results[-1]["content"] if isinstance(results[-1]["content"], str) else results[-1]["content"][0]["text"]
     return [line for line in text.splitlines() if line and not line.startswith("[")]
+
+
+class _Survey(_Held):
+    """Asks, once, for every process's environment and command line a command can see."""
+
+    def __call__(self, request: Recorded) -> Reply:
+        self.bodies.append(request.json())
+        if len(self.bodies) == 1:
+            command = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; tr '\\0' ' ' < $p/environ; done | base64"
+            return call_reply("call_1", "bash", {"command": command}, 100)
+        return text_reply("done", 100)
+
+
+def test_in_the_sandbox_no_process_of_heron_is_there_to_read(tmp_path: Path) -> None:
+    survey = _Survey()
+    server = LocalServer(responder=survey)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
+    env.update(HERON_HOME=str(home), OPENAI_API_KEY=ENV_KEY)
+    argv = [sys.executable, "-m", "heron.cli.main", "--base-url", f"{server.url}/v1", "--model", "test-model"]
+    try:
+        done = subprocess.run(
+            [*argv, "--api-key", CLI_KEY, "-p", "look around"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr.decode()
+    seen = b"".join(base64.b64decode(line) for line in _base64_lines(json.dumps(survey.bodies[-1])))
+    assert b"bwrap" in seen  # the survey ran, in the sandbox
+    assert b"heron.cli.main" not in seen
+    for secret in (ENV_KEY, CLI_KEY):
+        assert secret.encode() not in seen

@@ -54,6 +54,7 @@ def build_app(args: argparse.Namespace) -> App:
         append_system_prompt=_prompt_text(args.append_system_prompt, cwd),
         trust=bool(getattr(args, "trust", False)),
         permission_mode=getattr(args, "permission_mode", None),
+        sandbox=getattr(args, "sandbox", None),
         allow=tuple(getattr(args, "allow", None) or ()),
         mcp=True,
     )

@@ -125,6 +125,12 @@ def _permission_arguments(parser: argparse.ArgumentParser) -> None:
         help="default, plan (read-only), accept-edits or bypass (docs/permissions.md)",
     )
     parser.add_argument(
+        "--sandbox",
+        default=None,
+        metavar="MODE",
+        help="where commands may write: workspace-write (default), read-only or off (docs/permissions.md)",
+    )
+    parser.add_argument(
         "--allow",
         action="append",
         default=[],

@@ -172,12 +172,14 @@ def _arrange_tools(spec: SessionSpec, session: CodingSession, names: list[str]) 
 
 
 def _apply_control(spec: SessionSpec, session: CodingSession, warn: Warn) -> None:
-    """``--trust``, ``--permission-mode``, ``--allow`` (docs/permissions.md)."""
+    """``--trust``, ``--permission-mode``, ``--sandbox``, ``--allow`` (docs/permissions.md)."""
     control = session.control
     if spec.trust:
         control.trust()
     if spec.permission_mode:
         control.set_mode(spec.permission_mode)  # ValueError: a mode heron does not have
+    if spec.sandbox:
+        control.set_sandbox(spec.sandbox)  # ValueError: likewise
     problems = control.allow(list(spec.allow))
     if problems:
         raise ValueError(problems[0])
@@ -195,6 +197,7 @@ def share_control(parent: CodingSession, child: CodingSession, agent_type: str) 
     theirs.permissions = ours.permissions
     theirs.hooks = ours.hooks
     theirs.asker = ours.asker
+    theirs.sandbox_mode = ours.sandbox_mode
     theirs.as_subagent(ours, agent_type)
     child.extensions.share(parent.extensions)
 

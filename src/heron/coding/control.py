@@ -37,7 +37,15 @@ from heron.coding.hooks import (
 from heron.coding.housekeeping import Housekeeping
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
-from heron.coding.secrets import REDACTOR, SecretPolicy, known_secret_values, redact, redact_message
+from heron.coding.sandbox import SANDBOX_MODES, Confinement, Sandbox, SandboxMode, sandbox_policy
+from heron.coding.secrets import (
+    REDACTOR,
+    SecretPolicy,
+    known_secret_values,
+    redact,
+    redact_message,
+    url_passwords,
+)
 from heron.coding.settings import Settings
 from heron.coding.tools.env import ToolEnv
 from heron.context.ledger import Ledger, LedgerRecord
@@ -98,6 +106,7 @@ class Control:
         self._started = False
         self.stop_event = "Stop"  # "SubagentStop" in a sub-agent (as_subagent)
         self.subagent_fields: dict[str, Any] = {}
+        self.sandbox_mode: SandboxMode | None = None  # ``--sandbox``: instead of the settings' mode
         self._parent: Control | None = None
         self._load()
         self.checkpoints = Checkpoints(
@@ -110,6 +119,7 @@ class Control:
         self.housekeeping = Housekeeping()
         self.housekeeping.add(self.checkpoints.housekeeping)
         session.env.child_env = self.child_env
+        session.env.confine = self.confine
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
         session.agent.before_tool_call = self.before_tool_call
@@ -138,6 +148,7 @@ class Control:
         ]
         self.secrets = SecretPolicy.for_heron(self.home, pass_through, [self.session.api_key])
         REDACTOR.add(known_secret_values(self.secrets, self.home))
+        REDACTOR.add(url_passwords(self.session.agent.state.model.base_url))
         self.hooks = HookRunner(
             parse_hooks(scopes, trusted=self.trusted, warnings=self.warnings),
             self.cwd,
@@ -145,6 +156,17 @@ class Control:
             self.session.tool_catalog,
         )
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
+        self.sandbox = Sandbox(
+            lambda: sandbox_policy(
+                scopes,
+                self.permissions.rules,
+                project=self.cwd,
+                home=self.home,
+                trusted=self.trusted,
+                override=self.sandbox_mode,
+            )
+        )
+        self.warnings.extend(self.sandbox.policy().warnings)
         self.warnings.extend(self.permissions.warnings)
 
     # --- configuration (flags, /mode) ---------------------------------------------------
@@ -160,6 +182,17 @@ class Control:
         parsed = parse_mode(mode)
         self.permissions.mode = parsed
         return parsed
+
+    def set_sandbox(self, mode: str) -> SandboxMode:
+        """``--sandbox MODE``; ValueError for a mode heron does not have."""
+        if mode not in SANDBOX_MODES:
+            raise ValueError(f"--sandbox {mode!r}: the modes are {', '.join(SANDBOX_MODES)} (docs/permissions.md)")
+        self.sandbox_mode = mode
+        return self.sandbox_mode
+
+    def confine(self, argv: list[str], cwd: Path) -> Confinement:
+        """A command's argv in the session's sandbox (docs/permissions.md, "Sandbox")."""
+        return self.sandbox.confine(argv, cwd)
 
     def allow(self, rules: list[str]) -> list[str]:
         """``--allow`` rules; returns the problems of rules that could not be read."""
@@ -184,7 +217,7 @@ class Control:
     def key_changed(self, api_key: str | None) -> None:
         """A new key is in use (a model switch): keep it from children and outputs too."""
         self.secrets.secret_values |= {api_key} if api_key and len(api_key) >= 8 else set()
-        REDACTOR.add([api_key])
+        REDACTOR.add([api_key, *url_passwords(self.session.agent.state.model.base_url)])
 
     def child_env(self) -> dict[str, str]:
         return self.secrets.child_environment()

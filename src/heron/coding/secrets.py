@@ -21,6 +21,7 @@ cannot pass secrets through: it comes from the repository, which may not be the 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -277,13 +278,27 @@ def models_json_literals(path: Path) -> set[str]:
     return {v for v in found if not _ENV_NAME.match(v) and not v.startswith("!")}
 
 
+# ``scheme://user:password@host``: the password part (a proxy or a base URL with credentials).
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:([^\s/@]+)@")
+
+
+def url_passwords(text: str | None) -> set[str]:
+    """The passwords written into URLs in ``text`` (``http://me:pw@proxy``)."""
+    return set(_URL_PASSWORD.findall(text)) if text else set()
+
+
 def known_secret_values(policy: SecretPolicy, home: Path, environ: Mapping[str, str] | None = None) -> set[str]:
     """The values :data:`REDACTOR` should know: the keys in use, the values of every
-    variable bash children do not get, and literal models.json keys."""
+    variable bash children do not get, literal models.json keys, and the passwords of URLs
+    in the environment and in models.json (a proxy, a base URL with credentials)."""
     source = os.environ if environ is None else environ
     values = set(policy.secret_values)
     values.update(value for name, value in source.items() if policy.is_secret(name, value))
     values |= models_json_literals(home / "models.json")
+    for value in source.values():
+        values |= url_passwords(value)
+    with contextlib.suppress(OSError):
+        values |= url_passwords((home / "models.json").read_text(encoding="utf-8"))
     return values
 
 

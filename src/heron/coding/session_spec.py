@@ -133,6 +133,7 @@ class SessionSpec:
     date: str | None = None  # the prompt's date (default: the session's start)
     trust: bool = False  # ``--trust``: the project's hooks, rules, extensions and MCP servers
     permission_mode: str | None = None
+    sandbox: str | None = None  # ``--sandbox``: off, workspace-write or read-only (default: the settings')
     allow: tuple[str, ...] = ()  # ``--allow`` rules
     mcp: bool = False  # start the configured MCP servers (user's; project's when trusted)
     mcp_servers: tuple[ServerConfig, ...] = ()  # more servers (an ACP client's), started too

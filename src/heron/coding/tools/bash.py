@@ -24,13 +24,14 @@ import signal as signals
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from heron.agent.tool_meta import ToolMeta, command_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
+from heron.ai.types import TextContent
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
@@ -39,6 +40,9 @@ from heron.coding.tools.process import PipeProtocol, kill_group, resolve_shell, 
 from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.limits import format_size
 from heron.context.truncate import Truncation, truncate_tail
+
+if TYPE_CHECKING:
+    from heron.coding.sandbox import Confinement
 
 __all__ = ["BashParams", "BashTool", "OutputCollector", "StreamSanitizer", "resolve_shell"]
 
@@ -120,12 +124,14 @@ class BashTool(AgentTool[BashParams]):
         sink = OutputCollector(
             limits.max_lines, limits.max_bytes, lambda: self._spill_path(call_id), self.env.spill_max_bytes
         )
+        argv = [shell, "-c", params.command]
+        confinement = self.env.confine(argv, cwd) if self.env.confine is not None else None
+        if confinement is not None:
+            argv = confinement.argv
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: PipeProtocol(loop, sanitizer, sink),
-                shell,
-                "-c",
-                params.command,
+                *argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -147,7 +153,8 @@ class BashTool(AgentTool[BashParams]):
             sink.finish()
             transport.close()
         returncode = transport.get_returncode() if ending.outcome == "exit" else None
-        return self._result(sink, ending.outcome, returncode, params, ending.background_killed)
+        result = self._result(sink, ending.outcome, returncode, params, ending.background_killed)
+        return _with_confinement(result, confinement)
 
     async def _supervise(
         self,
@@ -340,3 +347,15 @@ def _details(
         timed_out=timed_out,
         aborted=aborted,
     )
+
+
+def _with_confinement(result: ToolResult, confinement: Confinement | None) -> ToolResult:
+    """Marks a sandboxed run in the details; a sandbox the settings ask for but the machine
+    cannot give is said once, in front of the output."""
+    if confinement is None:
+        return result
+    details = {**(result.details or {}), "sandboxed": confinement.confined}
+    if not confinement.note:
+        return ToolResult(content=result.content, details=details, is_error=result.is_error)
+    text = "".join(block.text for block in result.content if isinstance(block, TextContent))
+    return ToolResult.text(f"{confinement.note}\n\n{text}", details=details, is_error=result.is_error)

@@ -113,6 +113,7 @@ class BashDetails(TypedDict):
     background_killed: NotRequired[bool]
     spill_error: NotRequired[str]
     spill_omitted_bytes: NotRequired[int]  # the full-output file hit its size cap
+    sandboxed: NotRequired[bool]  # ran inside the sandbox (docs/permissions.md, "Sandbox")
 
 
 class BashPartialDetails(TypedDict):

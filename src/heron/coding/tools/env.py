@@ -13,11 +13,14 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from heron.ai.models import heron_home
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.spill import SPILL_MAX_BYTES
+
+if TYPE_CHECKING:
+    from heron.coding.sandbox import Confinement
 
 # The ``path`` parameter of read, write and edit: one wording, sent with every request.
 PATH_DESCRIPTION = "File path, relative to the working directory or absolute."
@@ -121,6 +124,8 @@ class ToolEnv:
     bash_default_timeout: float | None = 600.0  # ``bash.defaultTimeoutMs``: a command given no timeout
     bash_max_timeout: float | None = 3600.0  # ``bash.maxTimeoutMs``: the longest timeout the model may ask for
     client_files: ClientFiles | None = None  # None: write and edit work on the files themselves
+    # Puts a command's argv in the session's sandbox (docs/permissions.md, "Sandbox"); None: run it as it is.
+    confine: Callable[[list[str], Path], Confinement] | None = None
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""

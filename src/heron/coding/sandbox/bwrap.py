@@ -1,0 +1,95 @@
+"""The sandbox on Linux: bubblewrap (Debian's ``bubblewrap`` package), the tool Flatpak uses.
+
+Why bubblewrap and not Landlock through a Python binding: bubblewrap gives, in one
+well-kept program, all three boundaries the sandbox needs - mount namespaces (a read-only
+file system with writable holes, hidden paths), a PID namespace (heron's own
+``/proc/<pid>/environ`` and ``cmdline`` are not there to read, and every process a command
+starts, ``setsid`` daemons included, ends with it) and a network namespace. Landlock
+covers only the first and needs a kernel of 5.13 or later with it enabled.
+
+A command runs as ``bwrap <mounts> -- shell -c command``; ``--die-with-parent`` ends the
+sandbox when heron dies (so tool children never outlive a killed heron). Whether the kernel
+lets bubblewrap make namespaces (containers often do not) is probed once per process; where
+it cannot, the caller runs the command unconfined and says so once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from heron.coding.sandbox.policy import SandboxPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """Whether the sandbox can run here, and if not, why (for the one-time warning)."""
+
+    ok: bool
+    reason: str = ""
+
+
+_probed: dict[str, Availability] = {}
+
+
+def availability(binary: str | None = None) -> Availability:
+    """Whether bubblewrap is installed and the kernel lets it make its namespaces; asked
+    once per process (a probe costs a few milliseconds)."""
+    found = binary or shutil.which("bwrap")
+    if found is None:
+        return Availability(False, "bubblewrap (bwrap) is not installed; on Debian: apt-get install bubblewrap")
+    cached = _probed.get(found)
+    if cached is not None:
+        return cached
+    probe = [found, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net"]
+    try:
+        done = subprocess.run([*probe, "true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        result = Availability(False, f"bubblewrap could not start: {exc}")
+    else:
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        result = (
+            Availability(True)
+            if done.returncode == 0
+            else Availability(
+                False, f"the kernel refused bubblewrap's namespaces ({why[-1] if why else done.returncode})"
+            )
+        )
+    _probed[found] = result
+    return result
+
+
+def wrap_command(policy: SandboxPolicy, argv: list[str], cwd: Path, binary: str = "bwrap") -> list[str]:
+    """``argv`` run inside the sandbox ``policy`` describes, starting in ``cwd``."""
+    args = [binary, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if not policy.network:
+        args.append("--unshare-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    temp = policy.temp
+    temp.mkdir(parents=True, exist_ok=True, mode=0o700)
+    args += ["--bind", str(temp), "/tmp"]
+    if policy.mode == "workspace-write":
+        args += ["--bind", str(policy.project), str(policy.project)]
+        for path in policy.writable:
+            args += ["--bind-try", str(path), str(path)]
+    else:  # mounted again, read-only: a project under /tmp would be hidden by the private /tmp
+        args += ["--ro-bind", str(policy.project), str(policy.project)]
+    for path in policy.read_only:
+        args += ["--ro-bind-try", str(path), str(path)]
+    for path in (*policy.hidden, policy.home):
+        args += _hide(path)
+    args += ["--chdir", str(cwd), "--", *argv]
+    return args
+
+
+def _hide(path: Path) -> list[str]:
+    """Mounts that make ``path`` unreadable: an empty read-only directory over a
+    directory, the empty ``/dev/null`` over a file; nothing for a path that is not there."""
+    if path.is_dir():
+        return ["--tmpfs", str(path), "--remount-ro", str(path)]
+    if path.exists():
+        return ["--ro-bind", os.devnull, str(path)]
+    return []
