@@ -75,3 +75,21 @@ async def test_entries_tree_and_session_name(project: Path, faux: FauxProvider) 
     assert named["data"] == {"sessionName": "refactor"}
     assert {"type": "session_info_changed", "name": "refactor"} in h.out
     assert (await h.call({"id": 8, "type": "get_state"}))["data"]["sessionName"] == "refactor"
+
+
+async def test_reset_window_forgets_a_learned_window(project: Path, faux: FauxProvider) -> None:
+    from heron.context.decisions import LearnedWindow, window_data
+
+    faux.queue(text("hello"))
+    h = Harness(project, faux)
+    await h.call({"id": 1, "type": "prompt", "message": "hi"})
+    await h.wait(lambda o: o["type"] == "run_end" and o["id"] == 1)
+    policy = h.app.session.policy
+    configured = policy.window
+    nothing = await h.call({"id": 2, "type": "reset_window"})
+    assert nothing["data"] == {"dropped": None, "window": configured}
+    policy._record(window_data(LearnedWindow(policy.model_key, 4_096, 9_000, "error text")))
+    assert policy.window == 4_096
+    dropped = await h.call({"id": 3, "type": "reset_window"})
+    assert dropped["data"] == {"dropped": 4_096, "window": configured}
+    assert policy.window == configured

@@ -34,3 +34,38 @@ def test_a_learned_window_is_never_below_the_last_accepted_request(
     assert learned is not None and learned.window == 12_500  # the stated limit alone gives 11,760
     # an accepted request at or above the current window: nothing lower to learn
     assert s.policy.learn_from_overflow(overflow(OPENAI.format(total=16_000)), accepted_tokens=20_000) is None
+
+
+def test_a_learned_window_is_dropped_when_a_larger_request_is_served(
+    session_for: Callable[..., Session],  # noqa: F811
+) -> None:
+    from heron.ai.types import Usage
+    from heron.context.learned_window import expire_learned_window
+
+    s = session_for(window=16_384, max_tokens=3_000)
+    s.add([user("hi"), reply("hello")])
+    s.policy.last_tokens, s.policy.last_max_tokens = 13_000, 3_000
+    learned = s.policy.learn_from_overflow(overflow(OPENAI.format(total=16_000)))
+    assert learned is not None and s.policy.window == learned.window
+    # a reply served within the learned window proves nothing
+    s.add([user("more"), reply("fine", usage=Usage(input=learned.window - 10))])
+    assert expire_learned_window(s.policy, s.messages()) is None and s.policy.window == learned.window
+    # the server answered more than the learned window by its own count: the window was wrong
+    s.add([user("again"), reply("fine", usage=Usage(input=learned.window - 100, cache_read=500))])
+    assert expire_learned_window(s.policy, s.messages()) == learned.window
+    assert s.policy.window == 16_384
+    assert any(r.detail.get("reset") for r in s.ledger.records)
+    s.restart()  # recorded: a new process plans with the configured window too
+    assert s.policy.window == 16_384
+
+
+def test_a_learned_window_can_be_dropped_on_request(session_for: Callable[..., Session]) -> None:  # noqa: F811
+    s = session_for(window=16_384, max_tokens=3_000)
+    s.add([user("hi"), reply("hello")])
+    assert s.policy.forget_window("the user asked") is None  # nothing learned: nothing to drop
+    s.policy.last_tokens, s.policy.last_max_tokens = 13_000, 3_000
+    learned = s.policy.learn_from_overflow(overflow(OPENAI.format(total=16_000)))
+    assert learned is not None
+    assert s.policy.forget_window("the user asked") == learned.window and s.policy.window == 16_384
+    s.restart()
+    assert s.policy.window == 16_384

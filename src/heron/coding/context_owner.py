@@ -27,6 +27,7 @@ from heron.coding.tools import set_limits
 from heron.context.compaction import entry_message
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
+from heron.context.learned_window import expire_learned_window
 from heron.context.summariser import SummaryFailed, summarise_branch
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class ContextOwner:
     async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         """The view for the next request (pruned, compacted when due, within the window)."""
         session, policy = self.session, self.session.policy
+        if expire_learned_window(policy, messages) is not None:
+            self._follow_window()
         # counted only while a flush is still possible (the view is counted again below)
         if session.memory.flush_wanted(policy.decisions.flushed):
             tokens = session.estimate_request_tokens(messages)
@@ -56,6 +59,19 @@ class ContextOwner:
         end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
         rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
         return policy.settle(messages, pressure, rebuilt, end.error)
+
+    def forget_learned_window(self, reason: str) -> int | None:
+        """``/context reset-window`` and rpc ``reset_window``: plan with the configured window
+        again (recorded); the dropped window, or None when none was learned."""
+        dropped = self.session.policy.forget_window(reason)
+        if dropped is not None:
+            self._follow_window()
+        return dropped
+
+    def _follow_window(self) -> None:
+        """Tool output limits follow the window heron plans for."""
+        session = self.session
+        set_limits(session.env, session.tools, session.settings.tool_limits.for_window(session.policy.window))
 
     async def compact(
         self,

@@ -27,6 +27,7 @@ DECISION_CUSTOM_TYPE = "heron.context"
 
 OP_PRUNE = "prune"
 OP_WINDOW = "window"
+OP_WINDOW_RESET = "window_reset"  # a learned window dropped: by the user, or a larger request was served
 OP_AUTO_COMPACTION = "auto_compaction"
 OP_FLUSH = "flush"
 
@@ -95,6 +96,10 @@ class ContextDecisions:
                     rejected_tokens=rejected if isinstance(rejected, int) else 0,
                     source=str(data.get("source") or ""),
                 )
+        elif op == OP_WINDOW_RESET:
+            model = data.get("model")
+            if isinstance(model, str):
+                self.windows.pop(model, None)
         elif op == OP_FLUSH:
             self.flushed = True
         elif op == OP_AUTO_COMPACTION:
@@ -120,6 +125,10 @@ def window_data(learned: LearnedWindow) -> dict[str, Any]:
         "rejectedTokens": learned.rejected_tokens,
         "source": learned.source,
     }
+
+
+def window_reset_data(model: str, window: int, reason: str) -> dict[str, Any]:
+    return {"op": OP_WINDOW_RESET, "model": model, "window": window, "reason": reason}
 
 
 def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:

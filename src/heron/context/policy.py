@@ -38,6 +38,7 @@ from heron.context.decisions import (
     flush_data,
     prune_data,
     window_data,
+    window_reset_data,
 )
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
@@ -480,6 +481,24 @@ class ContextPolicy:
                 chars_after=window * 4,
                 recover=f"window lowered to {window:,} tokens for {self.model_key}",
                 detail={"error": text, "source": source, "window": window, "rejectedTokens": rejected},
+            )
+        )
+        return learned
+
+    def forget_window(self, reason: str) -> int | None:
+        """Drop the window learned for the current model (recorded, so a restart plans with
+        the configured one too); returns the dropped window, None when there was none."""
+        learned = self.decisions.learned_window(self.model_key)
+        if learned is None:
+            return None
+        self._record(window_reset_data(self.model_key, learned, reason))
+        self.ledger.add(
+            LedgerRecord(
+                kind="overflow",
+                chars_before=learned * 4,
+                chars_after=self.window * 4,
+                recover=f"learned window of {learned:,} tokens dropped for {self.model_key} ({reason})",
+                detail={"reset": reason, "window": learned},
             )
         )
         return learned

@@ -58,6 +58,7 @@ class SessionCommands:
             "set_steering_mode": self._set_queue_mode,
             "set_follow_up_mode": self._set_queue_mode,
             "set_auto_compaction": self._set_auto_compaction,
+            "reset_window": self._reset_window,
             "new_session": self._new_session,
             "switch_session": self._switch_session,
             "fork": self._fork,
@@ -247,6 +248,12 @@ class SessionCommands:
         else:
             self.session.policy.disable_auto_compaction("the rpc client asked for it")
         return {"autoCompactionEnabled": self.session.policy.auto_compaction}
+
+    async def _reset_window(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """Forget a window learnt from a rejection (heron's command; docs/context.md)."""
+        self._require_idle("reset_window")
+        dropped = self.session.context_owner.forget_learned_window("the rpc client asked for it")
+        return {"dropped": dropped, "window": self.session.policy.window}
 
     async def _set_session_name(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         name = (string_field(fields, "name", empty=True) or "").strip()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from heron.ai.models import heron_home
+from heron.coding.tools.names import unquote_names
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.spill import SPILL_MAX_BYTES
 
@@ -165,6 +166,9 @@ def resolve_path(raw: str, cwd: Path) -> Path:
     if text.startswith("@"):
         text = text[1:]
     candidates = [text]
+    unquoted = unquote_names(text)  # a name a listing showed as $'new\nline' (names.py)
+    if unquoted != text:
+        candidates.insert(0, unquoted)
     normalised = "".join(_SPACES.get(ch, ch) for ch in text)
     if normalised != text:
         candidates.append(normalised)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from heron.agent.tools import ToolError
 from heron.coding.tools.env import display_path
+from heron.coding.tools.names import quoted_name
 from heron.context.limits import ToolLimits, format_size
 from heron.context.truncate import Truncation, truncate_head
 
@@ -31,9 +32,14 @@ def path_joiner(root: Path, cwd: Path) -> Callable[[str], str]:
     the session cwd when the root is inside it, else absolute."""
     shown = display_path(root, cwd)
     if shown == ".":
-        return printable
+        return quoted_path
     prefix = shown if shown.endswith("/") else shown + "/"
-    return lambda rel: printable(prefix + rel)
+    return lambda rel: quoted_path(prefix + rel)
+
+
+def quoted_path(path: str) -> str:
+    """A path of a listing, each name quoted as :func:`quoted_name` does."""
+    return "/".join(quoted_name(part) for part in path.split("/"))
 
 
 def find_program(*names: str) -> str | None:

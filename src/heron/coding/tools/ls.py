@@ -30,7 +30,8 @@ from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import LsDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.external import ExternalProcess, read_records
-from heron.coding.tools.listing import Backend, cap_output, check_path, find_program, pick_backend, printable
+from heron.coding.tools.listing import Backend, cap_output, check_path, find_program, pick_backend
+from heron.coding.tools.names import quoted_name
 from heron.coding.tools.walker import GIT_DIR, Walker, entry_kind, name_key
 
 EMPTY = "(empty directory)"
@@ -109,7 +110,7 @@ class LsTool(AgentTool[LsParams]):
         if not visible:
             body = ALL_IGNORED if ignored else EMPTY
             return ToolResult.text("\n\n".join([body, *notices]) if notices else body, details=details)
-        body = "\n".join(printable(name) + _SUFFIX[kind] for name, kind in visible[:limit])
+        body = "\n".join(quoted_name(name) + _SUFFIX[kind] for name, kind in visible[:limit])
         capped = cap_output(body, notices, limits, "Use a smaller limit.")
         details["truncation"] = truncation_details(capped.truncation)
         return ToolResult.text(capped.text, details=details)
