@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from heron.ai.abort import AbortSignal
+from heron.coding.permissions import PermissionEngine
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.permissions.scopes import Scope
 from heron.coding.sandbox import Sandbox, SandboxPolicy, sandbox_policy
@@ -227,3 +228,65 @@ def test_an_unavailable_sandbox_is_said_once_and_the_command_still_runs(
     second, _ = _run(tool, "echo ran")
     assert first.startswith("[sandbox unavailable: bubblewrap (bwrap) is not installed") and "ran" in first
     assert details["sandboxed"] is False and second.strip() == "ran"
+
+
+# --- with the sandbox off: the rule parser still sees through the named forms ---------------
+
+RM_FORMS = [
+    "env -S 'rm f'",
+    "env --split-string='rm f'",
+    "trap 'rm f' EXIT",
+    ". <(echo rm f)",
+    "source /dev/stdin <<< 'rm f'",
+    "hash -p /bin/rm zap; zap f",
+    "BASH_ENV=/tmp/rc bash -c true",
+    "export BASH_ENV=/tmp/rc; bash -c true",
+    "git -c alias.zap='!rm f' zap",
+    "ln -s /bin/rm zap; ./zap f",
+    "awk 'BEGIN { system(\"rm f\") }'",
+    "awk 'BEGIN { system(cmd) }'",
+    "sed -n '1e rm f' a",
+    "sed 's/x/rm f/e' a",
+    "tar cf a.tar --remove-files f",
+    "tar cf a.tar --checkpoint-action=exec='rm f' a",
+    "python3 -c 'import os; os.remove(\"f\")'",
+    "python3 -c 'import shutil; shutil.rmtree(\"d\")'",
+    "python3 -c 'import os; os.system(\"rm f\")'",
+    "python3 -c 'import os, sys; os.remove(sys.argv[1])' f",
+    "perl -e 'unlink \"f\"'",
+    'node -e \'require("fs").rmSync("f")\'',
+]
+EDIT_FORMS = [
+    "cd locked && echo x > f",
+    "cd ./locked; rm f",
+    "sort -o locked/f a",
+    "tar -x -C locked -f a.tar",
+    "tar xf a.tar --directory=locked",
+    "awk '{ print > \"locked/f\" }' a",
+    'python3 -c \'open("locked/f", "w").write("x")\'',
+    "sed -n 'w locked/f' a",
+]
+ALLOWED_FORMS = ["env FOO=1 ls", "trap - EXIT", "git -c color.ui=false status", "sort -o out.txt a", "make test"]
+
+
+def _engine(tmp_path: Path) -> PermissionEngine:
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.tools import create_tools
+
+    scopes = [Scope("user", tmp_path / "s.json", {"permissions": {"deny": ["Bash(rm:*)", "Edit(locked/**)"]}})]
+    engine = PermissionEngine.from_scopes(tmp_path, tmp_path / "home", scopes, trusted=True)
+    tools = create_tools(ToolEnv(cwd=tmp_path), None)
+    engine.tools = ToolCatalog(source=lambda: tools)
+    return engine
+
+
+@pytest.mark.parametrize("command", RM_FORMS + EDIT_FORMS)
+def test_the_rule_parser_blocks_the_named_forms_and_says_why(tmp_path: Path, command: str) -> None:
+    decision = _engine(tmp_path).decide("bash", {"command": command})
+    assert decision.behavior in ("deny", "ask"), command
+    assert decision.message  # the model is told which rule, or why the rules cannot vouch for it
+
+
+@pytest.mark.parametrize("command", ALLOWED_FORMS)
+def test_ordinary_commands_still_pass(tmp_path: Path, command: str) -> None:
+    assert _engine(tmp_path).decide("bash", {"command": command}).behavior == "allow"

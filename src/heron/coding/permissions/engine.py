@@ -433,7 +433,7 @@ class PermissionEngine:
                         suggestion=suggest_bash_rule([w.text for w in part.words]),
                     )
                 continue
-            decision = self._file_rules(WRITING, "write", resolve_path(target.text, self.cwd))
+            decision = self._file_rules(WRITING, "write", resolve_path(target.text, self._runs_in(part)))
             if decision is not None:
                 return decision
         return None
@@ -457,10 +457,14 @@ class PermissionEngine:
         for word in part.words[start + 1 :]:
             for text in self._argument_paths(word):
                 for meta in accesses:
-                    decision = self._file_rules(meta, meta.kind, resolve_path(text, self.cwd), specific=True)
+                    decision = self._file_rules(meta, meta.kind, resolve_path(text, self._runs_in(part)), specific=True)
                     if decision is not None:
                         return decision
         return None
+
+    def _runs_in(self, part: SimpleCommand) -> Path:
+        """The directory a part of the line runs in (``cd dir && …`` moves the rest)."""
+        return Path(os.path.normpath(self.cwd / part.cwd)) if part.cwd else self.cwd
 
     def _argument_paths(self, word: Word) -> list[str]:
         """The paths an argument may name: itself; ``$HOME/…`` with the home put in; for a glob

@@ -15,15 +15,14 @@ A word built at run time (``$CMD``, ``$(echo rm)``) is marked ``dynamic``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
+from heron.coding.permissions.hidden import SHELL_STARTUP_VARIABLES, ShellParseError, hidden_in
 from heron.coding.permissions.wrappers import SCRIPT_OPTION_PROGRAMS, unwrap
 
 MAX_DEPTH = 8
-
-
-class ShellParseError(ValueError):
-    """The command uses shell syntax the checker cannot follow with certainty."""
+__all__ = ["ShellParseError", "SimpleCommand", "Word", "split_commands"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +38,7 @@ class SimpleCommand:
     words: list[Word] = field(default_factory=list)
     writes_files: bool = False  # an output redirection to a file (not /dev/null, not a descriptor)
     targets: list[Word] = field(default_factory=list)  # the files output redirections write
+    cwd: str | None = None  # where it runs, when an earlier ``cd`` of the line moved (relative: to the start)
 
     @property
     def text(self) -> str:
@@ -73,6 +73,7 @@ class _Parser:
         self.current = SimpleCommand()
         self.heredocs: list[tuple[str, bool]] = []  # (delimiter, expands)
         self.pending_redirect: str | None = None
+        self.cd: str | None = None  # the directory an earlier `cd dir` of this line moved to
 
     # --- driving ---
 
@@ -132,6 +133,8 @@ class _Parser:
             return
         cmd = self.current
         if not cmd.words and "=" in word.text and _is_assignment(word.text):
+            if word.text.split("=", 1)[0] in SHELL_STARTUP_VARIABLES:
+                raise ShellParseError(f"{word.text.split('=', 1)[0]} makes a shell run a file the checker cannot see")
             return
         cmd.words.append(word)
 
@@ -159,8 +162,38 @@ class _Parser:
             raise ShellParseError(f"`{cmd.words[0].text}` is not followed by the checker")
         if cmd.words and cmd.words[0].text == "for":
             return  # `for x in a b`: the list is words, not a command; substitutions were already split
+        cmd.cwd = self.cd
         self.out.append(cmd)
         self._nested_scripts(cmd)
+        self._hidden(cmd)
+        self._follow_cd(cmd)
+
+    def _hidden(self, cmd: SimpleCommand) -> None:
+        """What the command (and each program it wraps) hides in its arguments (hidden.py)."""
+        texts = [w.text for w in cmd.words]
+        if texts and texts[0] in (".", "source") and len(cmd.words) > 1 and cmd.words[1].dynamic:
+            raise ShellParseError(f"`{texts[0]}` runs a script built at run time")
+        if any(t.startswith(f"{name}=") for t in texts for name in SHELL_STARTUP_VARIABLES):
+            raise ShellParseError("the command sets a variable that makes a shell run a file the checker cannot see")
+        for start in unwrap(texts):
+            found = hidden_in(texts[start:])
+            for script in found.scripts:
+                self.out.extend(_Parser(script, self.depth + 1).parse())
+            for program in found.programs:
+                self.out.append(SimpleCommand(words=[Word(word) for word in program], cwd=self.cd))
+            if found.targets:
+                cmd.writes_files = True
+                cmd.targets.extend(Word(target) for target in found.targets)
+
+    def _follow_cd(self, cmd: SimpleCommand) -> None:
+        """``cd dir && echo x > f`` writes ``dir/f``: later commands of the line run in ``dir``."""
+        if not cmd.words or cmd.words[0].text not in ("cd", "pushd"):
+            return
+        operands = [w for w in cmd.words[1:] if not w.text.startswith("-")]
+        if len(operands) != 1 or operands[0].dynamic:
+            return
+        target = os.path.expanduser(operands[0].text)
+        self.cd = target if os.path.isabs(target) or self.cd is None else os.path.join(self.cd, target)
 
     def _nested_scripts(self, cmd: SimpleCommand) -> None:
         """``bash -c 'script'`` and ``eval 'script'`` run a script of their own, ``find -exec``
@@ -211,10 +244,11 @@ class _Parser:
             j = i + 1
             while j < len(words) and words[j].text not in (";", "+"):
                 j += 1
-            inner = SimpleCommand(words=[w for w in words[i + 1 : j] if w.text != "{}"])
+            inner = SimpleCommand(words=[w for w in words[i + 1 : j] if w.text != "{}"], cwd=self.cd)
             if inner.words:
                 self.out.append(inner)
                 self._nested_scripts(inner)
+                self._hidden(inner)
             i = j + 1
 
     def _skip_heredocs(self) -> None:
