@@ -290,3 +290,23 @@ def test_the_rule_parser_blocks_the_named_forms_and_says_why(tmp_path: Path, com
 @pytest.mark.parametrize("command", ALLOWED_FORMS)
 def test_ordinary_commands_still_pass(tmp_path: Path, command: str) -> None:
     assert _engine(tmp_path).decide("bash", {"command": command}).behavior == "allow"
+
+
+def test_a_git_worktree_can_commit_in_the_sandbox(tmp_path: Path, sandbox_ready: None) -> None:
+    import subprocess
+
+    main, worktree, home = tmp_path / "main", tmp_path / "wt", tmp_path / "home"
+    home.mkdir()
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    (main / "a.txt").write_text("a\n")
+    subprocess.run([*git, "-C", str(main), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "one"], check=True)
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(worktree)], check=True)
+    tool = _tool(worktree, home, sandbox_policy([], [], project=worktree, home=home, trusted=False))
+    text, details = _run(
+        tool,
+        "echo b > b.txt && git add b.txt && git -c user.email=t@e -c user.name=t commit -qm two"
+        " && git log --oneline | wc -l",
+    )
+    assert details["exit_code"] == 0 and text.strip() == "2", text

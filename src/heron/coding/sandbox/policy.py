@@ -101,6 +101,7 @@ def sandbox_policy(
             writable += _paths(data.get("writable"), project, scope, warnings)
     if override is not None:
         mode = override
+    writable += git_directories(project)
     read_only, hidden = _rule_paths(rules, project, writable)
     return SandboxPolicy(
         project=project,
@@ -112,6 +113,28 @@ def sandbox_policy(
         hidden=tuple(hidden),
         warnings=tuple(warnings),
     )
+
+
+def git_directories(project: Path) -> list[Path]:
+    """The repository a worktree's ``.git`` file points to (``gitdir: …``), outside the
+    project: ``git commit`` in a worktree writes there."""
+    marker = project / ".git"
+    try:
+        if not marker.is_file():
+            return []
+        text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    gitdir = _absolute(text.removeprefix("gitdir:").strip(), project)
+    found = [gitdir]
+    try:
+        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return found
+    found.append(_absolute(common, gitdir))
+    return [path for path in found if path != project and project not in path.parents]
 
 
 def _mode(data: dict[str, Any], mode: SandboxMode, may_loosen: bool, scope: Scope, warnings: list[str]) -> SandboxMode:
