@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from heron.coding.permissions.engine import READING, WRITING
 from heron.coding.permissions.rules import Rule
 from heron.coding.permissions.scopes import Scope
 
@@ -185,15 +186,14 @@ def _rule_paths(rules: Iterable[Rule], project: Path, writable: list[Path]) -> t
     read_only: list[Path] = []
     hidden: list[Path] = []
     for rule in rules:
-        name = rule.tool.lower()
-        if rule.specifier is None or name not in ("read", "edit", "write"):
-            continue
-        base = literal_base(rule.specifier, project)
-        if base is None:
+        # by what the rule covers (any tool that reads, or changes, files), not by its name
+        reads, writes = rule.covers_tool("", READING), rule.covers_tool("", WRITING)
+        base = literal_base(rule.specifier, project) if rule.specifier is not None else None
+        if base is None or not (reads or writes):
             continue
         if rule.behavior == "deny":
-            (hidden if name == "read" else read_only).append(base)
-        elif rule.behavior == "allow" and name != "read" and not _inside(base, project):
+            (read_only if writes else hidden).append(base)
+        elif rule.behavior == "allow" and writes and not _inside(base, project):
             writable.append(base)
     return read_only, hidden
 
