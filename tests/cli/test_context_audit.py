@@ -139,11 +139,11 @@ def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: l
 def test_a_crash_while_a_tool_runs_then_continue(tmp_path: Path, servers: list[LocalServer], api: str) -> None:
     """kill -9 while bash runs: the session holds a call without a result. The next process
     sends that call with a result (an error saying it did not finish), and the rules hold."""
+    marker = tmp_path / "bash-started"
     plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}")] for n in range(7)}
+    plans[3] = [read("data/file3.txt"), ("bash", {"command": f"touch {marker}; sleep 60"})]
     handler = (PlanServer if api == "openai-completions" else AnthropicPlanServer)(plans, LIMITS)
     cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL], api=api)
-    marker = cwd / "bash-started"  # in the project: the sandbox gives commands a private /tmp
-    plans[3] = [read("data/file3.txt"), ("bash", {"command": f"touch {marker}; sleep 60"})]
     for n in sorted(plans):
         if n == 3:
             run_print_killed(cwd, env, handler, n, "local/small", started=marker)
@@ -374,7 +374,7 @@ def test_everything_at_once_one_process_per_turn(tmp_path: Path, servers: list[L
     than its configured window and reports no usage, and a kill -9 while a tool runs - one
     process per turn. The rules hold in every request; each model's limit costs at most one
     rejection."""
-    marker = tmp_path / "proj" / "bash-started"  # in the project: the sandbox gives commands a private /tmp
+    marker = tmp_path / "bash-started"
     plans: dict[int, list[Step]] = {
         0: [read("data/file0.txt"), TODOS],
         1: [bash_100k("turn 1"), read("data/small.txt")],

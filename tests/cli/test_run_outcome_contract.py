@@ -106,7 +106,7 @@ class Case:
 @pytest.fixture
 def case(request: pytest.FixtureRequest, project: Project, tmp_path: Path) -> Iterator[Case]:
     fault = request.param
-    started = project.cwd / "started"  # in the project: the sandbox gives commands a private /tmp
+    started = tmp_path / "started"
     server = LocalServer(responder=script(fault, started))
     project.write_settings({"retry": {"maxRetries": 1, "baseDelayMs": 1, "maxDelayMs": 5}})
     env = dict(project.env)
