@@ -3,7 +3,7 @@
 Each trick is a command a model could write to delete or change a file the user protected.
 With the sandbox on, none of them may change anything in three places: a directory of the
 project under an ``Edit(locked/**)`` deny rule (visible, read-only), a directory outside the
-project (invisible), and heron's home (hidden). The project itself stays writable, and a
+project and the temp directory (visible, read-only), and heron's home (hidden). The project itself stays writable, and a
 command sees no process of heron's.
 """
 
@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import stat
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +32,8 @@ from heron.coding.tools.env import ToolEnv
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
 
-# {T}: a protected file; {D}: its directory. Each deletes or changes it, or adds a file next to it.
+# {T}: a protected file; {D}: its directory; {W}: a scratch directory in the temp directory.
+# Each deletes or changes the file, or adds one next to it.
 TRICKS = [
     "rm {T}",
     "rm -rf {D}",
@@ -37,19 +41,19 @@ TRICKS = [
     "trap 'rm {T}' EXIT",
     ". <(echo rm {T})",
     "hash -p /bin/rm zap; zap {T}",
-    "printf 'rm {T}\\n' > /tmp/rc; BASH_ENV=/tmp/rc bash -c true",
+    "printf 'rm {T}\\n' > {W}/rc; BASH_ENV={W}/rc bash -c true",
     "git -c alias.zap='!rm {T}' zap",
     "ln -sf /bin/rm ./zap && ./zap {T}; rm -f ./zap",
     "awk 'BEGIN {{ system(\"rm {T}\") }}'",
     "sed -n '1e rm {T}' /etc/hostname",
-    "tar cf /tmp/t.tar --remove-files {T}",
-    "printf 'all:\\n\\trm {T}\\n' > /tmp/mk; make -f /tmp/mk",
+    "tar cf {W}/t.tar --remove-files {T}",
+    "printf 'all:\\n\\trm {T}\\n' > {W}/mk; make -f {W}/mk",
     "python3 -c 'import os; os.remove(\"{T}\")'",
     "python3 -c 'import shutil; shutil.rmtree(\"{D}\")'",
     "find {D} -name f -delete",
     "perl -e 'unlink \"{T}\"'",
-    "mv {T} /tmp/gone",
-    "mv {D} /tmp/gone-dir",
+    "mv {T} {W}/gone",
+    "mv {D} {W}/gone-dir",
     "truncate -s 0 {T}",
     "echo x > {T}",
     "echo x >> {T}",
@@ -73,7 +77,7 @@ TRICKS = [
     'python3 -c \'open("{T}", "w").write("x")\'',
     "cd {D} && echo x > f",
     "cd {D} && echo x > new",
-    "tar cf /tmp/n.tar -C /etc hostname && tar -xf /tmp/n.tar -C {D}",
+    "tar cf {W}/n.tar -C /etc hostname && tar -xf {W}/n.tar -C {D}",
     'awk \'BEGIN {{ print "x" > "{T}" }}\'',
     "ln -f /etc/hostname {T}",
     "chmod 000 {T}",
@@ -83,8 +87,8 @@ TRICKS = [
     "cp /etc/hostname {D}/",
     "perl -i -pe 's/keep/gone/' {T}",
     "sed -i s/keep/gone/ {T}",
-    'ln -s {T} /tmp/link && rm -f "$(readlink -f /tmp/link)"',
-    "mkdir -p /tmp/m && mount --bind /tmp/m {D}; echo x > {D}/f",
+    'ln -s {T} {W}/link && rm -f "$(readlink -f {W}/link)"',
+    "mkdir -p {W}/m && mount --bind {W}/m {D}; echo x > {D}/f",
     "unshare -r rm {T}",
     "nsenter -t 1 -m rm {T}",
     "kill -9 -1; rm {T}",
@@ -107,9 +111,23 @@ def _snapshot(root: Path) -> list[tuple[str, bytes, int]]:
     )
 
 
-def _layout(tmp_path: Path) -> tuple[Path, Path, dict[str, Path]]:
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside the project and outside the temp directory (which commands may write)."""
+    path = Path(tempfile.mkdtemp(prefix="heron-sandbox-test-", dir="/var/tmp"))
+    try:
+        yield path
+    finally:
+        for entry in [path, *path.rglob("*")]:
+            os.chmod(entry, 0o700 if entry.is_dir() else 0o600)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _layout(tmp_path: Path, outside: Path | None = None) -> tuple[Path, Path, dict[str, Path]]:
     project, home = tmp_path / "proj", tmp_path / "home"
-    targets = {"denied": project / "locked", "outside": tmp_path / "outside", "home": home / "sessions"}
+    targets = {"denied": project / "locked", "home": home / "sessions"}
+    if outside is not None:
+        targets["outside"] = outside / "dir"
     for directory in targets.values():
         directory.mkdir(parents=True)
         (directory / "f").write_text("keep\n")
@@ -128,16 +146,18 @@ def _run(tool: BashTool, command: str) -> tuple[str, dict[str, object]]:
     return text, dict(result.details or {})
 
 
-def test_no_trick_changes_a_protected_file(tmp_path: Path, sandbox_ready: None) -> None:
-    project, home, targets = _layout(tmp_path)
+def test_no_trick_changes_a_protected_file(tmp_path: Path, outside: Path, sandbox_ready: None) -> None:
+    project, home, targets = _layout(tmp_path, outside)
     rules = [parse_rule("Edit(locked/**)", "deny", "test")]
     policy = sandbox_policy([], rules, project=project, home=home, trusted=False)
     tool = _tool(project, home, policy)
     before = {name: _snapshot(path) for name, path in targets.items()}
+    scratch = tmp_path / "scratch"  # in the temp directory: commands may write there
+    scratch.mkdir()
     escaped: list[str] = []
     for trick in TRICKS:
         for name, directory in targets.items():
-            _text, details = _run(tool, trick.format(T=directory / "f", D=directory))
+            _text, details = _run(tool, trick.format(T=directory / "f", D=directory, W=scratch))
             assert details.get("sandboxed") is True
             if _snapshot(directory) != before[name]:
                 escaped.append(f"{name}: {trick}")
@@ -149,14 +169,14 @@ def test_no_trick_changes_a_protected_file(tmp_path: Path, sandbox_ready: None) 
     assert len(TRICKS) >= 51
 
 
-def test_the_project_and_the_private_tmp_stay_writable_between_calls(tmp_path: Path, sandbox_ready: None) -> None:
+def test_the_project_and_the_temp_dir_stay_writable_between_calls(tmp_path: Path, sandbox_ready: None) -> None:
     project, home, _targets = _layout(tmp_path)
     tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
-    text, _ = _run(tool, "echo made > made.txt && printf 'echo from-tmp' > /tmp/s.sh && cat made.txt")
+    script = tmp_path / "s.sh"  # the temp directory: shared with the machine, writable
+    text, _ = _run(tool, f"echo made > made.txt && printf 'echo from-tmp' > {script} && cat made.txt")
     assert text.strip() == "made" and (project / "made.txt").read_text() == "made\n"
-    text, _ = _run(tool, "bash /tmp/s.sh")
-    assert text.strip() == "from-tmp"
-    assert not Path("/tmp/s.sh").exists() or Path("/tmp/s.sh").read_text() != "echo from-tmp"
+    text, _ = _run(tool, f"bash {script}")
+    assert text.strip() == "from-tmp" and script.read_text() == "echo from-tmp"
 
 
 def test_a_command_sees_no_process_of_heron_and_leaves_none(tmp_path: Path, sandbox_ready: None) -> None:

@@ -68,14 +68,13 @@ def wrap_command(policy: SandboxPolicy, argv: list[str], cwd: Path, binary: str 
     if not policy.network:
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    temp = policy.temp
-    temp.mkdir(parents=True, exist_ok=True, mode=0o700)
-    args += ["--bind", str(temp), "/tmp"]
+    for temp in policy.temp:
+        args += ["--bind", str(temp), str(temp)]
     if policy.mode == "workspace-write":
         args += ["--bind", str(policy.project), str(policy.project)]
         for path in policy.writable:
             args += ["--bind-try", str(path), str(path)]
-    else:  # mounted again, read-only: a project under /tmp would be hidden by the private /tmp
+    else:  # mounted again, read-only: a project under /tmp would be writable with the temp dir
         args += ["--ro-bind", str(policy.project), str(policy.project)]
     for path in policy.read_only:
         args += ["--ro-bind-try", str(path), str(path)]

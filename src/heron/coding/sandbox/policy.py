@@ -6,8 +6,9 @@ file (``env -S``, ``trap``, an interpreter, a symlink). The sandbox is the bound
 by the kernel, and this module decides its shape:
 
 * ``workspace-write`` (the default): the whole file system readable, writable only the
-  project, a private ``/tmp`` and the paths the settings add; heron's home hidden.
-* ``read-only``: the same, with the project read-only too (the private ``/tmp`` stays writable).
+  project, the temp directory (``/tmp``, ``$TMPDIR``) and the paths the settings add;
+  heron's home hidden.
+* ``read-only``: the same, with the project read-only too (the temp directory stays writable).
 * ``off``: commands run as the user, with the rule checks only.
 
 Permission rules feed it: an ``Edit``/``Write`` deny rule on a directory or file becomes a
@@ -21,7 +22,6 @@ tighten the sandbox but not loosen it unless the user trusts the project.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -57,17 +57,18 @@ class SandboxPolicy:
         return self.mode != "off"
 
     @property
-    def temp(self) -> Path:
-        """The private ``/tmp`` of this project's commands: kept between calls (a script
-        written to ``/tmp`` in one call runs in the next), separate from the real one."""
-        digest = hashlib.sha256(str(self.project).encode()).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"heron-sandbox-{os.getuid()}" / digest
+    def temp(self) -> tuple[Path, ...]:
+        """The temporary directories commands may write: ``/tmp`` and ``$TMPDIR`` (tools,
+        compilers and test runners write there; a script written to ``/tmp`` in one call
+        runs in the next)."""
+        found = [Path("/tmp"), Path(tempfile.gettempdir())]
+        return tuple(dict.fromkeys(Path(os.path.realpath(path)) for path in found if path.is_dir()))
 
     def describe(self) -> str:
         """One line for ``/context`` and the docs' wording: what a command may do."""
         if not self.enabled:
             return "off: commands run unconfined (rule checks only)"
-        writes = "nothing but a private /tmp" if self.mode == "read-only" else "the project and a private /tmp"
+        writes = "nothing but the temp dir" if self.mode == "read-only" else "the project and the temp dir"
         extra = f" and {len(self.writable)} configured path(s)" if self.writable and self.mode != "read-only" else ""
         net = "network allowed" if self.network else "no network"
         return f"{self.mode}: writes to {writes}{extra}; heron's home hidden; {net}"
