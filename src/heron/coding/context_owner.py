@@ -1,13 +1,14 @@
 """The one owner of a session's context decisions: when to prune or compact, and running
 the compaction.
 
-Before every request the agent asks :meth:`ContextOwner.prepare` for the view. It
-gives the model its silent memory flush when a compaction is coming, asks the policy to
-count and prune (:meth:`ContextPolicy.pressure`), runs the compaction the policy says is
-due, and lets the policy finish the view (:meth:`ContextPolicy.settle`). Manual
-``/compact``, the compaction after an overflow and the summary of a branch being left
-come here too. Nothing calls back up: the policy decides, this object acts, and
-``CodingSession`` only delegates.
+Before every request the agent asks :meth:`ContextOwner.prepare` for the view. It asks
+the policy to count and prune (:meth:`ContextPolicy.pressure`), runs the compaction the
+policy says is due - giving the model its silent memory flush once that compaction is
+certain to be written, just before it is, so there is one flush for each automatic
+compaction and none when a pruning step frees the room - and lets the policy finish the
+view (:meth:`ContextPolicy.settle`). Manual ``/compact``, the compaction after an
+overflow and the summary of a branch being left come here too. Nothing calls back up:
+the policy decides, this object acts, and ``CodingSession`` only delegates.
 
 Summary and flush requests go through the session's request path
 (:class:`heron.coding.requests.RequestPath`): typed options with the configured timeouts
@@ -22,7 +23,6 @@ from typing import TYPE_CHECKING
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
-from heron.coding.memory import FLUSH_SHARE
 from heron.coding.tools import set_limits
 from heron.context.compaction import entry_message
 from heron.context.compactor import CompactionOutcome, Compactor
@@ -45,11 +45,6 @@ class ContextOwner:
     async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         """The view for the next request (pruned, compacted when due, within the window)."""
         session, policy = self.session, self.session.policy
-        # counted only while a flush is still possible (the view is counted again below)
-        if session.memory.flush_wanted(policy.decisions.flushed):
-            tokens = session.estimate_request_tokens(messages)
-            if tokens > policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
-                await self._flush()  # before the compaction that is coming, while it still fits
         pressure = policy.pressure(messages, signal)
         if not pressure.compact:
             return policy.settle(messages, pressure)
@@ -71,8 +66,7 @@ class ContextOwner:
         session = self.session
         await session.control.pre_compact(reason)
         before = session.estimate_request_tokens(session.agent.state.messages)
-        if reason != "manual" and self._flush_wanted(before):
-            await self._flush()
+        flush = self._flush if reason != "manual" and self._flush_wanted(before) else None
         session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
             session.agent.state.messages,
@@ -82,6 +76,7 @@ class ContextOwner:
             focus=focus,
             turn_prompt=session._turn_prompt,
             early=early,
+            before_write=flush,
         )
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error

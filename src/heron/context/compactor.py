@@ -16,6 +16,7 @@ that:
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,13 @@ class Compactor:
         focus: str | None = None,
         turn_prompt: UserMessage | None = None,
         early: bool = False,
+        before_write: Callable[[], Awaitable[None]] | None = None,
     ) -> CompactionOutcome:
         """Summarise through ``ask`` (the session's request path) and write the entry,
         unless the result would not shrink the context. ``early``: asked for below the
-        threshold (after a shallow pruning step), where a small saving is not written."""
+        threshold (after a shallow pruning step), where a small saving is not written.
+        ``before_write`` runs once the entry is certain to be written, just before it is
+        (the memory flush: exactly one for each compaction that happens, none otherwise)."""
         policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
@@ -108,6 +112,8 @@ class Compactor:
         refused = self._refused(draft, before, estimated_before, early)
         if refused is not None:
             return refused
+        if before_write is not None:
+            await before_write()
         return self._write(plan, result, draft, reason, before, estimated_before)
 
     def _plan(self) -> CompactionPlan | None:
