@@ -15,6 +15,7 @@ that:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -82,17 +83,20 @@ class Compactor:
         turn_prompt: UserMessage | None = None,
         early: bool = False,
         before_write: Callable[[], Awaitable[None]] | None = None,
+        keep_recent_tokens: int | None = None,
     ) -> CompactionOutcome:
         """Summarise through ``ask`` (the session's request path) and write the entry,
         unless the result would not shrink the context. ``early``: asked for below the
         threshold (after a shallow pruning step), where a small saving is not written.
         ``before_write`` runs once the entry is certain to be written, just before it is
-        (the memory flush: exactly one for each compaction that happens, none otherwise)."""
+        (the memory flush: exactly one for each compaction that happens, none otherwise).
+        ``keep_recent_tokens``: less recent history kept than the settings say (a
+        compaction at a step boundary: the step just finished needs no verbatim copy)."""
         policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
         estimated_before = policy.estimate(current)
-        plan = self._plan()
+        plan = self._plan(keep_recent_tokens)
         if plan is None:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         try:
@@ -116,11 +120,15 @@ class Compactor:
             await before_write()
         return self._write(plan, result, draft, reason, before, estimated_before)
 
-    def _plan(self) -> CompactionPlan | None:
+    def _plan(self, keep_recent_tokens: int | None = None) -> CompactionPlan | None:
         store = self.policy.store
         if store.leaf_id is None:
             return None
-        plan = prepare_compaction(store.path_to(store.leaf_id), self.policy.compaction_settings, self.policy.tools)
+        settings = self.policy.compaction_settings
+        if keep_recent_tokens is not None:
+            keep = min(settings.keep_recent_tokens, keep_recent_tokens)
+            settings = dataclasses.replace(settings, keep_recent_tokens=keep)
+        plan = prepare_compaction(store.path_to(store.leaf_id), settings, self.policy.tools)
         return plan if plan is not None and plan.has_work else None
 
     def _draft(
