@@ -114,6 +114,7 @@ class ContextOwner:
             early=early,
             before_write=flush,
             keep_recent_tokens=keep,
+            choose=lambda plan: session.extensions.before_compact(plan, reason, focus),
         )
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
