@@ -19,8 +19,10 @@ Classes (what exists today):
 - ``error string`` (recall): **findable**: does ``search_history`` at the end return it?
 
 Two windows (16k, 32k) x two modes (``print``: one process per turn with ``--continue``;
-``rpc``: one process). Prints the survival table per class, mode and window, and the
-events seen; writes JSON. ``--quick``: the 16k window, fewer turns.
+``rpc``: one process). Prints the survival table per class, mode and window, the events
+seen, and the memory flushes (sent, recorded - a flush that would not fit is skipped and
+recorded) against the compactions; writes JSON.
+``--quick``: the 16k window, fewer turns.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class Result:
     events: dict[str, int] = field(default_factory=dict)  # event -> requests checked after it
     kept: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> event -> requests with the needle
     found: bool = False  # search_history returned the error string
+    flushes: int = 0  # memory flush turns sent
+    flush_records: int = 0  # flush decisions in the session (sent, or skipped: would not fit)
+    compactions: int = 0  # compactions (summary requests since the previous main request)
 
     def survival(self, name: str) -> str:
         if name == "error string":
@@ -109,6 +114,17 @@ def _events(server: PlanServer, firsts: set[int]) -> list[tuple[int, list[str]]]
     return out
 
 
+def _flush_records(home: Path) -> int:
+    """The memory flush decisions recorded in the session files under ``home``."""
+    count = 0
+    for path in home.rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line) if line.strip() else {}
+            data = entry.get("data") if entry.get("customType") == "heron.context" else None
+            count += isinstance(data, dict) and data.get("op") == "flush"
+    return count
+
+
 def drive(mode: str, window: int, turns: int, root: Path) -> Result:
     limit = int(window * 0.65)  # the server enforces less than the configured window (and the threshold)
     server = PlanServer(plans(turns), {"m": limit})
@@ -141,6 +157,11 @@ def drive(mode: str, window: int, turns: int, root: Path) -> Result:
                 for name, needle in (("user request", USER_NEEDLE), ("todo", TODO_NEEDLE)):
                     counts = result.kept.setdefault(name, {})
                     counts[event] = counts.get(event, 0) + (needle in text)
+        result.compactions = sum(1 for _, seen in _events(server, set()) if "compaction" in seen)
+        result.flushes = sum(
+            1 for b in server.bodies if b["messages"] and text_of(b["messages"][-1]).startswith(FLUSH_MARK)
+        )
+        result.flush_records = _flush_records(root / "home")
         last = json.dumps(server.bodies[-1])
         result.found = ERROR_NEEDLE in last.split('"search_history"', 1)[-1]
         return result
@@ -164,9 +185,10 @@ def main() -> None:
     rows = []
     for r in results:
         events = ", ".join(f"{k} {v}" for k, v in sorted(r.events.items()))
-        rows.append([f"{r.window // 1024}k", r.mode, *(r.survival(c) for c in CLASSES), events])
+        flushes = f"{r.flushes} / {r.flush_records} / {r.compactions}"
+        rows.append([f"{r.window // 1024}k", r.mode, *(r.survival(c) for c in CLASSES), flushes, events])
     print(f"{turns} turns per session; survival: share of the requests after an event carrying the needle")
-    print(table(["window", "mode", *CLASSES, "requests checked after"], rows))
+    print(table(["window", "mode", *CLASSES, "flushes sent / recorded / compactions", "requests checked after"], rows))
     data = {
         "turns": turns,
         "results": [
@@ -176,6 +198,9 @@ def main() -> None:
                 "events": r.events,
                 "kept": r.kept,
                 "found": r.found,
+                "flushes": r.flushes,
+                "flushRecords": r.flush_records,
+                "compactions": r.compactions,
                 "survival": {c: r.survival(c) for c in CLASSES},
             }
             for r in results
