@@ -143,7 +143,9 @@ def test_a_crash_while_a_tool_runs_then_continue(tmp_path: Path, servers: list[L
     plans = {n: [read(f"data/file{n % 4}.txt"), bash_100k(f"turn {n}")] for n in range(7)}
     plans[3] = [read("data/file3.txt"), ("bash", {"command": f"touch {marker}; sleep 60"})]
     handler = (PlanServer if api == "openai-completions" else AnthropicPlanServer)(plans, LIMITS)
-    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL], api=api)
+    # compacting at the turn boundary before turn 4 would summarise the call this test looks for
+    hard_only = {"compaction": {"softThreshold": 1}}
+    cwd, env = make_project(tmp_path, serve(servers, handler), [SMALL], hard_only, api=api)
     for n in sorted(plans):
         if n == 3:
             run_print_killed(cwd, env, handler, n, "local/small", started=marker)

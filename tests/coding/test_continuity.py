@@ -131,13 +131,14 @@ async def test_todos_memory_and_recall_survive_three_compactions(
     # the summariser's draft is kept in the entry, not in the context
     assert compactions[-1].details["analysis"] == "went through it"  # type: ignore[index]
     assert all("went through it" not in p for p in faux.payloads if SUMMARISER_SYSTEM_PROMPT not in p)
-    # the flush: once per compaction at most, bash refused, the note written, nothing recorded
+    # the flush: exactly once per compaction, sent each time, bash refused, the note written, nothing recorded
     flushes = [
         e.data
         for e in entries
         if isinstance(e, CustomEntry) and e.custom_type == "heron.context" and e.data.get("op") == "flush"
     ]
-    assert 1 <= len(flushes) <= len(compactions) + 1
+    assert len(flushes) == len(compactions) == model.flushes  # one each, none otherwise
+    assert not any("skipped" in f for f in flushes)
     assert (memory / INDEX_FILE).read_text() == f"# Memory\n{NOTE}\n"
     recorded = [e for e in entries if isinstance(e, MessageEntry)]
     assert not any(FLUSH_START in json.dumps(e.to_json_dict()) for e in recorded)

@@ -25,6 +25,10 @@ The kinds (one per tool; keep the set small):
     layer records it and carries it through compactions.
 ``delegate``
     The call starts a sub-agent whose own calls are checked one by one.
+``compact``
+    The call asks heron to compact the context before the next request (its ``focus``
+    argument: what the summary must keep); the context layer finds the request in the
+    conversation and acts on it.
 ``other``
     Anything else (the default).
 
@@ -44,8 +48,18 @@ from typing import Any, Literal, Protocol
 
 from heron.ai.types import ToolCall
 
-ToolKind = Literal["read", "edit", "write", "execute", "search", "todo", "delegate", "other"]
-TOOL_KINDS: tuple[ToolKind, ...] = ("read", "edit", "write", "execute", "search", "todo", "delegate", "other")
+ToolKind = Literal["read", "edit", "write", "execute", "search", "todo", "delegate", "compact", "other"]
+TOOL_KINDS: tuple[ToolKind, ...] = (
+    "read",
+    "edit",
+    "write",
+    "execute",
+    "search",
+    "todo",
+    "delegate",
+    "compact",
+    "other",
+)
 Access = Literal["read", "write"]
 
 

@@ -1,13 +1,14 @@
 """The one owner of a session's context decisions: when to prune or compact, and running
 the compaction.
 
-Before every request the agent asks :meth:`ContextOwner.prepare` for the view. It
-gives the model its silent memory flush when a compaction is coming, asks the policy to
-count and prune (:meth:`ContextPolicy.pressure`), runs the compaction the policy says is
-due, and lets the policy finish the view (:meth:`ContextPolicy.settle`). Manual
-``/compact``, the compaction after an overflow and the summary of a branch being left
-come here too. Nothing calls back up: the policy decides, this object acts, and
-``CodingSession`` only delegates.
+Before every request the agent asks :meth:`ContextOwner.prepare` for the view. It asks
+the policy to count and prune (:meth:`ContextPolicy.pressure`), runs the compaction the
+policy says is due - giving the model its silent memory flush once that compaction is
+certain to be written, just before it is, so there is one flush for each automatic
+compaction and none when a pruning step frees the room - and lets the policy finish the
+view (:meth:`ContextPolicy.settle`). Manual ``/compact``, the compaction after an
+overflow and the summary of a branch being left come here too. Nothing calls back up:
+the policy decides, this object acts, and ``CodingSession`` only delegates.
 
 Summary and flush requests go through the session's request path
 (:class:`heron.coding.requests.RequestPath`): typed options with the configured timeouts
@@ -21,18 +22,21 @@ from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
+from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
-from heron.coding.memory import FLUSH_SHARE
 from heron.coding.tools import set_limits
+from heron.context.boundaries import compaction_request
 from heron.context.compaction import entry_message
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
 from heron.context.learned_window import expire_learned_window
+from heron.context.policy import Pressure
 from heron.context.summariser import SummaryFailed, summarise_branch
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
 
+BOUNDARY_KEEP_SHARE = 0.5  # of keep_recent_tokens, kept by a compaction at a step boundary
 BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)
 
 
@@ -42,21 +46,23 @@ class ContextOwner:
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self.compactor = Compactor(session.policy, cwd=session.cwd)
+        self._handled: set[str] = set()  # the compact calls acted on
+        self._turn_compacted: UserMessage | None = None  # the prompt of the turn that compacted last
 
     async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         """The view for the next request (pruned, compacted when due, within the window)."""
         session, policy = self.session, self.session.policy
         if expire_learned_window(policy, messages) is not None:
             self._follow_window()
-        # counted only while a flush is still possible (the view is counted again below)
-        if session.memory.flush_wanted(policy.decisions.flushed):
-            tokens = session.estimate_request_tokens(messages)
-            if tokens > policy.threshold * FLUSH_SHARE and self._flush_wanted(tokens):
-                await self._flush()  # before the compaction that is coming, while it still fits
         pressure = policy.pressure(messages, signal)
-        if not pressure.compact:
-            return policy.settle(messages, pressure)
-        end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
+        if pressure.compact:
+            end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
+        else:
+            wanted = self._wanted(messages, pressure, signal)
+            if wanted is None:
+                return policy.settle(messages, pressure)
+            reason, focus = wanted
+            end = await self.compact(focus, reason=reason, early=True, signal=signal)
         rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
         return policy.settle(messages, pressure, rebuilt, end.error)
 
@@ -73,6 +79,28 @@ class ContextOwner:
         session = self.session
         set_limits(session.env, session.tools, session.settings.tool_limits.for_window(session.policy.window))
 
+    def _wanted(
+        self, messages: list[AgentMessage], pressure: Pressure, signal: AbortSignal
+    ) -> tuple[CompactionReason, str | None] | None:
+        """A compaction below the threshold: asked for (the model's ``compact`` call, a
+        hook), or at a step boundary past the soft threshold. At most one compaction a
+        turn; each is held to the 5% rule (``early``)."""
+        policy = self.session.policy
+        asked = self.session.control.take_compact_request()
+        if signal.aborted or not policy.settings.compaction or self._compacted_this_turn():
+            return None
+        request = compaction_request(messages, policy.tools)
+        if request is not None and request.call_id not in self._handled:
+            self._handled.add(request.call_id)
+            return "requested", request.focus
+        if asked is not None:
+            return "requested", asked[0]
+        return ("boundary", None) if policy.soft_due(messages, pressure) else None
+
+    def _compacted_this_turn(self) -> bool:
+        prompt = self.session._turn_prompt
+        return prompt is not None and self._turn_compacted is prompt
+
     async def compact(
         self,
         focus: str | None = None,
@@ -87,8 +115,10 @@ class ContextOwner:
         session = self.session
         await session.control.pre_compact(reason)
         before = session.estimate_request_tokens(session.agent.state.messages)
-        if reason != "manual" and self._flush_wanted(before):
-            await self._flush()
+        flush = self._flush if reason != "manual" and self._flush_wanted(before) else None
+        keep = None
+        if reason == "boundary":  # the step just finished needs no verbatim copy
+            keep = int(session.policy.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
         session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
             session.agent.state.messages,
@@ -98,6 +128,9 @@ class ContextOwner:
             focus=focus,
             turn_prompt=session._turn_prompt,
             early=early,
+            before_write=flush,
+            keep_recent_tokens=keep,
+            choose=lambda plan: session.extensions.before_compact(plan, reason, focus),
         )
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
@@ -113,6 +146,8 @@ class ContextOwner:
             if reason == "manual":
                 session.policy.enable_auto_compaction("a manual compaction succeeded")
         end = _end_event(reason, before, outcome)
+        if end.entry_id is not None:
+            self._turn_compacted = session._turn_prompt
         session._emit(end)
         return end
 

@@ -104,6 +104,7 @@ class Control:
         # user's ask rule is theirs to remove.
         self._session_approvals: set[tuple[str, str | None]] = set()
         self._started = False
+        self._compact_asked: tuple[str | None] | None = None  # a UserPromptSubmit hook's compaction request
         self.stop_event = "Stop"  # "SubagentStop" in a sub-agent (as_subagent)
         self.subagent_fields: dict[str, Any] = {}
         self.sandbox_mode: SandboxMode | None = None  # ``--sandbox``: instead of the settings' mode
@@ -422,9 +423,16 @@ class Control:
                 await self.checkpoints.settled()
                 return None
             extra.extend(outcome.context)
+            if outcome.compact:  # acted on before the turn's first request, bounded like the model's
+                self._compact_asked = ("\n".join(outcome.compact_focus) or None,)
         if not extra:
             return fit(text)
         return fit(text + "\n\n" + "\n\n".join(f"<hook-context>\n{c}\n</hook-context>" for c in extra))
+
+    def take_compact_request(self) -> tuple[str | None] | None:
+        """The compaction a ``UserPromptSubmit`` hook asked for (its focus), once."""
+        asked, self._compact_asked = self._compact_asked, None
+        return asked
 
     async def run_until_stopped(self, message: AgentMessage, run: RunTurn) -> list[AgentMessage]:
         """``run(message)``, then the Stop (SubagentStop) hooks each time the agent stops: a

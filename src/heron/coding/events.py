@@ -8,7 +8,7 @@ from typing import Any, Literal
 from heron.agent.events import AgentEvent
 from heron.context.ledger import LedgerRecord
 
-CompactionReason = Literal["threshold", "overflow", "manual"]
+CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "manual"]
 
 
 @dataclass(slots=True, kw_only=True)

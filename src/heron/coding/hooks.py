@@ -11,8 +11,9 @@ missing matcher (or ``*``) matches every tool.
 Each hook gets a JSON object on stdin (``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name``, and per event ``tool_name``/``tool_input``/``tool_response``,
 ``prompt`` ...). Exit code 2 blocks, with stderr as the reason the model sees; JSON on
-stdout may give ``decision`` (``block``/``approve``), ``reason`` and ``additionalContext``
-(also inside ``hookSpecificOutput``). The hooks of one event run in parallel; a hook
+stdout may give ``decision`` (``block``/``approve``), ``reason``, ``additionalContext`` and
+``compact`` (``true`` or the focus text: a ``UserPromptSubmit`` hook asks for a compaction
+before the turn's first request; also inside ``hookSpecificOutput``). The hooks of one event run in parallel; a hook
 that fails, prints garbage or outlives its timeout is killed and reported, and the
 session goes on. Hooks run with the same environment bash gets: without heron's keys.
 
@@ -119,6 +120,8 @@ class HookOutcome:
     approved: bool = False
     reasons: list[str] = field(default_factory=list)
     context: list[str] = field(default_factory=list)
+    compact: bool = False  # {"compact": true | "focus"}: a compaction before the next request
+    compact_focus: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> list[str]:
@@ -328,6 +331,11 @@ def _combine(outcome: HookOutcome, run: HookRun) -> None:
     for value in (data.get("additionalContext"), specific.get("additionalContext")):
         if isinstance(value, str) and value.strip():
             outcome.context.append(value.strip())
+    for value in (data.get("compact"), specific.get("compact")):
+        if value is True or (isinstance(value, str) and value.strip()):
+            outcome.compact = True
+            if isinstance(value, str):
+                outcome.compact_focus.append(value.strip())
 
 
 async def _kill(proc: asyncio.subprocess.Process, grace: float) -> None:

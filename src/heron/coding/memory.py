@@ -11,7 +11,8 @@ model writes notes with the ordinary write and edit tools.
 Before an automatic compaction heron gives the model one silent turn (OpenClaw's
 pre-compaction flush) to save there what must survive: only write and edit inside the
 memory directory are allowed, its messages never enter the session's context, and it
-runs at most once per compaction (see :class:`MemoryFlush`).
+runs exactly once for each automatic compaction that is written - after the summary,
+just before the entry - and never when no compaction follows.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from heron.ai.options import StreamOptions
 from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
 from heron.coding.settings import MemorySettings
 from heron.context.ledger import Ledger, LedgerRecord
-from heron.context.policy import ContextPolicy
+from heron.context.policy import OUTPUT_MARGIN_SHARE, ContextPolicy
 from heron.session.entries import CustomEntry
 from heron.session.paths import encode_cwd
 from heron.session.store import SessionStore
@@ -40,7 +41,7 @@ INDEX_FILE = "MEMORY.md"
 MAX_LINES = 200
 MAX_BYTES = 25 * 1024
 FLUSH_MAX_TURNS = 4
-FLUSH_SHARE = 0.85  # flush once the context passes this share of the compaction threshold
+FLUSH_MIN_OUTPUT_TOKENS = 1_024  # the room a flush needs for its answer and a short note
 FLUSH_ENV = "HERON_MEMORY_FLUSH"  # "0" turns the flush off whatever the settings say (the test suite)
 
 FLUSH_PROMPT = (
@@ -221,8 +222,11 @@ class MemoryKeeper:
         gets the typed options (key, timeouts, retries) with an output cap for its own size."""
         view = policy.view(messages)
         tokens = policy.count(view) + flush_prompt_tokens(self.directory)
-        if tokens > policy.threshold:
-            why = f"the flush request ({tokens:,} tokens) would not fit under {policy.threshold:,}"
+        # It runs when the compaction is certain, so past the threshold: like the summary
+        # requests, it needs the window (and room for a short answer), not the threshold.
+        room = policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
+        if room < FLUSH_MIN_OUTPUT_TOKENS:
+            why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.window:,}-token window"
             policy.record_flush([], skipped=why)
             ledger.add(LedgerRecord(kind="flush", recover=why, detail={"skipped": True}))
             return

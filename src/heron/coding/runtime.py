@@ -213,6 +213,7 @@ class CodingSession(RecoveryHooks):
                 compaction=compaction.enabled,
                 reserve_tokens=compaction.reserve_tokens,
                 keep_recent_tokens=compaction.keep_recent_tokens,
+                soft_threshold=compaction.soft_threshold,
                 prune_high_water=self.settings.pruning.high_water,
                 prune_low_water=self.settings.pruning.low_water,
                 prune_keep_turns=self.settings.pruning.keep_turns,

@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
+from heron.context.boundaries import SOFT_THRESHOLD
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
 
@@ -46,6 +47,7 @@ class CompactionSettings:
     enabled: bool = True
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
+    soft_threshold: float = SOFT_THRESHOLD  # share of the hard threshold: compact at step boundaries past it
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +259,12 @@ SCHEMA: dict[str, Any] = {
     "defaultThinkingLevel": _thinking,
     "shellPath": _string,
     "defaultTools": _tools,
-    "compaction": {"enabled": _bool, "reserveTokens": _POSITIVE, "keepRecentTokens": _POSITIVE},
+    "compaction": {
+        "enabled": _bool,
+        "reserveTokens": _POSITIVE,
+        "keepRecentTokens": _POSITIVE,
+        "softThreshold": _share,
+    },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
     "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
     "toolLimits": {_camel(f.name): _POSITIVE for f in dataclasses.fields(ToolLimits)},
@@ -376,6 +383,7 @@ def settings_from_dict(
             enabled=compaction.get("enabled", defaults_c.enabled),
             reserve_tokens=compaction.get("reserveTokens", defaults_c.reserve_tokens),
             keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
+            soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
         ),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),

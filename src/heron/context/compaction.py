@@ -87,6 +87,19 @@ class CompactionPlan:
         return bool(self.messages_to_summarize or self.turn_prefix_messages)
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionChoice:
+    """What a pluggable compaction (an extension's ``before_compact``) chose: cancel it,
+    supply the summary (heron still appends its lists: files, the user's requests, the
+    recall note), or keep another range (``plan``, from :func:`replan_at`). ``source``
+    names who chose, recorded in the compaction entry's details."""
+
+    source: str
+    cancel: bool = False
+    summary: str | None = None
+    plan: CompactionPlan | None = None
+
+
 def _role(entry: Entry) -> str | None:
     return entry.message.role if isinstance(entry, MessageEntry) else None
 
@@ -161,6 +174,13 @@ def prepare_compaction(
     while cut > region_start and not isinstance(entries[cut - 1], MessageEntry | CompactionEntry):
         cut -= 1
 
+    return _plan_from_cut(entries, region_start, cut, previous, tools)
+
+
+def _plan_from_cut(
+    entries: list[Entry], region_start: int, cut: int, previous: CompactionEntry | None, tools: ToolCatalog
+) -> CompactionPlan | None:
+    """The plan whose first kept entry is ``entries[cut]`` (None: nothing to summarise)."""
     judge = next((entries[i] for i in range(cut, len(entries)) if isinstance(entries[i], MessageEntry)), None)
     turn_start = -1
     if judge is not None and _role(judge) != "user":
@@ -189,6 +209,28 @@ def prepare_compaction(
         modified_files=modified,
         user_requests=requests,
     )
+
+
+def cut_points(plan: CompactionPlan) -> list[str]:
+    """The entries a compaction of ``plan``'s region may keep from (first kept entry ids):
+    message entries that may start the kept part, never a tool result."""
+    entries = plan.path
+    return [entries[i].id for i in range(plan.region_start + 1, len(entries)) if _is_cut_point(entries[i])]
+
+
+def replan_at(plan: CompactionPlan, first_kept_entry_id: str, tools: ToolCatalog) -> CompactionPlan:
+    """``plan`` with another kept range: from ``first_kept_entry_id`` (one of
+    :func:`cut_points`) to the leaf. Raises ``ValueError`` for any other id."""
+    if first_kept_entry_id not in cut_points(plan):
+        raise ValueError(
+            f"{first_kept_entry_id!r} is not an entry a compaction may keep from "
+            "(a message after the region's start that is not a tool result)"
+        )
+    cut = next(i for i, e in enumerate(plan.path) if e.id == first_kept_entry_id)
+    replanned = _plan_from_cut(plan.path, plan.region_start, cut, plan.previous, tools)
+    if replanned is None:
+        raise ValueError(f"keeping from {first_kept_entry_id!r} leaves nothing to summarise")
+    return replanned
 
 
 def _messages(entries: Sequence[Entry]) -> list[AgentMessage]:

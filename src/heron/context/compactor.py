@@ -15,7 +15,9 @@ that:
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +26,11 @@ from heron.agent.messages import AgentMessage, CompactionSummaryMessage
 from heron.ai.types import Model, UserMessage
 from heron.context.budget import estimate_message_tokens
 from heron.context.children import children_on_path
-from heron.context.compaction import CompactionPlan, entry_message, prepare_compaction
+from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, prepare_compaction
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
-from heron.context.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise
+from heron.context.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise, supplied
 from heron.context.view import (
     DETAIL_CHILDREN,
     DETAIL_KEPT_PROMPT,
@@ -38,6 +40,8 @@ from heron.context.view import (
     session_messages,
 )
 from heron.session.entries import MessageEntry
+
+DETAIL_CHOSEN_BY = "heronChosenBy"  # who shaped a compaction (an extension), in its entry's details
 
 
 @dataclass(slots=True)
@@ -80,41 +84,66 @@ class Compactor:
         focus: str | None = None,
         turn_prompt: UserMessage | None = None,
         early: bool = False,
+        before_write: Callable[[], Awaitable[None]] | None = None,
+        keep_recent_tokens: int | None = None,
+        choose: Callable[[CompactionPlan], Awaitable[CompactionChoice | None]] | None = None,
     ) -> CompactionOutcome:
         """Summarise through ``ask`` (the session's request path) and write the entry,
         unless the result would not shrink the context. ``early``: asked for below the
-        threshold (after a shallow pruning step), where a small saving is not written."""
+        threshold (after a shallow pruning step), where a small saving is not written.
+        ``before_write`` runs once the entry is certain to be written, just before it is
+        (the memory flush: exactly one for each compaction that happens, none otherwise).
+        ``keep_recent_tokens``: less recent history kept than the settings say (a
+        compaction at a step boundary: the step just finished needs no verbatim copy).
+        ``choose``: asked with the plan before anything is summarised (an extension may
+        cancel, supply the summary, or keep another range)."""
         policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
         estimated_before = policy.estimate(current)
-        plan = self._plan()
+        plan = self._plan(keep_recent_tokens)
         if plan is None:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
+        choice = await choose(plan) if choose is not None else None
+        if choice is not None and choice.cancel:
+            return CompactionOutcome(tokens_before=before, skipped=f"cancelled by {choice.source}")
+        if choice is not None and choice.plan is not None:
+            plan = choice.plan
         try:
-            result = await summarise(
-                plan,
-                ask,
-                model=model,
-                reserve_tokens=policy.compaction_settings.reserve_tokens,
-                focus=focus,
-                window=policy.window,
-            )
+            if choice is not None and choice.summary is not None:
+                result = supplied(plan, choice.summary)
+            else:
+                result = await summarise(
+                    plan,
+                    ask,
+                    model=model,
+                    reserve_tokens=policy.compaction_settings.reserve_tokens,
+                    focus=focus,
+                    window=policy.window,
+                )
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
+        if choice is not None:
+            result.details[DETAIL_CHOSEN_BY] = choice.source
         for record in result.records:
             policy.ledger.add(record)
         draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
         refused = self._refused(draft, before, estimated_before, early)
         if refused is not None:
             return refused
+        if before_write is not None:
+            await before_write()
         return self._write(plan, result, draft, reason, before, estimated_before)
 
-    def _plan(self) -> CompactionPlan | None:
+    def _plan(self, keep_recent_tokens: int | None = None) -> CompactionPlan | None:
         store = self.policy.store
         if store.leaf_id is None:
             return None
-        plan = prepare_compaction(store.path_to(store.leaf_id), self.policy.compaction_settings, self.policy.tools)
+        settings = self.policy.compaction_settings
+        if keep_recent_tokens is not None:
+            keep = min(settings.keep_recent_tokens, keep_recent_tokens)
+            settings = dataclasses.replace(settings, keep_recent_tokens=keep)
+        plan = prepare_compaction(store.path_to(store.leaf_id), settings, self.policy.tools)
         return plan if plan is not None and plan.has_work else None
 
     def _draft(

@@ -28,6 +28,7 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model
+from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
 from heron.context.budget import IMPLAUSIBLE_RATIO, Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
@@ -107,6 +108,7 @@ class PolicySettings:
     compaction: bool = True
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
+    soft_threshold: float = SOFT_THRESHOLD  # share of the threshold; 1.0: compact at the threshold only
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
@@ -326,6 +328,41 @@ class ContextPolicy:
             compact=pressed and self.auto_compaction,
             early=early and load <= self.threshold,
         )
+
+    def soft_due(self, messages: Sequence[AgentMessage], pressure: Pressure) -> bool:
+        """Whether to compact now, at a step boundary (:func:`step_boundary`), below the
+        threshold: the view is past the soft threshold, the next step - as large as the
+        largest of the last few - would take it past the hard threshold, and the pruning that would run
+        there could not spare the compaction. So the compaction that is coming anyway
+        falls where the agent is between steps, not in the middle of one, and no
+        compaction runs that the threshold alone would not have run. When it is due, the
+        pruning step the threshold would have taken first is taken (recorded) here too."""
+        share = self.settings.soft_threshold
+        if pressure.pressed or share >= 1.0 or not self.auto_compaction:
+            return False
+        load = self.load(pressure.view, pressure.tokens)
+        if load <= self.threshold * share or step_boundary(messages, self.tools) is None:
+            return False
+        predicted = load + next_step_tokens(pressure.view, self.tools)
+        if predicted <= self.threshold:
+            return False
+        high, low = self.prune_marks
+        if self.settings.pruning:
+            _, records = prune_step(
+                messages,
+                self.decisions.stubs,
+                self.settings.prune_keep_turns,
+                0,
+                predicted - low,
+                tools=self.tools,
+            )
+            if predicted - sum(r.chars_before - r.chars_after for r in records) // 4 <= (high + low) // 2:
+                return False  # the step at the threshold would free the room
+        if not self._worth_compacting(pressure.view, load, load - int(self.threshold * share)):
+            return False
+        if self.settings.pruning:  # the step the threshold would take first: the kept messages carry it
+            self.prune(messages, 0, target_saving_tokens=load - low)
+        return True
 
     def settle(
         self,

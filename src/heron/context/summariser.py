@@ -109,6 +109,12 @@ async def summarise(
     return _result(plan, raw_main, raw_prefix, records)
 
 
+def supplied(plan: CompactionPlan, text: str) -> SummaryResult:
+    """A summary given rather than asked for (an extension's), with what heron appends to
+    every summary, like one the model wrote."""
+    return _result(plan, text, "", [])
+
+
 async def _history(
     plan: CompactionPlan,
     ask: SummaryAsk,

@@ -470,6 +470,8 @@ class Renderer:
     def _on_compaction_start(self, event: Any) -> None:
         why = {
             "threshold": "the context is near the limit",
+            "boundary": "a step is done and the context is past the soft threshold",
+            "requested": "asked for by the model or a hook",
             "overflow": "the provider said the context is too long",
             "manual": "requested",
         }.get(event.reason, event.reason)

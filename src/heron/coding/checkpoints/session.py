@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 # Kinds of tool that cannot change the project's files (what each tool declares it is,
 # heron.agent.tool_meta): a turn that calls only these takes no snapshot after it.
-READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo"})
+READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo", "compact"})
 SLOW_SECONDS = 2.0  # a tool held up longer than this by a snapshot is reported (once)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from heron.coding.extensions.api import (
     AfterToolCallResult,
     BeforeToolCallResult,
+    CompactionAnswer,
+    CompactionInput,
     ExtensionAPI,
     ExtensionCommand,
     ExtensionError,
@@ -23,6 +25,8 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "AfterToolCallResult",
     "BeforeToolCallResult",
+    "CompactionAnswer",
+    "CompactionInput",
     "Extension",
     "ExtensionAPI",
     "ExtensionCommand",

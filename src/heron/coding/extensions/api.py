@@ -35,6 +35,7 @@ from heron.agent.tools import (
     UpdateCallback,
 )
 from heron.ai.abort import AbortSignal
+from heron.coding.extensions.compaction import CompactHandler, CompactionAnswer, CompactionInput
 
 ExtensionSource = Literal["user", "project", "entry-point"]
 P = TypeVar("P", bound=BaseModel)
@@ -93,6 +94,7 @@ class Registration:
     tools: list[AgentTool[Any]] = field(default_factory=list)
     commands: list[ExtensionCommand] = field(default_factory=list)
     templates: list[ExtensionTemplate] = field(default_factory=list)
+    compaction: list[CompactHandler] = field(default_factory=list)
 
 
 def block(reason: str) -> BeforeToolCallResult:
@@ -159,6 +161,14 @@ class ExtensionAPI:
         heron's own pruning; the result must keep the context rules (docs/extensions.md)
         or it is not used for that request."""
         self.registration.transforms.append(handler)
+        return handler
+
+    def before_compact(self, handler: H) -> H:
+        """``handler(input: CompactionInput) -> CompactionAnswer | None`` before every
+        compaction (automatic, requested or manual), before anything is summarised: cancel
+        it, supply the summary, or keep another range; None lets heron compact as usual
+        (docs/extensions.md, "Pluggable compaction")."""
+        self.registration.compaction.append(handler)
         return handler
 
     block = staticmethod(block)
@@ -245,6 +255,8 @@ def _arity(fn: Callable[..., Any]) -> int:
 __all__ = [
     "AfterToolCallResult",
     "BeforeToolCallResult",
+    "CompactionAnswer",
+    "CompactionInput",
     "ExtensionAPI",
     "ExtensionError",
     "PathUse",

@@ -25,10 +25,12 @@ from heron.agent.tools import AfterToolCallResult, AgentTool, BeforeToolCallResu
 from heron.coding.events import ContextWarningEvent
 from heron.coding.extensions.api import ExtensionAPI, ExtensionCommand, Registration, ToolCallInfo
 from heron.coding.extensions.commands import CommandRegistry, add_templates
+from heron.coding.extensions.compaction import choice_from, compaction_input
 from heron.coding.extensions.loader import Candidate, find_extensions
 from heron.coding.extensions.tools import GuardedTool
 from heron.coding.extensions.verify import is_message_list, view_problems
 from heron.coding.tools import ALL_TOOLS
+from heron.context.compaction import CompactionChoice, CompactionPlan
 
 log = logging.getLogger(__name__)
 
@@ -311,6 +313,25 @@ class ExtensionHost:
                     continue
                 view = out
         return view
+
+    async def before_compact(self, plan: CompactionPlan, reason: str, focus: str | None) -> CompactionChoice | None:
+        """The first ``before_compact`` answer of the enabled extensions, as the compactor's
+        choice; an extension whose handler raises or answers nonsense is disabled and the
+        next one (in the end, heron's own compaction) decides."""
+        if not any(e.registration.compaction for e in self._active()):
+            return None
+        seen = compaction_input(plan, reason, focus)
+        for extension in self._active():
+            for handler in extension.registration.compaction:
+                try:
+                    answer = await _settle(handler(seen))
+                    choice = choice_from(answer, plan, f"extension {extension.name}", self.session.tool_catalog)
+                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+                    self.disable(extension, "its before_compact handler failed", exc)
+                    break
+                if choice is not None:
+                    return choice
+        return None
 
     async def run_command(self, text: str) -> str | None:
         """``/name args`` of an extension command: its handler's prompt (None: nothing to

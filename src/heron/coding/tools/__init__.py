@@ -5,8 +5,9 @@ grep, find, ls and json_query on request.
 :func:`create_tools` leaves it out and the runtime adds it (docs/subagents.md).
 
 ``search_history`` is on by default because it is the way back to whatever compaction
-and pruning took out of the context (see docs/recall.md); ``json_query`` is asked for by
-name (``--tools``, ``defaultTools``)."""
+and pruning took out of the context (see docs/recall.md); ``json_query`` and ``compact``
+(the model asks for a compaction, docs/context.md) are asked for by name (``--tools``,
+``defaultTools``)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ ALL_TOOLS: tuple[str, ...] = (
     "search_history",
     "json_query",
     "todo",
+    "compact",
     "task",
 )
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
@@ -49,6 +51,7 @@ _FACTORIES: dict[str, tuple[str, str]] = {
     "search_history": ("heron.coding.tools.search_history", "SearchHistoryTool"),
     "json_query": ("heron.coding.tools.json_query", "JsonQueryTool"),
     "todo": ("heron.coding.tools.todo", "TodoTool"),
+    "compact": ("heron.coding.tools.compact", "CompactTool"),
 }
 
 

@@ -1,0 +1,213 @@
+"""Issue 27 figures: how much of where the agent is survives compaction, restarts,
+overflow recovery and pruning - the classes heron promises today.
+
+The real ``heron`` command against a local OpenAI-compatible server that plays a
+scripted model (``tests/cli/audit_harness.py``'s plan server). Turn 0 plants the needles:
+a user constraint in the prompt, a task list with a unique item (the ``todo`` tool), an
+exact error string in a command's output. Then turns of big reads and command output
+push the session through pruning steps and automatic compactions; the server enforces a
+limit below the configured window, so the first request over it is rejected and heron
+recovers (learns the window, compacts). The last turn has the model call
+``search_history`` for each needle. The summariser is deliberately lossy: the server's
+summaries never mention a needle, so what survives is what heron guarantees.
+
+Classes (what exists today):
+
+- ``user request`` and ``todo``: promised **verbatim**, so checked in every main request
+  after an event (a compaction, a pruning step, a restart - the first request of each
+  ``-p --continue`` process -, an overflow rejection): is the needle in the request body?
+- ``error string`` (recall): **findable**: does ``search_history`` at the end return it?
+
+Two windows (16k, 32k) x two modes (``print``: one process per turn with ``--continue``;
+``rpc``: one process). Prints the survival table per class, mode and window, the events
+seen, and the memory flushes (sent, recorded - a flush that would not fit is skipped and
+recorded) against the compactions; writes JSON.
+``--quick``: the 16k window, fewer turns.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.cli import audit_harness as harness
+from tests.cli.audit_harness import FLUSH_MARK, PRUNED, SUMMARY_MARK, PlanServer, Rpc, Step, text_of
+from tests.support.http_server import LocalServer
+
+from _common import parser, table, write_json
+
+USER_NEEDLE = "NEEDLE-USER-keep-the-public-api-of-parser.py-unchanged"
+TODO_NEEDLE = "NEEDLE-TODO-migrate-the-config-loader"
+ERROR_NEEDLE = "NEEDLE-ERROR-E4711-checksum-mismatch-in-block-42"
+CLASSES = ("user request", "todo", "error string")
+
+
+def plans(turns: int) -> dict[int, list[Step]]:
+    todos = {
+        "todos": [
+            {"content": TODO_NEEDLE, "status": "in_progress"},
+            {"content": "write the report", "status": "pending"},
+        ]
+    }
+    plan: dict[int, list[Step]] = {0: [("todo", todos), ("bash", {"command": f"echo 'error: {ERROR_NEEDLE}'"})]}
+    for n in range(1, turns - 1):
+        plan[n] = [harness.read(f"data/file{n % 4}.txt"), harness.bash_100k(f"turn {n}")]
+    plan[turns - 1] = [("search_history", {"query": ERROR_NEEDLE})]
+    return plan
+
+
+@dataclass
+class Result:
+    mode: str
+    window: int
+    events: dict[str, int] = field(default_factory=dict)  # event -> requests checked after it
+    kept: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> event -> requests with the needle
+    found: bool = False  # search_history returned the error string
+    flushes: int = 0  # memory flush turns sent
+    flush_records: int = 0  # flush decisions in the session (sent, or skipped: would not fit)
+    compactions: int = 0  # compactions (summary requests since the previous main request)
+
+    def survival(self, name: str) -> str:
+        if name == "error string":
+            return "100%" if self.found else "0%"
+        checked = sum(self.events.values())
+        if not checked:
+            return "-"
+        return f"{sum(self.kept.get(name, {}).values()) / checked:.0%}"
+
+
+def _events(server: PlanServer, firsts: set[int]) -> list[tuple[int, list[str]]]:
+    """(body index, the events just before it) for each main request after turn 0: a
+    compaction (a summary request since the previous main request), a pruning step (more
+    pruned stubs than before), a restart (a process's first request), an overflow (the
+    previous request was rejected)."""
+    out: list[tuple[int, list[str]]] = []
+    pruned = 0
+    summarised = rejected = False
+    for index, body in enumerate(server.bodies):
+        messages = body["messages"]
+        if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
+            summarised = True
+            continue
+        if not messages or text_of(messages[-1]).startswith(FLUSH_MARK):
+            continue
+        stubs = json.dumps(body).count(PRUNED)
+        seen = [
+            name
+            for name, happened in (
+                ("compaction", summarised),
+                ("pruning", stubs > pruned),
+                ("restart", index in firsts),
+                ("overflow", rejected),
+            )
+            if happened
+        ]
+        pruned, summarised, rejected = stubs, False, not server.accepted[index]
+        if server.turns[index] > 0 and seen:
+            out.append((index, seen))
+    return out
+
+
+def _flush_records(home: Path) -> int:
+    """The memory flush decisions recorded in the session files under ``home``."""
+    count = 0
+    for path in home.rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line) if line.strip() else {}
+            data = entry.get("data") if entry.get("customType") == "heron.context" else None
+            count += isinstance(data, dict) and data.get("op") == "flush"
+    return count
+
+
+def drive(mode: str, window: int, turns: int, root: Path) -> Result:
+    limit = int(window * 0.65)  # the server enforces less than the configured window (and the threshold)
+    server = PlanServer(plans(turns), {"m": limit})
+    local = LocalServer(responder=server)
+    try:
+        model = {"id": "m", "contextWindow": window, "maxTokens": 2_048}
+        harness.PROMPT_EXTRA.clear()
+        harness.PROMPT_EXTRA[0] = f". Constraint: {USER_NEEDLE}"
+        cwd, env = harness.make_project(
+            root, local.url, [model], {"defaultTools": ["read", "bash", "todo", "search_history"]}
+        )
+        env.pop("HERON_CHECK_CONTEXT", None)
+        firsts: set[int] = set()
+        if mode == "print":
+            for n in range(turns):
+                firsts.add(len(server.bodies))
+                harness.run_print(cwd, env, server, n, "local/m", first=n == 0)
+        else:
+            rpc = Rpc(cwd, env, "local/m")
+            try:
+                for n in range(turns):
+                    rpc.turn(server, n)
+            finally:
+                rpc.close()
+        result = Result(mode=mode, window=window)
+        for index, seen in _events(server, firsts):
+            text = json.dumps(server.bodies[index])
+            for event in seen:
+                result.events[event] = result.events.get(event, 0) + 1
+                for name, needle in (("user request", USER_NEEDLE), ("todo", TODO_NEEDLE)):
+                    counts = result.kept.setdefault(name, {})
+                    counts[event] = counts.get(event, 0) + (needle in text)
+        result.compactions = sum(1 for _, seen in _events(server, set()) if "compaction" in seen)
+        result.flushes = sum(
+            1 for b in server.bodies if b["messages"] and text_of(b["messages"][-1]).startswith(FLUSH_MARK)
+        )
+        result.flush_records = _flush_records(root / "home")
+        last = json.dumps(server.bodies[-1])
+        result.found = ERROR_NEEDLE in last.split('"search_history"', 1)[-1]
+        return result
+    finally:
+        local.close()
+        harness.PROMPT_EXTRA.clear()
+
+
+def main() -> None:
+    args = parser(__doc__ or "").parse_args()
+    windows = [16_384] if args.quick else [16_384, 32_768]
+    turns = 5 if args.quick else 10
+    results: list[Result] = []
+    for window in windows:
+        for mode in ("print", "rpc"):
+            root = Path(tempfile.mkdtemp(prefix="heron-continuity-"))
+            try:
+                results.append(drive(mode, window, turns, root))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    rows = []
+    for r in results:
+        events = ", ".join(f"{k} {v}" for k, v in sorted(r.events.items()))
+        flushes = f"{r.flushes} / {r.flush_records} / {r.compactions}"
+        rows.append([f"{r.window // 1024}k", r.mode, *(r.survival(c) for c in CLASSES), flushes, events])
+    print(f"{turns} turns per session; survival: share of the requests after an event carrying the needle")
+    print(table(["window", "mode", *CLASSES, "flushes sent / recorded / compactions", "requests checked after"], rows))
+    data = {
+        "turns": turns,
+        "results": [
+            {
+                "window": r.window,
+                "mode": r.mode,
+                "events": r.events,
+                "kept": r.kept,
+                "found": r.found,
+                "flushes": r.flushes,
+                "flushRecords": r.flush_records,
+                "compactions": r.compactions,
+                "survival": {c: r.survival(c) for c in CLASSES},
+            }
+            for r in results
+        ],
+    }
+    print(f"wrote {write_json('continuity', data, args.json, args.quick)}")
+
+
+if __name__ == "__main__":
+    main()
