@@ -36,6 +36,8 @@ from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, 
 from heron.context.budget import RunningTally, Tally
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
+from heron.context.frontier import FRONTIER_TYPES, FrontierSettings, compaction_frontier
+from heron.context.goal import GOAL_MESSAGE_TYPE, goal_on_path, with_goal
 from heron.context.prune import with_text
 from heron.context.todos import TODOS_MESSAGE_TYPE, clean_todos, injected_todos_text
 from heron.session.context import EntrySource, SessionContext, build_context
@@ -49,28 +51,60 @@ DETAIL_TODOS = "heronTodos"
 DETAIL_CHILDREN = "heronSubagents"
 # ``budget_spill`` in a result's details: the result was replaced by a preview.
 SPILL_KEY = "budget_spill"
-INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE, CHILDREN_MESSAGE_TYPE})
+INJECTED_TYPES = frozenset(
+    {REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE, CHILDREN_MESSAGE_TYPE, GOAL_MESSAGE_TYPE, *FRONTIER_TYPES}
+)
 # The result a call gets in the view when the session holds none (the process running the
 # tool was killed): every call keeps its result, and the model learns the call did not finish.
 NO_RESULT_NOTE = "[No result: this tool call did not finish (the process running it stopped). Run it again if needed.]"
 GONE_PREFIX = "[This read was answered with a reference to an earlier read"
 
 
-def session_messages(source: EntrySource, leaf_id: str | None) -> list[AgentMessage]:
-    """The conversation for ``leaf_id`` with the latest compaction's injected block and
-    kept turn prompt in place (see the module docstring)."""
-    return with_injections(source, build_context(source, leaf_id))
+def session_messages(
+    source: EntrySource, leaf_id: str | None, frontier: FrontierSettings | None = None
+) -> list[AgentMessage]:
+    """The conversation for ``leaf_id`` with the goal, the latest compaction's injected
+    block and kept turn prompt in place (see the module docstring)."""
+    return with_injections(source, build_context(source, leaf_id), leaf_id, frontier)
 
 
-def with_injections(source: EntrySource, context: SessionContext) -> list[AgentMessage]:
-    """``context.messages`` with what its compaction recorded for the view put in place."""
+def with_injections(
+    source: EntrySource,
+    context: SessionContext,
+    leaf_id: str | None = None,
+    frontier: FrontierSettings | None = None,
+) -> list[AgentMessage]:
+    """``context.messages`` with what its compaction recorded for the view put in place;
+    with ``leaf_id`` (the leaf ``context`` was built for), led by the goal on that path
+    and with the frontier (skills, recent steps) after the compaction's block."""
+    ids: Sequence[str] = ()
+    types: Sequence[str] = ()
+    if leaf_id is not None:
+        ids, types = source.lineage(leaf_id)
+    goal = goal_on_path(source.get, ids, types)[0]
+    return with_goal(_compaction_injections(source, context, ids, types, frontier or FrontierSettings()), goal)
+
+
+def _compaction_injections(
+    source: EntrySource,
+    context: SessionContext,
+    ids: Sequence[str],
+    types: Sequence[str],
+    frontier: FrontierSettings,
+) -> list[AgentMessage]:
     messages = context.messages
     if context.compaction_id is None:
         return messages
     compaction = source.get(context.compaction_id)
     if not isinstance(compaction, CompactionEntry) or not isinstance(compaction.details, dict):
         return messages
-    injected = injected_messages(compaction.details, iso_to_ms(compaction.timestamp))
+    timestamp = iso_to_ms(compaction.timestamp)
+    injected = injected_messages(compaction.details, timestamp)
+    if ids:
+        index = ids.index(compaction.id) if compaction.id in ids else len(ids)
+        block = compaction_frontier(source.get, ids, types, index, messages[1:], timestamp, frontier)
+        files = [m for m in injected if getattr(m, "custom_type", None) == REINJECTED_FILES_TYPE]
+        injected = [m for m in injected if m not in files] + block + files
     prompt_id = compaction.details.get(DETAIL_KEPT_PROMPT)
     if isinstance(prompt_id, str) and prompt_id and prompt_id not in context.entry_ids:
         try:
