@@ -16,7 +16,7 @@ check made before every model call (the same stop as ``--max-turns``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from heron.agent.messages import AgentMessage
 from heron.ai.overflow import ErrorKind
@@ -35,6 +35,7 @@ from heron.context.goal import (
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
+    from heron.session.store import SessionStore
 
 GOAL_COMMAND = "/goal"
 BUDGET_OPTION = "--budget"
@@ -190,3 +191,24 @@ def goal_command(session: CodingSession, text: str) -> list[AgentMessage]:
         )
     )
     return []
+
+
+def goal_summary(store: SessionStore) -> dict[str, Any] | None:
+    """The goal on the store's leaf path for ``/context`` and ``heron sessions context``."""
+    if store.leaf_id is None:
+        return None
+    ids, types = store.lineage(store.leaf_id)
+    goal, index = goal_on_path(store.get, ids, types)
+    if goal is None:
+        return None
+    spent = spent_on_path(goal, store.get, ids, types, index)
+    return {"text": goal.text, "budget": goal.budget, "spent": spent}
+
+
+def goal_lines(summary: dict[str, Any] | None) -> list[str]:
+    """The goal as the context breakdown lists it (nothing without one)."""
+    if not summary:
+        return []
+    goal = Goal(text=summary["text"], budget=summary.get("budget"))
+    lines = ["goal (at the head of every request, verbatim):"]
+    return lines + ["  " + line for line in describe(goal, summary.get("spent") or 0).splitlines()]
