@@ -66,7 +66,7 @@ from heron.coding.requests import RequestPath
 from heron.coding.run_limits import max_turns_for
 from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
-from heron.coding.skill_record import record_skill_prompt, record_skill_read
+from heron.coding.skill_record import record_plan, record_skill_prompt, record_skill_read
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import builtin_meta, create_tools, set_limits
@@ -421,7 +421,9 @@ class CodingSession(RecoveryHooks):
         self.memory.record(self.store)  # the system prompt of this session, for every resume
         note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
-            return await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
+            added = await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
+            record_plan(self, added)  # plan mode's answer: kept through compactions
+            return added
         finally:
             self._turn_prompt = None
             await self.control.after_prompt()

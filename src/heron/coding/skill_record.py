@@ -1,9 +1,11 @@
-"""Recording each skill the model is given, so its instructions survive compactions.
+"""Recording what the model must keep following - the skills it was given, the plan it
+proposed - so both survive compactions.
 
-Two ways in: the user types ``/skill:name`` (the prompt carries the skill's body) or the
-model reads a ``SKILL.md``. Each is recorded as a ``heron.skill`` entry holding the text
-the model saw; after a compaction the view re-injects it verbatim
-(:mod:`heron.context.kept_skills`).
+Skills come two ways: the user types ``/skill:name`` (the prompt carries the skill's body)
+or the model reads a ``SKILL.md``. Each is recorded as a ``heron.skill`` entry holding the
+text the model saw (:mod:`heron.context.kept_skills`). A plan is the model's final answer
+to a prompt run in plan mode, recorded as a ``heron.plan`` entry
+(:mod:`heron.context.kept_plan`). After a compaction the view re-injects both verbatim.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heron.agent.events import ToolExecutionEndEvent
-from heron.ai.types import AssistantMessage, TextContent
+from heron.agent.messages import AgentMessage
+from heron.ai.types import AssistantMessage, StopReason, TextContent
 from heron.coding.skills import parse_skill_command
+from heron.context.kept_plan import PLAN_CUSTOM_TYPE
 from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, is_skill_path, is_skill_read, read_body
 
 if TYPE_CHECKING:
@@ -56,3 +60,15 @@ def record_skill_read(session: CodingSession, event: ToolExecutionEndEvent) -> N
     path = use.resolved(session.cwd)
     body = read_body(use.path, text)
     session.store.append_custom(SKILL_CUSTOM_TYPE, SkillUse(Path(path).parent.name, path, body).to_data())
+
+
+def record_plan(session: CodingSession, added: list[AgentMessage]) -> None:
+    """A prompt run in plan mode that ended with an answer: that answer is the plan."""
+    if session.control.permissions.mode != "plan":
+        return
+    last = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)
+    if last is None or last.stop_reason != StopReason.STOP or last.tool_calls():
+        return
+    text = last.text().strip()
+    if text:
+        session.store.append_custom(PLAN_CUSTOM_TYPE, {"text": text})

@@ -1,8 +1,9 @@
 """The frontier: where the agent is, injected after a compaction from the session path.
 
-A summary keeps the facts; the frontier keeps the position: the skills whose
-instructions the model was following (:mod:`heron.context.kept_skills`) and its last
-operational steps (:mod:`heron.context.recent_steps`). The goal (:mod:`heron.context.goal`)
+A summary keeps the facts; the frontier keeps the position: the plan proposed in plan
+mode (:mod:`heron.context.kept_plan`), the skills whose instructions the model was
+following (:mod:`heron.context.kept_skills`) and its last operational steps
+(:mod:`heron.context.recent_steps`). The goal (:mod:`heron.context.goal`)
 leads every request, compaction or not. Each block is a pure function of the entries
 before the latest compaction on the path (and the kept messages), so a process that
 opens the session later renders the same bytes, and the bytes do not change between
@@ -15,11 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from heron.agent.messages import AgentMessage, ExtensionMessage
+from heron.context.kept_plan import PLAN_MESSAGE_TYPE, plan_before, render_plan
 from heron.context.kept_skills import SKILL_TOKENS, SKILLS_MESSAGE_TYPE, SKILLS_TOKENS, render_skills, skills_before
 from heron.context.recent_steps import RECENT_STEPS, STEPS_MESSAGE_TYPE, render_steps, steps_before
 from heron.session.entries import Entry
 
-FRONTIER_TYPES = frozenset({SKILLS_MESSAGE_TYPE, STEPS_MESSAGE_TYPE})
+FRONTIER_TYPES = frozenset({PLAN_MESSAGE_TYPE, SKILLS_MESSAGE_TYPE, STEPS_MESSAGE_TYPE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +42,11 @@ def compaction_frontier(
     timestamp_ms: int,
     settings: FrontierSettings,
 ) -> list[AgentMessage]:
-    """The skills and recent-steps blocks of the compaction at ``compaction_index``."""
+    """The plan, skills and recent-steps blocks of the compaction at ``compaction_index``."""
     out: list[AgentMessage] = []
+    plan = render_plan(plan_before(get, ids, types, compaction_index), kept)
+    if plan is not None:
+        out.append(_message(PLAN_MESSAGE_TYPE, plan, timestamp_ms))
     skills = render_skills(
         skills_before(get, ids, types, compaction_index),
         kept,
