@@ -27,7 +27,7 @@ from tests.cli.test_context_restarts import (
     servers,  # noqa: F401 - the fixture
     start,
 )
-from tests.coding.test_small_window import BASH_BYTES, call_reply, count_tokens
+from tests.coding.test_small_window import BASH_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply
 
 TURNS = 12
@@ -42,6 +42,9 @@ description: How releases are deployed in this project.
 2. Never deploy on a Friday; say so if asked to.
 3. Tag the release as vX.Y.Z and write the tag into RELEASES.md.
 """
+
+
+PLAN = "The plan:\n1. check every data file\n2. read the build log\n3. tag v1.2.0"
 
 
 class FrontierServer(Server):
@@ -61,6 +64,8 @@ class FrontierServer(Server):
         with self.lock:
             self.bodies.append(body)
         prompt, _ = count_tokens(body)
+        if "make a plan" in content:
+            return text_reply(PLAN, prompt)
         number = int(found.group(1))
         if number % 2 == 0:
             return call_reply(f"call_{number}", "read", {"path": f"data/file{number % 4}.txt"}, prompt)
@@ -228,3 +233,29 @@ def test_bad_goal_input_is_refused_with_a_clear_error(tmp_path: Path, servers: A
     shown = run("--continue", "-p", "/goal")
     assert shown.returncode == 0 and "No goal is set" in shown.stdout
     assert handler.bodies == [], "a /goal command never calls the model"
+
+
+def test_plan_mode_answer_is_reinjected_after_every_compaction(tmp_path: Path, servers: Any) -> None:  # noqa: F811
+    handler = FrontierServer()
+    cwd, env = project(tmp_path, start(servers, handler))
+    for n in range(TURNS):
+        text = f"turn {n}: make a plan" if n == 0 else prompt(n).replace("/skill:deploy ", "")
+        flags = ["--permission-mode", "plan"] if n == 0 else ["--continue"]
+        done = subprocess.run(
+            [*heron(), "--model", "local/small", *flags, "-p", text],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert done.returncode == 0, f"turn {n}: {done.stderr[-2000:]}"
+    assert compactions(tmp_path / "home") >= 3
+    block = json.dumps(f"<plan>\n{PLAN}\n</plan>")[1:-1]
+    turns = [json.dumps(b) for b in handler.bodies if SUMMARY_MARK not in json.dumps(b)]
+    summarised = [t for t in turns if "compacted into the following summary" in t]
+    assert summarised, "compactions happened"
+    for text in summarised:  # after every compaction, the plan verbatim, or its answer still kept
+        assert block in text or json.dumps(PLAN)[1:-1] in text
+    assert any(block in t for t in summarised)
