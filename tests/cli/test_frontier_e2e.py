@@ -198,6 +198,17 @@ def test_goal_budget_stops_the_run_and_can_be_raised(tmp_path: Path, servers: An
     assert "Token budget for this goal: 1,000,000" in last
     shown = run("--continue", "-p", "/goal")
     assert shown.returncode == 0 and GOAL in shown.stdout and "of 1,000,000 tokens spent" in shown.stdout
+    [session_file] = (Path(env["HERON_HOME"]) / "sessions").rglob("*.jsonl")
+    context = subprocess.run(
+        [*heron(), "sessions", "context", str(session_file), "--json"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    goal = json.loads(context.stdout)["goal"]
+    assert goal["text"] == GOAL and goal["budget"] == 1_000_000 and goal["spent"] > 0
     cleared = run("--continue", "-p", "/goal clear")
     assert cleared.stdout.strip() == "Goal cleared."
     run("--continue", "-p", "turn 6: read the data file")
