@@ -382,8 +382,8 @@ class Controller(SessionCommands, ControlCommands):
         (pi's follow-up), not before its next step like Enter's steering. False when no
         run is going (the caller submits the line as usual)."""
         job = self.job
-        if job is None or job.kind != "run" or job.aborting or not text.strip():
-            return False
+        if job is None or job.kind != "run" or job.aborting or not text.strip() or is_goal_command(text):
+            return False  # /goal: submitted as usual, which says it waits for the run
         expanded = self.session.expand_input(text)
         self.session.follow_up(expanded)
         first = expanded.strip().splitlines()[0]
