@@ -7,7 +7,10 @@ Two steps, both pure functions of what the session file holds:
    compaction recorded for the view: the re-injected block (files the model was working
    on) and, when the compaction split the running turn, that turn's prompt - verbatim,
    as its own user message - both placed right after the summary, before the kept
-   messages. Injected messages never come after the turn's latest message.
+   messages, with the frontier read from the path before the compaction (the plan, the
+   invoked skills, the recent steps: :mod:`heron.context.frontier`); and the session's
+   goal, when one is set, leading the whole list (:mod:`heron.context.goal`). Injected
+   messages never come after the turn's latest message.
 2. :func:`apply_decisions` - pruned results replaced by their recorded stubs (the same
    text on every request until a compaction summarises them), and each read de-dup stub
    whose earlier content is no longer in the view (pruned, summarised) replaced by a note
@@ -103,8 +106,9 @@ def _compaction_injections(
     if ids:
         index = ids.index(compaction.id) if compaction.id in ids else len(ids)
         block = compaction_frontier(source.get, ids, types, index, messages[1:], timestamp, frontier)
+        # the frontier goes before the re-injected files (the largest, least stable block)
         files = [m for m in injected if getattr(m, "custom_type", None) == REINJECTED_FILES_TYPE]
-        injected = [m for m in injected if m not in files] + block + files
+        injected = [m for m in injected if getattr(m, "custom_type", None) != REINJECTED_FILES_TYPE] + block + files
     prompt_id = compaction.details.get(DETAIL_KEPT_PROMPT)
     if isinstance(prompt_id, str) and prompt_id and prompt_id not in context.entry_ids:
         try:
