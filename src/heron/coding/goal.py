@@ -96,7 +96,8 @@ class GoalKeeper:
         goal, index = goal_on_path(self.session.store.get, ids, types)
         if goal is None:
             return None, 0
-        return goal, spent_on_path(goal, self.session.store.get, ids, types, index, self._tokens)
+        store = self.session.store
+        return goal, spent_on_path(goal, store.get, ids, types, index, self._tokens, store.role_of)
 
     def set(self, text: str, budget: int | None = None) -> Goal:
         """A new goal (its budget counts from now)."""
@@ -201,7 +202,7 @@ def goal_summary(store: SessionStore) -> dict[str, Any] | None:
     goal, index = goal_on_path(store.get, ids, types)
     if goal is None:
         return None
-    spent = spent_on_path(goal, store.get, ids, types, index)
+    spent = spent_on_path(goal, store.get, ids, types, index, role_of=store.role_of)
     return {"text": goal.text, "budget": goal.budget, "spent": spent}
 
 

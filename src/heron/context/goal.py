@@ -124,14 +124,18 @@ def spent_on_path(
     types: Sequence[str],
     start: int,
     cache: dict[str, int] | None = None,
+    role_of: Callable[[str], str | None] | None = None,
 ) -> int:
     """Tokens spent for ``goal``: the figure its entry (at ``start``) recorded plus every
-    answer after it. ``cache``: answer tokens by entry id (an entry never changes)."""
+    answer after it. ``cache``: answer tokens by entry id (an entry never changes);
+    ``role_of``: a message's role without decoding it (only answers are decoded)."""
     total = goal.spent
     for index in range(start + 1, len(ids)):
         if types[index] != "message":
             continue
         entry_id = ids[index]
+        if role_of is not None and role_of(entry_id) != "assistant":
+            continue
         tokens = cache.get(entry_id) if cache is not None else None
         if tokens is None:
             entry = get(entry_id)
