@@ -236,6 +236,8 @@ def test_bad_goal_input_is_refused_with_a_clear_error(tmp_path: Path, servers: A
     assert bad.returncode == 2 and "invalid token budget 'lots'" in bad.stderr
     alone = run("--goal-budget", "200k", "-p", "turn 0: read")
     assert alone.returncode == 2 and "--goal-budget needs --goal" in alone.stderr
+    acp = run("--mode", "acp", "--goal", GOAL)
+    assert acp.returncode == 2 and "type /goal there" in acp.stderr
     assert handler.bodies == [], "nothing was sent"
     typed = run("-p", "/goal --budget 12 do it")
     assert typed.returncode == 1 and "token budget '12' is too small" in typed.stderr

@@ -140,6 +140,9 @@ def run_app(args: argparse.Namespace) -> int:
     if (log_problem := install_log_redaction()) is not None:
         print(f"heron: warning: {log_problem}", file=sys.stderr)
     if mode == "acp":  # sessions are opened by the editor, each with its own cwd (docs/editors.md)
+        if getattr(args, "goal", None) is not None or getattr(args, "goal_budget", None) is not None:
+            print("heron: --goal: ACP sessions are opened by the editor; type /goal there", file=sys.stderr)
+            return 2
         from heron.cli.acp.server import run_acp
 
         return run_acp(args)
