@@ -144,6 +144,7 @@ def test_extension_commands_come_before_templates_of_the_same_name(tmp_path: Pat
     listed = {c.name: c.description for c in available(session).available_commands}
     assert listed == {
         "compact": listed["compact"],
+        "goal": listed["goal"],
         "deploy": "extension shipit",
         "review": "the extension's review",
         "skill:pdf": "Work with PDFs",

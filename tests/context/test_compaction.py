@@ -635,7 +635,8 @@ def reinjected(session: CodingSession) -> str:
     assert compactions and isinstance(compactions[-1].details, dict)
     content = compactions[-1].details[DETAIL_REINJECTED]
     assert isinstance(content, str)
-    second = session.messages[1]
+    # after the summary and the frontier (recent steps): the last injected block
+    second = next(m for m in session.messages if getattr(m, "custom_type", None) == REINJECTED_FILES_TYPE)
     assert isinstance(second, ExtensionMessage) and second.content == content
     assert second.custom_type == REINJECTED_FILES_TYPE and second.display is False
     return content

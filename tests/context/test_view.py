@@ -20,6 +20,7 @@ from heron.context.decisions import (
     prune_data,
     window_data,
 )
+from heron.context.frontier import FrontierSettings
 from heron.context.view import (
     DETAIL_KEPT_PROMPT,
     DETAIL_REINJECTED,
@@ -41,6 +42,9 @@ UNCHANGED = "[File unchanged since you last read it at 10:00:00; its content is 
 
 
 # --- builders -----------------------------------------------------------------------------------
+# These tests are about what a compaction recorded in its details; the frontier blocks the
+# view adds from the path (recent steps, skills) are tested in tests/context/test_frontier.py.
+NO_FRONTIER = FrontierSettings(recent_steps=0)
 
 
 def user(text: str, ts: int = 1) -> UserMessage:
@@ -131,7 +135,7 @@ def test_reinjected_block_and_kept_prompt_come_right_after_the_summary() -> None
     details = {DETAIL_REINJECTED: "Files you were working on: a.py", DETAIL_KEPT_PROMPT: ids["u2"]}
     store.append_compaction("the summary", ids["a3"], 5_000, details=details)
     store.append_message(assistant(text="continuing", ts=9))
-    view = session_messages(store, store.leaf_id)
+    view = session_messages(store, store.leaf_id, NO_FRONTIER)
     assert texts(view) == [
         "summary:the summary",
         f"{REINJECTED_FILES_TYPE}:Files you were working on: a.py",
@@ -150,13 +154,15 @@ def test_reinjected_block_and_kept_prompt_come_right_after_the_summary() -> None
 def test_the_same_session_gives_the_same_view_on_every_call() -> None:
     store, ids = split_turn_session()
     store.append_compaction("s", ids["a3"], 5_000, details={DETAIL_REINJECTED: "files", DETAIL_KEPT_PROMPT: ids["u2"]})
-    assert wire(session_messages(store, store.leaf_id)) == wire(session_messages(store, store.leaf_id))
+    assert wire(session_messages(store, store.leaf_id, NO_FRONTIER)) == wire(
+        session_messages(store, store.leaf_id, NO_FRONTIER)
+    )
 
 
 def test_a_kept_prompt_already_among_the_kept_messages_is_not_repeated() -> None:
     store, ids = split_turn_session()
     store.append_compaction("s", ids["u2"], 5_000, details={DETAIL_KEPT_PROMPT: ids["u2"]})
-    view = session_messages(store, store.leaf_id)
+    view = session_messages(store, store.leaf_id, NO_FRONTIER)
     assert [t for t in texts(view) if t.startswith("user:")] == ["user:second task: refactor app.py"]
     assert texts(view)[:2] == ["summary:s", "user:second task: refactor app.py"]
 
@@ -174,19 +180,27 @@ def test_a_kept_prompt_already_among_the_kept_messages_is_not_repeated() -> None
 def test_compaction_details_without_usable_injections_leave_the_view_alone(details: Any) -> None:
     store, ids = split_turn_session()
     store.append_compaction("s", ids["a3"], 5_000, details=details)
-    assert texts(session_messages(store, store.leaf_id)) == ["summary:s", "assistant:", "toolResult:" + "B" * 100]
+    assert texts(session_messages(store, store.leaf_id, NO_FRONTIER)) == [
+        "summary:s",
+        "assistant:",
+        "toolResult:" + "B" * 100,
+    ]
 
 
 def test_a_kept_prompt_id_that_names_no_entry_is_ignored() -> None:
     store, ids = split_turn_session()
     store.append_compaction("s", ids["a3"], 5_000, details={DETAIL_KEPT_PROMPT: "no-such-entry"})
-    assert texts(session_messages(store, store.leaf_id)) == ["summary:s", "assistant:", "toolResult:" + "B" * 100]
+    assert texts(session_messages(store, store.leaf_id, NO_FRONTIER)) == [
+        "summary:s",
+        "assistant:",
+        "toolResult:" + "B" * 100,
+    ]
 
 
 def test_a_kept_prompt_id_naming_a_non_user_message_is_ignored() -> None:
     store, ids = split_turn_session()
     store.append_compaction("s", ids["a3"], 5_000, details={DETAIL_KEPT_PROMPT: ids["a2"]})
-    assert texts(session_messages(store, store.leaf_id))[:2] == ["summary:s", "assistant:"]
+    assert texts(session_messages(store, store.leaf_id, NO_FRONTIER))[:2] == ["summary:s", "assistant:"]
 
 
 def test_only_the_latest_compaction_injects() -> None:
@@ -195,14 +209,14 @@ def test_only_the_latest_compaction_injects() -> None:
     after = store.append_message(user("third task", 10))
     store.append_message(assistant(text="ok", ts=11))
     store.append_compaction("s2", after.id, 3_000, details={DETAIL_REINJECTED: "new block"})
-    view = texts(session_messages(store, store.leaf_id))
+    view = texts(session_messages(store, store.leaf_id, NO_FRONTIER))
     assert view[:3] == ["summary:s2", f"{REINJECTED_FILES_TYPE}:new block", "user:third task"]
     assert not any("old block" in t for t in view)
 
 
 def test_without_a_compaction_the_view_is_the_path() -> None:
     store, _ = split_turn_session()
-    view = session_messages(store, store.leaf_id)
+    view = session_messages(store, store.leaf_id, NO_FRONTIER)
     assert len(view) == 7 and not any(is_injected(m) for m in view)
 
 

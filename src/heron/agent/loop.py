@@ -43,7 +43,7 @@ from heron.agent.tools import (
     ValidationFailure,
     validate_arguments,
 )
-from heron.agent.turn_limit import TURN_LIMIT_KIND, TurnLimit
+from heron.agent.turn_limit import TurnLimit
 from heron.ai.abort import AbortSignal
 from heron.ai.events import DoneEvent, ErrorEvent, StartEvent
 from heron.ai.options import StreamOptions
@@ -167,7 +167,12 @@ async def run_loop(
                 assistant = await _stream_turn(context, config, signal, emit)
             else:  # no request is sent: the run ends with a failed answer saying why
                 assistant = _finish_synthetic(
-                    context, config.model, StopReason.ERROR, config.turn_limit.stop_text(), emit, TURN_LIMIT_KIND
+                    context,
+                    config.model,
+                    StopReason.ERROR,
+                    config.turn_limit.stop_text(),
+                    emit,
+                    config.turn_limit.stop_kind(),
                 )
             added.append(assistant)
             if assistant.stop_reason in (StopReason.ERROR, StopReason.ABORTED):

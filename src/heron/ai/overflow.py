@@ -25,6 +25,8 @@ class ErrorKind(StrEnum):
     INVALID_REQUEST = "invalid_request"
     # Not a server error: heron stopped the run at its model-call limit (heron.agent.turn_limit).
     TURN_LIMIT = "turn_limit"
+    # Not a server error: heron stopped the run at the goal's token budget (heron.context.goal).
+    GOAL_BUDGET = "goal_budget"
     UNKNOWN = "unknown"
 
 

@@ -58,6 +58,7 @@ def build_app(args: argparse.Namespace) -> App:
         allow=tuple(getattr(args, "allow", None) or ()),
         mcp=True,
     )
+    goal = _goal_flags(args)
     # imported here: a set-up error is reported without loading the agent
     from heron.coding.assembly import assemble_session, resolve_spec
 
@@ -69,6 +70,8 @@ def build_app(args: argparse.Namespace) -> App:
     apply_max_turns(
         session.agent, session.settings, getattr(args, "max_turns", None), interactive=args.mode == "interactive"
     )
+    if goal is not None:
+        session.goal.adopt(*goal)
     _trace(session, getattr(args, "otel", None))
     assert spec.settings is not None and spec.registry is not None  # resolved above
     return App(
@@ -81,6 +84,21 @@ def build_app(args: argparse.Namespace) -> App:
         session=session,
         mcp=session.mcp,
     )
+
+
+def _goal_flags(args: argparse.Namespace) -> tuple[str, int | None] | None:
+    """``--goal`` and ``--goal-budget``, checked before any session is opened."""
+    text, budget = getattr(args, "goal", None), getattr(args, "goal_budget", None)
+    if text is None and budget is None:
+        return None
+    from heron.context.goal import GoalError, check_text, parse_budget
+
+    try:
+        if text is None:
+            raise GoalError("--goal-budget needs --goal TEXT (in a session: /goal --budget N)")
+        return check_text(text), parse_budget(budget) if budget is not None else None
+    except GoalError as exc:
+        raise UsageError(f"--goal: {exc}") from None
 
 
 def _trace(session: CodingSession, otel: str | None) -> None:
@@ -123,6 +141,9 @@ def run_app(args: argparse.Namespace) -> int:
     if (log_problem := install_log_redaction()) is not None:
         print(f"heron: warning: {log_problem}", file=sys.stderr)
     if mode == "acp":  # sessions are opened by the editor, each with its own cwd (docs/editors.md)
+        if getattr(args, "goal", None) is not None or getattr(args, "goal_budget", None) is not None:
+            print("heron: --goal: ACP sessions are opened by the editor; type /goal there", file=sys.stderr)
+            return 2
         from heron.cli.acp.server import run_acp
 
         return run_acp(args)

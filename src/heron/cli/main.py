@@ -61,6 +61,18 @@ def _task_arguments(parser: argparse.ArgumentParser) -> None:
         help="output mode (default: interactive, or print with -p; acp: for editors)",
     )
     parser.add_argument(
+        "--goal",
+        default=None,
+        metavar="TEXT",
+        help="the session's goal: at the head of every request, kept through compactions (/goal in a session)",
+    )
+    parser.add_argument(
+        "--goal-budget",
+        default=None,
+        metavar="TOKENS",
+        help="a token budget for --goal (200000, 200k, 1.5m): the run stops when it is spent",
+    )
+    parser.add_argument(
         "--max-turns",
         type=int,
         default=None,

@@ -441,6 +441,7 @@ def session_context_breakdown(store: SessionStore, window: int | None = None) ->
     records (``custom`` entries of type ``heron.ledger``) on the leaf's path. The system
     prompt, tools and context files are built when heron runs, so they are 0 here."""
     from heron.agent.messages import CompactionSummaryMessage
+    from heron.coding.goal import goal_summary
     from heron.coding.runtime import ContextBreakdown
     from heron.context.budget import estimate_context_tokens, estimate_message_tokens
     from heron.context.compaction import CompactionSettings
@@ -481,6 +482,7 @@ def session_context_breakdown(store: SessionStore, window: int | None = None) ->
         total=estimate_context_tokens(messages),
         ledger=ledger,
         todos=todos,
+        goal=goal_summary(store),
     )
 
 
@@ -498,6 +500,7 @@ def breakdown_json(breakdown: ContextBreakdown, *, offline: bool = False) -> dic
         "total": breakdown.total,
         "pruned_results": breakdown.pruned_results,
         "todos": breakdown.todos,
+        "goal": breakdown.goal,
         "ledger": [record.to_json_dict() for record in breakdown.ledger],
         "ledger_saved_tokens": _ledger_totals(breakdown),
     }
@@ -518,6 +521,8 @@ def format_context_breakdown(
     ``offline``: the breakdown comes from a session file, so the system prompt, tools and
     context files are not known (they are built when heron runs). ``curve``: the context
     curve in one line (:func:`heron.coding.report.sparkline`), shown second."""
+    from heron.coding.goal import goal_lines
+
     window = breakdown.window
 
     def share(tokens: int) -> str:
@@ -555,6 +560,7 @@ def format_context_breakdown(
     lines.append(f"  {'total (last reported usage + after it)':<38} {breakdown.total:>9,}{share(breakdown.total)}")
     if breakdown.pruned_results:
         lines.append(f"  {breakdown.pruned_results} old tool result(s) pruned to stubs in the requests")
+    lines.extend(goal_lines(breakdown.goal))
     todos = getattr(breakdown, "todos", None) or []
     if todos:
         lines.append(

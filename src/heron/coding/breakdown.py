@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
+from heron.coding.goal import goal_summary
 from heron.context.budget import estimate_message_tokens
 from heron.context.ledger import LedgerRecord
 
@@ -29,6 +30,7 @@ class ContextBreakdown:
     ledger: list[LedgerRecord] = field(default_factory=list)
     pruned_results: int = 0
     todos: list[dict[str, str]] = field(default_factory=list)
+    goal: dict[str, Any] | None = None  # text, budget, spent (heron.coding.goal.goal_summary)
 
 
 def context_breakdown(session: CodingSession) -> ContextBreakdown:
@@ -60,4 +62,5 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
             1 for m in session.agent.messages if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs
         ),
         todos=[{"content": t["content"], "status": t["status"]} for t in policy.decisions.todos or []],
+        goal=goal_summary(session.store),
     )

@@ -80,6 +80,19 @@ class TodosEvent:
 
 
 @dataclass(slots=True, kw_only=True)
+class GoalEvent:
+    """A ``/goal`` command was answered in place of the model (``error``: bad input): the
+    reply is the run's answer; ``goal`` is the goal now (None: none), ``spent`` its tokens."""
+
+    reply: str
+    error: bool = False
+    goal: str | None = None
+    budget: int | None = None
+    spent: int = 0
+    type: Literal["goal"] = "goal"
+
+
+@dataclass(slots=True, kw_only=True)
 class SubagentEvent:
     """An event of a sub-agent (``task`` tool), tagged with the child's session id and the
     parent's tool call that started it; ``event`` is any of the child's session events
@@ -100,5 +113,6 @@ SessionEvent = (
     | LedgerEvent
     | ContextWarningEvent
     | TodosEvent
+    | GoalEvent
     | SubagentEvent
 )

@@ -38,6 +38,7 @@ class RunFailure(StrEnum):
 
     SAVE_FAILED = "save_failed"  # the session could not be saved; the run was stopped
     NO_ANSWER = "no_answer"  # nothing answered (an extension command, a blocking hook)
+    INVALID_COMMAND = "invalid_command"  # a heron command (/goal) with bad input; nothing was sent
     INTERNAL = "internal"  # an exception escaped the run (a bug)
 
 
@@ -103,11 +104,13 @@ def decide(
     aborted: bool = False,
     unsent: Sequence[str] = (),
     resolved: ResolvedModel | None = None,
+    reply: tuple[str, bool] | None = None,
 ) -> RunOutcome:
     """The one decision. In order: an exception, then a session that could not be saved
     (an error even when an answer came: the run was stopped, or the answer is not in the
     file), then an abort (asked for, or the last answer was cut by one), then the last
-    answer's own end."""
+    answer's own end. ``reply``: a heron command (``/goal``) answered in place of the
+    model - its text, and whether it refused bad input."""
     last = answers[-1] if answers else None
     if isinstance(failure, SessionWriteError):  # a write outside the recorder (the prompt's own)
         save_error, failure = save_error or failure, None
@@ -124,6 +127,10 @@ def decide(
     finished = last is not None and last.stop_reason in (StopReason.STOP, StopReason.LENGTH)
     if (last is not None and last.stop_reason == StopReason.ABORTED) or (aborted and not finished):
         return end(StopReason.ABORTED, explanation=ABORTED_TEXT)
+    if last is None and reply is not None:
+        if reply[1]:
+            return end(StopReason.ERROR, error_kind=RunFailure.INVALID_COMMAND, error=reply[0], explanation=reply[0])
+        return end(StopReason.STOP, answer=reply[0])
     if last is None:
         return end(StopReason.ERROR, error_kind=RunFailure.NO_ANSWER, explanation=NO_ANSWER_TEXT)
     if last.stop_reason == StopReason.ERROR:

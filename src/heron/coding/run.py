@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from heron.agent.events import MessageEndEvent
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
+from heron.coding.events import GoalEvent
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.unanswered import resend_unanswered
@@ -60,6 +61,7 @@ class Run:
         self._aborted = False
         self._force: asyncio.TimerHandle | None = None
         self._outcome: RunOutcome | None = None
+        self._reply: tuple[str, bool] | None = None  # a heron command's answer (/goal)
         self._unsubscribe = session.subscribe(self._on_event)
         start = resend_unanswered(session) if resend else session.prompt(text, list(images))
         self.task: asyncio.Task[Any] = asyncio.ensure_future(start)
@@ -67,6 +69,8 @@ class Run:
     def _on_event(self, event: object) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             self._answers.append(event.message)
+        elif isinstance(event, GoalEvent):
+            self._reply = (event.reply, event.error)
 
     @property
     def done(self) -> bool:
@@ -129,4 +133,5 @@ class Run:
             aborted=self._aborted or cancelled,
             unsent=unsent,
             resolved=self._resolved,
+            reply=self._reply,
         )

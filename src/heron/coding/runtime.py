@@ -57,6 +57,7 @@ from heron.coding.events import (
     TodosEvent,
 )
 from heron.coding.extensions import ExtensionHost
+from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
 from heron.coding.memory import MemoryKeeper
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_files
@@ -65,6 +66,7 @@ from heron.coding.requests import RequestPath
 from heron.coding.run_limits import max_turns_for
 from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
+from heron.coding.skill_record import record_plan, record_skill_prompt, record_skill_read
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
 from heron.coding.tools import builtin_meta, create_tools, set_limits
@@ -175,6 +177,7 @@ class CodingSession(RecoveryHooks):
         self.extensions = ExtensionHost(self)  # empty until load() (docs/extensions.md)
         self.policy = self._make_policy()
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
+        self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # a learnt one too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
@@ -191,7 +194,7 @@ class CodingSession(RecoveryHooks):
             model=model,
             system_prompt=self.system_prompt,
             tools=self.tools,
-            messages=with_injections(self.store, restored),
+            messages=with_injections(self.store, restored, self.store.leaf_id, self.settings.continuity),
             thinking_level=level,
             transform_context=self._transform_context,
             after_tool_batch=self._after_tool_batch,
@@ -217,6 +220,7 @@ class CodingSession(RecoveryHooks):
                 prune_high_water=self.settings.pruning.high_water,
                 prune_low_water=self.settings.pruning.low_water,
                 prune_keep_turns=self.settings.pruning.keep_turns,
+                frontier=self.settings.continuity,
             ),
             ledger=self.ledger,
             model=lambda: self.agent.state.model,
@@ -313,6 +317,7 @@ class CodingSession(RecoveryHooks):
             self._ledger_from_tool(event)
             if self.tool_catalog.kind(event.tool_name) == "todo" and not event.is_error:
                 self._todos_changed(event.result.details)
+            record_skill_read(self, event)
         self._emit(event)
 
     @property
@@ -402,17 +407,24 @@ class CodingSession(RecoveryHooks):
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
         """Run the agent on ``text`` until it stops; returns the messages added."""
+        if is_goal_command(text):
+            return goal_command(self, text)  # answered here, in every mode: no model call
         if (typed := await self.extensions.run_command(text)) is None:
             return []  # an extension's /command did what there was to do
-        if (body := await self.control.before_prompt(self.expand_input(typed), fit=self._fit_prompt)) is None:
+        expanded = self.expand_input(typed)
+        if (body := await self.control.before_prompt(expanded, fit=self._fit_prompt)) is None:
             return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
+        record_skill_prompt(self, typed, expanded)  # its instructions survive compactions
+        self.goal.before_prompt()  # a budgeted goal: the budget left, as of this prompt
         message = UserMessage(content=[TextContent(text=body), *images])
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
         note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
-            return await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
+            added = await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
+            record_plan(self, added)  # plan mode's answer: kept through compactions
+            return added
         finally:
             self._turn_prompt = None
             await self.control.after_prompt()
@@ -468,7 +480,7 @@ class CodingSession(RecoveryHooks):
 
     def _reload(self) -> None:
         restored = build_context(self.store, self.store.leaf_id)
-        self.agent.replace_messages(with_injections(self.store, restored))
+        self.agent.replace_messages(with_injections(self.store, restored, self.store.leaf_id, self.settings.continuity))
         self.policy.reload(self.store)
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # its learnt one
 

@@ -29,6 +29,7 @@ from typing import Any, cast
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import SOFT_THRESHOLD
+from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
 
@@ -160,6 +161,8 @@ class Settings:
     mcp_startup: str = "eager"
     # limits.maxTurns: model calls per prompt; None: the mode's default (heron.coding.run_limits)
     max_turns: int | None = None
+    # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
+    continuity: FrontierSettings = field(default_factory=FrontierSettings)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -284,6 +287,7 @@ SCHEMA: dict[str, Any] = {
     "checkpoints": {"keepDays": _POSITIVE, "exclude": _patterns},
     "mcp": {"startup": _startup},
     "limits": {"maxTurns": _POSITIVE},
+    "continuity": {"recentSteps": _NON_NEGATIVE, "skillTokens": _POSITIVE, "skillsTokens": _NON_NEGATIVE},
 }
 
 
@@ -367,6 +371,15 @@ def _sub(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _continuity(data: Mapping[str, Any]) -> FrontierSettings:
+    default = FrontierSettings()
+    return FrontierSettings(
+        recent_steps=data.get("recentSteps", default.recent_steps),
+        skill_tokens=data.get("skillTokens", default.skill_tokens),
+        skills_tokens=data.get("skillsTokens", default.skills_tokens),
+    )
+
+
 def settings_from_dict(
     data: Mapping[str, Any], warnings: tuple[str, ...] = (), sources: tuple[Path, ...] = ()
 ) -> Settings:
@@ -417,6 +430,7 @@ def settings_from_dict(
         checkpoint_exclude=tuple(_sub(data, "checkpoints").get("exclude", ())),
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
+        continuity=_continuity(_sub(data, "continuity")),
         timeouts=TimeoutSettings(
             first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
             idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),

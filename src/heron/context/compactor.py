@@ -27,6 +27,7 @@ from heron.ai.types import Model, UserMessage
 from heron.context.budget import estimate_message_tokens
 from heron.context.children import children_on_path
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, prepare_compaction
+from heron.context.frontier import compaction_frontier
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
@@ -175,6 +176,7 @@ class Compactor:
         if children:
             details[DETAIL_CHILDREN] = children
             head += injected_messages({DETAIL_CHILDREN: children}, 0)
+        head += self._frontier(kept)
         bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
         room = self._reinject_room(bare, estimated_before, early)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
@@ -184,6 +186,15 @@ class Compactor:
             details[DETAIL_REINJECTED] = text
             after += sum(estimate_message_tokens(m) for m in injected_messages({DETAIL_REINJECTED: text}, 0))
         return _Draft(details=details, tokens_after=after, reinjected=text is not None, kept_prompt=prompt_id)
+
+    def _frontier(self, kept: list[AgentMessage]) -> list[AgentMessage]:
+        """The skills and recent steps the view will put after the new compaction's summary
+        (:mod:`heron.context.frontier`): counted before the files get their room."""
+        store = self.policy.store
+        if store.leaf_id is None:
+            return []
+        ids, types = store.lineage(store.leaf_id)
+        return compaction_frontier(store.get, ids, types, len(ids), kept, 0, self.policy.settings.frontier)
 
     def _refused(self, draft: _Draft, before: int, estimated_before: int, early: bool) -> CompactionOutcome | None:
         """Nothing is written when the result would not be smaller (automatic compaction
@@ -260,7 +271,7 @@ class Compactor:
     def _rebuilt(self, outcome: CompactionOutcome) -> CompactionOutcome:
         """The conversation after the new compaction entry, and what its size means."""
         policy, store = self.policy, self.policy.store
-        outcome.messages = session_messages(store, store.leaf_id)
+        outcome.messages = session_messages(store, store.leaf_id, policy.settings.frontier)
         after = outcome.tokens_after = policy.estimate(policy.view(outcome.messages))
         if after > policy.threshold:
             policy.ledger.add(

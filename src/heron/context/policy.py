@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from heron.context.decisions import (
     window_data,
     window_reset_data,
 )
+from heron.context.frontier import FrontierSettings
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
@@ -112,6 +113,7 @@ class PolicySettings:
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
+    frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
 
 
 def stated_limit(text: str, window: int) -> int | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
+from heron.context.kept_skills import is_skill_read
 from heron.context.ledger import LedgerRecord
 
 DEFAULT_KEEP_TURNS = 3
@@ -182,6 +183,8 @@ def prune_step(
     calls: dict[str, ToolCall] = {
         call.id: call for message in messages if isinstance(message, AssistantMessage) for call in message.tool_calls()
     }
+    # A skill's instructions stay whole while they are in the view (docs/continuity.md).
+    candidates = [r for r in candidates if not is_skill_read(calls.get(r.tool_call_id), tools)]
     chosen: list[tuple[ToolResultMessage, ToolCall | None, ToolResultMessage]] = []
     saving = 0
     for result in candidates:  # oldest first

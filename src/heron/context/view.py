@@ -7,7 +7,10 @@ Two steps, both pure functions of what the session file holds:
    compaction recorded for the view: the re-injected block (files the model was working
    on) and, when the compaction split the running turn, that turn's prompt - verbatim,
    as its own user message - both placed right after the summary, before the kept
-   messages. Injected messages never come after the turn's latest message.
+   messages, with the frontier read from the path before the compaction (the plan, the
+   invoked skills, the recent steps: :mod:`heron.context.frontier`); and the session's
+   goal, when one is set, leading the whole list (:mod:`heron.context.goal`). Injected
+   messages never come after the turn's latest message.
 2. :func:`apply_decisions` - pruned results replaced by their recorded stubs (the same
    text on every request until a compaction summarises them), and each read de-dup stub
    whose earlier content is no longer in the view (pruned, summarised) replaced by a note
@@ -36,6 +39,8 @@ from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, 
 from heron.context.budget import RunningTally, Tally
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
+from heron.context.frontier import FRONTIER_TYPES, FrontierSettings, compaction_frontier
+from heron.context.goal import GOAL_MESSAGE_TYPE, goal_on_path, with_goal
 from heron.context.prune import with_text
 from heron.context.todos import TODOS_MESSAGE_TYPE, clean_todos, injected_todos_text
 from heron.session.context import EntrySource, SessionContext, build_context
@@ -49,28 +54,61 @@ DETAIL_TODOS = "heronTodos"
 DETAIL_CHILDREN = "heronSubagents"
 # ``budget_spill`` in a result's details: the result was replaced by a preview.
 SPILL_KEY = "budget_spill"
-INJECTED_TYPES = frozenset({REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE, CHILDREN_MESSAGE_TYPE})
+INJECTED_TYPES = frozenset(
+    {REINJECTED_FILES_TYPE, TODOS_MESSAGE_TYPE, CHILDREN_MESSAGE_TYPE, GOAL_MESSAGE_TYPE, *FRONTIER_TYPES}
+)
 # The result a call gets in the view when the session holds none (the process running the
 # tool was killed): every call keeps its result, and the model learns the call did not finish.
 NO_RESULT_NOTE = "[No result: this tool call did not finish (the process running it stopped). Run it again if needed.]"
 GONE_PREFIX = "[This read was answered with a reference to an earlier read"
 
 
-def session_messages(source: EntrySource, leaf_id: str | None) -> list[AgentMessage]:
-    """The conversation for ``leaf_id`` with the latest compaction's injected block and
-    kept turn prompt in place (see the module docstring)."""
-    return with_injections(source, build_context(source, leaf_id))
+def session_messages(
+    source: EntrySource, leaf_id: str | None, frontier: FrontierSettings | None = None
+) -> list[AgentMessage]:
+    """The conversation for ``leaf_id`` with the goal, the latest compaction's injected
+    block and kept turn prompt in place (see the module docstring)."""
+    return with_injections(source, build_context(source, leaf_id), leaf_id, frontier)
 
 
-def with_injections(source: EntrySource, context: SessionContext) -> list[AgentMessage]:
-    """``context.messages`` with what its compaction recorded for the view put in place."""
+def with_injections(
+    source: EntrySource,
+    context: SessionContext,
+    leaf_id: str | None = None,
+    frontier: FrontierSettings | None = None,
+) -> list[AgentMessage]:
+    """``context.messages`` with what its compaction recorded for the view put in place;
+    with ``leaf_id`` (the leaf ``context`` was built for), led by the goal on that path
+    and with the frontier (skills, recent steps) after the compaction's block."""
+    ids: Sequence[str] = ()
+    types: Sequence[str] = ()
+    if leaf_id is not None:
+        ids, types = source.lineage(leaf_id)
+    goal = goal_on_path(source.get, ids, types)[0]
+    return with_goal(_compaction_injections(source, context, ids, types, frontier or FrontierSettings()), goal)
+
+
+def _compaction_injections(
+    source: EntrySource,
+    context: SessionContext,
+    ids: Sequence[str],
+    types: Sequence[str],
+    frontier: FrontierSettings,
+) -> list[AgentMessage]:
     messages = context.messages
     if context.compaction_id is None:
         return messages
     compaction = source.get(context.compaction_id)
     if not isinstance(compaction, CompactionEntry) or not isinstance(compaction.details, dict):
         return messages
-    injected = injected_messages(compaction.details, iso_to_ms(compaction.timestamp))
+    timestamp = iso_to_ms(compaction.timestamp)
+    injected = injected_messages(compaction.details, timestamp)
+    if ids:
+        index = ids.index(compaction.id) if compaction.id in ids else len(ids)
+        block = compaction_frontier(source.get, ids, types, index, messages[1:], timestamp, frontier)
+        # the frontier goes before the re-injected files (the largest, least stable block)
+        files = [m for m in injected if getattr(m, "custom_type", None) == REINJECTED_FILES_TYPE]
+        injected = [m for m in injected if getattr(m, "custom_type", None) != REINJECTED_FILES_TYPE] + block + files
     prompt_id = compaction.details.get(DETAIL_KEPT_PROMPT)
     if isinstance(prompt_id, str) and prompt_id and prompt_id not in context.entry_ids:
         try:

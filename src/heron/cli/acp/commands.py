@@ -1,8 +1,8 @@
 """The slash commands an editor can offer for a session (``available_commands_update``).
 
 Only commands that work when typed as an ACP prompt are listed: ``/compact`` (handled by
-the ACP agent), extension commands, prompt templates and ``/skill:name`` (all three
-handled by the session's own prompt path, as in the other modes). The terminal UI's
+the ACP agent), and ``/goal``, extension commands, prompt templates and ``/skill:name``
+(all four handled by the session's own prompt path, as in the other modes). The terminal UI's
 commands (``/model``, ``/tree``, ...) are not: an editor has its own controls for what
 they do, or they have no meaning without the terminal.
 
@@ -26,6 +26,13 @@ COMPACT = (
 )
 
 
+GOAL = (
+    "goal",
+    "Show, set or clear the session's goal (kept at the head of every request)",
+    "TEXT, --budget 200k TEXT, or clear (empty: show it)",
+)
+
+
 def _command(name: str, description: str, hint: str | None) -> AvailableCommand:
     given = AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None
     return AvailableCommand(name=name, description=description, input=given)
@@ -34,7 +41,7 @@ def _command(name: str, description: str, hint: str | None) -> AvailableCommand:
 def available(session: Any) -> AvailableCommandsUpdate:
     """The commands of ``session``; a name taken earlier in the list is not repeated (the
     order is the order the prompt path tries them: extension commands before templates)."""
-    found = [_command(*COMPACT)]
+    found = [_command(*COMPACT), _command(*GOAL)]
     extensions = getattr(session, "extensions", None)
     for command in extensions.command_list() if extensions is not None else []:
         found.append(_command(command.name, command.description or f"extension {command.extension}", "arguments"))

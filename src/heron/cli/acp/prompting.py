@@ -105,6 +105,8 @@ def stop_reason(outcome: RunOutcome, cancelled: bool) -> tuple[str, dict[str, An
         return "cancelled", None
     if outcome.stop_reason == StopReason.ERROR and outcome.error_kind == ErrorKind.TURN_LIMIT:
         return "max_turn_requests", None  # --max-turns / limits.maxTurns: ACP's own stop reason
+    if outcome.stop_reason == StopReason.ERROR and outcome.error_kind == ErrorKind.GOAL_BUDGET:
+        return "max_tokens", None  # the goal's token budget is spent (heron.coding.goal)
     if outcome.stop_reason == StopReason.ERROR and outcome.error_kind != RunFailure.NO_ANSWER:
         return "end_turn", {"message": outcome.explanation, "errorKind": str(outcome.error_kind)}
     if outcome.stop_reason == StopReason.LENGTH:

@@ -183,6 +183,8 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     def toolbar() -> Any:
         status = controller.status()
         footer = f"{controller.footer().plain}  │  mode {controller.mode} (Shift+Tab)"
+        if controller.goal_status:
+            footer += f"  │  {controller.goal_status}"
         return f" {status}  │  {footer}" if status else f" {footer}"
 
     def message() -> str:

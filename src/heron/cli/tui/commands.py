@@ -122,6 +122,7 @@ def help_lines() -> list[str]:
     width = max(len(spec.usage) for spec in COMMANDS.values())
     lines = [f"  {spec.usage:<{width}}  {spec.help}" for spec in COMMANDS.values()]
     lines += [
+        f"  {'/goal [TEXT|clear]':<{width}}  show, set or clear the session's goal (--budget N for a token budget)",
         f"  {'/skill:name [args]':<{width}}  use a skill; /template [args] expands a prompt template",
         f"  {'!command':<{width}}  run a shell command; its output joins the context",
         f"  {'!!command':<{width}}  run a shell command without adding it to the context",

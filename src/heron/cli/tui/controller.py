@@ -37,6 +37,7 @@ from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
 from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
 from heron.cli.tui.session_commands import SessionCommands
+from heron.coding.goal import is_goal_command, status_text
 from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
 from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
@@ -72,6 +73,7 @@ class Controller(SessionCommands, ControlCommands):
         self._listing: list[SessionSummary] = []
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
+        self.goal_status: str | None = None  # the goal in the status bar (refreshed with the footer)
         self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
         app.session.subscribe(self._on_event)
         self.install_asker()
@@ -134,6 +136,9 @@ class Controller(SessionCommands, ControlCommands):
         line.append_text(self.footer())
         if self.mode != "default":  # the permission mode, when it is not the usual one
             line.append(f" · mode {self.mode}", style="yellow")
+        self.goal_status = status_text(*self.session.goal.spent())
+        if self.goal_status:
+            line.append(f" · {self.goal_status}", style="magenta")
         self._print(line)
         self.renderer.reset_section()
 
@@ -338,8 +343,8 @@ class Controller(SessionCommands, ControlCommands):
     def _slash_prompt(self, parsed: Prompt) -> None:
         """``/skill:name``, a prompt template or an extension's command: the session expands
         (or runs) it when prompting."""
-        if self.session.extensions.commands.match(parsed.text) is not None:
-            self.start_run(parsed.text)
+        if self.session.extensions.commands.match(parsed.text) is not None or is_goal_command(parsed.text):
+            self.start_run(parsed.text)  # /goal: answered by the session, as in every mode
             return
         try:
             expanded = self.session.expand_input(parsed.text)
@@ -356,6 +361,9 @@ class Controller(SessionCommands, ControlCommands):
         assert job is not None
         if isinstance(parsed, Command) and COMMANDS[parsed.name].while_running:
             await self.run_command(parsed)
+            return
+        if isinstance(parsed, Prompt) and is_goal_command(parsed.text):
+            self.note(f"busy ({job.kind}): /goal waits until the run ends", "yellow")
             return
         if isinstance(parsed, Prompt) and job.kind == "run" and not job.aborting:
             try:
@@ -374,8 +382,8 @@ class Controller(SessionCommands, ControlCommands):
         (pi's follow-up), not before its next step like Enter's steering. False when no
         run is going (the caller submits the line as usual)."""
         job = self.job
-        if job is None or job.kind != "run" or job.aborting or not text.strip():
-            return False
+        if job is None or job.kind != "run" or job.aborting or not text.strip() or is_goal_command(text):
+            return False  # /goal: submitted as usual, which says it waits for the run
         expanded = self.session.expand_input(text)
         self.session.follow_up(expanded)
         first = expanded.strip().splitlines()[0]

@@ -503,6 +503,11 @@ class Renderer:
             style = "dim" if item["status"] == "completed" else ("bold" if item["status"] == "in_progress" else "")
             self.note(f"  {marks.get(item['status'], '-')} {visible(item['content'])}", style)
 
+    def _on_goal(self, event: Any) -> None:
+        """A ``/goal`` command's answer (in red when it refused bad input)."""
+        for line in event.reply.splitlines() or [""]:
+            self.note(line, "red" if event.error else "magenta")
+
     def _on_context_warning(self, event: Any) -> None:
         """One line per warning the runtime raises about the context (docs/interactive.md)."""
         self.note(f"context: {event.message}", "yellow")

@@ -108,7 +108,11 @@ class SubagentManager:
         if params.context == "fork":
             # A fork keeps task (same tools: the cached prefix); the depth check refuses it at run time.
             return forked_child(self.session, call_id, params.model_dump(exclude_none=True), self.build)
-        return isolated_child(self.session, definition, self.build)
+        child = isolated_child(self.session, definition, self.build)
+        goal = self.session.goal.current() if params.goal else None
+        if goal is not None:  # passed on request only: the text, not the budget (the parent's own)
+            child.goal.set(goal.text)
+        return child
 
     async def _drive(
         self, child: CodingSession, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback

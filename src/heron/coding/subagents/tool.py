@@ -31,6 +31,10 @@ class TaskParams(ToolParams):
         description='"isolated" (default): a fresh context with only the prompt; "fork": a copy of this '
         "conversation so far",
     )
+    goal: bool | None = Field(
+        default=None,
+        description="true: give an isolated sub-agent this session's goal too (a fork always has it)",
+    )
 
 
 def task_description(definitions: AgentDefinitions) -> str:
