@@ -11,16 +11,25 @@ import os
 import time
 import unicodedata
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from heron.agent.tools import AgentTool, ToolResult
+from heron.ai.abort import AbortSignal
 from heron.ai.models import heron_home
+from heron.ai.types import ToolCall
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.spill import SPILL_MAX_BYTES
 
 # The ``path`` parameter of read, write and edit: one wording, sent with every request.
 PATH_DESCRIPTION = "File path, relative to the working directory or absolute."
+
+# True while a tool runs for a ``script``'s program rather than for the model: what it
+# reads goes to the program, not into the conversation, so a read is never answered with
+# the "already in the conversation" stub and is not remembered as being there.
+IN_SCRIPT: ContextVar[bool] = ContextVar("heron_in_script", default=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +65,20 @@ class FileReadTracker:
     def record(self, path: Path, offset: int | None, limit: int | None, mtime_ns: int, size: int) -> ReadRecord:
         key = str(path)
         rec = ReadRecord(key, offset, limit, mtime_ns, size, time.time())
-        self._reads[(key, offset, limit)] = rec
-        self._last_by_path[key] = rec
-        self._since_reset[key] = rec.at
+        self._last_by_path[key] = rec  # a script's read counts for the stale-write check
+        if not IN_SCRIPT.get():  # but its content never reached the conversation
+            self._reads[(key, offset, limit)] = rec
+            self._since_reset[key] = rec.at
         return rec
 
     def previous(self, path: Path, offset: int | None, limit: int | None) -> ReadRecord | None:
         """The earlier read of this range whose content the model still has. With a view
         lookup (the coding runtime sets one), the answer comes from the view last sent -
         so it holds across a restart and is None once that content was pruned or
-        summarised; without one, from the reads of this process."""
+        summarised; without one, from the reads of this process. A script's program gets
+        no stub: the content is not in its hands (:data:`IN_SCRIPT`)."""
+        if IN_SCRIPT.get():
+            return None
         if self.view_lookup is not None:
             return self.view_lookup(str(path), offset, limit)
         return self._reads.get((str(path), offset, limit))
@@ -107,6 +120,18 @@ class ClientFiles(Protocol):
     async def write_text(self, path: Path, text: str) -> None: ...
 
 
+class ToolHost(Protocol):
+    """The session's tools as a ``script``'s program calls them (docs/script.md): each call
+    takes the path a model's call takes (permissions, hooks, redaction, checkpoints, the
+    ledger) without becoming part of the conversation. The runtime provides it."""
+
+    def callable_tools(self) -> list[AgentTool[Any]]:
+        """The tools a program may call (never one that itself runs programs calling tools)."""
+        ...
+
+    async def call(self, call: ToolCall, signal: AbortSignal) -> ToolResult: ...
+
+
 @dataclass
 class ToolEnv:
     cwd: Path
@@ -121,6 +146,9 @@ class ToolEnv:
     bash_default_timeout: float | None = 600.0  # ``bash.defaultTimeoutMs``: a command given no timeout
     bash_max_timeout: float | None = 3600.0  # ``bash.maxTimeoutMs``: the longest timeout the model may ask for
     client_files: ClientFiles | None = None  # None: write and edit work on the files themselves
+    tool_host: ToolHost | None = None  # what a script's calls go through; None: scripts cannot call tools
+    script_max_timeout: float = 120.0  # ``script.maxTimeoutMs``: a script's longest (and default) run
+    script_max_calls: int = 200  # ``script.maxCalls``: tool calls one script may make
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""

@@ -1,0 +1,207 @@
+"""The script tool: Python calling heron's tools through the session's own path
+(permissions, hooks, checkpoints, the ledger), bounded, with only its output and return
+value entering the context (docs/script.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.ai.providers.faux import FauxProvider, serialise_request, text, tool_call
+from heron.ai.types import Context, ToolResultMessage
+from heron.coding.runtime import CodingSession
+from heron.coding.settings import settings_from_dict
+from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.session.entries import CustomEntry
+from heron.session.store import SessionStore
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERON_HOME", str(home))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for i in range(3):
+        (proj / f"m{i}.py").write_text("".join(f"def f{j}():\n    return {j}\n" for j in range(i + 1)))
+    return proj
+
+
+def session(project: Path, faux: FauxProvider, settings: dict[str, Any] | None = None) -> CodingSession:
+    store = SessionStore.create(project)
+    return CodingSession(cwd=project, model=faux.model(), store=store, settings=settings_from_dict(settings or {}))
+
+
+async def run_script(
+    project: Path, faux: FauxProvider, code: str, settings: dict[str, Any] | None = None, **args: Any
+) -> tuple[CodingSession, ToolResultMessage, list[Context]]:
+    seen: list[Context] = []
+    replies = [tool_call("script", {"code": code, **args}), text("done")]
+
+    def reply(context: Context) -> Any:
+        seen.append(context)
+        return replies.pop(0)
+
+    faux.set_fallback(reply)
+    s = session(project, faux, settings)
+    await s.prompt("go")
+    result = next(m for m in s.messages if isinstance(m, ToolResultMessage))
+    return s, result, seen
+
+
+async def test_inner_calls_return_values_and_stay_out_of_the_context(project: Path, faux: FauxProvider) -> None:
+    code = (
+        "sizes = {}\n"
+        "for name in sorted(bash('ls').split()):\n"
+        "    sizes[name] = read(name).count('def ')\n"
+        "print('files:', len(sizes))\n"
+        "sizes\n"
+    )
+    _, result, seen = await run_script(project, faux, code)
+    assert not result.is_error, result.text()
+    assert result.text() == 'files: 3\n\nReturn value:\n{"m0.py": 1, "m1.py": 2, "m2.py": 3}'
+    calls = result.details["calls"]
+    assert [c["tool"] for c in calls] == ["bash", "read", "read", "read"]
+    assert calls[1]["id"] == f"{result.tool_call_id}.2" and "def f0" in calls[1]["text"]
+    # the next request carries the script's result, not the reads
+    sent = serialise_request(seen[-1])
+    assert "files: 3" in sent and "return 2" not in sent
+
+
+def ledger(s: CodingSession) -> list[dict[str, Any]]:
+    return [e.data for e in s.store.entries() if isinstance(e, CustomEntry) and e.custom_type == LEDGER_CUSTOM_TYPE]
+
+
+async def test_a_deny_rule_raises_inside_the_script_and_is_in_the_ledger(project: Path, faux: FauxProvider) -> None:
+    (project / "secrets").mkdir()
+    (project / "secrets" / "key.txt").write_text("hunter2\n")
+    (project / ".heron").mkdir()
+    (project / ".heron" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(secrets/**)"]}}))
+    code = (
+        "try:\n"
+        "    read('secrets/key.txt')\n"
+        "except ToolError as error:\n"
+        "    print('refused:', error)\n"
+        "read('m0.py').splitlines()[0]\n"
+    )
+    s, result, seen = await run_script(project, faux, code)
+    assert not result.is_error, result.text()
+    assert "refused: Permission denied: reading" in result.text()
+    assert 'deny rule "Read(secrets/**)"' in result.text()
+    assert result.text().endswith('Return value:\n"def f0():"')
+    denied = [r for r in ledger(s) if r["kind"] == "permission" and r["detail"]["decision"] == "deny"]
+    assert [r["ref"] for r in denied] == [f"{result.tool_call_id}.1"] and denied[0]["tool"] == "read"
+    assert denied[0]["detail"]["rule"] == "Read(secrets/**)"
+    assert "hunter2" not in serialise_request(seen[-1])
+    assert result.details["calls"][0]["is_error"] is True
+
+
+async def test_a_pre_tool_use_hook_sees_the_inner_bash_call(project: Path, faux: FauxProvider) -> None:
+    seen_by_hook = project.parent / "hook.jsonl"
+    hook = {"type": "command", "command": f"cat >> {seen_by_hook}; echo >> {seen_by_hook}"}
+    settings_file = Path(os.environ["HERON_HOME"]) / "settings.json"
+    settings_file.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}))
+    _, result, _ = await run_script(project, faux, "bash('echo from-the-script')")
+    assert not result.is_error, result.text()
+    payloads = [json.loads(line) for line in seen_by_hook.read_text().splitlines() if line.strip()]
+    assert [p["tool_input"]["command"] for p in payloads] == ["echo from-the-script"]
+    assert payloads[0]["tool_name"] == "bash"
+
+
+async def test_the_scripts_environment_has_no_api_keys(
+    project: Path, faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-scripts")
+    monkeypatch.setenv("HARMLESS_VALUE", "visible")
+    code = "import os\n[os.environ.get('OPENAI_API_KEY'), os.environ.get('HARMLESS_VALUE')]"
+    _, result, _ = await run_script(project, faux, code)
+    assert result.text() == 'Return value:\n[null, "visible"]'
+
+
+async def test_an_endless_loop_is_ended_at_its_timeout(project: Path, faux: FauxProvider) -> None:
+    started = time.monotonic()
+    _, result, _ = await run_script(project, faux, "print('spinning')\nwhile True:\n    pass", timeout=1)
+    assert time.monotonic() - started < 10
+    assert result.is_error and result.details["timed_out"]
+    assert result.text() == "spinning\n\nScript timed out after 1 seconds (0 tool calls ran)"
+
+
+async def test_the_longest_timeout_is_the_setting(project: Path, faux: FauxProvider) -> None:
+    settings = {"script": {"maxTimeoutMs": 1000}}
+    _, result, _ = await run_script(project, faux, "import time\ntime.sleep(30)", settings, timeout=600)
+    assert result.text().endswith("(the longest allowed: script.maxTimeoutMs in the settings)")
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+@pytest.mark.parametrize("holds_output", [True, False])
+async def test_a_background_process_is_not_left_behind(project: Path, faux: FauxProvider, holds_output: bool) -> None:
+    output = "" if holds_output else ", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
+    code = f"import subprocess\nchild = subprocess.Popen(['sleep', '60']{output})\nchild.pid\n"
+    _, result, _ = await run_script(project, faux, code)
+    pid = json.loads(result.text().split("Return value:\n")[1])
+    assert not alive(pid)
+    assert result.details["exit_code"] == 0
+
+
+async def test_ten_thousand_calls_stop_at_the_cap(project: Path, faux: FauxProvider) -> None:
+    code = "for i in range(10000):\n    try:\n        read('m0.py')\n    except BaseException:\n        pass\n"
+    _, result, _ = await run_script(project, faux, code)
+    assert result.is_error and result.details["call_limit_reached"]
+    assert len(result.details["calls"]) == 200
+    assert "it asked for more than 200 tool calls (the cap per script, script.maxCalls in the settings)" in (
+        result.text()
+    )
+
+
+async def test_the_cap_is_a_setting(project: Path, faux: FauxProvider) -> None:
+    _, result, _ = await run_script(project, faux, "for i in range(5):\n    read('m0.py')", {"script": {"maxCalls": 3}})
+    assert len(result.details["calls"]) == 3 and "more than 3 tool calls" in result.text()
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("print('hi'\n", "The script does not compile:\n"),
+        ("object()", "The script's return value (object) cannot be given back as JSON"),
+        ("print('before')\nimport os\nos._exit(3)", "before\n\nThe script's process exited with code 3 before it"),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "was killed by signal SIGKILL before it finished"),
+        ("import sys\nsys.exit(4)", "The script called sys.exit(4)"),
+        ("call('script', code='1')", "no tool 'script' in this session"),
+        ("read(path=None, offset=object())", "the arguments of this call cannot be sent as JSON"),
+    ],
+)
+async def test_bad_input_is_a_clear_error(project: Path, faux: FauxProvider, code: str, expected: str) -> None:
+    _, result, _ = await run_script(project, faux, code)
+    assert result.is_error, result.text()
+    assert expected in result.text()
+
+
+async def test_an_exception_shows_the_last_frames_of_its_traceback(project: Path, faux: FauxProvider) -> None:
+    code = "def deep(n):\n    return deep(n - 1) if n else 1 / 0\n\ndeep(20)\n"
+    _, result, _ = await run_script(project, faux, code)
+    assert result.is_error
+    text_ = result.text()
+    assert text_.startswith("The script raised:\nTraceback (last 6 frames):\n")
+    assert 'File "<script>", line 2, in deep\n    return deep(n - 1) if n else 1 / 0' in text_
+    assert "[Previous line repeated 3 more times]" in text_  # 6 frames: 1 + 3 repeated + 2 shown
+    assert text_.endswith("ZeroDivisionError: division by zero")
+    assert "heron_script_runner" not in text_ and "heron_tools" not in text_
+
+
+async def test_the_setting_turns_the_tool_off(project: Path, faux: FauxProvider) -> None:
+    on = session(project, faux)
+    off = session(project, faux, {"script": {"enabled": False}})
+    assert "script" in [t.name for t in on.tools] and "script" not in [t.name for t in off.tools]
