@@ -4,6 +4,7 @@ value entering the context (docs/script.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -205,3 +206,28 @@ async def test_the_setting_turns_the_tool_off(project: Path, faux: FauxProvider)
     on = session(project, faux)
     off = session(project, faux, {"script": {"enabled": False}})
     assert "script" in [t.name for t in on.tools] and "script" not in [t.name for t in off.tools]
+
+
+async def test_abort_ends_the_script_and_everything_it_started(project: Path, faux: FauxProvider) -> None:
+    started = project / "started"
+    code = (
+        "import subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '60'], stdout=subprocess.DEVNULL, start_new_session=False)\n"
+        f"open({str(started)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    replies = [tool_call("script", {"code": code}), text("stopped")]
+    faux.set_fallback(lambda context: replies.pop(0))
+    s = session(project, faux)
+    run = asyncio.create_task(s.prompt("go"))
+    for _ in range(200):
+        if started.exists() and started.read_text():
+            break
+        await asyncio.sleep(0.05)
+    begun = time.monotonic()
+    s.abort()
+    await run
+    assert time.monotonic() - begun < 5
+    result = next(m for m in s.messages if isinstance(m, ToolResultMessage))
+    assert result.is_error and result.details["aborted"] and result.text().endswith("Script aborted")
+    assert not alive(int(started.read_text()))

@@ -1,0 +1,75 @@
+"""The script tool through the real entry point: ``heron -p`` (a new process per turn,
+``--continue``) against a local server speaking OpenAI Chat Completions that scripts the
+model's calls; the assertions look at what the server received, the files, the session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.cli.test_control_e2e import rewind
+from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
+from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
+
+__all__ = ["project"]  # the fixture, imported for the tests below
+
+SURVEY = (
+    "counts = {}\n"
+    "for name in ('a.py', 'b.py', 'c.py'):\n"
+    "    counts[name] = read(name).count('def ')\n"
+    "print('surveyed', len(counts))\n"
+    "counts\n"
+)
+
+
+def turn(project: Project, server: LocalServer, prompt: str, *calls: tuple[str, str, dict[str, object]]) -> None:
+    server.queue(*(openai_reply("", [call]) for call in calls), openai_reply("done"))
+    flags = ["-c"] if project.session_files() else []
+    result = project.run(*openai_args(server), *flags, "-p", prompt)
+    assert result.code == 0, result.err
+
+
+def test_a_resumed_session_that_used_script_sends_the_same_bytes(project: Project, local_server: LocalServer) -> None:
+    for n, name in enumerate(("a.py", "b.py", "c.py")):
+        (project.cwd / name).write_text("".join(f"def f{i}():\n    return 'body-{i}'\n" for i in range(n + 1)))
+    turn(project, local_server, "survey", ("s1", "script", {"code": SURVEY}))
+    first = local_server.requests[-1].json()  # the request after the script's result, by the first process
+    assert openai_tool_results(local_server.requests[-1])["s1"] == (
+        'surveyed 3\n\nReturn value:\n{"a.py": 1, "b.py": 2, "c.py": 3}'
+    )
+    assert "body-0" not in json.dumps(first)  # the files' contents never reached the model
+    turn(project, local_server, "again")
+    resumed = local_server.requests[-1].json()  # a new process, rebuilt from the session file
+    assert resumed["tools"] == first["tools"]
+    prefix = resumed["messages"][: len(first["messages"])]
+    assert json.dumps(prefix) == json.dumps(first["messages"])
+    assert resumed["messages"][len(first["messages"]) :] == [
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "again"},
+    ]
+    # the inner calls are in the session, under the script's result
+    results = [
+        line["message"]
+        for line in project.session_lines()
+        if line["type"] == "message" and line["message"]["role"] == "toolResult"
+    ]
+    calls = results[0]["details"]["calls"]
+    assert [(c["id"], c["tool"], c["arguments"]) for c in calls] == [
+        ("s1.1", "read", {"path": "a.py"}),
+        ("s1.2", "read", {"path": "b.py"}),
+        ("s1.3", "read", {"path": "c.py"}),
+    ]
+    assert "def f0" in calls[0]["text"]
+
+
+def test_rewinding_restores_a_file_the_script_wrote(project: Project, local_server: LocalServer) -> None:
+    turn(project, local_server, "turn 1", ("c1", "bash", {"command": "echo one > notes.txt"}))
+    code = "write('notes.txt', 'two\\n')\nopen('made.txt', 'w').write('by open()')\n"
+    turn(project, local_server, "turn 2", ("c2", "script", {"code": code}))
+    assert (project.cwd / "notes.txt").read_text() == "two\n"
+    assert (project.cwd / "made.txt").exists()
+    done: subprocess.CompletedProcess[str] = rewind(project, "--to", "2", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert (project.cwd / "notes.txt").read_text() == "one\n"
+    assert not (project.cwd / "made.txt").exists()
