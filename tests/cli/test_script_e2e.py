@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
+from heron.ai.types import ToolResultMessage
+from heron.cli.tui.export import render_entry
+from heron.session.entries import Entry, MessageEntry
+from heron.session.store import SessionStore
 from tests.cli.test_control_e2e import rewind
 from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
 from tests.support.http_server import LocalServer
@@ -21,6 +26,10 @@ SURVEY = (
     "print('surveyed', len(counts))\n"
     "counts\n"
 )
+
+
+def is_result(entry: Entry) -> bool:
+    return isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage)
 
 
 def turn(project: Project, server: LocalServer, prompt: str, *calls: tuple[str, str, dict[str, object]]) -> None:
@@ -54,13 +63,22 @@ def test_a_resumed_session_that_used_script_sends_the_same_bytes(project: Projec
         for line in project.session_lines()
         if line["type"] == "message" and line["message"]["role"] == "toolResult"
     ]
-    calls = results[0]["details"]["calls"]
+    calls = results[0]["details"]["inner_calls"]
     assert [(c["id"], c["tool"], c["arguments"]) for c in calls] == [
         ("s1.1", "read", {"path": "a.py"}),
         ("s1.2", "read", {"path": "b.py"}),
         ("s1.3", "read", {"path": "c.py"}),
     ]
     assert "def f0" in calls[0]["text"]
+    # /tree, the export and the recall index show them
+    session_file = str(project.session_files()[0])
+    tree = project.run("sessions", "tree", session_file)
+    assert "toolResult script [3 inner calls: read]: surveyed 3" in tree.out, tree.out
+    entry = next(e for e in SessionStore.open(Path(session_file), read_only=True).entries() if is_result(e))
+    assert "inner tool calls" in render_entry(entry) and "body-2" in render_entry(entry)
+    found = project.run("sessions", "search", "body", "--all", "--json")
+    assert found.code == 0, found.err
+    assert any(hit["tool"] == "script" for hit in json.loads(found.out)), found.out
 
 
 def test_rewinding_restores_a_file_the_script_wrote(project: Project, local_server: LocalServer) -> None:

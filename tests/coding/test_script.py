@@ -67,7 +67,7 @@ async def test_inner_calls_return_values_and_stay_out_of_the_context(project: Pa
     _, result, seen = await run_script(project, faux, code)
     assert not result.is_error, result.text()
     assert result.text() == 'files: 3\n\nReturn value:\n{"m0.py": 1, "m1.py": 2, "m2.py": 3}'
-    calls = result.details["calls"]
+    calls = result.details["inner_calls"]
     assert [c["tool"] for c in calls] == ["bash", "read", "read", "read"]
     assert calls[1]["id"] == f"{result.tool_call_id}.2" and "def f0" in calls[1]["text"]
     # the next request carries the script's result, not the reads
@@ -100,7 +100,7 @@ async def test_a_deny_rule_raises_inside_the_script_and_is_in_the_ledger(project
     assert [r["ref"] for r in denied] == [f"{result.tool_call_id}.1"] and denied[0]["tool"] == "read"
     assert denied[0]["detail"]["rule"] == "Read(secrets/**)"
     assert "hunter2" not in serialise_request(seen[-1])
-    assert result.details["calls"][0]["is_error"] is True
+    assert result.details["inner_calls"][0]["is_error"] is True
 
 
 async def test_a_pre_tool_use_hook_sees_the_inner_bash_call(project: Path, faux: FauxProvider) -> None:
@@ -161,7 +161,7 @@ async def test_ten_thousand_calls_stop_at_the_cap(project: Path, faux: FauxProvi
     code = "for i in range(10000):\n    try:\n        read('m0.py')\n    except BaseException:\n        pass\n"
     _, result, _ = await run_script(project, faux, code)
     assert result.is_error and result.details["call_limit_reached"]
-    assert len(result.details["calls"]) == 200
+    assert len(result.details["inner_calls"]) == 200
     assert "it asked for more than 200 tool calls (the cap per script, script.maxCalls in the settings)" in (
         result.text()
     )
@@ -169,7 +169,7 @@ async def test_ten_thousand_calls_stop_at_the_cap(project: Path, faux: FauxProvi
 
 async def test_the_cap_is_a_setting(project: Path, faux: FauxProvider) -> None:
     _, result, _ = await run_script(project, faux, "for i in range(5):\n    read('m0.py')", {"script": {"maxCalls": 3}})
-    assert len(result.details["calls"]) == 3 and "more than 3 tool calls" in result.text()
+    assert len(result.details["inner_calls"]) == 3 and "more than 3 tool calls" in result.text()
 
 
 @pytest.mark.parametrize(

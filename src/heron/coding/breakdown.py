@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
-from heron.context.budget import estimate_message_tokens
+from heron.context.budget import estimate_message_tokens, fixed_tokens
 from heron.context.ledger import LedgerRecord
 
 if TYPE_CHECKING:
@@ -29,6 +29,9 @@ class ContextBreakdown:
     ledger: list[LedgerRecord] = field(default_factory=list)
     pruned_results: int = 0
     todos: list[dict[str, str]] = field(default_factory=list)
+    # the definitions of tools that run programs calling the other tools (``script``), by name:
+    # what having one costs every request, shown apart so it can be weighed against what it saves
+    program_tools: dict[str, int] = field(default_factory=dict)
 
 
 def context_breakdown(session: CodingSession) -> ContextBreakdown:
@@ -60,4 +63,9 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
             1 for m in session.agent.messages if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs
         ),
         todos=[{"content": t["content"], "status": t["status"]} for t in policy.decisions.todos or []],
+        program_tools={
+            tool.name: fixed_tokens("", [tool.definition()])
+            for tool in session.agent.state.tools
+            if session.tool_catalog.meta(tool.name).calls_tools
+        },
     )

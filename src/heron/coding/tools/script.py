@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import Field
 
 from heron.agent.tool_meta import ToolMeta
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
@@ -81,7 +81,7 @@ class ScriptTool(AgentTool[ScriptParams]):
         self, call_id: str, params: ScriptParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         if signal.aborted:
-            return ToolResult.error("Script aborted", details={"aborted": True, "calls": []})
+            return ToolResult.error("Script aborted", details={"aborted": True, INNER_CALLS: []})
         if self.env.tool_host is None:
             raise ToolError("This session cannot run scripts: no tool host (heron's runtime provides one)")
         if not self.env.cwd.is_dir():
@@ -168,7 +168,7 @@ class ScriptTool(AgentTool[ScriptParams]):
         if failure is not None:
             parts.append(failure)
         details: dict[str, Any] = {
-            "calls": channel.calls,
+            INNER_CALLS: channel.calls,
             "exit_code": returncode,
             "timed_out": outcome == "timeout",
             "aborted": outcome == "aborted",
