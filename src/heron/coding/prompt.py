@@ -52,6 +52,7 @@ TOOL_SUMMARIES: dict[str, str] = {
     "search_history": "Search this session's whole history, including what compaction summarised",
     "json_query": "Run a jq expression on a JSON file or spill file",
     "todo": "Keep a task list for multi-step work; it survives compaction",
+    "script": "Run Python that calls these tools; only what it prints and returns comes back",
 }
 
 DEFAULT_TOOLS = ("read", "write", "edit", "bash")
