@@ -80,7 +80,8 @@ async def run(root: Path, files: int, mode: str) -> dict[str, Any]:
     faux = FauxProvider.install("faux-bench-survey")
     try:
         if mode == "plain":
-            calls = [ToolCall(id=f"r{i}", name="read", arguments={"path": f"src/module_{i:02d}.py"}) for i in range(files)]
+            paths = [f"src/module_{i:02d}.py" for i in range(files)]
+            calls = [ToolCall(id=f"r{i}", name="read", arguments={"path": path}) for i, path in enumerate(paths)]
         else:
             calls = [ToolCall(id="s1", name="script", arguments={"code": SURVEY.replace("FILES", str(files))})]
         requests: list[Context] = []

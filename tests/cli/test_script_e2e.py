@@ -12,9 +12,18 @@ from heron.ai.types import ToolResultMessage
 from heron.cli.tui.export import render_entry
 from heron.session.entries import Entry, MessageEntry
 from heron.session.store import SessionStore
+from tests.batch.support import (
+    ScriptedServer,
+    batch_args,
+    batch_env,
+    make_project,
+    read_results,
+    run_batch,
+    write_tasks,
+)
 from tests.cli.test_control_e2e import rewind
 from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
-from tests.support.http_server import LocalServer
+from tests.support.http_server import LocalServer, Recorded, Reply
 from tests.support.sse import openai_reply
 
 __all__ = ["project"]  # the fixture, imported for the tests below
@@ -91,3 +100,32 @@ def test_rewinding_restores_a_file_the_script_wrote(project: Project, local_serv
     assert done.returncode == 0, done.stderr
     assert (project.cwd / "notes.txt").read_text() == "one\n"
     assert not (project.cwd / "made.txt").exists()
+
+
+class ScriptingServer(ScriptedServer):
+    """Each batch task's model: one script call, then an answer quoting the script's result."""
+
+    def _respond(self, request: Recorded) -> Reply:
+        messages = request.json().get("messages", [])
+        if messages and messages[-1].get("role") == "tool":
+            return openai_reply(f"done: {messages[-1]['content']}")
+        code = "read('task.txt').upper().strip()"
+        return openai_reply("", [("s1", "script", {"code": code})])
+
+
+def test_batch_tasks_run_scripts(tmp_path: Path) -> None:
+    server = ScriptingServer()
+    try:
+        project = make_project(tmp_path)
+        write_tasks(tmp_path / "tasks.jsonl", project, 2)
+        args = batch_args(tmp_path / "tasks.jsonl", tmp_path / "out", server)
+        done = run_batch(args, batch_env(tmp_path), tmp_path)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    results = read_results(tmp_path / "out")
+    assert [r["answer"] for r in results] == ['done: Return value:\n"THE TASK FILE"'] * 2
+    for result in results:
+        entries = [json.loads(line) for line in Path(result["session"]).read_text().splitlines()]
+        tool_result = next(e["message"] for e in entries if e.get("message", {}).get("role") == "toolResult")
+        assert [c["tool"] for c in tool_result["details"]["inner_calls"]] == ["read"]

@@ -13,13 +13,19 @@ from typing import Any
 
 import pytest
 
-from heron.ai.providers.faux import FauxProvider, serialise_request, text, tool_call
-from heron.ai.types import Context, ToolResultMessage
+from heron.ai.providers.faux import FauxProvider, FauxReply, serialise_request, text, tool_call
+from heron.ai.types import Context, ToolCall, ToolResultMessage, UserMessage
+from heron.coding.assembly import assemble_session
+from heron.coding.mcp.connection import Timeouts
+from heron.coding.mcp.manager import McpManager
+from heron.coding.mcp.setup import mcp_tools
 from heron.coding.runtime import CodingSession
+from heron.coding.session_spec import SessionSpec, StoreSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
-from heron.session.entries import CustomEntry
+from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
+from tests.coding.test_mcp import stdio
 
 
 @pytest.fixture
@@ -231,3 +237,84 @@ async def test_abort_ends_the_script_and_everything_it_started(project: Path, fa
     result = next(m for m in s.messages if isinstance(m, ToolResultMessage))
     assert result.is_error and result.details["aborted"] and result.text().endswith("Script aborted")
     assert not alive(int(started.read_text()))
+
+
+async def test_a_sub_agent_runs_scripts_through_its_own_path(project: Path, faux: FauxProvider) -> None:
+    """The child has the parent's tools (script among them); its script's calls meet the
+    child's permission rules and land in the child's session."""
+    (project / ".heron").mkdir()
+    (project / ".heron" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(m2.py)"]}}))
+    code = (
+        "out = []\n"
+        "for name in ('m1.py', 'm2.py'):\n"
+        "    try:\n"
+        "        out.append(read(name).count('def '))\n"
+        "    except ToolError as error:\n"
+        "        out.append(str(error)[:18])\n"
+        "out\n"
+    )
+    script = {
+        "survey": [
+            FauxReply(
+                content=[
+                    ToolCall(
+                        id="t1", name="task", arguments={"description": "count the functions here", "prompt": "count"}
+                    )
+                ]
+            ),
+            text("parent done"),
+        ],
+        "count": [tool_call("script", {"code": code}, call_id="k1")],
+    }
+    child_requests: list[Context] = []
+
+    def reply(context: Context) -> FauxReply:
+        last = next(m for m in reversed(context.messages) if isinstance(m, UserMessage)).text()
+        if last == "count" and child_requests:
+            child_requests.append(context)
+            result = next(m for m in context.messages if isinstance(m, ToolResultMessage))
+            return text(result.text())
+        if last == "count":
+            child_requests.append(context)
+        return script[last].pop(0)
+
+    faux.set_fallback(reply)
+    spec = SessionSpec(cwd=project, model=faux.model(), store=StoreSpec.new(), settings=settings_from_dict({}))
+    parent = assemble_session(spec)
+    await parent.prompt("survey")
+    assert "script" in [t.name for t in child_requests[0].tools or []]
+    task_result = next(m for m in parent.messages if isinstance(m, ToolResultMessage))
+    assert task_result.text() == 'Return value:\n[2, "Permission denied:"]'
+    child = SessionStore.open(Path(task_result.details["session"]), read_only=True)
+    recorded = [
+        e.message
+        for e in child.entries()
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage) and e.message.tool_name == "script"
+    ]
+    assert [c["tool"] for c in recorded[0].details["inner_calls"]] == ["read", "read"]
+    denied = [e.data for e in child.entries() if isinstance(e, CustomEntry) and e.data.get("kind") == "permission"]
+    assert any(r["ref"] == "k1.2" and r["detail"]["decision"] == "deny" for r in denied)
+
+
+async def test_mcp_tools_are_called_by_server_and_name(project: Path, faux: FauxProvider, tmp_path: Path) -> None:
+    manager = McpManager([stdio("d", "stdio")], Timeouts(connect=30, call=20))
+    manager.start()
+    try:
+        tools, _ = mcp_tools(manager, 200_000)
+        code = "[mcp('d', 'echo', text='hi', times=2), str(mcp('d', 'echo', text='x').details is None)]"
+        replies = [tool_call("script", {"code": code}), text("done")]
+        faux.set_fallback(lambda context: replies.pop(0))
+        s = CodingSession(
+            cwd=project,
+            model=faux.model(),
+            store=SessionStore.create(project),
+            settings=settings_from_dict({}),
+            extra_tools=tools,
+        )
+        await s.prompt("go")
+    finally:
+        manager.close()
+    result = next(m for m in s.messages if isinstance(m, ToolResultMessage))
+    assert not result.is_error, result.text()
+    assert result.text().startswith('Return value:\n["hi hi", ')
+    assert [c["tool"] for c in result.details["inner_calls"]] == ["mcp__d__echo", "mcp__d__echo"]
