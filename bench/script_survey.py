@@ -69,9 +69,8 @@ def answer_from(results: list[ToolResultMessage]) -> str:
         top = json.loads(results[0].text().split("Return value:\n", 1)[1])
     else:
         counts: dict[str, int] = {}
-        for result in results:
-            call_path = re.sub(r"^.*?(src/module_\d+\.py).*$", r"\1", json.dumps(result.details or {}))
-            counts[call_path] = len(re.findall(r"(?m)^def ", result.text()))
+        for result in results:  # a read's details name the file it read
+            counts[result.details["path"]] = len(re.findall(r"(?m)^def ", result.text()))
         top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     return "; ".join(f"{name}: {count}" for name, count in top)
 
