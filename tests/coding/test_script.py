@@ -318,3 +318,13 @@ async def test_mcp_tools_are_called_by_server_and_name(project: Path, faux: Faux
     assert not result.is_error, result.text()
     assert result.text().startswith('Return value:\n["hi hi", ')
     assert [c["tool"] for c in result.details["inner_calls"]] == ["mcp__d__echo", "mcp__d__echo"]
+
+
+async def test_the_record_keeps_the_head_of_long_texts(project: Path, faux: FauxProvider) -> None:
+    code = "write('long.txt', 'x' * 50_000)\nlen(bash('head -c 5000 long.txt'))"
+    _, result, _ = await run_script(project, faux, code)
+    assert result.text() == "Return value:\n5000"
+    assert (project / "long.txt").read_text() == "x" * 50_000  # the tool got it whole
+    written, ran = result.details["inner_calls"]
+    assert written["arguments"]["content"] == "x" * 2000 + "... [50,000 chars]"
+    assert ran["text"] == "x" * 2000 and ran["chars"] == 5000 and ran["details"]["exit_code"] == 0

@@ -47,6 +47,17 @@ def json_safe(value: Any) -> Any:
         return None
 
 
+def _recorded(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the record keeps them: a long string (a write's content) cut to its
+    head, with its length; what the tool did with it is on disk and in the checkpoints."""
+    return {
+        key: f"{value[:RECORDED_TEXT_CHARS]}... [{len(value):,} chars]"
+        if isinstance(value, str) and len(value) > RECORDED_TEXT_CHARS
+        else value
+        for key, value in arguments.items()
+    }
+
+
 @dataclass
 class CallChannel:
     """Serves one script's requests; ``calls`` is what its result details record."""
@@ -100,7 +111,7 @@ class CallChannel:
             arguments = {}
         name = self._name(message)
         call_id = f"{self.script_call_id}.{len(self.calls) + 1}"
-        record: dict[str, Any] = {"id": call_id, "tool": name, "arguments": arguments}
+        record: dict[str, Any] = {"id": call_id, "tool": name, "arguments": _recorded(arguments)}
         self.calls.append(record)
         if name is None:
             record.update(is_error=True, text=f"no tool {self._asked(message)} in this session")
