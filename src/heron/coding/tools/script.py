@@ -110,13 +110,12 @@ class ScriptTool(AgentTool[ScriptParams]):
                 pass_fds=(requests_w, answers_r),
             )
         except OSError as exc:
-            for fd in (requests_r, requests_w, answers_r, answers_w):
+            for fd in (requests_r, answers_w):  # the child's ends are closed below
                 os.close(fd)
             raise ToolError(f"Could not start Python ({sys.executable}): {exc}") from exc
-        finally:
+        finally:  # the child holds its own copies of its ends
             for fd in (requests_w, answers_r):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+                os.close(fd)
         pgid = transport.get_pid()
         channel = CallChannel(self.env.tool_host, call_id, self.env.script_max_calls, signal, pgid)
         settled = False
