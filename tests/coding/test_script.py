@@ -328,3 +328,20 @@ async def test_the_record_keeps_the_head_of_long_texts(project: Path, faux: Faux
     written, ran = result.details["inner_calls"]
     assert written["arguments"]["content"] == "x" * 2000 + "... [50,000 chars]"
     assert ran["text"] == "x" * 2000 and ran["chars"] == 5000 and ran["details"]["exit_code"] == 0
+
+
+async def test_a_script_reads_what_the_model_already_read_and_the_model_keeps_its_stub(
+    project: Path, faux: FauxProvider
+) -> None:
+    replies = [
+        tool_call("read", {"path": "m1.py"}, call_id="r1"),
+        tool_call("script", {"code": "read('m1.py').count('def ')"}, call_id="k1"),
+        tool_call("read", {"path": "m1.py"}, call_id="r2"),
+        text("done"),
+    ]
+    faux.set_fallback(lambda context: replies.pop(0))
+    s = session(project, faux)
+    await s.prompt("go")
+    by_id = {m.tool_call_id: m for m in s.messages if isinstance(m, ToolResultMessage)}
+    assert by_id["k1"].text() == "Return value:\n2"  # the file's text, not the "unchanged" stub
+    assert by_id["r2"].text().startswith("[File unchanged since you last read it")  # the model's read still is

@@ -26,11 +26,6 @@ from heron.context.spill import SPILL_MAX_BYTES
 # The ``path`` parameter of read, write and edit: one wording, sent with every request.
 PATH_DESCRIPTION = "File path, relative to the working directory or absolute."
 
-# True while a tool runs for a ``script``'s program rather than for the model: what it
-# reads goes to the program, not into the conversation, so a read is never answered with
-# the "already in the conversation" stub and is not remembered as being there.
-IN_SCRIPT: ContextVar[bool] = ContextVar("heron_in_script", default=False)
-
 
 @dataclass(frozen=True, slots=True)
 class ReadRecord:
@@ -66,7 +61,7 @@ class FileReadTracker:
         key = str(path)
         rec = ReadRecord(key, offset, limit, mtime_ns, size, time.time())
         self._last_by_path[key] = rec  # a script's read counts for the stale-write check
-        if not IN_SCRIPT.get():  # but its content never reached the conversation
+        if IN_SCRIPT.get() is not self:  # but its content never reached the conversation
             self._reads[(key, offset, limit)] = rec
             self._since_reset[key] = rec.at
         return rec
@@ -75,9 +70,10 @@ class FileReadTracker:
         """The earlier read of this range whose content the model still has. With a view
         lookup (the coding runtime sets one), the answer comes from the view last sent -
         so it holds across a restart and is None once that content was pruned or
-        summarised; without one, from the reads of this process. A script's program gets
-        no stub: the content is not in its hands (:data:`IN_SCRIPT`)."""
-        if IN_SCRIPT.get():
+        summarised; without one, from the reads of this process. A script's program never
+        gets the stub: the content it points to is in the conversation, not in the program's
+        hands (:data:`IN_SCRIPT`)."""
+        if IN_SCRIPT.get() is self:
             return None
         if self.view_lookup is not None:
             return self.view_lookup(str(path), offset, limit)
@@ -104,6 +100,13 @@ class FileReadTracker:
         """Forget what was read (the stale-edit check keeps each file's last read)."""
         self._reads.clear()
         self._since_reset.clear()
+
+
+# The read tracker of the session whose tool runs for a ``script``'s program rather than for
+# the model: what it reads goes to the program, not into the conversation, so a read is never
+# answered with the "already in the conversation" stub and is not remembered as being there.
+# The tracker, not a flag: a sub-agent the script starts has its own, and its reads are its own.
+IN_SCRIPT: ContextVar[FileReadTracker | None] = ContextVar("heron_in_script", default=None)
 
 
 class ClientFiles(Protocol):

@@ -117,7 +117,7 @@ class ScriptTool(AgentTool[ScriptParams]):
             for fd in (requests_w, answers_r):
                 os.close(fd)
         pgid = transport.get_pid()
-        channel = CallChannel(self.env.tool_host, call_id, self.env.script_max_calls, signal, pgid)
+        channel = CallChannel(self.env.tool_host, call_id, self.env.script_max_calls, signal, pgid, self.env.reads)
         settled = False
         served: asyncio.Task[None] | None = None
         try:

@@ -19,7 +19,7 @@ from typing import Any
 from heron.agent.tools import AgentTool, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent, ToolCall
-from heron.coding.tools.env import IN_SCRIPT, ToolHost
+from heron.coding.tools.env import IN_SCRIPT, FileReadTracker, ToolHost
 from heron.coding.tools.process import signal_group
 
 # What the session file keeps of one inner call's text (the call's details are kept whole):
@@ -67,6 +67,7 @@ class CallChannel:
     max_calls: int
     signal: AbortSignal
     pgid: int
+    reads: FileReadTracker | None = None  # the session's: its reads for this script are not the model's
     calls: list[dict[str, Any]] = field(default_factory=list)
     outcome: dict[str, Any] | None = None  # the runner's last message: result or error
     limit_reached: bool = False
@@ -116,7 +117,7 @@ class CallChannel:
         if name is None:
             record.update(is_error=True, text=f"no tool {self._asked(message)} in this session")
             return {"error": f"{record['text']}; available: {', '.join(sorted(self._tools)) or 'none'}"}
-        token = IN_SCRIPT.set(True)
+        token = IN_SCRIPT.set(self.reads)
         try:
             result = await self.host.call(ToolCall(id=call_id, name=name, arguments=arguments), self.signal)
         finally:
