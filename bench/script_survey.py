@@ -50,7 +50,7 @@ top
 
 
 def make_project(root: Path, files: int, scale: int) -> None:
-    """``files`` modules of 8 to 8 + 3*scale functions each (deterministic sizes)."""
+    """``files`` modules of 8 to at most 8 + 3*scale functions each (deterministic sizes)."""
     src = root / "src"
     src.mkdir(parents=True)
     for i in range(files):
