@@ -167,7 +167,7 @@ def check_openai_requests(server: LocalServer, task: str) -> None:
     assert system["role"] in ("system", "developer") and "heron" in system["content"]
     assert first["messages"][1] == {"role": "user", "content": task}
     tools = {tool["function"]["name"] for tool in first["tools"]}
-    assert tools == {"read", "bash", "edit", "write", "search_history", "todo", "task"}
+    assert tools == {"read", "bash", "edit", "write", "search_history", "todo", "task", "script"}
     # Each request carries the results of the calls before it, in order.
     assert openai_tool_results(server.requests[0]) == {}
     assert openai_tool_results(server.requests[1])["call_read"] == GREET.rstrip("\n")
@@ -192,7 +192,7 @@ def check_anthropic_requests(server: LocalServer, task: str) -> None:
     user_text = user["content"] if isinstance(user["content"], str) else user["content"][0]["text"]
     assert user_text == task
     names = {tool["name"] for tool in first["tools"]}
-    assert names == {"read", "bash", "edit", "write", "search_history", "todo", "task"}
+    assert names == {"read", "bash", "edit", "write", "search_history", "todo", "task", "script"}
     assert all("input_schema" in tool for tool in first["tools"])
     assert anthropic_tool_results(server.requests[1])["call_read"] == GREET.rstrip("\n")
     assert "call_edit" in anthropic_tool_results(server.requests[2])

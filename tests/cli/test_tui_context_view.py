@@ -40,6 +40,12 @@ def test_parts_total_window_and_threshold() -> None:
     assert re.search(r"ledger: empty", text, re.IGNORECASE)
 
 
+def test_the_script_tool_is_listed_with_its_own_overhead() -> None:
+    text = format_context(breakdown(program_tools={"script": 180}))
+    assert "180" in row(text, "of which the script tool")
+    assert "of which the script tool" not in format_context(breakdown())
+
+
 def test_the_same_text_as_heron_sessions_context() -> None:
     b = breakdown()
     assert format_context(b) == "\n".join(format_context_breakdown(b, offline=False, ledger_limit=LEDGER_SHOWN))

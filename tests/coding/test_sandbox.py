@@ -330,3 +330,25 @@ def test_a_git_worktree_can_commit_in_the_sandbox(tmp_path: Path, sandbox_ready:
         " && git log --oneline | wc -l",
     )
     assert details["exit_code"] == 0 and text.strip() == "2", text
+
+
+def test_a_project_inside_heron_home_stays_visible_and_the_rest_of_home_hidden(
+    tmp_path: Path, sandbox_ready: None
+) -> None:
+    home = tmp_path / "home"
+    project = home / "work" / "t001"  # as heron batch puts a task's work directory
+    project.mkdir(parents=True)
+    (home / "work" / "t002").mkdir()
+    (home / "models.json").write_text('{"providers": {}}')
+    (home / "sessions").mkdir()
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
+    command = (
+        f"echo ok > made; cat {home}/models.json 2>/dev/null | wc -c;"
+        f" ls -A {home}/sessions | wc -l; ls -A {home}/work/t002 | wc -l"
+    )
+    text, details = _run(tool, command)
+    assert (project / "made").read_text() == "ok\n"
+    (home / "sessions" / "s.jsonl").write_text("x")
+    text, details = _run(tool, command)
+    assert text.split() == ["0", "0", "0"], text
+    assert details["sandboxed"] is True

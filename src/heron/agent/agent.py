@@ -24,12 +24,13 @@ from heron.agent.loop import (
     StreamFn,
     TransformContext,
     _default_stream,
+    call_tool,
     run_loop,
 )
 from heron.agent.messages import AgentMessage, convert_to_llm
-from heron.agent.tools import AfterToolCall, AgentTool, BeforeToolCall
+from heron.agent.tools import AfterToolCall, AgentTool, BeforeToolCall, ToolResult
 from heron.agent.turn_limit import TurnLimit
-from heron.ai.abort import AbortController
+from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.options import StreamOptions
 from heron.ai.types import (
     AssistantMessage,
@@ -39,6 +40,7 @@ from heron.ai.types import (
     StopReason,
     TextContent,
     ThinkingLevel,
+    ToolCall,
     UserMessage,
 )
 
@@ -203,6 +205,18 @@ class Agent:
         if isinstance(last, AssistantMessage) and last.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
             raise ValueError("nothing to continue: the last message is the assistant's answer")
         return await self._start([])
+
+    async def call_tool(self, call: ToolCall, signal: AbortSignal) -> ToolResult:
+        """Run one call of the agent's tools the way the loop runs a model's call (validation,
+        ``before_tool_call``, the tool, ``after_tool_call``), but outside the conversation: a
+        program the model started (the ``script`` tool) calling the tools. The hooks in place
+        now are used, so an extension's or the permission layer's hold for these calls too."""
+        state = self.state
+        config = LoopConfig(
+            model=state.model, before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call
+        )
+        context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
+        return await call_tool(call, context, config, signal)
 
     def steer(self, message: PromptInput) -> None:
         """Deliver before the next model call; tool calls not yet started are skipped."""

@@ -473,6 +473,16 @@ async def _produce_result(
     return result
 
 
+async def call_tool(call: ToolCall, context: AgentContext, config: LoopConfig, signal: AbortSignal) -> ToolResult:
+    """One tool call made outside any answer (a ``script``'s inner call) along the path a
+    model's call takes: the tool looked up and its arguments validated, ``before_tool_call``
+    (permissions, hooks), the tool, ``after_tool_call`` (redaction). No events: the call is
+    not part of the conversation. Steering queued in ``config.queues`` skips it, as it would
+    a model's call not yet started; give it a config with its own queues to run it anyway."""
+    item = _prepare(call, {tool.name: tool for tool in context.tools})
+    return await _produce_result(item, context, config, signal, lambda event: None)
+
+
 def _texts(result: ToolResult) -> list[TextContent]:
     return [block for block in result.content if isinstance(block, TextContent)]
 

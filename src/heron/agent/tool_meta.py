@@ -100,12 +100,15 @@ class ToolMeta:
     ``paths``: the files a call with these arguments touches (``None``: the tool touches
     no files; permission path rules never apply to it). ``command``: the shell command a
     call runs (``execute`` tools that run one). ``aliases``: other names rules and hook
-    matchers may use for this tool (Claude Code's ``Grep``, ``Glob``, ``LS``...)."""
+    matchers may use for this tool (Claude Code's ``Grep``, ``Glob``, ``LS``...).
+    ``calls_tools``: the call runs a program that calls the session's other tools (``script``);
+    such a tool is not offered to those programs, so one never starts another."""
 
     kind: ToolKind = "other"
     paths: PathsOf | None = None
     command: CommandOf | None = None
     aliases: tuple[str, ...] = ()
+    calls_tools: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in TOOL_KINDS:

@@ -46,6 +46,36 @@ class ToolResult:
 
 UpdateCallback = Callable[[ToolResult], None]
 
+# A result's details may record the tool calls the tool made itself (a ``script``'s calls of
+# the other tools), under this key: a list of ``{"id", "tool", "arguments", "is_error", "text"}``.
+# They were never messages; the tree, the export and the recall index show them from here.
+INNER_CALLS = "inner_calls"
+
+
+def inner_calls(details: Any) -> list[dict[str, Any]]:
+    """The inner calls a result's details record (none for most tools)."""
+    calls = details.get(INNER_CALLS) if isinstance(details, dict) else None
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def inner_calls_summary(details: Any) -> str:
+    """`` [3 inner calls: read, bash]``, or "" when there are none (one line of a tree)."""
+    calls = inner_calls(details)
+    if not calls:
+        return ""
+    names = ", ".join(dict.fromkeys(str(c.get("tool")) for c in calls))
+    return f" [{len(calls)} inner call{'s' if len(calls) != 1 else ''}: {names}]"
+
+
+def inner_calls_text(details: Any) -> str:
+    """The inner calls as text (each call, its arguments and what it returned)."""
+    parts = []
+    for call in inner_calls(details):
+        arguments = json.dumps(call.get("arguments"), ensure_ascii=False, default=str)
+        error = " (error)" if call.get("is_error") else ""
+        parts.append(f"{call.get('tool')} {arguments}{error}\n{call.get('text', '')}")
+    return "\n\n".join(parts)
+
 
 class ToolError(Exception):
     """Raised by a tool for an expected failure: the message goes to the model as is."""

@@ -296,6 +296,7 @@ def _one_line(text: str, width: int) -> str:
 
 def _describe(entry: Entry, width: int) -> str:
     from heron.agent.messages import BashExecutionMessage
+    from heron.agent.tools import inner_calls_summary
     from heron.ai.types import AssistantMessage, TextContent, ToolResultMessage, UserMessage
     from heron.session.entries import (
         BranchSummaryEntry,
@@ -319,7 +320,8 @@ def _describe(entry: Entry, width: int) -> str:
             return f"assistant: {body}" + (f" -> {calls}" if calls else "")
         if isinstance(message, ToolResultMessage):
             error = " (error)" if message.is_error else ""
-            return f"toolResult {message.tool_name}{error}: {_one_line(message.text(), width)}"
+            inner = inner_calls_summary(message.details)  # a script's calls, recorded in its details
+            return f"toolResult {message.tool_name}{error}{inner}: {_one_line(message.text(), width)}"
         if isinstance(message, BashExecutionMessage):
             return f"bashExecution: {_one_line(message.command, width)}"
         return f"{message.role}"
@@ -495,6 +497,7 @@ def breakdown_json(breakdown: ContextBreakdown, *, offline: bool = False) -> dic
         "system_prompt": None if unknown else breakdown.system_prompt,
         "tools": None if unknown else breakdown.tools,
         "context_files": None if unknown else breakdown.context_files,
+        "program_tools": None if unknown else dict(breakdown.program_tools),
         "summaries": breakdown.summaries,
         "messages": dict(breakdown.messages),
         "total": breakdown.total,
@@ -546,6 +549,7 @@ def format_context_breakdown(
             ("system prompt", breakdown.system_prompt),
             ("tools", breakdown.tools),
             ("  of which context files", breakdown.context_files),
+            *((f"  of which the {name} tool", tokens) for name, tokens in breakdown.program_tools.items()),
         ]
     rows.append(("summaries", breakdown.summaries))
     for role, role_tokens in sorted(breakdown.messages.items(), key=lambda kv: -kv[1]):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
 from heron.coding.goal import goal_summary
-from heron.context.budget import estimate_message_tokens
+from heron.context.budget import estimate_message_tokens, fixed_tokens
 from heron.context.ledger import LedgerRecord
 
 if TYPE_CHECKING:
@@ -31,6 +31,9 @@ class ContextBreakdown:
     pruned_results: int = 0
     todos: list[dict[str, str]] = field(default_factory=list)
     goal: dict[str, Any] | None = None  # text, budget, spent (heron.coding.goal.goal_summary)
+    # the definitions of tools that run programs calling the other tools (``script``), by name:
+    # what having one costs every request, shown apart so it can be weighed against what it saves
+    program_tools: dict[str, int] = field(default_factory=dict)
 
 
 def context_breakdown(session: CodingSession) -> ContextBreakdown:
@@ -63,4 +66,9 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
         ),
         todos=[{"content": t["content"], "status": t["status"]} for t in policy.decisions.todos or []],
         goal=goal_summary(session.store),
+        program_tools={
+            tool.name: fixed_tokens("", [tool.definition()])
+            for tool in session.agent.state.tools
+            if session.tool_catalog.meta(tool.name).calls_tools
+        },
     )

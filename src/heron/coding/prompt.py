@@ -53,6 +53,7 @@ TOOL_SUMMARIES: dict[str, str] = {
     "json_query": "Run a jq expression on a JSON file or spill file",
     "todo": "Keep a task list for multi-step work; it survives compaction",
     "compact": "Compact the conversation once a piece of work is done (focus: what to keep)",
+    "script": "Run Python that calls these tools; only what it prints and returns comes back",
 }
 
 DEFAULT_TOOLS = ("read", "write", "edit", "bash")

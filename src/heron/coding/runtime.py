@@ -64,6 +64,7 @@ from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_fi
 from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.requests import RequestPath
 from heron.coding.run_limits import max_turns_for
+from heron.coding.script_host import SessionToolHost
 from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skill_record import record_plan, record_skill_prompt, record_skill_read
@@ -149,6 +150,8 @@ class CodingSession(RecoveryHooks):
             home=self.home,
             shell=self.settings.shell_path,
             spill_max_bytes=self.settings.spill.max_bytes,
+            script_max_timeout=self.settings.script.max_timeout_ms / 1000,
+            script_max_calls=self.settings.script.max_calls,
         )
         self.env.reads.view_lookup = self._read_in_view
         self.tools: list[AgentTool[Any]] = [*create_tools(self.env, chosen_tools(tools, self.settings)), *extra_tools]
@@ -174,6 +177,7 @@ class CodingSession(RecoveryHooks):
         # extension's, MCP's included), built-in names kept for calls of tools no longer in the set.
         self.tool_catalog = ToolCatalog(source=lambda: self.agent.state.tools, fallback=builtin_meta)
         self.control = Control(self)  # permissions, hooks, secrets, checkpoints: hooks itself into agent and env
+        self.env.tool_host = SessionToolHost(self)  # a script's calls take the path a model's call takes
         self.extensions = ExtensionHost(self)  # empty until load() (docs/extensions.md)
         self.policy = self._make_policy()
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting

@@ -161,8 +161,11 @@ def tool_names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
 def chosen_tools(tools: Sequence[str] | None, settings: Settings) -> list[str]:
     """The built-in tools a session has: the ones asked for, else ``defaultTools`` of the
     settings, else heron's default set (``task`` among them when sub-agents are wanted)."""
-    from heron.coding.tools import DEFAULT_TOOLS  # the tools' package loads pydantic
+    from heron.coding.tools import DEFAULT_TOOLS, SCRIPT_TOOL  # the tools' package loads pydantic
 
     if tools is not None:
-        return list(tools)
-    return list(settings.default_tools) if settings.default_tools else list(DEFAULT_TOOLS)
+        names = list(tools)
+    else:
+        names = list(settings.default_tools) if settings.default_tools else list(DEFAULT_TOOLS)
+    # ``script.enabled: false`` takes the script tool out of every set (docs/script.md)
+    return names if settings.script.enabled else [name for name in names if name != SCRIPT_TOOL]

@@ -114,6 +114,15 @@ class BashSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ScriptSettings:
+    """``script``: the script tool on or off, its longest run and its tool calls per script."""
+
+    enabled: bool = True
+    max_timeout_ms: int = 120_000
+    max_calls: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class MemorySettings:
     """``memory``: the project memory directory (MEMORY.md) and the pre-compaction flush."""
 
@@ -147,6 +156,7 @@ class Settings:
     # context.checkInvariants: run the context rules on every request (warnings + ledger)
     check_invariants: bool = False
     bash: BashSettings = field(default_factory=BashSettings)
+    script: ScriptSettings = field(default_factory=ScriptSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     timeouts: TimeoutSettings = field(default_factory=TimeoutSettings)
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
@@ -276,6 +286,7 @@ SCHEMA: dict[str, Any] = {
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
     "context": {"checkInvariants": _bool},
     "bash": {"defaultTimeoutMs": _POSITIVE, "maxTimeoutMs": _POSITIVE},
+    "script": {"enabled": _bool, "maxTimeoutMs": _POSITIVE, "maxCalls": _POSITIVE},
     # Read per file by heron.coding.permissions / hooks / secrets (a project file may not do what a user's may).
     "permissions": _object,
     "hooks": _object,
@@ -424,6 +435,11 @@ def settings_from_dict(
         bash=BashSettings(
             default_timeout_ms=_sub(data, "bash").get("defaultTimeoutMs", BashSettings().default_timeout_ms),
             max_timeout_ms=_sub(data, "bash").get("maxTimeoutMs", BashSettings().max_timeout_ms),
+        ),
+        script=ScriptSettings(
+            enabled=_sub(data, "script").get("enabled", True),
+            max_timeout_ms=_sub(data, "script").get("maxTimeoutMs", ScriptSettings().max_timeout_ms),
+            max_calls=_sub(data, "script").get("maxCalls", ScriptSettings().max_calls),
         ),
         resume_turns=_sub(data, "resume").get("turns", DEFAULT_RESUME_TURNS),
         checkpoint_keep_days=_sub(data, "checkpoints").get("keepDays", 30),

@@ -22,6 +22,7 @@ from heron.agent.messages import (
     ExtensionMessage,
     OpaqueMessage,
 )
+from heron.agent.tools import inner_calls_text
 from heron.ai.types import (
     AssistantMessage,
     TextContent,
@@ -107,7 +108,9 @@ def _message_doc(message: object) -> Doc | None:
     if isinstance(message, ToolResultMessage):
         if message.tool_name == SEARCH_TOOL:
             return None
-        return Doc("toolResult", message.tool_name, _blocks_text(message.content), _spill_of(message.details))
+        inner = inner_calls_text(message.details)  # a script's calls of the other tools
+        body = _blocks_text(message.content) + (f"\n\n{inner}" if inner else "")
+        return Doc("toolResult", message.tool_name, body, _spill_of(message.details))
     if isinstance(message, BashExecutionMessage):
         return Doc("bashExecution", "bash", f"{message.command}\n{message.output}", message.full_output_path)
     if isinstance(message, ExtensionMessage):

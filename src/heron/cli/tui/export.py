@@ -21,6 +21,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from heron.agent.messages import BashExecutionMessage, ExtensionMessage
+from heron.agent.tools import inner_calls_text
 from heron.ai.types import (
     AssistantMessage,
     ImageContent,
@@ -154,6 +155,8 @@ def _tool_result(message: ToolResultMessage) -> str:
     label = f"{message.tool_name} result" + (" (error)" if message.is_error else "") + f" · {lines} lines"
     opened = "" if lines > LONG_RESULT_LINES else " open"
     body = f"<details{opened}><summary>{escape(label)}</summary>{_pre(text)}{images}</details>"
+    if inner := inner_calls_text(message.details):  # a script's calls: in the session, never in the context
+        body += f"<details><summary>inner tool calls</summary>{_pre(inner)}</details>"
     css = "tool error" if message.is_error else "tool"
     return _box(css, f"tool result: {message.tool_name}", body, anchor=f"result-{message.tool_call_id}")
 

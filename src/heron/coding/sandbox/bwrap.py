@@ -78,10 +78,26 @@ def wrap_command(policy: SandboxPolicy, argv: list[str], cwd: Path, binary: str 
         args += ["--ro-bind", str(policy.project), str(policy.project)]
     for path in policy.read_only:
         args += ["--ro-bind-try", str(path), str(path)]
-    for path in (*policy.hidden, policy.home):
+    for path in (*policy.hidden, *_home_parts(policy.home, policy.project)):
         args += _hide(path)
     args += ["--chdir", str(cwd), "--", *argv]
     return args
+
+
+def _home_parts(home: Path, project: Path) -> list[Path]:
+    """What of heron's home to hide: all of it, or - when the project lies inside it (a
+    ``heron batch`` task's work directory) - every entry but the way down to the project."""
+    if project != home and home not in project.parents:
+        return [home]
+    if project == home:
+        return []
+    step = project.relative_to(home).parts[0]
+    try:
+        entries = sorted(home.iterdir())
+    except OSError:
+        return []
+    inner = [] if (home / step) == project else _home_parts(home / step, project)
+    return [entry for entry in entries if entry.name != step] + inner
 
 
 def _hide(path: Path) -> list[str]:

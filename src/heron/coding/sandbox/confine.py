@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from heron.agent.tools import ToolResult
+from heron.ai.types import TextContent
 from heron.coding.sandbox.bwrap import availability, wrap_command
 from heron.coding.sandbox.policy import SandboxPolicy
 
@@ -29,6 +31,22 @@ class Confinement:
     argv: list[str]
     confined: bool
     note: str | None = None
+
+    def exit_status(self, returncode: int | None) -> int | None:
+        """The command's status as Python reports it (a negative number for a signal):
+        bubblewrap passes a signal death on as 128 + the signal's number, as shells do."""
+        if self.confined and returncode is not None and 128 < returncode <= 128 + 64:
+            return -(returncode - 128)
+        return returncode
+
+    def apply(self, result: ToolResult) -> ToolResult:
+        """The tool's result marked ``sandboxed`` in its details; the one-time note, if any,
+        in front of its text (the model learns its commands are not confined, and why)."""
+        details = {**(result.details or {}), "sandboxed": self.confined}
+        if not self.note:
+            return ToolResult(content=result.content, details=details, is_error=result.is_error)
+        text = "".join(block.text for block in result.content if isinstance(block, TextContent))
+        return ToolResult.text(f"{self.note}\n\n{text}", details=details, is_error=result.is_error)
 
 
 class Sandbox:

@@ -1,5 +1,5 @@
-"""The coding tools: read, write, edit, bash, search_history, todo and task by default;
-grep, find, ls and json_query on request.
+"""The coding tools: read, write, edit, bash, search_history, todo, task and script by
+default; grep, find, ls and json_query on request.
 
 ``task`` (sub-agents, :mod:`heron.coding.subagents`) needs the session it runs in, so
 :func:`create_tools` leaves it out and the runtime adds it (docs/subagents.md).
@@ -20,7 +20,7 @@ from heron.agent.tools import AgentTool
 from heron.coding.tools.env import ToolEnv
 from heron.context.limits import ToolLimits
 
-DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo", "task")
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo", "task", "script")
 ALL_TOOLS: tuple[str, ...] = (
     "read",
     "bash",
@@ -34,7 +34,9 @@ ALL_TOOLS: tuple[str, ...] = (
     "todo",
     "compact",
     "task",
+    "script",
 )
+SCRIPT_TOOL = "script"  # the registration name the ``script.enabled`` setting removes
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
 TASK_META = ToolMeta(kind="delegate")  # the task tool's (it lives in heron.coding.subagents)
 
@@ -52,6 +54,7 @@ _FACTORIES: dict[str, tuple[str, str]] = {
     "json_query": ("heron.coding.tools.json_query", "JsonQueryTool"),
     "todo": ("heron.coding.tools.todo", "TodoTool"),
     "compact": ("heron.coding.tools.compact", "CompactTool"),
+    "script": ("heron.coding.tools.script", "ScriptTool"),
 }
 
 
@@ -105,6 +108,7 @@ def set_limits(env: ToolEnv, tools: Sequence[AgentTool[Any]], limits: ToolLimits
 __all__ = [
     "ALL_TOOLS",
     "DEFAULT_TOOLS",
+    "SCRIPT_TOOL",
     "SESSION_TOOLS",
     "TASK_META",
     "ToolEnv",

@@ -22,32 +22,28 @@ import re
 import secrets
 import signal as signals
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from heron.agent.tool_meta import ToolMeta, command_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
-from heron.ai.types import TextContent
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.process import PipeProtocol, kill_group, resolve_shell, signal_group, wait_closed
+from heron.coding.tools.process import Outcome, PipeProtocol, Supervision, resolve_shell, signal_group, supervise
 from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.limits import format_size
 from heron.context.truncate import Truncation, truncate_tail
 
 if TYPE_CHECKING:
-    from heron.coding.sandbox import Confinement
+    pass
 
 __all__ = ["BashParams", "BashTool", "OutputCollector", "StreamSanitizer", "resolve_shell"]
-
-Outcome = Literal["exit", "aborted", "timeout"]
-
 
 # --- the tool ---------------------------------------------------------------------
 
@@ -61,12 +57,6 @@ class BashParams(ToolParams):
 
 def _format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Ending:
-    outcome: Outcome
-    background_killed: bool
 
 
 class BashTool(AgentTool[BashParams]):
@@ -144,7 +134,8 @@ class BashTool(AgentTool[BashParams]):
         pgid = transport.get_pid()
         settled = False
         try:
-            ending = await self._supervise(protocol, pgid, sink, params, signal, on_update)
+            waits = Supervision(params.timeout, self.kill_grace, self.pipe_grace, self.update_interval)
+            ending = await supervise(protocol, pgid, sink, signal, waits, lambda: on_update(self._partial(sink)))
             settled = True
         finally:
             if not settled:  # cancelled or failed: nothing the command started may outlive it
@@ -153,69 +144,10 @@ class BashTool(AgentTool[BashParams]):
             sink.finish()
             transport.close()
         returncode = transport.get_returncode() if ending.outcome == "exit" else None
+        if confinement is not None:
+            returncode = confinement.exit_status(returncode)
         result = self._result(sink, ending.outcome, returncode, params, ending.background_killed)
-        return _with_confinement(result, confinement)
-
-    async def _supervise(
-        self,
-        protocol: PipeProtocol,
-        pgid: int,
-        sink: OutputCollector,
-        params: BashParams,
-        signal: AbortSignal,
-        on_update: UpdateCallback,
-    ) -> _Ending:
-        """Wait for the shell to exit, the deadline or an abort, sending partial output on
-        the way; then make sure nothing the command started holds the pipe."""
-        loop = asyncio.get_running_loop()
-        abort_requested: asyncio.Future[None] = loop.create_future()
-
-        def on_abort() -> None:
-            def mark() -> None:
-                if not abort_requested.done():
-                    abort_requested.set_result(None)
-
-            loop.call_soon_threadsafe(mark)
-
-        unsubscribe = signal.add_listener(on_abort)
-        deadline = loop.time() + params.timeout if params.timeout is not None else None
-        outcome: Outcome = "exit"
-        last_update = 0.0
-        try:
-            while True:
-                wait = self.update_interval
-                if deadline is not None:
-                    wait = max(0.0, min(wait, deadline - loop.time()))
-                await asyncio.wait(
-                    {protocol.exited, abort_requested}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
-                )
-                if protocol.exited.done():
-                    break
-                if abort_requested.done():
-                    outcome = "aborted"
-                    break
-                if deadline is not None and loop.time() >= deadline:
-                    outcome = "timeout"
-                    break
-                now = loop.time()
-                if sink.dirty and now - last_update >= self.update_interval:
-                    last_update = now
-                    sink.dirty = False
-                    on_update(self._partial(sink))
-
-            if outcome != "exit":
-                grace = self.kill_grace if outcome == "timeout" else min(self.kill_grace, 1.0)
-                await kill_group(pgid, grace)
-                await wait_closed(protocol, self.pipe_grace)
-                return _Ending(outcome, False)
-            if not await wait_closed(protocol, self.pipe_grace):
-                # The shell is gone but something it started still holds the pipe open.
-                await kill_group(pgid, self.kill_grace)
-                await wait_closed(protocol, self.pipe_grace)
-                return _Ending(outcome, True)
-            return _Ending(outcome, False)
-        finally:
-            unsubscribe()
+        return confinement.apply(result) if confinement is not None else result
 
     # -- helpers --
 
@@ -347,15 +279,3 @@ def _details(
         timed_out=timed_out,
         aborted=aborted,
     )
-
-
-def _with_confinement(result: ToolResult, confinement: Confinement | None) -> ToolResult:
-    """Marks a sandboxed run in the details; a sandbox the settings ask for but the machine
-    cannot give is said once, in front of the output."""
-    if confinement is None:
-        return result
-    details = {**(result.details or {}), "sandboxed": confinement.confined}
-    if not confinement.note:
-        return ToolResult(content=result.content, details=details, is_error=result.is_error)
-    text = "".join(block.text for block in result.content if isinstance(block, TextContent))
-    return ToolResult.text(f"{confinement.note}\n\n{text}", details=details, is_error=result.is_error)

@@ -11,11 +11,15 @@ import os
 import time
 import unicodedata
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from heron.agent.tools import AgentTool, ToolResult
+from heron.ai.abort import AbortSignal
 from heron.ai.models import heron_home
+from heron.ai.types import ToolCall
 from heron.coding.tools.names import unquote_names
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.spill import SPILL_MAX_BYTES
@@ -60,16 +64,21 @@ class FileReadTracker:
     def record(self, path: Path, offset: int | None, limit: int | None, mtime_ns: int, size: int) -> ReadRecord:
         key = str(path)
         rec = ReadRecord(key, offset, limit, mtime_ns, size, time.time())
-        self._reads[(key, offset, limit)] = rec
-        self._last_by_path[key] = rec
-        self._since_reset[key] = rec.at
+        self._last_by_path[key] = rec  # a script's read counts for the stale-write check
+        if IN_SCRIPT.get() is not self:  # but its content never reached the conversation
+            self._reads[(key, offset, limit)] = rec
+            self._since_reset[key] = rec.at
         return rec
 
     def previous(self, path: Path, offset: int | None, limit: int | None) -> ReadRecord | None:
         """The earlier read of this range whose content the model still has. With a view
         lookup (the coding runtime sets one), the answer comes from the view last sent -
         so it holds across a restart and is None once that content was pruned or
-        summarised; without one, from the reads of this process."""
+        summarised; without one, from the reads of this process. A script's program never
+        gets the stub: the content it points to is in the conversation, not in the program's
+        hands (:data:`IN_SCRIPT`)."""
+        if IN_SCRIPT.get() is self:
+            return None
         if self.view_lookup is not None:
             return self.view_lookup(str(path), offset, limit)
         return self._reads.get((str(path), offset, limit))
@@ -97,6 +106,13 @@ class FileReadTracker:
         self._since_reset.clear()
 
 
+# The read tracker of the session whose tool runs for a ``script``'s program rather than for
+# the model: what it reads goes to the program, not into the conversation, so a read is never
+# answered with the "already in the conversation" stub and is not remembered as being there.
+# The tracker, not a flag: a sub-agent the script starts has its own, and its reads are its own.
+IN_SCRIPT: ContextVar[FileReadTracker | None] = ContextVar("heron_in_script", default=None)
+
+
 class ClientFiles(Protocol):
     """Files a client has open, e.g. an editor driving heron over ACP (docs/editors.md).
 
@@ -109,6 +125,18 @@ class ClientFiles(Protocol):
     async def read_text(self, path: Path) -> str | None: ...
 
     async def write_text(self, path: Path, text: str) -> None: ...
+
+
+class ToolHost(Protocol):
+    """The session's tools as a ``script``'s program calls them (docs/script.md): each call
+    takes the path a model's call takes (permissions, hooks, redaction, checkpoints, the
+    ledger) without becoming part of the conversation. The runtime provides it."""
+
+    def callable_tools(self) -> list[AgentTool[Any]]:
+        """The tools a program may call (never one that itself runs programs calling tools)."""
+        ...
+
+    async def call(self, call: ToolCall, signal: AbortSignal) -> ToolResult: ...
 
 
 @dataclass
@@ -127,6 +155,9 @@ class ToolEnv:
     client_files: ClientFiles | None = None  # None: write and edit work on the files themselves
     # Puts a command's argv in the session's sandbox (docs/permissions.md, "Sandbox"); None: run it as it is.
     confine: Callable[[list[str], Path], Confinement] | None = None
+    tool_host: ToolHost | None = None  # what a script's calls go through; None: scripts cannot call tools
+    script_max_timeout: float = 120.0  # ``script.maxTimeoutMs``: a script's longest (and default) run
+    script_max_calls: int = 200  # ``script.maxCalls``: tool calls one script may make
 
     def spill_dir(self) -> Path:
         """Where oversized results of this session are written."""

@@ -13,10 +13,16 @@ import asyncio
 import os
 import shutil
 import signal as signals
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from heron.ai.abort import AbortSignal
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.terminal import StreamSanitizer
+
+Outcome = Literal["exit", "aborted", "timeout"]
 
 _KNOWN_SHELLS = frozenset({"bash", "zsh", "sh"})
 
@@ -119,3 +125,92 @@ async def wait_closed(protocol: PipeProtocol, timeout: float) -> bool:
     if not protocol.closed.done():
         await asyncio.wait({protocol.closed}, timeout=timeout)
     return protocol.closed.done()
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a supervised process ended; ``background_killed``: something it started was still
+    running (holding the output pipe, or at all with ``reap``) and was killed."""
+
+    outcome: Outcome
+    background_killed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Supervision:
+    """The waits of :func:`supervise`: the deadline (``None``: none), the SIGTERM -> SIGKILL
+    delay, how long the pipe may stay open after the process exited, and how often progress
+    is reported. ``reap``: after a normal exit, kill whatever of the group still runs even
+    when it let go of the pipe (a program's detached children must not outlive it)."""
+
+    timeout: float | None
+    kill_grace: float
+    pipe_grace: float
+    update_interval: float
+    reap: bool = False
+
+
+async def supervise(
+    protocol: PipeProtocol,
+    pgid: int,
+    sink: OutputCollector,
+    signal: AbortSignal,
+    waits: Supervision,
+    on_progress: Callable[[], None],
+) -> Ending:
+    """Wait for the process to exit, the deadline or an abort, calling ``on_progress`` when
+    new output arrived (at most every ``update_interval``); then make sure nothing it started
+    holds the pipe. The one place bash and script stop a process group."""
+    loop = asyncio.get_running_loop()
+    abort_requested: asyncio.Future[None] = loop.create_future()
+
+    def on_abort() -> None:
+        def mark() -> None:
+            if not abort_requested.done():
+                abort_requested.set_result(None)
+
+        loop.call_soon_threadsafe(mark)
+
+    unsubscribe = signal.add_listener(on_abort)
+    deadline = loop.time() + waits.timeout if waits.timeout is not None else None
+    outcome: Outcome = "exit"
+    last_update = 0.0
+    try:
+        while True:
+            wait = waits.update_interval
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - loop.time()))
+            await asyncio.wait({protocol.exited, abort_requested}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if protocol.exited.done():
+                break
+            if abort_requested.done():
+                outcome = "aborted"
+                break
+            if deadline is not None and loop.time() >= deadline:
+                outcome = "timeout"
+                break
+            now = loop.time()
+            if sink.dirty and now - last_update >= waits.update_interval:
+                last_update = now
+                sink.dirty = False
+                on_progress()
+        return await _settle(protocol, pgid, outcome, waits)
+    finally:
+        unsubscribe()
+
+
+async def _settle(protocol: PipeProtocol, pgid: int, outcome: Outcome, waits: Supervision) -> Ending:
+    if outcome != "exit":
+        grace = waits.kill_grace if outcome == "timeout" else min(waits.kill_grace, 1.0)
+        await kill_group(pgid, grace)
+        await wait_closed(protocol, waits.pipe_grace)
+        return Ending(outcome, False)
+    if not await wait_closed(protocol, waits.pipe_grace):
+        # The process is gone but something it started still holds the pipe open.
+        await kill_group(pgid, waits.kill_grace)
+        await wait_closed(protocol, waits.pipe_grace)
+        return Ending(outcome, True)
+    if waits.reap and group_alive(pgid):
+        await kill_group(pgid, waits.kill_grace)
+        return Ending(outcome, True)
+    return Ending(outcome, False)
