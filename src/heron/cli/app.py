@@ -45,7 +45,14 @@ def build_app(args: argparse.Namespace) -> App:
     home = heron_home()
     spec = SessionSpec(
         cwd=cwd,
-        model=ModelChoice(args.model, args.base_url, args.api_key, getattr(args, "api", None)),
+        model=ModelChoice(
+            args.model,
+            args.base_url,
+            args.api_key,
+            getattr(args, "api", None),
+            getattr(args, "context_window", None),
+            getattr(args, "max_tokens", None),
+        ),
         home=home,
         tools=tool_names(args.tools),
         thinking_level=args.thinking,

@@ -21,6 +21,7 @@ from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import Model
 from heron.coding.mcp import any_config
 from heron.coding.model_choice import SETUP_POINTER, ResolvedModel, SetupError, resolve_model, setup_help
+from heron.coding.model_limits import with_limits
 from heron.coding.runtime import CodingSession
 from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, chosen_tools
 from heron.coding.settings import load_settings
@@ -57,12 +58,17 @@ def resolve_spec(spec: SessionSpec, warn: Warn = _log_warning) -> SessionSpec:
     registry = spec.registry
     if isinstance(model, ModelChoice):
         registry = registry if registry is not None else ModelRegistry.load()
+        choice = model
         try:
-            model = resolve_model(settings, registry, model.ref, model.base_url, model.api_key, model.api)
+            model = resolve_model(settings, registry, choice.ref, choice.base_url, choice.api_key, choice.api)
         except SetupError as exc:
             raise _with_models_json_cause(exc, registry) from exc
         for error in registry.errors:
             warn(error)
+        limited = with_limits(
+            model.model, home, model.api_key, context_window=choice.context_window, max_tokens=choice.max_tokens
+        )
+        model = dataclasses.replace(model, model=limited)
     elif isinstance(model, Model):
         model = ResolvedModel(model, spec.api_key, "given")
     return dataclasses.replace(spec, cwd=cwd, home=home, settings=settings, model=model, registry=registry)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
+from heron.coding.model_limits import describe_window
 from heron.context.budget import estimate_message_tokens
 from heron.context.ledger import LedgerRecord
 
@@ -29,6 +30,7 @@ class ContextBreakdown:
     ledger: list[LedgerRecord] = field(default_factory=list)
     pruned_results: int = 0
     todos: list[dict[str, str]] = field(default_factory=list)
+    window_source: str = ""  # where the window came from (configured, a flag, the server, a rejection)
 
 
 def context_breakdown(session: CodingSession) -> ContextBreakdown:
@@ -60,4 +62,15 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
             1 for m in session.agent.messages if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs
         ),
         todos=[{"content": t["content"], "status": t["status"]} for t in policy.decisions.todos or []],
+        window_source=window_source(session),
     )
+
+
+def window_source(session: CodingSession) -> str:
+    """Where the window heron plans for came from: a server's rejection when one taught
+    a smaller window, else the model's source (configured, ``--context-window``, the server)."""
+    policy = session.policy
+    learned = policy.decisions.learned_window(policy.model_key)
+    if learned is not None and learned < policy.model.context_window:
+        return "learned from the server's rejection of a larger request"
+    return describe_window(policy.model)

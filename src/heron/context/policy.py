@@ -281,11 +281,26 @@ class ContextPolicy:
             return self.fixed_tokens() + tally.between(0, len(view))
         return self.fixed_tokens() + sum(context_message_tokens(m) for m in view)
 
+    @property
+    def output_limit(self) -> int:
+        """The most a request may ask for: the model's ``max_tokens`` as configured, or -
+        when nobody configured it - at most a quarter of the window (a learned one too)."""
+        model = self.model
+        if model.max_tokens_configured:
+            return max(1, model.max_tokens)
+        return max(1, min(model.max_tokens, self.window // 4))
+
+    @property
+    def min_output(self) -> int:
+        """The output a request needs room for at least (a configured limit below
+        :data:`MIN_OUTPUT_TOKENS` is honoured, so that much is enough)."""
+        return min(MIN_OUTPUT_TOKENS, self.output_limit)
+
     def output_cap(self, tokens: int) -> int:
-        """``min(model max_tokens, window - input - margin)``, at least a minimum."""
+        """``min(output limit, window - input - margin)``, at least :attr:`min_output`."""
         window = self.window
         room = window - tokens - int(window * OUTPUT_MARGIN_SHARE)
-        return max(MIN_OUTPUT_TOKENS, min(self.model.max_tokens, room))
+        return max(self.min_output, min(self.output_limit, room))
 
     # --- before every request ----------------------------------------------------------------
 
@@ -353,7 +368,7 @@ class ContextPolicy:
                 tokens = self.count(view)
         if pressure.pressed and tokens > self.threshold:
             self.over_threshold_reason = f"the compaction failed: {failure}" if failure else self._why_over()
-        if tokens + MIN_OUTPUT_TOKENS > self.window:
+        if tokens + self.min_output > self.window:
             raise ContextFull(
                 f"the context ({tokens:,} tokens) does not fit the {self.window:,}-token window even after "
                 f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "

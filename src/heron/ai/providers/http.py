@@ -153,7 +153,7 @@ class HttpStatusError(Exception):
         self.url = url
 
 
-def _root_cause(exc: BaseException) -> BaseException:
+def root_cause(exc: BaseException) -> BaseException:
     seen: set[int] = set()
     current: BaseException = exc
     while id(current) not in seen:
@@ -167,7 +167,7 @@ def _root_cause(exc: BaseException) -> BaseException:
 
 def connection_error(exc: BaseException, url: str) -> ProviderError:
     """ "Connection error: cannot reach https://host (reason)" from any connect failure."""
-    cause = _root_cause(exc)
+    cause = root_cause(exc)
     reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
     if isinstance(cause, OSError) and not getattr(cause, "strerror", None) and cause.args:
         reason = str(cause.args[-1])

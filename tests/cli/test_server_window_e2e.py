@@ -1,0 +1,84 @@
+"""The window and output limit of a local server, asked of the server (docs/configuration.md,
+"What heron asks a local server").
+
+The real ``heron`` command against a scripted llama.cpp server started with ``-c 4096``:
+with nothing but ``--base-url`` and ``--model``, heron reads ``/props``, plans for 4,096
+tokens and asks for at most a quarter of it; the answer is cached in ``$HERON_HOME`` so
+the next run asks nothing; ``--context-window`` / ``--max-tokens`` and a configured
+``maxTokens`` win and are sent as given.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.local_run import Place
+from tests.support.llama_server import MODEL_PATH, LlamaBehaviour, LlamaServer
+
+
+def test_the_window_is_read_from_llama_props_and_cached(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=4_096))
+    place = Place.make(tmp_path)
+    try:
+        done = place.run("--base-url", server.base_url, "--model", "gemma", "-p", "hello")
+        assert done.returncode == 0, done.stderr
+        assert "/props" in server.paths()
+        turn = server.served[-1]
+        assert turn.max_tokens <= 1_024  # a quarter of the server's window, not 16,384
+        assert not turn.rejected
+        cache = json.loads((place.home / "cache" / "server-windows.json").read_text())
+        assert [entry["window"] for entry in cache.values()] == [4_096]
+
+        asked = len(server.requests)
+        again = place.run("--base-url", server.base_url, "--model", "gemma", "-p", "hello again")
+        assert again.returncode == 0, again.stderr
+        assert [r.path for r in server.requests[asked:]] == ["/v1/chat/completions"]  # the cache answered
+    finally:
+        server.close()
+
+
+def test_flags_override_the_server_and_a_small_output_limit_is_sent_as_given(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=4_096))
+    place = Place.make(tmp_path)
+    try:
+        args = ("--base-url", server.base_url, "--model", "gemma", "--context-window", "3000", "--max-tokens", "256")
+        done = place.run(*args, "-p", "hello")
+        assert done.returncode == 0, done.stderr
+        assert server.paths() == ["/v1/chat/completions"]  # a given window is never asked for
+        assert server.served[-1].max_tokens == 256
+    finally:
+        server.close()
+
+
+def test_a_configured_max_tokens_below_1024_is_honoured(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=4_096))
+    place = Place.make(tmp_path)
+    try:
+        provider = {
+            "baseUrl": server.base_url,
+            "api": "openai-completions",
+            "models": [{"id": "gemma", "maxTokens": 200}],
+        }
+        (place.home / "models.json").write_text(json.dumps({"providers": {"llama": provider}}))
+        done = place.run("--model", "llama/gemma", "-p", "hello")
+        assert done.returncode == 0, done.stderr
+        assert "/props" in server.paths()  # no contextWindow in models.json: asked
+        assert server.served[-1].max_tokens == 200
+    finally:
+        server.close()
+
+
+def test_context_shows_where_the_window_came_from(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=8_192))
+    place = Place.make(tmp_path)
+    try:
+        done = place.run("--base-url", server.base_url, "--model", MODEL_PATH, "--mode", "rpc", stdin=_rpc_context())
+        assert done.returncode == 0, done.stderr
+        assert "llama.cpp /props n_ctx" in done.stdout
+    finally:
+        server.close()
+
+
+def _rpc_context() -> str:
+    return json.dumps({"id": "1", "type": "get_state"}) + "\n"
