@@ -11,6 +11,8 @@ the next run asks nothing; ``--context-window`` / ``--max-tokens`` and a configu
 from __future__ import annotations
 
 import json
+import socket
+import time
 from pathlib import Path
 
 from tests.cli.local_run import Place
@@ -82,3 +84,18 @@ def test_context_shows_where_the_window_came_from(tmp_path: Path) -> None:
 
 def _rpc_context() -> str:
     return json.dumps({"id": "1", "type": "get_state"}) + "\n"
+
+
+def test_nothing_listening_fails_fast_and_says_so_once(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    place = Place.make(tmp_path)
+    started = time.monotonic()
+    done = place.run("--base-url", f"http://127.0.0.1:{port}/v1", "--model", "gemma", "-p", "hello")
+    elapsed = time.monotonic() - started
+    assert done.returncode == 1
+    hint = f"nothing is listening at http://127.0.0.1:{port} — is the server running?"
+    assert done.stderr.count(hint) == 1, done.stderr
+    assert "retrying" not in done.stderr
+    assert elapsed < 15  # not 2 + 4 + 8 s of retries (and a loaded machine's start-up)
