@@ -99,3 +99,42 @@ def test_nothing_listening_fails_fast_and_says_so_once(tmp_path: Path) -> None:
     assert done.stderr.count(hint) == 1, done.stderr
     assert "retrying" not in done.stderr
     assert elapsed < 15  # not 2 + 4 + 8 s of retries (and a loaded machine's start-up)
+
+
+def test_continue_without_flags_uses_the_sessions_server(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=8_192))
+    place = Place.make(tmp_path)
+    try:
+        first = place.run("--base-url", server.base_url, "--model", "gemma", "--api-key", "sk-local-1", "-p", "one")
+        assert first.returncode == 0, first.stderr
+        second = place.run("--continue", "-p", "two")
+        assert second.returncode == 0, second.stderr
+        last = server.served[-1].body
+        assert last["model"] == "gemma"
+        assert [m["content"] for m in last["messages"] if m["role"] == "user"][-2:] in (
+            ["one", "two"],
+            [[{"type": "text", "text": "one"}], [{"type": "text", "text": "two"}]],
+        )
+        (session,) = (place.home / "sessions").rglob("*.jsonl")
+        text = session.read_text()
+        assert '"heron.server"' in text and server.base_url in text
+        assert "sk-local-1" not in text  # a key is never part of what a session remembers
+    finally:
+        server.close()
+
+
+def test_flags_override_the_remembered_server(tmp_path: Path) -> None:
+    first_server, other = LlamaServer(), LlamaServer()
+    place = Place.make(tmp_path)
+    try:
+        assert place.run("--base-url", first_server.base_url, "--model", "gemma", "-p", "one").returncode == 0
+        moved = place.run("--continue", "--base-url", other.base_url, "--model", "qwen", "-p", "two")
+        assert moved.returncode == 0, moved.stderr
+        assert [s.body["model"] for s in other.served] == ["qwen"]
+        assert len(first_server.served) == 1
+        back = place.run("--continue", "-p", "three")  # the latest server the session used
+        assert back.returncode == 0, back.stderr
+        assert [s.body["model"] for s in other.served] == ["qwen", "qwen"]
+    finally:
+        first_server.close()
+        other.close()

@@ -67,8 +67,10 @@ def build_app(args: argparse.Namespace) -> App:
     # imported here: a set-up error is reported without loading the agent
     from heron.coding.assembly import assemble_session, resolve_spec
 
-    spec = resolve_spec(spec, warn)  # settings and model first: --resume asks only when they work
-    spec = dataclasses.replace(spec, store=store_spec(args, cwd, home))
+    if args.resume and not args.no_session:
+        spec = _resume_spec(args, spec, cwd, home)
+    else:  # the session file first: a resumed session's own server is the model's default
+        spec = resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), warn)
     session = assemble_session(spec, warn)
     from heron.coding.run_limits import apply_max_turns
 
@@ -87,6 +89,20 @@ def build_app(args: argparse.Namespace) -> App:
         session=session,
         mcp=session.mcp,
     )
+
+
+def _resume_spec(args: argparse.Namespace, spec: SessionSpec, cwd: Path, home: Path) -> SessionSpec:
+    """``--resume``: settings and model first, so the picker asks only when they work -
+    unless no model flag was given, when the picked session's own server may be the
+    model (docs/sessions.md, "Resuming")."""
+    from heron.coding.assembly import resolve_spec
+
+    try:
+        resolve_spec(spec, warn)
+    except SetupError:
+        if args.model or args.base_url:
+            raise
+    return resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), lambda _text: None)
 
 
 def _trace(session: CodingSession, otel: str | None) -> None:

@@ -63,6 +63,7 @@ from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_fi
 from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.requests import RequestPath
 from heron.coding.run_limits import max_turns_for
+from heron.coding.session_server import ServerRecorder
 from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
@@ -138,6 +139,7 @@ class CodingSession(RecoveryHooks):
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
         self._date_override = date
+        self._server = ServerRecorder()
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -409,6 +411,7 @@ class CodingSession(RecoveryHooks):
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
+        self._server.record(self.store, self.model)  # the server, for a resume without flags
         note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
             return await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it

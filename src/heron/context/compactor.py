@@ -114,7 +114,7 @@ class Compactor:
         store = self.policy.store
         if store.leaf_id is None:
             return None
-        plan = prepare_compaction(store.path_to(store.leaf_id), self.policy.compaction_settings, self.policy.tools)
+        plan = prepare_compaction(store.path_to(store.leaf_id), self.policy.plan_settings, self.policy.tools)
         return plan if plan is not None and plan.has_work else None
 
     def _draft(

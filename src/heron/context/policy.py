@@ -50,6 +50,7 @@ SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) ad
 PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share of the window
 OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
 MIN_OUTPUT_TOKENS = 1_024
+MIN_OUTPUT_WINDOW_SHARE = 0.125
 MIN_LEARNED_WINDOW = 2_048
 SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
@@ -223,6 +224,16 @@ class ContextPolicy:
         return base.for_window(self.window)
 
     @property
+    def plan_settings(self) -> CompactionSettings:
+        """What a compaction plans with: the keep-recent budget never more than the room
+        the threshold leaves beside the system prompt, the tools and a summary, so that
+        in a small window a compaction goes down to the current turn alone rather than
+        keep more than fits (docs/context.md, "Small windows")."""
+        base = self.compaction_settings
+        room = self.threshold - self.fixed_tokens() - SUMMARY_ALLOWANCE_TOKENS
+        return CompactionSettings(base.reserve_tokens, max(0, min(base.keep_recent_tokens, room)))
+
+    @property
     def reserve(self) -> int:
         return self.compaction_settings.reserve_tokens
 
@@ -292,9 +303,10 @@ class ContextPolicy:
 
     @property
     def min_output(self) -> int:
-        """The output a request needs room for at least (a configured limit below
-        :data:`MIN_OUTPUT_TOKENS` is honoured, so that much is enough)."""
-        return min(MIN_OUTPUT_TOKENS, self.output_limit)
+        """The output a request needs room for at least: :data:`MIN_OUTPUT_TOKENS`, less
+        when the configured limit is less (it is honoured, so that much is enough) or the
+        window is small (an eighth of it: a 4k window keeps room for the prompt)."""
+        return max(1, min(MIN_OUTPUT_TOKENS, self.output_limit, int(self.window * MIN_OUTPUT_WINDOW_SHARE)))
 
     def output_cap(self, tokens: int) -> int:
         """``min(output limit, window - input - margin)``, at least :attr:`min_output`."""
@@ -369,11 +381,7 @@ class ContextPolicy:
         if pressure.pressed and tokens > self.threshold:
             self.over_threshold_reason = f"the compaction failed: {failure}" if failure else self._why_over()
         if tokens + self.min_output > self.window:
-            raise ContextFull(
-                f"the context ({tokens:,} tokens) does not fit the {self.window:,}-token window even after "
-                f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
-                "start a new session or /compact with a narrower focus"
-            )
+            raise ContextFull(self._full(tokens))
         self.last_tokens = tokens
         self.last_max_tokens = self.output_cap(tokens)
         self.reads = view.reads
@@ -391,7 +399,7 @@ class ContextPolicy:
         if leaf is None:
             return False
         path = self.store.path_to(leaf)
-        plan = prepare_compaction(path, self.compaction_settings, self.tools)
+        plan = prepare_compaction(path, self.plan_settings, self.tools)
         if plan is None or not plan.has_work:
             return False
         framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
@@ -405,6 +413,22 @@ class ContextPolicy:
         boundary = asks[-keep] if keep and len(asks) >= keep else len(view) if not keep else 0
         removable = min(size(view[:boundary]), size(view) - size(kept)) - SUMMARY_ALLOWANCE_TOKENS
         return removable >= max(excess, int(self.window * PRUNE_MIN_STEP_SHARE))
+
+    def _full(self, tokens: int) -> str:
+        """Why a request cannot be sent, and what to change: the fixed part alone (system
+        prompt and tools) when that is what leaves no room, else the conversation."""
+        window, fixed = self.window, self.fixed_tokens()
+        if fixed + self.min_output > window:
+            return (
+                f"the system prompt and tool definitions alone take {fixed:,} tokens of the {window:,}-token "
+                f"window, with no room for an answer: give the model a larger window (llama-server -c, "
+                "Ollama num_ctx, --context-window), fewer tools (--tools read,bash) or a shorter --system-prompt"
+            )
+        return (
+            f"the context ({tokens:,} tokens) does not fit the {window:,}-token window even after "
+            f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
+            "start a new session or /compact with a narrower focus, or give the model a larger window"
+        )
 
     def _why_over(self) -> str:
         if not self.settings.compaction:
