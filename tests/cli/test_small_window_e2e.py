@@ -42,9 +42,9 @@ def test_twelve_turns_of_1000_token_prompts_in_a_4096_window(tmp_path: Path, pro
         # none when the server said its window; else the one that taught it, and no other
         assert len(rejected) == (0 if props else 1), rejected
         assert compactions(place.home) >= 1
-        for served in server.served:
-            if not served.rejected:
-                assert served.prompt_tokens + served.max_tokens <= 4_096, served
+        known = rejected[0] + 1 if rejected else 0  # from here on heron plans for the server's window
+        for served in server.served[known:]:
+            assert served.prompt_tokens + served.max_tokens <= 4_096, served
     finally:
         server.close()
 

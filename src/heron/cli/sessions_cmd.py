@@ -526,12 +526,11 @@ def format_context_breakdown(
 
     lines: list[str] = []
     if window:
+        source = f"; window from: {breakdown.window_source}" if breakdown.window_source else ""
         lines.append(
             f"window {window:,} tokens; compaction above {breakdown.threshold:,}; "
-            f"in use {breakdown.total:,} ({breakdown.total / window:.1%})"
+            f"in use {breakdown.total:,} ({breakdown.total / window:.1%}){source}"
         )
-        if breakdown.window_source:
-            lines.append(f"window from: {breakdown.window_source}")
     else:
         lines.append(f"in use {breakdown.total:,} tokens (window not known: pass --window to see shares)")
     if curve:

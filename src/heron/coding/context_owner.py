@@ -104,7 +104,7 @@ class ContextOwner:
         """Only when a compaction will summarise something: more history than it keeps."""
         policy = self.session.policy
         history = tokens - policy.fixed_tokens()
-        if history <= policy.plan_settings.keep_recent_tokens:
+        if history <= policy.compaction_settings.keep_recent_tokens:
             return False
         return self.session.memory.flush_wanted(policy.decisions.flushed)
 

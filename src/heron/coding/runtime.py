@@ -300,6 +300,8 @@ class CodingSession(RecoveryHooks):
         self._events.emit(event)
 
     def _on_agent_event(self, event: Any) -> None:
+        if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            self.policy.calibrate(event.message, self._last_view)  # count like the server
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
             self._emit(
@@ -425,7 +427,8 @@ class CodingSession(RecoveryHooks):
         return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
 
     def _fit_prompt(self, text: str) -> str:
-        room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
+        policy = self.policy
+        room = int(max(0, policy.threshold - policy.scaled(policy.fixed_tokens())) * 4 / policy.ratio)
         fitted, record = fit_prompt(text, room, self.env.spill_dir())
         if record is not None:
             self.ledger.add(record)

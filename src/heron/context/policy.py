@@ -16,6 +16,7 @@ view has not changed before it since (no pruning step, no compaction, same model
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +28,8 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
-from heron.ai.types import AssistantMessage, Model
+from heron.ai.types import AssistantMessage, Model, StopReason
+from heron.context import calibration
 from heron.context.budget import IMPLAUSIBLE_RATIO, Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
@@ -35,6 +37,7 @@ from heron.context.decisions import (
     ContextDecisions,
     LearnedWindow,
     auto_compaction_data,
+    calibration_data,
     flush_data,
     prune_data,
     window_data,
@@ -230,7 +233,8 @@ class ContextPolicy:
         in a small window a compaction goes down to the current turn alone rather than
         keep more than fits (docs/context.md, "Small windows")."""
         base = self.compaction_settings
-        room = self.threshold - self.fixed_tokens() - SUMMARY_ALLOWANCE_TOKENS
+        room = self.threshold - self.scaled(self.fixed_tokens()) - SUMMARY_ALLOWANCE_TOKENS
+        room = int(room / self.ratio)  # the plan counts at chars/4
         return CompactionSettings(base.reserve_tokens, max(0, min(base.keep_recent_tokens, room)))
 
     @property
@@ -262,6 +266,17 @@ class ContextPolicy:
         incrementally: extended by what was added since the last call)."""
         return self.views.apply(messages, self.decisions)
 
+    @property
+    def ratio(self) -> float:
+        """The server's tokens per chars/4-estimated token for this model (1.0 until an
+        answer's usage calibrated it, :mod:`heron.context.calibration`)."""
+        found = self.decisions.calibration.get(self.model_key)
+        return found[0] if found is not None else 1.0
+
+    def scaled(self, estimated: int) -> int:
+        """An estimate in the server's tokens."""
+        return math.ceil(estimated * self.ratio)
+
     def count(self, view: Sequence[AgentMessage]) -> int:
         model = self.model
         return request_tokens(
@@ -270,12 +285,38 @@ class ContextPolicy:
             floor_ms=self.decisions.last_view_change_ms,
             model=(model.provider, model.id),
             tally=_tally(view),
+            ratio=self.ratio,
         )
+
+    def calibrate(self, answer: AssistantMessage, view: Sequence[AgentMessage]) -> None:
+        """Fold the server's count of the request that produced ``answer`` (its usage)
+        against heron's estimate of ``view``, the view it carried, into the model's ratio;
+        recorded in the session when it moved (a restart then counts the same)."""
+        from heron.ai.providers.http import is_local_url  # loaded by the request already
+
+        usage, model = answer.usage, self.model
+        if not (model.base_url and is_local_url(model.base_url)):
+            return  # hosted providers' counts anchor each request already; local tokenizers vary the most
+        if answer.stop_reason in (StopReason.ERROR, StopReason.ABORTED) or (answer.provider, answer.model) != (
+            model.provider,
+            model.id,
+        ):
+            return
+        value = calibration.sample(usage.input + usage.cache_read + usage.cache_write, self.raw_estimate(view))
+        if value is None:
+            return
+        recorded = self.decisions.calibration.get(self.model_key)
+        current = calibration.fold(recorded, value)
+        if calibration.worth_recording(recorded, current):
+            entry = self.store.append_custom(DECISION_CUSTOM_TYPE, calibration_data(self.model_key, *current))
+            self.decisions.apply(entry.data, iso_to_ms(entry.timestamp))
 
     def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
         """``tokens`` (the count) plus what chars / 4 misses after the usage anchor, at the
         provider's own rate (:func:`tail_pressure`): what pruning and compaction decide on,
         so a request the provider counts over the threshold is not sent on an undercount."""
+        if self.model_key in self.decisions.calibration:
+            return tokens  # the calibrated count already has the tail at the server's rate
         model = self.model
         return tokens + tail_pressure(
             view,
@@ -287,6 +328,10 @@ class ContextPolicy:
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
+        return self.scaled(self.raw_estimate(view))
+
+    def raw_estimate(self, view: Sequence[AgentMessage]) -> int:
+        """:meth:`estimate` at chars/4, uncalibrated."""
         tally = _tally(view)
         if tally is not None and tally.length == len(view):
             return self.fixed_tokens() + tally.between(0, len(view))
@@ -417,7 +462,7 @@ class ContextPolicy:
     def _full(self, tokens: int) -> str:
         """Why a request cannot be sent, and what to change: the fixed part alone (system
         prompt and tools) when that is what leaves no room, else the conversation."""
-        window, fixed = self.window, self.fixed_tokens()
+        window, fixed = self.window, self.scaled(self.fixed_tokens())
         if fixed + self.min_output > window:
             return (
                 f"the system prompt and tool definitions alone take {fixed:,} tokens of the {window:,}-token "

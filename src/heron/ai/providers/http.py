@@ -178,7 +178,7 @@ def connection_error(exc: BaseException, url: str) -> ProviderError:
 REFUSED_RETRY_S = 0.5  # a local server refusing the connection is tried once more after this
 
 
-def _local_host(url: str) -> bool:
+def is_local_url(url: str) -> bool:
     """Whether ``url``'s host is this machine or a private network (where a refused
     connection means the server is not running, not that a service is overloaded)."""
     import ipaddress
@@ -196,7 +196,7 @@ def _local_host(url: str) -> bool:
 
 def refused_locally(exc: BaseException, url: str) -> bool:
     """A connection to a local or private address that was refused: nothing listens there."""
-    return isinstance(root_cause(exc), ConnectionRefusedError) and _local_host(url)
+    return isinstance(root_cause(exc), ConnectionRefusedError) and is_local_url(url)
 
 
 def nothing_listening(url: str) -> ProviderError:
