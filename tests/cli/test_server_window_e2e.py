@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 from tests.cli.local_run import Place
+from tests.support.http_server import LocalServer
 from tests.support.llama_server import MODEL_PATH, LlamaBehaviour, LlamaServer
+from tests.support.sse import openai_reply
 
 
 def test_the_window_is_read_from_llama_props_and_cached(tmp_path: Path) -> None:
@@ -138,3 +140,18 @@ def test_flags_override_the_remembered_server(tmp_path: Path) -> None:
     finally:
         first_server.close()
         other.close()
+
+
+def test_a_server_that_says_nothing_is_asked_once(tmp_path: Path) -> None:
+    server = LocalServer()
+    server.fallback = openai_reply("hi", prompt_tokens=900, completion_tokens=1)
+    place = Place.make(tmp_path)
+    try:
+        assert place.run("--base-url", server.url + "/v1", "--model", "m", "-p", "one").returncode == 0
+        asked = len(server.probes)
+        assert asked >= 3  # /v1/models, /props, /api/show...: all "not found"
+        assert server.requests[-1].json()["max_completion_tokens"] == 16_384  # the default: no window said
+        assert place.run("--base-url", server.url + "/v1", "--model", "m", "-p", "two").returncode == 0
+        assert len(server.probes) == asked  # the cache remembers that it said nothing
+    finally:
+        server.close()

@@ -80,7 +80,7 @@ def server_window(home: Path, model: Model, api_key: str | None) -> tuple[int, s
     nothing listens (the request that follows says so)."""
     cached = cached_window(home, model)
     if cached is not None:
-        return cached
+        return cached if cached[0] > 0 else None  # 0: the server said nothing, not asked again
     from heron.ai.server_window import NothingListening, probe_window
 
     try:
@@ -88,6 +88,7 @@ def server_window(home: Path, model: Model, api_key: str | None) -> tuple[int, s
     except NothingListening:
         return None
     if found is None:
+        store_window(home, model, 0, "")  # a server without these endpoints costs the probes once
         return None
     store_window(home, model, found.window, found.source)
     return found.window, found.source
