@@ -121,6 +121,9 @@ def test_continue_without_flags_uses_the_sessions_server(tmp_path: Path) -> None
         text = session.read_text()
         assert '"heron.server"' in text and server.base_url in text
         assert "sk-local-1" not in text  # a key is never part of what a session remembers
+        by_path = place.run("--session", str(session), "-p", "three")
+        assert by_path.returncode == 0, by_path.stderr
+        assert server.served[-1].body["model"] == "gemma"
     finally:
         server.close()
 
