@@ -60,7 +60,11 @@ def store_window(home: Path, model: Model, window: int, source: str) -> None:
     path = home / CACHE_FILE
     data = _read_cache(path)
     now = time.time()
-    data = {k: v for k, v in data.items() if isinstance(v, dict) and now - float(v.get("at", 0)) < CACHE_SECONDS}
+    data = {
+        k: v
+        for k, v in data.items()
+        if isinstance(v, dict) and isinstance(v.get("at"), int | float) and now - v["at"] < CACHE_SECONDS
+    }
     data[_cache_key(model)] = {"window": window, "source": source, "at": now}
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
