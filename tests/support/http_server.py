@@ -52,6 +52,16 @@ class Recorded:
         return json.loads(self.body)
 
 
+# What heron asks a local server before its first request (heron.ai.server_window): a
+# scripted server answers them "not found", as an OpenAI-compatible server without these
+# endpoints does, and its queued replies are kept for the requests they script.
+_PROBE_PATHS = ("/v1/models", "/models", "/props", "/api/show", "/api/v0/models")
+
+
+def _is_probe(recorded: Recorded) -> bool:
+    return any(recorded.path == p or recorded.path.startswith(p + "/") for p in _PROBE_PATHS)
+
+
 class _QuietServer(ThreadingHTTPServer):
     """Clients hanging up mid-response is what the abort and truncation tests do."""
 
@@ -67,8 +77,12 @@ class LocalServer:
     """Replies come from the queue (then ``fallback``), or - with ``responder`` - are
     computed from each request (a server that inspects what it is sent)."""
 
-    def __init__(self, responder: Callable[[Recorded], Reply] | None = None) -> None:
+    def __init__(self, responder: Callable[[Recorded], Reply] | None = None, *, answers_probes: bool = False) -> None:
         self.requests: list[Recorded] = []
+        # Requests for a server's own endpoints (``/props``, ``/v1/models``...), answered
+        # 404 and kept apart unless ``answers_probes`` (then the responder answers them).
+        self.probes: list[Recorded] = []
+        self.answers_probes = answers_probes
         self._replies: list[Reply] = []
         self.fallback: Reply | None = None
         self.responder = responder
@@ -92,6 +106,10 @@ class LocalServer:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=body,
                 )
+                if not server.answers_probes and _is_probe(recorded):
+                    server.probes.append(recorded)
+                    self._send(json_reply(404, {"error": {"message": "Not Found", "type": "not_found_error"}}))
+                    return
                 server._record(recorded)
                 responder = server.responder
                 reply = responder(recorded) if responder is not None else server._next()

@@ -30,7 +30,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from heron.ai.registry import canonical_api, known_apis
-from heron.ai.types import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, JSON, InputKind, Model, ModelCost
+from heron.ai.types import (
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_TOKENS,
+    JSON,
+    WINDOW_ASSUMED,
+    InputKind,
+    Model,
+    ModelCost,
+)
 
 BUILTIN_MODELS_PATH = Path(__file__).parent / "data" / "models.json"
 
@@ -301,6 +309,8 @@ def _build_model(
         context_window=window,
         max_tokens=max_tokens,
         compat=dict(compat) if compat is not None else None,
+        window_source="" if "contextWindow" in raw else WINDOW_ASSUMED,
+        max_tokens_configured="maxTokens" in raw,
     )
     return model, headers
 

@@ -114,8 +114,12 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         kind: ErrorKind | None = None,
         url: str | None = None,
+        retryable: bool = True,
     ) -> None:
         super().__init__(message)
+        # False for a failure of a retryable kind that was retried already where it
+        # happened (a local server refusing the connection): not retried again.
+        self.retryable = retryable
         # The server the request went to (``scheme://host``), named in messages of
         # failures a user may have to act on (connection, 5xx, 429).
         self.url = url

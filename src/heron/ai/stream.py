@@ -297,7 +297,7 @@ async def _run(
                 yield event
             return
 
-        if failure.kind in RETRYABLE and not builder.has_content and attempt < policy.max_retries:
+        if failure.kind in RETRYABLE and failure.retryable and not builder.has_content and attempt < policy.max_retries:
             delay = policy.delay(attempt, failure.retry_after)
             if delay <= policy.max_delay:
                 attempt += 1

@@ -490,6 +490,7 @@ class ModelCost:
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_MAX_TOKENS = 16_384
+WINDOW_ASSUMED = "assumed"  # Model.window_source of a window nobody configured
 
 
 @dataclass(slots=True, kw_only=True)
@@ -507,6 +508,13 @@ class Model:
     headers: dict[str, str] | None = None
     # Quirks of OpenAI-compatible servers (e.g. {"max_tokens_field": "max_tokens"}).
     compat: JSON | None = None
+    # Where ``context_window`` came from: "" when it was configured (the catalogue,
+    # models.json); ``WINDOW_ASSUMED`` when nobody said (heron's default, worth asking the
+    # server); otherwise what told it (``--context-window``, a server's endpoint).
+    window_source: str = ""
+    # False when ``max_tokens`` is heron's default rather than a configured value: the
+    # output cap then stays within a quarter of the window (docs/configuration.md).
+    max_tokens_configured: bool = True
 
     @property
     def ref(self) -> str:

@@ -45,7 +45,14 @@ def build_app(args: argparse.Namespace) -> App:
     home = heron_home()
     spec = SessionSpec(
         cwd=cwd,
-        model=ModelChoice(args.model, args.base_url, args.api_key, getattr(args, "api", None)),
+        model=ModelChoice(
+            args.model,
+            args.base_url,
+            args.api_key,
+            getattr(args, "api", None),
+            getattr(args, "context_window", None),
+            getattr(args, "max_tokens", None),
+        ),
         home=home,
         tools=tool_names(args.tools),
         thinking_level=args.thinking,
@@ -62,8 +69,10 @@ def build_app(args: argparse.Namespace) -> App:
     # imported here: a set-up error is reported without loading the agent
     from heron.coding.assembly import assemble_session, resolve_spec
 
-    spec = resolve_spec(spec, warn)  # settings and model first: --resume asks only when they work
-    spec = dataclasses.replace(spec, store=store_spec(args, cwd, home))
+    if args.resume and not args.no_session:
+        spec = _resume_spec(args, spec, cwd, home)
+    else:  # the session file first: a resumed session's own server is the model's default
+        spec = resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), warn)
     session = assemble_session(spec, warn)
     from heron.coding.run_limits import apply_max_turns
 
@@ -99,6 +108,20 @@ def _goal_flags(args: argparse.Namespace) -> tuple[str, int | None] | None:
         return check_text(text), parse_budget(budget) if budget is not None else None
     except GoalError as exc:
         raise UsageError(f"--goal: {exc}") from None
+
+
+def _resume_spec(args: argparse.Namespace, spec: SessionSpec, cwd: Path, home: Path) -> SessionSpec:
+    """``--resume``: settings and model first, so the picker asks only when they work -
+    unless no model flag was given, when the picked session's own server may be the
+    model (docs/sessions.md, "Resuming")."""
+    from heron.coding.assembly import resolve_spec
+
+    try:
+        resolve_spec(spec, warn)
+    except SetupError:
+        if args.model or args.base_url:
+            raise
+    return resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), lambda _text: None)
 
 
 def _trace(session: CodingSession, otel: str | None) -> None:

@@ -109,6 +109,20 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
         help="the wire API (default: the model's; openai-chat for --base-url servers)",
     )
     parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="the model's context window (default: configured, else asked of a local server)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="the output limit sent with each request (default: configured, else a quarter of the window)",
+    )
+    parser.add_argument(
         "--api-key",
         default=None,
         help="API key (default: the provider's environment variable; HERON_API_KEY for --base-url)",

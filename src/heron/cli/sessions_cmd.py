@@ -494,6 +494,7 @@ def breakdown_json(breakdown: ContextBreakdown, *, offline: bool = False) -> dic
     return {
         "window": breakdown.window or None,
         "threshold": breakdown.threshold or None,
+        "window_source": breakdown.window_source or None,
         "system_prompt": None if unknown else breakdown.system_prompt,
         "tools": None if unknown else breakdown.tools,
         "context_files": None if unknown else breakdown.context_files,
@@ -533,9 +534,10 @@ def format_context_breakdown(
 
     lines: list[str] = []
     if window:
+        source = f"; window from: {breakdown.window_source}" if breakdown.window_source else ""
         lines.append(
             f"window {window:,} tokens; compaction above {breakdown.threshold:,}; "
-            f"in use {breakdown.total:,} ({breakdown.total / window:.1%})"
+            f"in use {breakdown.total:,} ({breakdown.total / window:.1%}){source}"
         )
     else:
         lines.append(f"in use {breakdown.total:,} tokens (window not known: pass --window to see shares)")

@@ -33,10 +33,24 @@ def check_arguments(args: argparse.Namespace, mode: str) -> None:
         raise UsageError("--mode rpc takes no task: send it as a prompt command on stdin (docs/rpc.md)")
     if args.base_url is not None:
         check_base_url(args.base_url)
+    check_limits(getattr(args, "context_window", None), getattr(args, "max_tokens", None))
     base = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
     for flag, value in (("--system-prompt", args.system_prompt), ("--append-system-prompt", args.append_system_prompt)):
         if value is not None and looks_like_path(value) and not (base / os.path.expanduser(value.strip())).is_file():
             raise UsageError(f"{flag} {value}: no such file (give the prompt text itself, or an existing file)")
+
+
+MIN_CONTEXT_WINDOW = 512  # below this no request of heron's fits: a typo, not a window
+
+
+def check_limits(window: int | None, max_tokens: int | None) -> None:
+    """``--context-window`` and ``--max-tokens``: positive, and the output within the window."""
+    if window is not None and window < MIN_CONTEXT_WINDOW:
+        raise UsageError(f"--context-window {window}: too small; give the server's window in tokens (>= 512)")
+    if max_tokens is not None and max_tokens < 1:
+        raise UsageError(f"--max-tokens {max_tokens}: give a positive number of tokens")
+    if window is not None and max_tokens is not None and max_tokens >= window:
+        raise UsageError(f"--max-tokens {max_tokens} leaves no room for the prompt in a {window}-token window")
 
 
 def check_base_url(url: str) -> None:

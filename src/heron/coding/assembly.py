@@ -21,7 +21,9 @@ from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import Model
 from heron.coding.mcp import any_config
 from heron.coding.model_choice import SETUP_POINTER, ResolvedModel, SetupError, resolve_model, setup_help
+from heron.coding.model_limits import with_limits
 from heron.coding.runtime import CodingSession
+from heron.coding.session_server import model_ref, recorded_server
 from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, chosen_tools
 from heron.coding.settings import load_settings
 from heron.coding.subagents.definitions import TASK_TOOL
@@ -55,17 +57,53 @@ def resolve_spec(spec: SessionSpec, warn: Warn = _log_warning) -> SessionSpec:
             warn(warning)
     model: Model | ResolvedModel | ModelChoice = spec.model
     registry = spec.registry
+    store_spec = spec.store
     if isinstance(model, ModelChoice):
         registry = registry if registry is not None else ModelRegistry.load()
+        choice, store_spec = _remembered_server(model, spec.store, cwd, home, registry)
         try:
-            model = resolve_model(settings, registry, model.ref, model.base_url, model.api_key, model.api)
+            model = resolve_model(settings, registry, choice.ref, choice.base_url, choice.api_key, choice.api)
         except SetupError as exc:
             raise _with_models_json_cause(exc, registry) from exc
         for error in registry.errors:
             warn(error)
+        limited = with_limits(
+            model.model, home, model.api_key, context_window=choice.context_window, max_tokens=choice.max_tokens
+        )
+        model = dataclasses.replace(model, model=limited)
     elif isinstance(model, Model):
         model = ResolvedModel(model, spec.api_key, "given")
-    return dataclasses.replace(spec, cwd=cwd, home=home, settings=settings, model=model, registry=registry)
+    return dataclasses.replace(
+        spec, cwd=cwd, home=home, settings=settings, model=model, registry=registry, store=store_spec
+    )
+
+
+def _remembered_server(
+    choice: ModelChoice, store: StoreSpec, cwd: Path, home: Path, registry: ModelRegistry
+) -> tuple[ModelChoice, StoreSpec]:
+    """A resumed session's own server when neither ``--model`` nor ``--base-url`` names
+    one (:mod:`heron.coding.session_server`). The file opened to read it is the one the
+    session then uses (``StoreSpec.existing``), so it is read once."""
+    if choice.ref or choice.base_url or store.kind not in ("continue", "open", "existing"):
+        return choice, store
+    opened = store.source
+    if store.kind != "existing":
+        path = latest_session(cwd, home=home) if store.kind == "continue" else _store_path(store.ref, home)
+        if path is None:
+            return choice, store
+        opened = SessionStore.open(path)
+        store = dataclasses.replace(store, kind="existing", source=opened)
+    server = recorded_server(opened) if opened is not None else None
+    if server is None:
+        return choice, store
+    ref, base_url, api = model_ref(server, registry)
+    return dataclasses.replace(choice, ref=ref, base_url=base_url, api=choice.api or api), store
+
+
+def _store_path(ref: str | Path | None, home: Path) -> Path:
+    if ref is None:
+        raise ValueError("StoreSpec.open needs a path or a session id")
+    return ref if isinstance(ref, Path) else resolve_session(ref, home=home)
 
 
 def _with_models_json_cause(exc: SetupError, registry: ModelRegistry) -> SetupError:
@@ -95,10 +133,7 @@ def open_store(spec: StoreSpec, cwd: Path, home: Path) -> SessionStore:
         newest = latest_session(cwd, home=home)
         store = SessionStore.open(newest) if newest is not None else SessionStore.create(cwd, home=home)
     elif spec.kind == "open":
-        ref = spec.ref
-        if ref is None:
-            raise ValueError("StoreSpec.open needs a path or a session id")
-        store = SessionStore.open(ref if isinstance(ref, Path) else resolve_session(ref, home=home))
+        store = SessionStore.open(_store_path(spec.ref, home))
     elif spec.source is None:
         raise ValueError(f"StoreSpec {spec.kind!r} needs the source store")
     elif spec.kind == "fork":

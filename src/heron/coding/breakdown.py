@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
 from heron.coding.goal import goal_summary
+from heron.coding.model_limits import describe_window
 from heron.context.budget import estimate_message_tokens, fixed_tokens
 from heron.context.ledger import LedgerRecord
 
@@ -34,6 +35,7 @@ class ContextBreakdown:
     # the definitions of tools that run programs calling the other tools (``script``), by name:
     # what having one costs every request, shown apart so it can be weighed against what it saves
     program_tools: dict[str, int] = field(default_factory=dict)
+    window_source: str = ""  # where the window came from (configured, a flag, the server, a rejection)
 
 
 def context_breakdown(session: CodingSession) -> ContextBreakdown:
@@ -71,4 +73,15 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
             for tool in session.agent.state.tools
             if session.tool_catalog.meta(tool.name).calls_tools
         },
+        window_source=window_source(session),
     )
+
+
+def window_source(session: CodingSession) -> str:
+    """Where the window heron plans for came from: a server's rejection when one taught
+    a smaller window, else the model's source (configured, ``--context-window``, the server)."""
+    policy = session.policy
+    learned = policy.decisions.learned_window(policy.model_key)
+    if learned is not None and learned < policy.model.context_window:
+        return "learned from the server's rejection of a larger request"
+    return describe_window(policy.model)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from heron.ai.models import ENV_API_KEYS, ConfigValueError, ModelNotFoundError, ModelRegistry, env_api_key, heron_home
-from heron.ai.types import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, Model
+from heron.ai.types import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, WINDOW_ASSUMED, Model
 
 if TYPE_CHECKING:  # settings.py imports this module at its end: no import cycle at run time
     from heron.coding.settings import Settings
@@ -95,6 +95,8 @@ def _custom_model(model_id: str, base_url: str) -> Model:
         base_url=base_url,
         context_window=DEFAULT_CONTEXT_WINDOW,
         max_tokens=DEFAULT_MAX_TOKENS,
+        window_source=WINDOW_ASSUMED,
+        max_tokens_configured=False,
     )
 
 

@@ -28,7 +28,7 @@ from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal, sleep_or_abort
 from heron.ai.options import RetryPolicy
 from heron.ai.overflow import RETRYABLE, ErrorKind
-from heron.ai.types import AssistantMessage, StopReason
+from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, UserMessage
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
@@ -40,7 +40,7 @@ from heron.coding.settings import Settings
 from heron.coding.tools import set_limits
 from heron.coding.tools.env import ToolEnv
 from heron.context.policy import ContextPolicy
-from heron.session.entries import MessageEntry
+from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 
 
@@ -59,6 +59,8 @@ class Recoverable(Protocol):
     def implausible_overflow(self, failed: AssistantMessage) -> bool: ...
 
     async def compact_for_overflow(self) -> bool: ...
+
+    def refit_prompt(self) -> bool: ...
 
     async def continue_run(self) -> list[AgentMessage]: ...
 
@@ -112,6 +114,8 @@ async def recover(
             if not compacted and window is None and not doubtful:  # nothing would change: report it as it was
                 session.restore_failed_answer(failed_entry, last)
                 return added
+            if window is not None:
+                session.refit_prompt()  # a prompt too large for the window learned: its head and a file
             added += await session.continue_run()
             continue
         if kind not in RETRYABLE or not last.content or attempts >= policy.max_retries:
@@ -204,6 +208,46 @@ class RecoveryHooks:
 
     async def continue_run(self) -> list[AgentMessage]:
         return await self.agent.continue_()
+
+    _turn_prompt: UserMessage | None
+
+    def _fit_prompt(self, text: str) -> str:
+        raise NotImplementedError
+
+    def refit_prompt(self) -> bool:
+        """The running turn's prompt, when the window a rejection taught leaves it no room
+        (no tool call yet), made what it would have been had the window been known: its
+        head and the file holding it (:mod:`heron.coding.oversized`). The prompt as sent
+        stays in the file on a side branch; the entries recorded after it (the learned
+        window, the ledger) are recorded again after the branch point, so the path keeps
+        its decisions."""
+        prompt, messages = self._turn_prompt, self.agent.state.messages
+        if prompt is None or not messages or messages[-1] is not prompt or self.store.leaf_id is None:
+            return False
+        text = prompt.text()
+        fitted = self._fit_prompt(text)
+        if fitted == text:
+            return False
+        path = self.store.path_to(self.store.leaf_id)
+        at = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], MessageEntry)), None)
+        if at is None or path[at].message is not prompt:  # type: ignore[union-attr]
+            return False
+        after = [e for e in path[at + 1 :] if isinstance(e, CustomEntry)]
+        if at > 0:
+            self.store.branch(path[at - 1].id)
+        else:
+            self.store.reset_leaf()
+        for entry in after:
+            self.store.append_custom(entry.custom_type, entry.data)
+        images = (
+            [b for b in prompt.content if isinstance(b, ImageContent)] if not isinstance(prompt.content, str) else []
+        )
+        fitted_prompt = UserMessage(content=[TextContent(text=fitted), *images])
+        self.store.append_message(fitted_prompt)
+        messages[-1] = fitted_prompt
+        self._turn_prompt = fitted_prompt
+        self.policy.reload(self.store)
+        return True
 
     def note_retry(self, attempt: int) -> None:
         self._retrying = attempt

@@ -65,6 +65,7 @@ from heron.coding.recovery import RecoveryHooks, recover
 from heron.coding.requests import RequestPath
 from heron.coding.run_limits import max_turns_for
 from heron.coding.script_host import SessionToolHost
+from heron.coding.session_server import ServerRecorder
 from heron.coding.session_spec import chosen_tools
 from heron.coding.settings import Settings, load_settings
 from heron.coding.skill_record import record_plan, record_skill_prompt, record_skill_read
@@ -141,6 +142,7 @@ class CodingSession(RecoveryHooks):
         self._turn_prompt: UserMessage | None = None
         self._last_view: list[AgentMessage] = []
         self._date_override = date
+        self._server = ServerRecorder()
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -307,6 +309,8 @@ class CodingSession(RecoveryHooks):
         self._events.emit(event)
 
     def _on_agent_event(self, event: Any) -> None:
+        if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            self.policy.calibrate(event.message, self._last_view)  # count like the server
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
             self._emit(
@@ -424,6 +428,7 @@ class CodingSession(RecoveryHooks):
         self._recovery_abort = AbortSignal()
         self._turn_prompt = message
         self.memory.record(self.store)  # the system prompt of this session, for every resume
+        self._server.record(self.store, self.model)  # the server, for a resume without flags
         note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
             added = await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
@@ -439,7 +444,8 @@ class CodingSession(RecoveryHooks):
         return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
 
     def _fit_prompt(self, text: str) -> str:
-        room = max(0, self.policy.threshold - self.policy.fixed_tokens()) * 4
+        policy = self.policy
+        room = int(max(0, policy.threshold - policy.scaled(policy.fixed_tokens())) * 4 / policy.ratio)
         fitted, record = fit_prompt(text, room, self.env.spill_dir())
         if record is not None:
             self.ledger.add(record)

@@ -46,6 +46,8 @@ class ModelChoice:
     base_url: str | None = None
     api_key: str | None = None
     api: str | None = None
+    context_window: int | None = None  # ``--context-window``: no need to ask the server
+    max_tokens: int | None = None  # ``--max-tokens``: the output limit, sent as given
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,7 @@ def request_tokens(
     floor_ms: int = 0,
     model: tuple[str, str] | None = None,
     tally: Tally | None = None,
+    ratio: float = 1.0,
 ) -> int:
     """Tokens of the request ``messages`` would make, counted on that view.
 
@@ -253,13 +254,15 @@ def request_tokens(
     anchor (none yet, a compaction or pruning step since, another model), everything is
     estimated, ``fixed_tokens`` (system prompt and tool definitions) included.
     ``tally``: the counts of ``messages`` kept as the view grew (else counted here).
+    ``ratio``: the server's tokens per estimated token (:mod:`heron.context.calibration`),
+    applied to every estimated part; the reported part is the server's own count.
     """
     counted = _tally(messages, tally)
     index = last_usage_index(messages, floor_ms=floor_ms, model=model, tally=counted, fixed_tokens=fixed_tokens)
     if index is None:
-        return fixed_tokens + counted.between(0, len(messages))
+        return math.ceil((fixed_tokens + counted.between(0, len(messages))) * ratio)
     reported = _reported(messages[index]) or 0
-    return reported + counted.between(index + 1, len(messages))
+    return reported + math.ceil(counted.between(index + 1, len(messages)) * ratio)
 
 
 def tail_pressure(

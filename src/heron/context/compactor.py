@@ -112,7 +112,7 @@ class Compactor:
             plan = choice.plan
         try:
             if choice is not None and choice.summary is not None:
-                result = supplied(plan, choice.summary)
+                result = supplied(plan, choice.summary, policy.window)
             else:
                 result = await summarise(
                     plan,
@@ -140,7 +140,7 @@ class Compactor:
         store = self.policy.store
         if store.leaf_id is None:
             return None
-        settings = self.policy.compaction_settings
+        settings = self.policy.plan_settings
         if keep_recent_tokens is not None:
             keep = min(settings.keep_recent_tokens, keep_recent_tokens)
             settings = dataclasses.replace(settings, keep_recent_tokens=keep)

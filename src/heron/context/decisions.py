@@ -30,6 +30,7 @@ OP_WINDOW = "window"
 OP_WINDOW_RESET = "window_reset"  # a learned window dropped: by the user, or a larger request was served
 OP_AUTO_COMPACTION = "auto_compaction"
 OP_FLUSH = "flush"
+OP_CALIBRATION = "calibration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,8 @@ class ContextDecisions:
     last_view_change_ms: int = 0  # timestamp of the latest prune step
     todos: list[TodoItem] | None = None  # the latest task list on the path
     flushed: bool = False  # a memory flush ran (or was skipped) since the latest compaction
+    # model key -> (the server's tokens per heron-estimated token, samples behind it)
+    calibration: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
@@ -102,6 +105,10 @@ class ContextDecisions:
                 self.windows.pop(model, None)
         elif op == OP_FLUSH:
             self.flushed = True
+        elif op == OP_CALIBRATION:
+            model, ratio, samples = data.get("model"), data.get("ratio"), data.get("samples")
+            if isinstance(model, str) and isinstance(ratio, int | float) and 0.1 <= ratio <= 10:
+                self.calibration[model] = (float(ratio), samples if isinstance(samples, int) else 1)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
@@ -129,6 +136,10 @@ def window_data(learned: LearnedWindow) -> dict[str, Any]:
 
 def window_reset_data(model: str, window: int, reason: str) -> dict[str, Any]:
     return {"op": OP_WINDOW_RESET, "model": model, "window": window, "reason": reason}
+
+
+def calibration_data(model: str, ratio: float, samples: int) -> dict[str, Any]:
+    return {"op": OP_CALIBRATION, "model": model, "ratio": round(ratio, 4), "samples": samples}
 
 
 def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:

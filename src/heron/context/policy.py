@@ -16,6 +16,7 @@ view has not changed before it since (no pruning step, no compaction, same model
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +28,8 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
-from heron.ai.types import AssistantMessage, Model
+from heron.ai.types import AssistantMessage, Model, StopReason
+from heron.context import calibration
 from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
 from heron.context.budget import IMPLAUSIBLE_RATIO, Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
@@ -36,6 +38,7 @@ from heron.context.decisions import (
     ContextDecisions,
     LearnedWindow,
     auto_compaction_data,
+    calibration_data,
     flush_data,
     prune_data,
     window_data,
@@ -53,6 +56,7 @@ SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) ad
 PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share of the window
 OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
 MIN_OUTPUT_TOKENS = 1_024
+MIN_OUTPUT_WINDOW_SHARE = 0.125
 MIN_LEARNED_WINDOW = 2_048
 SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
@@ -228,6 +232,17 @@ class ContextPolicy:
         return base.for_window(self.window)
 
     @property
+    def plan_settings(self) -> CompactionSettings:
+        """What a compaction plans with: the keep-recent budget never more than the room
+        the threshold leaves beside the system prompt, the tools and a summary, so that
+        in a small window a compaction goes down to the current turn alone rather than
+        keep more than fits (docs/context.md, "Small windows")."""
+        base = self.compaction_settings
+        room = self.threshold - self.scaled(self.fixed_tokens()) - SUMMARY_ALLOWANCE_TOKENS
+        room = int(room / self.ratio)  # the plan counts at chars/4
+        return CompactionSettings(base.reserve_tokens, max(0, min(base.keep_recent_tokens, room)))
+
+    @property
     def reserve(self) -> int:
         return self.compaction_settings.reserve_tokens
 
@@ -256,6 +271,17 @@ class ContextPolicy:
         incrementally: extended by what was added since the last call)."""
         return self.views.apply(messages, self.decisions)
 
+    @property
+    def ratio(self) -> float:
+        """The server's tokens per chars/4-estimated token for this model (1.0 until an
+        answer's usage calibrated it, :mod:`heron.context.calibration`)."""
+        found = self.decisions.calibration.get(self.model_key)
+        return found[0] if found is not None else 1.0
+
+    def scaled(self, estimated: int) -> int:
+        """An estimate in the server's tokens."""
+        return math.ceil(estimated * self.ratio)
+
     def count(self, view: Sequence[AgentMessage]) -> int:
         model = self.model
         return request_tokens(
@@ -264,12 +290,38 @@ class ContextPolicy:
             floor_ms=self.decisions.last_view_change_ms,
             model=(model.provider, model.id),
             tally=_tally(view),
+            ratio=self.ratio,
         )
+
+    def calibrate(self, answer: AssistantMessage, view: Sequence[AgentMessage]) -> None:
+        """Fold the server's count of the request that produced ``answer`` (its usage)
+        against heron's estimate of ``view``, the view it carried, into the model's ratio;
+        recorded in the session when it moved (a restart then counts the same)."""
+        from heron.ai.providers.http import is_local_url  # loaded by the request already
+
+        usage, model = answer.usage, self.model
+        if not (model.base_url and is_local_url(model.base_url)):
+            return  # hosted providers' counts anchor each request already; local tokenizers vary the most
+        if answer.stop_reason in (StopReason.ERROR, StopReason.ABORTED) or (answer.provider, answer.model) != (
+            model.provider,
+            model.id,
+        ):
+            return
+        value = calibration.sample(usage.input + usage.cache_read + usage.cache_write, self.raw_estimate(view))
+        if value is None:
+            return
+        recorded = self.decisions.calibration.get(self.model_key)
+        current = calibration.fold(recorded, value)
+        if calibration.worth_recording(recorded, current):
+            entry = self.store.append_custom(DECISION_CUSTOM_TYPE, calibration_data(self.model_key, *current))
+            self.decisions.apply(entry.data, iso_to_ms(entry.timestamp))
 
     def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
         """``tokens`` (the count) plus what chars / 4 misses after the usage anchor, at the
         provider's own rate (:func:`tail_pressure`): what pruning and compaction decide on,
         so a request the provider counts over the threshold is not sent on an undercount."""
+        if self.model_key in self.decisions.calibration:
+            return tokens  # the calibrated count already has the tail at the server's rate
         model = self.model
         return tokens + tail_pressure(
             view,
@@ -281,16 +333,36 @@ class ContextPolicy:
 
     def estimate(self, view: Sequence[AgentMessage]) -> int:
         """Everything estimated, no anchor: how compactions compare before and after."""
+        return self.scaled(self.raw_estimate(view))
+
+    def raw_estimate(self, view: Sequence[AgentMessage]) -> int:
+        """:meth:`estimate` at chars/4, uncalibrated."""
         tally = _tally(view)
         if tally is not None and tally.length == len(view):
             return self.fixed_tokens() + tally.between(0, len(view))
         return self.fixed_tokens() + sum(context_message_tokens(m) for m in view)
 
+    @property
+    def output_limit(self) -> int:
+        """The most a request may ask for: the model's ``max_tokens`` as configured, or -
+        when nobody configured it - at most a quarter of the window (a learned one too)."""
+        model = self.model
+        if model.max_tokens_configured:
+            return max(1, model.max_tokens)
+        return max(1, min(model.max_tokens, self.window // 4))
+
+    @property
+    def min_output(self) -> int:
+        """The output a request needs room for at least: :data:`MIN_OUTPUT_TOKENS`, less
+        when the configured limit is less (it is honoured, so that much is enough) or the
+        window is small (an eighth of it: a 4k window keeps room for the prompt)."""
+        return max(1, min(MIN_OUTPUT_TOKENS, self.output_limit, int(self.window * MIN_OUTPUT_WINDOW_SHARE)))
+
     def output_cap(self, tokens: int) -> int:
-        """``min(model max_tokens, window - input - margin)``, at least a minimum."""
+        """``min(output limit, window - input - margin)``, at least :attr:`min_output`."""
         window = self.window
         room = window - tokens - int(window * OUTPUT_MARGIN_SHARE)
-        return max(MIN_OUTPUT_TOKENS, min(self.model.max_tokens, room))
+        return max(self.min_output, min(self.output_limit, room))
 
     # --- before every request ----------------------------------------------------------------
 
@@ -393,12 +465,8 @@ class ContextPolicy:
                 tokens = self.count(view)
         if pressure.pressed and tokens > self.threshold:
             self.over_threshold_reason = f"the compaction failed: {failure}" if failure else self._why_over()
-        if tokens + MIN_OUTPUT_TOKENS > self.window:
-            raise ContextFull(
-                f"the context ({tokens:,} tokens) does not fit the {self.window:,}-token window even after "
-                f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
-                "start a new session or /compact with a narrower focus"
-            )
+        if tokens + self.min_output > self.window:
+            raise ContextFull(self._full(tokens))
         self.last_tokens = tokens
         self.last_max_tokens = self.output_cap(tokens)
         self.reads = view.reads
@@ -416,7 +484,7 @@ class ContextPolicy:
         if leaf is None:
             return False
         path = self.store.path_to(leaf)
-        plan = prepare_compaction(path, self.compaction_settings, self.tools)
+        plan = prepare_compaction(path, self.plan_settings, self.tools)
         if plan is None or not plan.has_work:
             return False
         framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
@@ -430,6 +498,22 @@ class ContextPolicy:
         boundary = asks[-keep] if keep and len(asks) >= keep else len(view) if not keep else 0
         removable = min(size(view[:boundary]), size(view) - size(kept)) - SUMMARY_ALLOWANCE_TOKENS
         return removable >= max(excess, int(self.window * PRUNE_MIN_STEP_SHARE))
+
+    def _full(self, tokens: int) -> str:
+        """Why a request cannot be sent, and what to change: the fixed part alone (system
+        prompt and tools) when that is what leaves no room, else the conversation."""
+        window, fixed = self.window, self.scaled(self.fixed_tokens())
+        if fixed + self.min_output > window:
+            return (
+                f"the system prompt and tool definitions alone take {fixed:,} tokens of the {window:,}-token "
+                f"window, with no room for an answer: give the model a larger window (llama-server -c, "
+                "Ollama num_ctx, --context-window), fewer tools (--tools read,bash) or a shorter --system-prompt"
+            )
+        return (
+            f"the context ({tokens:,} tokens) does not fit the {window:,}-token window even after "
+            f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
+            "start a new session or /compact with a narrower focus, or give the model a larger window"
+        )
 
     def _why_over(self) -> str:
         if not self.settings.compaction:

@@ -106,13 +106,13 @@ async def summarise(
     history = _history(plan, ask, sizes, focus, previous, records)
     prefix = _turn_prefix(plan, ask, int(sizes.budget * 0.3), max(1_024, sizes.max_tokens // 2), focus, records)
     raw_main, raw_prefix = await asyncio.gather(history, prefix)
-    return _result(plan, raw_main, raw_prefix, records)
+    return _result(plan, raw_main, raw_prefix, records, window or model.context_window)
 
 
-def supplied(plan: CompactionPlan, text: str) -> SummaryResult:
+def supplied(plan: CompactionPlan, text: str, window: int) -> SummaryResult:
     """A summary given rather than asked for (an extension's), with what heron appends to
     every summary, like one the model wrote."""
-    return _result(plan, text, "", [])
+    return _result(plan, text, "", [], window)
 
 
 async def _history(
@@ -168,14 +168,35 @@ async def _turn_prefix(
     return await ask_text(ask, prompt, max_tokens, "turn-prefix summary")
 
 
-def _result(plan: CompactionPlan, raw_main: str, raw_prefix: str, records: list[LedgerRecord]) -> SummaryResult:
+# The user's own words appended to a summary take at most this share of the window (20
+# requests of 500 characters are 2,500 tokens: more than half of a 4k window).
+USER_REQUESTS_WINDOW_SHARE = 0.05
+
+
+def requests_in(requests: list[str], window: int) -> list[str]:
+    """The newest of ``requests`` within :data:`USER_REQUESTS_WINDOW_SHARE` of the window
+    (each cut to what is left, the newest kept first)."""
+    budget = int(window * USER_REQUESTS_WINDOW_SHARE) * 4
+    kept: list[str] = []
+    for request in reversed(requests):
+        if budget < 40:
+            break
+        text = request if len(request) <= budget else request[: budget - 3] + "..."
+        kept.append(text)
+        budget -= len(text) + 8
+    return kept[::-1]
+
+
+def _result(
+    plan: CompactionPlan, raw_main: str, raw_prefix: str, records: list[LedgerRecord], window: int
+) -> SummaryResult:
     """The summary as written to the entry: the model's part, then what heron appends."""
     main, analysis = parse_summary(raw_main)
     prefix, _ = parse_summary(raw_prefix)
     summary = main
     if prefix:
         summary += "\n\n---\n\n**Turn in progress** (its later messages follow verbatim):\n\n" + prefix
-    lists = file_lists_text(plan.read_files, plan.modified_files, plan.user_requests)
+    lists = file_lists_text(plan.read_files, plan.modified_files, requests_in(plan.user_requests, window))
     if lists:
         summary += "\n\n" + lists
     summary += "\n\n" + RECALL_NOTE

@@ -153,7 +153,7 @@ class HttpStatusError(Exception):
         self.url = url
 
 
-def _root_cause(exc: BaseException) -> BaseException:
+def root_cause(exc: BaseException) -> BaseException:
     seen: set[int] = set()
     current: BaseException = exc
     while id(current) not in seen:
@@ -167,12 +167,48 @@ def _root_cause(exc: BaseException) -> BaseException:
 
 def connection_error(exc: BaseException, url: str) -> ProviderError:
     """ "Connection error: cannot reach https://host (reason)" from any connect failure."""
-    cause = _root_cause(exc)
+    cause = root_cause(exc)
     reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
     if isinstance(cause, OSError) and not getattr(cause, "strerror", None) and cause.args:
         reason = str(cause.args[-1])
     where = display_url(url)
     return ProviderError(f"Connection error: cannot reach {where} ({reason})", kind=ErrorKind.TRANSIENT, url=where)
+
+
+REFUSED_RETRY_S = 0.5  # a local server refusing the connection is tried once more after this
+
+
+def is_local_url(url: str) -> bool:
+    """Whether ``url``'s host is this machine or a private network (where a refused
+    connection means the server is not running, not that a service is overloaded)."""
+    import ipaddress
+
+    host = display_url(url).partition("://")[2].rsplit("@", 1)[-1]
+    host = host[1:].split("]", 1)[0] if host.startswith("[") else host.rsplit(":", 1)[0]
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local or address.is_unspecified
+
+
+def refused_locally(exc: BaseException, url: str) -> bool:
+    """A connection to a local or private address that was refused: nothing listens there."""
+    return isinstance(root_cause(exc), ConnectionRefusedError) and is_local_url(url)
+
+
+def nothing_listening(url: str) -> ProviderError:
+    """The one message for a local server that is not running (retried once already, so
+    not again: the user sees it once, at once, instead of after 2 + 4 + 8 s of retries)."""
+    where = display_url(url)
+    return ProviderError(
+        f"nothing is listening at {where} — is the server running?",
+        kind=ErrorKind.TRANSIENT,
+        url=where,
+        retryable=False,
+    )
 
 
 def incomplete() -> ProviderError:
@@ -249,12 +285,20 @@ async def post_sse(
     import httpx
 
     client = CLIENTS.get(url)
-    content, all_headers = _content(body, headers)
-    request = client.build_request("POST", url, content=content, headers=all_headers)
     try:
-        response = await client.send(request, stream=True)
+        response = await _send(client, url, headers, body)
     except httpx.TransportError as exc:
-        raise connection_error(exc, url) from exc
+        if not refused_locally(exc, url):
+            raise connection_error(exc, url) from exc
+        import asyncio
+
+        await asyncio.sleep(REFUSED_RETRY_S)  # a server still starting gets one more try
+        try:
+            response = await _send(client, url, headers, body)
+        except httpx.TransportError as again:
+            if refused_locally(again, url):
+                raise nothing_listening(url) from again
+            raise connection_error(again, url) from again
     try:
         builder.note_response()
         if response.status_code >= 300:
@@ -263,6 +307,14 @@ async def post_sse(
             yield event
     finally:
         await response.aclose()
+
+
+async def _send(
+    client: httpx.AsyncClient, url: str, headers: Mapping[str, str], body: bytes | list[bytes]
+) -> httpx.Response:
+    content, all_headers = _content(body, headers)
+    request = client.build_request("POST", url, content=content, headers=all_headers)
+    return await client.send(request, stream=True)
 
 
 async def _status_error(response: httpx.Response, url: str) -> HttpStatusError:

@@ -102,7 +102,14 @@ def build_session(
         where = StoreSpec.memory() if args.no_session else StoreSpec.new()
     spec = SessionSpec(
         cwd=cwd,
-        model=ModelChoice(args.model, args.base_url, args.api_key, getattr(args, "api", None)),
+        model=ModelChoice(
+            args.model,
+            args.base_url,
+            args.api_key,
+            getattr(args, "api", None),
+            getattr(args, "context_window", None),
+            getattr(args, "max_tokens", None),
+        ),
         home=home,
         registry=registry,
         store=where,

@@ -14,6 +14,7 @@ from heron.cli.app_state import App
 from heron.cli.modes.rpc_catalog import discoverable_commands
 from heron.cli.modes.rpc_protocol import CommandError, CommandId, Write, message_text, model_json, string_field
 from heron.cli.modes.rpc_stats import session_stats
+from heron.coding.breakdown import window_source
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import SetupError, _key_for
 from heron.session.entries import MessageEntry, SessionInfoEntry
@@ -84,10 +85,11 @@ class SessionCommands:
     def _context(self) -> dict[str, Any]:
         session = self.session
         tokens = session.estimate_request_tokens(session.messages)
-        window = session.model.context_window
+        window = session.window  # the one heron plans for: a learned one when the server taught it
         return {
             "tokens": tokens,
             "contextWindow": window,
+            "windowSource": window_source(session),
             "threshold": session.threshold,
             "percent": round(100 * tokens / window, 1) if window else None,
         }

@@ -1,0 +1,68 @@
+"""Counting like the server (docs/context.md, "Counting tokens"): heron's chars/4 estimate
+calibrated per model from the prompt tokens the server reports, recorded in the session.
+
+A scripted llama.cpp server whose tokenizer counts 7 characters a token (a Gemma-like
+vocabulary: fewer tokens than chars/4) or 2.5 (more): after the first answers, heron's
+plan for each request is within 1.2x of the server's own count, after a compaction too
+(where nothing anchors the count), and a process that opens the session later counts
+the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from heron.ai.types import Model
+from heron.coding.runtime import CodingSession
+from heron.session.store import SessionStore
+from tests.support.llama_server import LlamaBehaviour, LlamaServer
+
+
+def words(turn: int, tokens: int) -> str:
+    return f"Turn {turn}. " + " ".join(f"w{turn:02d}x{i:03d}" for i in range(tokens * 4 // 9))
+
+
+def session_at(server: LlamaServer, cwd: Path, home: Path, store: SessionStore) -> CodingSession:
+    model = Model(
+        id="gemma",
+        api="openai-chat",
+        provider="local",
+        base_url=server.base_url,
+        context_window=16_384,
+        max_tokens=1_024,
+    )
+    return CodingSession(cwd=cwd, model=model, store=store, home=home)
+
+
+@pytest.mark.parametrize("chars_per_token", [7.0, 2.5], ids=["server-counts-less", "server-counts-more"])
+def test_the_plan_is_within_1_2x_of_the_servers_count(tmp_path: Path, chars_per_token: float) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=chars_per_token))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        store = SessionStore.create(cwd, home=home)
+        session = session_at(server, cwd, home, store)
+        off: list[float] = []
+        for turn in range(4):
+            asyncio.run(session.prompt(words(turn, 1_500)))
+            served = [s for s in server.served if not s.summary]
+            off.append(session.policy.last_tokens / served[-1].prompt_tokens)
+        asyncio.run(session.compact())  # nothing anchors the count after a compaction
+        asyncio.run(session.prompt(words(9, 1_500)))
+        served = [s for s in server.served if not s.summary]
+        off.append(session.policy.last_tokens / served[-1].prompt_tokens)
+        assert all(1 / 1.2 <= ratio <= 1.2 for ratio in off[1:]), off
+        ratio = session.policy.ratio
+        assert ratio != 1.0
+        before = session.policy.count(session.policy.view(session.messages))
+        store.close()
+        reopened = session_at(server, cwd, home, SessionStore.open(store.path))  # type: ignore[arg-type]
+        assert reopened.policy.ratio == ratio  # a restart counts the same
+        view = reopened.policy.view(reopened.messages)
+        assert reopened.policy.count(view) == before
+    finally:
+        server.close()

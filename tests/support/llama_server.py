@@ -1,0 +1,171 @@
+"""A scripted server that behaves like llama.cpp's ``llama-server`` started with ``-c N``.
+
+It speaks what the real one speaks: ``GET /props`` (``default_generation_settings.n_ctx``),
+``GET /v1/models`` (with ``meta.n_ctx_train``), ``POST /v1/chat/completions`` streamed
+as SSE with a final ``usage`` chunk, and - for a prompt that does not fit - HTTP 400 with
+llama.cpp's own error body (``exceed_context_size_error``, ``n_prompt_tokens``,
+``n_ctx``). Its "tokenizer" counts ``chars_per_token`` characters a token, unlike
+heron's chars/4, the way a real model's tokenizer differs from heron's estimate. Answers
+are scripted: a summary for a summary request (recognised by the summariser's system
+prompt), else a short text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+
+MODEL_PATH = "/models/gemma-3-270m-it-Q4_K_M.gguf"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def body_chars(body: dict[str, Any]) -> int:
+    """The characters of a chat request the template feeds the model: every message's
+    text and tool calls, and the tool schemas."""
+    chars = 0
+    for message in body.get("messages", []):
+        chars += len(_text(message.get("content")))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            chars += len(function.get("name", "")) + len(function.get("arguments", ""))
+    if body.get("tools"):
+        chars += len(json.dumps(body["tools"]))
+    return chars
+
+
+def requested_output(body: dict[str, Any]) -> int:
+    return int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
+
+
+def is_summary(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    return bool(messages) and SUMMARISER_SYSTEM_PROMPT[:60] in _text(messages[0].get("content"))
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "id": "chatcmpl-llama",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": MODEL_PATH,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage is not None:
+        event["usage"] = usage
+    return event
+
+
+@dataclass
+class Served:
+    """One chat request as the server saw it."""
+
+    summary: bool
+    prompt_tokens: int
+    max_tokens: int
+    rejected: bool
+    body: dict[str, Any]
+
+
+@dataclass
+class LlamaBehaviour:
+    n_ctx: int = 4_096
+    n_ctx_train: int = 32_768
+    chars_per_token: float = 4.0
+    props: bool = True  # llama-server --no-props... answers 404 on /props
+    answer: str = "Done."
+    summary: str = "## Goal\nanswer the prompts\n## Progress\nanswered them"
+    served: list[Served] = field(default_factory=list)
+
+
+class LlamaServer:
+    """``LocalServer`` with llama.cpp's endpoints and limits (``.url`` is the root;
+    heron's ``--base-url`` is ``.base_url``)."""
+
+    def __init__(self, behaviour: LlamaBehaviour | None = None) -> None:
+        self.behaviour = behaviour or LlamaBehaviour()
+        self.lock = threading.Lock()
+        self.server = LocalServer(self._respond, answers_probes=True)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def base_url(self) -> str:
+        return self.server.url + "/v1"
+
+    @property
+    def requests(self) -> list[Recorded]:
+        return self.server.requests
+
+    @property
+    def served(self) -> list[Served]:
+        return self.behaviour.served
+
+    def paths(self) -> list[str]:
+        return [r.path for r in self.server.requests]
+
+    def close(self) -> None:
+        self.server.close()
+
+    def tokens(self, body: dict[str, Any]) -> int:
+        """The prompt tokens of a request by this server's tokenizer (template framing included)."""
+        messages = len(body.get("messages", []))
+        return math.ceil(body_chars(body) / self.behaviour.chars_per_token) + 4 * messages
+
+    def _respond(self, request: Recorded) -> Reply:
+        b = self.behaviour
+        if request.method == "GET" and request.path == "/props":
+            if not b.props:
+                return json_reply(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+            settings = {"n_ctx": b.n_ctx, "params": {"n_predict": -1, "temperature": 0.8}}
+            return json_reply(
+                200, {"default_generation_settings": settings, "total_slots": 1, "model_path": MODEL_PATH}
+            )
+        if request.method == "GET" and request.path == "/v1/models":
+            meta = {"vocab_type": 1, "n_vocab": 262144, "n_ctx_train": b.n_ctx_train, "n_embd": 640}
+            entry = {"id": MODEL_PATH, "object": "model", "created": 1, "owned_by": "llamacpp", "meta": meta}
+            return json_reply(200, {"object": "list", "data": [entry]})
+        if request.method == "POST" and request.path == "/v1/chat/completions":
+            return self._chat(request.json())
+        return json_reply(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+
+    def _chat(self, body: dict[str, Any]) -> Reply:
+        b = self.behaviour
+        prompt = self.tokens(body)
+        summary = is_summary(body)
+        rejected = prompt >= b.n_ctx
+        with self.lock:
+            b.served.append(Served(summary, prompt, requested_output(body), rejected, body))
+        if rejected:
+            message = (
+                f"request ({prompt} tokens) exceeds the available context size ({b.n_ctx} tokens), try increasing it"
+            )
+            error = {"code": 400, "message": message, "type": "exceed_context_size_error"}
+            return json_reply(400, {"error": {**error, "n_prompt_tokens": prompt, "n_ctx": b.n_ctx}})
+        text = b.summary if summary else b.answer
+        completion = min(max(1, math.ceil(len(text) / b.chars_per_token)), max(1, b.n_ctx - prompt))
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        events = (
+            _chunk({"role": "assistant", "content": text}),
+            _chunk({}, "stop"),
+            _chunk({}, None, usage) | {"choices": []},
+        )
+        return Reply(body=_sse(*events), chunk_size=512)
