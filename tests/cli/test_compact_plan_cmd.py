@@ -23,7 +23,7 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.cli import sessions_cmd
+from heron.cli import sessions_cmd, sessions_context
 from heron.cli.main import main
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
@@ -255,11 +255,11 @@ def test_formatter_is_shared_with_a_live_session(
     monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
     session = CodingSession(cwd=tmp_path, model=faux.model(context_window=32_000), settings=settings_from_dict({}))
     session.agent.state.messages[:] = [user("q" * 400)]
-    lines = sessions_cmd.format_context_breakdown(session.context_breakdown())
+    lines = sessions_context.format_context_breakdown(session.context_breakdown())
     assert lines[0].startswith("window 32,000 tokens; compaction above 24,000; in use ")
     names = [line[:40].strip() for line in lines[1:5]]
     assert names == ["system prompt", "tools", "of which context files", "of which the script tool"]
     assert any(line.split()[:3] == ["messages:", "user", "100"] for line in lines)
-    data = sessions_cmd.breakdown_json(session.context_breakdown())
+    data = sessions_context.breakdown_json(session.context_breakdown())
     assert data["system_prompt"] > 0 and data["tools"] > 0 and data["messages"] == {"user": 100}
     assert 50 < data["program_tools"]["script"] < data["tools"]  # the script tool's own overhead

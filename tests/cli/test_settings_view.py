@@ -10,7 +10,8 @@ import pytest
 
 from heron.ai.models import ModelRegistry
 from heron.cli.tui.settings_view import change_setting, parse_value, settings_lines
-from heron.coding.settings import SettingChangeError, load_settings, write_setting
+from heron.coding.settings import load_settings
+from heron.coding.settings_change import SettingChangeError, write_setting
 
 
 @pytest.fixture

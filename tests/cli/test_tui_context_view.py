@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from heron.cli.sessions_cmd import format_context_breakdown
+from heron.cli.sessions_context import format_context_breakdown
 from heron.cli.tui.context_view import LEDGER_SHOWN, format_context
 from heron.coding.runtime import ContextBreakdown
 from heron.context.ledger import LedgerRecord

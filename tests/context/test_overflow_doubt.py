@@ -40,7 +40,6 @@ def test_a_learned_window_is_dropped_when_a_larger_request_is_served(
     session_for: Callable[..., Session],  # noqa: F811
 ) -> None:
     from heron.ai.types import Usage
-    from heron.context.learned_window import expire_learned_window
 
     s = session_for(window=16_384, max_tokens=3_000)
     s.add([user("hi"), reply("hello")])
@@ -49,10 +48,10 @@ def test_a_learned_window_is_dropped_when_a_larger_request_is_served(
     assert learned is not None and s.policy.window == learned.window
     # a reply served within the learned window proves nothing
     s.add([user("more"), reply("fine", usage=Usage(input=learned.window - 10))])
-    assert expire_learned_window(s.policy, s.messages()) is None and s.policy.window == learned.window
+    assert s.policy.expire_learned_window(s.messages()) is None and s.policy.window == learned.window
     # the server answered more than the learned window by its own count: the window was wrong
     s.add([user("again"), reply("fine", usage=Usage(input=learned.window - 100, cache_read=500))])
-    assert expire_learned_window(s.policy, s.messages()) == learned.window
+    assert s.policy.expire_learned_window(s.messages()) == learned.window
     assert s.policy.window == 16_384
     assert any(r.detail.get("reset") for r in s.ledger.records)
     s.restart()  # recorded: a new process plans with the configured window too

@@ -26,8 +26,9 @@ from heron.ai.types import (
 )
 from heron.context.budget import context_message_tokens
 from heron.context.decisions import DECISION_CUSTOM_TYPE
+from heron.context.learned_window import MIN_LEARNED_WINDOW, stated_limit
 from heron.context.ledger import Ledger
-from heron.context.policy import MIN_LEARNED_WINDOW, ContextFull, ContextPolicy, PolicySettings, stated_limit
+from heron.context.policy import ContextFull, ContextPolicy, PolicySettings
 from heron.context.view import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore

@@ -29,7 +29,6 @@ from heron.context.boundaries import compaction_request
 from heron.context.compaction import entry_message
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
-from heron.context.learned_window import expire_learned_window
 from heron.context.policy import Pressure
 from heron.context.summariser import SummaryFailed, summarise_branch
 
@@ -52,7 +51,7 @@ class ContextOwner:
     async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         """The view for the next request (pruned, compacted when due, within the window)."""
         session, policy = self.session, self.session.policy
-        if expire_learned_window(policy, messages) is not None:
+        if policy.expire_learned_window(messages) is not None:
             self._follow_window()
         pressure = policy.pressure(messages, signal)
         if pressure.compact:

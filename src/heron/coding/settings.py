@@ -17,7 +17,6 @@ warning always points at the file that holds the bad value.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -181,7 +180,7 @@ class Settings:
 # --- the schema ---------------------------------------------------------------------
 
 
-class _Bad(ValueError):
+class BadSettingValue(ValueError):
     """A value of the wrong shape; the message says what was expected."""
 
 
@@ -195,7 +194,7 @@ def _type_name(value: Any) -> str:
 
 def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _Bad(f"must be true or false, not {_type_name(value)} {json.dumps(value)}")
+        raise BadSettingValue(f"must be true or false, not {_type_name(value)} {json.dumps(value)}")
     return value
 
 
@@ -204,7 +203,7 @@ def _int(minimum: int) -> Callable[[Any], int]:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise _Bad(f"must be an integer >= {minimum}, not {_type_name(value)} {json.dumps(value)}")
+            raise BadSettingValue(f"must be an integer >= {minimum}, not {_type_name(value)} {json.dumps(value)}")
         return value
 
     return check
@@ -214,13 +213,13 @@ def _string(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise _Bad(f"must be a string, not {_type_name(value)}")
+        raise BadSettingValue(f"must be a string, not {_type_name(value)}")
     return value.strip() or None
 
 
 def _thinking(value: Any) -> str:
     if value not in THINKING_LEVELS:
-        raise _Bad(f"must be one of {', '.join(THINKING_LEVELS)}, not {json.dumps(value)}")
+        raise BadSettingValue(f"must be one of {', '.join(THINKING_LEVELS)}, not {json.dumps(value)}")
     return cast(str, value)
 
 
@@ -228,13 +227,13 @@ def _tools(value: Any) -> list[str]:
     if isinstance(value, str):
         value = value.split(",")  # the --tools form: "read,grep"
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise _Bad('must be an array of tool names, like ["read", "bash"]')
+        raise BadSettingValue('must be an array of tool names, like ["read", "bash"]')
     return [item.strip() for item in value if item.strip()]
 
 
 def _patterns(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise _Bad('must be an array of gitignore patterns, like ["*.log", "!build/"]')
+        raise BadSettingValue('must be an array of gitignore patterns, like ["*.log", "!build/"]')
     return [item.strip() for item in value if item.strip()]
 
 
@@ -245,27 +244,29 @@ def _camel(name: str) -> str:
 
 def _object(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _Bad(f"must be an object, not {_type_name(value)}")
+        raise BadSettingValue(f"must be an object, not {_type_name(value)}")
     return value
 
 
 def _startup(value: Any) -> str:
     if value not in ("eager", "lazy"):
-        raise _Bad(f'must be "eager" or "lazy", not {value!r}')
+        raise BadSettingValue(f'must be "eager" or "lazy", not {value!r}')
     return str(value)
 
 
 def _share(value: Any) -> float:
     """A share: a number greater than 0 and at most 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise _Bad(f"must be a number greater than 0 and at most 1, not {_type_name(value)} {json.dumps(value)}")
+        raise BadSettingValue(
+            f"must be a number greater than 0 and at most 1, not {_type_name(value)} {json.dumps(value)}"
+        )
     return float(value)
 
 
 _POSITIVE = _int(1)
 _NON_NEGATIVE = _int(0)
 
-# Key on disk -> its check (returns the clean value or raises _Bad), or the schema of a nested object.
+# Key on disk -> its check (returns the clean value or raises BadSettingValue), or the schema of a nested object.
 SCHEMA: dict[str, Any] = {
     "defaultProvider": _string,
     "defaultModel": _string,
@@ -318,7 +319,7 @@ def _clean(data: Mapping[str, Any], schema: Mapping[str, Any], where: str, warni
         else:
             try:
                 clean[key] = check(value)
-            except _Bad as exc:
+            except BadSettingValue as exc:
                 warnings.append(f"setting {path!r} {exc} (default used)")
     return clean
 
@@ -482,92 +483,6 @@ def load_settings(cwd: Path, home: Path | None = None) -> Settings:
             sources.append(path)
             merged = deep_merge(merged, data)
     return settings_from_dict(merged, tuple(warnings), tuple(sources))
-
-
-# --- changing a setting -------------------------------------------------------------------
-
-
-class SettingChangeError(ValueError):
-    """A change that cannot be made; the message says why, and the file is unchanged."""
-
-
-def check_setting(key: str, value: Any) -> Any:
-    """``value`` for the dotted on-disk ``key`` (``compaction.enabled``) as the schema
-    takes it, or :class:`SettingChangeError` - the same checks a file's values get."""
-    schema: Any = SCHEMA
-    for part in key.split("."):
-        if not isinstance(schema, Mapping) or part not in schema:
-            raise SettingChangeError(f"unknown setting {key!r}")
-        schema = schema[part]
-    if isinstance(schema, Mapping):
-        raise SettingChangeError(
-            f"{key!r} is a group of settings; name one of: " + ", ".join(f"{key}.{name}" for name in schema)
-        )
-    try:
-        return schema(value)
-    except _Bad as exc:
-        raise SettingChangeError(f"{key} {exc}") from exc
-
-
-def write_setting(path: Path, key: str, value: Any) -> None:
-    """Set ``key`` (dotted) to ``value`` in the settings file at ``path``, or remove it
-    when ``value`` is None (the default applies again). Other keys, and their order, are
-    kept; a file that is not a JSON object is refused rather than overwritten, because
-    it holds the user's text. Written to a temporary file and renamed: never half written."""
-    data: dict[str, Any] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingChangeError(f"cannot read {path}: {exc}") from exc
-    if text.strip():
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SettingChangeError(
-                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                "fix it first - nothing was changed"
-            ) from exc
-        if not isinstance(loaded, dict):
-            raise SettingChangeError(f"{path}: the top level must be an object; nothing was changed")
-        data = loaded
-    if value is not None:
-        value = check_setting(key, value)
-    *groups, name = key.split(".")
-    node = data
-    for group in groups:
-        child = node.get(group)
-        if not isinstance(child, dict):
-            if value is None:
-                break
-            child = node[group] = {}
-        node = child
-    else:
-        if value is None:
-            node.pop(name, None)
-        else:
-            node[name] = value
-    _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise SettingChangeError(f"cannot write {path}: {exc}") from exc
 
 
 # The choice of the model lives in its own module; its names stay importable from here.

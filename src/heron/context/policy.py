@@ -17,7 +17,6 @@ view has not changed before it since (no pruning step, no compaction, same model
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,21 +30,19 @@ from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model, StopReason
 from heron.context import calibration
 from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
-from heron.context.budget import IMPLAUSIBLE_RATIO, Tally, context_message_tokens, request_tokens, tail_pressure
+from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
     ContextDecisions,
-    LearnedWindow,
     auto_compaction_data,
     calibration_data,
     flush_data,
     prune_data,
-    window_data,
-    window_reset_data,
 )
 from heron.context.frontier import FrontierSettings
-from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.learned_window import LearnedWindows
+from heron.context.ledger import Ledger
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
@@ -57,21 +54,7 @@ PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share 
 OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
 MIN_OUTPUT_TOKENS = 1_024
 MIN_OUTPUT_WINDOW_SHARE = 0.125
-MIN_LEARNED_WINDOW = 2_048
 SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
-
-# The limit a server states when it rejects a request, in the wordings seen in the wild.
-_LIMIT_PATTERNS = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"maximum context length is (\d+)",
-        r"\d+\s*tokens?\s*>\s*(\d+)\s*maximum",
-        r"context (?:size|length|window)\D{0,20}\((\d+)\s*tokens?\)",
-        r"\"?n_ctx\"?\s*[:=]\s*(\d+)",
-        r"(?:limit|maximum|max) (?:of |is )?(\d+) tokens",
-        r"context (?:size|length|window) (?:of |is )?(\d+)",
-    )
-]
 
 
 @contextmanager
@@ -120,43 +103,7 @@ class PolicySettings:
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
 
 
-def stated_limit(text: str, window: int) -> int | None:
-    """The token limit an overflow error names, when it names a plausible one."""
-    for pattern in _LIMIT_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            value = int(match.group(1))
-            if 1_024 <= value < window:
-                return value
-    return None
-
-
-_COUNTED_TOTAL = re.compile(r"(?:you )?requested (\d+) tokens", re.IGNORECASE)
-_COUNTED_INPUT = re.compile(r"n_prompt_tokens\"?\s*[:=]\s*(\d+)|prompt is too long: (\d+) tokens", re.IGNORECASE)
-
-
-def server_count(text: str) -> int | None:
-    """The size the server says it counted for the rejected request (total, else input)."""
-    total = _COUNTED_TOTAL.search(text)
-    if total:
-        return int(total.group(1))
-    counted = _COUNTED_INPUT.search(text)
-    return int(counted.group(1) or counted.group(2)) if counted else None
-
-
-def counted_ratio(text: str, *, heron_input: int, heron_total: int) -> float:
-    """heron's count over the server's, for the request an error describes (1.0: unknown)."""
-    total = _COUNTED_TOTAL.search(text)
-    if total and heron_total > 0:
-        return heron_total / max(1, int(total.group(1)))
-    counted = _COUNTED_INPUT.search(text)
-    if counted and heron_input > 0:
-        value = int(counted.group(1) or counted.group(2))
-        return heron_input / max(1, value)
-    return 1.0
-
-
-class ContextPolicy:
+class ContextPolicy(LearnedWindows):
     """Pruning, the compaction trigger, output caps, learned limits and the read index."""
 
     def __init__(
@@ -547,84 +494,6 @@ class ContextPolicy:
     def find_read(self, path: str, offset: int | None, limit: int | None) -> ReadInView | None:
         """The earlier read of this range present whole in the view last sent, if any."""
         return self.reads.find(path, offset, limit)
-
-    # --- after a rejection -------------------------------------------------------------------------
-
-    def implausible_overflow(self, failed: AssistantMessage) -> bool:
-        """Whether a rejection's stated count is more than :data:`IMPLAUSIBLE_RATIO` times
-        off heron's own count of the request it rejected ("prompt is too long: 210000
-        tokens" for a 5,000-token request: a proxy that counts differently, one oversized
-        attachment). Such a rejection says nothing about the window: nothing is learned
-        from it, the request is retried once after compaction."""
-        heron_total = self.last_tokens + self.last_max_tokens
-        ratio = counted_ratio(failed.error_message or "", heron_input=self.last_tokens, heron_total=heron_total)
-        return not 1 / IMPLAUSIBLE_RATIO <= ratio <= IMPLAUSIBLE_RATIO
-
-    def learn_from_overflow(self, failed: AssistantMessage, accepted_tokens: int = 0) -> LearnedWindow | None:
-        """Lower the window below the rejected request's size (recorded in the session), so
-        a server that enforces less than the configured window costs one rejection.
-
-        When the error names the limit, that limit is used, scaled by how the server's
-        count of this request compares with heron's (when it says how much it counted).
-        Otherwise 90% of the larger of the rejected input and half the whole request
-        (input plus output cap): below what was refused whether the server counts the
-        output cap or not.
-
-        Never below ``accepted_tokens`` (heron's count of the last request the server
-        accepted: a window it already served), and nothing is learned from an
-        :meth:`implausible_overflow`."""
-        if self.implausible_overflow(failed):
-            return None
-        text = failed.error_message or ""
-        rejected = self.last_tokens + self.last_max_tokens
-        current = self.window
-        limit = stated_limit(text, current) or stated_limit(text, self.model.context_window + 1)
-        source = "error text"
-        if limit is not None:
-            ratio = counted_ratio(text, heron_input=self.last_tokens, heron_total=rejected)
-            # Refused below the limit it states, by its own count when it gives one (else by
-            # heron's): that limit is not what it enforces (a proxy, llama-server's slots), and
-            # learning from it would lower the window a token per rejection. Go below the size.
-            counted = server_count(text)
-            unreached = counted <= limit if counted is not None else rejected <= int(limit * 0.98)
-            limit = int(limit * min(1.0, ratio) * 0.98)
-            if unreached:
-                limit = int(max(self.last_tokens, rejected / 2) * 0.9)
-        else:
-            limit, source = int(max(self.last_tokens, rejected / 2) * 0.9), "rejected size"
-        window = max(MIN_LEARNED_WINDOW, accepted_tokens, min(limit, current - 1))
-        if window >= current:
-            return None
-        learned = LearnedWindow(model=self.model_key, window=window, rejected_tokens=rejected, source=source)
-        self._record(window_data(learned))
-        self.ledger.add(
-            LedgerRecord(
-                kind="overflow",
-                chars_before=rejected * 4,
-                chars_after=window * 4,
-                recover=f"window lowered to {window:,} tokens for {self.model_key}",
-                detail={"error": text, "source": source, "window": window, "rejectedTokens": rejected},
-            )
-        )
-        return learned
-
-    def forget_window(self, reason: str) -> int | None:
-        """Drop the window learned for the current model (recorded, so a restart plans with
-        the configured one too); returns the dropped window, None when there was none."""
-        learned = self.decisions.learned_window(self.model_key)
-        if learned is None:
-            return None
-        self._record(window_reset_data(self.model_key, learned, reason))
-        self.ledger.add(
-            LedgerRecord(
-                kind="overflow",
-                chars_before=learned * 4,
-                chars_after=self.window * 4,
-                recover=f"learned window of {learned:,} tokens dropped for {self.model_key} ({reason})",
-                detail={"reset": reason, "window": learned},
-            )
-        )
-        return learned
 
     def record_todos(self, todos: list[TodoItem]) -> None:
         """A new task list (the todo tool ran): stored, and carried into later compactions."""

@@ -1,7 +1,7 @@
 """``/context``: what the context window holds, as plain text.
 
 The text is the one ``heron sessions context`` prints
-(:func:`heron.cli.sessions_cmd.format_context_breakdown`), so a live session and a
+(:func:`heron.cli.sessions_context.format_context_breakdown`), so a live session and a
 session file read later are described the same way; here the breakdown is live, so the
 system prompt, tool definitions and context files are known and shown.
 """
@@ -28,6 +28,6 @@ def format_context(breakdown: ContextBreakdown, *, ledger_limit: int = LEDGER_SH
     """The parts of the window in estimated tokens (with their share of the window), the
     total against the window and the compaction threshold, then the ledger: what was
     kept out of the model's view, and how to get it back."""
-    from heron.cli.sessions_cmd import format_context_breakdown
+    from heron.cli.sessions_context import format_context_breakdown
 
     return "\n".join(format_context_breakdown(breakdown, offline=False, ledger_limit=ledger_limit, curve=curve))

@@ -22,7 +22,8 @@ from heron.cli.tui.export import default_export_path, write_export
 from heron.cli.tui.recap import Recap
 from heron.cli.tui.render import Renderer, Totals
 from heron.cli.tui.settings_view import change_setting, settings_lines
-from heron.coding.settings import SettingChangeError, load_settings
+from heron.coding.settings import load_settings
+from heron.coding.settings_change import SettingChangeError
 from heron.session.entries import MessageEntry
 from heron.session.paths import SessionSummary, list_sessions
 from heron.session.store import SessionStore

@@ -3,7 +3,7 @@
 Each common setting has a short name (``compaction``, ``thinking``...) standing for its
 key in ``settings.json``; any other key can be named in its dotted on-disk form
 (``retry.baseDelayMs``). A change is checked by the same rules a settings file is read
-with (:func:`heron.coding.settings.check_setting`), then written to the user's file (or
+with (:func:`heron.coding.settings_change.check_setting`), then written to the user's file (or
 the project's with ``--project``). The running session keeps the settings it started
 with - ``/model`` and ``/thinking`` change this session - so the note says when a change
 applies (docs/interactive.md).
@@ -17,14 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from heron.ai.models import ModelNotFoundError, ModelRegistry
-from heron.coding.settings import (
-    SettingChangeError,
-    Settings,
-    check_setting,
-    read_settings_file,
-    settings_paths,
-    write_setting,
-)
+from heron.coding.settings import Settings, read_settings_file, settings_paths
+from heron.coding.settings_change import SettingChangeError, check_setting, write_setting
 
 
 @dataclass(frozen=True, slots=True)
