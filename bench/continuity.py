@@ -11,11 +11,12 @@ recovers (learns the window, compacts). The last turn has the model call
 ``search_history`` for each needle. The summariser is deliberately lossy: the server's
 summaries never mention a needle, so what survives is what heron guarantees.
 
-Classes (what exists today):
+Classes:
 
-- ``user request`` and ``todo``: promised **verbatim**, so checked in every main request
-  after an event (a compaction, a pruning step, a restart - the first request of each
-  ``-p --continue`` process -, an overflow rejection): is the needle in the request body?
+- ``goal`` (set with ``/goal`` before turn 0), ``skill`` (a ``SKILL.md`` the model reads in
+  turn 0), ``user request`` and ``todo``: promised **verbatim**, so checked in every main
+  request after an event (a compaction, a pruning step, a restart - the first request of
+  each ``-p --continue`` process -, an overflow rejection): is the needle in the request body?
 - ``error string`` (recall): **findable**: does ``search_history`` at the end return it?
 
 Two windows (16k, 32k) x two modes (``print``: one process per turn with ``--continue``;
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -45,7 +47,12 @@ from _common import parser, table, write_json
 USER_NEEDLE = "NEEDLE-USER-keep-the-public-api-of-parser.py-unchanged"
 TODO_NEEDLE = "NEEDLE-TODO-migrate-the-config-loader"
 ERROR_NEEDLE = "NEEDLE-ERROR-E4711-checksum-mismatch-in-block-42"
-CLASSES = ("user request", "todo", "error string")
+GOAL_NEEDLE = "NEEDLE-GOAL-ship-the-v2-parser-behind-a-flag"
+SKILL_NEEDLE = "NEEDLE-SKILL-always-run-make-check-before-a-commit"
+SKILL_PATH = ".heron/skills/release-check/SKILL.md"
+SKILL_TEXT = f"---\nname: release-check\ndescription: what to check before a release\n---\n\n{SKILL_NEEDLE}\n"
+VERBATIM = {"goal": GOAL_NEEDLE, "skill": SKILL_NEEDLE, "user request": USER_NEEDLE, "todo": TODO_NEEDLE}
+CLASSES = (*VERBATIM, "error string")
 
 
 def plans(turns: int) -> dict[int, list[Step]]:
@@ -55,7 +62,9 @@ def plans(turns: int) -> dict[int, list[Step]]:
             {"content": "write the report", "status": "pending"},
         ]
     }
-    plan: dict[int, list[Step]] = {0: [("todo", todos), ("bash", {"command": f"echo 'error: {ERROR_NEEDLE}'"})]}
+    plan: dict[int, list[Step]] = {
+        0: [("read", {"path": SKILL_PATH}), ("todo", todos), ("bash", {"command": f"echo 'error: {ERROR_NEEDLE}'"})]
+    }
     for n in range(1, turns - 1):
         plan[n] = [harness.read(f"data/file{n % 4}.txt"), harness.bash_100k(f"turn {n}")]
     plan[turns - 1] = [("search_history", {"query": ERROR_NEEDLE})]
@@ -125,6 +134,17 @@ def _flush_records(home: Path) -> int:
     return count
 
 
+def _print_goal(cwd: Path, env: dict[str, str]) -> None:
+    """The goal, set in the session's first process (``/goal`` asks no model)."""
+    args = [*harness.heron(), "--model", "local/m", "-p", f"/goal {GOAL_NEEDLE}"]
+    done = subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _ends(event: dict[str, object], ident: str) -> bool:
+    return event.get("type") == "run_end" and event.get("id") == ident
+
+
 def drive(mode: str, window: int, turns: int, root: Path) -> Result:
     limit = int(window * 0.65)  # the server enforces less than the configured window (and the threshold)
     server = PlanServer(plans(turns), {"m": limit})
@@ -137,14 +157,19 @@ def drive(mode: str, window: int, turns: int, root: Path) -> Result:
             root, local.url, [model], {"defaultTools": ["read", "bash", "todo", "search_history"]}
         )
         env.pop("HERON_CHECK_CONTEXT", None)
+        (cwd / SKILL_PATH).parent.mkdir(parents=True)
+        (cwd / SKILL_PATH).write_text(SKILL_TEXT)
         firsts: set[int] = set()
         if mode == "print":
+            _print_goal(cwd, env)
             for n in range(turns):
                 firsts.add(len(server.bodies))
-                harness.run_print(cwd, env, server, n, "local/m", first=n == 0)
+                harness.run_print(cwd, env, server, n, "local/m", first=False)
         else:
             rpc = Rpc(cwd, env, "local/m")
             try:
+                ident = f"c{rpc.ids + 1}"
+                rpc.command({"type": "prompt", "message": f"/goal {GOAL_NEEDLE}"}, lambda e: _ends(e, ident))
                 for n in range(turns):
                     rpc.turn(server, n)
             finally:
@@ -154,7 +179,7 @@ def drive(mode: str, window: int, turns: int, root: Path) -> Result:
             text = json.dumps(server.bodies[index])
             for event in seen:
                 result.events[event] = result.events.get(event, 0) + 1
-                for name, needle in (("user request", USER_NEEDLE), ("todo", TODO_NEEDLE)):
+                for name, needle in VERBATIM.items():
                     counts = result.kept.setdefault(name, {})
                     counts[event] = counts.get(event, 0) + (needle in text)
         result.compactions = sum(1 for _, seen in _events(server, set()) if "compaction" in seen)

@@ -115,7 +115,9 @@ class GoalKeeper:
         self.refresh()
 
     def _write(self, goal: Goal) -> Goal:
-        self.session.store.append_custom(GOAL_CUSTOM_TYPE, goal.to_data())
+        store = self.session.store
+        store.append_custom(GOAL_CUSTOM_TYPE, goal.to_data())
+        store.materialize()  # a goal set before any prompt (`-p "/goal …"`) is kept for `--continue`
         self.refresh()
         return self.current() or goal
 
