@@ -13,10 +13,13 @@ summaries never mention a needle, so what survives is what heron guarantees.
 
 Classes:
 
-- ``goal`` (set with ``/goal`` before turn 0), ``skill`` (a ``SKILL.md`` the model reads in
-  turn 0), ``user request`` and ``todo``: promised **verbatim**, so checked in every main
-  request after an event (a compaction, a pruning step, a restart - the first request of
-  each ``-p --continue`` process -, an overflow rejection): is the needle in the request body?
+- ``goal`` (set with ``/goal`` first), ``plan`` (turn 0 runs in plan mode, in a process of
+  its own: its answer is the plan), ``skill`` (a ``SKILL.md`` the model reads in turn 1),
+  ``user request`` and ``todo``: promised **verbatim**, so checked in every main request
+  after an event (a compaction, a pruning step, a restart - the first request of each
+  ``-p --continue`` process -, an overflow rejection): is the needle in the request body?
+- ``last step``: after each compaction, the main argument of the last tool call the
+  model made before it is in the recent steps the next request carries.
 - ``error string`` (recall): **findable**: does ``search_history`` at the end return it?
 
 Two windows (16k, 32k) x two modes (``print``: one process per turn with ``--continue``;
@@ -43,6 +46,7 @@ from tests.cli.audit_harness import FLUSH_MARK, PRUNED, SUMMARY_MARK, PlanServer
 from tests.support.http_server import LocalServer
 
 from _common import parser, table, write_json
+from heron.context.recent_steps import HEADER as STEPS_HEADER
 
 USER_NEEDLE = "NEEDLE-USER-keep-the-public-api-of-parser.py-unchanged"
 TODO_NEEDLE = "NEEDLE-TODO-migrate-the-config-loader"
@@ -51,8 +55,15 @@ GOAL_NEEDLE = "NEEDLE-GOAL-ship-the-v2-parser-behind-a-flag"
 SKILL_NEEDLE = "NEEDLE-SKILL-always-run-make-check-before-a-commit"
 SKILL_PATH = ".heron/skills/release-check/SKILL.md"
 SKILL_TEXT = f"---\nname: release-check\ndescription: what to check before a release\n---\n\n{SKILL_NEEDLE}\n"
-VERBATIM = {"goal": GOAL_NEEDLE, "skill": SKILL_NEEDLE, "user request": USER_NEEDLE, "todo": TODO_NEEDLE}
-CLASSES = (*VERBATIM, "error string")
+PLAN_NEEDLE = "done with turn 0"  # the scripted model's answer to turn 0, run in plan mode
+VERBATIM = {
+    "goal": GOAL_NEEDLE,
+    "plan": PLAN_NEEDLE,
+    "skill": SKILL_NEEDLE,
+    "user request": USER_NEEDLE,
+    "todo": TODO_NEEDLE,
+}
+CLASSES = (*VERBATIM, "last step", "error string")
 
 
 def plans(turns: int) -> dict[int, list[Step]]:
@@ -63,9 +74,10 @@ def plans(turns: int) -> dict[int, list[Step]]:
         ]
     }
     plan: dict[int, list[Step]] = {
-        0: [("read", {"path": SKILL_PATH}), ("todo", todos), ("bash", {"command": f"echo 'error: {ERROR_NEEDLE}'"})]
+        0: [],  # plan mode: the answer is the plan
+        1: [("read", {"path": SKILL_PATH}), ("todo", todos), ("bash", {"command": f"echo 'error: {ERROR_NEEDLE}'"})],
     }
-    for n in range(1, turns - 1):
+    for n in range(2, turns - 1):
         plan[n] = [harness.read(f"data/file{n % 4}.txt"), harness.bash_100k(f"turn {n}")]
     plan[turns - 1] = [("search_history", {"query": ERROR_NEEDLE})]
     return plan
@@ -82,9 +94,13 @@ class Result:
     flush_records: int = 0  # flush decisions in the session (sent, or skipped: would not fit)
     compactions: int = 0  # compactions (summary requests since the previous main request)
 
+    steps: list[bool] = field(default_factory=list)  # per compaction: the last step before it is carried
+
     def survival(self, name: str) -> str:
         if name == "error string":
             return "100%" if self.found else "0%"
+        if name == "last step":
+            return f"{sum(self.steps) / len(self.steps):.0%}" if self.steps else "-"
         checked = sum(self.events.values())
         if not checked:
             return "-"
@@ -92,7 +108,7 @@ class Result:
 
 
 def _events(server: PlanServer, firsts: set[int]) -> list[tuple[int, list[str]]]:
-    """(body index, the events just before it) for each main request after turn 0: a
+    """(body index, the events just before it) for each main request after turn 1: a
     compaction (a summary request since the previous main request), a pruning step (more
     pruned stubs than before), a restart (a process's first request), an overflow (the
     previous request was rejected)."""
@@ -118,7 +134,7 @@ def _events(server: PlanServer, firsts: set[int]) -> list[tuple[int, list[str]]]
             if happened
         ]
         pruned, summarised, rejected = stubs, False, not server.accepted[index]
-        if server.turns[index] > 0 and seen:
+        if server.turns[index] > 1 and seen:  # after turn 1, which plants the needles
             out.append((index, seen))
     return out
 
@@ -141,8 +157,46 @@ def _print_goal(cwd: Path, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def _ends(event: dict[str, object], ident: str) -> bool:
-    return event.get("type") == "run_end" and event.get("id") == ident
+def _plan_turn(cwd: Path, env: dict[str, str], server: PlanServer) -> None:
+    """Turn 0 in plan mode, in a process of its own: its answer is the session's plan."""
+    server.turn = 0
+    args = [*harness.heron(), "--model", "local/m", "--permission-mode", "plan", "-c", "-p", harness.prompt(0)]
+    done = subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and PLAN_NEEDLE in done.stdout, done.stderr[-2000:]
+
+
+class ContinuedRpc(Rpc):
+    """rpc mode on the session the earlier processes started (``--continue``)."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], model: str) -> None:
+        self.child = subprocess.Popen(
+            [*harness.heron(), "--model", model, "--mode", "rpc", "--continue"],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.ids = 0
+
+
+def _last_step_carried(server: PlanServer, index: int) -> bool:
+    """Whether the request at ``index`` (the first after a compaction) carries, among its
+    recent steps, the main argument of the last tool call made before the compaction."""
+    calls = [
+        call
+        for body in server.bodies[:index]
+        for message in body["messages"]
+        for call in message.get("tool_calls") or []
+    ]
+    if not calls:
+        return True
+    arguments = json.loads(calls[-1]["function"]["arguments"])
+    main = next((v for k in ("path", "command", "query") if isinstance(v := arguments.get(k), str)), "")
+    text = json.dumps(server.bodies[index]["messages"], ensure_ascii=False)
+    block = text.split(STEPS_HEADER, 1)[1] if STEPS_HEADER in text else ""
+    return bool(main) and json.dumps(" ".join(main.split()[:8]), ensure_ascii=False)[1:-1] in block
 
 
 def drive(mode: str, window: int, turns: int, root: Path) -> Result:
@@ -160,17 +214,16 @@ def drive(mode: str, window: int, turns: int, root: Path) -> Result:
         (cwd / SKILL_PATH).parent.mkdir(parents=True)
         (cwd / SKILL_PATH).write_text(SKILL_TEXT)
         firsts: set[int] = set()
+        _print_goal(cwd, env)
+        _plan_turn(cwd, env, server)
         if mode == "print":
-            _print_goal(cwd, env)
-            for n in range(turns):
+            for n in range(1, turns):
                 firsts.add(len(server.bodies))
                 harness.run_print(cwd, env, server, n, "local/m", first=False)
         else:
-            rpc = Rpc(cwd, env, "local/m")
+            rpc = ContinuedRpc(cwd, env, "local/m")
             try:
-                ident = f"c{rpc.ids + 1}"
-                rpc.command({"type": "prompt", "message": f"/goal {GOAL_NEEDLE}"}, lambda e: _ends(e, ident))
-                for n in range(turns):
+                for n in range(1, turns):
                     rpc.turn(server, n)
             finally:
                 rpc.close()
@@ -182,7 +235,10 @@ def drive(mode: str, window: int, turns: int, root: Path) -> Result:
                 for name, needle in VERBATIM.items():
                     counts = result.kept.setdefault(name, {})
                     counts[event] = counts.get(event, 0) + (needle in text)
-        result.compactions = sum(1 for _, seen in _events(server, set()) if "compaction" in seen)
+        result.steps = [
+            _last_step_carried(server, index) for index, seen in _events(server, set()) if "compaction" in seen
+        ]
+        result.compactions = len(result.steps)
         result.flushes = sum(
             1 for b in server.bodies if b["messages"] and text_of(b["messages"][-1]).startswith(FLUSH_MARK)
         )
