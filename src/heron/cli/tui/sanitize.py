@@ -8,11 +8,18 @@ does (ESC is ``^[``, BEL ``^G``, DEL ``^?``), the C1 controls as ``<U+009B>``, a
 bidirectional overrides that can make text read differently from what it is as
 ``<U+202E>``. Newlines and tabs stay; a CR before a newline is dropped, a lone CR (which
 would let a line overwrite itself) is shown as ``^M``.
+
+The same text may hold a key the model repeats or a command printed: every key heron
+knows is redacted here too, as print and json modes redact their output
+(:func:`heron.coding.secrets.redact`, docs/permissions.md), so the screen and its
+scrollback never show one.
 """
 
 from __future__ import annotations
 
 import re
+
+from heron.coding.secrets import redact
 
 _UNSAFE = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -30,7 +37,9 @@ def _show(match: re.Match[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """``text`` with every character that could control the terminal shown as text."""
+    """``text`` with every character that could control the terminal shown as text, and
+    every key heron knows redacted."""
+    text = redact(text)
     if not _UNSAFE.search(text):
         return text
     return _UNSAFE.sub(_show, text)
