@@ -28,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +38,7 @@ from heron.cli.app_state import App
 from heron.cli.private_files import ensure_private_file
 from heron.cli.task_input import Task
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
+from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.permissions.modes import MODES
@@ -45,6 +47,11 @@ log = logging.getLogger(__name__)
 
 PROMPT = "› "  # noqa: RUF001 - the input marker, not a quote
 PROMPT_BUSY = "↳ "  # while a job runs: what is typed steers
+# while a job runs, what prompt_toolkit waits after an ESC byte: for the rest of an escape
+# sequence (ttimeoutlen), then for a key binding it starts (timeoutlen)
+ESC_WAIT_BUSY = (0.005, 0.0)
+ESC_WAIT_IDLE = (0.5, 1.0)  # its defaults (ttimeoutlen, timeoutlen), kept when idle
+EXIT_WINDOW_S = 2.0  # a second Ctrl+C within this, with nothing to abort or clear, exits
 
 
 def make_console() -> Console:
@@ -100,11 +107,13 @@ async def _run_terminal(app: App, task: Task) -> int:
         return True
 
     def redraw() -> None:
+        _key_timeouts(prompt.app, controller)
         if prompt.app.is_running:
             prompt.app.invalidate()
 
     controller.place_in_input = place_in_input
     controller.on_change = redraw
+    controller.picker = pick
 
     def sigint() -> None:  # between two prompts (the input line handles Ctrl+C itself)
         if not controller.interrupt():
@@ -208,6 +217,16 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     return prompt
 
 
+def _key_timeouts(application: Any, controller: Controller) -> None:
+    """While a job runs or a question waits, Esc is acted on at once. prompt_toolkit
+    otherwise waits for what may follow an ESC byte twice: ``ttimeoutlen`` (0.5 s) for the
+    rest of an escape sequence, then ``timeoutlen`` (1 s) for a binding it starts (Alt+Enter
+    is Esc, Enter). A sequence a terminal sends (an arrow, Alt+Enter) arrives in one read,
+    so nothing is lost; when idle, the defaults stay for slow links."""
+    fast = controller.busy or controller.question is not None
+    application.ttimeoutlen, application.timeoutlen = ESC_WAIT_BUSY if fast else ESC_WAIT_IDLE
+
+
 def _key_bindings(controller: Controller) -> Any:
     from prompt_toolkit.filters import has_completions
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -240,15 +259,26 @@ def _key_bindings(controller: Controller) -> Any:
     def _mode(event: KeyPressEvent) -> None:
         controller.cycle_mode()
 
+    last_idle_ctrl_c = [-EXIT_WINDOW_S]
+
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
+        """Abort the job, else clear the line, else: the first press says a second one
+        exits, the second (within :data:`EXIT_WINDOW_S`) exits."""
         if controller.interrupt():
+            last_idle_ctrl_c[0] = -EXIT_WINDOW_S
             return
         buffer = event.current_buffer
         if buffer.text:
             buffer.reset()
-        elif controller.job is None:
-            controller.note("(Ctrl+D on an empty line exits)")
+            return
+        now = time.monotonic()
+        if now - last_idle_ctrl_c[0] <= EXIT_WINDOW_S:
+            controller.quit_requested = True
+            event.app.exit(exception=EOFError)
+            return
+        last_idle_ctrl_c[0] = now
+        controller.note("(Ctrl+C again exits; so does Ctrl+D on an empty line)")
 
     return bindings
 

@@ -33,10 +33,11 @@ from heron.cli.tui.context_view import context_curve, format_context
 from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
+from heron.cli.tui.pick_items import model_items
 from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
 from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
-from heron.cli.tui.session_commands import SessionCommands
+from heron.cli.tui.session_commands import Picker, SessionCommands
 from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
 from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
@@ -69,6 +70,9 @@ class Controller(SessionCommands, ControlCommands):
         self.place_in_input: Callable[[str], bool] | None = None
         # set by the front end: something shown in the status line changed
         self.on_change: Callable[[], None] | None = None
+        # set by a terminal front end: a searchable selector (picker.pick); without it,
+        # /resume, /model and /tree print numbered lists
+        self.picker: Picker | None = None
         self._listing: list[SessionSummary] = []
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
@@ -477,9 +481,18 @@ class Controller(SessionCommands, ControlCommands):
         key = cli_key if cli_key and model.provider == current.provider else None
         return resolve_model(self.app.settings, self.app.registry, model.ref, None, key)
 
-    def _cmd_model(self, args: str) -> None:
+    async def _pick_model(self) -> None:
+        assert self.picker is not None
+        s = self.session
+        ref = await self.picker(f"model (now {s.model.ref})", model_items(self.available_models(), s.model))
+        if ref is not None:
+            self._cmd_model(ref)
+
+    def _cmd_model(self, args: str) -> Awaitable[None] | None:
         s = self.session
         ref = args.strip()
+        if not ref and self.picker is not None:
+            return self._pick_model()
         if not ref:
             models = self.available_models()
             self.renderer.reset_section()
@@ -491,15 +504,16 @@ class Controller(SessionCommands, ControlCommands):
             if len(models) > MODELS_LISTED:
                 self._print(Text(f"   … {len(models) - MODELS_LISTED} more (Tab completes /model names)", style="dim"))
             self._print(Text("switch with /model provider/id", style="dim"))
-            return
+            return None
         try:
             resolved = self.resolve(ref)
         except SetupError as exc:
             self.error(str(exc))
-            return
+            return None
         s.set_model(resolved.model, resolved.api_key)
         self.app.resolved = resolved  # what a refused key is explained from
         self.note(f"model: {resolved.model.ref} (window {format_tokens(resolved.model.context_window)})", "green")
+        return None
 
     def _cmd_thinking(self, args: str) -> None:
         s = self.session

@@ -409,7 +409,7 @@ class Renderer:
                 text = self.explain(message) if self.explain else message.error_message or "the request failed"
                 self.note(f"error: {text}", "bold red")
             elif message.stop_reason == StopReason.ABORTED:
-                self.note("aborted", "yellow")
+                self.note(self._aborted_text(message), "yellow")
         elif isinstance(message, ToolResultMessage):
             shown = self._shown.pop(message.tool_call_id, None)
             text = result_text(message.content)
@@ -419,6 +419,23 @@ class Renderer:
                     if line not in shown:
                         self._begin("tool")
                         self.console.print(Text(f"  {self.bar} {line}", style="yellow"))
+
+    def _aborted_text(self, message: AssistantMessage) -> str:
+        """``aborted · cut off: the answer after 120 words · not run: bash make deploy``:
+        what the abort stopped, so nobody wonders whether a planned call still ran."""
+        parts = ["aborted"]
+        words = sum(len(block.text.split()) for block in message.content if isinstance(block, TextContent))
+        if words and not message.tool_calls():
+            parts.append(f"cut off: the answer after {words} word{'s' if words != 1 else ''}")
+        calls = [
+            describe_call(call.name, self.tools.meta(call.name), call.arguments or {}, self._width())
+            for call in message.tool_calls()
+        ]
+        if calls:
+            parts.append("not run: " + ", ".join(calls))
+        if not message.content:
+            parts.append("nothing received yet")
+        return " · ".join(parts)
 
     def _on_tool_execution_start(self, event: Any) -> None:
         description = describe_call(event.tool_name, self.tools.meta(event.tool_name), event.args or {}, self._width())
