@@ -19,7 +19,7 @@ import pytest
 
 from heron.cli.tui.picker import Item, PickerState, matches
 from tests.cli import test_interactive as base
-from tests.cli.test_interactive import TIMEOUT, answer, environment
+from tests.cli.test_interactive import TIMEOUT, answer, bash_call, environment
 from tests.cli.test_interactive_esc import Tmux, start_tmux, stop_tmux
 from tests.support.http_server import LocalServer
 
@@ -213,3 +213,37 @@ def test_tree_picker_shows_the_conversation_tab_shows_all_and_enter_moves(
     tmux.wait("go to which entry?")
     keys(tmux, "Escape")
     gone(tmux, "go to which entry?")
+
+
+# --- the permission prompt: one key answers ------------------------------------------------
+
+
+def test_one_key_answers_the_permission_question(
+    tmux_heron: Any, local_server: LocalServer, dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    home, project = dirs
+    (home / "settings.json").write_text(json.dumps({"permissions": {"ask": ["Bash(touch:*)"]}}))
+    local_server.queue(
+        bash_call("touch allowed.txt"),
+        answer("Made it."),
+        bash_call("touch denied.txt", "call_2"),
+        answer("Understood."),
+    )
+    tmux = tmux_heron()
+    keys(tmux, "make the file", "Enter")
+    tmux.wait("allow? y/a/n")
+    screen = tmux.wait("Esc denies")
+    (tmp_path / "screen-permission.txt").write_text(screen)
+    assert "y allow once" in screen and "n deny" in screen
+    keys(tmux, "y")  # alone: no Enter
+    done(tmux, "Made it.")
+    assert (project / "allowed.txt").exists()
+    keys(tmux, "another", "Enter")
+    tmux.wait("Esc denies", 2)
+    keys(tmux, "n")
+    tmux.wait("why?")
+    keys(tmux, "use the Makefile", "Enter")
+    done(tmux, "Understood.")
+    assert not (project / "denied.txt").exists()
+    sent = json.dumps(local_server.requests[-1].json()["messages"])
+    assert "use the Makefile" in sent

@@ -228,7 +228,8 @@ def _key_timeouts(application: Any, controller: Controller) -> None:
 
 
 def _key_bindings(controller: Controller) -> Any:
-    from prompt_toolkit.filters import has_completions
+    from prompt_toolkit.application import get_app
+    from prompt_toolkit.filters import Condition, has_completions
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
     bindings = KeyBindings()
@@ -250,6 +251,21 @@ def _key_bindings(controller: Controller) -> Any:
     @bindings.add("escape")  # Esc alone aborts the running job, like Ctrl+C
     def _escape(event: KeyPressEvent) -> None:
         controller.interrupt()
+
+    def single_key(key: str) -> Any:
+        """A question's one-key answer (``y`` at a permission question): pressed alone on
+        an empty line it answers; arriving with more keys in one read (typed ``yes``, a
+        paste, ``n use make``) it is text, and the line is read on Enter."""
+
+        @bindings.add(
+            key, filter=Condition(lambda: controller.question is not None and not get_app().current_buffer.text)
+        )
+        def _answer(event: KeyPressEvent) -> None:
+            if event.key_processor.input_queue or not controller.answer_key(key):
+                event.current_buffer.insert_text(key)
+
+    for key in "yan123":
+        single_key(key)
 
     @bindings.add("c-p")  # pi's model cycling; Up keeps the history
     def _cycle(event: KeyPressEvent) -> None:

@@ -236,11 +236,12 @@ class Controller(SessionCommands, ControlCommands):
             await asyncio.wait({self.job.task}, timeout=0.05)
             await asyncio.sleep(0)  # let the done callback run
 
-    async def ask_line(self, label: str, say: str | None = None) -> str | None:
+    async def ask_line(self, label: str, say: str | None = None, keys: str = "") -> str | None:
         """The next line the user submits, as the answer to a question (``say`` is printed
         first, in full; ``label`` becomes the input line's prompt, kept short because the
         terminal redraws it); None when they press Ctrl+C or Esc, or the input ends.
-        Questions are asked one at a time: a second waits for the first."""
+        Questions are asked one at a time: a second waits for the first. ``keys``
+        answer at once when pressed alone on an empty line (:meth:`answer_key`)."""
         while self.question is not None and not self.quit_requested:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.shield(self.question.answer)
@@ -250,7 +251,7 @@ class Controller(SessionCommands, ControlCommands):
         if say:
             self._print(Text(say, style="bold"))
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        question = Question(label, future)
+        question = Question(label, future, keys)
         self.question = question
         self._changed()
         try:
@@ -268,6 +269,15 @@ class Controller(SessionCommands, ControlCommands):
         question.answer.set_result(text)
         self.question = None  # at once: the next line is not for it (the asker resumes later)
         return True
+
+    def answer_key(self, key: str) -> bool:
+        """A single-key answer (``y`` at a permission question): shown as if typed, then
+        given; False when no question waits for that key."""
+        question = self.question
+        if question is None or key not in question.keys:
+            return False
+        self._print(Text(f"{question.label}{key}", style="dim"))
+        return self.answer_question(key)
 
     def interrupt(self) -> bool:
         """Ctrl+C: abort the job; False when there is none (or it is already aborting),
