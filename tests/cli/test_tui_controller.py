@@ -230,6 +230,17 @@ async def test_compact_with_nothing_to_compact_says_so(project: Path, home: Path
     assert "nothing compacted" in await submit(c, "/compact")
 
 
+async def test_compact_on_a_short_session_says_why_nothing_was_compacted(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
+    faux.queue(text("a short answer"))
+    c = controller_for(project, home, faux)
+    await submit(c, "hello")
+    out = " ".join((await submit(c, "/compact")).split())
+    assert "nothing compacted: the conversation (~" in out
+    assert "fits in the recent part compaction keeps as it is (~20k tokens: compaction.keepRecentTokens" in out
+
+
 # --- tree, fork, new, resume, session, name ------------------------------------------------------
 
 

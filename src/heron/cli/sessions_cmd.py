@@ -539,8 +539,8 @@ def format_context_breakdown(
     else:
         rows += [
             ("system prompt", breakdown.system_prompt),
+            ("  of which context files", breakdown.context_files),  # they are in the system prompt
             ("tools", breakdown.tools),
-            ("  of which context files", breakdown.context_files),
         ]
     rows.append(("summaries", breakdown.summaries))
     for role, role_tokens in sorted(breakdown.messages.items(), key=lambda kv: -kv[1]):

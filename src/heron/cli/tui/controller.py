@@ -29,7 +29,7 @@ from heron.cli.app_state import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
-from heron.cli.tui.context_view import context_curve, format_context
+from heron.cli.tui.context_view import context_curve, context_file_lines, context_files_line, format_context
 from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
@@ -77,6 +77,7 @@ class Controller(SessionCommands, ControlCommands):
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
         self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
+        self.renderer.keep_recent = lambda: self.session.compaction_settings.keep_recent_tokens
         app.session.subscribe(self._on_event)
         self.install_asker()
 
@@ -172,6 +173,7 @@ class Controller(SessionCommands, ControlCommands):
         where = str(store.path) if store.path is not None else "in memory (--no-session)"
         self._print(Text(f"heron {__version__} · {s.model.ref} · {self.app.cwd}", style="bold"))
         self._print(Text(f"session {where}", style="dim"))
+        self._print(Text(context_files_line(s.context_files, self.app.cwd), style="dim"))
         count = len(s.messages)
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
@@ -546,3 +548,5 @@ class Controller(SessionCommands, ControlCommands):
     def _cmd_context(self, args: str) -> None:
         self.renderer.reset_section()
         self._print(Text(format_context(self.session.context_breakdown(), curve=context_curve(self.session))))
+        for line in context_file_lines(self.session.context_files, self.app.cwd):
+            self._print(Text(line))

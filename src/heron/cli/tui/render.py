@@ -34,6 +34,7 @@ from heron.coding.tools import builtin_meta
 
 RESULT_LINES = 4  # lines of a tool result shown under its call
 CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
+NOTHING_TO_COMPACT = "nothing to compact"  # the compactor's reason when it found no older history
 WARN_SHARE = 0.75  # context share from which the footer's context figure turns yellow
 
 NOTICE = re.compile(r"^\[.*\]$")
@@ -257,6 +258,8 @@ class Renderer:
         self._warned: set[str] = set()  # auto-compaction-off reasons shown by a context warning
         self._section: str | None = None
         self.retries = RetryNotices(self._retry_note)
+        # set by the controller: the tokens compaction keeps as they are (why nothing was compacted)
+        self.keep_recent: Callable[[], int] | None = None
         # set by the controller: the text shown for a failed answer (adds what to do)
         self.explain: Callable[[AssistantMessage], str] | None = None
         utf = (console.encoding or "").lower().replace("-", "").startswith("utf")
@@ -497,6 +500,14 @@ class Renderer:
     def _on_compaction_end(self, event: Any) -> None:
         if event.error:
             self.note(f"compaction failed: {event.error}", "bold red")
+        elif event.skipped == NOTHING_TO_COMPACT and self.keep_recent is not None:
+            keep = self.keep_recent()
+            self.note(
+                f"nothing compacted: the conversation (~{format_tokens(event.tokens_before)} tokens) fits in the "
+                f"recent part compaction keeps as it is (~{format_tokens(keep)} tokens: compaction.keepRecentTokens, "
+                "at most a quarter of the window), so there is no older history to summarise",
+                "yellow",
+            )
         elif event.skipped:
             self.note(f"nothing compacted: {event.skipped}", "yellow")
         else:
