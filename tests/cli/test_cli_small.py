@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 from heron.cli.mcp_cmd import add_argv
+from heron.coding.tool_names import DEFAULT_TOOLS, tools_help
+from tests.cli.test_interactive import answer
+from tests.support.http_server import LocalServer
 
 
 def heron(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -74,3 +77,20 @@ def test_add_argv_puts_the_double_dash_where_it_belongs() -> None:
         "-s", "project", "--lazy", "-e", "A=1", "fs", "cmd", "--", "-x", "y"
     ]  # fmt: skip
     assert add_argv(["api", "https://h/mcp", "--transport", "http"]) == ["--transport", "http", "api", "https://h/mcp"]
+
+
+def test_the_default_tools_are_stated_once_and_are_what_requests_carry(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    stated = tools_help()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    assert stated in docs
+    shown = heron("--help", home=tmp_path, cwd=tmp_path).stdout
+    assert stated in " ".join(shown.split()).replace(", ", ",")
+    local_server.queue(answer("ok"))
+    done = heron(
+        "--base-url", f"{local_server.url}/v1", "--model", "test-model", "-p", "hi", home=tmp_path, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    sent = [tool["function"]["name"] for tool in local_server.requests[-1].json()["tools"]]
+    assert sent == list(DEFAULT_TOOLS)

@@ -123,11 +123,13 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _workspace_arguments(parser: argparse.ArgumentParser) -> None:
     """What the agent works with: its tools, its directory and its system prompt."""
+    from heron.coding.tool_names import tools_help  # no imports of its own: --help stays light
+
     parser.add_argument(
         "--tools",
         default=None,
         metavar="LIST",
-        help="comma-separated tools (default read,bash,edit,write,search_history; also grep,find,ls,json_query)",
+        help=f"comma-separated tools ({tools_help()})",
     )
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
