@@ -146,10 +146,12 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import merge_completers
     from prompt_toolkit.filters import Condition
+    from prompt_toolkit.formatted_text import ANSI
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
     from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
     from heron.cli.tui.commands import SlashCompleter
+    from heron.cli.tui.live_view import live_block
     from heron.coding.secrets import redact
 
     class AnswersLeftOut(FileHistory):
@@ -194,10 +196,13 @@ def _make_prompt(app: App, controller: Controller) -> Any:
         footer = f"{controller.footer().plain}  │  mode {controller.mode} (Shift+Tab)"
         return f" {status}  │  {footer}" if status else f" {footer}"
 
-    def message() -> str:
+    def message() -> Any:
         if controller.question is not None:
             return controller.question.label
-        return PROMPT_BUSY if controller.busy else PROMPT
+        if not controller.busy:
+            return PROMPT
+        live = live_block(controller.renderer, controller.console.width)  # the answer, in place
+        return ANSI(f"{live}\n{PROMPT_BUSY}") if live else PROMPT_BUSY
 
     prompt: PromptSession[str] = PromptSession(
         message=message,

@@ -152,10 +152,7 @@ class Controller(SessionCommands, ControlCommands):
         if job.aborting:
             return "aborting…"
         if job.kind == "run":
-            activity = self.renderer.activity or "working"
-            live = self.renderer.live_text()
-            if live:
-                return f"{activity}: {live}"
+            activity = self.renderer.activity or "working"  # the text itself is in place, above
             return f"{activity} · Enter steers · Alt+Enter queues · Esc aborts"
         what = {
             "compact": "compacting",

@@ -1,8 +1,9 @@
 """Session events to terminal output, with rich.
 
 Assistant text is printed as markdown one completed block at a time (a paragraph, a
-list, a fenced code block) rather than redrawn in place with ``rich.live``: completed
-lines scroll like any program's output, so the result reads the same in a plain pipe, a
+list, a fenced code block) rather than redrawn in place with ``rich.live`` (the block
+still growing is shown live above the input line: :mod:`heron.cli.tui.live_view`):
+completed lines scroll like any program's output, so the result reads the same in a plain pipe, a
 ``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
 prompt_toolkit keeps at the bottom is never fought over. Thinking is printed dimmed the
 same way. Tool calls get one line each (``● read src/app.py``) and their results a few
@@ -381,6 +382,15 @@ class Renderer:
     def _splitter(self) -> BlockSplitter:
         """Print a paragraph line by line once it is wider than the terminal."""
         return BlockSplitter(soft_limit=max(40, min(160, self.console.width - 8)))
+
+    def live_pending(self) -> tuple[str, str]:
+        """The newest stream's kind ("text", "thinking") and its text not printed yet."""
+        for index in sorted(self._streams, reverse=True):
+            stream = self._streams[index]
+            pending = stream.splitter.pending_text()
+            if pending.strip():
+                return stream.kind, pending
+        return "text", ""
 
     def live_text(self, width: int = 60) -> str:
         """The end of the text received but not printed yet, on one line (the status bar
