@@ -117,7 +117,7 @@ async def _run_terminal(app: App, task: Task) -> int:
 
     def sigint() -> None:  # between two prompts (the input line handles Ctrl+C itself)
         if not controller.interrupt():
-            controller.note("(Ctrl+D on an empty line exits)")
+            controller.note("(Ctrl+C twice or Ctrl+D on an empty line exits)")
 
     controller.banner()  # before the input line exists: nothing to print around
     if task:

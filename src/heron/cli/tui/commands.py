@@ -131,7 +131,8 @@ def help_lines() -> list[str]:
         "  Shift+Tab: next permission mode (default → accept-edits → plan)",
         "  While heron works: Enter queues a steering message (delivered before its next step),",
         "  Alt+Enter a follow-up (delivered when it would stop); Esc or Ctrl+C aborts.",
-        "  Ctrl+C when idle clears the input; Ctrl+D on an empty line exits.",
+        "  Ctrl+C when idle clears the input; on an empty line, Ctrl+C twice or Ctrl+D exits.",
+        "  Pickers (/resume, /model, /tree): type to filter, arrows, Enter picks, Esc cancels.",
     ]
     return lines
 

@@ -392,16 +392,6 @@ class Renderer:
                 return stream.kind, pending
         return "text", ""
 
-    def live_text(self, width: int = 60) -> str:
-        """The end of the text received but not printed yet, on one line (the status bar
-        shows it, so every chunk is visible the moment it arrives)."""
-        for index in sorted(self._streams, reverse=True):
-            pending = self._streams[index].splitter.pending_text()
-            if pending.strip():
-                line = " ".join(visible(pending).split())
-                return line if len(line) <= width else "…" + line[-(width - 1) :]
-        return ""
-
     def _flush_stream(self, index: int) -> None:
         stream = self._streams.pop(index, None)
         if stream is None:
