@@ -33,6 +33,8 @@ def live_block(renderer: Renderer, width: int, max_lines: int = LIVE_LINES) -> s
     """The live block as text with ANSI styles (empty when nothing is pending), each line
     at most ``width`` cells, the last ``max_lines`` lines."""
     kind, pending = renderer.live_pending()
+    if not pending.strip() and renderer.writing_call:  # a tool call's arguments, as they stream
+        return f"\x1b[2m{renderer.bullet} {renderer.writing_call} …\x1b[0m"  # cut to the width already
     if not pending.strip():
         return ""
     target = renderer.console

@@ -26,7 +26,15 @@ from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage
 from heron.agent.tool_meta import ToolCatalog, ToolMeta
-from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, ToolResultMessage, Usage
+from heron.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
 from heron.cli.notices import RetryNotices
 from heron.cli.tui.markdown_stream import Block as Block
 from heron.cli.tui.markdown_stream import BlockSplitter as BlockSplitter
@@ -252,6 +260,7 @@ class Renderer:
         self.result_lines = result_lines
         self.totals = Totals()
         self.activity = ""
+        self.writing_call = ""  # the tool call being streamed, described (the live block shows it)
         self._streams: dict[int, _Stream] = {}
         self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
         self._calls: dict[str, str] = {}  # tool call id -> its description
@@ -357,6 +366,7 @@ class Renderer:
     def _on_message_start(self, event: Any) -> None:
         if isinstance(event.message, AssistantMessage):
             self._streams.clear()
+            self.writing_call = ""
             self.activity = "waiting for the model"
 
     def _on_message_update(self, event: Any) -> None:
@@ -374,9 +384,14 @@ class Renderer:
                 self.print_block(stream.kind, block.text, continued=block.continued)
         elif kind in ("text_end", "thinking_end"):
             self._flush_stream(index)
-        elif kind == "toolcall_start":
+        elif kind in ("toolcall_start", "toolcall_delta"):
             self.activity = "writing a tool call"
+            call = inner.partial.content[index] if 0 <= index < len(inner.partial.content) else None
+            if isinstance(call, ToolCall) and call.name:  # its arguments as parsed so far
+                meta = self.tools.meta(call.name)
+                self.writing_call = describe_call(call.name, meta, call.arguments or {}, self._width())
         elif kind == "toolcall_end":
+            self.writing_call = ""
             self.activity = f"calling {inner.tool_call.name}"
 
     def _splitter(self) -> BlockSplitter:
@@ -407,6 +422,7 @@ class Renderer:
         message = event.message
         if isinstance(message, AssistantMessage):
             self._flush_streams()
+            self.writing_call = ""
             self.totals.add(message.usage)
             if message.stop_reason == StopReason.ERROR:
                 text = self.explain(message) if self.explain else message.error_message or "the request failed"
