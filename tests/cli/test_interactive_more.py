@@ -141,6 +141,7 @@ def test_an_image_path_is_attached_when_the_model_takes_images(
     child = spawn("--model", "vision/vis-model")
     child.send("what is in @shot.png\r")
     child.expect("A single pixel.")
+    child.expect(r"ctx \d+% of 128k")  # the answer shows while it streams: wait for the run's footer
     parts = user_parts(local_server.requests[-1])
     images = [p for p in parts if p["type"] == "image_url"]
     assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBORw0KGgo")
