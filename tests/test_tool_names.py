@@ -19,6 +19,8 @@ NAME_HOLDERS = frozenset({"name", "tool", "tool_name", "tool_names"})
 ALLOWED = {
     # registration: the built-in tools' classes by the names they are registered under
     "coding/tools/__init__.py": "registration",
+    # the built-in tools' names, stated once (which by default, which on request)
+    "coding/tool_names.py": "the names themselves",
     # shell programs (grep, find, ls, bash as commands a shell runs), not tools
     "coding/permissions/shell.py": "shell programs",
     "coding/tools/process.py": "shell programs",

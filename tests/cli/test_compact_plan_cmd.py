@@ -258,7 +258,7 @@ def test_formatter_is_shared_with_a_live_session(
     lines = sessions_context.format_context_breakdown(session.context_breakdown())
     assert lines[0].startswith("window 32,000 tokens; compaction above 24,000; in use ")
     names = [line[:40].strip() for line in lines[1:5]]
-    assert names == ["system prompt", "tools", "of which context files", "of which the script tool"]
+    assert names == ["system prompt", "of which context files", "tools", "of which the script tool"]
     assert any(line.split()[:3] == ["messages:", "user", "100"] for line in lines)
     data = sessions_context.breakdown_json(session.context_breakdown())
     assert data["system_prompt"] > 0 and data["tools"] > 0 and data["messages"] == {"user": 100}

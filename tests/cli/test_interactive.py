@@ -267,6 +267,7 @@ def test_task_from_the_command_line_multiline_input_and_shell_commands(spawn: An
     child.send("\n")  # Ctrl+J: a newline, not a submit
     child.send("line two\r")
     child.expect("Two lines received.")
+    footer(child)  # the answer shows while it streams: wait for the run to end
     assert user_texts(local_server.requests[1])[-1] == "line one\nline two"
     child.send("!echo from-the-shell\r")
     child.expect("added to the context")

@@ -93,14 +93,14 @@ def test_an_ask_answered_allow_once_runs_the_call_and_asks_again_next_time(
     child.expect("permission needed")
     child.expect("echo ran-once")
     child.expect('ask rule "Bash\\(echo:\\*\\)"')
-    child.expect("1 allow once")
+    child.expect("y allow once")
     child.send("1\r")
     child.expect("First done.")
     footer(child)
     assert "ran-once" in tool_results(local_server.requests[1])[-1]
     child.send("again\r")
     child.expect("permission needed")  # allowed once: the next call asks again
-    child.expect("1 allow once")
+    child.expect("y allow once")
     child.send("y\r")
     child.expect("Second done.")
     footer(child)
@@ -128,7 +128,7 @@ def test_allow_always_writes_the_rule_and_the_second_call_is_not_asked(
     child.send("write outside\r")
     child.expect("permission needed")
     child.expect("outside the project")
-    child.expect("1 allow once   2 allow always \\(adds ")
+    child.expect("y allow once   a allow always \\(adds ")
     child.send("2\r")
     child.expect("Wrote it.")
     footer(child)
@@ -157,7 +157,7 @@ def test_deny_with_a_reason_reaches_the_model_and_ctrl_c_denies(
     )
     child = spawn()
     child.send("make the file\r")
-    child.expect("1 allow once")
+    child.expect("y allow once")
     child.send("3\r")
     child.expect("the model is told your reason")
     child.send("use the Makefile target instead\r")
@@ -167,7 +167,7 @@ def test_deny_with_a_reason_reaches_the_model_and_ctrl_c_denies(
     assert "The user denied this call" in result and "use the Makefile target instead" in result
     assert not (project / "made.txt").exists()
     child.send("try another\r")
-    child.expect("1 allow once")
+    child.expect("y allow once")
     child.send("\x03")  # Ctrl+C at the question: deny, the run goes on
     child.expect("Declined again.")
     footer(child)

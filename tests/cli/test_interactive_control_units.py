@@ -78,10 +78,10 @@ async def test_an_unclear_answer_is_asked_again_and_always_on_an_ask_rule_lasts_
     c = controller_with_ask_rule(project, home, faux, "Bash(touch:*)")
     await c.submit("make it")
     await until_asked(c)
-    assert "2 allow for the rest of this session (the ask rule stays in" in output(c.console)
+    assert "a allow for the rest of this session (the ask rule stays in" in output(c.console)
     await c.submit("maybe")
     await until_asked(c)
-    assert "answer 1 (allow once), 2 (allow always) or 3 (deny" in output(c.console)
+    assert "answer y (allow once), a (allow always) or n (deny" in output(c.console)
     await c.submit("2")
     await c.wait()
     assert (project / "made.txt").exists()
@@ -91,6 +91,21 @@ async def test_an_unclear_answer_is_asked_again_and_always_on_an_ask_rule_lasts_
     assert (project / "again.txt").exists()
     assert output(c.console).count("permission needed:") == asked  # not asked again in this session
     assert not (project / ".heron" / "settings.local.json").exists()
+
+
+async def test_one_key_answers_the_question_and_other_keys_do_not(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
+    faux.queue(tool_call("bash", {"command": "touch made.txt"}), text("ran"))
+    c = controller_with_ask_rule(project, home, faux, "Bash(touch:*)")
+    assert not c.answer_key("y")  # no question waits
+    await c.submit("make it")
+    await until_asked(c)
+    assert not c.answer_key("x")  # not one of its keys: typed as text by the front end
+    assert c.answer_key("y")
+    await c.wait()
+    assert (project / "made.txt").exists()
+    assert "allow? y/a/n › y" in output(c.console)  # noqa: RUF001 - shown as if typed
 
 
 async def test_a_deny_reason_on_the_same_line_reaches_the_model(project: Path, home: Path, faux: FauxProvider) -> None:

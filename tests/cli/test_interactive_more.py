@@ -141,6 +141,7 @@ def test_an_image_path_is_attached_when_the_model_takes_images(
     child = spawn("--model", "vision/vis-model")
     child.send("what is in @shot.png\r")
     child.expect("A single pixel.")
+    child.expect(r"ctx \d+% of 128k")  # the answer shows while it streams: wait for the run's footer
     parts = user_parts(local_server.requests[-1])
     images = [p for p in parts if p["type"] == "image_url"]
     assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBORw0KGgo")
@@ -219,8 +220,10 @@ def test_cost_sums_the_answers_by_model(spawn: Any, local_server: LocalServer, d
     child.expect("model: vision/vis-model")
     child.send("second\r")
     child.expect("Two.")
+    child.expect(r"ctx \d+% of 128k")  # the answer shows while it streams: wait for the run's footer
     child.send("third\r")
     child.expect("Three.")
+    child.expect(r"ctx \d+% of 128k")
     child.send("/cost\r")
     child.expect(r"custom/test-model\s+1\s+1,000\s+100\s+0\s+0\s+\$0\.0000")
     # 12,000 in at $3/M + 1,200 out at $15/M = $0.036 + $0.018

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from heron.cli.sessions_context import format_context_breakdown
-from heron.cli.tui.context_view import LEDGER_SHOWN, format_context
+from heron.cli.tui.context_view import LEDGER_SHOWN, context_file_lines, context_files_line, format_context
+from heron.coding.context_files import load_context_files
 from heron.coding.runtime import ContextBreakdown
 from heron.context.ledger import LedgerRecord
 
@@ -79,3 +81,19 @@ def test_the_ledger_is_summarised_and_the_newest_records_listed() -> None:
     spill = row(text, "spill")
     assert "call_x" in spill and "100,000 -> 2,000 tokens" in spill and "read /tmp/spill.txt" in spill
     assert "20 old tool result(s) pruned" in text
+
+
+def test_context_files_have_their_own_section_and_the_start_names_them(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("Run the tests with make test.\n" * 20)
+    files = load_context_files(tmp_path, home=tmp_path / "home")
+    assert context_files_line(files, tmp_path) == "context files: AGENTS.md (~150 tokens in the system prompt)"
+    lines = context_file_lines(files, tmp_path)
+    assert lines[0] == "context files (in the system prompt):"
+    assert lines[1].split() == ["AGENTS.md", "150", "(project)"]
+    assert context_files_line([], tmp_path).startswith("context files: none")
+    text = format_context(breakdown())
+    names = [line.strip() for line in text.splitlines()]
+    # under the system prompt they are part of, not under the tools
+    assert (
+        names.index(row(text, "of which context files").strip()) == names.index(row(text, "system prompt").strip()) + 1
+    )

@@ -230,6 +230,17 @@ async def test_compact_with_nothing_to_compact_says_so(project: Path, home: Path
     assert "nothing compacted" in await submit(c, "/compact")
 
 
+async def test_compact_on_a_short_session_says_why_nothing_was_compacted(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
+    faux.queue(text("a short answer"))
+    c = controller_for(project, home, faux)
+    await submit(c, "hello")
+    out = " ".join((await submit(c, "/compact")).split())
+    assert "nothing compacted: the conversation (~" in out
+    assert "fits in the recent part compaction keeps as it is (~20k tokens: compaction.keepRecentTokens" in out
+
+
 # --- tree, fork, new, resume, session, name ------------------------------------------------------
 
 
@@ -415,3 +426,18 @@ async def test_new_session_drops_the_tools_the_old_sessions_tool_search_loaded(
     await submit(c, "/new")
     assert [t.name for t in c.session.agent.state.tools] == [t.name for t in base]
     assert search.loaded == set() and search.restored == [[]]  # the new session's searches: none yet
+
+
+async def test_context_reset_window_forgets_a_learnt_window(project: Path, home: Path, faux: FauxProvider) -> None:
+    from heron.context.decisions import LearnedWindow, window_data
+
+    faux.queue(text("hello"))
+    c = controller_for(project, home, faux)
+    await submit(c, "hi")
+    assert "nothing to reset" in await submit(c, "/context reset-window")
+    policy = c.session.policy
+    policy._record(window_data(LearnedWindow(policy.model_key, 4_096, 9_000, "error text")))
+    assert policy.window == 4_096
+    out = await submit(c, "/context reset-window")
+    assert "forgot the learnt window of 4,096 tokens" in out and policy.window == 128_000
+    assert "usage: /context" in await submit(c, "/context bogus")

@@ -14,15 +14,8 @@ from heron.agent.messages import BashExecutionMessage
 from heron.agent.tools import ToolResult
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage
-from heron.cli.tui.render import (
-    BlockSplitter,
-    Renderer,
-    Totals,
-    describe_call,
-    footer_text,
-    format_tokens,
-    result_preview,
-)
+from heron.cli.tui.footer import Totals, footer_text, format_tokens
+from heron.cli.tui.render import BlockSplitter, Renderer, describe_call, result_preview
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, RetryEndEvent, RetryStartEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
@@ -307,3 +300,25 @@ def test_shell_result_shows_the_tail_and_where_the_rest_is() -> None:
     assert "exit code 1" in out
     assert "Full output: /tmp/full.log" in out
     assert "(added to the context)" in out
+
+
+def test_the_live_block_shows_the_answer_and_a_tool_call_as_they_stream() -> None:
+    from heron.agent.events import MessageStartEvent, MessageUpdateEvent
+    from heron.ai.events import TextDeltaEvent, TextStartEvent, ToolCallDeltaEvent
+    from heron.cli.tui.live_view import live_block
+
+    renderer = Renderer(recording_console(width=80))
+    renderer.tools = BUILTIN
+    message = AssistantMessage(api="faux", provider="faux", model="m")
+    renderer.handle(MessageStartEvent(message=message))
+    renderer.handle(MessageUpdateEvent(message=message, event=TextStartEvent(content_index=0, partial=message)))
+    for word in ["Some ", "**bold** ", "words ", "without ", "an ", "end"]:
+        delta = TextDeltaEvent(content_index=0, delta=word, partial=message)
+        renderer.handle(MessageUpdateEvent(message=message, event=delta))
+    assert live_block(renderer, 80) == "Some bold words without an end"  # markdown, not yet printed
+    assert output(renderer.console) == ""
+    renderer.handle(MessageStartEvent(message=message))  # the next answer: a tool call streams
+    message.content.append(ToolCall(id="c1", name="bash", arguments={"command": "touch mark"}))
+    delta = ToolCallDeltaEvent(content_index=0, delta='"touch mark', partial=message)
+    renderer.handle(MessageUpdateEvent(message=message, event=delta))
+    assert "● bash touch mark …" in live_block(renderer, 80)

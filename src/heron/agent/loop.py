@@ -245,6 +245,11 @@ async def _stream_turn(context: AgentContext, config: LoopConfig, signal: AbortS
         elif partial is not None:
             emit(MessageUpdateEvent(message=partial, event=event))
     assert final is not None, "heron.ai streams always end with done or error"
+    if signal.aborted and final.stop_reason == StopReason.TOOL_USE:
+        # the calls finished streaming after the abort: the answer is cut off there, and
+        # none of its calls runs (the provider may have had the last bytes buffered)
+        final.stop_reason = StopReason.ABORTED
+        final.error_message = signal.reason
     make_call_ids_unique(final, seen_call_ids(context.messages))
     if partial is None:
         emit(MessageStartEvent(message=final))
@@ -446,6 +451,8 @@ async def _produce_result(
             )
         )
 
+    if signal.aborted:  # the abort came while a hook (a permission question) awaited
+        return ToolResult.error(ABORTED_TOOL)
     try:
         result = await tool.execute(call.id, params, signal, on_update)
     except asyncio.CancelledError:

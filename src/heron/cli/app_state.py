@@ -73,6 +73,17 @@ def pick_session(cwd: Path, home: Path) -> Path:
         raise UsageError(f"no sessions for {cwd} yet; start one with `heron`")
     if not sys.stdin.isatty():
         raise UsageError("--resume needs a terminal to pick from; use --session PATH|ID instead")
+    if sys.stdout.isatty():  # the searchable picker; the numbered list below when output is piped
+        import asyncio
+
+        from heron.cli.tui.pick_items import session_items
+        from heron.cli.tui.picker import pick
+
+        items = session_items(sessions, None)
+        chosen = asyncio.run(pick("resume which session?", items))
+        if chosen is None:
+            raise UsageError("no session picked (--resume was cancelled)")
+        return chosen
     for number, summary in enumerate(sessions[:30], 1):
         title = summary.name or (summary.first_message or "(empty)").splitlines()[0][:70]
         print(f"{number:>3}. {title}  ({summary.message_count} messages, {summary.id[:8]})", file=sys.stderr)

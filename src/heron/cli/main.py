@@ -7,7 +7,10 @@ time Python takes to start; the runtime and a mode are imported only to run a ta
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
+from typing import NoReturn
 
 MODES = ("interactive", "print", "json", "rpc", "acp")
 # The same as heron.coding.settings.API_CHOICES, repeated so `heron --help` imports nothing.
@@ -15,10 +18,25 @@ API_CHOICES = ("openai-chat", "openai-responses", "anthropic-messages", "google-
 THINKING = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 
+class SuggestingParser(argparse.ArgumentParser):
+    """An unknown option is answered with the closest known ones (``--modle``: did you
+    mean ``--model``?), as git does."""
+
+    def error(self, message: str) -> NoReturn:
+        unknown = [word for word in message.partition("unrecognized arguments: ")[2].split() if word.startswith("-")]
+        known = [option for action in self._actions for option in action.option_strings]
+        hints = []
+        for word in unknown:
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=2, cutoff=0.6)
+            if close:
+                hints.append(f"{word}: did you mean {' or '.join(close)}?")
+        super().error("; ".join([message, *hints]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from heron import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="heron",
         description="A coding agent that manages its context window.",
         epilog="Other commands: `heron sessions --help` (list and inspect session files), "
@@ -131,11 +149,13 @@ def _model_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _workspace_arguments(parser: argparse.ArgumentParser) -> None:
     """What the agent works with: its tools, its directory and its system prompt."""
+    from heron.coding.tool_names import tools_help  # no imports of its own: --help stays light
+
     parser.add_argument(
         "--tools",
         default=None,
         metavar="LIST",
-        help="comma-separated tools (default read,bash,edit,write,search_history; also grep,find,ls,json_query)",
+        help=f"comma-separated tools ({tools_help()})",
     )
     parser.add_argument("--cwd", default=None, help="work in this directory")
     parser.add_argument("--system-prompt", default=None, help="replace the system prompt (text or a file)")
@@ -171,6 +191,19 @@ def _permission_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``heron``. Output cut short by its reader (``heron --setup-help | head``) ends the
+    command quietly, not with a traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+        return 0
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     from heron.cli.bytecode import keep_own_bytecode
 
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
@@ -191,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     if args_list and args_list[0] in ("sessions", "mcp"):
         from heron.cli import mcp_cmd, sessions_cmd
 
+        if args_list[:2] == ["mcp", "add"]:  # `mcp add fs python3 -m mod`: -m is the command's
+            args_list = args_list[:2] + mcp_cmd.add_argv(args_list[2:])
+        if args_list == ["sessions"]:  # bare `heron sessions` lists, as `heron mcp` does not need
+            args_list.append("list")
         sub = argparse.ArgumentParser(prog="heron")
         commands = sub.add_subparsers(dest="command", metavar="COMMAND")
         (sessions_cmd if args_list[0] == "sessions" else mcp_cmd).add_parser(commands)

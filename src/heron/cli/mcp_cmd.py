@@ -47,6 +47,41 @@ class _IntermixedParser(argparse.ArgumentParser):
             self._inside = False
 
 
+# ``mcp add``'s own options, recognised anywhere before a ``--``
+_ADD_VALUE_OPTIONS = {"--transport", "--env", "-e", "--header", "-H", "--scope", "-s", "--cwd"}
+_ADD_FLAGS = {"--lazy", "--no-lazy", "-h", "--help"}
+
+
+def add_argv(tokens: list[str]) -> list[str]:
+    """The arguments of ``mcp add`` (after ``add``) with ``--`` put before the server
+    command's own: ``fs python3 -m mod`` works as ``fs python3 -- -m mod`` does. heron's
+    options (``-e K=V``, ``--scope project``) stay heron's wherever they are; any other
+    option after NAME and COMMAND is the command's, and so is every other word."""
+    options: list[str] = []
+    positionals: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            rest += tokens[i + 1 :]
+            break
+        name = token.split("=", 1)[0]
+        if token.startswith("-") and name in _ADD_VALUE_OPTIONS:
+            taken = 1 if "=" in token else 2
+            options += tokens[i : i + taken]
+            i += taken
+            continue
+        if token.startswith("-") and (name in _ADD_FLAGS or len(positionals) < 2):
+            options.append(token)  # before COMMAND an unknown option is an error argparse reports
+        elif len(positionals) < 2:
+            positionals.append(token)
+        else:
+            rest.append(token)
+        i += 1
+    return [*options, *positionals, *(["--", *rest] if rest else [])]
+
+
 def add_parser(commands: Any) -> None:
     mcp = commands.add_parser("mcp", help="MCP servers: list, get, add, remove")
     sub = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True, parser_class=_IntermixedParser)
@@ -61,7 +96,7 @@ def add_parser(commands: Any) -> None:
     add = sub.add_parser("add", help="add a server: NAME COMMAND [ARGS...] or NAME URL --transport http")
     add.add_argument("name")
     add.add_argument("target", help="the command to run, or the URL for --transport http")
-    add.add_argument("args", nargs="*", help="the command's arguments (put -- before them when they start with -)")
+    add.add_argument("args", nargs="*", help="the command's arguments (options heron does not know are the command's)")
     add.add_argument("--transport", choices=("stdio", "http"), default=None, help="default: http for a URL")
     add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment (repeat)")
     add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'", help="HTTP header")

@@ -129,8 +129,8 @@ def format_context_breakdown(
     else:
         rows += [
             ("system prompt", breakdown.system_prompt),
+            ("  of which context files", breakdown.context_files),  # they are in the system prompt
             ("tools", breakdown.tools),
-            ("  of which context files", breakdown.context_files),
             *((f"  of which the {name} tool", tokens) for name, tokens in breakdown.program_tools.items()),
         ]
     rows.append(("summaries", breakdown.summaries))

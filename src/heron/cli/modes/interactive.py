@@ -28,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +38,7 @@ from heron.cli.app_state import App
 from heron.cli.private_files import ensure_private_file
 from heron.cli.task_input import Task
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
+from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.permissions.modes import MODES
@@ -45,6 +47,11 @@ log = logging.getLogger(__name__)
 
 PROMPT = "› "  # noqa: RUF001 - the input marker, not a quote
 PROMPT_BUSY = "↳ "  # while a job runs: what is typed steers
+# while a job runs, what prompt_toolkit waits after an ESC byte: for the rest of an escape
+# sequence (ttimeoutlen), then for a key binding it starts (timeoutlen)
+ESC_WAIT_BUSY = (0.005, 0.0)
+ESC_WAIT_IDLE = (0.5, 1.0)  # its defaults (ttimeoutlen, timeoutlen), kept when idle
+EXIT_WINDOW_S = 2.0  # a second Ctrl+C within this, with nothing to abort or clear, exits
 
 
 def make_console() -> Console:
@@ -100,15 +107,17 @@ async def _run_terminal(app: App, task: Task) -> int:
         return True
 
     def redraw() -> None:
+        _key_timeouts(prompt.app, controller)
         if prompt.app.is_running:
             prompt.app.invalidate()
 
     controller.place_in_input = place_in_input
     controller.on_change = redraw
+    controller.picker = pick
 
     def sigint() -> None:  # between two prompts (the input line handles Ctrl+C itself)
         if not controller.interrupt():
-            controller.note("(Ctrl+D on an empty line exits)")
+            controller.note("(Ctrl+C twice or Ctrl+D on an empty line exits)")
 
     controller.banner()  # before the input line exists: nothing to print around
     if task:
@@ -137,28 +146,13 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import merge_completers
     from prompt_toolkit.filters import Condition
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.formatted_text import ANSI
 
     from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
     from heron.cli.tui.commands import SlashCompleter
-    from heron.coding.secrets import redact
+    from heron.cli.tui.live_view import live_block
 
-    class AnswersLeftOut(FileHistory):
-        """Answers to questions ("1", "y") are not worth walking back to with Up."""
-
-        def append_string(self, string: str) -> None:
-            if controller.question is None:
-                super().append_string(string)
-
-        def store_string(self, string: str) -> None:
-            super().store_string(redact(string))  # Up recalls the typed text; the file holds no key
-
-    try:
-        app.home.mkdir(parents=True, exist_ok=True)
-        ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
-        history: Any = AnswersLeftOut(str(app.home / "history"))
-    except OSError:
-        history = InMemoryHistory()
+    history = _history(app, controller)
 
     def extra_names() -> Iterable[tuple[str, str]]:
         s = app.session
@@ -187,10 +181,13 @@ def _make_prompt(app: App, controller: Controller) -> Any:
             footer += f"  │  {controller.goal_status}"
         return f" {status}  │  {footer}" if status else f" {footer}"
 
-    def message() -> str:
+    def message() -> Any:
         if controller.question is not None:
             return controller.question.label
-        return PROMPT_BUSY if controller.busy else PROMPT
+        if not controller.busy:
+            return PROMPT
+        live = live_block(controller.renderer, controller.console.width)  # the answer, in place
+        return ANSI(f"{live}\n{PROMPT_BUSY}") if live else PROMPT_BUSY
 
     prompt: PromptSession[str] = PromptSession(
         message=message,
@@ -210,8 +207,44 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     return prompt
 
 
+def _history(app: App, controller: Controller) -> Any:
+    """The input line's history: ``$HERON_HOME/history`` (0600, keys redacted), without the
+    answers to questions; in memory when the file cannot be made."""
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    from heron.coding.secrets import redact
+
+    class AnswersLeftOut(FileHistory):
+        """Answers to questions ("1", "y") are not worth walking back to with Up."""
+
+        def append_string(self, string: str) -> None:
+            if controller.question is None:
+                super().append_string(string)
+
+        def store_string(self, string: str) -> None:
+            super().store_string(redact(string))  # Up recalls the typed text; the file holds no key
+
+    try:
+        app.home.mkdir(parents=True, exist_ok=True)
+        ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
+        return AnswersLeftOut(str(app.home / "history"))
+    except OSError:
+        return InMemoryHistory()
+
+
+def _key_timeouts(application: Any, controller: Controller) -> None:
+    """While a job runs or a question waits, Esc is acted on at once. prompt_toolkit
+    otherwise waits for what may follow an ESC byte twice: ``ttimeoutlen`` (0.5 s) for the
+    rest of an escape sequence, then ``timeoutlen`` (1 s) for a binding it starts (Alt+Enter
+    is Esc, Enter). A sequence a terminal sends (an arrow, Alt+Enter) arrives in one read,
+    so nothing is lost; when idle, the defaults stay for slow links."""
+    fast = controller.busy or controller.question is not None
+    application.ttimeoutlen, application.timeoutlen = ESC_WAIT_BUSY if fast else ESC_WAIT_IDLE
+
+
 def _key_bindings(controller: Controller) -> Any:
-    from prompt_toolkit.filters import has_completions
+    from prompt_toolkit.application import get_app
+    from prompt_toolkit.filters import Condition, has_completions
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
     bindings = KeyBindings()
@@ -234,6 +267,21 @@ def _key_bindings(controller: Controller) -> Any:
     def _escape(event: KeyPressEvent) -> None:
         controller.interrupt()
 
+    def single_key(key: str) -> Any:
+        """A question's one-key answer (``y`` at a permission question): pressed alone on
+        an empty line it answers; arriving with more keys in one read (typed ``yes``, a
+        paste, ``n use make``) it is text, and the line is read on Enter."""
+
+        @bindings.add(
+            key, filter=Condition(lambda: controller.question is not None and not get_app().current_buffer.text)
+        )
+        def _answer(event: KeyPressEvent) -> None:
+            if event.key_processor.input_queue or not controller.answer_key(key):
+                event.current_buffer.insert_text(key)
+
+    for key in "yan123":
+        single_key(key)
+
     @bindings.add("c-p")  # pi's model cycling; Up keeps the history
     def _cycle(event: KeyPressEvent) -> None:
         controller.cycle_model()
@@ -242,15 +290,26 @@ def _key_bindings(controller: Controller) -> Any:
     def _mode(event: KeyPressEvent) -> None:
         controller.cycle_mode()
 
+    last_idle_ctrl_c = [-EXIT_WINDOW_S]
+
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
+        """Abort the job, else clear the line, else: the first press says a second one
+        exits, the second (within :data:`EXIT_WINDOW_S`) exits."""
         if controller.interrupt():
+            last_idle_ctrl_c[0] = -EXIT_WINDOW_S
             return
         buffer = event.current_buffer
         if buffer.text:
             buffer.reset()
-        elif controller.job is None:
-            controller.note("(Ctrl+D on an empty line exits)")
+            return
+        now = time.monotonic()
+        if now - last_idle_ctrl_c[0] <= EXIT_WINDOW_S:
+            controller.quit_requested = True
+            event.app.exit(exception=EOFError)
+            return
+        last_idle_ctrl_c[0] = now
+        controller.note("(Ctrl+C again exits; so does Ctrl+D on an empty line)")
 
     return bindings
 

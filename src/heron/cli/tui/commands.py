@@ -32,7 +32,12 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("model", "/model [provider/id]", "list the available models, or switch model"),
         CommandSpec("thinking", "/thinking [level]", "show or set the thinking level (off … xhigh)"),
         CommandSpec("compact", "/compact [focus]", "summarise older history now, optionally with a focus"),
-        CommandSpec("context", "/context", "what the context window holds, and the ledger", while_running=True),
+        CommandSpec(
+            "context",
+            "/context [reset-window]",
+            "what the context window holds, and the ledger; reset-window forgets a learnt window",
+            while_running=True,
+        ),
         CommandSpec("tree", "/tree [N [--summary]]", "show the session tree; move to entry N (with a branch summary)"),
         CommandSpec("fork", "/fork [N]", "continue in a new session file holding the path to entry N (or the leaf)"),
         CommandSpec("new", "/new", "start a new session"),
@@ -132,7 +137,8 @@ def help_lines() -> list[str]:
         "  Shift+Tab: next permission mode (default → accept-edits → plan)",
         "  While heron works: Enter queues a steering message (delivered before its next step),",
         "  Alt+Enter a follow-up (delivered when it would stop); Esc or Ctrl+C aborts.",
-        "  Ctrl+C when idle clears the input; Ctrl+D on an empty line exits.",
+        "  Ctrl+C when idle clears the input; on an empty line, Ctrl+C twice or Ctrl+D exits.",
+        "  Pickers (/resume, /model, /tree): type to filter, arrows, Enter picks, Esc cancels.",
     ]
     return lines
 

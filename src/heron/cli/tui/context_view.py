@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from heron.coding.context_files import ContextFile
     from heron.coding.runtime import CodingSession, ContextBreakdown
 
 LEDGER_SHOWN = 12  # the newest records listed one by one; older ones are only counted
@@ -31,3 +34,31 @@ def format_context(breakdown: ContextBreakdown, *, ledger_limit: int = LEDGER_SH
     from heron.cli.sessions_context import format_context_breakdown
 
     return "\n".join(format_context_breakdown(breakdown, offline=False, ledger_limit=ledger_limit, curve=curve))
+
+
+def _shown_path(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def context_files_line(files: list[ContextFile], cwd: Path) -> str:
+    """What start-up says: ``context files: AGENTS.md (~1.2k tokens), ~/.heron/AGENTS.md``."""
+    if not files:
+        return "context files: none (heron reads AGENTS.md or CLAUDE.md from here up to the repository root)"
+    tokens = sum(-(-f.kept_chars // 4) for f in files)
+    names = ", ".join(_shown_path(f.path, cwd) + (" (cut)" if f.truncated else "") for f in files)
+    return f"context files: {names} (~{tokens:,} tokens in the system prompt)"
+
+
+def context_file_lines(files: list[ContextFile], cwd: Path) -> list[str]:
+    """``/context``'s own section on them: each file, its tokens, whether it was cut."""
+    if not files:
+        return ["context files: none loaded"]
+    lines = ["context files (in the system prompt):"]
+    for f in files:
+        where = "global" if f.is_global else "project"
+        cut = f"; cut from {f.original_chars:,} to {f.kept_chars:,} characters" if f.truncated else ""
+        lines.append(f"  {_shown_path(f.path, cwd):<38} {-(-f.kept_chars // 4):>9,}  ({where}{cut})")
+    return lines

@@ -29,14 +29,16 @@ from heron.cli.app_state import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
-from heron.cli.tui.context_view import context_curve, format_context
+from heron.cli.tui.context_view import context_curve, context_file_lines, context_files_line, format_context
 from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
-from heron.cli.tui.render import Renderer, Totals, footer_text, format_tokens
+from heron.cli.tui.footer import Totals, footer_text, format_tokens
+from heron.cli.tui.pick_items import model_items
+from heron.cli.tui.render import Renderer
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
 from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
-from heron.cli.tui.session_commands import SessionCommands
+from heron.cli.tui.session_commands import Picker, SessionCommands
 from heron.coding.goal import is_goal_command, status_text
 from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
 from heron.coding.run import Run
@@ -70,11 +72,15 @@ class Controller(SessionCommands, ControlCommands):
         self.place_in_input: Callable[[str], bool] | None = None
         # set by the front end: something shown in the status line changed
         self.on_change: Callable[[], None] | None = None
+        # set by a terminal front end: a searchable selector (picker.pick); without it,
+        # /resume, /model and /tree print numbered lists
+        self.picker: Picker | None = None
         self._listing: list[SessionSummary] = []
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
         self.goal_status: str | None = None  # the goal in the status bar (refreshed with the footer)
         self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
+        self.renderer.keep_recent = lambda: self.session.compaction_settings.keep_recent_tokens
         app.session.subscribe(self._on_event)
         self.install_asker()
 
@@ -152,10 +158,7 @@ class Controller(SessionCommands, ControlCommands):
         if job.aborting:
             return "aborting…"
         if job.kind == "run":
-            activity = self.renderer.activity or "working"
-            live = self.renderer.live_text()
-            if live:
-                return f"{activity}: {live}"
+            activity = self.renderer.activity or "working"  # the text itself is in place, above
             return f"{activity} · Enter steers · Alt+Enter queues · Esc aborts"
         what = {
             "compact": "compacting",
@@ -173,6 +176,7 @@ class Controller(SessionCommands, ControlCommands):
         where = str(store.path) if store.path is not None else "in memory (--no-session)"
         self._print(Text(f"heron {__version__} · {s.model.ref} · {self.app.cwd}", style="bold"))
         self._print(Text(f"session {where}", style="dim"))
+        self._print(Text(context_files_line(s.context_files, self.app.cwd), style="dim"))
         count = len(s.messages)
         if count:
             self._print(Text(f"resumed: {count} messages in the context", style="dim"))
@@ -237,11 +241,12 @@ class Controller(SessionCommands, ControlCommands):
             await asyncio.wait({self.job.task}, timeout=0.05)
             await asyncio.sleep(0)  # let the done callback run
 
-    async def ask_line(self, label: str, say: str | None = None) -> str | None:
+    async def ask_line(self, label: str, say: str | None = None, keys: str = "") -> str | None:
         """The next line the user submits, as the answer to a question (``say`` is printed
         first, in full; ``label`` becomes the input line's prompt, kept short because the
         terminal redraws it); None when they press Ctrl+C or Esc, or the input ends.
-        Questions are asked one at a time: a second waits for the first."""
+        Questions are asked one at a time: a second waits for the first. ``keys``
+        answer at once when pressed alone on an empty line (:meth:`answer_key`)."""
         while self.question is not None and not self.quit_requested:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.shield(self.question.answer)
@@ -251,7 +256,7 @@ class Controller(SessionCommands, ControlCommands):
         if say:
             self._print(Text(say, style="bold"))
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        question = Question(label, future)
+        question = Question(label, future, keys)
         self.question = question
         self._changed()
         try:
@@ -269,6 +274,15 @@ class Controller(SessionCommands, ControlCommands):
         question.answer.set_result(text)
         self.question = None  # at once: the next line is not for it (the asker resumes later)
         return True
+
+    def answer_key(self, key: str) -> bool:
+        """A single-key answer (``y`` at a permission question): shown as if typed, then
+        given; False when no question waits for that key."""
+        question = self.question
+        if question is None or key not in question.keys:
+            return False
+        self._print(Text(f"{question.label}{key}", style="dim"))
+        return self.answer_question(key)
 
     def interrupt(self) -> bool:
         """Ctrl+C: abort the job; False when there is none (or it is already aborting),
@@ -401,6 +415,16 @@ class Controller(SessionCommands, ControlCommands):
         following = models[(refs.index(current.ref) + 1) % len(models)] if current.ref in refs else models[0]
         self._cmd_model(following.ref)
 
+    def _reset_window(self) -> None:
+        if self.busy:
+            self.error("/context reset-window: wait for the run to end (or Esc)")
+            return
+        dropped = self.session.context_owner.forget_learned_window("the user asked for it (/context reset-window)")
+        if dropped is None:
+            self.note(f"no window was learnt for {self.session.policy.model_key}: nothing to reset")
+        else:
+            self.note(f"forgot the learnt window of {dropped:,} tokens; planning with {self.session.policy.window:,}")
+
     # --- shell commands ---------------------------------------------------------------
 
     def start_shell(self, command: str, *, keep: bool) -> None:
@@ -485,9 +509,18 @@ class Controller(SessionCommands, ControlCommands):
         key = cli_key if cli_key and model.provider == current.provider else None
         return resolve_model(self.app.settings, self.app.registry, model.ref, None, key)
 
-    def _cmd_model(self, args: str) -> None:
+    async def _pick_model(self) -> None:
+        assert self.picker is not None
+        s = self.session
+        ref = await self.picker(f"model (now {s.model.ref})", model_items(self.available_models(), s.model))
+        if ref is not None:
+            self._cmd_model(ref)
+
+    def _cmd_model(self, args: str) -> Awaitable[None] | None:
         s = self.session
         ref = args.strip()
+        if not ref and self.picker is not None:
+            return self._pick_model()
         if not ref:
             models = self.available_models()
             self.renderer.reset_section()
@@ -499,15 +532,16 @@ class Controller(SessionCommands, ControlCommands):
             if len(models) > MODELS_LISTED:
                 self._print(Text(f"   … {len(models) - MODELS_LISTED} more (Tab completes /model names)", style="dim"))
             self._print(Text("switch with /model provider/id", style="dim"))
-            return
+            return None
         try:
             resolved = self.resolve(ref)
         except SetupError as exc:
             self.error(str(exc))
-            return
+            return None
         s.set_model(resolved.model, resolved.api_key)
         self.app.resolved = resolved  # what a refused key is explained from
         self.note(f"model: {resolved.model.ref} (window {format_tokens(resolved.model.context_window)})", "green")
+        return None
 
     def _cmd_thinking(self, args: str) -> None:
         s = self.session
@@ -529,4 +563,12 @@ class Controller(SessionCommands, ControlCommands):
 
     def _cmd_context(self, args: str) -> None:
         self.renderer.reset_section()
+        if args.strip() == "reset-window":
+            self._reset_window()
+            return
+        if args.strip():
+            self.error("usage: /context, or /context reset-window (forget a window learnt from a rejection)")
+            return
         self._print(Text(format_context(self.session.context_breakdown(), curve=context_curve(self.session))))
+        for line in context_file_lines(self.session.context_files, self.app.cwd):
+            self._print(Text(line))

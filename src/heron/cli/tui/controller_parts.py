@@ -21,6 +21,7 @@ class Question:
 
     label: str  # shown as the input line's prompt
     answer: asyncio.Future[str | None]
+    keys: str = ""  # keys that answer at once, pressed alone on an empty line (no Enter)
 
 
 @dataclass

@@ -1,12 +1,15 @@
 """The interactive answer to a permission "ask": the call is shown (tool, command or
 path, and the rule or mode that asked), then one line answers it:
 
-* ``1`` / ``y`` - allow this call once;
-* ``2`` / ``a`` - allow always: the suggested rule is added to
+* ``y`` / ``1`` - allow this call once;
+* ``a`` / ``2`` - allow always: the suggested rule is added to
   ``.heron/settings.local.json`` (and counts at once for the rest of the session); not
   offered when an ask rule asked, since ask beats allow and it would ask again anyway;
-* ``3`` / ``n`` - deny; a reason may follow on the same line (``3 use the Makefile``) or
+* ``n`` / ``3`` - deny; a reason may follow on the same line (``n use the Makefile``) or
   is asked for next. The model sees it in the tool result.
+
+In a terminal each of those keys answers at once when pressed alone on an empty line (no
+Enter); typed together with more (``yes``, ``n use make``), the line is read on Enter.
 
 Ctrl+C or Esc at the question denies. Calls asking at the same time (tools running in
 parallel, sub-agents) are asked one after the other.
@@ -24,7 +27,8 @@ from heron.cli.tui.sanitize import visible
 from heron.coding.control import Answer, AskReply, PermissionPrompt
 
 MARK = " › "  # noqa: RUF001 - the input marker, not a quote
-LABEL = "allow? 1/2/3" + MARK
+LABEL = "allow? y/a/n" + MARK
+KEYS = "yan123"  # each answers at once, pressed alone on an empty line
 COMMAND_LINES = 20
 DECLINED = "the user declined at the permission prompt (Esc)"
 _CHOICES: dict[str, Answer] = {
@@ -47,7 +51,7 @@ class Asking(Protocol):
 
     def _print(self, text: Text) -> None: ...
     def error(self, message: str) -> None: ...
-    async def ask_line(self, label: str, say: str | None = None) -> str | None: ...
+    async def ask_line(self, label: str, say: str | None = None, keys: str = "") -> str | None: ...
 
 
 def parse_answer(text: str) -> tuple[Answer | None, str]:
@@ -74,18 +78,18 @@ class PermissionAsker:
         async with self._lock:
             self._show(prompt)
             while True:
-                text = await self.ui.ask_line(LABEL)
+                text = await self.ui.ask_line(LABEL, keys=KEYS)
                 if text is None:
                     return AskReply("deny", DECLINED)
                 choice, rest = parse_answer(text)
                 if choice == "allow_always" and always_rule(prompt) is None and prompt.decision.rule is None:
-                    self.ui.error("allow always is not offered for this call; answer 1 (once) or 3 (deny)")
+                    self.ui.error("allow always is not offered for this call; answer y (once) or n (deny)")
                     continue
                 if choice == "allow_once" or choice == "allow_always":
                     return AskReply(choice)
                 if choice == "deny":
                     return AskReply("deny", rest or await self._reason())
-                self.ui.error("answer 1 (allow once), 2 (allow always) or 3 (deny, a reason may follow)")
+                self.ui.error("answer y (allow once), a (allow always) or n (deny, a reason may follow); or 1/2/3")
 
     async def _reason(self) -> str:
         text = await self.ui.ask_line("reason" + MARK, "why? the model is told your reason (Enter: no reason)")
@@ -105,12 +109,13 @@ class PermissionAsker:
         self.ui._print(Text(f"  why: {visible(decision.message)}"))  # names the rule (and its file) or the mode
         rule = always_rule(prompt)
         if rule is not None:
-            always = f"2 allow always (adds {rule} to .heron/settings.local.json)"
+            always = f"a allow always (adds {rule} to .heron/settings.local.json)"
         elif decision.rule is not None:  # ask beats allow: Control approves the ask rule for this process instead
             always = (
-                f"2 allow for the rest of this session (the ask rule stays in {decision.rule.source}; "
+                f"a allow for the rest of this session (the ask rule stays in {decision.rule.source}; "
                 "remove it there to stop the asking)"
             )
         else:
             always = "(allow always not offered: no rule fits this call)"
-        self.ui._print(Text(f"  1 allow once   {always}   3 deny (a reason may follow: 3 REASON)"))
+        self.ui._print(Text(f"  y allow once   {always}   n deny (a reason may follow: n REASON)"))
+        self.ui._print(Text("  one key answers (no Enter); 1/2/3 work too; Esc denies", style="dim"))

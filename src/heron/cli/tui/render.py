@@ -1,8 +1,9 @@
 """Session events to terminal output, with rich.
 
 Assistant text is printed as markdown one completed block at a time (a paragraph, a
-list, a fenced code block) rather than redrawn in place with ``rich.live``: completed
-lines scroll like any program's output, so the result reads the same in a plain pipe, a
+list, a fenced code block) rather than redrawn in place with ``rich.live`` (the block
+still growing is shown live above the input line: :mod:`heron.cli.tui.live_view`):
+completed lines scroll like any program's output, so the result reads the same in a plain pipe, a
 ``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
 prompt_toolkit keeps at the bottom is never fought over. Thinking is printed dimmed the
 same way. Tool calls get one line each (``● read src/app.py``) and their results a few
@@ -25,8 +26,17 @@ from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage
 from heron.agent.tool_meta import ToolCatalog, ToolMeta
-from heron.ai.types import AssistantMessage, ImageContent, StopReason, TextContent, ToolResultMessage, Usage
+from heron.ai.types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+)
 from heron.cli.notices import RetryNotices
+from heron.cli.tui.footer import Totals as Totals
+from heron.cli.tui.footer import format_tokens as format_tokens
 from heron.cli.tui.markdown_stream import Block as Block
 from heron.cli.tui.markdown_stream import BlockSplitter as BlockSplitter
 from heron.cli.tui.sanitize import visible
@@ -34,7 +44,7 @@ from heron.coding.tools import builtin_meta
 
 RESULT_LINES = 4  # lines of a tool result shown under its call
 CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
-WARN_SHARE = 0.75  # context share from which the footer's context figure turns yellow
+NOTHING_TO_COMPACT = "nothing to compact"  # the compactor's reason when it found no older history
 
 NOTICE = re.compile(r"^\[.*\]$")
 # Lines the bash tool appends after the output: the outcome, always worth showing.
@@ -164,69 +174,6 @@ def diff_lines(diff: str, limit: int = 8) -> tuple[list[str], int, int]:
     return changed[:limit], added, len(changed) - added
 
 
-# --- the footer ----------------------------------------------------------------------------
-
-
-def format_tokens(n: int) -> str:
-    if n < 1_000:
-        return str(n)
-    if n < 10_000:
-        return f"{n / 1000:.1f}k"
-    if n < 1_000_000:
-        return f"{round(n / 1000)}k"
-    return f"{n / 1_000_000:.1f}M"
-
-
-@dataclass(slots=True)
-class Totals:
-    """Tokens and cost of the answers seen in this session (the footer's figures)."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
-
-    def add(self, usage: Usage) -> None:
-        self.input += usage.input
-        self.output += usage.output
-        self.cache_read += usage.cache_read
-        self.cache_write += usage.cache_write
-        self.cost += usage.cost.total
-
-    @classmethod
-    def of(cls, messages: Iterable[Any]) -> Totals:
-        totals = cls()
-        for message in messages:
-            if isinstance(message, AssistantMessage):
-                totals.add(message.usage)
-        return totals
-
-
-def footer_text(
-    model: str,
-    totals: Totals,
-    context_tokens: int,
-    window: int,
-    threshold: int,
-    thinking: str | None = None,
-) -> Text:
-    """``model · ↑in ↓out · $cost · ctx 12% of 128k``: the context figure turns yellow
-    at 75% of the window and red above the compaction threshold."""
-    text = Text(style="dim")
-    text.append(model, style="bold")
-    if thinking and thinking != "off":
-        text.append(f" ({thinking})")
-    text.append(f" · ↑{format_tokens(totals.input)} ↓{format_tokens(totals.output)}")
-    if totals.cache_read or totals.cache_write:
-        text.append(f" R{format_tokens(totals.cache_read)} W{format_tokens(totals.cache_write)}")
-    text.append(f" · ${totals.cost:.3f} · ")
-    share = context_tokens / window if window > 0 else 0.0
-    style = "red" if context_tokens > threshold else "yellow" if share >= WARN_SHARE else "dim"
-    text.append(f"ctx {share * 100:.0f}% of {format_tokens(window)}", style=style)
-    return text
-
-
 # --- the renderer ------------------------------------------------------------------------
 
 
@@ -250,6 +197,7 @@ class Renderer:
         self.result_lines = result_lines
         self.totals = Totals()
         self.activity = ""
+        self.writing_call = ""  # the tool call being streamed, described (the live block shows it)
         self._streams: dict[int, _Stream] = {}
         self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
         self._calls: dict[str, str] = {}  # tool call id -> its description
@@ -257,6 +205,8 @@ class Renderer:
         self._warned: set[str] = set()  # auto-compaction-off reasons shown by a context warning
         self._section: str | None = None
         self.retries = RetryNotices(self._retry_note)
+        # set by the controller: the tokens compaction keeps as they are (why nothing was compacted)
+        self.keep_recent: Callable[[], int] | None = None
         # set by the controller: the text shown for a failed answer (adds what to do)
         self.explain: Callable[[AssistantMessage], str] | None = None
         utf = (console.encoding or "").lower().replace("-", "").startswith("utf")
@@ -353,6 +303,7 @@ class Renderer:
     def _on_message_start(self, event: Any) -> None:
         if isinstance(event.message, AssistantMessage):
             self._streams.clear()
+            self.writing_call = ""
             self.activity = "waiting for the model"
 
     def _on_message_update(self, event: Any) -> None:
@@ -370,24 +321,28 @@ class Renderer:
                 self.print_block(stream.kind, block.text, continued=block.continued)
         elif kind in ("text_end", "thinking_end"):
             self._flush_stream(index)
-        elif kind == "toolcall_start":
+        elif kind in ("toolcall_start", "toolcall_delta"):
             self.activity = "writing a tool call"
+            call = inner.partial.content[index] if 0 <= index < len(inner.partial.content) else None
+            if isinstance(call, ToolCall) and call.name:  # its arguments as parsed so far
+                meta = self.tools.meta(call.name)
+                self.writing_call = describe_call(call.name, meta, call.arguments or {}, self._width())
         elif kind == "toolcall_end":
+            self.writing_call = ""
             self.activity = f"calling {inner.tool_call.name}"
 
     def _splitter(self) -> BlockSplitter:
         """Print a paragraph line by line once it is wider than the terminal."""
         return BlockSplitter(soft_limit=max(40, min(160, self.console.width - 8)))
 
-    def live_text(self, width: int = 60) -> str:
-        """The end of the text received but not printed yet, on one line (the status bar
-        shows it, so every chunk is visible the moment it arrives)."""
+    def live_pending(self) -> tuple[str, str]:
+        """The newest stream's kind ("text", "thinking") and its text not printed yet."""
         for index in sorted(self._streams, reverse=True):
-            pending = self._streams[index].splitter.pending_text()
+            stream = self._streams[index]
+            pending = stream.splitter.pending_text()
             if pending.strip():
-                line = " ".join(visible(pending).split())
-                return line if len(line) <= width else "…" + line[-(width - 1) :]
-        return ""
+                return stream.kind, pending
+        return "text", ""
 
     def _flush_stream(self, index: int) -> None:
         stream = self._streams.pop(index, None)
@@ -404,12 +359,13 @@ class Renderer:
         message = event.message
         if isinstance(message, AssistantMessage):
             self._flush_streams()
+            self.writing_call = ""
             self.totals.add(message.usage)
             if message.stop_reason == StopReason.ERROR:
                 text = self.explain(message) if self.explain else message.error_message or "the request failed"
                 self.note(f"error: {text}", "bold red")
             elif message.stop_reason == StopReason.ABORTED:
-                self.note("aborted", "yellow")
+                self.note(self._aborted_text(message), "yellow")
         elif isinstance(message, ToolResultMessage):
             shown = self._shown.pop(message.tool_call_id, None)
             text = result_text(message.content)
@@ -419,6 +375,23 @@ class Renderer:
                     if line not in shown:
                         self._begin("tool")
                         self.console.print(Text(f"  {self.bar} {line}", style="yellow"))
+
+    def _aborted_text(self, message: AssistantMessage) -> str:
+        """``aborted · cut off: the answer after 120 words · not run: bash make deploy``:
+        what the abort stopped, so nobody wonders whether a planned call still ran."""
+        parts = ["aborted"]
+        words = sum(len(block.text.split()) for block in message.content if isinstance(block, TextContent))
+        if words and not message.tool_calls():
+            parts.append(f"cut off: the answer after {words} word{'s' if words != 1 else ''}")
+        calls = [
+            describe_call(call.name, self.tools.meta(call.name), call.arguments or {}, self._width())
+            for call in message.tool_calls()
+        ]
+        if calls:
+            parts.append("not run: " + ", ".join(calls))
+        if not message.content:
+            parts.append("nothing received yet")
+        return " · ".join(parts)
 
     def _on_tool_execution_start(self, event: Any) -> None:
         description = describe_call(event.tool_name, self.tools.meta(event.tool_name), event.args or {}, self._width())
@@ -482,6 +455,14 @@ class Renderer:
     def _on_compaction_end(self, event: Any) -> None:
         if event.error:
             self.note(f"compaction failed: {event.error}", "bold red")
+        elif event.skipped == NOTHING_TO_COMPACT and self.keep_recent is not None:
+            keep = self.keep_recent()
+            self.note(
+                f"nothing compacted: the conversation (~{format_tokens(event.tokens_before)} tokens) fits in the "
+                f"recent part compaction keeps as it is (~{format_tokens(keep)} tokens: compaction.keepRecentTokens, "
+                "at most a quarter of the window), so there is no older history to summarise",
+                "yellow",
+            )
         elif event.skipped:
             self.note(f"nothing compacted: {event.skipped}", "yellow")
         else:

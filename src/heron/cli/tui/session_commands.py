@@ -7,7 +7,7 @@ each module stays small; it uses the controller's app, renderer and printing hel
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from heron.cli.sessions_cmd import render_tree
 from heron.cli.tui.controller_parts import session_rows
 from heron.cli.tui.cost import cost_lines, usage_by_model
 from heron.cli.tui.export import default_export_path, write_export
+from heron.cli.tui.pick_items import session_items, tree_items
 from heron.cli.tui.recap import Recap
 from heron.cli.tui.render import Renderer, Totals
 from heron.cli.tui.settings_view import change_setting, settings_lines
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 SESSIONS_LISTED = 30
 TREE_LINES = 400
+# picker.pick's signature: a title, the items, what Tab shows; the value picked or None
+Picker = Callable[..., Awaitable[Any]]
 
 
 class SessionCommands:
@@ -43,6 +46,7 @@ class SessionCommands:
     console: Console
     renderer: Renderer
     _listing: list[SessionSummary]
+    picker: Picker | None
 
     if TYPE_CHECKING:
 
@@ -80,11 +84,18 @@ class SessionCommands:
     async def _cmd_tree(self, args: str) -> None:
         s = self.session
         words = args.split()
-        if not words:
-            store: SessionStore = s.store
-            if len(store) == 0:
-                self.note("the session has no entries yet")
+        store: SessionStore = s.store
+        if not words and len(store) == 0:
+            self.note("the session has no entries yet")
+            return
+        if not words and self.picker is not None:
+            width = max(20, self.console.width - 40)
+            title = "go to which entry? (a prompt: back to just before it, its text to edit)"
+            chosen = await self.picker(title, tree_items(store, width), toggle="shows every entry")
+            if chosen is None:
                 return
+            words = [str(chosen)]
+        if not words:
             lines = render_tree(store, width=max(20, self.console.width - 40))
             self.renderer.reset_section()
             if len(lines) > TREE_LINES:
@@ -140,14 +151,26 @@ class SessionCommands:
     def _cmd_new(self, args: str) -> None:
         self._switch(self.app.new_store(), "new session")
 
-    def _cmd_resume(self, args: str) -> None:
+    async def _pick_session(self) -> None:
+        assert self.picker is not None
+        summaries = list_sessions(self.app.cwd, home=self.app.home)
+        if not summaries:
+            self.note("no saved sessions for this directory")
+            return
+        path = await self.picker("resume which session?", session_items(summaries, self.session.store.path))
+        if path is not None:
+            self._cmd_resume(str(path))
+
+    def _cmd_resume(self, args: str) -> Awaitable[None] | None:
         ref = args.strip()
         current = self.session.store.path
+        if not ref and self.picker is not None:
+            return self._pick_session()
         if not ref:
             self._listing = list_sessions(self.app.cwd, home=self.app.home)[:SESSIONS_LISTED]
             if not self._listing:
                 self.note("no saved sessions for this directory")
-                return
+                return None
             self.renderer.reset_section()
             for number, summary in enumerate(self._listing, 1):
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.modified))
@@ -157,15 +180,17 @@ class SessionCommands:
                     Text(f"{mark}{number:>3}. {when}  {summary.id[:8]}  {summary.message_count:>4} msgs  {title}")
                 )
             self._print(Text("/resume N or /resume <id prefix> switches", style="dim"))
-            return
+            return None
         path: Path | None = None
-        if ref.isdigit() and len(ref) <= 3:
+        if Path(ref).is_absolute() and Path(ref).is_file():  # what the picker gives
+            path = Path(ref)
+        elif ref.isdigit() and len(ref) <= 3:
             listing = self._listing or list_sessions(self.app.cwd, home=self.app.home)[:SESSIONS_LISTED]
             if 1 <= int(ref) <= len(listing):
                 path = listing[int(ref) - 1].path
         if path is not None and current is not None and path.resolve() == current.resolve():
             self.note("that is the current session")
-            return
+            return None
         if path is not None:
             store = SessionStore.open(path)
         else:
@@ -174,10 +199,11 @@ class SessionCommands:
             found = resolve_session(ref, home=self.app.home)
             if current is not None and found.resolve() == current.resolve():
                 self.note("that is the current session")
-                return
+                return None
             store = SessionStore.open(found)
         self._switch(store, "resumed")
         self._recap()
+        return None
 
     def _recap(self) -> None:
         """The earlier conversation of a resumed session: its last turns, tool output

@@ -17,25 +17,10 @@ from typing import Any
 
 from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import AgentTool
+from heron.coding.tool_names import ALL_TOOLS, DEFAULT_TOOLS
 from heron.coding.tools.env import ToolEnv
 from heron.context.limits import ToolLimits
 
-DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write", "search_history", "todo", "task", "script")
-ALL_TOOLS: tuple[str, ...] = (
-    "read",
-    "bash",
-    "edit",
-    "write",
-    "grep",
-    "find",
-    "ls",
-    "search_history",
-    "json_query",
-    "todo",
-    "compact",
-    "task",
-    "script",
-)
 SCRIPT_TOOL = "script"  # the registration name the ``script.enabled`` setting removes
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
 TASK_META = ToolMeta(kind="delegate")  # the task tool's (it lives in heron.coding.subagents)
