@@ -59,7 +59,7 @@ def session_of(tmp_path: Path, faux: FauxProvider, **settings: Any) -> CodingSes
         cwd=proj,
         model=faux.model(context_window=32_000, max_tokens=2_000),
         api_key="sk-session",
-        store=SessionStore.create(proj),
+        store=SessionStore.create(proj, home=tmp_path / "home"),  # never the user's own home
         home=tmp_path / "home",
         settings=settings_from_dict({**SETTINGS, **settings}),
     )
