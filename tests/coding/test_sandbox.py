@@ -352,3 +352,14 @@ def test_a_project_inside_heron_home_stays_visible_and_the_rest_of_home_hidden(
     text, details = _run(tool, command)
     assert text.split() == ["0", "0", "0"], text
     assert details["sandboxed"] is True
+
+
+def test_a_command_meeting_the_sandbox_edge_is_told_which(tmp_path: Path, sandbox_ready: None) -> None:
+    project, home, _targets = _layout(tmp_path)
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
+    text, _ = _run(tool, "echo x > /etc/heron-edge-test")
+    assert "Read-only file system" in text and '"sandbox": {"writable": [PATH]}' in text
+    text, _ = _run(tool, "getent hosts example.invalid.test || echo 'curl: (6) Could not resolve host: x' >&2; exit 6")
+    assert "gives commands no network" in text
+    text, _ = _run(tool, "exit 3")
+    assert "sandbox" not in text.lower()

@@ -9,6 +9,7 @@ are not.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -21,6 +22,13 @@ from heron.coding.sandbox.bwrap import availability, wrap_command
 from heron.coding.sandbox.policy import SandboxPolicy
 
 _warned: set[str] = set()
+# What a command prints when it meets the sandbox's edges.
+_NO_NETWORK = re.compile(
+    r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
+    r"Name or service not known|getaddrinfo|Failed to establish a new network connection|ENETUNREACH|EAI_AGAIN",
+    re.IGNORECASE,
+)
+_READ_ONLY = re.compile(r"Read-only file system|EROFS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +39,7 @@ class Confinement:
     argv: list[str]
     confined: bool
     note: str | None = None
+    network: bool = True  # whether the sandbox lets the command reach the network
 
     def exit_status(self, returncode: int | None) -> int | None:
         """The command's status as Python reports it (a negative number for a signal):
@@ -43,10 +52,29 @@ class Confinement:
         """The tool's result marked ``sandboxed`` in its details; the one-time note, if any,
         in front of its text (the model learns its commands are not confined, and why)."""
         details = {**(result.details or {}), "sandboxed": self.confined}
-        if not self.note:
-            return ToolResult(content=result.content, details=details, is_error=result.is_error)
         text = "".join(block.text for block in result.content if isinstance(block, TextContent))
-        return ToolResult.text(f"{self.note}\n\n{text}", details=details, is_error=result.is_error)
+        hint = self._hint(text) if result.is_error else None
+        if not self.note and hint is None:
+            return ToolResult(content=result.content, details=details, is_error=result.is_error)
+        text = f"{self.note}\n\n{text}" if self.note else text
+        return ToolResult.text(f"{text}\n\n{hint}" if hint else text, details=details, is_error=result.is_error)
+
+    def _hint(self, text: str) -> str | None:
+        """A failed command whose output shows the sandbox's edge: say which edge, so the
+        model can tell the user what would let it through instead of guessing."""
+        if not self.confined:
+            return None
+        if not self.network and _NO_NETWORK.search(text):
+            return (
+                "[The sandbox gives commands no network. The user can allow it with the setting "
+                '"sandbox": {"network": true}, or run heron with --sandbox off.]'
+            )
+        if _READ_ONLY.search(text):
+            return (
+                "[The sandbox lets commands write only the project and the temp directory. The user can "
+                'add a path with "sandbox": {"writable": [PATH]}, or run heron with --sandbox off.]'
+            )
+        return None
 
 
 class Sandbox:
@@ -69,7 +97,7 @@ class Sandbox:
         state = availability(binary)
         if not state.ok or binary is None:
             return Confinement(argv, False, self._once(state.reason))
-        return Confinement(wrap_command(policy, argv, cwd, binary), confined=True)
+        return Confinement(wrap_command(policy, argv, cwd, binary), confined=True, network=policy.network)
 
     @staticmethod
     def _once(reason: str) -> str | None:
