@@ -11,7 +11,7 @@ from heron.session.store import SessionStore
 
 
 def test_children_are_a_row_of_their_own(tmp_path: Path) -> None:
-    store = SessionStore.create(tmp_path)
+    store = SessionStore.create(tmp_path, home=tmp_path / "home")  # never the user's own home
     store.append_message(UserMessage(content="delegate"))
     own = Usage(input=1_000, output=100, cost=Cost(total=0.01))
     store.append_message(
