@@ -1,8 +1,9 @@
 """Esc is instant and final: the real program in a pseudo-terminal (and under tmux with
-its default settings), ten tries each in one heron process, against a local OpenAI-compatible server that streams a ``bash``
-call's arguments slowly. Esc, pressed at any moment before the arguments are complete,
-shows "aborted" within 100 ms (600 ms through tmux, whose own escape-time is 500 ms), and
-the call never runs: its marker file is never created.
+its default settings), ten tries each in one heron process, against a local
+OpenAI-compatible server that streams a ``bash`` call's arguments slowly. Esc, pressed at
+any moment before the arguments are complete, shows "aborted" within 100 ms (600 ms
+through tmux, whose own escape-time is 500 ms), and the call never runs: its marker file
+is never created.
 
 These tests measure time; the limits leave the machine's load a wide margin over the
 ~20 ms the key and the abort take.
@@ -38,12 +39,15 @@ PTY_LIMIT = 0.100
 TMUX_LIMIT = 0.600
 
 
-def slow_tool_call(command: str, call_id: str) -> Reply:
-    """A ``bash`` call whose JSON arguments stream in :data:`PIECES` events, one write each
-    (every event padded to the same length, so the server's fixed-size writes are events)."""
-    arguments = json.dumps({"command": command})
+def slow_tool_call(
+    command: str, call_id: str, tool: str = "bash", args: dict[str, Any] | None = None, delay: float = PIECE_DELAY
+) -> Reply:
+    """A ``bash`` call (or ``tool`` with ``args``) whose JSON arguments stream in
+    :data:`PIECES` events, one write each (every event padded to the same length, so the
+    server's fixed-size writes are events)."""
+    arguments = json.dumps(args if args is not None else {"command": command})
     step = -(-len(arguments) // PIECES)
-    head = {"index": 0, "id": call_id, "type": "function", "function": {"name": "bash", "arguments": ""}}
+    head = {"index": 0, "id": call_id, "type": "function", "function": {"name": tool, "arguments": ""}}
     chunks = [_chunk({"role": "assistant", "content": ""}), _chunk({"tool_calls": [head]})]
     for start in range(0, len(arguments), step):
         piece = {"index": 0, "function": {"arguments": arguments[start : start + step]}}
@@ -52,7 +56,7 @@ def slow_tool_call(command: str, call_id: str) -> Reply:
     lines = [f"data: {json.dumps(c)}" for c in chunks] + ["data: [DONE]"]
     width = max(len(line) for line in lines)
     body = "".join(line.ljust(width) + "\n\n" for line in lines)
-    return Reply(body=body, chunk_size=width + 2, chunk_delay=PIECE_DELAY)
+    return Reply(body=body, chunk_size=width + 2, chunk_delay=delay)
 
 
 def wait_for_requests(server: LocalServer, count: int, timeout: float = 30) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.cells import cell_len
 
 from tests.cli.test_interactive import _chunk, _usage, answer
-from tests.cli.test_interactive_esc import Tmux, start_tmux, stop_tmux
+from tests.cli.test_interactive_esc import Tmux, slow_tool_call, start_tmux, stop_tmux
 from tests.support.http_server import LocalServer, Reply
 from tests.support.long_answer import long_answer
 
@@ -121,3 +121,33 @@ def test_the_long_answer_holds_what_the_streaming_test_is_about() -> None:
     assert 2_000 <= len(doc.split()) < 2_200
     for part in ("# Report", "## Section", "- item", "10. step", "```python", "| word |", "漢字", "\u0301"):
         assert part in doc, part
+
+
+def test_an_edit_being_written_shows_old_and_new_lines_and_esc_stops_it(
+    local_server: LocalServer, tmp_path: Path
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / "app.py").write_text("def total(xs):\n    return sum(xs[:-1])\n")
+    args = {
+        "path": "app.py",
+        "old_text": "def total(xs):\n    return sum(xs[:-1])",
+        "new_text": "def total(xs):\n    # every item counts\n    return sum(xs)",
+    }
+    local_server.queue(slow_tool_call("", "call_e", tool="edit", args=args, delay=0.15))  # ~2.4 s of arguments
+    tmux = start_tmux(local_server, home, project, f"{tmp_path.name}-edit", size=(100, 30))
+    try:
+        tmux.wait("(Shift+Tab)")
+        tmux("send-keys", "-t", "heron", "fix the total", "Enter")
+        screen = tmux.wait("│ + def total(xs):")  # the new text is arriving
+        assert "● edit app.py …" in screen and "│ -     return sum(xs[:-1])" in screen
+        assert "return sum(xs)" not in screen.replace("sum(xs[:-1])", "")  # not complete yet
+        (tmp_path / "screen-edit-streaming.txt").write_text(screen)
+        tmux("send-keys", "-t", "heron", "Escape")
+        screen = tmux.wait("aborted · not run: edit app.py")
+        tmux.wait(FOOTER)
+        time.sleep(0.5)  # a call let through would have run by now (its arguments ended before the footer)
+        assert (project / "app.py").read_text() == "def total(xs):\n    return sum(xs[:-1])\n"
+    finally:
+        stop_tmux(tmux)
