@@ -1,14 +1,15 @@
 """Session events to terminal output, with rich.
 
-Assistant text is printed as markdown one completed block at a time (a paragraph, a
-list, a fenced code block) rather than redrawn in place with ``rich.live`` (the block
-still growing is shown live above the input line: :mod:`heron.cli.tui.live_view`):
-completed lines scroll like any program's output, so the result reads the same in a plain pipe, a
-``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
+Assistant text is printed as markdown, a block at a time (a paragraph, a list, a fenced
+code block), and within a block still growing each line as soon as it is final
+(:mod:`heron.cli.tui.settled`), rather than redrawn in place with ``rich.live`` (what is
+not final yet is shown live above the input line: :mod:`heron.cli.tui.live_view`).
+Printed lines scroll like any program's output, so the result reads the same in a plain
+pipe, a ``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
 prompt_toolkit keeps at the bottom is never fought over. Thinking is printed dimmed the
 same way. Tool calls get one line each (``● read src/app.py``) and their results a few
 lines, plus every truncation or spill notice in full, because those tell the user (and
-the model) that something was cut and where the rest is.
+the model) that something was cut and where the rest is (:mod:`heron.cli.tui.call_text`).
 """
 
 from __future__ import annotations
