@@ -7,7 +7,8 @@ While it streams, the newest words are on the screen, in order, with the words b
 them (in the transcript or the live block above the input line); no line is wider than
 the terminal (``-J`` joins what tmux wrapped, so an overrun shows as a longer line); and
 when it ends, the transcript equals the one the same answer leaves when the server sends
-it in one piece. Each run keeps text screenshots in its temp dir.
+it in one piece. Then, in the same heron, an edit call being written shows its old and
+new lines, and Esc stops it. Each run keeps text screenshots in its temp dir.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def test_a_long_markdown_answer_streams_in_place_and_ends_as_if_sent_whole(
             assert words == list(range(last + 1))  # every word once, in order
             assert "漢字かな交じり文w90" in "".join(streamed) and "cafe\u0301w" in "".join(streamed)
             assert not any("**" in line or line.startswith("#") for line in streamed)  # rendered
+        edit_being_written(started[1], local_server, project, tmp_path)
     finally:
         for tmux in started:
             stop_tmux(tmux)
@@ -123,31 +125,22 @@ def test_the_long_answer_holds_what_the_streaming_test_is_about() -> None:
         assert part in doc, part
 
 
-def test_an_edit_being_written_shows_old_and_new_lines_and_esc_stops_it(
-    local_server: LocalServer, tmp_path: Path
-) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+def edit_being_written(tmux: Tmux, server: LocalServer, project: Path, shots: Path) -> None:
+    """An edit call whose arguments stream for ~2.4 s: its old and new lines show as they
+    arrive, and Esc stops it before it runs (the heron of the long answer, reused)."""
     (project / "app.py").write_text("def total(xs):\n    return sum(xs[:-1])\n")
     args = {
         "path": "app.py",
         "old_text": "def total(xs):\n    return sum(xs[:-1])",
         "new_text": "def total(xs):\n    # every item counts\n    return sum(xs)",
     }
-    local_server.queue(slow_tool_call("", "call_e", tool="edit", args=args, delay=0.15))  # ~2.4 s of arguments
-    tmux = start_tmux(local_server, home, project, f"{tmp_path.name}-edit", size=(100, 30))
-    try:
-        tmux.wait("(Shift+Tab)")
-        tmux("send-keys", "-t", "heron", "fix the total", "Enter")
-        screen = tmux.wait("│ + def total(xs):")  # the new text is arriving
-        assert "● edit app.py …" in screen and "│ -     return sum(xs[:-1])" in screen
-        assert "return sum(xs)" not in screen.replace("sum(xs[:-1])", "")  # not complete yet
-        (tmp_path / "screen-edit-streaming.txt").write_text(screen)
-        tmux("send-keys", "-t", "heron", "Escape")
-        screen = tmux.wait("aborted · not run: edit app.py")
-        tmux.wait(FOOTER)
-        time.sleep(0.5)  # a call let through would have run by now (its arguments ended before the footer)
-        assert (project / "app.py").read_text() == "def total(xs):\n    return sum(xs[:-1])\n"
-    finally:
-        stop_tmux(tmux)
+    server.queue(slow_tool_call("", "call_e", tool="edit", args=args, delay=0.15))
+    tmux("send-keys", "-t", "heron", "fix the total", "Enter")
+    screen = tmux.wait("│ + def total(xs):")  # the new text is arriving
+    assert "● edit app.py …" in screen and "│ -     return sum(xs[:-1])" in screen
+    assert "return sum(xs)" not in screen.replace("sum(xs[:-1])", "")  # not complete yet
+    (shots / "screen-edit-streaming.txt").write_text(screen)
+    tmux("send-keys", "-t", "heron", "Escape")
+    tmux.wait("aborted · not run: edit app.py")
+    time.sleep(0.5)  # a call let through would run at once: its arguments were complete
+    assert (project / "app.py").read_text() == "def total(xs):\n    return sum(xs[:-1])\n"
