@@ -6,6 +6,7 @@ yet is the live block, and nothing is printed twice."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 from rich.cells import cell_len
@@ -111,3 +112,24 @@ def test_thinking_streamed_prints_what_it_prints_whole() -> None:
 
     whole = printed([text])
     assert printed(cut(text, random.Random(5), 9)) == whole and "t399" in whole
+
+
+def test_lines_leave_the_live_block_only_once_they_are_on_the_screen() -> None:
+    """Printed lines reach a terminal a moment later (written above the input line by the
+    event loop): until then the live block keeps showing them, so none goes missing."""
+    renderer = Renderer(recording_console(width=40))
+    waiting: list[Callable[[], None]] = []
+    renderer.when_written = waiting.append  # the terminal has not written anything yet
+    message = AssistantMessage(api="faux", provider="faux", model="m")
+    renderer.handle(MessageStartEvent(message=message))
+    renderer.handle(MessageUpdateEvent(message=message, event=TextStartEvent(content_index=0, partial=message)))
+    words = [f"w{n}" for n in range(40)]
+    for chunk in [" ".join(words[:20]) + " ", " ".join(words[20:]) + "\n\n", "Next"]:
+        delta = TextDeltaEvent(content_index=0, delta=chunk, partial=message)
+        renderer.handle(MessageUpdateEvent(message=message, event=delta))
+    assert "w0 w1" in output(renderer.console)  # printed (on its way to the screen)
+    live = live_block(renderer, 40)
+    assert " ".join(live.split()) == " ".join([*words, "Next"])  # so still shown live, all of it
+    for callback in waiting:
+        callback()  # now on the screen
+    assert live_block(renderer, 40) == "Next"

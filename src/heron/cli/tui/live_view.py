@@ -31,16 +31,18 @@ def live_block(renderer: Renderer, width: int, max_lines: int = LIVE_LINES) -> s
     of the growing block not printed yet, as the renderer renders them (at its console's
     width; ``width`` is the terminal's, the same), the last ``max_lines`` of them; or the
     tool call being written, with what its arguments hold so far (:mod:`call_preview`)."""
-    kind, pending, printed = renderer.live_pending()
+    live = renderer.live_pending()
     call = renderer.writing
-    if not pending.strip() and call is not None and renderer.writing_call:  # arguments, as they stream
+    if not live.pending.strip() and call is not None and renderer.writing_call:  # arguments, as they stream
         meta = renderer.tools.meta(call.name)
         texts = call_preview(renderer.writing_call, meta, call.arguments or {}, width, renderer.bullet, renderer.bar)
         return _ansi(renderer, width, [segments for text in texts for segments in renderer.text_lines(text)])
-    if not pending.strip():
+    if not live.pending.strip() and not live.held:
         return ""
-    # the renderer's own rendering of the block, so the lines printed already are skipped exactly
-    return _ansi(renderer, width, renderer.block_lines(kind, pending)[printed:][-max_lines:])
+    # the renderer's own rendering of the block, so the lines on the screen already are skipped
+    # exactly; lines printed but not on the screen yet stay here until they are
+    growing = renderer.block_lines(live.kind, live.pending)[live.shown :] if live.pending.strip() else []
+    return _ansi(renderer, width, [*live.held, *growing][-max_lines:])
 
 
 def _ansi(renderer: Renderer, width: int, lines: list[list[Segment]]) -> str:

@@ -15,7 +15,7 @@ the model) that something was cut and where the rest is (:mod:`heron.cli.tui.cal
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -65,6 +65,20 @@ class _Stream:
     shown: int = 0  # of those, the lines on the screen (the live block leaves them out)
     tried: int = 0  # the block's length when its settled lines were last looked for
     block: int = 0  # which block of the stream is being received
+    # lines of ended blocks printed but not on the screen yet (block number, lines): the
+    # live block keeps showing them until they are
+    held: list[tuple[int, list[list[Segment]]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Live:
+    """What the live block shows of the stream being received: ``held`` (lines of ended
+    blocks not on the screen yet), then the growing block's rendered lines from ``shown``."""
+
+    kind: str = "text"
+    pending: str = ""
+    shown: int = 0
+    held: list[list[Segment]] = field(default_factory=list)
 
 
 class Renderer:
@@ -84,6 +98,7 @@ class Renderer:
         self.writing_call = ""  # the tool call being streamed, described (the live block shows it)
         self.writing: ToolCall | None = None  # that call, its arguments as parsed so far
         self._streams: dict[int, _Stream] = {}
+        self._ended: list[_Stream] = []  # streams ended with lines not on the screen yet
         self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
         self._calls: dict[str, str] = {}  # tool call id -> its description
         self._pruned = [0, 0]  # records, tokens saved, not yet reported
@@ -244,8 +259,16 @@ class Renderer:
         """A block has ended: print what of it is not printed yet."""
         lines = self.block_lines(stream.kind, block)
         self.print_lines(stream.kind, lines[stream.printed :], first=stream.printed == 0)
+        ended, unseen = stream.block, lines[stream.shown :]
         stream.printed = stream.shown = stream.tried = 0
         stream.block += 1
+        if unseen:
+            stream.held.append((ended, unseen))
+
+            def on_screen() -> None:
+                stream.held[:] = [entry for entry in stream.held if entry[0] > ended]
+
+            self.when_written(on_screen)
 
     def _settle_growing(self, stream: _Stream, delta: str) -> None:
         """Print the lines of the block still growing that are final (:mod:`settled`);
@@ -270,15 +293,18 @@ class Renderer:
 
             self.when_written(on_screen)
 
-    def live_pending(self) -> tuple[str, str, int]:
-        """The newest stream's kind ("text", "thinking"), its block not ended yet, and how
-        many of that block's rendered lines the transcript shows already."""
+    def live_pending(self) -> Live:
+        """What the live block shows: the lines of ended streams not on the screen yet, then
+        the newest stream with something not on the screen."""
+        self._ended = [stream for stream in self._ended if stream.held]
+        ended = [line for stream in self._ended for _, lines in stream.held for line in lines]
         for index in sorted(self._streams, reverse=True):
             stream = self._streams[index]
             pending = stream.splitter.pending_text()
-            if pending.strip():
-                return stream.kind, pending, stream.shown
-        return "text", "", 0
+            if pending.strip() or stream.held:
+                held = [line for _, lines in stream.held for line in lines]
+                return Live(stream.kind, pending, stream.shown, ended + held)
+        return Live(held=ended)
 
     def _flush_stream(self, index: int) -> None:
         stream = self._streams.pop(index, None)
@@ -286,6 +312,8 @@ class Renderer:
             return
         for block in stream.splitter.finish():
             self._settle(stream, block.text)
+        if stream.held:  # its last lines are on their way to the screen: shown live until then
+            self._ended.append(stream)
 
     def _flush_streams(self) -> None:
         for index in sorted(self._streams):
