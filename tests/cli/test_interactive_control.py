@@ -185,9 +185,10 @@ def test_mode_plan_denies_an_edit_and_a_bad_mode_is_an_error(
     _, project = dirs
     local_server.queue(tool_call("write", {"path": "plan.txt", "content": "no\n"}), answer("Stayed read-only."))
     child = spawn()
-    child.send("/mode\r")
-    child.expect("mode: default")
+    child.send("/mode\r")  # in a terminal: the picker (test_interactive_pickers.py); Esc closes it
+    child.expect("permission mode \\(now default\\)")
     child.expect("accept-edits")
+    child.send("\x1b")
     child.send("/mode sideways\r")
     child.expect("unknown permission mode 'sideways'")
     child.send("/mode plan\r")
@@ -210,7 +211,8 @@ def test_shift_tab_cycles_the_modes(spawn: Any, local_server: LocalServer) -> No
     child.send(SHIFT_TAB)
     child.expect("mode: default")
     child.send("/mode\r")
-    child.expect(r"\* default")
+    child.expect(r"default \(current\)")  # the picker opens on the current mode
+    child.send("\x1b")
     exit_with_ctrl_d(child)
 
 

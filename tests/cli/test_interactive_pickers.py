@@ -247,3 +247,42 @@ def test_one_key_answers_the_permission_question(
     assert not (project / "denied.txt").exists()
     sent = json.dumps(local_server.requests[-1].json()["messages"])
     assert "use the Makefile" in sent
+
+
+def test_fork_and_mode_pickers_filter_pick_and_cancel(
+    tmux_heron: Any, local_server: LocalServer, tmp_path: Path
+) -> None:
+    local_server.queue(answer("First answer."), answer("Second answer."))
+    tmux = tmux_heron()
+    keys(tmux, "first prompt", "Enter")
+    done(tmux, "First answer.")
+    keys(tmux, "second prompt", "Enter")
+    done(tmux, "Second answer.")
+    keys(tmux, "/fork", "Enter")
+    screen = tmux.wait("fork from which entry?")
+    assert "user: first prompt" in screen and "(current)" in screen  # opens on the leaf
+    keys(tmux, "Escape")
+    gone(tmux, "fork from which entry?")
+    keys(tmux, "/fork", "Enter")
+    tmux.wait("fork from which entry?")
+    keys(tmux, "first answer")
+    screen = gone(tmux, "Second answer.", after="filter:")
+    (tmp_path / "screen-fork-picker.txt").write_text(screen)
+    keys(tmux, "Enter")
+    screen = tmux.wait("forked: ")
+    assert "(2 messages in the context)" in screen.replace("\n", "")  # the path is long: the line wraps
+    assert screen.count("forked: ") == 1  # the Esc forked nothing
+    keys(tmux, "/mode", "Enter")
+    screen = tmux.wait("permission mode (now default)")
+    assert "accept-edits" in screen and "read-only: edits and writes are denied" in screen
+    keys(tmux, "Escape")
+    gone(tmux, "permission mode (now default)")
+    keys(tmux, "/mode", "Enter")
+    tmux.wait("permission mode (now default)")
+    keys(tmux, "read-only")  # the filter searches what each mode allows too
+    screen = gone(tmux, "accept-edits", after="filter:")
+    (tmp_path / "screen-mode-picker.txt").write_text(screen)
+    keys(tmux, "Enter")
+    screen = tmux.wait("mode: plan (read-only")
+    assert screen.count("mode: plan (") == 1
+    tmux.wait("mode plan (Shift+Tab)")  # the status bar follows

@@ -14,8 +14,9 @@ from heron.agent.messages import BashExecutionMessage
 from heron.agent.tools import ToolResult
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage
+from heron.cli.tui.call_text import describe_call, result_preview
 from heron.cli.tui.footer import Totals, footer_text, format_tokens
-from heron.cli.tui.render import BlockSplitter, Renderer, describe_call, result_preview
+from heron.cli.tui.render import BlockSplitter, Renderer
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, RetryEndEvent, RetryStartEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
@@ -26,28 +27,23 @@ from tests.support.tools import BUILTIN
 # --- BlockSplitter ------------------------------------------------------------------------
 
 
-def split(text: str, step: int = 1, soft_limit: int | None = None) -> list[tuple[str, bool]]:
-    splitter = BlockSplitter(soft_limit=soft_limit)
+def split(text: str, step: int = 1) -> list[str]:
+    splitter = BlockSplitter()
     blocks = []
     for i in range(0, len(text), step):
         blocks += splitter.feed(text[i : i + step])
     blocks += splitter.finish()
-    return [(b.text, b.continued) for b in blocks]
+    return [b.text for b in blocks]
 
 
 @pytest.mark.parametrize("step", [1, 3, 1000])
 def test_paragraphs_come_out_as_they_complete(step: int) -> None:
     doc = "First paragraph\nstill first.\n\nSecond **bold**.\n\n\n# Heading\n\nlast"
-    assert split(doc, step) == [
-        ("First paragraph\nstill first.", False),
-        ("Second **bold**.", False),
-        ("# Heading", False),
-        ("last", False),
-    ]
+    assert split(doc, step) == ["First paragraph\nstill first.", "Second **bold**.", "# Heading", "last"]
 
 
 def test_a_block_is_released_only_when_the_next_line_shows_it_ended() -> None:
-    splitter = BlockSplitter(soft_limit=None)
+    splitter = BlockSplitter()
     assert splitter.feed("one\n\n") == []  # the next line may continue a list item
     assert [b.text for b in splitter.feed("two")] == ["one"]
     assert [b.text for b in splitter.finish()] == ["two"]
@@ -55,51 +51,16 @@ def test_a_block_is_released_only_when_the_next_line_shows_it_ended() -> None:
 
 def test_fenced_code_with_blank_lines_stays_one_block() -> None:
     doc = "Look:\n\n```python\ndef f():\n\n    return 1\n```\n\nDone."
-    assert [t for t, _ in split(doc)] == ["Look:", "```python\ndef f():\n\n    return 1\n```", "Done."]
+    assert split(doc) == ["Look:", "```python\ndef f():\n\n    return 1\n```", "Done."]
 
 
 def test_indented_continuations_stay_with_their_list_item() -> None:
     doc = "- item one\n\n  more about one\n- item two\n\nAfter."
-    assert [t for t, _ in split(doc)] == ["- item one\n\n  more about one\n- item two", "After."]
+    assert split(doc) == ["- item one\n\n  more about one\n- item two", "After."]
 
 
 def test_an_unclosed_fence_is_flushed_at_the_end() -> None:
-    assert [t for t, _ in split("```\ncode that never closes\n\nstill code")] == [
-        "```\ncode that never closes\n\nstill code"
-    ]
-
-
-def test_a_long_paragraph_is_printed_in_sentences_while_it_streams() -> None:
-    sentences = [f"Sentence number {i} is here." for i in range(12)]
-    doc = " ".join(sentences) + "\n\nNext paragraph."
-    splitter = BlockSplitter(soft_limit=80)
-    seen: list[tuple[str, bool]] = []
-    released_before_end = False
-    for i in range(0, len(doc), 5):
-        new = splitter.feed(doc[i : i + 5])
-        if new and i < len(sentences[0]) * 10:
-            released_before_end = True
-        seen += [(b.text, b.continued) for b in new]
-    seen += [(b.text, b.continued) for b in splitter.finish()]
-    assert released_before_end
-    first_paragraph = [t for t, _ in seen[:-1]]
-    assert " ".join(first_paragraph) == " ".join(sentences)
-    assert [c for _, c in seen[:-1]] == [False] + [True] * (len(seen) - 2)
-    assert seen[-1] == ("Next paragraph.", False)
-
-
-def test_a_long_paragraph_is_not_cut_inside_inline_code() -> None:
-    doc = "Run `a. b. c. d. e. f. g. h. i. j. k. l. m. n. o. p.` now. Then more text follows here."
-    blocks = [t for t, _ in split(doc, 1, soft_limit=30)]
-    assert all(t.count("`") % 2 == 0 for t in blocks)
-    assert " ".join(blocks) == doc
-
-
-def test_tables_and_code_are_never_cut_early() -> None:
-    table = "| a | b |\n|---|---|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(30))
-    assert [t for t, _ in split(table, 7, soft_limit=40)] == [table.strip("\n")]
-    code = "```\n" + "x = 1. y = 2. " * 40 + "\n```"
-    assert [t for t, _ in split(code, 7, soft_limit=40)] == [code]
+    assert split("```\ncode that never closes\n\nstill code") == ["```\ncode that never closes\n\nstill code"]
 
 
 # --- tool calls and results --------------------------------------------------------------
@@ -322,3 +283,50 @@ def test_the_live_block_shows_the_answer_and_a_tool_call_as_they_stream() -> Non
     delta = ToolCallDeltaEvent(content_index=0, delta='"touch mark', partial=message)
     renderer.handle(MessageUpdateEvent(message=message, event=delta))
     assert "● bash touch mark …" in live_block(renderer, 80)
+
+
+def test_an_edit_being_written_shows_its_old_and_new_lines_as_they_stream() -> None:
+    from heron.agent.events import MessageStartEvent, MessageUpdateEvent
+    from heron.ai.events import ToolCallDeltaEvent
+    from heron.cli.tui.live_view import live_block
+
+    renderer = Renderer(recording_console(width=60))
+    renderer.tools = BUILTIN
+    message = AssistantMessage(api="faux", provider="faux", model="m")
+    renderer.handle(MessageStartEvent(message=message))
+    call = ToolCall(id="c1", name="edit", arguments={"path": "src/app.py"})
+    message.content.append(call)
+
+    def streamed(arguments: dict[str, object]) -> str:
+        call.arguments = arguments  # what the provider parsed of the arguments so far
+        delta = ToolCallDeltaEvent(content_index=0, delta="…", partial=message)
+        renderer.handle(MessageUpdateEvent(message=message, event=delta))
+        return live_block(renderer, 60)
+
+    assert streamed({"path": "src/app.py"}) == "● edit src/app.py …"
+    old = "def total(xs):\n    return sum(xs[:-1])"
+    shown = streamed({"path": "src/app.py", "old_text": old, "new_text": "def total(xs):\n    return su"})
+    assert shown.splitlines() == [
+        "● edit src/app.py …",
+        "  │ - def total(xs):",
+        "  │ -     return sum(xs[:-1])",
+        "  │ + def total(xs):",
+        "  │ +     return su",
+    ]
+    many = {"path": "a.py", "edits": [{"old_text": f"x{n}", "new_text": f"y{n}\x1b[2J" * 20} for n in range(8)]}
+    lines = streamed(many).splitlines()
+    assert lines[0] == "● edit a.py (8 edits) …" and lines[1] == "  │ … 6 lines above"  # the tail: where text arrives
+    assert lines[-1].startswith("  │ + y7^[[2J") and lines[-1].endswith("…")  # no escape reaches the terminal; cut
+    assert all(len(line) <= 60 for line in lines) and len(lines) == 12
+
+
+def test_a_multi_line_command_being_written_shows_its_lines() -> None:
+    from heron.cli.tui.call_preview import preview_lines
+
+    bash = BUILTIN.meta("bash")
+    assert preview_lines(bash, {"command": "pytest -q"}) == []  # the call's line says it all
+    assert preview_lines(bash, {"command": "cd src\nmake test"}) == [("cd src", "dim"), ("make test", "dim")]
+    assert preview_lines(BUILTIN.meta("write"), {"path": "a", "content": "one\ntwo"}) == [
+        ("one", "dim"),
+        ("two", "dim"),
+    ]

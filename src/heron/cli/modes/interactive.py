@@ -54,10 +54,10 @@ ESC_WAIT_IDLE = (0.5, 1.0)  # its defaults (ttimeoutlen, timeoutlen), kept when 
 EXIT_WINDOW_S = 2.0  # a second Ctrl+C within this, with nothing to abort or clear, exits
 
 
-def make_console() -> Console:
-    """A console that writes to whatever ``sys.stdout`` is at print time (prompt_toolkit's
-    proxy inside ``patch_stdout``), sized from the terminal or ``COLUMNS``."""
-    return Console(highlight=False, soft_wrap=False, emoji=False)
+def make_console(file: Any = None) -> Console:
+    """A console that writes to ``file``, else to whatever ``sys.stdout`` is at print time,
+    sized from the terminal or ``COLUMNS``."""
+    return Console(file=file, highlight=False, soft_wrap=False, emoji=False)
 
 
 def run_interactive(app: App, task: Task) -> int:
@@ -89,10 +89,17 @@ def _isatty(stream: Any) -> bool:
 
 
 async def _run_terminal(app: App, task: Task) -> int:
+    from prompt_toolkit.application.current import get_app_session
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    console = make_console()
+    from heron.cli.tui.terminal_writer import TerminalWriter
+
+    # heron's own output: above the input line at once (see terminal_writer); what other
+    # code prints to stdout still goes through patch_stdout
+    writer = TerminalWriter(get_app_session().output, sys.stdout.encoding or "utf-8")
+    console = make_console(writer)
     controller = Controller(app, console)
+    controller.renderer.when_written = writer.when_written
     loop = asyncio.get_running_loop()
     prompt = _make_prompt(app, controller)
 
@@ -138,6 +145,7 @@ async def _run_terminal(app: App, task: Task) -> int:
                 continue
             await _submit(controller, text)
         await controller.shutdown()
+    writer.close()
     return 0
 
 

@@ -138,7 +138,7 @@ def help_lines() -> list[str]:
         "  While heron works: Enter queues a steering message (delivered before its next step),",
         "  Alt+Enter a follow-up (delivered when it would stop); Esc or Ctrl+C aborts.",
         "  Ctrl+C when idle clears the input; on an empty line, Ctrl+C twice or Ctrl+D exits.",
-        "  Pickers (/resume, /model, /tree): type to filter, arrows, Enter picks, Esc cancels.",
+        "  Pickers (/resume, /model, /tree, /fork, /mode): type to filter, arrows, Enter picks, Esc cancels.",
     ]
     return lines
 

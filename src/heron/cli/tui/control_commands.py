@@ -11,7 +11,7 @@ whole time; nothing here reads the terminal itself.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -27,6 +27,7 @@ from heron.cli.rewind_cmd import (
     turn_lines,
 )
 from heron.cli.tui.permission_prompt import MARK, PermissionAsker
+from heron.cli.tui.pick_items import Picker, mode_items
 from heron.cli.tui.render import Renderer, Totals
 from heron.coding.checkpoints import Change, CheckpointError, Turn, plan_code_rewind
 from heron.coding.permissions.modes import MODES, Mode, next_mode
@@ -58,9 +59,12 @@ class ControlCommands:
     app: App
     console: Console
     renderer: Renderer
+    picker: Picker | None
 
     if TYPE_CHECKING:
 
+        @property
+        def busy(self) -> bool: ...
         @property
         def session(self) -> CodingSession: ...
         def _print(self, text: Text) -> None: ...
@@ -82,8 +86,18 @@ class ControlCommands:
     def mode(self) -> Mode:
         return self.session.control.permissions.mode
 
-    def _cmd_mode(self, args: str) -> None:
+    async def _pick_mode(self) -> None:
+        """``/mode`` in a terminal, nothing running: choose one (opens on the current mode)."""
+        assert self.picker is not None
+        items = mode_items(MODES, MODE_HELP, self.mode)
+        chosen = await self.picker(f"permission mode (now {self.mode})", items)
+        if chosen is not None and chosen != self.mode:
+            self._mode_changed(self.session.control.set_mode(chosen))
+
+    def _cmd_mode(self, args: str) -> Awaitable[None] | None:
         name = args.strip()
+        if not name and self.picker is not None and not self.busy:
+            return self._pick_mode()  # while a run works the list is printed (the input line stays)
         if not name:
             self.renderer.reset_section()
             self._print(Text(f"mode: {self.mode}", style="bold"))
@@ -91,13 +105,14 @@ class ControlCommands:
                 mark = "*" if mode == self.mode else " "
                 self._print(Text(f" {mark} {mode:<13} {MODE_HELP[mode]}"))
             self._print(Text("switch with /mode NAME; Shift+Tab cycles default → accept-edits → plan", style="dim"))
-            return
+            return None
         try:
             mode = self.session.control.set_mode(name)
         except ValueError as exc:
             self.error(f"/mode: {exc}")
-            return
+            return None
         self._mode_changed(mode)
+        return None
 
     def cycle_mode(self) -> None:
         """Shift+Tab: the next mode (bypass only by name, never by accident)."""

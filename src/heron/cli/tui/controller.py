@@ -34,11 +34,11 @@ from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
 from heron.cli.tui.footer import Totals, footer_text, format_tokens
-from heron.cli.tui.pick_items import model_items
+from heron.cli.tui.pick_items import Picker, model_items
 from heron.cli.tui.render import Renderer
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
 from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
-from heron.cli.tui.session_commands import Picker, SessionCommands
+from heron.cli.tui.session_commands import SessionCommands
 from heron.coding.goal import is_goal_command, status_text
 from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
 from heron.coding.run import Run

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from heron.agent.messages import BashExecutionMessage
-from heron.cli.tui.render import Totals, result_text
+from heron.cli.tui.call_text import result_text
+from heron.cli.tui.render import Totals
 from heron.coding.runtime import CodingSession
 from heron.session.store import SessionStore, count_by
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from rich.text import Text
 
-from heron.cli.tui.render import describe_call
+from heron.cli.tui.call_text import describe_call
 from heron.cli.tui.sanitize import visible
 from heron.coding.control import Answer, AskReply, PermissionPrompt
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from heron.agent.messages import BashExecutionMessage
 from heron.ai.types import AssistantMessage, Model, UserMessage
@@ -20,6 +21,9 @@ from heron.session.paths import SessionSummary
 from heron.session.store import SessionStore
 
 TREE_INDEX = re.compile(r"\[(\d+)\] ")
+# picker.pick's signature: a title, the items, what Tab shows; the value picked or None
+Picker = Callable[..., Awaitable[Any]]
+M = TypeVar("M", bound=str)
 
 
 def format_size(size: int) -> str:
@@ -93,3 +97,8 @@ def tree_items(store: SessionStore, width: int) -> list[Item[int]]:
         index = int(found.group(1))
         items.append(Item(line, index, extra=not is_conversation(store, index), current=index == leaf))
     return items
+
+
+def mode_items(modes: Sequence[M], help: Mapping[M, str], current: str) -> list[Item[M]]:
+    """The permission modes of ``/mode``, each with what it allows."""
+    return [Item(mode, mode, help[mode], current=mode == current) for mode in modes]

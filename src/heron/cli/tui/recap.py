@@ -17,7 +17,8 @@ from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage
 from heron.ai.types import AssistantMessage, ToolResultMessage, UserMessage
-from heron.cli.tui.render import Renderer, describe_call, format_tokens, result_text
+from heron.cli.tui.call_text import describe_call, result_text
+from heron.cli.tui.render import Renderer, format_tokens
 from heron.cli.tui.sanitize import visible
 
 MARK = "› "  # noqa: RUF001 - the input marker, as the prompt shows it

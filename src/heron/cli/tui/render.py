@@ -1,22 +1,21 @@
 """Session events to terminal output, with rich.
 
-Assistant text is printed as markdown one completed block at a time (a paragraph, a
-list, a fenced code block) rather than redrawn in place with ``rich.live`` (the block
-still growing is shown live above the input line: :mod:`heron.cli.tui.live_view`):
-completed lines scroll like any program's output, so the result reads the same in a plain pipe, a
-``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
+Assistant text is printed as markdown, a block at a time (a paragraph, a list, a fenced
+code block), and within a block still growing each line as soon as it is final
+(:mod:`heron.cli.tui.settled`), rather than redrawn in place with ``rich.live`` (what is
+not final yet is shown live above the input line: :mod:`heron.cli.tui.live_view`).
+Printed lines scroll like any program's output, so the result reads the same in a plain
+pipe, a ``TERM=dumb`` terminal, a pexpect session and a real terminal, and the input line
 prompt_toolkit keeps at the bottom is never fought over. Thinking is printed dimmed the
 same way. Tool calls get one line each (``● read src/app.py``) and their results a few
 lines, plus every truncation or spill notice in full, because those tell the user (and
-the model) that something was cut and where the rest is.
+the model) that something was cut and where the rest is (:mod:`heron.cli.tui.call_text`).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -25,153 +24,34 @@ from rich.segment import Segment, Segments
 from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage
-from heron.agent.tool_meta import ToolCatalog, ToolMeta
+from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import (
     AssistantMessage,
-    ImageContent,
     StopReason,
     TextContent,
     ToolCall,
     ToolResultMessage,
 )
 from heron.cli.notices import RetryNotices
+from heron.cli.tui.call_text import (
+    CALL_WIDTH,
+    RESULT_LINES,
+    describe_call,
+    diff_lines,
+    notices_of,
+    result_preview,
+    result_text,
+)
 from heron.cli.tui.footer import Totals as Totals
 from heron.cli.tui.footer import format_tokens as format_tokens
 from heron.cli.tui.markdown_stream import Block as Block
 from heron.cli.tui.markdown_stream import BlockSplitter as BlockSplitter
 from heron.cli.tui.sanitize import visible
+from heron.cli.tui.settled import settled
 from heron.coding.tools import builtin_meta
 
-RESULT_LINES = 4  # lines of a tool result shown under its call
-CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)
+SETTLE_STEP = 8  # characters added to a growing block before its settled lines are looked for again
 NOTHING_TO_COMPACT = "nothing to compact"  # the compactor's reason when it found no older history
-
-NOTICE = re.compile(r"^\[.*\]$")
-# Lines the bash tool appends after the output: the outcome, always worth showing.
-STATUS = re.compile(
-    r"^(Command (exited with code|timed out after|aborted|terminated by signal)|Background processes still)"
-)
-
-
-# --- tool calls and results -----------------------------------------------------------
-
-
-def _one_line(text: str, width: int) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    more = len(text.strip().splitlines()) > 1
-    if len(first) > width:
-        return first[: max(1, width - 1)] + "…"
-    return first + (" …" if more else "")
-
-
-def _str(args: dict[str, Any], key: str) -> str | None:
-    value = args.get(key)
-    return value if isinstance(value, str) and value else None
-
-
-def describe_call(name: str, meta: ToolMeta, args: dict[str, Any], width: int = CALL_WIDTH) -> str:
-    """``read src/app.py:10-59``, ``bash pytest -q``: what the call does, on one line, by
-    what its tool declares (the model wrote the arguments: control characters are shown,
-    not sent)."""
-    return visible(_describe_call(name, meta, args, width))
-
-
-def _lines_of(content: Any) -> int:
-    if not isinstance(content, str) or not content:
-        return 0
-    return content.count("\n") + (0 if content.endswith("\n") else 1)
-
-
-def _describe_call(name: str, meta: ToolMeta, args: dict[str, Any], width: int) -> str:
-    uses = meta.uses(args)
-    first = uses[0] if uses else None
-    path = first.path.removeprefix("@") if first is not None else None
-    command = meta.command_of(args)
-    pattern = _str(args, "pattern")
-    detail: str
-    if meta.kind == "read" and first is not None and path:
-        detail = path
-        offset, limit = first.offset, first.limit
-        if offset is not None and limit is not None:
-            detail += f":{offset}-{offset + limit - 1}"
-        elif offset is not None:
-            detail += f":{offset}"
-        elif limit is not None:
-            detail += f":1-{limit}"
-    elif meta.kind == "write" and path:
-        lines = _lines_of(args.get("content"))
-        detail = f"{path} ({lines} line{'s' if lines != 1 else ''})"
-    elif meta.kind == "edit" and path:
-        edits = args.get("edits")
-        detail = path + (f" ({len(edits)} edits)" if isinstance(edits, list) and len(edits) > 1 else "")
-    elif meta.kind == "execute" and command:
-        detail = _one_line(command, width)
-        timeout = args.get("timeout")
-        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
-            detail += f" (timeout {timeout:g}s)"
-    elif meta.kind == "search" and first is not None and pattern:
-        detail = pattern if first.listing else json.dumps(pattern, ensure_ascii=False)  # a regex: quoted
-        where = _str(args, "path")
-        if where:
-            detail += f" in {where.removeprefix('@')}"
-        glob = _str(args, "glob")
-        if glob:
-            detail += f" ({glob})"
-    elif meta.kind == "search" and first is not None and first.listing:
-        detail = path or "."
-    else:
-        detail = json.dumps(args, ensure_ascii=False, separators=(",", ":")) if args else ""
-    return _one_line(f"{name} {detail}".strip(), width)
-
-
-@dataclass(slots=True)
-class PreviewLine:
-    text: str
-    kind: str  # "body", "more" (the "… N more lines" line), "notice", "status"
-
-
-def result_preview(text: str, max_lines: int = RESULT_LINES) -> list[PreviewLine]:
-    """The first ``max_lines`` lines of a result, a count of the rest, then every notice
-    (``[Showing lines …]``, ``[Output too large …]``) and outcome line, never cut."""
-    lines = text.rstrip("\n").splitlines() if text.strip() else []
-    if not lines:
-        return [PreviewLine("(no output)", "more")]
-    special = [i for i, line in enumerate(lines) if NOTICE.match(line.strip()) or STATUS.match(line.strip())]
-    special_set = set(special)
-    body = [i for i in range(len(lines)) if i not in special_set]
-    # blank lines before a notice are separators, not content
-    while body and not lines[body[-1]].strip():
-        body.pop()
-    out = [PreviewLine(lines[i], "body") for i in body[:max_lines]]
-    hidden = len(body) - max_lines
-    if hidden > 0:
-        out.append(PreviewLine(f"… {hidden} more line{'s' if hidden != 1 else ''}", "more"))
-    for i in special:
-        kind = "notice" if NOTICE.match(lines[i].strip()) else "status"
-        out.append(PreviewLine(lines[i].strip(), kind))
-    return out
-
-
-def result_text(content: Iterable[Any]) -> str:
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append(visible(block.text))
-        elif isinstance(block, ImageContent):
-            parts.append(f"(image, {block.mime_type})")
-    return "\n".join(parts)
-
-
-def notices_of(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if NOTICE.match(line.strip())]
-
-
-def diff_lines(diff: str, limit: int = 8) -> tuple[list[str], int, int]:
-    """The changed lines of a unified diff (first ``limit``), and the counts of added and
-    removed lines."""
-    changed = [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    added = sum(1 for line in changed if line.startswith("+"))
-    return changed[:limit], added, len(changed) - added
 
 
 # --- the renderer ------------------------------------------------------------------------
@@ -181,6 +61,24 @@ def diff_lines(diff: str, limit: int = 8) -> tuple[list[str], int, int]:
 class _Stream:
     kind: str  # "text" or "thinking"
     splitter: BlockSplitter
+    printed: int = 0  # lines of the block being received printed already (settled early)
+    shown: int = 0  # of those, the lines on the screen (the live block leaves them out)
+    tried: int = 0  # the block's length when its settled lines were last looked for
+    block: int = 0  # which block of the stream is being received
+    # lines of ended blocks printed but not on the screen yet (block number, lines): the
+    # live block keeps showing them until they are
+    held: list[tuple[int, list[list[Segment]]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Live:
+    """What the live block shows of the stream being received: ``held`` (lines of ended
+    blocks not on the screen yet), then the growing block's rendered lines from ``shown``."""
+
+    kind: str = "text"
+    pending: str = ""
+    shown: int = 0
+    held: list[list[Segment]] = field(default_factory=list)
 
 
 class Renderer:
@@ -198,7 +96,9 @@ class Renderer:
         self.totals = Totals()
         self.activity = ""
         self.writing_call = ""  # the tool call being streamed, described (the live block shows it)
+        self.writing: ToolCall | None = None  # that call, its arguments as parsed so far
         self._streams: dict[int, _Stream] = {}
+        self._ended: list[_Stream] = []  # streams ended with lines not on the screen yet
         self._shown: dict[str, str] = {}  # tool call id -> result text shown at execution end
         self._calls: dict[str, str] = {}  # tool call id -> its description
         self._pruned = [0, 0]  # records, tokens saved, not yet reported
@@ -213,6 +113,8 @@ class Renderer:
         self.bullet = "●" if utf else "*"
         self.bar = "│" if utf else "|"
         self.arrow = "→" if utf else "->"
+        # runs a callback once what was printed is on the screen (the terminal's writer sets it)
+        self.when_written: Callable[[Callable[[], None]], None] = lambda callback: callback()
 
     # --- layout helpers -----------------------------------------------------------
 
@@ -240,23 +142,39 @@ class Renderer:
         self._begin("note")
         self.console.print(Text(visible(message), style=style), soft_wrap=True)
 
-    def print_block(self, kind: str, block: str, *, continued: bool = False) -> None:
+    def block_lines(self, kind: str, block: str) -> list[list[Segment]]:
+        """A block rendered at the console's width, as lines (see :meth:`_lines`)."""
         block = visible(block)  # the model's text: no escape sequence reaches the terminal
-        if continued and self._section == kind:
-            pass  # the rest of a paragraph printed in parts: no blank line between them
-        else:
-            self._begin(kind)
         if kind == "thinking":
-            self.console.print(Text(block, style="dim italic"))
-            return
+            return self._lines(Text(block, style="dim italic"))
         if block.count("```") % 2 == 1 or block.count("~~~") % 2 == 1:
             block += "\n```"  # an answer cut off inside a code block
-        self.console.print(self.trimmed(Markdown(block, hyperlinks=False)))
+        return self._lines(Markdown(block, hyperlinks=False))
 
-    def trimmed(self, renderable: Any) -> Segments:
-        """``renderable`` without the blank lines rich puts around some elements (a list
-        opens with one), and without padding to the full width: the blank lines between
-        blocks are this renderer's to place."""
+    def text_lines(self, text: Text) -> list[list[Segment]]:
+        """A line of styled text as rendered lines (one, unless it is wider than the console)."""
+        return self._lines(text)
+
+    def print_block(self, kind: str, block: str) -> None:
+        """A whole block, after a blank line when it follows something else."""
+        self.print_lines(kind, self.block_lines(kind, block))
+
+    def print_lines(self, kind: str, lines: list[list[Segment]], *, first: bool = True) -> None:
+        """Rendered lines of a block; ``first``: they start it (a blank line may go before)."""
+        if not lines:
+            return
+        if first:
+            self._begin(kind)
+        segments: list[Segment] = []
+        for line in lines:
+            segments.extend(line)
+            segments.append(Segment.line())
+        self.console.print(Segments(segments))
+
+    def _lines(self, renderable: Any) -> list[list[Segment]]:
+        """``renderable``'s lines without the blank lines rich puts around some elements (a
+        list opens with one), and without padding to the full width: the blank lines
+        between blocks are this renderer's to place."""
         lines = self.console.render_lines(renderable, self.console.options, pad=False)
 
         def blank(line: list[Segment]) -> bool:
@@ -266,7 +184,7 @@ class Renderer:
             lines.pop(0)
         while lines and blank(lines[-1]):
             lines.pop()
-        segments: list[Segment] = []
+        out: list[list[Segment]] = []
         for line in lines:
             line = list(line)
             # justified text is padded to the width with spaces: drop them (copy and paste)
@@ -275,9 +193,8 @@ class Renderer:
             if line and not (line[-1].style and line[-1].style.bgcolor):
                 last = line[-1]
                 line[-1] = Segment(last.text.rstrip(), last.style, last.control)
-            segments.extend(line)
-            segments.append(Segment.line())
-        return Segments(segments)
+            out.append(line)
+        return out
 
     # --- events -----------------------------------------------------------------------
 
@@ -304,6 +221,7 @@ class Renderer:
         if isinstance(event.message, AssistantMessage):
             self._streams.clear()
             self.writing_call = ""
+            self.writing = None
             self.activity = "waiting for the model"
 
     def _on_message_update(self, event: Any) -> None:
@@ -318,7 +236,8 @@ class Renderer:
             if stream is None:
                 stream = self._streams[index] = _Stream(kind.split("_")[0], self._splitter())
             for block in stream.splitter.feed(inner.delta):
-                self.print_block(stream.kind, block.text, continued=block.continued)
+                self._settle(stream, block.text)
+            self._settle_growing(stream, inner.delta)
         elif kind in ("text_end", "thinking_end"):
             self._flush_stream(index)
         elif kind in ("toolcall_start", "toolcall_delta"):
@@ -327,29 +246,74 @@ class Renderer:
             if isinstance(call, ToolCall) and call.name:  # its arguments as parsed so far
                 meta = self.tools.meta(call.name)
                 self.writing_call = describe_call(call.name, meta, call.arguments or {}, self._width())
+                self.writing = call
         elif kind == "toolcall_end":
             self.writing_call = ""
+            self.writing = None
             self.activity = f"calling {inner.tool_call.name}"
 
     def _splitter(self) -> BlockSplitter:
-        """Print a paragraph line by line once it is wider than the terminal."""
-        return BlockSplitter(soft_limit=max(40, min(160, self.console.width - 8)))
+        return BlockSplitter()
 
-    def live_pending(self) -> tuple[str, str]:
-        """The newest stream's kind ("text", "thinking") and its text not printed yet."""
+    def _settle(self, stream: _Stream, block: str) -> None:
+        """A block has ended: print what of it is not printed yet."""
+        lines = self.block_lines(stream.kind, block)
+        self.print_lines(stream.kind, lines[stream.printed :], first=stream.printed == 0)
+        ended, unseen = stream.block, lines[stream.shown :]
+        stream.printed = stream.shown = stream.tried = 0
+        stream.block += 1
+        if unseen:
+            stream.held.append((ended, unseen))
+
+            def on_screen() -> None:
+                stream.held[:] = [entry for entry in stream.held if entry[0] > ended]
+
+            self.when_written(on_screen)
+
+    def _settle_growing(self, stream: _Stream, delta: str) -> None:
+        """Print the lines of the block still growing that are final (:mod:`settled`);
+        tried again once a word or a line has been added since the last try."""
+        pending = stream.splitter.pending_text()
+        if len(pending) - stream.tried < SETTLE_STEP and "\n" not in delta:
+            return
+        stream.tried = len(pending)
+        found = settled(stream.kind, pending)
+        if found is None:
+            return
+        lines = self.block_lines(stream.kind, found.text)
+        end = len(lines) - found.unsettled
+        if end > stream.printed:
+            self.print_lines(stream.kind, lines[stream.printed : end], first=stream.printed == 0)
+            stream.printed = end
+            block = stream.block
+
+            def on_screen() -> None:
+                if stream.block == block:
+                    stream.shown = max(stream.shown, end)
+
+            self.when_written(on_screen)
+
+    def live_pending(self) -> Live:
+        """What the live block shows: the lines of ended streams not on the screen yet, then
+        the newest stream with something not on the screen."""
+        self._ended = [stream for stream in self._ended if stream.held]
+        ended = [line for stream in self._ended for _, lines in stream.held for line in lines]
         for index in sorted(self._streams, reverse=True):
             stream = self._streams[index]
             pending = stream.splitter.pending_text()
-            if pending.strip():
-                return stream.kind, pending
-        return "text", ""
+            if pending.strip() or stream.held:
+                held = [line for _, lines in stream.held for line in lines]
+                return Live(stream.kind, pending, stream.shown, ended + held)
+        return Live(held=ended)
 
     def _flush_stream(self, index: int) -> None:
         stream = self._streams.pop(index, None)
         if stream is None:
             return
         for block in stream.splitter.finish():
-            self.print_block(stream.kind, block.text, continued=block.continued)
+            self._settle(stream, block.text)
+        if stream.held:  # its last lines are on their way to the screen: shown live until then
+            self._ended.append(stream)
 
     def _flush_streams(self) -> None:
         for index in sorted(self._streams):
@@ -360,6 +324,7 @@ class Renderer:
         if isinstance(message, AssistantMessage):
             self._flush_streams()
             self.writing_call = ""
+            self.writing = None
             self.totals.add(message.usage)
             if message.stop_reason == StopReason.ERROR:
                 text = self.explain(message) if self.explain else message.error_message or "the request failed"

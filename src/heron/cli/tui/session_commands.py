@@ -19,7 +19,7 @@ from heron.cli.sessions_cmd import render_tree
 from heron.cli.tui.controller_parts import session_rows
 from heron.cli.tui.cost import cost_lines, usage_by_model
 from heron.cli.tui.export import default_export_path, write_export
-from heron.cli.tui.pick_items import session_items, tree_items
+from heron.cli.tui.pick_items import Picker, session_items, tree_items
 from heron.cli.tui.recap import Recap
 from heron.cli.tui.render import Renderer, Totals
 from heron.cli.tui.settings_view import change_setting, settings_lines
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 SESSIONS_LISTED = 30
 TREE_LINES = 400
-# picker.pick's signature: a title, the items, what Tab shows; the value picked or None
-Picker = Callable[..., Awaitable[Any]]
 
 
 class SessionCommands:
@@ -135,11 +133,26 @@ class SessionCommands:
         where = str(store.path) if store.path is not None else "in memory"
         self.note(f"{what}: {where} ({len(s.messages)} messages in the context)", "green")
 
-    def _cmd_fork(self, args: str) -> None:
+    async def _pick_fork(self) -> None:
+        """``/fork`` in a terminal: choose the entry, as in ``/tree`` (opens on the leaf)."""
+        assert self.picker is not None
+        store: SessionStore = self.session.store
+        if len(store) == 0:
+            self.note("the session has no entries yet: nothing to fork")
+            return
+        title = "fork from which entry? (a prompt: the new session stops just before it, its text to edit)"
+        items = tree_items(store, max(20, self.console.width - 40))
+        chosen = await self.picker(title, items, toggle="shows every entry")
+        if chosen is not None:
+            self._cmd_fork(str(chosen))
+
+    def _cmd_fork(self, args: str) -> Awaitable[None] | None:
         number = args.strip()
+        if not number and self.picker is not None:
+            return self._pick_fork()
         if not number:
             self._switch(self.app.fork_store(None), "forked")
-            return
+            return None
         target, text, _ = self._entry_target(number)
         if target is None:  # before the first entry: nothing to copy
             self._switch(self.app.new_store(), "new session")
@@ -147,6 +160,7 @@ class SessionCommands:
             self._switch(self.app.fork_store(target), "forked")
         if text is not None:
             self.set_prefill(text)
+        return None
 
     def _cmd_new(self, args: str) -> None:
         self._switch(self.app.new_store(), "new session")
