@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.budget_notice import NOTICE_PREFIX
+from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import BASH_BYTES, FILE_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.summaries import is_summary_body, is_summary_text
@@ -198,6 +199,8 @@ def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, server
         prompt_tokens, completion = count_tokens(body)
         assert prompt_tokens + completion <= WINDOW
     assert any("[Pruned from the context" in json.dumps(b) for b in one.bodies), "and prune"
+    assert any(NOTICE_PREFIX in json.dumps(b) for b in one.bodies), "and tell the model its budget"
+    assert any(SHARED_SUMMARY_MARK in json.dumps(b) for b in one.bodies), "with shared summary requests"
     # the two drives ran in folders of the same length; only those and the session ids differ.
     # A compaction's two summary requests (history, turn prefix) run concurrently: compare
     # the session's own requests in order, the summary requests as a set.
