@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from _pi import pi_command, pi_env, pi_model
-from _prompt_cache import CacheFigures, figures
+from _prompt_cache import CacheFigures, SimulatedCache, figures
 
 MODEL_ID = "big"
 PROMPT = re.compile(r"^Turn (\d+):")
+SSE = "text/event-stream"
 
 
 def body_parts(body: dict[str, Any]) -> list[str]:
@@ -78,6 +79,8 @@ class ScriptServer:
     turn: int = 0
     step: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # the server's own prompt cache (unbounded), reported as cached tokens in the usage
+    cache: SimulatedCache = field(default_factory=lambda: SimulatedCache(None))
 
     def reply(self, body: dict[str, Any]) -> tuple[int, bytes, str]:
         """(status, body, content type) for one request."""
@@ -93,11 +96,13 @@ class ScriptServer:
                     "error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
                 }
                 return 400, json.dumps(error).encode(), "application/json"
+            served = self.cache.serve(body_parts(body), float(len(self.received)))
+            cached = min(size // 4, served.cached // 4)
             last = messages[-1] if messages else {}
             prompt = PROMPT.match(_text(last)) if last.get("role") == "user" else None
             if cap and cap <= 1:  # a cache-warming request: answers nothing
                 self.received.append(Received(body, "warm"))
-                return 200, _stream(text="ok", prompt=size // 4), "text/event-stream"
+                return 200, _stream(text="ok", prompt=size // 4, cached=cached), SSE
             if last.get("role") == "tool" or prompt is not None:
                 new_turn = None
                 if prompt is not None and int(prompt.group(1)) != self.turn:
@@ -108,14 +113,22 @@ class ScriptServer:
                     tool, args, label = steps[self.step]
                     self.step += 1
                     call = {"id": f"call_{self.turn:03d}_{self.step}", "name": tool, "arguments": json.dumps(args)}
-                    return 200, _stream(text=f"Let me {label}.", call=call, prompt=size // 4), "text/event-stream"
+                    return (
+                        200,
+                        _stream(text=f"Let me {label}.", call=call, prompt=size // 4, cached=cached),
+                        SSE,
+                    )
                 self.step += 1
-                return 200, _stream(text=self.answers.get(self.turn, "done"), prompt=size // 4), "text/event-stream"
+                return (
+                    200,
+                    _stream(text=self.answers.get(self.turn, "done"), prompt=size // 4, cached=cached),
+                    SSE,
+                )
             self.received.append(Received(body, "summary"))
-            return 200, _stream(text=self.summary, prompt=size // 4), "text/event-stream"
+            return 200, _stream(text=self.summary, prompt=size // 4, cached=cached), SSE
 
 
-def _stream(*, text: str, prompt: int, call: dict[str, str] | None = None) -> bytes:
+def _stream(*, text: str, prompt: int, cached: int, call: dict[str, str] | None = None) -> bytes:
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> str:
         data: dict[str, Any] = {"id": "x", "object": "chat.completion.chunk", "model": MODEL_ID}
         data["choices"] = [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]
@@ -134,7 +147,15 @@ def _stream(*, text: str, prompt: int, call: dict[str, str] | None = None) -> by
         out.append(chunk({"tool_calls": [tool]}))
     out.append(chunk({}, "tool_calls" if call else "stop"))
     out.append(
-        chunk({}, usage={"prompt_tokens": prompt, "completion_tokens": len(text) // 4 + 8, "total_tokens": prompt + 8})
+        chunk(
+            {},
+            usage={
+                "prompt_tokens_details": {"cached_tokens": cached},
+                "prompt_tokens": prompt,
+                "completion_tokens": len(text) // 4 + 8,
+                "total_tokens": prompt + 8,
+            },
+        )
     )
     out.append("data: [DONE]\n\n")
     return "".join(out).encode()
@@ -222,6 +243,7 @@ class AgentRun:
     cache: dict[str, CacheFigures]
     seconds: float
     error: str | None = None
+    ledger_hits: list[float] = field(default_factory=list)  # heron's own record of each summary's cache hit
 
     def count(self, kind: str) -> int:
         return sum(1 for r in self.received if r.kind == kind)
@@ -289,6 +311,29 @@ def drive(
     finally:
         server.shutdown()
         server.server_close()
+    hits = [
+        float(record["detail"]["summary_request"].get("cacheHit", 0.0))
+        for path in sorted((work / f"{name}-home").rglob("*.jsonl"))
+        for record in _ledger(path)
+        if record.get("kind") == "compaction" and "summary_request" in record.get("detail", {})
+    ]
     accepted = [r for r in script.received if r.kind in ("turn", "summary", "warm")]
     sent = [(body_parts(r.body), r.kind == "summary", r.new_turn) for r in accepted]
-    return AgentRun(name, list(script.received), figures(sent, turn_pauses), seconds, error)
+    return AgentRun(name, list(script.received), figures(sent, turn_pauses), seconds, error, hits)
+
+
+def _ledger(path: Path) -> list[dict[str, Any]]:
+    """The ledger records of a heron session file (none in pi's)."""
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(entry, dict)
+            and entry.get("customType") == "heron.ledger"
+            and isinstance(entry.get("data"), dict)
+        ):
+            out.append(entry["data"])
+    return out

@@ -653,6 +653,12 @@ def goals(agents: dict[str, AgentRun | None]) -> str:
     lines = []
     hit = heron.cache["5min"].summary_hit
     lines.append(f"heron summary-request cache hit {pct(hit)} ({'meets' if hit >= 0.9 else 'misses'} the 90% goal)")
+    if heron.ledger_hits:
+        mean = sum(heron.ledger_hits) / len(heron.ledger_hits)
+        lines.append(
+            f"  heron's ledger, from the cached tokens the server reported: {pct(mean)} on average "
+            f"over {len(heron.ledger_hits)} compactions"
+        )
     if pi is None:
         lines.append(f"uncached input vs pi: {NOT_INSTALLED}")
     else:
