@@ -159,3 +159,38 @@ def test_tool_choice_none_on_each_wire() -> None:
     plain = StreamOptions(max_tokens=100)
     assert "tool_choice" not in openai_chat.build_request(model, context, plain)
     assert "toolConfig" not in google.build_body(model, context, plain)
+
+
+async def test_the_view_as_sent_leaves_out_a_pruning_step_taken_since_the_last_answer(
+    project: Path, faux: FauxProvider
+) -> None:
+    """A compaction is often preceded, in the same preparation, by a pruning step: the shared
+    request repeats the view the last request carried, without that step's stubs, and a
+    resumed process derives the same view (the stubs' recording times against the answers')."""
+    script(faux)
+    s = session(project, faux)
+    await s.prompt("read big.txt")
+    await s.prompt("read it again")
+    messages = s.agent.state.messages
+    sent = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+    assert s.policy.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
+    pruned = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+    assert pruned != sent
+    view, stubs = s.policy.view_as_sent(messages)
+    assert [m.to_json_dict() for m in view] == sent and stubs == {}  # type: ignore[union-attr]
+    reopened = session_on(project, faux, SessionStore.open(s.store.path, read_only=True))
+    again, _ = reopened.policy.view_as_sent(reopened.agent.state.messages)
+    assert [m.to_json_dict() for m in again] == sent  # type: ignore[union-attr]
+    await s.prompt("and once more")  # after the next answer the step is part of what was sent
+    view, stubs = s.policy.view_as_sent(s.agent.state.messages)
+    assert stubs == s.policy.decisions.stubs and stubs
+
+
+def session_on(project: Path, faux: FauxProvider, store: SessionStore) -> CodingSession:
+    return CodingSession(
+        cwd=project,
+        model=faux.model(context_window=32_000, max_tokens=4_000),
+        store=store,
+        home=project.parent / "home",
+        settings=settings_from_dict({"compaction": {"keepRecentTokens": 500}}),
+    )
