@@ -39,7 +39,7 @@ from heron.coding.events import CompactionEndEvent, CompactionStartEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.boundaries import step_boundary
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 
 WINDOW = 16_384
 MAX_TOKENS = 2_048
@@ -101,7 +101,7 @@ class Script:
         ]
 
     def __call__(self, context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nWork through the items.\n## Progress\nSeveral items done.")
         plan = self.plan
         assert plan is not None

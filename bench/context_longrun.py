@@ -13,7 +13,19 @@ request / 4), the byte-identical prefix it shares with the previous request of t
 session - as a share of this request (what a provider bills as cache reads) and as a
 share of the previous request (cache stability: 100% means nothing that was sent before
 changed) - and the pruning steps and compactions that ran just before it (from the
-session's events). The same run with pruning off for comparison. ``--quick``: 20 turns.
+session's events). The same run with pruning off, and with separate summary requests
+(``compaction.request: "separate"``), for comparison.
+
+Issue 28: every run's requests, summary requests included, are also served by a simulated
+prompt cache (``_prompt_cache.py``: a request's cached part is the longest prefix it shares
+with an earlier request still alive; a 5-minute TTL refreshed on use, and an unbounded
+one; simulated time: 15 s a request, a user pause before each turn) - uncached input
+characters, the summary requests' cache hit, and where the uncached characters come from.
+Then heron and pi 1.6.0 play the same script (without the edits) against one scripted
+OpenAI-compatible server over their rpc modes (``_longrun_http.py``), and the same cache
+figures are computed from the request bodies they sent; pi's columns say "pi: not
+installed" without it (``HERON_CI_NODE_DIR``). The machine's load is printed.
+``--quick``: 20 turns in process, 10 over HTTP.
 """
 
 from __future__ import annotations
@@ -32,6 +44,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import RESULTS, parser, table, write_json
+from _longrun_http import AgentRun, ScriptServer, drive, heron_agent, pi_agent
+from _pi import NOT_INSTALLED
+from _prompt_cache import CacheFigures, figures, pauses
 from heron.ai.providers.faux import FauxProvider, FauxReply, _common_prefix, error, serialise_request, text
 from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage
@@ -40,7 +55,7 @@ from heron.coding.events import CompactionEndEvent, CompactionStartEvent, Ledger
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.prune import PRUNE_LOW_WATER
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 
 WINDOW = 32_000
 MAX_TOKENS = 8_192
@@ -188,7 +203,7 @@ class Script:
         self.step = 0
 
     def __call__(self, context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             self.summaries += 1
             return text(SUMMARY.format(n=self.summaries))
         plan = self.plan
@@ -241,6 +256,8 @@ class Run:
     prune_ages: list[int] = field(default_factory=list)  # turns between a result and its pruning
     results: int = 0  # tool results the model got
     cut_results: int = 0  # ...of which cut to the size cap (read/bash byte limit or a spill preview)
+    cache: dict[str, CacheFigures] = field(default_factory=dict)  # simulated prompt cache, by TTL
+    summary_ix: list[int] = field(default_factory=list)  # which of the provider's requests were summaries
 
 
 async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
@@ -308,8 +325,8 @@ def measure(
     threshold: int,
     caps: dict[int, int],
 ) -> Run:
-    main = [j for j, c in enumerate(faux.requests) if c.system_prompt != SUMMARISER_SYSTEM_PROMPT]
-    summary_ix = [j for j, c in enumerate(faux.requests) if c.system_prompt == SUMMARISER_SYSTEM_PROMPT]
+    main = [j for j, c in enumerate(faux.requests) if not is_summary_request(c)]
+    summary_ix = [j for j, c in enumerate(faux.requests) if is_summary_request(c)]
     requests: list[Request] = []
     previous: str | None = None
     for n, j in enumerate(main):
@@ -353,7 +370,18 @@ def measure(
         if r.pruned:
             r.events.insert(0, f"prune x{r.pruned}")
     results, cut = tool_results(faux)
+    turns = max((turn for turn, _ in script.labels.values()), default=0)
+    first_of: dict[int, int] = {}  # turn -> its first request (the user's pause comes before it)
+    for j in sorted(script.labels):
+        first_of.setdefault(script.labels[j][0], j)
+    sent = []
+    for j, context in enumerate(faux.requests):
+        turn = script.labels.get(j, (0, ""))[0]
+        new_turn = turn if first_of.get(turn) == j else None
+        sent.append((faux.payloads[j].split("\n"), is_summary_request(context), new_turn))
     return Run(
+        cache=figures(sent, pauses(turns, SEED)),
+        summary_ix=summary_ix,
         name=name,
         requests=requests,
         summary_requests=len(summary_ix),
@@ -498,6 +526,149 @@ def plot(runs: list[Run], target: Path) -> None:
     plt.close(fig)
 
 
+def cache_json(cache: dict[str, CacheFigures]) -> dict[str, Any]:
+    return {
+        ttl: {
+            "input_chars": c.chars,
+            "uncached_chars": c.uncached,
+            "summary_requests": c.summary_requests,
+            "summary_chars": c.summary_chars,
+            "summary_cache_hit": round(c.summary_hit, 4),
+        }
+        for ttl, c in cache.items()
+    }
+
+
+def cache_table(runs: list[Run]) -> str:
+    """The in-process runs with a simulated prompt cache (5-minute TTL and unbounded)."""
+    rows = []
+    for r in runs:
+        five, inf = r.cache["5min"], r.cache["infinite"]
+        rows.append(
+            [
+                r.name,
+                f"{five.chars:,}",
+                f"{five.uncached:,}",
+                f"{inf.uncached:,}",
+                f"{five.summary_requests}",
+                f"{five.summary_chars:,}",
+                f"{pct(five.summary_hit)} / {pct(inf.summary_hit)}",
+            ]
+        )
+    headers = [
+        "faux run",
+        "input chars",
+        "uncached (5 min)",
+        "uncached (inf)",
+        "summary reqs",
+        "summary chars",
+        "summary hit 5 min / inf",
+    ]
+    return table(headers, rows)
+
+
+def breakdown(r: Run, summary_ix: list[int], ttl: str) -> dict[str, int]:
+    """Where a faux run's uncached characters come from: summary requests, the request
+    after a compaction (a new prefix), the request after a pruning step (the prefix breaks
+    at the first new stub), and the rest (what each request adds: prompts, tool results)."""
+    served = r.cache[ttl].served
+    summaries = set(summary_ix)
+    main = [j for j in range(len(served)) if j not in summaries]
+    out = {"summary requests": 0, "after a compaction": 0, "after a prune step": 0, "new content": 0}
+    for j in summaries:
+        out["summary requests"] += served[j].chars - served[j].cached
+    for q, j in zip(r.requests, main, strict=True):
+        key = "after a compaction" if q.compacted else "after a prune step" if q.pruned else "new content"
+        out[key] += served[j].chars - served[j].cached
+    return out
+
+
+def http_runs(turns: int) -> dict[str, AgentRun | None]:
+    """heron and pi on the same scripted server workload (``_longrun_http``)."""
+    rng = random.Random(SEED)
+    tmp = Path(tempfile.mkdtemp(prefix="heron-longrun-http-"))
+    try:
+        project = tmp / "project"
+        sizes = make_project(project, rng)
+        plans = [plan_turn(turn, sizes, rng) for turn in range(1, turns + 1)]
+        steps = {p.turn: [step for step in p.steps if step[0] != "edit"] for p in plans}
+        answers = {p.turn: p.answer for p in plans}
+        agents: dict[str, AgentRun | None] = {}
+        for name, agent in (("heron", heron_agent), ("pi 1.6.0", pi_agent)):
+            script = ScriptServer(steps, answers, WINDOW, SUMMARY.format(n=0))
+            agents[name] = drive(
+                name,
+                agent,
+                project=project,
+                work=tmp,
+                prompts=[p.prompt for p in plans],
+                script=script,
+                window=WINDOW,
+                max_tokens=MAX_TOKENS,
+                turn_pauses=pauses(turns, SEED),
+            )
+        return agents
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def agent_table(agents: dict[str, AgentRun | None]) -> str:
+    rows = []
+    for name, a in agents.items():
+        if a is None:
+            rows.append([name, NOT_INSTALLED, "", "", "", "", "", "", ""])
+            continue
+        five, inf = a.cache["5min"], a.cache["infinite"]
+        rows.append(
+            [
+                name + (f" (stopped: {a.error[:60]})" if a.error else ""),
+                f"{a.count('turn')}",
+                f"{five.summary_requests}",
+                f"{a.count('rejected')}",
+                f"{five.chars:,}",
+                f"{five.uncached:,}",
+                f"{inf.uncached:,}",
+                f"{pct(five.summary_hit)} / {pct(inf.summary_hit)}",
+                f"{a.seconds:.0f}",
+            ]
+        )
+    headers = [
+        "agent",
+        "requests",
+        "summary reqs",
+        "rejected",
+        "input chars",
+        "uncached (5 min)",
+        "uncached (inf)",
+        "summary hit 5 min / inf",
+        "seconds",
+    ]
+    return table(headers, rows)
+
+
+def goals(agents: dict[str, AgentRun | None]) -> str:
+    heron, pi = agents.get("heron"), agents.get("pi 1.6.0")
+    if heron is None:
+        return "heron: did not run"
+    lines = []
+    hit = heron.cache["5min"].summary_hit
+    lines.append(f"heron summary-request cache hit {pct(hit)} ({'meets' if hit >= 0.9 else 'misses'} the 90% goal)")
+    if heron.ledger_hits:
+        mean = sum(heron.ledger_hits) / len(heron.ledger_hits)
+        lines.append(
+            f"  heron's ledger, from the cached tokens the server reported: {pct(mean)} on average "
+            f"over {len(heron.ledger_hits)} compactions"
+        )
+    if pi is None:
+        lines.append(f"uncached input vs pi: {NOT_INSTALLED}")
+    else:
+        for ttl in ("5min", "infinite"):
+            ratio = heron.cache[ttl].uncached / max(1, pi.cache[ttl].uncached)
+            verdict = "meets" if ratio <= 0.3 else "misses"
+            lines.append(f"uncached input ({ttl}): heron {ratio:.2f}x pi's ({verdict} the 0.3x goal)")
+    return "\n".join(lines)
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -507,6 +678,7 @@ def main() -> None:
     turns = 20 if args.quick else 200
     on = asyncio.run(run("pruning on", turns, {}))
     off = asyncio.run(run("pruning off", turns, {"pruning": {"enabled": False}}))
+    separate = asyncio.run(run("separate summaries", turns, {"compaction": {"request": "separate"}}))
     assert len(on.requests) == len(off.requests)
 
     rows = []
@@ -602,6 +774,23 @@ def main() -> None:
             f"the {pct(TARGET_WHOLE_PREFIX)} target)"
         )
 
+    print()
+    print(cache_table([on, off, separate]))
+    rows = []
+    for run_ in (on, separate):
+        for ttl in ("5min", "infinite"):
+            parts = breakdown(run_, run_.summary_ix, ttl)
+            rows.append([f"{run_.name} ({ttl})", *(f"{v:,}" for v in parts.values())])
+    print(table(["uncached chars from", *breakdown(on, on.summary_ix, "5min")], rows))
+    http_turns = 10 if args.quick else turns
+    agents = http_runs(http_turns)
+    print()
+    print(f"heron and pi 1.6.0 over HTTP, the same {http_turns}-turn script (no edits), {WINDOW:,}-token window:")
+    print(agent_table(agents))
+    print(goals(agents))
+    load = os.getloadavg()
+    print(f"machine load: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1/5/15 min) on {os.cpu_count()} CPUs")
+
     png = RESULTS / ("context_longrun.quick.png" if args.quick else "context_longrun.png")
     png.parent.mkdir(parents=True, exist_ok=True)
     plot([on, off], png)
@@ -630,6 +819,12 @@ def main() -> None:
             "seed": SEED,
             "pruning_on": s_on,
             "pruning_off": s_off,
+            "simulated_cache": {r.name: cache_json(r.cache) for r in (on, off, separate)},
+            "http": {
+                name: None if a is None else {"seconds": round(a.seconds, 1), "error": a.error, **cache_json(a.cache)}
+                for name, a in agents.items()
+            },
+            "load": list(os.getloadavg()),
             "plot": png.name,
             "per_request": per_request,
         },

@@ -26,6 +26,7 @@ from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply, json_reply
 from tests.support.sse import anthropic_reply, openai_reply
+from tests.support.summaries import is_summary_body
 
 SUMMARY_MARK = SUMMARISER_SYSTEM_PROMPT[:60]
 FLUSH_MARK = "[heron: the conversation is about to be compacted"
@@ -138,7 +139,7 @@ class PlanServer:
 
     def _reply(self, body: dict[str, Any], used: int) -> Reply:
         messages = body["messages"]
-        if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
+        if is_summary_body(body):
             if self.hang_summary and not self.hung.is_set():
                 self.hung.set()
                 return Reply(body=b"", delay=60)
@@ -396,7 +397,7 @@ def audit(server: PlanServer, start: int = 0, stop: int | None = None) -> list[s
     rows = list(zip(server.bodies, server.turns, server.accepted, strict=True))
     for index, (body, turn, ok) in enumerate(rows[start:stop], start):
         messages = body["messages"]
-        if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
+        if is_summary_body(body):
             continue
         problems.extend(f"request {index} (turn {turn}): {p}" for p in _body_problems(body, turn))
         for message in messages:

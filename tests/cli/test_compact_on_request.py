@@ -21,7 +21,6 @@ import pytest
 
 from tests.cli.audit_harness import (
     FLUSH_MARK,
-    SUMMARY_MARK,
     PlanServer,
     Step,
     audit,
@@ -31,6 +30,7 @@ from tests.cli.audit_harness import (
     text_of,
 )
 from tests.support.http_server import LocalServer
+from tests.support.summaries import is_summary_body
 
 MODEL = {"id": "m", "contextWindow": 32_768, "maxTokens": 4_096}
 SETTINGS: dict[str, Any] = {
@@ -52,10 +52,7 @@ def session_entries(cwd: Path) -> list[dict[str, Any]]:
 def main_bodies(server: PlanServer) -> list[dict[str, Any]]:
     """The session's own requests (not the summaries, not the memory flush's)."""
     return [
-        b
-        for b in server.bodies
-        if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)
-        and not text_of(b["messages"][-1]).startswith(FLUSH_MARK)
+        b for b in server.bodies if not is_summary_body(b) and not text_of(b["messages"][-1]).startswith(FLUSH_MARK)
     ]
 
 
@@ -64,7 +61,7 @@ def flushes(server: PlanServer) -> int:
 
 
 def summary_bodies(server: PlanServer) -> list[dict[str, Any]]:
-    return [b for b in server.bodies if text_of(b["messages"][0]).startswith(SUMMARY_MARK)]
+    return [b for b in server.bodies if is_summary_body(b)]
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ import pytest
 
 from tests.cli.audit_harness import (
     PRUNED,
-    SUMMARY_MARK,
     TODOS,
     UNCHANGED,
     AnthropicPlanServer,
@@ -43,6 +42,7 @@ from tests.cli.audit_harness import (
     prompt as prompt_of,
 )
 from tests.support.http_server import LocalServer, Reply
+from tests.support.summaries import is_summary_body, is_summary_text
 
 SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
 BIG = {"id": "big", "contextWindow": 32_768, "maxTokens": 4_096}
@@ -81,16 +81,12 @@ def serve(made: list[LocalServer], handler: PlanServer) -> str:
 
 
 def session_bodies(handler: PlanServer) -> list[dict[str, Any]]:
-    return [b for b in handler.bodies if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)]
+    return [b for b in handler.bodies if not is_summary_body(b)]
 
 
 def session_raw(handler: PlanServer) -> list[dict[str, Any]]:
     """The session's own requests as sent (not the summary requests)."""
-    return [
-        raw
-        for raw, body in zip(handler.raw, handler.bodies, strict=True)
-        if not text_of(body["messages"][0]).startswith(SUMMARY_MARK)
-    ]
+    return [raw for raw, body in zip(handler.raw, handler.bodies, strict=True) if not is_summary_body(body)]
 
 
 def dump_on_difference(first: list[str], second: list[str]) -> None:
@@ -271,8 +267,8 @@ def test_switching_sessions_in_rpc_sends_what_a_new_process_on_that_session_send
         assert done.returncode == 0, done.stderr[-2000:]
     fresh = handler.bodies[start:]
     assert audit(handler, 0, start) == [] and audit(handler, rpc_start, start) == [] and audit(handler, start) == []
-    first = normalised([b for b in in_rpc if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)], tmp_path)
-    second = normalised([b for b in fresh if not text_of(b["messages"][0]).startswith(SUMMARY_MARK)], tmp_path)
+    first = normalised([b for b in in_rpc if not is_summary_body(b)], tmp_path)
+    second = normalised([b for b in fresh if not is_summary_body(b)], tmp_path)
     dump_on_difference(first, second)
     assert first == second
 
@@ -403,5 +399,5 @@ def test_everything_at_once_one_process_per_turn(tmp_path: Path, servers: list[L
     assert rejected_big == 0 and handler.rejected <= 1
     assert audit(handler) == []
     sent = [json.dumps(b) for b in handler.bodies]
-    assert any(PRUNED in b for b in sent) and any(SUMMARY_MARK in b for b in sent)
+    assert any(PRUNED in b for b in sent) and any(is_summary_text(b) for b in sent)
     assert any(UNCHANGED in b for b in sent)

@@ -23,9 +23,11 @@ from typing import Any
 
 import pytest
 
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.budget_notice import NOTICE_PREFIX
+from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import BASH_BYTES, FILE_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+from tests.support.summaries import is_summary_body, is_summary_text
 
 WINDOW = 16_384
 TURNS = 12
@@ -69,8 +71,7 @@ class Server:
                     {"error": {"message": text, "type": "invalid_request_error", "code": "context_length_exceeded"}},
                 )
         used = prompt if self.report_usage else 0
-        system = messages[0].get("content") if messages else ""
-        if isinstance(system, str) and system.startswith(SUMMARY_MARK):
+        if is_summary_body(body):
             return text_reply("## Goal\nWork through the turns.\n\n## Progress\n- earlier turns done", used)
         last = messages[-1]
         if last["role"] == "tool":
@@ -198,12 +199,14 @@ def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, server
         prompt_tokens, completion = count_tokens(body)
         assert prompt_tokens + completion <= WINDOW
     assert any("[Pruned from the context" in json.dumps(b) for b in one.bodies), "and prune"
+    assert any(NOTICE_PREFIX in json.dumps(b) for b in one.bodies), "and tell the model its budget"
+    assert any(SHARED_SUMMARY_MARK in json.dumps(b) for b in one.bodies), "with shared summary requests"
     # the two drives ran in folders of the same length; only those and the session ids differ.
     # A compaction's two summary requests (history, turn prefix) run concurrently: compare
     # the session's own requests in order, the summary requests as a set.
     rpc_bodies, print_bodies = normalised(one.bodies, tmp_path / "rpc1"), normalised(many.bodies, tmp_path / "prnt")
-    assert [b for b in rpc_bodies if SUMMARY_MARK not in b] == [b for b in print_bodies if SUMMARY_MARK not in b]
-    assert sorted(b for b in rpc_bodies if SUMMARY_MARK in b) == sorted(b for b in print_bodies if SUMMARY_MARK in b)
+    assert [b for b in rpc_bodies if not is_summary_text(b)] == [b for b in print_bodies if not is_summary_text(b)]
+    assert sorted(b for b in rpc_bodies if is_summary_text(b)) == sorted(b for b in print_bodies if is_summary_text(b))
 
 
 @pytest.mark.parametrize("stated", [True, False], ids=["limit-in-error", "bare-error"])

@@ -18,7 +18,6 @@ from typing import Any
 
 from heron.context.goal import Goal, render_goal
 from tests.cli.test_context_restarts import (
-    SUMMARY_MARK,
     TIMEOUT,
     Server,
     heron,
@@ -29,6 +28,7 @@ from tests.cli.test_context_restarts import (
 )
 from tests.coding.test_small_window import BASH_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply
+from tests.support.summaries import is_summary_body, is_summary_text
 
 TURNS = 12
 GOAL = "Ship the release: every data file checked, the build log clean."
@@ -57,9 +57,8 @@ class FrontierServer(Server):
         last = messages[-1]
         content = last.get("content") or ""
         content = content if isinstance(content, str) else content[0]["text"]
-        system = messages[0].get("content") if messages else ""
         found = re.search(r"turn (\d+):", content)
-        if last["role"] != "user" or (isinstance(system, str) and system.startswith(SUMMARY_MARK)) or found is None:
+        if last["role"] != "user" or is_summary_body(body) or found is None:
             return super().__call__(request)
         with self.lock:
             self.bodies.append(body)
@@ -149,7 +148,7 @@ def test_goal_and_skill_survive_compactions_and_restarts(tmp_path: Path, servers
         f'<skill name="deploy" location="{skill_file}">\n'
         f"Relative paths in this skill resolve against {skill_file.parent}.\n\n{body}\n</skill>"
     )
-    turns = [b for b in many.bodies if SUMMARY_MARK not in json.dumps(b)]
+    turns = [b for b in many.bodies if not is_summary_body(b)]
     assert turns, "the session's own requests"
     skill_seen = False
     for body_json in turns:
@@ -163,7 +162,7 @@ def test_goal_and_skill_survive_compactions_and_restarts(tmp_path: Path, servers
     assert any("Skills you invoked earlier" in json.dumps(b) for b in turns), "re-injected after a compaction"
     assert any("Your last steps before the history was compacted" in json.dumps(b) for b in turns)
     rpc_bodies, print_bodies = normalised(one.bodies, tmp_path / "rpc1"), normalised(many.bodies, tmp_path / "prnt")
-    assert [b for b in rpc_bodies if SUMMARY_MARK not in b] == [b for b in print_bodies if SUMMARY_MARK not in b]
+    assert [b for b in rpc_bodies if not is_summary_text(b)] == [b for b in print_bodies if not is_summary_text(b)]
 
 
 def test_goal_budget_stops_the_run_and_can_be_raised(tmp_path: Path, servers: Any) -> None:  # noqa: F811
@@ -266,7 +265,7 @@ def test_plan_mode_answer_is_reinjected_after_every_compaction(tmp_path: Path, s
         assert done.returncode == 0, f"turn {n}: {done.stderr[-2000:]}"
     assert compactions(tmp_path / "home") >= 3
     block = json.dumps(f"<plan>\n{PLAN}\n</plan>")[1:-1]
-    turns = [json.dumps(b) for b in handler.bodies if SUMMARY_MARK not in json.dumps(b)]
+    turns = [json.dumps(b) for b in handler.bodies if not is_summary_body(b)]
     summarised = [t for t in turns if "compacted into the following summary" in t]
     assert summarised, "compactions happened"
     for text in summarised:  # after every compaction, the plan verbatim, or its answer still kept

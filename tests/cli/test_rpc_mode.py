@@ -29,7 +29,7 @@ from heron.cli.app_state import App
 from heron.cli.modes.rpc_mode import RpcServer, _Output, encode_line, split_lines
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import ResolvedModel, settings_from_dict
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.store import SessionStore
 from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_chunk, openai_reply, openai_sse
@@ -334,7 +334,7 @@ def summaries(faux: FauxProvider, script: list[FauxReply], summary: str = "## Go
     asked: list[Context] = []
 
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             asked.append(context)
             return text(summary)
         return script.pop(0)
@@ -376,7 +376,7 @@ async def test_compact_failure_is_an_error_response(project: Path, faux: FauxPro
     script = [text("a" * 2_000), text("b" * 2_000)]
 
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return error("400 bad summary request", status=400)
         return script.pop(0)
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.support.http_server import LocalServer, Recorded, Reply
 from tests.support.sse import openai_chunk, openai_reply, openai_sse
+from tests.support.summaries import is_summary_body
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "cli" / "pi_rpc" / "drive.mjs"
@@ -67,7 +67,7 @@ class Script:
     def __call__(self, request: Recorded) -> Reply:
         body = request.json()
         self.bodies.append(body)
-        if any(SUMMARISER_SYSTEM_PROMPT in str(m.get("content")) for m in body.get("messages", [])):
+        if is_summary_body(body):
             return openai_reply("## Goal\nthe summary")
         return self.replies.pop(0) if self.replies else openai_reply("no reply scripted")
 

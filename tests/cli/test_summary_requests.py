@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from tests.cli.audit_harness import (
-    SUMMARY_MARK,
     TIMEOUT,
     PlanServer,
     Rpc,
@@ -35,9 +34,9 @@ from tests.cli.audit_harness import (
     make_project,
     prompt,
     read,
-    text_of,
 )
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+from tests.support.summaries import is_summary_body
 
 MODEL = {"id": "m", "contextWindow": 32_768, "maxTokens": 4_096}
 FIRST_BYTE_MS = 2_000
@@ -77,8 +76,7 @@ class SummaryServer(PlanServer):
         self.summary_lock = threading.Lock()
 
     def __call__(self, request: Recorded) -> Reply:
-        messages = request.json().get("messages") or []
-        if not (messages and text_of(messages[0]).startswith(SUMMARY_MARK)):
+        if not is_summary_body(request.json()):
             return super().__call__(request)
         with self.summary_lock:
             self.summaries.append(request)

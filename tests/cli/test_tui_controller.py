@@ -14,7 +14,7 @@ from heron.agent.messages import BashExecutionMessage, convert_to_llm
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context, UserMessage
 from heron.cli.tui.controller import Controller, bash_message
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry, ModelChangeEntry
 from heron.session.store import SessionStore
 from tests.cli.tui_helpers import make_app, output, recording_console, submit
@@ -202,7 +202,7 @@ async def test_thinking_shows_and_sets_the_level(project: Path, home: Path, faux
 
 def summarising(faux: FauxProvider, summary: str = "## Goal\nKeep notes.") -> None:
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text(summary)
         return text("plain answer " * 20)
 

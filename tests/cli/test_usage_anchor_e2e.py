@@ -15,10 +15,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.cli.test_print_json_e2e import heron_command
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply
+from tests.support.summaries import is_summary_body
 
 WINDOW = 24_000
 TURNS = 16
@@ -27,8 +27,7 @@ REPORTED = 100  # what the server claims every request carried
 
 def respond(request: Recorded) -> Reply:
     body = request.json()
-    system = body["messages"][0].get("content", "")
-    if SUMMARISER_SYSTEM_PROMPT[:60] in str(system):
+    if is_summary_body(body):
         return text_reply("## Goal\nprint output\n## Progress\nprinted it", REPORTED)
     calls = sum(len(m.get("tool_calls") or []) for m in body["messages"] if m["role"] == "assistant")
     if calls >= TURNS:

@@ -11,7 +11,7 @@ from heron.ai.types import Context
 from heron.coding.events import CompactionEndEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionStore
 
@@ -20,7 +20,7 @@ LONG = "A long explanation of what was found, with every detail spelled out. " *
 
 def session(tmp_path: Path, faux: FauxProvider, replies: list[FauxReply], **settings: Any) -> CodingSession:
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nkeep going")
         return replies.pop(0)
 

@@ -24,7 +24,7 @@ from heron.ai.types import Context, ToolResultMessage, UserMessage
 from heron.coding.memory import FLUSH_PROMPT, INDEX_FILE, memory_dir
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT, is_summary_request
 from heron.context.todos import injected_todos_text
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
@@ -55,7 +55,7 @@ class Model:
         self.flushes = 0
 
     def __call__(self, context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("<analysis>went through it</analysis><summary>## Goal\nFind the marker.</summary>")
         last = context.messages[-1]
         if isinstance(last, UserMessage) and last.text().startswith(FLUSH_START):
@@ -195,7 +195,7 @@ async def test_a_flush_that_would_not_fit_is_skipped_and_recorded(
     calls: list[str] = []
 
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nsummary")
         calls.append(last_text(context)[:40])
         return text("x" * 30_000)  # one answer alone close to the threshold

@@ -18,7 +18,7 @@ from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.invariants import STRICT_LOG
 from heron.context.summariser import summary_context
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT, is_summary_request
 from heron.session.store import SessionStore
 
 SETTINGS = {
@@ -30,7 +30,7 @@ FLUSH_MARK = "[heron: the conversation is about to be compacted"
 
 
 def is_summary(context: Context) -> bool:
-    return context.system_prompt == SUMMARISER_SYSTEM_PROMPT
+    return is_summary_request(context)
 
 
 def reply(context: Context) -> FauxReply:
@@ -67,7 +67,8 @@ def session_of(tmp_path: Path, faux: FauxProvider, **settings: Any) -> CodingSes
 
 def assert_session_options(session: CodingSession, options: StreamOptions, summary: bool = False) -> None:
     assert options.api_key == "sk-session"
-    # a summary's prompt-cache key is the session's own for summaries (another prefix)
+    # a separate summary's prompt-cache key is the session's own for summaries (another
+    # prefix); a shared one repeats the conversation's prefix, under the conversation's key
     assert options.session_id == session.store.session_id + ("/summary" if summary else "")
     assert (options.first_byte_ms, options.idle_ms, options.request_ms) == (4_321, 5_432, 65_432)
     assert (options.retry.max_retries, options.retry.base_delay, options.retry.max_delay) == (2, 0.3, 0.9)
@@ -89,10 +90,16 @@ async def test_summary_and_branch_summary_requests_carry_the_sessions_options(
     summaries = [(c, o) for c, o in seen if is_summary(c)]
     assert len(summaries) >= 2  # the compaction's, the branch's
     for context, options in seen:  # turns and summaries alike
-        assert_session_options(session, options, summary=is_summary(context))
+        assert_session_options(session, options, summary=context.system_prompt == SUMMARISER_SYSTEM_PROMPT)
     for context, options in summaries:
         assert options.max_tokens is not None and options.max_tokens <= 2_000
-        assert context.tools is None or context.tools == []
+        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:  # the branch summary: a request of its own
+            assert context.tools is None or context.tools == []
+        else:  # the compaction's: the turn's system prompt and tools, no tool may be called
+            assert context.system_prompt == session.agent.state.system_prompt
+            assert context.tools == [t.definition() for t in session.agent.state.tools]
+            assert options.tool_choice == "none"
+    assert any(c.system_prompt != SUMMARISER_SYSTEM_PROMPT for c, _ in summaries)
 
 
 async def test_every_request_is_a_chat_span_summaries_included(tmp_path: Path, faux: FauxProvider) -> None:

@@ -13,7 +13,7 @@ from heron.ai.types import AssistantMessage, Context, StopReason, TextContent, T
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 
@@ -35,7 +35,7 @@ def scripted(faux: FauxProvider, script: list[FauxReply], summary: str = "## Goa
     summaries: list[Context] = []
 
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             summaries.append(context)
             return text(summary)
         return script.pop(0)
@@ -85,7 +85,7 @@ async def test_compaction_is_checked_between_tool_turns(project: Path, faux: Fau
     assert "turn_start" in events[first_compaction:]  # the run went on after compacting
     assert summaries, "the summariser was called"
     for context in faux.requests:
-        if context.system_prompt != SUMMARISER_SYSTEM_PROMPT:
+        if not is_summary_request(context):
             assert request_tokens(context) <= s.threshold
     entries = s.store.entries()
     assert any(isinstance(e, CompactionEntry) for e in entries)
@@ -150,7 +150,7 @@ async def test_manual_compact_with_focus(project: Path, faux: FauxProvider) -> N
     await s.prompt("read")
     end = await s.compact(focus="the database schema")
     assert end is not None and end.entry_id is not None
-    assert "the database schema" in summaries[-1].messages[0].text()  # type: ignore[union-attr]
+    assert "the database schema" in summaries[-1].messages[-1].text()  # type: ignore[union-attr]
     assert "focused summary" in s.messages[0].summary  # type: ignore[union-attr]
 
 
@@ -187,4 +187,4 @@ async def test_stream_broken_mid_answer_is_retried_by_the_session(project: Path,
     await s.prompt("hi")
     assert s.messages[-1].text() == "a whole answer"  # type: ignore[union-attr]
     assert events.count("retry_start") == 1 and events.count("retry_end") == 1
-    assert len([c for c in faux.requests if c.system_prompt != SUMMARISER_SYSTEM_PROMPT]) == 2
+    assert len([c for c in faux.requests if not is_summary_request(c)]) == 2

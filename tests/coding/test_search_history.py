@@ -21,7 +21,7 @@ from heron.coding.settings import settings_from_dict
 from heron.coding.tools import DEFAULT_TOOLS, create_tools
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.search_history import SearchHistoryParams, SearchHistoryTool
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry
 from heron.session.store import SessionStore
 
@@ -106,7 +106,7 @@ async def test_marker_from_turn_one_is_found_after_compaction(
     ]
 
     def reply(context: Context) -> object:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nprint things")
         return script.pop(0)
 

@@ -28,10 +28,10 @@ from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.decisions import DECISION_CUSTOM_TYPE
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+from tests.support.summaries import is_summary_body
 
 WINDOW = 16_384
 TURNS = 16
@@ -132,7 +132,7 @@ class StrictServer:
         body = request.json()
         prompt, completion = count_tokens(body)
         messages = body["messages"]
-        summary = bool(messages) and messages[0].get("content") == SUMMARISER_SYSTEM_PROMPT
+        summary = is_summary_body(body)
         kind = "summary" if summary else "turn"
         with self.lock:
             self.counts.append((kind, prompt, completion))

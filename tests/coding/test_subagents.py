@@ -23,7 +23,7 @@ from heron.coding.runtime import CodingSession
 from heron.coding.session_spec import SessionSpec, StoreSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.children import CHILD_CUSTOM_TYPE
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 
@@ -60,7 +60,7 @@ class Router:
         faux.set_fallback(self.reply)
 
     def reply(self, context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nsummary")
         key = last_user_text(context)
         self.requests.setdefault(key, []).append(context)

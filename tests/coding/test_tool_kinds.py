@@ -28,7 +28,7 @@ from heron.coding.permissions import PermissionEngine
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.coding.tools.read import ReadTool
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionStore
 
@@ -94,7 +94,7 @@ def project_with_files(tmp_path: Path) -> tuple[Path, Path]:
 
 def scripted(faux: FauxProvider, script: list[FauxReply]) -> None:
     def reply(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nlook at files")
         return script.pop(0)
 

@@ -39,7 +39,7 @@ from heron.context.budget import (
 from heron.context.compaction import CompactionSettings, message_tokens
 from heron.context.limits import ToolLimits
 from heron.context.policy import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, ContextFull
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.store import SessionStore
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")
@@ -125,7 +125,7 @@ def test_rebuilt_context_after_a_compaction_in_a_session_file() -> None:
 
 def scripted(faux: FauxProvider, script: list[FauxReply]) -> None:
     def answer(context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nsummary")
         return script.pop(0)
 

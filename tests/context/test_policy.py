@@ -99,10 +99,11 @@ def wire(messages: Sequence[AgentMessage]) -> str:
 
 
 def decision_entries(store: SessionStore) -> list[dict[str, Any]]:
+    """The decisions on the path, budget notices aside (tests/context/test_budget_notices.py)."""
     return [
         e.data
         for e in store.path_to(store.leaf_id)
-        if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE
+        if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE and e.data.get("op") != "budget_notice"
     ]
 
 

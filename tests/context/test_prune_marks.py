@@ -30,7 +30,7 @@ from heron.context.decisions import DECISION_CUSTOM_TYPE
 from heron.context.ledger import Ledger
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.context.view import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
@@ -276,7 +276,7 @@ async def test_reinjection_stops_at_the_low_water_mark(
     script = [*(tool_call("read", {"path": f"f{n}.py"}) for n in range(1, 5)), text("read them all")]
 
     def reply(context: Context) -> FauxReply:
-        return text("## Goal\nsummary") if context.system_prompt == SUMMARISER_SYSTEM_PROMPT else script.pop(0)
+        return text("## Goal\nsummary") if is_summary_request(context) else script.pop(0)
 
     faux.set_fallback(reply)
 
@@ -318,7 +318,7 @@ async def test_an_early_compaction_that_saves_too_little_is_skipped(
         script = [text("hello"), text("noted")]
 
         def reply(context: Context) -> FauxReply:
-            return text("## Goal\nsummary") if context.system_prompt == SUMMARISER_SYSTEM_PROMPT else script.pop(0)
+            return text("## Goal\nsummary") if is_summary_request(context) else script.pop(0)
 
         faux.set_fallback(reply)
         session = CodingSession(

@@ -27,7 +27,7 @@ from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, Model
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.summary_text import is_summary_request
 from heron.session.store import SessionStore
 
 WINDOW = 16_384
@@ -101,7 +101,7 @@ class Recorder:
         self.provider.set_fallback(self.reply)
 
     def reply(self, context: Context) -> FauxReply:
-        if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        if is_summary_request(context):
             return text("## Goal\nKeep going.\n## Progress\nRead files, ran commands.")
         return self.queue.pop(0) if self.queue else text("out of script")
 

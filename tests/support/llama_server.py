@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+from tests.support.summaries import is_summary_body
 
 MODEL_PATH = "/models/gemma-3-270m-it-Q4_K_M.gguf"
 
@@ -51,8 +51,7 @@ def requested_output(body: dict[str, Any]) -> int:
 
 
 def is_summary(body: dict[str, Any]) -> bool:
-    messages = body.get("messages") or []
-    return bool(messages) and SUMMARISER_SYSTEM_PROMPT[:60] in _text(messages[0].get("content"))
+    return is_summary_body(body)
 
 
 def _sse(*events: dict[str, Any]) -> bytes:

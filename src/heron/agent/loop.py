@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -265,12 +265,22 @@ async def build_request_context(context: AgentContext, config: LoopConfig, signa
     if config.transform_context is not None:
         # A shallow copy: a transform that edits its argument must not edit the session.
         messages = await config.transform_context(list(messages), signal)
-    converted = config.convert_to_llm(messages)
+    return await assemble_request(context.system_prompt, messages, context.tools, config.convert_to_llm)
+
+
+async def assemble_request(
+    system_prompt: str, messages: list[AgentMessage], tools: Sequence[AgentTool[Any]], convert: ConvertToLlm
+) -> Context:
+    """The request for ``messages`` as they are (already transformed): visibility, then the
+    tool definitions. The one place a request's body is assembled, so a request that must
+    repeat a turn's prefix byte for byte (a summary sharing the conversation's prompt
+    cache) is built by it too."""
+    converted = convert(messages)
     llm_messages = await converted if inspect.isawaitable(converted) else converted
     return Context(
-        system_prompt=context.system_prompt,
+        system_prompt=system_prompt,
         messages=llm_messages,
-        tools=[tool.definition() for tool in context.tools] or None,
+        tools=[tool.definition() for tool in tools] or None,
     )
 
 

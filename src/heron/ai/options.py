@@ -60,6 +60,11 @@ class StreamOptions:
     # Stable per conversation: providers use it as the prompt-cache key.
     session_id: str | None = None
     cache_retention: CacheRetention = "short"
+    # "none": the answer must not call a tool, though the tools are sent (a summary request
+    # that shares the conversation's cached prefix). Sent where the API has it and it does
+    # not cost the cache: OpenAI chat / responses ``tool_choice``, Gemini's function calling
+    # mode; not to Anthropic, whose cache drops the messages when tool_choice changes.
+    tool_choice: Literal["none"] | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     on_retry: Callable[[RetryEvent], None] | None = None
     # Called with the request body just before it is sent (debugging, tests, the ledger).

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
+from heron.ai.prompt_cache import caches_prompts
 from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
 from heron.coding.tools import set_limits
@@ -30,6 +31,7 @@ from heron.context.compaction import entry_message
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
 from heron.context.policy import Pressure
+from heron.context.shared_summary import SharedPrefix
 from heron.context.summariser import SummaryFailed, summarise_branch
 
 if TYPE_CHECKING:
@@ -130,6 +132,7 @@ class ContextOwner:
             before_write=flush,
             keep_recent_tokens=keep,
             choose=lambda plan: session.extensions.before_compact(plan, reason, focus),
+            shared=self.shared_prefix(signal),
         )
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
@@ -149,6 +152,21 @@ class ContextOwner:
             self._turn_compacted = session._turn_prompt
         session._emit(end)
         return end
+
+    def shared_prefix(self, signal: AbortSignal | None = None) -> SharedPrefix | None:
+        """What a summary request sharing the conversation's cached prefix needs, or None
+        when the summary gets a request of its own: ``compaction.request`` is "separate",
+        or the model's server keeps no prompt cache (:func:`heron.ai.prompt_cache.caches_prompts`)."""
+        session = self.session
+        if session.settings.compaction.request != "shared" or not caches_prompts(session.model):
+            return None
+        policy = session.policy
+        view, stubs = policy.view_as_sent(session.agent.state.messages)
+        return SharedPrefix(
+            views=[view],
+            ask=session.requests.shared_summary_ask(stubs, signal),
+            tokens=lambda messages: max(policy.count(messages), policy.estimate(messages)),
+        )
 
     def _flush_wanted(self, tokens: int) -> bool:
         """Only when a compaction will summarise something: more history than it keeps."""

@@ -26,7 +26,8 @@ import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from heron.agent.loop import StreamFn
+from heron.agent.loop import StreamFn, assemble_request
+from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.events import AssistantEvent, DoneEvent, ErrorEvent, RetryEvent
 from heron.ai.options import RetryPolicy, StreamOptions
@@ -43,6 +44,7 @@ from heron.context.invariants import (
     mode_from,
 )
 from heron.context.ledger import LedgerRecord
+from heron.context.shared_summary import SharedAsk
 from heron.context.summariser import SummaryAsk
 
 if TYPE_CHECKING:
@@ -139,8 +141,12 @@ class RequestPath:
             self.report(check_request(snapshot) if strict else self._checks.check(snapshot))
         return self._observed("turn", model, context, self._send(model, context, options))
 
-    def side_snapshot(self, model: Model, context: Context, options: StreamOptions) -> RequestSnapshot:
-        """A side request's snapshot: its view is its context's messages; no reserve."""
+    def side_snapshot(
+        self, model: Model, context: Context, options: StreamOptions, stubs: dict[str, str] | None = None
+    ) -> RequestSnapshot:
+        """A side request's snapshot: its view is its context's messages; no reserve.
+        ``stubs``: the pruning the view it repeats was built with (a shared summary repeats
+        the last main request, from before a step taken since)."""
         policy = self.session.policy
         return RequestSnapshot(
             view=list(context.messages),
@@ -148,19 +154,19 @@ class RequestPath:
             max_tokens=options.max_tokens or 0,
             window=policy.window,
             reserve=0,
-            stubs=policy.decisions.stubs,
+            stubs=policy.decisions.stubs if stubs is None else stubs,
             cwd=self.session.cwd,
             floor_ms=policy.decisions.last_view_change_ms,
             model=(model.provider, model.id),
             tools=self.session.tool_catalog,
         )
 
-    def side_stream(self, kind: RequestKind) -> StreamFn:
+    def side_stream(self, kind: RequestKind, stubs: dict[str, str] | None = None) -> StreamFn:
         """The send function of side requests of ``kind`` (the flush agent uses it)."""
 
         def send(model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
             if self.check_mode != "off":
-                self.report(check_request(self.side_snapshot(model, context, options)))
+                self.report(check_request(self.side_snapshot(model, context, options, stubs)))
             retries: list[RetryEvent] = []
 
             def on_retry(event: RetryEvent) -> None:
@@ -192,6 +198,30 @@ class RequestPath:
                 stream = send(model, context, options)
             except ContextInvariantError as exc:
                 return _failed(model, f"the {kind.replace('_', ' ')} request breaks the context rules: {exc}")
+            return await stream.result()
+
+        return ask
+
+    def shared_summary_ask(self, stubs: dict[str, str], signal: AbortSignal | None = None) -> SharedAsk:
+        """How a shared summary request is sent (docs/context.md, "The summary request"):
+        assembled from the view's prefix by the function that assembles every turn's
+        request (the session's system prompt, its tools, the same conversion), with the
+        session's own prompt-cache key and thinking level (Anthropic drops the cached
+        messages when thinking changes), and tool choice "none" where the API has it.
+        ``stubs``: the pruning of the view it repeats, for the context rules."""
+        send = self.side_stream("summary", stubs)
+
+        async def ask(messages: list[AgentMessage], max_tokens: int) -> AssistantMessage:
+            agent = self.session.agent
+            state = agent.state
+            context = await assemble_request(state.system_prompt, messages, state.tools, agent.convert_to_llm)
+            options = self.side_options(max_tokens, signal)
+            options.thinking = state.thinking_level
+            options.tool_choice = "none"
+            try:
+                stream = send(state.model, context, options)
+            except ContextInvariantError as exc:
+                return _failed(state.model, f"the summary request breaks the context rules: {exc}")
             return await stream.result()
 
         return ask

@@ -48,6 +48,9 @@ class CompactionSettings:
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
     soft_threshold: float = SOFT_THRESHOLD  # share of the hard threshold: compact at step boundaries past it
+    # "shared": the summary request repeats the conversation's cached prefix (where the
+    # server caches prompts); "separate": the summariser's own short request
+    request: str = "shared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +257,12 @@ def _startup(value: Any) -> str:
     return str(value)
 
 
+def _summary_request(value: Any) -> str:
+    if value not in ("shared", "separate"):
+        raise BadSettingValue(f'must be "shared" or "separate", not {json.dumps(value)}')
+    return str(value)
+
+
 def _share(value: Any) -> float:
     """A share: a number greater than 0 and at most 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
@@ -278,6 +287,7 @@ SCHEMA: dict[str, Any] = {
         "reserveTokens": _POSITIVE,
         "keepRecentTokens": _POSITIVE,
         "softThreshold": _share,
+        "request": _summary_request,
     },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
     "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
@@ -409,6 +419,7 @@ def settings_from_dict(
             reserve_tokens=compaction.get("reserveTokens", defaults_c.reserve_tokens),
             keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
             soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
+            request=compaction.get("request", defaults_c.request),
         ),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),

@@ -31,6 +31,7 @@ from heron.context.frontier import compaction_frontier
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
+from heron.context.shared_summary import SharedPrefix
 from heron.context.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise, supplied
 from heron.context.view import (
     DETAIL_CHILDREN,
@@ -88,6 +89,7 @@ class Compactor:
         before_write: Callable[[], Awaitable[None]] | None = None,
         keep_recent_tokens: int | None = None,
         choose: Callable[[CompactionPlan], Awaitable[CompactionChoice | None]] | None = None,
+        shared: SharedPrefix | None = None,
     ) -> CompactionOutcome:
         """Summarise through ``ask`` (the session's request path) and write the entry,
         unless the result would not shrink the context. ``early``: asked for below the
@@ -97,7 +99,9 @@ class Compactor:
         ``keep_recent_tokens``: less recent history kept than the settings say (a
         compaction at a step boundary: the step just finished needs no verbatim copy).
         ``choose``: asked with the plan before anything is summarised (an extension may
-        cancel, supply the summary, or keep another range)."""
+        cancel, supply the summary, or keep another range). ``shared``: the summary request
+        repeats the last main request's prefix (its cut looked for in the views it names,
+        then in the current one)."""
         policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
@@ -121,6 +125,7 @@ class Compactor:
                     reserve_tokens=policy.compaction_settings.reserve_tokens,
                     focus=focus,
                     window=policy.window,
+                    shared=None if shared is None else dataclasses.replace(shared, views=[*shared.views, current]),
                 )
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
@@ -248,6 +253,7 @@ class Compactor:
                     "tokens_after": draft.tokens_after,
                     "reinjected": draft.reinjected,
                     "kept_prompt": draft.kept_prompt,
+                    "summary_request": result.usage.to_detail(),
                 },
             )
         )

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from heron.context.budget_notice import OP_BUDGET_NOTICE
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem, clean_todos
 from heron.session.entries import CompactionEntry, CustomEntry, Entry, iso_to_ms
 
@@ -48,6 +49,9 @@ class ContextDecisions:
     """The decisions on one path, in the order they were made."""
 
     stubs: dict[str, str] = field(default_factory=dict)  # tool call id -> stub text
+    stub_ms: dict[str, int] = field(default_factory=dict)  # tool call id -> when its stub was recorded
+    notices: dict[str, str] = field(default_factory=dict)  # tool call id -> budget notice it carries
+    notice_mark: int = 0  # the highest budget mark told since the latest compaction
     windows: dict[str, LearnedWindow] = field(default_factory=dict)  # model key -> latest
     auto_compaction: bool = True
     auto_compaction_reason: str = ""
@@ -68,6 +72,7 @@ class ContextDecisions:
         """Take an entry of the path into account (those that are not decisions are ignored)."""
         if isinstance(entry, CompactionEntry):
             self.flushed = False  # a new epoch: the next compaction may flush again
+            self.notice_mark = 0  # and the budget marks are told again
         elif isinstance(entry, CustomEntry):
             if entry.custom_type == DECISION_CUSTOM_TYPE:
                 self.apply(entry.data, iso_to_ms(entry.timestamp))
@@ -86,8 +91,9 @@ class ContextDecisions:
             stubs = data.get("stubs")
             if isinstance(stubs, dict):
                 for call_id, text in stubs.items():
-                    if isinstance(call_id, str) and isinstance(text, str):
-                        self.stubs.setdefault(call_id, text)  # a stub never changes once sent
+                    if isinstance(call_id, str) and isinstance(text, str) and call_id not in self.stubs:
+                        self.stubs[call_id] = text  # a stub never changes once sent
+                        self.stub_ms[call_id] = timestamp_ms
                 self.last_view_change_ms = max(self.last_view_change_ms, timestamp_ms)
         elif op == OP_WINDOW:
             model, window = data.get("model"), data.get("window")
@@ -103,6 +109,11 @@ class ContextDecisions:
             model = data.get("model")
             if isinstance(model, str):
                 self.windows.pop(model, None)
+        elif op == OP_BUDGET_NOTICE:
+            call_id, mark, text = data.get("callId"), data.get("mark"), data.get("text")
+            if isinstance(call_id, str) and isinstance(mark, int) and isinstance(text, str):
+                self.notices.setdefault(call_id, text)  # like a stub: never changes once sent
+                self.notice_mark = max(self.notice_mark, mark)
         elif op == OP_FLUSH:
             self.flushed = True
         elif op == OP_CALIBRATION:

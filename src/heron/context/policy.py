@@ -16,6 +16,7 @@ view has not changed before it since (no pruning step, no compaction, same model
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +32,7 @@ from heron.ai.types import AssistantMessage, Model, StopReason
 from heron.context import calibration
 from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
+from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -217,6 +219,20 @@ class ContextPolicy(LearnedWindows):
         """The messages a request carries: the decisions applied to ``messages`` (built
         incrementally: extended by what was added since the last call)."""
         return self.views.apply(messages, self.decisions)
+
+    def view_as_sent(self, messages: Sequence[AgentMessage]) -> tuple[View, dict[str, str]]:
+        """The view of ``messages`` with only the pruning recorded before the latest answer
+        (and the stubs it applies): the last main request's view, extended by what came
+        after it. A pruning step taken since (to make room for the next request) is left
+        out, so a request repeating that prefix - a shared summary - is served by the
+        provider's cache; derived from the session file, like every view."""
+        decisions = self.decisions
+        answered = next((m.timestamp for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+        if answered is None or not any(ms > answered for ms in decisions.stub_ms.values()):
+            return self.view(messages), decisions.stubs
+        stubs = {k: v for k, v in decisions.stubs.items() if decisions.stub_ms.get(k, 0) < answered}
+        earlier = dataclasses.replace(decisions, stubs=stubs)
+        return ViewBuilder(self.cwd, self.tools).apply(messages, earlier), stubs
 
     @property
     def ratio(self) -> float:
@@ -412,6 +428,12 @@ class ContextPolicy(LearnedWindows):
                 tokens = self.count(view)
         if pressure.pressed and tokens > self.threshold:
             self.over_threshold_reason = f"the compaction failed: {failure}" if failure else self._why_over()
+        notice = notice_data(messages, tokens, self.threshold, self.decisions.notice_mark, self.model)
+        if notice is not None and tokens + self.scaled(len(notice["text"]) // 4 + NOTICE_FRAMING) <= self.threshold:
+            # a budget mark reached: told once, at the end of this request (never pushing it past the threshold)
+            self._record(notice)
+            view = self.view(messages)
+            tokens = self.count(view)
         if tokens + self.min_output > self.window:
             raise ContextFull(self._full(tokens))
         self.last_tokens = tokens
@@ -504,8 +526,10 @@ class ContextPolicy(LearnedWindows):
         self._record(flush_data(files, skipped))
 
     def compacted(self) -> None:
-        """A compaction entry was written: a new flush epoch starts."""
+        """A compaction entry was written: a new flush epoch starts, and the budget marks
+        are told again."""
         self.decisions.flushed = False
+        self.decisions.notice_mark = 0
 
     def disable_auto_compaction(self, reason: str) -> None:
         if self.decisions.auto_compaction:

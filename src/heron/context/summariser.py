@@ -26,6 +26,7 @@ from heron.ai.types import AssistantMessage, Context, Model, StopReason, UserMes
 from heron.context.budget import estimate_message_tokens
 from heron.context.compaction import CompactionPlan
 from heron.context.ledger import LedgerRecord
+from heron.context.shared_summary import SharedPrefix, SharedSummaryFailed, SummaryUsage, summarise_shared
 from heron.context.summary_chunks import parse_summary, summarise_in_chunks
 from heron.context.summary_text import (
     BRANCH_SUMMARY_PROMPT,
@@ -59,6 +60,7 @@ class SummaryResult:
     summary: str
     details: dict[str, Any]
     records: list[LedgerRecord] = field(default_factory=list)
+    usage: SummaryUsage = field(default_factory=SummaryUsage)
 
 
 def summary_context(prompt: str) -> Context:
@@ -97,22 +99,51 @@ async def summarise(
     reserve_tokens: int,
     focus: str | None = None,
     window: int | None = None,
+    shared: SharedPrefix | None = None,
 ) -> SummaryResult:
     """The summary (and the turn-prefix summary, concurrently) for ``plan``, with the
-    lists heron appends itself. Raises :class:`SummaryFailed` when a request fails."""
+    lists heron appends itself. Raises :class:`SummaryFailed` when a request fails.
+
+    With ``shared`` (``compaction.request: "shared"``, a server that caches prompts), one
+    request repeating the last main request's prefix writes it
+    (:mod:`heron.context.shared_summary`); when that cannot be sent as one request, or its
+    answer calls a tool, the separate summariser below writes it instead. Every compaction
+    - automatic, manual, in the background - asks here."""
     previous = plan.previous.summary if plan.previous is not None else None
     sizes = _sizes(model, reserve_tokens, window, previous)
     records: list[LedgerRecord] = []
-    history = _history(plan, ask, sizes, focus, previous, records)
-    prefix = _turn_prefix(plan, ask, int(sizes.budget * 0.3), max(1_024, sizes.max_tokens // 2), focus, records)
+    usage = SummaryUsage()
+    if shared is not None:
+        try:
+            outcome = await summarise_shared(
+                plan,
+                shared,
+                max_tokens=sizes.max_tokens,
+                window=window or model.context_window,
+                focus=focus,
+                usage=usage,
+            )
+        except SharedSummaryFailed as exc:
+            raise SummaryFailed(str(exc)) from exc
+        records += outcome.records
+        if outcome.text is not None:
+            return _result(plan, outcome.text, "", records, window or model.context_window, usage)
+
+    async def counted(context: Context, max_tokens: int) -> AssistantMessage:
+        reply = await ask(context, max_tokens)
+        usage.add(reply)
+        return reply
+
+    history = _history(plan, counted, sizes, focus, previous, records)
+    prefix = _turn_prefix(plan, counted, int(sizes.budget * 0.3), max(1_024, sizes.max_tokens // 2), focus, records)
     raw_main, raw_prefix = await asyncio.gather(history, prefix)
-    return _result(plan, raw_main, raw_prefix, records, window or model.context_window)
+    return _result(plan, raw_main, raw_prefix, records, window or model.context_window, usage)
 
 
 def supplied(plan: CompactionPlan, text: str, window: int) -> SummaryResult:
     """A summary given rather than asked for (an extension's), with what heron appends to
     every summary, like one the model wrote."""
-    return _result(plan, text, "", [], window)
+    return _result(plan, text, "", [], window, SummaryUsage(mode="supplied"))
 
 
 async def _history(
@@ -188,7 +219,12 @@ def requests_in(requests: list[str], window: int) -> list[str]:
 
 
 def _result(
-    plan: CompactionPlan, raw_main: str, raw_prefix: str, records: list[LedgerRecord], window: int
+    plan: CompactionPlan,
+    raw_main: str,
+    raw_prefix: str,
+    records: list[LedgerRecord],
+    window: int,
+    usage: SummaryUsage | None = None,
 ) -> SummaryResult:
     """The summary as written to the entry: the model's part, then what heron appends."""
     main, analysis = parse_summary(raw_main)
@@ -207,7 +243,7 @@ def _result(
     }
     if analysis:
         details["analysis"] = analysis  # the summariser's draft: kept, never in the context
-    return SummaryResult(summary=summary, details=details, records=records)
+    return SummaryResult(summary=summary, details=details, records=records, usage=usage or SummaryUsage())
 
 
 async def summarise_branch(

@@ -19,6 +19,7 @@ from heron.agent.messages import (
 )
 from heron.ai.types import (
     AssistantMessage,
+    Context,
     ImageContent,
     StopReason,
     TextContent,
@@ -107,6 +108,46 @@ Results, errors (exact messages) and conclusions.
 
 ## Worth Keeping
 Anything the new direction should know or reuse."""
+
+
+# The shared summary request (heron.context.shared_summary) ends with this instruction, as
+# a user message after the conversation's own prefix. It starts with a fixed mark, so the
+# request is recognisable on the wire (a proxy's logs, a test's scripted server).
+SHARED_SUMMARY_MARK = "[heron: context summary request]"
+
+
+def shared_instruction(previous: bool, split_turn: bool, focus: str | None) -> str:
+    """The instruction that ends a shared summary request. ``previous``: the conversation
+    above starts with an earlier summary; ``split_turn``: the user's latest request is
+    still being worked on (its later messages are kept verbatim after the summary)."""
+    parts = [
+        f"{SHARED_SUMMARY_MARK} Stop the work here: do not call any tool and do not answer or continue "
+        "any request above. The conversation above is about to be replaced by a summary, and the work "
+        "will go on from that summary alone. Write it now."
+    ]
+    if previous:
+        parts.append(
+            "The conversation starts with the summary of an earlier part: carry everything in it that "
+            "still matters into the new summary, move finished items to Done, and revise the next steps."
+        )
+    if split_turn:
+        parts.append(
+            "The user's latest request above is still being worked on, and its later messages follow "
+            "your summary verbatim: say under In Progress what has been done for it so far."
+        )
+    parts += [SUMMARY_FORMAT, ANALYSIS_INSTRUCTION]
+    if focus:
+        parts.append(f"The user asked the summary to focus on: {focus}")
+    return "\n\n".join(parts)
+
+
+def is_summary_request(context: Context) -> bool:
+    """Whether ``context`` is a compaction's summary request, of either kind: the separate
+    summariser's (its system prompt) or a shared one (its last message the instruction)."""
+    if context.system_prompt == SUMMARISER_SYSTEM_PROMPT:
+        return True
+    last = context.messages[-1] if context.messages else None
+    return isinstance(last, UserMessage) and last.text().startswith(SHARED_SUMMARY_MARK)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -37,6 +37,7 @@ from heron.agent.messages import AgentMessage, CompactionSummaryMessage, Extensi
 from heron.agent.tool_meta import PathUse, ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.context.budget import RunningTally, Tally
+from heron.context.budget_notice import with_notice
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
 from heron.context.frontier import FRONTIER_TYPES, FrontierSettings, compaction_frontier
@@ -298,6 +299,7 @@ class _Built:
     what a build from scratch would: the cache cannot make two processes differ."""
 
     stubs: dict[str, str]  # the recorded stubs it was built with (a copy)
+    notices: dict[str, str] = field(default_factory=dict)  # the budget notices it was built with (a copy)
     tools: int = 0  # the tool catalog's generation it was built with (kinds decide reads)
     inputs: list[AgentMessage] = field(default_factory=list)
     out: list[AgentMessage] = field(default_factory=list)
@@ -345,10 +347,11 @@ class ViewBuilder:
             built is None
             or len(built.inputs) > len(messages)
             or built.stubs != decisions.stubs
+            or built.notices != decisions.notices
             or built.tools != tools
             or not all(map(operator.is_, built.inputs, messages))
         ):
-            built = self._built = _Built(stubs=dict(decisions.stubs), tools=tools)
+            built = self._built = _Built(stubs=dict(decisions.stubs), notices=dict(decisions.notices), tools=tools)
         for message in messages[len(built.inputs) :]:
             self._step(built, message)
             built.inputs.append(message)
@@ -356,6 +359,18 @@ class ViewBuilder:
         view.tally = built.tally.snapshot()
         view.reads = ReadIndex(dict(built.reads))
         return view
+
+    def _noticed(self, built: _Built, message: ToolResultMessage) -> ToolResultMessage:
+        """``message`` with its recorded budget notice, if it has one (the same object each time)."""
+        text = built.notices.get(message.tool_call_id)
+        if text is None:
+            return message
+        key = (message.tool_call_id, "notice:" + text)
+        cached = self._stub_cache.get(key)
+        if cached is None or cached.content[:-1] != message.content:
+            cached = with_notice(message, text)
+            self._stub_cache[key] = cached
+        return cached
 
     def _step(self, built: _Built, message: AgentMessage) -> None:
         """Extend ``built`` by one message of the list."""
@@ -373,19 +388,19 @@ class ViewBuilder:
             built.emit(self._stub(message, stub_text))
             return
         if not is_read(message, self.tools):
-            built.emit(message)
+            built.emit(self._noticed(built, message))
             return
         call = built.calls.get(message.tool_call_id)
         key = self._read_key(call) if call is not None else None
         if is_dedup_stub(message, self.tools):
             earlier = built.reads.get(key) if key is not None else None
             kept = earlier is not None and _same_version(message, (earlier.mtime_ns, earlier.size))
-            built.emit(message if kept else self._gone(message, call))
+            built.emit(self._noticed(built, message if kept else self._gone(message, call)))
             return
         whole = whole_read(message, self.tools)
         if key is not None and whole is not None:
             built.reads[key] = ReadInView(key, message.tool_call_id, whole[0], whole[1], message.timestamp)
-        built.emit(message)
+        built.emit(self._noticed(built, message))
 
     def _read_key(self, call: ToolCall) -> ReadKey | None:
         """The range a read call names (resolving a path costs more than the rest of a

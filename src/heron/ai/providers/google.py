@@ -187,6 +187,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> JSON:
             for tool in context.tools
         ]
         body["tools"] = [{"functionDeclarations": declarations}]
+        if options.tool_choice == "none":
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
     if model.reasoning and options.thinking != "off":
         thinking: JSON = {"includeThoughts": True}
         if is_gemini3(model):

@@ -114,6 +114,8 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> JSO
         body["temperature"] = options.temperature
     if context.tools:
         body["tools"] = [convert_tool(tool) for tool in context.tools]
+        if options.tool_choice is not None:
+            body["tool_choice"] = options.tool_choice
     if model.reasoning and options.thinking != "off" and compat.get("reasoning_effort", True):
         body["reasoning_effort"] = OPENAI_EFFORT[options.thinking]
     if options.session_id and compat.get("prompt_cache_key", is_openai_url(model.base_url)):

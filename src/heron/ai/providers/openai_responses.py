@@ -234,6 +234,8 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
             }
             for tool in context.tools
         ]
+        if options.tool_choice is not None:
+            body["tool_choice"] = options.tool_choice
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if options.session_id and options.cache_retention != "none":
