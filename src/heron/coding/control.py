@@ -38,6 +38,7 @@ from heron.coding.housekeeping import Housekeeping
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.sandbox import SANDBOX_MODES, Confinement, Sandbox, SandboxMode, sandbox_policy
+from heron.coding.sandbox.escalation import PARAMETER, escalation_decision
 from heron.coding.secrets import (
     REDACTOR,
     SecretPolicy,
@@ -47,6 +48,7 @@ from heron.coding.secrets import (
     url_passwords,
 )
 from heron.coding.settings import Settings
+from heron.coding.tools.confined import NOT_APPROVED
 from heron.coding.tools.env import ToolEnv
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.spill import set_scrub
@@ -103,6 +105,7 @@ class Control:
         # process. A saved allow rule could not do it (an ask rule beats any allow rule), and the
         # user's ask rule is theirs to remove.
         self._session_approvals: set[tuple[str, str | None]] = set()
+        self._outside_approved: set[str] = set()  # call ids approved to run outside the sandbox, once each
         self._started = False
         self._compact_asked: tuple[str | None] | None = None  # a UserPromptSubmit hook's compaction request
         self.stop_event = "Stop"  # "SubagentStop" in a sub-agent (as_subagent)
@@ -121,6 +124,7 @@ class Control:
         self.housekeeping.add(self.checkpoints.housekeeping)
         session.env.child_env = self.child_env
         session.env.confine = self.confine
+        session.env.confine_outside = self.confine_outside
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
         session.agent.before_tool_call = self.before_tool_call
@@ -295,6 +299,14 @@ class Control:
     async def _permit(
         self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool, rewritten: bool = False
     ) -> BeforeToolCallResult | None:
+        blocked = await self._check(call_id, tool, args, approved=approved, rewritten=rewritten)
+        if blocked is None and self._asks_outside(tool, args):
+            blocked = await self._escalate(call_id, tool, args)
+        return blocked
+
+    async def _check(
+        self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool, rewritten: bool
+    ) -> BeforeToolCallResult | None:
         decision = self.permissions.decide(tool, args)
         if decision.behavior == "ask" and approved:
             decision = Decision("allow", "", reason="hook")
@@ -310,6 +322,51 @@ class Control:
             block=True,
             reason=f"Permission denied: {decision.message}. The call was not run; do something else or ask the user.",
         )
+
+    def _asks_outside(self, tool: str, args: dict[str, Any]) -> bool:
+        """A command that asks to run outside a sandbox that is confining commands now."""
+        meta = self.permissions.tools.meta(tool)
+        return (
+            meta.kind == "execute"
+            and meta.command is not None
+            and args.get(PARAMETER) is True
+            and self.sandbox.active()
+        )
+
+    async def _escalate(self, call_id: str, tool: str, args: dict[str, Any]) -> BeforeToolCallResult | None:
+        """Running one command outside the sandbox is a permission of its own, asked about
+        through the same asker (docs/permissions.md, "Running one command outside the sandbox")."""
+        command = self.permissions.tools.meta(tool).command_of(args) or ""
+        justification = args.get("justification")
+        decision = escalation_decision(
+            self.permissions.rules,
+            self.permissions.mode,
+            command,
+            justification if isinstance(justification, str) else None,
+        )
+        detail = {**decision.to_json(), "mode": self.permissions.mode, "outside_sandbox": True}
+        self._record("permission", call_id, tool, decision.message, detail)
+        blocked: BeforeToolCallResult | None = None
+        if decision.behavior == "ask":
+            blocked = await self._ask(call_id, tool, args, decision)
+        elif decision.behavior == "deny":
+            blocked = BeforeToolCallResult(
+                block=True,
+                reason=f"Permission denied: {decision.message}. The command was not run; run it in the sandbox "
+                "(without outside_sandbox) or ask the user.",
+            )
+        if blocked is None:
+            self._outside_approved.add(call_id)
+        return blocked
+
+    def confine_outside(self, argv: list[str], cwd: Path, call_id: str) -> Confinement:
+        """A call that asked to run outside the sandbox: unconfined only if :meth:`_escalate`
+        approved that very call (once), else in the sandbox with a note saying so."""
+        if call_id in self._outside_approved:
+            self._outside_approved.discard(call_id)
+            return self.sandbox.confine(argv, cwd, outside=True)
+        confinement = self.sandbox.confine(argv, cwd)
+        return confinement.noted(NOT_APPROVED) if confinement.confined else confinement
 
     async def _ask(
         self, call_id: str, tool: str, args: dict[str, Any], decision: Decision

@@ -33,6 +33,7 @@ from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, Upda
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
+from heron.coding.tools.confined import confinement_for
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.process import Outcome, PipeProtocol, Supervision, resolve_shell, signal_group, supervise
@@ -52,6 +53,14 @@ class BashParams(ToolParams):
     command: str = Field(description="Shell command (bash syntax).")
     timeout: float | None = Field(
         default=None, gt=0, description="Seconds after which the command and everything it started are killed."
+    )
+    outside_sandbox: bool | None = Field(
+        default=None,
+        description="Run this one command outside the sandbox (network, writes outside the project); the user "
+        "is asked first. Only after it failed at the sandbox's edge, with a justification.",
+    )
+    justification: str | None = Field(
+        default=None, max_length=2000, description="With outside_sandbox: why, in one sentence the user reads."
     )
 
 
@@ -114,10 +123,9 @@ class BashTool(AgentTool[BashParams]):
         sink = OutputCollector(
             limits.max_lines, limits.max_bytes, lambda: self._spill_path(call_id), self.env.spill_max_bytes
         )
-        argv = [shell, "-c", params.command]
-        confinement = self.env.confine(argv, cwd) if self.env.confine is not None else None
-        if confinement is not None:
-            argv = confinement.argv
+        outside = call_id if params.outside_sandbox else None
+        confinement = confinement_for(self.env, [shell, "-c", params.command], cwd, outside_call=outside)
+        argv = confinement.argv
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: PipeProtocol(loop, sanitizer, sink),
@@ -143,11 +151,8 @@ class BashTool(AgentTool[BashParams]):
             sink.feed(sanitizer.finish())
             sink.finish()
             transport.close()
-        returncode = transport.get_returncode() if ending.outcome == "exit" else None
-        if confinement is not None:
-            returncode = confinement.exit_status(returncode)
-        result = self._result(sink, ending.outcome, returncode, params, ending.background_killed)
-        return confinement.apply(result) if confinement is not None else result
+        returncode = confinement.exit_status(transport.get_returncode() if ending.outcome == "exit" else None)
+        return confinement.apply(self._result(sink, ending.outcome, returncode, params, ending.background_killed))
 
     # -- helpers --
 
