@@ -159,6 +159,7 @@ class Control:
             self.cwd,
             self.child_env,
             self.session.tool_catalog,
+            confine=lambda argv, cwd: self.confine_hook(argv, cwd),
         )
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
         self.sandbox = Sandbox(
@@ -358,6 +359,14 @@ class Control:
         if blocked is None:
             self._outside_approved.add(call_id)
         return blocked
+
+    def confine_hook(self, argv: list[str], cwd: Path) -> Confinement:
+        """A hook's command: in the sandbox when ``sandbox.hooks`` asks for it and the sandbox
+        runs here; otherwise as it is (the sandbox's one-time "unavailable" note is left for
+        the bash tool's result, where the model and the user read it)."""
+        if not self.sandbox.policy().hooks or not self.sandbox.active():
+            return Confinement.none(argv)
+        return self.sandbox.confine(argv, cwd)
 
     def confine_outside(self, argv: list[str], cwd: Path, call_id: str) -> Confinement:
         """A call that asked to run outside the sandbox: unconfined only if :meth:`_escalate`

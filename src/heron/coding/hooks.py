@@ -39,6 +39,7 @@ from typing import Any
 
 from heron.agent.tool_meta import ToolCatalog, ToolKind, ToolMeta
 from heron.coding.permissions.scopes import Scope
+from heron.coding.sandbox import Confinement
 from heron.coding.tools import builtin_meta
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "SubagentStop")
@@ -240,10 +241,13 @@ class HookRunner:
         cwd: Path,
         child_env: Callable[[], dict[str, str]],
         tools: ToolCatalog | None = None,
+        confine: Callable[[list[str], Path], Confinement] | None = None,
     ) -> None:
         self.groups = groups
         self.cwd = cwd
         self.child_env = child_env
+        # a hook's argv in the sandbox when ``sandbox.hooks`` is on (docs/hooks.md); None: as it is
+        self.confine = confine
         # what each tool is (the session's tools; built-in names by default): how matchers match
         self.tools = tools if tools is not None else ToolCatalog(fallback=builtin_meta)
 
@@ -272,9 +276,11 @@ class HookRunner:
     async def _run_one(self, hook: CommandHook, body: str) -> HookRun:
         run = HookRun(hook)
         env = {**self.child_env(), "HERON_PROJECT_DIR": str(self.cwd), "CLAUDE_PROJECT_DIR": str(self.cwd)}
+        argv = ["/bin/sh", "-c", hook.command]  # what create_subprocess_shell runs
+        confinement = self.confine(argv, self.cwd) if self.confine is not None else Confinement.none(argv)
         try:
-            proc = await asyncio.create_subprocess_shell(
-                hook.command,
+            proc = await asyncio.create_subprocess_exec(
+                *confinement.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -294,7 +300,7 @@ class HookRunner:
         except BaseException:
             await _kill(proc, self.kill_grace)
             raise
-        run.exit_code = proc.returncode
+        run.exit_code = confinement.exit_status(proc.returncode)
         run.stdout = out.decode("utf-8", "replace")[:OUTPUT_LIMIT]
         run.stderr = err.decode("utf-8", "replace")[:OUTPUT_LIMIT]
         text = run.stdout.strip()
