@@ -50,6 +50,7 @@ from heron.coding.secrets import (
 from heron.coding.settings import Settings
 from heron.coding.tools.confined import NOT_APPROVED
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.lifeline import reap_leftovers
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.spill import set_scrub
 from heron.session.store import SessionStore
@@ -113,6 +114,9 @@ class Control:
         self.sandbox_mode: SandboxMode | None = None  # ``--sandbox``: instead of the settings' mode
         self._parent: Control | None = None
         self._load()
+        # tool children a heron that died without exiting left running (docs/permissions.md,
+        # "Processes"): one directory listing when there are none
+        reap_leftovers(self.home)
         self.checkpoints = Checkpoints(
             self.cwd,
             self.home,

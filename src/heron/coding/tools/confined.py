@@ -8,10 +8,13 @@ way whether or not a sandbox is there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from heron.coding.sandbox import Confinement
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.lifeline import die_with_heron, marked
 
 NOT_APPROVED = (
     "[outside_sandbox was asked for, but nothing approved this call to run outside the sandbox, so it ran inside it.]"
@@ -30,3 +33,18 @@ def confinement_for(env: ToolEnv, argv: list[str], cwd: Path, *, outside_call: s
     if outside_call is not None and confinement.confined:
         return confinement.noted(NOT_APPROVED)
     return confinement
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSetup:
+    env: dict[str, str]
+    preexec_fn: Callable[[], None] | None
+
+
+def child_setup(env: ToolEnv, confinement: Confinement, child_env: dict[str, str]) -> ChildSetup:
+    """The ``env`` and ``preexec_fn`` a tool child starts with: heron's owner mark in its
+    environment (so its leftovers can be found after a crash), and, outside the sandbox
+    (whose processes bubblewrap ends with heron), death with heron
+    (:mod:`heron.coding.tools.lifeline`)."""
+    preexec: Callable[[], None] | None = None if confinement.confined else die_with_heron
+    return ChildSetup(marked(child_env, env.home), preexec)

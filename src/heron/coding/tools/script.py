@@ -38,7 +38,7 @@ from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolParams, Too
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
-from heron.coding.tools.confined import confinement_for
+from heron.coding.tools.confined import child_setup, confinement_for
 from heron.coding.tools.details import truncation_details
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.process import PipeProtocol, Supervision, signal_group, supervise
@@ -101,6 +101,7 @@ class ScriptTool(AgentTool[ScriptParams]):
         # the script's own file access is held to bash's boundary
         confinement = confinement_for(self.env, [sys.executable, "-u", "-c", _BOOT, str(CHILD_DIR)], self.env.cwd)
         argv = confinement.argv
+        setup = child_setup(self.env, confinement, env)
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: PipeProtocol(loop, sanitizer, sink),
@@ -109,8 +110,9 @@ class ScriptTool(AgentTool[ScriptParams]):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=str(self.env.cwd),
-                env=env,
                 start_new_session=True,
+                env=setup.env,
+                preexec_fn=setup.preexec_fn,
                 pass_fds=(requests_w, answers_r),
             )
         except OSError as exc:
