@@ -6,18 +6,21 @@ a way to allow it; ``--allow 'Unsandboxed(...)'`` pre-approves) and the real rpc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.sandbox.bwrap import availability
 from heron.coding.sandbox.escalation import escalation_decision
+from tests.cli.test_acp_e2e import Editor, heron_acp, new_session, prompt
 from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
 from tests.cli.test_rpc_mode import Client, turn
 from tests.support.http_server import LocalServer
@@ -135,3 +138,23 @@ def test_rpc_asks_the_client_and_allow_always_saves_the_rule(
     finally:
         client.kill()
     assert os.path.exists(target)
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "reject"])
+def test_acp_asks_the_editor(
+    project: Project, local_server: LocalServer, outside: Path, sandbox_ready: None, answer: str
+) -> None:
+    target = outside / "via-acp"
+    why = {"outside_sandbox": True, "justification": "write the report where the user wants it"}
+    local_server.queue(openai_reply("", [call(target, **why)]), openai_reply("Finished."))
+    editor = Editor(answer)
+
+    async def run() -> Any:
+        async with heron_acp(project, local_server, editor) as conn:
+            sid = await new_session(conn, project)
+            return await prompt(conn, sid, "go")
+
+    assert asyncio.run(run()).stop_reason == "end_turn"
+    [asked] = editor.permissions
+    assert asked["toolCall"]["toolCallId"] == "c1"
+    assert target.exists() is (answer == "allow_once")
