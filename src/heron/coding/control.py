@@ -164,6 +164,7 @@ class Control:
             self.child_env,
             self.session.tool_catalog,
             confine=lambda argv, cwd: self.confine_hook(argv, cwd),
+            home=self.home,
         )
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
         self.sandbox = Sandbox(

@@ -41,6 +41,7 @@ from heron.agent.tool_meta import ToolCatalog, ToolKind, ToolMeta
 from heron.coding.permissions.scopes import Scope
 from heron.coding.sandbox import Confinement
 from heron.coding.tools import builtin_meta
+from heron.coding.tools.lifeline import die_with_heron, marked
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "SubagentStop")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
@@ -242,12 +243,14 @@ class HookRunner:
         child_env: Callable[[], dict[str, str]],
         tools: ToolCatalog | None = None,
         confine: Callable[[list[str], Path], Confinement] | None = None,
+        home: Path | None = None,
     ) -> None:
         self.groups = groups
         self.cwd = cwd
         self.child_env = child_env
         # a hook's argv in the sandbox when ``sandbox.hooks`` is on (docs/hooks.md); None: as it is
         self.confine = confine
+        self.home = home  # where leftovers of a killed heron are recorded (tools/lifeline.py); None: not
         # what each tool is (the session's tools; built-in names by default): how matchers match
         self.tools = tools if tools is not None else ToolCatalog(fallback=builtin_meta)
 
@@ -285,8 +288,10 @@ class HookRunner:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=str(self.cwd),
-                env=env,
+                env=marked(env, self.home) if self.home is not None else env,
                 start_new_session=True,
+                # outside the sandbox the hook dies with heron, what it starts is reaped later
+                preexec_fn=None if confinement.confined else die_with_heron,
             )
         except OSError as exc:
             run.error = str(exc)
