@@ -20,13 +20,20 @@ import pytest
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.sandbox.bwrap import availability
 from heron.coding.sandbox.escalation import escalation_decision
+from tests.cli import test_interactive as tui
 from tests.cli.test_acp_e2e import Editor, heron_acp, new_session, prompt
+from tests.cli.test_interactive import answer as interactive_answer
+from tests.cli.test_interactive import exit_with_ctrl_d
+from tests.cli.test_interactive import footer as interactive_footer
+from tests.cli.test_interactive_control import tool_call as interactive_call
 from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
 from tests.cli.test_rpc_mode import Client, turn
 from tests.support.http_server import LocalServer
 from tests.support.sse import openai_reply
 
 __all__ = ["project"]
+dirs = tui.dirs  # the interactive mode's fixtures
+spawn = tui.spawn
 
 
 def rules(*texts: str, behavior: str = "allow") -> list:  # type: ignore[type-arg]
@@ -158,3 +165,23 @@ def test_acp_asks_the_editor(
     [asked] = editor.permissions
     assert asked["toolCall"]["toolCallId"] == "c1"
     assert target.exists() is (answer == "allow_once")
+
+
+def test_interactive_asks_on_the_input_line(
+    spawn: Any, local_server: LocalServer, dirs: tuple[Path, Path], outside: Path, sandbox_ready: None
+) -> None:
+    target = outside / "via-tui"
+    arguments = {"command": f"touch {target}", "outside_sandbox": True, "justification": "the user wants it there"}
+    local_server.queue(interactive_call("bash", arguments), interactive_answer("Made it."))
+    child = spawn()
+    child.send("make the file\r")
+    child.expect("permission needed")
+    child.expect("asks to run outside the sandbox")
+    child.expect("the user wants it there")
+    child.expect("y allow once")
+    assert not target.exists()
+    child.send("1\r")
+    child.expect("Made it.")
+    interactive_footer(child)
+    exit_with_ctrl_d(child)
+    assert target.exists()
