@@ -17,9 +17,13 @@ from typing import Any
 
 import pytest
 
+from heron.ai.abort import AbortSignal
 from heron.coding.permissions.rules import parse_rule
+from heron.coding.sandbox import Sandbox, SandboxPolicy
 from heron.coding.sandbox.bwrap import availability
 from heron.coding.sandbox.escalation import escalation_decision
+from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.env import ToolEnv
 from tests.cli import test_interactive as tui
 from tests.cli.test_acp_e2e import Editor, heron_acp, new_session, prompt
 from tests.cli.test_interactive import answer as interactive_answer
@@ -185,3 +189,17 @@ def test_interactive_asks_on_the_input_line(
     interactive_footer(child)
     exit_with_ctrl_d(child)
     assert target.exists()
+
+
+def test_without_an_approval_the_command_stays_in_the_sandbox(
+    tmp_path: Path, outside: Path, sandbox_ready: None
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    env = ToolEnv(cwd=project, home=tmp_path / "home")
+    env.confine = Sandbox(lambda: SandboxPolicy(project=project, home=tmp_path / "home")).confine
+    params = BashParams(command=f"touch {outside}/x", outside_sandbox=True, timeout=20)
+    result = asyncio.run(BashTool(env).execute("c9", params, AbortSignal(), lambda _: None))
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "nothing approved this call" in text and not (outside / "x").exists()
+    assert (result.details or {}).get("sandboxed") is True
