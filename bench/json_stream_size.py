@@ -1,10 +1,10 @@
-"""Bytes on stdout of ``heron --mode json`` for one long streamed answer.
+"""Bytes on stdout of ``heron --mode json`` and ``--mode rpc`` for one long streamed answer.
 
 A local OpenAI-compatible server streams an answer of N characters in 10-character
-deltas; the real ``heron --mode json -p`` prints the events. ``after`` is the stdout
-measured. ``before`` is what the earlier format would have printed for the same events:
-each ``message_update`` also carried the whole message so far (rebuilt here from the
-final message, cut to each update's length), which grows with the square of N.
+deltas; the real ``heron --mode json -p`` prints the events, and the real ``heron --mode
+rpc`` answers one ``prompt`` command. The table gives the stdout of each and its ratio
+to the answer (the goal is 2x: the deltas once, the finished message once). The deltas
+are checked to add up to the answer.
 """
 
 from __future__ import annotations
@@ -42,65 +42,56 @@ def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def measure(size: int) -> dict[str, Any]:
+def heron_command() -> list[str]:
+    heron = Path(sys.executable).with_name("heron")
+    return [str(heron)] if heron.exists() else [sys.executable, "-m", "heron.cli.main"]
+
+
+def run_heron(mode: str, server: LocalServer, home: str) -> bytes:
+    """stdout of one prompt in ``mode``: json (``-p``) or rpc (one ``prompt`` command)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
+    env["HERON_HOME"] = home
+    command = [*heron_command(), "--base-url", server.url + "/v1", "--model", "m", "--no-session", "--mode", mode]
+    if mode == "json":
+        done = subprocess.run(
+            [*command, "-p", "hi"], cwd=home, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=600
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        return done.stdout
+    # rpc: stdin's EOF lets the prompt finish, then heron exits
+    line = json.dumps({"type": "prompt", "id": "p1", "message": "hi"}) + "\n"
+    done = subprocess.run(command, cwd=home, env=env, capture_output=True, input=line.encode(), timeout=600)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
+
+
+def measure(size: int, mode: str) -> dict[str, Any]:
     server = LocalServer()
     try:
         server.queue(answer(size))
         with tempfile.TemporaryDirectory() as tmp:
-            env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
-            env["HERON_HOME"] = tmp
-            heron = Path(sys.executable).with_name("heron")
-            command = [str(heron)] if heron.exists() else [sys.executable, "-m", "heron.cli.main"]
-            done = subprocess.run(
-                [
-                    *command,
-                    "--base-url",
-                    server.url + "/v1",
-                    "--model",
-                    "m",
-                    "--mode",
-                    "json",
-                    "--no-session",
-                    "-p",
-                    "hi",
-                ],
-                cwd=tmp,
-                env=env,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                timeout=600,
-            )
+            stdout = run_heron(mode, server, tmp)
     finally:
         server.close()
-    assert done.returncode == 0, done.stderr.decode()
-    after = len(done.stdout)
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
-    final = next(e["message"] for e in lines if e["type"] == "message_end" and e["message"]["role"] == "assistant")
-    before, sofar = after, 0
-    for event in lines:
-        if event["type"] != "message_update":
-            continue
-        inner = event["event"]
-        if inner["type"] == "text_delta":
-            sofar += len(inner["delta"])
-        partial = {
-            **final,
-            "content": [{"type": "text", "text": final["content"][0]["text"][:sofar]}],
-            "stopReason": "stop",
-        }
-        before += len(dumps({**event, "message": partial})) - len(dumps(event))
-    updates = sum(1 for e in lines if e["type"] == "message_update")
-    return {"chars": size, "updates": updates, "before_bytes": before, "after_bytes": after}
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    text = "".join(
+        e.get("event", e.get("assistantMessageEvent", {})).get("delta", "")
+        for e in lines
+        if e.get("type") == "message_update"
+    )
+    assert len(text) == size, f"the deltas hold {len(text)} characters, not {size}"
+    updates = sum(1 for e in lines if e.get("type") == "message_update")
+    return {"mode": mode, "chars": size, "updates": updates, "bytes": len(stdout), "ratio": len(stdout) / size}
 
 
 def main() -> None:
     args = parser(__doc__ or "").parse_args()
     sizes = [3_000] if args.quick else [3_000, 30_000, 100_000]
-    rows = [measure(size) for size in sizes]
+    rows = [measure(size, mode) for mode in ("json", "rpc") for size in sizes]
     print(
         table(
-            ["answer chars", "updates", "stdout before", "stdout after"],
-            [[f"{r['chars']:,}", r["updates"], f"{r['before_bytes']:,}", f"{r['after_bytes']:,}"] for r in rows],
+            ["mode", "answer chars", "message_update lines", "stdout bytes", "stdout / answer"],
+            [[r["mode"], f"{r['chars']:,}", r["updates"], f"{r['bytes']:,}", f"{r['ratio']:.2f}x"] for r in rows],
         )
     )
     path = write_json("json_stream_size", {"rows": rows}, args.json, args.quick)

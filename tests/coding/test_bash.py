@@ -108,7 +108,7 @@ def test_definition_documents_command_and_timeout(env: ToolEnv) -> None:
     definition = tool.definition()
     assert definition.name == "bash"
     props = definition.parameters["properties"]
-    assert set(props) == {"command", "timeout"}
+    assert set(props) == {"command", "timeout", "outside_sandbox", "justification"}
     assert definition.parameters["required"] == ["command"]
     assert "description" in props["command"] and "description" in props["timeout"]
     assert "last 2000 lines or 50.0KB" in definition.description

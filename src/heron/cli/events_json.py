@@ -18,16 +18,46 @@ def event_json(event: Any) -> dict[str, Any]:
     (a 30,000-character answer: over 100 MB). The whole message comes with
     ``message_end``; rpc's ``get_partial_message`` returns it on request (docs/rpc.md).
     """
-    if getattr(event, "type", "") == "message_update":
+    kind = getattr(event, "type", "")
+    if kind == "message_update":
         return {"type": "message_update", "event": stream_event_json(event.event)}
+    if kind == "turn_end":
+        return {
+            "type": kind,
+            "message": message_stub(event.message),
+            "tool_results": [message_stub(m) for m in event.tool_results],
+        }
+    if kind == "agent_end":
+        return {"type": kind, "messages": [message_stub(m) for m in event.messages]}
     return agent_event_to_json(event)
 
 
+def message_stub(message: Any) -> dict[str, Any]:
+    """A message that already went out whole in its ``message_end``, named again by
+    ``turn_end`` and ``agent_end``: its fields without ``content``, ``details`` and
+    ``usage`` (role, ids, stop reason, timestamp), so naming it again costs a line, not
+    the answer again (docs/rpc.md, "Deltas, not the whole message")."""
+    data = message.to_json_dict() if hasattr(message, "to_json_dict") else agent_event_to_json(message)
+    return {key: value for key, value in data.items() if key not in _REPEATED}
+
+
+# what a message's message_end already carried in full
+_REPEATED = frozenset({"content", "details", "usage"})
+_BLOCK_ENDS = frozenset({"text_end", "thinking_end"})
+
+
+def drops_field(inner: Any, name: str) -> bool:
+    """A stream event's field left out of json and rpc: the message so far (``partial``,
+    a ``done`` event's ``message``) and a finished text or thinking block's ``content``,
+    which is the concatenation of the deltas just written."""
+    return name in ("partial", "message") or (name == "content" and getattr(inner, "type", "") in _BLOCK_ENDS)
+
+
 def stream_event_json(inner: Any) -> dict[str, Any]:
-    """A stream event without its ``partial`` message (nor a ``done`` event's message)."""
+    """A stream event without the fields :func:`drops_field` names."""
     out: dict[str, Any] = {}
     for name in inner.__dataclass_fields__:
-        if name in ("partial", "message"):
+        if drops_field(inner, name):
             continue
         value = getattr(inner, name)
         out[name] = value.to_json_dict() if hasattr(value, "to_json_dict") else _plain(value)

@@ -38,6 +38,7 @@ from heron.coding.housekeeping import Housekeeping
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.sandbox import SANDBOX_MODES, Confinement, Sandbox, SandboxMode, sandbox_policy
+from heron.coding.sandbox.escalation import PARAMETER, escalation_decision
 from heron.coding.secrets import (
     REDACTOR,
     SecretPolicy,
@@ -47,7 +48,9 @@ from heron.coding.secrets import (
     url_passwords,
 )
 from heron.coding.settings import Settings
+from heron.coding.tools.confined import NOT_APPROVED
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.lifeline import reap_leftovers
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.spill import set_scrub
 from heron.session.store import SessionStore
@@ -103,6 +106,7 @@ class Control:
         # process. A saved allow rule could not do it (an ask rule beats any allow rule), and the
         # user's ask rule is theirs to remove.
         self._session_approvals: set[tuple[str, str | None]] = set()
+        self._outside_approved: set[str] = set()  # call ids approved to run outside the sandbox, once each
         self._started = False
         self._compact_asked: tuple[str | None] | None = None  # a UserPromptSubmit hook's compaction request
         self.stop_event = "Stop"  # "SubagentStop" in a sub-agent (as_subagent)
@@ -110,6 +114,9 @@ class Control:
         self.sandbox_mode: SandboxMode | None = None  # ``--sandbox``: instead of the settings' mode
         self._parent: Control | None = None
         self._load()
+        # tool children a heron that died without exiting left running (docs/permissions.md,
+        # "Processes"): one directory listing when there are none
+        reap_leftovers(self.home)
         self.checkpoints = Checkpoints(
             self.cwd,
             self.home,
@@ -121,6 +128,7 @@ class Control:
         self.housekeeping.add(self.checkpoints.housekeeping)
         session.env.child_env = self.child_env
         session.env.confine = self.confine
+        session.env.confine_outside = self.confine_outside
         session.env.bash_default_timeout = session.settings.bash.default_timeout_ms / 1000
         session.env.bash_max_timeout = session.settings.bash.max_timeout_ms / 1000
         session.agent.before_tool_call = self.before_tool_call
@@ -155,6 +163,8 @@ class Control:
             self.cwd,
             self.child_env,
             self.session.tool_catalog,
+            confine=lambda argv, cwd: self.confine_hook(argv, cwd),
+            home=self.home,
         )
         self.max_continuations = max_continuations(scopes, trusted=self.trusted, warnings=self.warnings)
         self.sandbox = Sandbox(
@@ -295,6 +305,14 @@ class Control:
     async def _permit(
         self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool, rewritten: bool = False
     ) -> BeforeToolCallResult | None:
+        blocked = await self._check(call_id, tool, args, approved=approved, rewritten=rewritten)
+        if blocked is None and self._asks_outside(tool, args):
+            blocked = await self._escalate(call_id, tool, args)
+        return blocked
+
+    async def _check(
+        self, call_id: str, tool: str, args: dict[str, Any], *, approved: bool, rewritten: bool
+    ) -> BeforeToolCallResult | None:
         decision = self.permissions.decide(tool, args)
         if decision.behavior == "ask" and approved:
             decision = Decision("allow", "", reason="hook")
@@ -310,6 +328,59 @@ class Control:
             block=True,
             reason=f"Permission denied: {decision.message}. The call was not run; do something else or ask the user.",
         )
+
+    def _asks_outside(self, tool: str, args: dict[str, Any]) -> bool:
+        """A command that asks to run outside a sandbox that is confining commands now."""
+        meta = self.permissions.tools.meta(tool)
+        return (
+            meta.kind == "execute"
+            and meta.command is not None
+            and args.get(PARAMETER) is True
+            and self.sandbox.active()
+        )
+
+    async def _escalate(self, call_id: str, tool: str, args: dict[str, Any]) -> BeforeToolCallResult | None:
+        """Running one command outside the sandbox is a permission of its own, asked about
+        through the same asker (docs/permissions.md, "Running one command outside the sandbox")."""
+        command = self.permissions.tools.meta(tool).command_of(args) or ""
+        justification = args.get("justification")
+        decision = escalation_decision(
+            self.permissions.rules,
+            self.permissions.mode,
+            command,
+            justification if isinstance(justification, str) else None,
+        )
+        detail = {**decision.to_json(), "mode": self.permissions.mode, "outside_sandbox": True}
+        self._record("permission", call_id, tool, decision.message, detail)
+        blocked: BeforeToolCallResult | None = None
+        if decision.behavior == "ask":
+            blocked = await self._ask(call_id, tool, args, decision)
+        elif decision.behavior == "deny":
+            blocked = BeforeToolCallResult(
+                block=True,
+                reason=f"Permission denied: {decision.message}. The command was not run; run it in the sandbox "
+                "(without outside_sandbox) or ask the user.",
+            )
+        if blocked is None:
+            self._outside_approved.add(call_id)
+        return blocked
+
+    def confine_hook(self, argv: list[str], cwd: Path) -> Confinement:
+        """A hook's command: in the sandbox when ``sandbox.hooks`` asks for it and the sandbox
+        runs here; otherwise as it is (the sandbox's one-time "unavailable" note is left for
+        the bash tool's result, where the model and the user read it)."""
+        if not self.sandbox.policy().hooks or not self.sandbox.active():
+            return Confinement.none(argv)
+        return self.sandbox.confine(argv, cwd)
+
+    def confine_outside(self, argv: list[str], cwd: Path, call_id: str) -> Confinement:
+        """A call that asked to run outside the sandbox: unconfined only if :meth:`_escalate`
+        approved that very call (once), else in the sandbox with a note saying so."""
+        if call_id in self._outside_approved:
+            self._outside_approved.discard(call_id)
+            return self.sandbox.confine(argv, cwd, outside=True)
+        confinement = self.sandbox.confine(argv, cwd)
+        return confinement.noted(NOT_APPROVED) if confinement.confined else confinement
 
     async def _ask(
         self, call_id: str, tool: str, args: dict[str, Any], decision: Decision

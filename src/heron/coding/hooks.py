@@ -39,7 +39,9 @@ from typing import Any
 
 from heron.agent.tool_meta import ToolCatalog, ToolKind, ToolMeta
 from heron.coding.permissions.scopes import Scope
+from heron.coding.sandbox import Confinement
 from heron.coding.tools import builtin_meta
+from heron.coding.tools.lifeline import die_with_heron, marked
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "SubagentStop")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
@@ -240,10 +242,15 @@ class HookRunner:
         cwd: Path,
         child_env: Callable[[], dict[str, str]],
         tools: ToolCatalog | None = None,
+        confine: Callable[[list[str], Path], Confinement] | None = None,
+        home: Path | None = None,
     ) -> None:
         self.groups = groups
         self.cwd = cwd
         self.child_env = child_env
+        # a hook's argv in the sandbox when ``sandbox.hooks`` is on (docs/hooks.md); None: as it is
+        self.confine = confine
+        self.home = home  # where leftovers of a killed heron are recorded (tools/lifeline.py); None: not
         # what each tool is (the session's tools; built-in names by default): how matchers match
         self.tools = tools if tools is not None else ToolCatalog(fallback=builtin_meta)
 
@@ -272,15 +279,19 @@ class HookRunner:
     async def _run_one(self, hook: CommandHook, body: str) -> HookRun:
         run = HookRun(hook)
         env = {**self.child_env(), "HERON_PROJECT_DIR": str(self.cwd), "CLAUDE_PROJECT_DIR": str(self.cwd)}
+        argv = ["/bin/sh", "-c", hook.command]  # what create_subprocess_shell runs
+        confinement = self.confine(argv, self.cwd) if self.confine is not None else Confinement.none(argv)
         try:
-            proc = await asyncio.create_subprocess_shell(
-                hook.command,
+            proc = await asyncio.create_subprocess_exec(
+                *confinement.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=str(self.cwd),
-                env=env,
+                env=marked(env, self.home) if self.home is not None else env,
                 start_new_session=True,
+                # outside the sandbox the hook dies with heron, what it starts is reaped later
+                preexec_fn=None if confinement.confined else die_with_heron,
             )
         except OSError as exc:
             run.error = str(exc)
@@ -294,7 +305,7 @@ class HookRunner:
         except BaseException:
             await _kill(proc, self.kill_grace)
             raise
-        run.exit_code = proc.returncode
+        run.exit_code = confinement.exit_status(proc.returncode)
         run.stdout = out.decode("utf-8", "replace")[:OUTPUT_LIMIT]
         run.stderr = err.decode("utf-8", "replace")[:OUTPUT_LIMIT]
         text = run.stdout.strip()

@@ -301,6 +301,7 @@ SCHEMA: dict[str, Any] = {
     # Read per file by heron.coding.permissions / hooks / secrets (a project file may not do what a user's may).
     "permissions": _object,
     "hooks": _object,
+    "sandbox": _object,  # read per file by heron.coding.sandbox.policy (a project may tighten, not loosen)
     "env": {"passThrough": _tools},
     "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},

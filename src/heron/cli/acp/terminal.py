@@ -26,7 +26,7 @@ from heron.coding.secrets import child_environment
 from heron.coding.tools.bash import BashParams, BashTool
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.process import resolve_shell
+from heron.coding.tools.process import Ending, resolve_shell
 
 # The most output the editor keeps for heron (it drops the oldest beyond this).
 OUTPUT_LIMIT_BYTES = 4 * 1024 * 1024
@@ -74,7 +74,7 @@ class TerminalBash(BashTool):
         )
         sink.feed(output.output)
         sink.finish()
-        result = self._result(sink, outcome, code if outcome == "exit" else None, params, False)
+        result = self._result(sink, Ending(outcome, False), code if outcome == "exit" else None, params)
         if output.truncated and result.content:
             note = "[The editor kept only the end of the output; earlier output is not in the full-output file.]"
             result.content[0].text = f"{note}\n{result.content[0].text}"  # type: ignore[union-attr]

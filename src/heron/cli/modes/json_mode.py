@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from heron.cli.app_state import App
+from heron.cli.delta_merge import DeltaMerger
 from heron.cli.events_json import dumps, event_json
 from heron.cli.modes.print_mode import discard_stdout, failure_line, install_interrupt
 from heron.cli.modes.run_end import run_end_json
@@ -39,14 +40,15 @@ async def run_json(app: App, task: Task) -> int:
             if run is not None:
                 run.abort()
 
+    merger = DeltaMerger(emit)
     emit(app.session.store.header.to_json_dict() if app.session.store.header else {})
     if reader_gone:
         return 1
-    app.session.subscribe(lambda event: emit(event_json(event)))
+    app.session.subscribe(lambda event: merger.write(event_json(event)))
     run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
     install_interrupt(app, run)
     outcome = await run.outcome()
-    emit(run_end_json(outcome))
+    merger.write(run_end_json(outcome))
     if reader_gone:
         return 1
     line = failure_line(outcome)

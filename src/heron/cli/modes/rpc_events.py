@@ -25,7 +25,7 @@ from heron.agent.events import (
 )
 from heron.agent.tools import ToolResult
 from heron.ai.types import AssistantMessage, ToolCall
-from heron.cli.events_json import event_json
+from heron.cli.events_json import drops_field, event_json, message_stub
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionStartEvent,
@@ -51,7 +51,7 @@ def assistant_event_json(event: MessageUpdateEvent) -> dict[str, Any]:
     inner = event.event
     out: dict[str, Any] = {}
     for name in inner.__dataclass_fields__:
-        if name in ("partial", "message"):
+        if drops_field(inner, name):
             continue
         value = getattr(inner, name)
         out[_STREAM_FIELDS.get(name, name)] = value.to_json_dict() if hasattr(value, "to_json_dict") else _plain(value)
@@ -104,11 +104,11 @@ def pi_event(event: Any, *, will_retry: bool = False) -> dict[str, Any]:
     if isinstance(event, TurnEndEvent):
         return {
             "type": event.type,
-            "message": event.message.to_json_dict(),
-            "toolResults": [m.to_json_dict() for m in event.tool_results],
+            "message": message_stub(event.message),
+            "toolResults": [message_stub(m) for m in event.tool_results],
         }
     if isinstance(event, AgentEndEvent):
-        return {"type": event.type, "messages": [m.to_json_dict() for m in event.messages], "willRetry": will_retry}
+        return {"type": event.type, "messages": [message_stub(m) for m in event.messages], "willRetry": will_retry}
     if isinstance(event, CompactionStartEvent):
         return {"type": event.type, "reason": event.reason, "tokensBefore": event.tokens_before}
     if isinstance(event, RetryStartEvent):
@@ -175,3 +175,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
     return value
+
+
+def drop_unchanged_usage(update: dict[str, Any], sent: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A ``message_update`` carries ``usage`` only when it differs from the last one written
+    for the same message (the first update of a message always has it): usage changes a
+    few times per answer, deltas arrive by the thousand. Returns the usage now known."""
+    usage = update.get("usage")
+    if usage is not None and usage == sent:
+        del update["usage"]
+    return usage if usage is not None else sent

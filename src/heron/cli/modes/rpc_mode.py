@@ -26,6 +26,7 @@ import threading
 from typing import Any
 
 from heron.cli.app_state import App
+from heron.cli.delta_merge import DeltaMerger
 from heron.cli.modes.rpc_io import Output, read_lines
 from heron.cli.modes.rpc_io import Output as _Output
 from heron.cli.modes.rpc_io import split_lines as split_lines
@@ -60,7 +61,7 @@ async def run_rpc(app: App) -> int:
 
     unsubscribe = app.session.subscribe(stop_unsaved)
     output = Output(sys.stdout.buffer, output_closed)
-    server = RpcServer(app, output.write)
+    server = RpcServer(app, DeltaMerger(output.write).write)
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt)
     stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1  # no stdin at all: EOF at once

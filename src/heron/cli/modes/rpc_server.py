@@ -18,7 +18,7 @@ from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutio
 from heron.ai.types import AssistantMessage, ImageContent, TextContent, UserMessage
 from heron.cli.app_state import App
 from heron.cli.modes.rpc_commands import SessionCommands
-from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, pi_event
+from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, drop_unchanged_usage, pi_event
 from heron.cli.modes.rpc_io import warm_up
 from heron.cli.modes.rpc_permissions import RpcAsker, ask_timeout_ms
 from heron.cli.modes.rpc_protocol import (
@@ -71,6 +71,7 @@ class RpcServer(SessionCommands):
             **self.session_handlers(),
         }
         self._partial: AssistantMessage | None = None  # the answer streaming now, if any
+        self._usage_sent: dict[str, Any] | None = None  # the usage the last message_update carried
         self._run: Run | None = None  # the prompt's run, once started
 
     @property
@@ -93,7 +94,7 @@ class RpcServer(SessionCommands):
         if isinstance(event, MessageUpdateEvent):
             self._partial = event.message
         elif isinstance(event, MessageEndEvent):
-            self._partial = None
+            self._partial, self._usage_sent = None, None
         if isinstance(event, CompactionStartEvent):
             self._compacting += 1
         elif isinstance(event, CompactionEndEvent):
@@ -101,7 +102,9 @@ class RpcServer(SessionCommands):
             self._write(compaction_end_json(event, self._first_kept(event.entry_id)))
             return
         out = pi_event(event)
-        if isinstance(event, ToolExecutionStartEvent):
+        if isinstance(event, MessageUpdateEvent):
+            self._usage_sent = drop_unchanged_usage(out, self._usage_sent)
+        elif isinstance(event, ToolExecutionStartEvent):
             self._tool_started[event.tool_call_id] = time.monotonic()
         elif isinstance(event, ToolExecutionEndEvent):
             started = self._tool_started.pop(event.tool_call_id, None)

@@ -28,6 +28,7 @@ from heron.coding.checkpoints.base import (
 # The first snapshot of a large tree hashes every file; killed half-way, it would start over on
 # every turn. It runs alongside the turn, so a long bound costs a turn nothing.
 GIT_TIMEOUT = 900.0
+NO_SPACE = "No space left on device"
 _CONFIG = [
     "-c",
     "core.autocrlf=false",
@@ -106,8 +107,11 @@ class GitBackend:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CheckpointError(f"git {args[0]}: {exc}") from exc
-        if check and done.returncode != 0:
-            raise CheckpointError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
+        errors = done.stderr.decode(errors="replace").strip()
+        # ``add --ignore-errors`` runs unchecked (an unreadable file is skipped), but a full disk
+        # is not a file to skip: the snapshot would hold part of the tree
+        if done.returncode != 0 and (check or NO_SPACE in errors):
+            raise CheckpointError(f"git {args[0]} failed: {errors}")
         return done.stdout
 
     def init(self) -> None:

@@ -25,6 +25,7 @@ from heron.coding.checkpoints.base import (
     exclude_patterns,
     new_ref_name,
 )
+from heron.coding.checkpoints.undo import SnapshotUndo
 
 try:
     import fcntl
@@ -140,10 +141,16 @@ class ShadowRepo:
         """Commit the working tree as it is now (ignored and large files left out)."""
         engine = self._engine()
         with self.locked():
-            self._init()
-            tree, large = engine.write_tree()
-            commit = engine.commit(tree, message)
-            engine.set_ref(new_ref_name(commit), commit)
+            undo = SnapshotUndo(self.git_dir)  # a failure half-way leaves nothing behind
+            try:
+                self._init()
+                tree, large = engine.write_tree()
+                commit = engine.commit(tree, message)
+                engine.set_ref(new_ref_name(commit), commit)
+            except BaseException:
+                undo.rollback()
+                raise
+            undo.done()
         return Snapshot(commit, large)
 
     def snapshots(self) -> list[SnapshotInfo]:

@@ -20,6 +20,7 @@ reported once per session.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import time
 from pathlib import Path
@@ -44,6 +45,10 @@ def may_change_files(kind: ToolKind) -> bool:
     """Whether a call of a tool of ``kind`` could change the project's files (a tool that
     declares nothing is ``other``, and could)."""
     return kind not in READ_ONLY_KINDS
+
+
+def _disk_full(exc: BaseException) -> bool:
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left on device" in str(exc)
 
 
 class Checkpoints:
@@ -140,6 +145,13 @@ class Checkpoints:
         try:
             snap = await asyncio.to_thread(self._snapshot, message)
         except Exception as exc:  # noqa: BLE001 - CheckpointError, or a backend broke: the turn goes on
+            if _disk_full(exc):
+                # what it wrote is gone again (checkpoints/undo.py); trying again each turn would
+                # take back the space the user frees, so no more snapshots in this session
+                self.enabled = False
+                self._reported = False
+                self._report(f"checkpoints off for the rest of this session, the disk is full: {exc}")
+                return
             self._report(f"checkpoint not taken: {exc}")
             return
         log.debug("checkpoint snapshot took %.2f s", time.monotonic() - start)

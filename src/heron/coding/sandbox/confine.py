@@ -13,7 +13,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from heron.agent.tools import ToolResult
@@ -40,6 +40,18 @@ class Confinement:
     confined: bool
     note: str | None = None
     network: bool = True  # whether the sandbox lets the command reach the network
+    escalated: bool = False  # run outside the sandbox the settings ask for, as the user approved
+    consulted: bool = True  # False: no sandbox setting applies (a tool used without heron's control)
+
+    @classmethod
+    def none(cls, argv: list[str]) -> Confinement:
+        """What to run where no sandbox is configured at all: the argv as it is, the result
+        left alone (not even marked ``sandboxed``)."""
+        return cls(argv, confined=False, consulted=False)
+
+    def noted(self, note: str) -> Confinement:
+        """The same confinement with ``note`` in front of the result (after any other note)."""
+        return replace(self, note=f"{self.note}\n\n{note}" if self.note else note)
 
     def exit_status(self, returncode: int | None) -> int | None:
         """The command's status as Python reports it (a negative number for a signal):
@@ -51,7 +63,11 @@ class Confinement:
     def apply(self, result: ToolResult) -> ToolResult:
         """The tool's result marked ``sandboxed`` in its details; the one-time note, if any,
         in front of its text (the model learns its commands are not confined, and why)."""
+        if not self.consulted:
+            return result
         details = {**(result.details or {}), "sandboxed": self.confined}
+        if self.escalated:
+            details["escalated"] = True
         text = "".join(block.text for block in result.content if isinstance(block, TextContent))
         hint = self._hint(text) if result.is_error else None
         if not self.note and hint is None:
@@ -67,12 +83,16 @@ class Confinement:
         if not self.network and _NO_NETWORK.search(text):
             return (
                 "[The sandbox gives commands no network. The user can allow it with the setting "
-                '"sandbox": {"network": true}, or run heron with --sandbox off.]'
+                '"sandbox": {"network": true}, or run heron with --sandbox off; or call bash again with '
+                '"outside_sandbox": true and a "justification", which asks the user to run this one command '
+                "outside the sandbox.]"
             )
         if _READ_ONLY.search(text):
             return (
                 "[The sandbox lets commands write only the project and the temp directory. The user can "
-                'add a path with "sandbox": {"writable": [PATH]}, or run heron with --sandbox off.]'
+                'add a path with "sandbox": {"writable": [PATH]}, or run heron with --sandbox off; or call bash '
+                'again with "outside_sandbox": true and a "justification", which asks the user to run this one '
+                "command outside the sandbox.]"
             )
         return None
 
@@ -87,17 +107,34 @@ class Sandbox:
     def __init__(self, policy: Callable[[], SandboxPolicy]) -> None:
         self.policy = policy
 
-    def confine(self, argv: list[str], cwd: Path) -> Confinement:
+    def confine(self, argv: list[str], cwd: Path, *, outside: bool = False) -> Confinement:
+        """``argv`` wrapped in the sandbox; ``outside``: a command the user approved to run
+        without it (:mod:`heron.coding.sandbox.escalation`), run as it is and marked so."""
         policy = self.policy()
         if not policy.enabled:
             return Confinement(argv, confined=False)
+        reason = self._unavailable()
+        if reason is not None:
+            return Confinement(argv, False, self._once(reason))
+        if outside:
+            return Confinement(argv, confined=False, escalated=True)
+        binary = shutil.which("bwrap") or "bwrap"
+        return Confinement(wrap_command(policy, argv, cwd, binary), confined=True, network=policy.network)
+
+    def active(self) -> bool:
+        """Whether commands are confined now: the settings ask for the sandbox and it runs here."""
+        return self.policy().enabled and self._unavailable() is None
+
+    @staticmethod
+    def _unavailable() -> str | None:
+        """Why the sandbox cannot run on this machine, or None."""
         if not sys.platform.startswith("linux"):
-            return Confinement(argv, False, self._once("the sandbox runs on Linux only"))
+            return "the sandbox runs on Linux only"
         binary = shutil.which("bwrap")
         state = availability(binary)
         if not state.ok or binary is None:
-            return Confinement(argv, False, self._once(state.reason))
-        return Confinement(wrap_command(policy, argv, cwd, binary), confined=True, network=policy.network)
+            return state.reason
+        return None
 
     @staticmethod
     def _once(reason: str) -> str | None:

@@ -50,6 +50,7 @@ class SandboxPolicy:
     writable: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
+    hooks: bool = False  # ``sandbox.hooks``: hook commands run in the sandbox too
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -88,6 +89,7 @@ def sandbox_policy(
     warnings: list[str] = []
     mode: SandboxMode = "workspace-write"
     network = False
+    hooks = False
     writable: list[Path] = []
     for scope in scopes:
         data = scope.data.get("sandbox")
@@ -99,6 +101,7 @@ def sandbox_policy(
         may_loosen = scope.name == "user" or trusted
         mode = _mode(data, mode, may_loosen, scope, warnings)
         network = _network(data, network, may_loosen, scope, warnings)
+        hooks = _hooks(data, hooks, may_loosen, scope, warnings)
         if may_loosen:
             writable += _paths(data.get("writable"), project, scope, warnings)
     if override is not None:
@@ -113,6 +116,7 @@ def sandbox_policy(
         writable=tuple(writable),
         read_only=tuple(read_only),
         hidden=tuple(hidden),
+        hooks=hooks,
         warnings=tuple(warnings),
     )
 
@@ -164,6 +168,21 @@ def _network(data: dict[str, Any], network: bool, may_loosen: bool, scope: Scope
     if asked and not may_loosen:
         warnings.append(f"{scope.path}: sandbox.network ignored: an untrusted project may not loosen the sandbox")
         return network
+    return asked
+
+
+def _hooks(data: dict[str, Any], hooks: bool, may_loosen: bool, scope: Scope, warnings: list[str]) -> bool:
+    """``sandbox.hooks``: true confines hooks (a tightening any file may ask for); false
+    after a true from another file loosens, which an untrusted project may not."""
+    asked = data.get("hooks")
+    if asked is None:
+        return hooks
+    if not isinstance(asked, bool):
+        warnings.append(f"{scope.path}: sandbox.hooks must be true or false")
+        return hooks
+    if hooks and not asked and not may_loosen:
+        warnings.append(f"{scope.path}: sandbox.hooks ignored: an untrusted project may not loosen the sandbox")
+        return hooks
     return asked
 
 

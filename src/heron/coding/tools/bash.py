@@ -33,9 +33,18 @@ from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, Upda
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
+from heron.coding.tools.confined import child_setup, confinement_for
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.process import Outcome, PipeProtocol, Supervision, resolve_shell, signal_group, supervise
+from heron.coding.tools.process import (
+    Ending,
+    PipeProtocol,
+    Supervision,
+    ending_lines,
+    resolve_shell,
+    signal_group,
+    supervise,
+)
 from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.limits import format_size
 from heron.context.truncate import Truncation, truncate_tail
@@ -52,6 +61,14 @@ class BashParams(ToolParams):
     command: str = Field(description="Shell command (bash syntax).")
     timeout: float | None = Field(
         default=None, gt=0, description="Seconds after which the command and everything it started are killed."
+    )
+    outside_sandbox: bool | None = Field(
+        default=None,
+        description="Run this one command outside the sandbox (network, writes outside the project); the user "
+        "is asked first. Only after it failed at the sandbox's edge, with a justification.",
+    )
+    justification: str | None = Field(
+        default=None, max_length=2000, description="With outside_sandbox: why, in one sentence the user reads."
     )
 
 
@@ -114,10 +131,10 @@ class BashTool(AgentTool[BashParams]):
         sink = OutputCollector(
             limits.max_lines, limits.max_bytes, lambda: self._spill_path(call_id), self.env.spill_max_bytes
         )
-        argv = [shell, "-c", params.command]
-        confinement = self.env.confine(argv, cwd) if self.env.confine is not None else None
-        if confinement is not None:
-            argv = confinement.argv
+        outside = call_id if params.outside_sandbox else None
+        confinement = confinement_for(self.env, [shell, "-c", params.command], cwd, outside_call=outside)
+        argv = confinement.argv
+        setup = child_setup(self.env, confinement, child_env)
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: PipeProtocol(loop, sanitizer, sink),
@@ -126,8 +143,9 @@ class BashTool(AgentTool[BashParams]):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=str(cwd),
-                env=child_env,
                 start_new_session=True,
+                env=setup.env,
+                preexec_fn=setup.preexec_fn,
             )
         except OSError as exc:
             raise ToolError(f"Could not start {shell}: {exc}") from exc
@@ -143,11 +161,8 @@ class BashTool(AgentTool[BashParams]):
             sink.feed(sanitizer.finish())
             sink.finish()
             transport.close()
-        returncode = transport.get_returncode() if ending.outcome == "exit" else None
-        if confinement is not None:
-            returncode = confinement.exit_status(returncode)
-        result = self._result(sink, ending.outcome, returncode, params, ending.background_killed)
-        return confinement.apply(result) if confinement is not None else result
+        returncode = confinement.exit_status(transport.get_returncode() if ending.outcome == "exit" else None)
+        return confinement.apply(self._result(sink, ending, returncode, params))
 
     # -- helpers --
 
@@ -180,11 +195,11 @@ class BashTool(AgentTool[BashParams]):
     def _result(
         self,
         sink: OutputCollector,
-        outcome: Outcome,
+        ending: Ending,
         returncode: int | None,
         params: BashParams,
-        background_killed: bool,
     ) -> ToolResult:
+        outcome = ending.outcome
         limits = self.env.limits
         shown = truncate_tail(sink.tail_text(), limits.max_lines, limits.max_bytes)
         body = shown.content
@@ -202,8 +217,7 @@ class BashTool(AgentTool[BashParams]):
         if shown.truncated:
             truncation = replace(shown, total_lines=sink.total_lines, total_bytes=sink.total_bytes)
             parts.append(self._notice(sink, shown))
-        if background_killed:
-            parts.append("Background processes still holding the output open were killed after the command exited.")
+        parts.extend(ending_lines(ending))
 
         is_error = True
         if outcome == "timeout":
@@ -232,8 +246,10 @@ class BashTool(AgentTool[BashParams]):
             timed_out=outcome == "timeout",
             aborted=outcome == "aborted",
         )
-        if background_killed:
+        if ending.background_killed:
             details["background_killed"] = True
+        if ending.escaped or ending.left_running:
+            details["escaped_pids"], details["left_running"] = list(ending.escaped), list(ending.left_running)
         if sink.spill_error:
             details["spill_error"] = sink.spill_error
         if sink.spill_omitted_bytes:

@@ -114,6 +114,9 @@ class BashDetails(TypedDict):
     spill_error: NotRequired[str]
     spill_omitted_bytes: NotRequired[int]  # the full-output file hit its size cap
     sandboxed: NotRequired[bool]  # ran inside the sandbox (docs/permissions.md, "Sandbox")
+    escalated: NotRequired[bool]  # ran outside it, as the user approved for this call
+    escaped_pids: NotRequired[list[int]]  # output holders killed that had left the process group
+    left_running: NotRequired[list[int]]  # output holders still alive after SIGKILL
 
 
 class BashPartialDetails(TypedDict):

@@ -155,6 +155,9 @@ class ToolEnv:
     client_files: ClientFiles | None = None  # None: write and edit work on the files themselves
     # Puts a command's argv in the session's sandbox (docs/permissions.md, "Sandbox"); None: run it as it is.
     confine: Callable[[list[str], Path], Confinement] | None = None
+    # A call that asked to run outside the sandbox: (argv, cwd, call id) -> unconfined only when the
+    # session's permission check approved that call id, else as ``confine``. None: as ``confine``.
+    confine_outside: Callable[[list[str], Path, str], Confinement] | None = None
     tool_host: ToolHost | None = None  # what a script's calls go through; None: scripts cannot call tools
     script_max_timeout: float = 120.0  # ``script.maxTimeoutMs``: a script's longest (and default) run
     script_max_calls: int = 200  # ``script.maxCalls``: tool calls one script may make

@@ -10,13 +10,14 @@ period and then kill the group.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal as signals
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.bash_output import OutputCollector
@@ -53,6 +54,14 @@ class PipeProtocol(asyncio.SubprocessProtocol):
         self.sink = sink
         self.exited: asyncio.Future[None] = loop.create_future()
         self.closed: asyncio.Future[None] = loop.create_future()
+        self.output_inode: int | None = None  # the output pipe, to find who still holds it
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        pipe = getattr(transport, "get_pipe_transport", lambda fd: None)(1)
+        handle: Any = pipe.get_extra_info("pipe") if pipe is not None else None
+        if handle is not None:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self.output_inode = os.fstat(handle.fileno()).st_ino
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         if not self.sink.closed:
@@ -134,6 +143,8 @@ class Ending:
 
     outcome: Outcome
     background_killed: bool
+    escaped: tuple[int, ...] = ()  # killed holders of the output that had left the group (setsid)
+    left_running: tuple[int, ...] = ()  # holders of the output still alive after SIGKILL
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,14 +214,84 @@ async def _settle(protocol: PipeProtocol, pgid: int, outcome: Outcome, waits: Su
     if outcome != "exit":
         grace = waits.kill_grace if outcome == "timeout" else min(waits.kill_grace, 1.0)
         await kill_group(pgid, grace)
-        await wait_closed(protocol, waits.pipe_grace)
-        return Ending(outcome, False)
+        if await wait_closed(protocol, waits.pipe_grace):
+            return Ending(outcome, False)
+        escaped, left = await kill_holders(protocol.output_inode, waits.kill_grace)
+        return Ending(outcome, bool(escaped), escaped, left)
     if not await wait_closed(protocol, waits.pipe_grace):
         # The process is gone but something it started still holds the pipe open.
         await kill_group(pgid, waits.kill_grace)
+        if await wait_closed(protocol, waits.pipe_grace):
+            return Ending(outcome, True)
+        # still held: by a process that left the group (``setsid``), which killpg does not reach
+        escaped, left = await kill_holders(protocol.output_inode, waits.kill_grace)
         await wait_closed(protocol, waits.pipe_grace)
-        return Ending(outcome, True)
+        return Ending(outcome, True, escaped, left)
     if waits.reap and group_alive(pgid):
         await kill_group(pgid, waits.kill_grace)
         return Ending(outcome, True)
     return Ending(outcome, False)
+
+
+def pipe_holders(inode: int | None) -> list[int]:
+    """The processes (other than heron) with the pipe ``inode`` open, found by their fds."""
+    if inode is None:
+        return []
+    target, me, found = f"pipe:[{inode}]", os.getpid(), []
+    try:
+        pids = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or another user's
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    found.append(pid)
+                    break
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+async def kill_holders(inode: int | None, grace: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """SIGKILL every process still holding the output pipe; returns (killed, still running
+    after ``grace``), so a result says what really happened to them."""
+    holders = pipe_holders(inode)
+    for pid in holders:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signals.SIGKILL)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + grace
+    left = [pid for pid in holders if _running(pid)]
+    while left and loop.time() < end:
+        await asyncio.sleep(0.05)
+        left = [pid for pid in left if _running(pid)]
+    return tuple(pid for pid in holders if pid not in left), tuple(left)
+
+
+def ending_lines(ending: Ending) -> list[str]:
+    """What a result says about the processes a command left behind: killed, and which had
+    left its process group, or still running (never "killed" for one that lives on)."""
+    lines: list[str] = []
+    if ending.background_killed:
+        line = "Background processes still holding the output open were killed after the command exited"
+        if ending.escaped:
+            line += f" (including pid {', '.join(map(str, ending.escaped))}, which had left its process group)"
+        lines.append(line + ".")
+    if ending.left_running:
+        pids = ", ".join(map(str, ending.left_running))
+        lines.append(f"Left running: pid {pids} (it holds the command's output and could not be killed).")
+    return lines

@@ -38,6 +38,7 @@ from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolParams, Too
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
+from heron.coding.tools.confined import child_setup, confinement_for
 from heron.coding.tools.details import truncation_details
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.process import PipeProtocol, Supervision, signal_group, supervise
@@ -97,10 +98,10 @@ class ScriptTool(AgentTool[ScriptParams]):
         env = self.env.child_env() if self.env.child_env is not None else child_environment()
         env["HERON_TOOLS_FDS"] = f"{requests_w},{answers_r}"
         loop = asyncio.get_running_loop()
-        argv = [sys.executable, "-u", "-c", _BOOT, str(CHILD_DIR)]
-        confinement = self.env.confine(argv, self.env.cwd) if self.env.confine is not None else None
-        if confinement is not None:  # the script's own file access is held to bash's boundary
-            argv = confinement.argv
+        # the script's own file access is held to bash's boundary
+        confinement = confinement_for(self.env, [sys.executable, "-u", "-c", _BOOT, str(CHILD_DIR)], self.env.cwd)
+        argv = confinement.argv
+        setup = child_setup(self.env, confinement, env)
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: PipeProtocol(loop, sanitizer, sink),
@@ -109,8 +110,9 @@ class ScriptTool(AgentTool[ScriptParams]):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=str(self.env.cwd),
-                env=env,
                 start_new_session=True,
+                env=setup.env,
+                preexec_fn=setup.preexec_fn,
                 pass_fds=(requests_w, answers_r),
             )
         except OSError as exc:
@@ -138,11 +140,8 @@ class ScriptTool(AgentTool[ScriptParams]):
             sink.feed(sanitizer.finish())
             sink.finish()
             transport.close()
-        returncode = transport.get_returncode() if ending.outcome == "exit" else None
-        if confinement is not None:
-            returncode = confinement.exit_status(returncode)
-        result = self._result(sink, channel, ending.outcome, returncode, timeout)
-        return confinement.apply(result) if confinement is not None else result
+        returncode = confinement.exit_status(transport.get_returncode() if ending.outcome == "exit" else None)
+        return confinement.apply(self._result(sink, channel, ending.outcome, returncode, timeout))
 
     def _spill_path(self, call_id: str) -> Path:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80].strip(".") or secrets.token_hex(8)

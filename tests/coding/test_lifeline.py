@@ -1,0 +1,118 @@
+"""Tool children die with heron and what they started is reaped at the next start, without
+the sandbox (``--sandbox off``); a ``setsid`` daemon holding a command's output is killed for
+real and reported as such (docs/permissions.md, "Processes")."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from heron.ai.abort import AbortSignal
+from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.lifeline import MARK, owner, reap_leftovers
+from tests.cli.test_print_json_e2e import Project, heron_command, openai_args, project
+from tests.support.http_server import LocalServer
+from tests.support.sse import openai_reply
+
+__all__ = ["project"]
+
+
+def pids_of(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(check, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_setsid_daemon_holding_the_output_is_killed_and_said_so(tmp_path: Path) -> None:
+    env = ToolEnv(cwd=tmp_path, home=tmp_path / "home")
+    tool = BashTool(env, pipe_grace=0.3, kill_grace=0.5)
+    command = "setsid sleep 3917 & echo started"
+    result = asyncio.run(tool.execute("c", BashParams(command=command, timeout=20), AbortSignal(), lambda _: None))
+    text = result.content[0].text  # type: ignore[union-attr]
+    details = dict(result.details or {})
+    assert details.get("escaped_pids") and "which had left its process group" in text, text
+    assert not pids_of("sleep 3917")  # really gone, not only reported so
+    assert details.get("left_running") == []
+
+
+def test_reaping_kills_only_marked_processes_of_a_dead_heron(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "processes").mkdir(parents=True)
+    dead = "999999999:12345"  # no such process
+    (home / "processes" / dead.replace(":", "-")).touch()
+    ours = subprocess.Popen(["sleep", "3918"], env={**os.environ, MARK: dead}, start_new_session=True)
+    other = subprocess.Popen(["sleep", "3919"], env={**os.environ, MARK: owner()}, start_new_session=True)
+    try:
+        assert wait_for(lambda: pids_of("sleep 3918") and pids_of("sleep 3919"))
+        (home / "processes" / owner().replace(":", "-")).touch()  # a live heron's file stays
+        (home / "processes" / "not-a-heron").touch()  # a file that names no heron: left alone
+        assert reap_leftovers(home) == [ours.pid]
+        assert ours.wait(5) == -signal.SIGKILL and other.poll() is None
+        assert sorted(p.name for p in (home / "processes").iterdir()) == sorted(
+            [owner().replace(":", "-"), "not-a-heron"]
+        )
+        assert reap_leftovers(home) == []  # nothing left to do: a directory listing
+        assert reap_leftovers(tmp_path / "no-home") == []
+    finally:
+        for proc in (ours, other):
+            proc.kill()
+            proc.wait()
+
+
+def test_kill_9_mid_tool_children_die_and_leftovers_are_reaped_next_start(
+    project: Project, local_server: LocalServer
+) -> None:
+    command = "sleep 3921 & setsid sleep 3922 >/dev/null 2>&1 & sleep 3923"
+    local_server.queue(openai_reply("", [("c1", "bash", {"command": command})]), openai_reply("never"))
+    proc = subprocess.Popen(
+        [*heron_command(), *openai_args(local_server), "--sandbox", "off", "-p", "go"],
+        cwd=project.cwd,
+        env=project.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_for(lambda: all(pids_of(f"sleep {n}") for n in (3921, 3922, 3923)))
+        proc.kill()
+        proc.wait(10)
+        # the command's own process (the shell) dies with heron (PR_SET_PDEATHSIG)
+        assert wait_for(lambda: not pids_of("& setsid sleep 3922"), 5)
+        # what it started lives on until the next start
+        assert pids_of("sleep 3921") and pids_of("sleep 3922") and pids_of("sleep 3923")
+        assert list((project.home / "processes").iterdir())
+        local_server.queue(openai_reply("done"))
+        result = project.run(*openai_args(local_server), "--sandbox", "off", "-p", "again")
+        assert result.code == 0, result.err
+        assert wait_for(lambda: not any(pids_of(f"sleep {n}") for n in (3921, 3922, 3923)), 5)
+        assert list((project.home / "processes").iterdir()) == []  # a normal exit leaves no file
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for n in (3921, 3922, 3923):
+            for pid in pids_of(f"sleep {n}"):
+                os.kill(pid, signal.SIGKILL)
