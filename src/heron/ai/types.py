@@ -574,6 +574,9 @@ class Model:
     # False when ``max_tokens`` is heron's default rather than a configured value: the
     # output cap then stays within a quarter of the window (docs/configuration.md).
     max_tokens_configured: bool = True
+    # The model's ``compaction`` entry in models.json ({"native": bool, "serverClearing":
+    # bool}): provider-native compaction and server-side clearing for this model alone.
+    compaction: JSON | None = None
 
     @property
     def ref(self) -> str:

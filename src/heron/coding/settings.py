@@ -30,6 +30,7 @@ from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import SOFT_THRESHOLD
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
 
 SETTINGS_FILE = "settings.json"
@@ -48,6 +49,11 @@ class CompactionSettings:
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
     soft_threshold: float = SOFT_THRESHOLD  # share of the hard threshold: compact at step boundaries past it
+    # Provider-native compaction and server-side clearing (docs/context.md, "Provider-native compaction")
+    native: bool = False
+    server_clearing: bool = False
+    native_trigger: float = NATIVE_TRIGGER_SHARE  # share of the threshold the provider compacts at
+    native_instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +284,10 @@ SCHEMA: dict[str, Any] = {
         "reserveTokens": _POSITIVE,
         "keepRecentTokens": _POSITIVE,
         "softThreshold": _share,
+        "native": _bool,
+        "serverClearing": _bool,
+        "nativeTrigger": _share,
+        "nativeInstructions": _string,
     },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
     "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
@@ -409,6 +419,10 @@ def settings_from_dict(
             reserve_tokens=compaction.get("reserveTokens", defaults_c.reserve_tokens),
             keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
             soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
+            native=compaction.get("native", defaults_c.native),
+            server_clearing=compaction.get("serverClearing", defaults_c.server_clearing),
+            native_trigger=compaction.get("nativeTrigger", defaults_c.native_trigger),
+            native_instructions=compaction.get("nativeInstructions", defaults_c.native_instructions),
         ),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),
