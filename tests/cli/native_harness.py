@@ -38,6 +38,7 @@ from tests.support.sse import anthropic_reply, openai_reply, responses_reply
 COMPACT_BETA = "compact-2026-01-12"
 CLEAR_BETA = "context-management-2025-06-27"
 NATIVE_MARK = "## Native summary"
+CLEARED = "[tool result cleared by the server]"
 
 
 def wire_of(path: str) -> str:
@@ -63,6 +64,8 @@ class NativeServer(PlanServer):
         self.native_rejections = 0  # requests rejected for their context_management
         self.sealed: dict[str, str] = {}  # encrypted content -> the summary it stands for
         self._pending: str | None = None  # the summary of the compaction the reply carries
+        self._edits: list[dict[str, Any]] | None = None  # the clearing the reply reports
+        self.clearings = 0
 
     # --- decoding: what the model reads, as chat-completions JSON --------------------------
 
@@ -168,6 +171,7 @@ class NativeServer(PlanServer):
                 self.bodies.append({"model": raw.get("model"), "messages": []})
                 self.accepted.append(False)
                 return self._invalid(decoded)
+            decoded = self._clear(raw, decoded)
             self.bodies.append(decoded)
             prompt_tokens, completion = count_tokens(decoded)
             limit = self.limits[decoded["model"]]
@@ -188,6 +192,31 @@ class NativeServer(PlanServer):
                 if not self.malformed:  # a failed compaction (no summary) compacted nothing
                     prompt_tokens = count_tokens(compacted)[0]
             return self._reply(decoded, prompt_tokens)
+
+    def _clear(self, raw: dict[str, Any], decoded: dict[str, Any]) -> dict[str, Any]:
+        """Anthropic's ``clear_tool_uses_20250919``: past its trigger, the oldest tool
+        results (all but ``keep``) replaced by a placeholder, when that clears at least
+        ``clear_at_least``; what was cleared is reported in the reply's ``message_delta``."""
+        self._edits = None
+        managed = raw.get("context_management")
+        edits = managed.get("edits") or [] if self.wire == "anthropic" and isinstance(managed, dict) else []
+        edit = next((e for e in edits if e.get("type") == "clear_tool_uses_20250919"), None)
+        if edit is None or count_tokens(decoded)[0] < edit["trigger"]["value"]:
+            return decoded
+        results = [i for i, m in enumerate(decoded["messages"]) if m["role"] == "tool"]
+        keep = edit["keep"]["value"]
+        oldest = results[: max(0, len(results) - keep)]
+        cleared = [m for i, m in enumerate(decoded["messages"]) if i in oldest and m["content"] != CLEARED]
+        messages = [{**m, "content": CLEARED} if i in oldest else m for i, m in enumerate(decoded["messages"])]
+        after = {**decoded, "messages": messages}
+        saved = count_tokens(decoded)[0] - count_tokens(after)[0]
+        if not cleared or saved < (edit.get("clear_at_least") or {}).get("value", 0):
+            return decoded
+        self.clearings += 1
+        self._edits = [
+            {"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(cleared), "cleared_input_tokens": saved}
+        ]
+        return after
 
     def _decode(self, raw: dict[str, Any]) -> dict[str, Any] | str:
         if self.wire == "anthropic":
@@ -214,7 +243,7 @@ class NativeServer(PlanServer):
         summary, self._pending = self._pending, None
         if self.wire == "anthropic":
             block: str | bool | None = False if summary is None else None if self.malformed else summary
-            return anthropic_reply(text, calls, input_tokens=used, compaction=block)
+            return anthropic_reply(text, calls, input_tokens=used, compaction=block, applied_edits=self._edits)
         if self.wire == "responses":
             item: tuple[str, str | None] | None = None
             if summary is not None:

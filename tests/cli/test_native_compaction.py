@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.audit_harness import SUMMARY_MARK, Rpc, Step, make_project, normalised, read, run_print, text_of
+from tests.cli.audit_harness import PRUNED, SUMMARY_MARK, Rpc, Step, make_project, normalised, read, run_print, text_of
 from tests.cli.native_harness import NATIVE_MARK, NativeServer
 from tests.support.http_server import LocalServer
 
@@ -51,7 +51,12 @@ def servers() -> Iterator[list[LocalServer]]:
 
 
 def project(
-    root: Path, made: list[LocalServer], handler: NativeServer, *, pruning: bool = True
+    root: Path,
+    made: list[LocalServer],
+    handler: NativeServer,
+    *,
+    pruning: bool = True,
+    anth: dict[str, bool] | None = None,
 ) -> tuple[Path, dict[str, str]]:
     """A project whose models.json has the three wires on one server: Anthropic with
     native compaction in its own models.json entry, Responses with it from the settings.
@@ -60,9 +65,9 @@ def project(
     made.append(server)
     settings = {"compaction": {"native": True}, "pruning": {"enabled": pruning}}
     cwd, env = make_project(root, server.url, [], settings=settings)
-    anth = {"id": "claude-n", **WINDOW, "compaction": {"native": True}}
+    claude = {"id": "claude-n", **WINDOW, "compaction": anth or {"native": True}}
     providers = {
-        "anth": {"baseUrl": server.url, "api": "anthropic-messages", "apiKey": "k", "models": [anth]},
+        "anth": {"baseUrl": server.url, "api": "anthropic-messages", "apiKey": "k", "models": [claude]},
         "resp": {
             "baseUrl": server.url + "/v1",
             "api": "openai-responses",
@@ -195,3 +200,28 @@ def test_malformed_native_blocks_leave_heron_compacting(tmp_path: Path, servers:
     assert not any(led_by_block(raw) for raw in turn_bodies(server))
     assert not any((line.get("message") or {}).get("nativeCompaction") for line in session_lines(env))
     assert summarised(server)
+
+
+def test_server_side_clearing_instead_of_pruning(tmp_path: Path, servers: list[LocalServer]) -> None:
+    """``serverClearing`` on an Anthropic model: every turn asks for
+    ``clear_tool_uses_20250919`` with its beta, heron stubs nothing itself, and each
+    clearing the server reports is in the ledger like a pruning step."""
+    server = NativeServer(PLAN, LIMITS)
+    cwd, env = project(tmp_path, servers, server, anth={"native": False, "serverClearing": True})
+    for n in range(TURNS):
+        run_print(cwd, env, server, n, MODELS["anthropic-messages"], first=n == 0)
+    assert server.rejected == 0 and server.native_rejections == 0 and server.compactions == 0
+    assert server.clearings >= 1
+    for raw in turn_bodies(server):
+        edits = raw["context_management"]["edits"]
+        assert [e["type"] for e in edits] == ["clear_tool_uses_20250919"]
+        assert edits[0]["exclude_tools"] == ["todo"] and edits[0]["keep"] == {"type": "tool_uses", "value": 3}
+    assert PRUNED not in json.dumps(server.raw)
+    lines = session_lines(env)
+    assert not any(line["data"].get("op") == "prune" for line in lines if line.get("customType") == "heron.context")
+    ledger = [line["data"] for line in lines if line.get("customType") == "heron.ledger"]
+    cleared = [
+        r for r in ledger if r.get("kind") == "prune" and r["detail"].get("server") == "clear_tool_uses_20250919"
+    ]
+    assert len(cleared) == server.clearings
+    assert all(r["detail"]["cleared_input_tokens"] > 0 for r in cleared)
