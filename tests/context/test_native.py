@@ -16,7 +16,9 @@ from heron.ai.types import (
 )
 from heron.context.native import (
     NativeSettings,
+    NativeTracker,
     answer_records,
+    native_index,
     native_view,
     request_fields,
     uncovered,
@@ -116,3 +118,21 @@ def test_ledger_records() -> None:
     assert cleared.kind == "prune" and cleared.tokens_before == 2_000 and cleared.detail["cleared_tool_uses"] == 4
     assert rejected.kind == "compaction" and rejected.detail["reason"] == "native_rejected"
     assert answer_records(reply(), 10) == []
+
+
+def test_tracker_looks_only_at_what_was_added() -> None:
+    """The tracker's answer is the full scan's, for a list that grows, one that is
+    replaced and one that lost its last message."""
+    tracker = NativeTracker()
+    messages: list[AgentMessage] = [UserMessage(content="a"), reply()]
+    assert tracker.index(messages) is None
+    messages.append(reply(ANTHROPIC))
+    assert tracker.index(messages) == 2
+    messages += [UserMessage(content="b"), reply()]
+    assert tracker.index(messages) == 2 == native_index(messages)
+    messages.pop()
+    messages.pop()
+    messages.pop()
+    assert tracker.index(messages) is None == native_index(messages)
+    rebuilt: list[AgentMessage] = [CompactionSummaryMessage(summary="s", tokens_before=1), reply(RESPONSES)]
+    assert tracker.index(rebuilt) == 1

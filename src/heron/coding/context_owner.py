@@ -30,7 +30,7 @@ from heron.context.boundaries import compaction_request
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
-from heron.context.native import entry_of, uncovered
+from heron.context.native import entry_of
 from heron.context.policy import Pressure
 from heron.context.summariser import SummaryFailed, summarise_branch
 
@@ -75,7 +75,7 @@ class ContextOwner:
         a request goes to a model that cannot read that block (docs/context.md): a
         compaction kept from the reply that carries the block. Whether one was written."""
         session = self.session
-        message = uncovered(messages, session.model)
+        message = session.policy.uncovered_native(messages)
         if message is None or not session.policy.settings.compaction:
             return False
         entry_id = entry_of(session.store, session.store.leaf_id, message)

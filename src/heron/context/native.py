@@ -66,9 +66,10 @@ class NativeSettings:
         )
 
 
-def native_index(messages: Sequence[AgentMessage]) -> int | None:
-    """The position of the latest reply that carries a native compaction."""
-    for index in range(len(messages) - 1, -1, -1):
+def native_index(messages: Sequence[AgentMessage], start: int = 0, found: int | None = None) -> int | None:
+    """The position of the latest reply that carries a native compaction (``found``: the
+    answer for ``messages[:start]``, so only what was added since is looked at)."""
+    for index in range(len(messages) - 1, start - 1, -1):
         message = messages[index]
         if (
             isinstance(message, AssistantMessage)
@@ -76,13 +77,35 @@ def native_index(messages: Sequence[AgentMessage]) -> int | None:
             and message.stop_reason not in (StopReason.ERROR, StopReason.ABORTED)
         ):
             return index
-    return None
+    return found
 
 
-def native_view(messages: Sequence[AgentMessage], model: Model) -> Sequence[AgentMessage]:
+class NativeTracker:
+    """:func:`native_index` for the list a session sends, found incrementally: between two
+    requests the list only grows (the same objects), so a request looks only at the
+    messages it added - a session without native blocks pays nothing per request for the
+    feature. Any other list (a compaction, another branch) is scanned whole."""
+
+    def __init__(self) -> None:
+        self._first: AgentMessage | None = None
+        self._last: AgentMessage | None = None
+        self._length = 0
+        self._index: int | None = None
+
+    def index(self, messages: Sequence[AgentMessage]) -> int | None:
+        length = self._length
+        grown = 0 < length <= len(messages) and messages[0] is self._first and messages[length - 1] is self._last
+        found = native_index(messages, length, self._index) if grown else native_index(messages)
+        if messages:
+            self._first, self._last, self._length, self._index = messages[0], messages[-1], len(messages), found
+        return found
+
+
+def native_view(messages: Sequence[AgentMessage], model: Model, index: int | None = -1) -> Sequence[AgentMessage]:
     """``messages`` from the latest native block on, when ``model`` can read that block
-    (the provider expands it in place of everything before it); otherwise unchanged."""
-    index = native_index(messages)
+    (the provider expands it in place of everything before it); otherwise unchanged.
+    ``index``: that block's position when already known (-1: look for it)."""
+    index = native_index(messages) if index == -1 else index
     if index is None or index == 0:
         return messages
     message = messages[index]
@@ -90,11 +113,12 @@ def native_view(messages: Sequence[AgentMessage], model: Model) -> Sequence[Agen
     return messages[index:] if message.native_compaction.matches(model) else messages
 
 
-def uncovered(messages: Sequence[AgentMessage], model: Model) -> AssistantMessage | None:
+def uncovered(messages: Sequence[AgentMessage], model: Model, index: int | None = -1) -> AssistantMessage | None:
     """The latest reply with a native block ``model`` cannot read, when conversation from
     before it is still in ``messages`` (no heron compaction has summarised that span yet):
-    the reply a compaction must keep from, so the other provider gets heron's summary."""
-    index = native_index(messages)
+    the reply a compaction must keep from, so the other provider gets heron's summary.
+    ``index``: that reply's position when already known (-1: look for it)."""
+    index = native_index(messages) if index == -1 else index
     if index is None:
         return None
     message = messages[index]

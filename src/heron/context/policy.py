@@ -45,7 +45,7 @@ from heron.context.decisions import (
 from heron.context.frontier import FrontierSettings
 from heron.context.learned_window import LearnedWindows
 from heron.context.ledger import Ledger
-from heron.context.native import NativeSettings, answer_records, native_view, request_fields
+from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
@@ -129,6 +129,7 @@ class ContextPolicy(LearnedWindows):
         self._model = model
         self._fixed_tokens = fixed_tokens
         self.views = ViewBuilder(cwd, tools)
+        self.natives = NativeTracker()  # where the latest provider-native block is
         self.decisions = ContextDecisions()
         self.reads = ReadIndex()
         self.last_tokens = 0
@@ -221,7 +222,12 @@ class ContextPolicy(LearnedWindows):
         """The messages a request carries: the decisions applied to ``messages`` (built
         incrementally: extended by what was added since the last call), from the latest
         native compaction block on when this model's provider wrote it."""
-        return self.views.apply(native_view(messages, self.model), self.decisions)
+        return self.views.apply(native_view(messages, self.model, self.natives.index(messages)), self.decisions)
+
+    def uncovered_native(self, messages: Sequence[AgentMessage]) -> AssistantMessage | None:
+        """The reply whose native block the current model cannot read, while the history it
+        covered is still unsummarised (:func:`heron.context.native.uncovered`)."""
+        return uncovered(messages, self.model, self.natives.index(messages))
 
     @property
     def native(self) -> NativeSettings:
@@ -513,7 +519,7 @@ class ContextPolicy(LearnedWindows):
         """One pruning step, recorded in the session: the tokens it saved (0: nothing was
         pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all)."""
         keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
-        messages = native_view(messages, self.model)  # what the provider no longer reads needs no stub
+        messages = native_view(messages, self.model, self.natives.index(messages))  # unread by the provider: no stub
         stubs, records = prune_step(
             messages, self.decisions.stubs, keep, min_saving_tokens, target_saving_tokens, tools=self.tools
         )
