@@ -108,6 +108,13 @@ def turn_bodies(server: NativeServer) -> list[dict[str, Any]]:
     return out
 
 
+def turn_bodies_of(server: NativeServer, start: int) -> list[dict[str, Any]]:
+    rows = zip(server.raw[start:], server.bodies[start:], strict=True)
+    return [
+        raw for raw, body in rows if not (body["messages"] and text_of(body["messages"][0]).startswith(SUMMARY_MARK))
+    ]
+
+
 def led_by_block(raw: dict[str, Any]) -> bool:
     if "input" in raw:
         return bool(raw["input"]) and raw["input"][0].get("type") == "compaction"
@@ -169,6 +176,12 @@ def test_native_compactions_restarts_and_switch(api: str, tmp_path: Path, server
     assert len(switch) == 1 and switch[0]["details"].get("heronChosenBy") == "heron:native-switch"
     kept = next(line for line in session_lines(env2) if line.get("id") == switch[0]["firstKeptEntryId"])
     assert kept["message"]["nativeCompaction"] == natives[-1]["message"]["nativeCompaction"]
+
+    # and back on the first provider: its block leads the request again
+    before = len(each.raw)
+    run_print(cwd2, env2, each, TURNS + 1, model, first=False)
+    back = turn_bodies_of(each, before)
+    assert back and led_by_block(back[0]) and each.rejected == 0
 
 
 def test_rejected_native_field_falls_back(tmp_path: Path, servers: list[LocalServer]) -> None:

@@ -14,6 +14,7 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
+from heron.context.budget import request_tokens
 from heron.context.native import (
     NativeSettings,
     NativeTracker,
@@ -136,3 +137,14 @@ def test_tracker_looks_only_at_what_was_added() -> None:
     assert tracker.index(messages) is None == native_index(messages)
     rebuilt: list[AgentMessage] = [CompactionSummaryMessage(summary="s", tokens_before=1), reply(RESPONSES)]
     assert tracker.index(rebuilt) == 1
+
+
+def test_a_native_reply_counting_the_history_before_anchors_nothing() -> None:
+    """A reply that carries a native block and reports the request as it was before the
+    provider compacted it (far above the compacted view) does not anchor the count."""
+    block = reply(RESPONSES)
+    view: list[AgentMessage] = [block, UserMessage(content="x" * 400)]
+    block.usage = Usage(input=1_200)  # the compacted context: believed
+    assert request_tokens(view, 1_000, model=("resp", "g")) == 1_200 + 100
+    block.usage = Usage(input=50_000)  # the history before the compaction: heron counts
+    assert request_tokens(view, 1_000, model=("resp", "g")) == 1_000 + 1 + 100
