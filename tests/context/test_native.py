@@ -19,11 +19,14 @@ from heron.context.native import (
     NativeSettings,
     NativeTracker,
     answer_records,
+    entry_of,
+    kept_from,
     native_index,
     native_view,
     request_fields,
     uncovered,
 )
+from heron.session.store import SessionStore
 
 ANTHROPIC = Model(id="c", api="anthropic-messages", provider="anth")
 RESPONSES = Model(id="g", api="openai-responses", provider="resp")
@@ -148,3 +151,17 @@ def test_a_native_reply_counting_the_history_before_anchors_nothing() -> None:
     assert request_tokens(view, 1_000, model=("resp", "g")) == 1_200 + 100
     block.usage = Usage(input=50_000)  # the history before the compaction: heron counts
     assert request_tokens(view, 1_000, model=("resp", "g")) == 1_000 + 1 + 100
+
+
+def test_entry_of_and_kept_from() -> None:
+    """The entry that holds a native reply, and whether heron's latest compaction already
+    keeps from it (then what is left before it is that compaction's own, never re-summarised)."""
+    store = SessionStore.in_memory()
+    store.append_message(UserMessage(content="a"))
+    block = reply(RESPONSES)
+    entry = store.append_message(block)
+    store.append_message(UserMessage(content="b"))
+    assert entry_of(store, store.leaf_id, block) == entry.id
+    assert not kept_from(store, store.leaf_id, entry.id)
+    store.append_compaction(summary="s", first_kept_entry_id=entry.id, tokens_before=10, details={})
+    assert kept_from(store, store.leaf_id, entry.id)

@@ -30,7 +30,7 @@ from heron.context.boundaries import compaction_request
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
-from heron.context.native import entry_of
+from heron.context.native import entry_of, kept_from
 from heron.context.policy import Pressure
 from heron.context.summariser import SummaryFailed, summarise_branch
 
@@ -78,8 +78,9 @@ class ContextOwner:
         message = session.policy.uncovered_native(messages)
         if message is None or not session.policy.settings.compaction:
             return False
-        entry_id = entry_of(session.store, session.store.leaf_id, message)
-        if entry_id is None:
+        store = session.store
+        entry_id = entry_of(store, store.leaf_id, message)
+        if entry_id is None or kept_from(store, store.leaf_id, entry_id):
             return False
         end = await self.compact(reason="native_switch", signal=signal, keep_from=entry_id)
         return end.entry_id is not None

@@ -33,8 +33,8 @@ from heron.ai.types import AssistantMessage, Model, StopReason
 from heron.context.goal import GOAL_MESSAGE_TYPE
 from heron.context.ledger import LedgerRecord
 from heron.context.view import is_injected
-from heron.session.context import EntrySource
-from heron.session.entries import MessageEntry
+from heron.session.context import EntrySource, last_index
+from heron.session.entries import CompactionEntry, MessageEntry
 
 NATIVE_TRIGGER_SHARE = 0.6  # of heron's threshold: the provider compacts well before heron would
 NATIVE_APIS = frozenset({"anthropic-messages", "openai-responses"})
@@ -132,6 +132,18 @@ def uncovered(messages: Sequence[AgentMessage], model: Model, index: int | None 
 
 def _is_goal(message: AgentMessage) -> bool:
     return getattr(message, "custom_type", None) == GOAL_MESSAGE_TYPE
+
+
+def kept_from(source: EntrySource, leaf_id: str | None, entry_id: str) -> bool:
+    """Whether the latest compaction on the path keeps from ``entry_id`` (heron already
+    summarised what the native block there covered: the messages left before it in the
+    conversation are that compaction's own, such as the turn prompt it kept)."""
+    if leaf_id is None:
+        return False
+    ids, types = source.lineage(leaf_id)
+    latest = last_index(types, "compaction", len(types))
+    entry = source.get(ids[latest]) if latest is not None else None
+    return isinstance(entry, CompactionEntry) and entry.first_kept_entry_id == entry_id
 
 
 def entry_of(source: EntrySource, leaf_id: str | None, message: AssistantMessage) -> str | None:
