@@ -397,6 +397,9 @@ def test_wrong_types_are_recorded(home: Path, data: Any, fragment: str) -> None:
         ({"id": "m", "cost": [1]}, "cost must be an object"),
         ({"id": "m", "api": "nope"}, "unknown api"),
         ({"id": "m", "compat": "x"}, "compat"),
+        ({"id": "m", "compaction": {"native": "yes"}}, "compaction"),
+        ({"id": "m", "compaction": {"nativ": True}}, "compaction"),
+        ({"id": "m", "compaction": True}, "compaction"),
     ],
 )
 def test_bad_model_entries_are_recorded_and_skipped(home: Path, model: Any, fragment: str) -> None:
@@ -410,6 +413,15 @@ def test_bad_model_entries_are_recorded_and_skipped(home: Path, model: Any, frag
     assert fragment in registry.errors[0]
     assert registry.find("p/good").base_url == "http://x/v1"
     assert len(registry.all()) == builtin_count() + 1
+
+
+def test_model_compaction_entry(home: Path) -> None:
+    """A model's ``compaction`` entry: provider-native compaction for that model alone."""
+    entry = {"id": "m", "compaction": {"native": True, "serverClearing": False}}
+    write_models(home, {"providers": {"p": {"baseUrl": "http://x", "api": "anthropic-messages", "models": [entry]}}})
+    registry = ModelRegistry.load()
+    assert registry.errors == []
+    assert registry.find("p/m").compaction == {"native": True, "serverClearing": False}
 
 
 def test_new_provider_needs_api_and_base_url(home: Path) -> None:

@@ -87,6 +87,19 @@ def test_every_key(home: Path, cwd: Path) -> None:
     assert s.sources == (home / "settings.json",)
 
 
+def test_native_compaction_settings(home: Path, cwd: Path) -> None:
+    good = {"native": True, "serverClearing": True, "nativeTrigger": 0.5, "nativeInstructions": "Keep paths."}
+    write(home / "settings.json", {"compaction": good})
+    s = load_settings(cwd)
+    assert s.warnings == ()
+    c = s.compaction
+    assert (c.native, c.server_clearing, c.native_trigger, c.native_instructions) == (True, True, 0.5, "Keep paths.")
+    write(home / "settings.json", {"compaction": {"native": "on", "nativeTrigger": 2}})
+    s = load_settings(cwd)
+    assert s.compaction == CompactionSettings()
+    assert "'compaction.native' must be true or false" in "\n".join(s.warnings) and len(s.warnings) == 2
+
+
 def test_project_wins_and_nested_objects_merge(home: Path, cwd: Path) -> None:
     write(
         home / "settings.json", {"defaultModel": "a", "compaction": {"reserveTokens": 1000, "keepRecentTokens": 2000}}

@@ -23,7 +23,7 @@ from heron.ai.events import (
     ToolCallStartEvent,
     event_to_json,
 )
-from heron.ai.options import NO_RETRY, RetryPolicy, StreamOptions
+from heron.ai.options import NO_RETRY, ContextManagement, RetryPolicy, StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError, classify, is_context_overflow
 from heron.ai.registry import complete, get_provider, register_provider, stream
 from heron.ai.stream import AssistantEventStream, Provider
@@ -36,6 +36,7 @@ from heron.ai.types import (
     Message,
     Model,
     ModelCost,
+    NativeCompaction,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -56,6 +57,7 @@ __all__ = [
     "AssistantEventStream",
     "AssistantMessage",
     "Context",
+    "ContextManagement",
     "Cost",
     "DoneEvent",
     "ErrorEvent",
@@ -64,6 +66,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelCost",
+    "NativeCompaction",
     "Provider",
     "ProviderError",
     "RetryEvent",

@@ -187,4 +187,6 @@ def _adapt_assistant(message: AssistantMessage, model: Model, map_id: IdRule) ->
         retry_after=message.retry_after,
         response_id=message.response_id,
         timestamp=message.timestamp,
+        native_compaction=message.native_compaction,  # each provider sends only its own
+        context_edits=message.context_edits,
     )

@@ -309,10 +309,24 @@ def _build_model(
         context_window=window,
         max_tokens=max_tokens,
         compat=dict(compat) if compat is not None else None,
+        compaction=_compaction(raw, where),
         window_source="" if "contextWindow" in raw else WINDOW_ASSUMED,
         max_tokens_configured="maxTokens" in raw,
     )
     return model, headers
+
+
+def _compaction(raw: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """A model's ``compaction`` entry: provider-native compaction / server-side clearing."""
+    compaction = raw.get("compaction")
+    if compaction is None:
+        return None
+    known = ("native", "serverClearing")
+    if not isinstance(compaction, dict) or any(
+        key not in known or not isinstance(value, bool) for key, value in compaction.items()
+    ):
+        raise _Invalid(f'{where}.compaction must be an object of "native" / "serverClearing" booleans')
+    return dict(compaction)
 
 
 @lru_cache(maxsize=1)

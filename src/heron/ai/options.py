@@ -49,6 +49,25 @@ TIMEOUT_SETTINGS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ContextManagement:
+    """Server-side context management a request asks for (docs/context.md,
+    "Provider-native compaction"). ``compact_trigger``: the provider compacts the
+    conversation itself once the input passes this many tokens (Anthropic's
+    ``compact_20260112`` edit, OpenAI Responses' ``compact_threshold``), with
+    ``instructions`` replacing its summary prompt where the API takes one.
+    ``clear_trigger``: Anthropic clears old tool results server-side above this many
+    input tokens (``clear_tool_uses_20250919``), keeping the last ``clear_keep`` tool
+    uses, clearing at least ``clear_at_least`` tokens, never ``exclude_tools``."""
+
+    compact_trigger: int | None = None
+    instructions: str | None = None
+    clear_trigger: int | None = None
+    clear_keep: int = 3
+    clear_at_least: int | None = None
+    exclude_tools: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class StreamOptions:
     api_key: str | None = None
@@ -69,6 +88,9 @@ class StreamOptions:
     on_retry: Callable[[RetryEvent], None] | None = None
     # Called with the request body just before it is sent (debugging, tests, the ledger).
     on_payload: Callable[[dict[str, Any]], None] | None = None
+    # Server-side compaction / clearing to ask for, where the provider offers it. A request
+    # the server rejects with it is sent once more without it (the answer then says so).
+    context_management: ContextManagement | None = None
     # No byte of the answer yet (connecting, the server thinking before its headers).
     first_byte_ms: int = FIRST_BYTE_MS
     # No content for this long once the answer started; SSE comments and pings do not count.

@@ -10,6 +10,7 @@ transient failures that happen before any content was shown.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
@@ -297,6 +298,15 @@ async def _run(
                 yield event
             return
 
+        rejected = failure.kind == ErrorKind.INVALID_REQUEST and not builder.has_content
+        if rejected and options.context_management is not None:
+            # The server would not take the context-management fields (an unknown beta, a
+            # trigger below its minimum...): the same request once more without them; the
+            # answer says so, and the session falls back to heron's own compaction.
+            options = dataclasses.replace(options, context_management=None)
+            builder.message.context_management_error = failure.message
+            builder.message.usage = Usage()
+            continue
         if failure.kind in RETRYABLE and failure.retryable and not builder.has_content and attempt < policy.max_retries:
             delay = policy.delay(attempt, failure.retry_after)
             if delay <= policy.max_delay:

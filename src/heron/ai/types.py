@@ -152,6 +152,41 @@ class ToolCall:
         )
 
 
+@dataclass(slots=True, kw_only=True)
+class NativeCompaction:
+    """A provider's own compaction of the conversation, returned inside a reply: Anthropic's
+    ``compaction`` block (``content`` is its summary) or OpenAI Responses' ``compaction``
+    item (``content`` is its ``encrypted_content``, ``item_id`` its id). Opaque to heron:
+    it is sent back, in place of everything before the reply that carries it, only to the
+    api and provider that wrote it (docs/context.md, "Provider-native compaction")."""
+
+    api: str
+    provider: str
+    content: str
+    item_id: str | None = None
+
+    def matches(self, model: Model) -> bool:
+        """Whether ``model`` is served by the api and provider that can read this block."""
+        return self.api == model.api and self.provider == model.provider
+
+    def to_json_dict(self) -> JSON:
+        out: JSON = {"api": self.api, "provider": self.provider, "content": self.content}
+        _put(out, "id", self.item_id)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: Any) -> NativeCompaction | None:
+        """None for anything malformed (a hand-edited file): the reply then covers nothing."""
+        if not isinstance(data, dict):
+            return None
+        api, provider, content = data.get("api"), data.get("provider"), data.get("content")
+        if not (isinstance(api, str) and api and isinstance(provider, str) and provider):
+            return None
+        if not isinstance(content, str) or not content:
+            return None
+        return cls(api=api, provider=provider, content=content, item_id=_str_or_none(data.get("id")))
+
+
 UserBlock = TextContent | ImageContent
 AssistantBlock = TextContent | ThinkingContent | ToolCall
 ContentBlock = TextContent | ThinkingContent | ImageContent | ToolCall
@@ -314,6 +349,14 @@ class AssistantMessage:
     retry_after: float | None = None
     response_id: str | None = None
     timestamp: int = field(default_factory=now_ms)
+    # The provider compacted the conversation while answering (covers everything before).
+    native_compaction: NativeCompaction | None = None
+    # Server-side context edits the provider reports it applied (Anthropic's
+    # ``context_management.applied_edits``), as reported.
+    context_edits: list[JSON] | None = None
+    # The server rejected the request's ``context_management`` fields; this answer came
+    # from the same request sent again without them (the error text).
+    context_management_error: str | None = None
     extra: JSON = field(default_factory=dict, repr=False, compare=False)
     role: Literal["assistant"] = "assistant"
 
@@ -332,6 +375,9 @@ class AssistantMessage:
             "errorKind",
             "errorStatus",
             "retryAfter",
+            "nativeCompaction",
+            "contextEdits",
+            "contextManagementError",
         }
     )
 
@@ -358,6 +404,10 @@ class AssistantMessage:
         _put(out, "errorStatus", self.error_status)
         _put(out, "retryAfter", self.retry_after)
         _put(out, "responseId", self.response_id)
+        if self.native_compaction is not None:
+            out["nativeCompaction"] = self.native_compaction.to_json_dict()
+        _put(out, "contextEdits", self.context_edits)
+        _put(out, "contextManagementError", self.context_management_error)
         return out
 
     @classmethod
@@ -380,8 +430,17 @@ class AssistantMessage:
             retry_after=_float_or_none(data.get("retryAfter")),
             response_id=data.get("responseId"),
             timestamp=data.get("timestamp") or 0,
+            native_compaction=NativeCompaction.from_json_dict(data.get("nativeCompaction")),
+            context_edits=_edits(data.get("contextEdits")),
+            context_management_error=_str_or_none(data.get("contextManagementError")),
             extra=_pop_extra(data, cls._KNOWN),
         )
+
+
+def _edits(raw: Any) -> list[JSON] | None:
+    if not isinstance(raw, list):
+        return None
+    return [item for item in raw if isinstance(item, dict)] or None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -515,6 +574,9 @@ class Model:
     # False when ``max_tokens`` is heron's default rather than a configured value: the
     # output cap then stays within a quarter of the window (docs/configuration.md).
     max_tokens_configured: bool = True
+    # The model's ``compaction`` entry in models.json ({"native": bool, "serverClearing":
+    # bool}): provider-native compaction and server-side clearing for this model alone.
+    compaction: JSON | None = None
 
     @property
     def ref(self) -> str:

@@ -18,6 +18,7 @@ ends the compaction with an error within ``timeouts.*``, and the session goes on
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
@@ -27,9 +28,10 @@ from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
 from heron.coding.tools import set_limits
 from heron.context.boundaries import compaction_request
-from heron.context.compaction import entry_message
+from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
+from heron.context.native import entry_of, kept_from
 from heron.context.policy import Pressure
 from heron.context.shared_summary import SharedPrefix
 from heron.context.summariser import SummaryFailed, summarise_branch
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
 
 BOUNDARY_KEEP_SHARE = 0.5  # of keep_recent_tokens, kept by a compaction at a step boundary
+NATIVE_SWITCH = "heron:native-switch"  # recorded as the compaction's chooser
 BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)
 
 
@@ -55,6 +58,8 @@ class ContextOwner:
         session, policy = self.session, self.session.policy
         if policy.expire_learned_window(messages) is not None:
             self._follow_window()
+        if await self._native_switch(messages, signal):
+            messages = list(session.agent.state.messages)
         pressure = policy.pressure(messages, signal)
         if pressure.compact:
             end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
@@ -66,6 +71,21 @@ class ContextOwner:
             end = await self.compact(focus, reason=reason, early=True, signal=signal)
         rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
         return policy.settle(messages, pressure, rebuilt, end.error)
+
+    async def _native_switch(self, messages: list[AgentMessage], signal: AbortSignal) -> bool:
+        """Heron's own summary of what a provider-native compaction covered, the first time
+        a request goes to a model that cannot read that block (docs/context.md): a
+        compaction kept from the reply that carries the block. Whether one was written."""
+        session = self.session
+        message = session.policy.uncovered_native(messages)
+        if message is None or not session.policy.settings.compaction:
+            return False
+        store = session.store
+        entry_id = entry_of(store, store.leaf_id, message)
+        if entry_id is None or kept_from(store, store.leaf_id, entry_id):
+            return False
+        end = await self.compact(reason="native_switch", signal=signal, keep_from=entry_id)
+        return end.entry_id is not None
 
     def forget_learned_window(self, reason: str) -> int | None:
         """``/context reset-window`` and rpc ``reset_window``: plan with the configured window
@@ -109,17 +129,23 @@ class ContextOwner:
         *,
         early: bool = False,
         signal: AbortSignal | None = None,
+        keep_from: str | None = None,
     ) -> CompactionEndEvent:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. The end event says what happened (``entry_id`` set when one was written,
-        ``skipped`` or ``error`` otherwise)."""
+        ``skipped`` or ``error`` otherwise). ``keep_from``: the entry the kept part starts
+        at (a native block's reply), instead of the keep-recent budget's cut."""
         session = self.session
         await session.control.pre_compact(reason)
         before = session.estimate_request_tokens(session.agent.state.messages)
-        flush = self._flush if reason != "manual" and self._flush_wanted(before) else None
+        automatic = reason not in ("manual", "native_switch")  # a native switch summarises what was compacted
+        flush = self._flush if automatic and self._flush_wanted(before) else None
         keep = None
         if reason == "boundary":  # the step just finished needs no verbatim copy
             keep = int(session.policy.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
+        choose = self._keeping(keep_from) if keep_from is not None else None
+        if keep_from is not None:
+            keep = 0  # any plan with work; ``choose`` moves its cut to ``keep_from``
         session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         outcome = await self.compactor.run(
             session.agent.state.messages,
@@ -131,7 +157,7 @@ class ContextOwner:
             early=early,
             before_write=flush,
             keep_recent_tokens=keep,
-            choose=lambda plan: session.extensions.before_compact(plan, reason, focus),
+            choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus)),
             shared=self.shared_prefix(signal),
         )
         aborted = signal is not None and signal.aborted
@@ -167,6 +193,17 @@ class ContextOwner:
             ask=session.requests.shared_summary_ask(stubs, signal),
             tokens=lambda messages: max(policy.count(messages), policy.estimate(messages)),
         )
+
+    def _keeping(self, entry_id: str) -> Callable[[CompactionPlan], Awaitable[CompactionChoice | None]]:
+        tools = self.session.policy.tools
+
+        async def choose(plan: CompactionPlan) -> CompactionChoice | None:
+            try:
+                return CompactionChoice(source=NATIVE_SWITCH, plan=replan_at(plan, entry_id, tools))
+            except ValueError as exc:
+                return CompactionChoice(source=f"{NATIVE_SWITCH} ({exc})", cancel=True)
+
+        return choose
 
     def _flush_wanted(self, tokens: int) -> bool:
         """Only when a compaction will summarise something: more history than it keeps."""

@@ -8,7 +8,8 @@ from typing import Any, Literal
 from heron.agent.events import AgentEvent
 from heron.context.ledger import LedgerRecord
 
-CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "manual"]
+# native_switch: heron's summary of what a provider-native compaction covered, for another provider
+CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "manual", "native_switch"]
 
 
 @dataclass(slots=True, kw_only=True)

@@ -111,6 +111,7 @@ class RequestPath:
             max_tokens=policy.last_max_tokens or policy.output_cap(policy.last_tokens), on_retry=self._turn_retry
         )
         options.thinking = self.session.agent.state.thinking_level
+        options.context_management = policy.native_request()
         return options
 
     def _turn_retry(self, event: RetryEvent) -> None:

@@ -77,6 +77,7 @@ from heron.coding.unanswered import note_unanswered
 from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
+from heron.context.native import NativeSettings
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.results import apply_turn_budget
 from heron.context.todos import TodoItem, clean_todos
@@ -227,6 +228,12 @@ class CodingSession(RecoveryHooks):
                 prune_low_water=self.settings.pruning.low_water,
                 prune_keep_turns=self.settings.pruning.keep_turns,
                 frontier=self.settings.continuity,
+                native=NativeSettings(
+                    native=compaction.native,
+                    server_clearing=compaction.server_clearing,
+                    trigger=compaction.native_trigger,
+                    instructions=compaction.native_instructions,
+                ),
             ),
             ledger=self.ledger,
             model=lambda: self.agent.state.model,
@@ -311,6 +318,7 @@ class CodingSession(RecoveryHooks):
     def _on_agent_event(self, event: Any) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             self.policy.calibrate(event.message, self._last_view)  # count like the server
+            self.policy.observe(event.message)  # what the provider compacted or cleared itself
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
             self._emit(

@@ -30,6 +30,7 @@ from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import SOFT_THRESHOLD
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
 
 SETTINGS_FILE = "settings.json"
@@ -51,6 +52,11 @@ class CompactionSettings:
     # "shared": the summary request repeats the conversation's cached prefix (where the
     # server caches prompts); "separate": the summariser's own short request
     request: str = "shared"
+    # Provider-native compaction and server-side clearing (docs/context.md, "Provider-native compaction")
+    native: bool = False
+    server_clearing: bool = False
+    native_trigger: float = NATIVE_TRIGGER_SHARE  # share of the threshold the provider compacts at
+    native_instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +294,10 @@ SCHEMA: dict[str, Any] = {
         "keepRecentTokens": _POSITIVE,
         "softThreshold": _share,
         "request": _summary_request,
+        "native": _bool,
+        "serverClearing": _bool,
+        "nativeTrigger": _share,
+        "nativeInstructions": _string,
     },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
     "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
@@ -421,6 +431,10 @@ def settings_from_dict(
             keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
             soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
             request=compaction.get("request", defaults_c.request),
+            native=compaction.get("native", defaults_c.native),
+            server_clearing=compaction.get("serverClearing", defaults_c.server_clearing),
+            native_trigger=compaction.get("nativeTrigger", defaults_c.native_trigger),
+            native_instructions=compaction.get("nativeInstructions", defaults_c.native_instructions),
         ),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),

@@ -59,7 +59,8 @@ def message_chars(message: AgentMessage) -> int:
             return len(content)
         return sum(len(b.text) for b in content if isinstance(b, TextContent))
     if isinstance(message, AssistantMessage):
-        chars = 0
+        native = message.native_compaction  # the summary its provider expands (counted for any reader)
+        chars = len(native.content) if native is not None else 0
         for block in message.content:
             if isinstance(block, TextContent):
                 chars += len(block.text)
@@ -169,6 +170,11 @@ def _tally(messages: Sequence[AgentMessage], tally: Tally | None) -> Tally:
 IMPLAUSIBLE_RATIO = 10
 
 
+# A reply carrying a native compaction block: its report may exceed heron's count of the
+# compacted view by this much (tokenizers, framing) and still measure that view.
+NATIVE_REPORT_RATIO = 2.0
+
+
 def implausible(reported: int, estimated: int) -> bool:
     """True when ``reported`` and ``estimated`` (tokens of the same request) are more than
     :data:`IMPLAUSIBLE_RATIO` times apart, in either direction."""
@@ -209,7 +215,14 @@ def last_usage_index(
         return None  # this and every earlier reply predate the compaction or prune step
     if model is not None and isinstance(message, AssistantMessage) and (message.provider, message.model) != model:
         return None
-    if _underreported(message, counted.between(0, index + 1) + fixed_tokens):
+    own = counted.between(0, index + 1) + fixed_tokens
+    if _underreported(message, own):
+        return None
+    native = isinstance(message, AssistantMessage) and message.native_compaction is not None
+    if native and fixed_tokens and (_reported(message) or 0) > NATIVE_REPORT_RATIO * own:
+        # The provider compacted inside that request: a report well above what the view
+        # now carries (the block, the reply) counted the history before the compaction,
+        # which is no longer sent (OpenAI does not say which it reports). heron counts.
         return None
     return index
 

@@ -32,6 +32,7 @@ OP_WINDOW_RESET = "window_reset"  # a learned window dropped: by the user, or a 
 OP_AUTO_COMPACTION = "auto_compaction"
 OP_FLUSH = "flush"
 OP_CALIBRATION = "calibration"
+OP_NATIVE = "native"  # provider-native compaction off for a model (its server rejected the fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class ContextDecisions:
     flushed: bool = False  # a memory flush ran (or was skipped) since the latest compaction
     # model key -> (the server's tokens per heron-estimated token, samples behind it)
     calibration: dict[str, tuple[float, int]] = field(default_factory=dict)
+    native_off: dict[str, str] = field(default_factory=dict)  # model key -> why native compaction is off
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
@@ -120,6 +122,12 @@ class ContextDecisions:
             model, ratio, samples = data.get("model"), data.get("ratio"), data.get("samples")
             if isinstance(model, str) and isinstance(ratio, int | float) and 0.1 <= ratio <= 10:
                 self.calibration[model] = (float(ratio), samples if isinstance(samples, int) else 1)
+        elif op == OP_NATIVE:
+            model = data.get("model")
+            if isinstance(model, str) and data.get("enabled") is False:
+                self.native_off[model] = str(data.get("reason") or "")
+            elif isinstance(model, str) and data.get("enabled") is True:
+                self.native_off.pop(model, None)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
@@ -151,6 +159,10 @@ def window_reset_data(model: str, window: int, reason: str) -> dict[str, Any]:
 
 def calibration_data(model: str, ratio: float, samples: int) -> dict[str, Any]:
     return {"op": OP_CALIBRATION, "model": model, "ratio": round(ratio, 4), "samples": samples}
+
+
+def native_data(model: str, enabled: bool, reason: str) -> dict[str, Any]:
+    return {"op": OP_NATIVE, "model": model, "enabled": enabled, "reason": reason}
 
 
 def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:

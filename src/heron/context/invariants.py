@@ -230,8 +230,9 @@ class TurnPromptPresent:
 
     def check(self, snapshot: RequestSnapshot) -> list[str]:
         prompt = snapshot.turn_prompt
-        if prompt is None:
-            return []
+        messages = snapshot.context.messages
+        if prompt is None or (messages and getattr(messages[0], "native_compaction", None) is not None):
+            return []  # a request led by a provider-native block: the prompt is in its summary
         wanted = _content_key(prompt)
         # From the end: the running turn's prompt is among the latest messages.
         for message in reversed(snapshot.context.messages):

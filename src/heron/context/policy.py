@@ -28,6 +28,7 @@ from typing import Any
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
+from heron.ai.options import ContextManagement
 from heron.ai.types import AssistantMessage, Model, StopReason
 from heron.context import calibration
 from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
@@ -40,11 +41,13 @@ from heron.context.decisions import (
     auto_compaction_data,
     calibration_data,
     flush_data,
+    native_data,
     prune_data,
 )
 from heron.context.frontier import FrontierSettings
 from heron.context.learned_window import LearnedWindows
 from heron.context.ledger import Ledger
+from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
@@ -103,6 +106,7 @@ class PolicySettings:
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
+    native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
 
 
 class ContextPolicy(LearnedWindows):
@@ -127,6 +131,7 @@ class ContextPolicy(LearnedWindows):
         self._model = model
         self._fixed_tokens = fixed_tokens
         self.views = ViewBuilder(cwd, tools)
+        self.natives = NativeTracker()  # where the latest provider-native block is
         self.decisions = ContextDecisions()
         self.reads = ReadIndex()
         self.last_tokens = 0
@@ -217,8 +222,47 @@ class ContextPolicy(LearnedWindows):
 
     def view(self, messages: Sequence[AgentMessage]) -> View:
         """The messages a request carries: the decisions applied to ``messages`` (built
-        incrementally: extended by what was added since the last call)."""
-        return self.views.apply(messages, self.decisions)
+        incrementally: extended by what was added since the last call), from the latest
+        native compaction block on when this model's provider wrote it."""
+        return self.views.apply(native_view(messages, self.model, self.natives.index(messages)), self.decisions)
+
+    def uncovered_native(self, messages: Sequence[AgentMessage]) -> AssistantMessage | None:
+        """The reply whose native block the current model cannot read, while the history it
+        covered is still unsummarised (:func:`heron.context.native.uncovered`)."""
+        return uncovered(messages, self.model, self.natives.index(messages))
+
+    @property
+    def native(self) -> NativeSettings:
+        """Provider-native compaction and server-side clearing for the current model."""
+        return self.settings.native.for_model(self.model)
+
+    @property
+    def pruning(self) -> bool:
+        """heron's own pruning: on unless the provider clears old tool results itself."""
+        return self.settings.pruning and not (self.native.server_clearing and self.model_key not in self._native_off)
+
+    @property
+    def _native_off(self) -> dict[str, str]:
+        return self.decisions.native_off
+
+    def native_request(self) -> ContextManagement | None:
+        """The server-side context management the next turn asks for (None: none)."""
+        return request_fields(
+            self.native,
+            threshold=self.threshold,
+            window=self.window,
+            keep_tool_uses=self.settings.prune_keep_turns,
+            exclude_tools=self.tools.names("todo"),
+            off=self.model_key in self._native_off or not self.settings.compaction,
+        )
+
+    def observe(self, answer: AssistantMessage) -> None:
+        """What the provider did to the context of the request ``answer`` came from: into
+        the ledger; a rejection of the native fields recorded, so heron compacts from now on."""
+        if answer.context_management_error is not None and self.model_key not in self._native_off:
+            self._record(native_data(self.model_key, False, answer.context_management_error))
+        for record in answer_records(answer, self.last_tokens):
+            self.ledger.add(record)
 
     def view_as_sent(self, messages: Sequence[AgentMessage]) -> tuple[View, dict[str, str]]:
         """The view of ``messages`` with only the pruning recorded before the latest answer
@@ -340,7 +384,7 @@ class ContextPolicy(LearnedWindows):
         load = self.load(view, tokens)  # what the decisions compare: never less than the count
         high, low = self.prune_marks
         stepped = False
-        if self.settings.pruning and load > high:
+        if self.pruning and load > high:
             # Small steps only when they might spare a compaction (each is a cache miss).
             min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
             saved = self.prune(messages, min_saving, target_saving_tokens=load - low)
@@ -384,7 +428,7 @@ class ContextPolicy(LearnedWindows):
         if predicted <= self.threshold:
             return False
         high, low = self.prune_marks
-        if self.settings.pruning:
+        if self.pruning:
             _, records = prune_step(
                 messages,
                 self.decisions.stubs,
@@ -397,7 +441,7 @@ class ContextPolicy(LearnedWindows):
                 return False  # the step at the threshold would free the room
         if not self._worth_compacting(pressure.view, load, load - int(self.threshold * share)):
             return False
-        if self.settings.pruning:  # the step the threshold would take first: the kept messages carry it
+        if self.pruning:  # the step the threshold would take first: the kept messages carry it
             self.prune(messages, 0, target_saving_tokens=load - low)
         return True
 
@@ -419,11 +463,7 @@ class ContextPolicy(LearnedWindows):
             tokens = self.count(view)
             load = self.load(view, tokens)
             low = self.prune_marks[1]
-            if (
-                load > self.threshold
-                and self.settings.pruning
-                and self.prune(messages, 0, target_saving_tokens=load - low)
-            ):
+            if load > self.threshold and self.pruning and self.prune(messages, 0, target_saving_tokens=load - low):
                 view = self.view(messages)
                 tokens = self.count(view)
         if pressure.pressed and tokens > self.threshold:
@@ -501,6 +541,7 @@ class ContextPolicy(LearnedWindows):
         """One pruning step, recorded in the session: the tokens it saved (0: nothing was
         pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all)."""
         keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
+        messages = native_view(messages, self.model, self.natives.index(messages))  # unread by the provider: no stub
         stubs, records = prune_step(
             messages, self.decisions.stubs, keep, min_saving_tokens, target_saving_tokens, tools=self.tools
         )

@@ -23,7 +23,7 @@ from typing import Any
 from heron.ai.adapt import adapt_messages, anthropic_tool_id
 from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
-from heron.ai.options import StreamOptions
+from heron.ai.options import ContextManagement, StreamOptions
 from heron.ai.overflow import ProviderError, classify, parse_retry_after
 from heron.ai.providers import http
 from heron.ai.providers.base import IMAGE_OMITTED, HttpProvider, StreamTranslator, set_usage
@@ -42,6 +42,7 @@ from heron.ai.types import (
     ImageContent,
     Message,
     Model,
+    NativeCompaction,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -55,6 +56,9 @@ JSON = dict[str, Any]
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
+# The beta headers server-side context management needs (docs/context.md).
+COMPACTION_BETA = "compact-2026-01-12"
+CLEARING_BETA = "context-management-2025-06-27"
 
 EMPTY_RESULT = "(no output)"
 
@@ -66,6 +70,8 @@ _STOP_REASONS: dict[str, StopReason] = {
     "max_tokens": StopReason.LENGTH,
     "model_context_window_exceeded": StopReason.LENGTH,
     "tool_use": StopReason.TOOL_USE,
+    # pause_after_compaction (heron never asks for it): the reply holds the compaction only.
+    "compaction": StopReason.STOP,
 }
 
 # Status of an ``error`` event inside a 200 stream, from its ``error.type``.
@@ -123,8 +129,12 @@ def _user_blocks(content: str | list[TextContent | ImageContent], model: Model) 
     return out
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[JSON]:
+def _assistant_blocks(message: AssistantMessage, model: Model) -> list[JSON]:
     out: list[JSON] = []
+    native = message.native_compaction
+    if native is not None and native.matches(model):
+        # The API ignores everything before this block: the view sends none of it.
+        out.append({"type": "compaction", "content": native.content})
     for block in message.content:
         if isinstance(block, TextContent):
             if block.text.strip():
@@ -172,7 +182,7 @@ def convert_messages(messages: list[Message], model: Model, marker: JSON | None)
         elif isinstance(message, ToolResultMessage):
             role, blocks = "user", [_tool_result_block(message, model)]
         else:
-            role, blocks = "assistant", _assistant_blocks(message)
+            role, blocks = "assistant", _assistant_blocks(message, model)
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
@@ -185,6 +195,37 @@ def convert_messages(messages: list[Message], model: Model, marker: JSON | None)
                 turn["content"][-1]["cache_control"] = dict(marker)
                 break
     return turns
+
+
+def context_edits(management: ContextManagement) -> list[JSON]:
+    """The ``context_management.edits`` of a request: tool-result clearing, then compaction."""
+    edits: list[JSON] = []
+    if management.clear_trigger is not None:
+        clear: JSON = {
+            "type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": management.clear_trigger},
+            "keep": {"type": "tool_uses", "value": management.clear_keep},
+        }
+        if management.clear_at_least is not None:
+            clear["clear_at_least"] = {"type": "input_tokens", "value": management.clear_at_least}
+        if management.exclude_tools:
+            clear["exclude_tools"] = list(management.exclude_tools)
+        edits.append(clear)
+    if management.compact_trigger is not None:
+        trigger = {"type": "input_tokens", "value": management.compact_trigger}
+        compact: JSON = {"type": "compact_20260112", "trigger": trigger}
+        if management.instructions:
+            compact["instructions"] = management.instructions
+        edits.append(compact)
+    return edits
+
+
+def beta_features(management: ContextManagement | None) -> list[str]:
+    """The ``anthropic-beta`` values the request's context management needs."""
+    if management is None:
+        return []
+    out = [CLEARING_BETA] if management.clear_trigger is not None else []
+    return [*out, COMPACTION_BETA] if management.compact_trigger is not None else out
 
 
 def build_request(model: Model, context: Context, options: StreamOptions) -> JSON:
@@ -212,6 +253,9 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> JSO
     elif options.temperature is not None:
         # Extended thinking only runs at the default temperature.
         body["temperature"] = options.temperature
+    edits = context_edits(options.context_management) if options.context_management is not None else []
+    if edits:
+        body["context_management"] = {"edits": edits}
     return body
 
 
@@ -347,6 +391,9 @@ class AnthropicProvider(HttpProvider):
             headers["x-api-key"] = key
         elif os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             headers["authorization"] = f"Bearer {os.environ['ANTHROPIC_AUTH_TOKEN']}"
+        betas = beta_features(options.context_management)
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
         return headers
 
     def translator(self, model: Model, context: Context, builder: MessageBuilder) -> StreamTranslator:
@@ -357,7 +404,14 @@ class AnthropicProvider(HttpProvider):
 
 
 class _Translator(StreamTranslator):
-    """Messages API events onto the builder; ``message_stop`` finishes the response."""
+    """Messages API events onto the builder; ``message_stop`` finishes the response.
+    A ``compaction`` block (its summary in one ``compaction_delta``) becomes the
+    message's :class:`NativeCompaction`; one without a summary (null content: the
+    compaction failed) is dropped, and covers nothing."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        super().__init__(builder)
+        self._compactions: dict[Any, list[str]] = {}
 
     def event(self, event: Any, name: str | None) -> list[AssistantEvent]:
         kind = event.get("type")
@@ -375,6 +429,9 @@ class _Translator(StreamTranslator):
             return self._on_block_start(event, builder)
         if kind == "content_block_stop":
             index = event.index
+            if index in self._compactions:
+                self._compaction_done(builder, "".join(self._compactions.pop(index)))
+                return []
             return [builder.end(index)] if builder.is_open(index) else []
         if kind == "message_start":
             message = event.message
@@ -386,7 +443,16 @@ class _Translator(StreamTranslator):
             if reason is not None:
                 builder.stop_reason = map_stop_reason(reason)
             _apply_usage(builder, getattr(event, "usage", None))
+            applied = getattr(getattr(event, "context_management", None), "applied_edits", None)
+            if isinstance(applied, list):
+                edits = [dict(edit) for edit in applied if isinstance(edit, dict)]
+                builder.message.context_edits = edits or None
         return []
+
+    def _compaction_done(self, builder: MessageBuilder, content: str) -> None:
+        if content:
+            message = builder.message
+            message.native_compaction = NativeCompaction(api=message.api, provider=message.provider, content=content)
 
     def _on_block_start(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
         index = event.index
@@ -403,6 +469,9 @@ class _Translator(StreamTranslator):
             thinking = getattr(block, "thinking", "") or ""
             if thinking:
                 out.append(builder.thinking_delta(index, thinking))
+        elif kind == "compaction":
+            initial = getattr(block, "content", None)
+            self._compactions[index] = [initial] if isinstance(initial, str) else []
         elif kind == "redacted_thinking":
             out.append(builder.start_thinking(index, getattr(block, "data", None) or None, redacted=True))
         elif kind == "tool_use":
@@ -416,10 +485,15 @@ class _Translator(StreamTranslator):
 
     def _on_delta(self, event: Any, builder: MessageBuilder) -> list[AssistantEvent]:
         index = event.index
-        if not builder.is_open(index):
-            return []
         delta = event.delta
         kind = getattr(delta, "type", None)
+        if kind == "compaction_delta" and index in self._compactions:
+            content = getattr(delta, "content", None)
+            if isinstance(content, str):
+                self._compactions[index].append(content)
+            return []
+        if not builder.is_open(index):
+            return []
         if kind == "text_delta":
             text = delta.text or ""
             return [builder.text_delta(index, text)] if text else []

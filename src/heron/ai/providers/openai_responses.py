@@ -33,6 +33,7 @@ from heron.ai.types import (
     ImageContent,
     Message,
     Model,
+    NativeCompaction,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -146,6 +147,11 @@ def _arguments_text(call: ToolCall) -> str:
 def _assistant_items(message: AssistantMessage, model: Model) -> list[dict[str, Any]]:
     native = same_model(message, model)
     items: list[dict[str, Any]] = []
+    compaction = message.native_compaction
+    if compaction is not None and compaction.matches(model):
+        # The opaque item stands for everything before it: the view sends none of that.
+        item_fields = {"id": compaction.item_id} if compaction.item_id else {}
+        items.append({"type": "compaction", **item_fields, "encrypted_content": compaction.content})
     for block in message.content:
         if isinstance(block, ThinkingContent):
             # adapt_messages already turned another model's thinking into text.
@@ -242,6 +248,9 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
         body["prompt_cache_key"] = options.session_id
         if options.cache_retention == "long" and is_openai_url(model.base_url):
             body["prompt_cache_retention"] = "24h"
+    management = options.context_management
+    if management is not None and management.compact_trigger is not None:
+        body["context_management"] = [{"type": "compaction", "compact_threshold": management.compact_trigger}]
     if model.reasoning:
         body["include"] = ["reasoning.encrypted_content"]
         if options.thinking != "off":
@@ -460,6 +469,17 @@ class _Translator(StreamTranslator):
             events.append(builder.end(key))
         elif item_type == "reasoning":
             events.extend(self._reasoning_done(index, item))
+        elif item_type == "compaction":
+            encrypted = _get(item, "encrypted_content")
+            if isinstance(encrypted, str) and encrypted:  # without it the item cannot be sent back
+                message = builder.message
+                item_id = _get(item, "id")
+                message.native_compaction = NativeCompaction(
+                    api=message.api,
+                    provider=message.provider,
+                    content=encrypted,
+                    item_id=item_id if isinstance(item_id, str) and item_id else None,
+                )
         elif item_type == "function_call":
             key = (index, "tool")
             if not builder.is_open(key):

@@ -412,6 +412,7 @@ class Renderer:
             "requested": "asked for by the model or a hook",
             "overflow": "the provider said the context is too long",
             "manual": "requested",
+            "native_switch": "the provider's own compaction is unreadable to this model",
         }.get(event.reason, event.reason)
         self.note(
             f"{self.bullet} compacting the context ({why}; ~{format_tokens(event.tokens_before)} tokens)…", "yellow"
