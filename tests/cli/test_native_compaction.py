@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from tests.cli.audit_harness import PRUNED, SUMMARY_MARK, Rpc, Step, make_project, normalised, read, run_print, text_of
+from tests.cli.audit_harness import PRUNED, Rpc, Step, make_project, normalised, read, run_print
 from tests.cli.native_harness import NATIVE_MARK, NativeServer
 from tests.support.http_server import LocalServer
+from tests.support.summaries import is_summary_body, is_summary_text
 
 WINDOW = {"contextWindow": 16_384, "maxTokens": 2_048}
 MODELS = {"anthropic-messages": "anth/claude-n", "openai-responses": "resp/gpt-n", "chat": "chat/chat-n"}
@@ -94,15 +95,14 @@ def session_lines(env: dict[str, str]) -> list[dict[str, Any]]:
 
 def summarised(server: NativeServer) -> bool:
     """Whether heron sent a summary request of its own."""
-    return any(body["messages"] and text_of(body["messages"][0]).startswith(SUMMARY_MARK) for body in server.bodies)
+    return any(is_summary_body(body) for body in server.bodies)
 
 
 def turn_bodies(server: NativeServer) -> list[dict[str, Any]]:
     """The conversation's requests (not heron's summaries or the memory flush)."""
     out = []
     for raw, body in zip(server.raw, server.bodies, strict=True):
-        messages = body["messages"]
-        if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
+        if is_summary_body(body):
             continue
         out.append(raw)
     return out
@@ -110,9 +110,7 @@ def turn_bodies(server: NativeServer) -> list[dict[str, Any]]:
 
 def turn_bodies_of(server: NativeServer, start: int) -> list[dict[str, Any]]:
     rows = zip(server.raw[start:], server.bodies[start:], strict=True)
-    return [
-        raw for raw, body in rows if not (body["messages"] and text_of(body["messages"][0]).startswith(SUMMARY_MARK))
-    ]
+    return [raw for raw, body in rows if not is_summary_body(body)]
 
 
 def same_requests(one: list[str], other: list[str]) -> bool:
@@ -120,8 +118,8 @@ def same_requests(one: list[str], other: list[str]) -> bool:
     arrive in either order (a split turn's history and prefix are summarised at once)."""
 
     def split(bodies: list[str]) -> tuple[list[str], list[str]]:
-        summaries = sorted(b for b in bodies if SUMMARY_MARK[:40] in b)
-        return [b for b in bodies if SUMMARY_MARK[:40] not in b], summaries
+        summaries = sorted(b for b in bodies if is_summary_text(b))
+        return [b for b in bodies if not is_summary_text(b)], summaries
 
     return split(one) == split(other)
 
@@ -137,8 +135,10 @@ def led_by_block(raw: dict[str, Any]) -> bool:
 def test_native_compactions_restarts_and_switch(api: str, tmp_path: Path, servers: list[LocalServer]) -> None:
     model = MODELS[api]
     # one long-lived process
+    # both project paths have the same length: the budget notices give token counts, and the
+    # system prompt names the working directory
     one = NativeServer(PLAN, LIMITS)
-    cwd, env = project(tmp_path / "one", servers, one)
+    cwd, env = project(tmp_path / "one1", servers, one)
     rpc = Rpc(cwd, env, model)
     try:
         for n in range(TURNS):
@@ -152,11 +152,11 @@ def test_native_compactions_restarts_and_switch(api: str, tmp_path: Path, server
         rpc.close()
     # a new process per turn
     each = NativeServer(PLAN, LIMITS)
-    cwd2, env2 = project(tmp_path / "each", servers, each)
+    cwd2, env2 = project(tmp_path / "eac2", servers, each)
     for n in range(TURNS):
         run_print(cwd2, env2, each, n, model, first=n == 0)
 
-    assert normalised(one.raw[:one_turns], tmp_path / "one") == normalised(each.raw, tmp_path / "each")
+    assert normalised(one.raw[:one_turns], tmp_path / "one1") == normalised(each.raw, tmp_path / "eac2")
     for server in (each,):  # ``one`` sent the same bytes
         assert server.rejected == 0, "a request went over the 16k window"
         assert server.native_rejections == 0
@@ -181,7 +181,7 @@ def test_native_compactions_restarts_and_switch(api: str, tmp_path: Path, server
     sent = each.raw[before:]
     wires = each.wires[before:]
     assert set(wires) == {"chat"}
-    summaries = [raw for raw in sent if text_of(raw["messages"][0]).startswith(SUMMARY_MARK)]
+    summaries = [raw for raw in sent if is_summary_body(raw)]
     assert summaries  # the history before the block (and the prefix of the turn it split)
     turns = [raw for raw in sent if raw not in summaries]
     text = json.dumps(turns)
@@ -200,7 +200,7 @@ def test_native_compactions_restarts_and_switch(api: str, tmp_path: Path, server
     assert back and led_by_block(back[0]) and each.rejected == 0
     # one process switching with set_model sent the same bytes as the processes switching with --model
     # (heron's two summaries of a split turn go out concurrently: compared as a set)
-    assert same_requests(normalised(one.raw, tmp_path / "one"), normalised(each.raw, tmp_path / "each"))
+    assert same_requests(normalised(one.raw, tmp_path / "one1"), normalised(each.raw, tmp_path / "eac2"))
 
 
 def test_rejected_native_field_falls_back(tmp_path: Path, servers: list[LocalServer]) -> None:
