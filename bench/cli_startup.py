@@ -214,8 +214,10 @@ def measure(runs: int, fn: Any) -> list[float]:
 
 
 def main() -> None:
-    args = parser(__doc__ or "").parse_args()
-    runs = 3 if args.quick else 10
+    p = parser(__doc__ or "")
+    p.add_argument("--runs", type=int, default=None, help="runs per row (default 10; 3 with --quick)")
+    args = p.parse_args()
+    runs = args.runs or (3 if args.quick else 10)
     load_before = load_average()
     work = Path(tempfile.mkdtemp(prefix="heron-startup-"))
     home, cwd = work / "home", work / "project"
