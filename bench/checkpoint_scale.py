@@ -7,7 +7,10 @@ command that changes one file (so the next turn's snapshot has a change to recor
 2, 4 and 6 only answer. Repositories: an empty one and generated git repositories of
 20,000 and 100,000 files (small ones with ``--quick``), side by side in the same run, so the
 ratios compare like with like. The launch -> first request of a ``heron -p`` in each is there
-too (process start, imports, then turn 1).
+too (process start, imports, then turn 1). pi 1.6.0 (``bench/_pi.py``) runs the same six turns
+in the same repositories, in its own rpc mode against the same kind of server: it takes no
+snapshots, so its turn 1 is what a first turn costs without them (pi's columns say "pi: not
+installed" where it is missing).
 
 Part 2, ``heron -p`` whole-run time, 8 runs in a row (``-c`` after the first, each run one
 bash call that writes a file), with heron's home outside the project and inside it; after
@@ -35,6 +38,7 @@ from tests.support.http_server import LocalServer, Recorded, Reply
 from tests.support.sse import openai_turn
 
 from _common import median, parser, table, write_json
+from _pi import NOT_INSTALLED, pi_command, pi_env, pi_model
 
 TIMEOUT = 600
 TURNS = 6
@@ -87,9 +91,9 @@ def bash_call(n: int) -> tuple[str, str, dict[str, Any]]:
 
 
 class Rpc:
-    def __init__(self, cwd: Path, env: dict[str, str], url: str) -> None:
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.child = subprocess.Popen(
-            [*heron_command(), "--base-url", url + "/v1", "--model", "bench-model", "--mode", "rpc"],
+            command,
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,
@@ -123,11 +127,17 @@ class Rpc:
         self.child.wait(timeout=TIMEOUT)
 
 
-def turn_latencies(cwd: Path, home: Path) -> list[float]:
-    """Prompt -> first request (ms) of each of the six turns in one rpc process."""
+def turn_latencies(cwd: Path, home: Path, pi: bool = False) -> list[float]:
+    """Prompt -> first request (ms) of each of the six turns in one rpc process (heron's, or
+    pi's with ``pi``; ``home`` is then pi's agent directory)."""
     server = TimedServer()
     try:
-        rpc = Rpc(cwd, clean_env(home), server.url)
+        if pi:
+            command = [*(pi_command() or []), "--mode", "rpc", "--model", pi_model()]
+            rpc, done = Rpc(command, cwd, pi_env(home, server.url + "/v1")), "agent_settled"
+        else:
+            command = [*heron_command(), "--base-url", server.url + "/v1", "--model", "bench-model", "--mode", "rpc"]
+            rpc, done = Rpc(command, cwd, clean_env(home)), "run_end"
         rpc.send({"type": "get_state"}, "response")  # started and idle: the clock starts at the prompt
         out = []
         for n in range(1, TURNS + 1):
@@ -136,7 +146,7 @@ def turn_latencies(cwd: Path, home: Path) -> list[float]:
             else:
                 server.queue(Reply(body=openai_turn(f"answer {n}")))
             before = len(server.arrivals)
-            start = rpc.send({"type": "prompt", "message": f"turn {n}"}, "run_end")
+            start = rpc.send({"type": "prompt", "message": f"turn {n}"}, done)
             out.append((server.arrivals[before] - start) * 1000)
         rpc.close()
         return out
@@ -220,11 +230,35 @@ def home_runs(work: Path, inside: bool, runs: int) -> list[dict[str, float]]:
     return out
 
 
-def uptime() -> str:
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except OSError:
-        return ""
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages (``os.getloadavg``) and the CPU count."""
+    if not hasattr(os, "getloadavg"):
+        return "unknown"
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" ({os.cpu_count()} CPUs)"
+
+
+def repository_table(repositories: dict[str, Any]) -> str:
+    """Turn 1 and turns 2-6 per repository, each against the empty repository's and pi's."""
+    empty = repositories["0"]
+    rows = []
+    for files, data in repositories.items():
+        t1, rest, pi = data["turn_ms"][0], data["turns_2_6_median_ms"], data["pi_turn_ms"]
+        rows.append(
+            [
+                f"{int(files):,}" if files != "0" else "empty",
+                f"{t1:.0f}",
+                f"{t1 / empty['turn_ms'][0]:.2f}x",
+                NOT_INSTALLED if pi is None else f"{pi[0]:.0f}",
+                "-" if pi is None else f"{t1 / pi[0]:.2f}x",
+                f"{rest:.0f}",
+                f"{rest / empty['turns_2_6_median_ms']:.2f}x",
+                "-" if pi is None else f"{median(pi[1:]):.0f}",
+                f"{data['launch_to_request_ms']:.0f}",
+                str(data["snapshots"]),
+            ]
+        )
+    headers = ["files", "turn 1 ms", "vs empty", "pi turn 1 ms", "heron / pi", "turns 2-6 median ms", "vs empty"]
+    return table([*headers, "pi turns 2-6 ms", "-p launch -> request ms", "snapshots"], rows)
 
 
 def main() -> None:
@@ -235,7 +269,7 @@ def main() -> None:
     runs = 3 if args.quick else 8
     if shutil.which("git") is None:
         raise SystemExit("this benchmark needs the git command (to make the repositories)")
-    load_before = uptime()
+    load_before = load_average()
     work = Path(tempfile.mkdtemp(prefix="heron-ckpt-"))
     results: dict[str, Any] = {"repositories": {}, "home": {}}
     try:
@@ -247,8 +281,10 @@ def main() -> None:
             home = work / f"home-{files}"
             turns = turn_latencies(cwd, home)
             launch = launch_to_request(cwd, home)
+            pi_turns = turn_latencies(cwd, work / f"pi-{files}", pi=True) if pi_command() else None
             results["repositories"][str(files)] = {
                 "turn_ms": [round(t, 1) for t in turns],
+                "pi_turn_ms": None if pi_turns is None else [round(t, 1) for t in pi_turns],
                 "turns_2_6_median_ms": round(median(turns[1:]), 1),
                 "launch_to_request_ms": round(launch, 1),
                 "generate_s": round(generated, 1),
@@ -256,40 +292,14 @@ def main() -> None:
                 "snapshots": snapshots(home),
             }
             shutil.rmtree(cwd, ignore_errors=True)
+        load_middle = load_average()
         for inside in (False, True):
             results["home"]["inside" if inside else "outside"] = home_runs(work, inside, runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    load_after = uptime()
-    empty = results["repositories"]["0"]
-    rows = []
-    for files, data in results["repositories"].items():
-        t1, rest = data["turn_ms"][0], data["turns_2_6_median_ms"]
-        rows.append(
-            [
-                f"{int(files):,}" if files != "0" else "empty",
-                f"{t1:.0f}",
-                f"{t1 / empty['turn_ms'][0]:.2f}x",
-                f"{rest:.0f}",
-                f"{rest / empty['turns_2_6_median_ms']:.2f}x",
-                f"{data['launch_to_request_ms']:.0f}",
-                str(data["snapshots"]),
-            ]
-        )
-    print(
-        table(
-            [
-                "files",
-                "turn 1 ms",
-                "vs empty",
-                "turns 2-6 median ms",
-                "vs empty",
-                "-p launch -> request ms",
-                "snapshots",
-            ],
-            rows,
-        )
-    )
+    load_after = load_average()
+    print(repository_table(results["repositories"]))
+    print(f"load average: {load_before} at the start, {load_middle} at the end")
     home_rows = []
     for where, series in results["home"].items():
         home_rows.append(
@@ -301,8 +311,8 @@ def main() -> None:
             ]
         )
     print(table(["heron -p, runs in a row", "seconds per run", "checkpoint store", "store files"], home_rows))
-    print(f"load: {load_before} / {load_after}")
-    data = {"load": [load_before, load_after], **results}
+    print(f"load average: {load_middle} at the start, {load_after} at the end")
+    data = {"load": [load_before, load_middle, load_after], **results}
     path = write_json("checkpoint_scale", data, args.json, args.quick)
     print(f"wrote {path}")
 

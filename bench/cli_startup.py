@@ -14,10 +14,17 @@ byte-code caches exist):
 - ``python -c "import heron.cli.app, heron.coding.runtime"``: heron's own modules for a
   ``-p`` run, without any provider SDK.
 - ``python -c "import openai"`` / ``"import anthropic"``: the SDK import alone, to show
-  how much of the ``-p`` figure is not heron's.
+  what heron saves by not importing them (not with ``--quick``).
 
-The load average is recorded with the results: on a shared machine it explains most of
-the spread between runs.
+Then heron beside pi 1.6.0 (``bench/_pi.py``), as users run both: ``-p`` in a small git
+project with a session file, heron's home and pi's agent directory outside it, each talking
+to the same scripted server (OpenAI Chat Completions, then Anthropic Messages). heron and pi
+runs alternate, so both see the same load; each run gives two figures, launch -> first
+request byte and the whole run to exit, with the median of each and heron / pi (goal: at
+most 1.0). Without pi installed, its columns say so.
+
+The load average is printed at the start and the end of each table: on a shared machine it
+explains most of the spread between runs.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from tests.support.http_server import LocalServer, Recorded, Reply
 from tests.support.sse import anthropic_turn, openai_turn
 
 from _common import median, parser, table, write_json
+from _pi import NOT_INSTALLED, pi_command, pi_env, pi_model
 
 TARGET_VERSION_MS = 150
 TARGET_OPENAI_MS = 200
@@ -85,6 +93,13 @@ def wall_ms(command: list[str], env: dict[str, str], cwd: Path) -> float:
 
 def first_request_ms(command: list[str], env: dict[str, str], cwd: Path, server: TimedServer, reply: bytes) -> float:
     """Start heron, wait for its first request, answer it, and wait for heron to exit."""
+    return timed_run(command, env, cwd, server, reply)[0]
+
+
+def timed_run(
+    command: list[str], env: dict[str, str], cwd: Path, server: TimedServer, reply: bytes
+) -> tuple[float, float]:
+    """(launch -> first request byte, launch -> exit) in ms of one ``-p`` run answered with ``reply``."""
     server.reset()
     server.queue(Reply(body=reply))
     start = time.perf_counter()
@@ -96,9 +111,10 @@ def first_request_ms(command: list[str], env: dict[str, str], cwd: Path, server:
     except subprocess.TimeoutExpired:
         process.kill()
         raise
+    ended = time.perf_counter()
     if process.returncode != 0 or not server.arrivals:
-        raise RuntimeError(f"heron failed ({process.returncode}): {err.strip()[-2000:]}")
-    return (server.arrivals[0] - start) * 1000
+        raise RuntimeError(f"{command[0]} failed ({process.returncode}): {err.strip()[-2000:]}")
+    return (server.arrivals[0] - start) * 1000, (ended - start) * 1000
 
 
 def stale_heron_modules(command: list[str], env: dict[str, str], cwd: Path, server: TimedServer) -> int:
@@ -127,15 +143,82 @@ def stale_heron_modules(command: list[str], env: dict[str, str], cwd: Path, serv
     return int(lines[-1]) if lines and lines[-1].isdigit() else -1
 
 
+def side_by_side(
+    work: Path, home: Path, runs: int, servers: dict[str, TimedServer]
+) -> dict[str, dict[str, list[tuple[float, float]] | None]]:
+    """heron and pi ``-p`` on each wire, alternating run by run in one git project with a
+    session: wire -> tool -> [(first request ms, exit ms)] (``None``: pi is not installed)."""
+    project = work / "side-by-side"
+    project.mkdir()
+    (project / "main.py").write_text("print('hello')\n")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True, capture_output=True, timeout=TIMEOUT)
+    heron, pi, env = heron_command(), pi_command(), clean_env(home)
+    heron_model = {
+        "openai": ["--base-url", servers["openai"].url + "/v1", "--model", "bench-model"],
+        "anthropic": ["--model", "local-claude/claude-local"],
+    }
+    pi_wire = {
+        "openai": ("openai-completions", "/v1", "bench-model"),
+        "anthropic": ("anthropic-messages", "", "claude"),
+    }
+    replies = {"openai": openai_turn("ok"), "anthropic": anthropic_turn("ok")}
+    out: dict[str, dict[str, list[tuple[float, float]] | None]] = {}
+    for wire, server in servers.items():
+        contenders = {"heron": ([*heron, *heron_model[wire], "-p", "say ok"], env)}
+        if pi is not None:
+            api, suffix, model_id = pi_wire[wire]
+            pi_env_ = pi_env(work / f"pi-{wire}", server.url + suffix, api=api, model_id=model_id)
+            contenders["pi"] = ([*pi, "--model", pi_model(model_id), "-p", "say ok"], pi_env_)
+        runs_of: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+        for n in range(runs + 1):  # the first round warms caches (and heron's window probe) up
+            for name, (command, run_env) in contenders.items():
+                figures = timed_run(command, run_env, project, server, replies[wire])
+                if n:
+                    runs_of[name].append(figures)
+        out[wire] = {"heron": runs_of["heron"], "pi": runs_of.get("pi")}
+    return out
+
+
+def side_by_side_table(found: dict[str, dict[str, list[tuple[float, float]] | None]]) -> tuple[str, dict[str, Any]]:
+    """The table (medians, heron / pi) and its figures for the JSON file."""
+    rows, data = [], {}
+    for index, moment, goal in (
+        (0, "launch -> first request byte", "<= 200 ms quiet"),
+        (1, "-p whole run", "<= 1.0x pi"),
+    ):
+        for wire, by_tool in found.items():
+            heron_runs, pi_runs = by_tool["heron"] or [], by_tool["pi"]
+            heron_ms = median([r[index] for r in heron_runs])
+            pi_ms = median([r[index] for r in pi_runs]) if pi_runs else None
+            key = f"{'first_request' if index == 0 else 'whole_run'}_{wire}"
+            data[key] = {"heron_ms": round(heron_ms, 1), "pi_ms": None if pi_ms is None else round(pi_ms, 1)}
+            rows.append(
+                [
+                    f"{moment}, {wire} wire",
+                    f"{heron_ms:.0f}",
+                    NOT_INSTALLED if pi_ms is None else f"{pi_ms:.0f}",
+                    "-" if pi_ms is None else f"{heron_ms / pi_ms:.2f}x",
+                    goal,
+                ]
+            )
+    return table(["moment", "heron median ms", "pi 1.6.0 median ms", "heron / pi", "goal"], rows), data
+
+
+def load_average() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
 def measure(runs: int, fn: Any) -> list[float]:
     fn()  # warm-up: byte-code caches, page cache
     return [fn() for _ in range(runs)]
 
 
 def main() -> None:
-    args = parser(__doc__ or "").parse_args()
-    runs = 3 if args.quick else 10
-    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    p = parser(__doc__ or "")
+    p.add_argument("--runs", type=int, default=None, help="runs per row (default 10; 3 with --quick)")
+    args = p.parse_args()
+    runs = args.runs or (3 if args.quick else 10)
+    load_before = load_average()
     work = Path(tempfile.mkdtemp(prefix="heron-startup-"))
     home, cwd = work / "home", work / "project"
     home.mkdir()
@@ -203,25 +286,30 @@ def main() -> None:
                 ),
                 None,
             ),
-            (
-                "import_openai",
-                "python -c 'import openai'",
-                measure(runs, lambda: wall_ms([sys.executable, "-c", "import openai"], env, cwd)),
-                None,
-            ),
-            (
-                "import_anthropic",
-                "python -c 'import anthropic'",
-                measure(runs, lambda: wall_ms([sys.executable, "-c", "import anthropic"], env, cwd)),
-                None,
-            ),
         ]
+        if not args.quick:  # the SDKs heron no longer imports: seconds each on a loaded machine
+            rows_spec += [
+                (
+                    "import_openai",
+                    "python -c 'import openai'",
+                    measure(runs, lambda: wall_ms([sys.executable, "-c", "import openai"], env, cwd)),
+                    None,
+                ),
+                (
+                    "import_anthropic",
+                    "python -c 'import anthropic'",
+                    measure(runs, lambda: wall_ms([sys.executable, "-c", "import anthropic"], env, cwd)),
+                    None,
+                ),
+            ]
         stale = stale_heron_modules(openai_p, env, cwd, openai_server)
+        load_middle = load_average()
+        found = side_by_side(work, home, runs, {"openai": openai_server, "anthropic": anthropic_server})
     finally:
         openai_server.close()
         anthropic_server.close()
         shutil.rmtree(work, ignore_errors=True)
-    load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    load_after = load_average()
     rows = []
     results: dict[str, Any] = {}
     for key, label, values, target in rows_spec:
@@ -235,15 +323,21 @@ def main() -> None:
         verdict = "" if target is None else ("met" if mid < target else "missed")
         rows.append([label, f"{mid:.0f}", f"{min(values):.0f}", "-" if target is None else f"< {target}", verdict])
     print(table(["command", "median ms", "min ms", "target", ""], rows))
+    print(f"load average (1 min): {load_before} at the start, {load_middle} at the end ({os.cpu_count()} CPUs)")
     print(
         f"heron modules without a current byte-code cache after a -p run: {stale}"
         f" (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
     )
+    text, pi_data = side_by_side_table(found)
+    print(f"\nheron and pi 1.6.0, -p in a git project with a session, {runs} runs each, alternating:")
+    print(text)
+    print(f"load average (1 min): {load_middle} at the start, {load_after} at the end")
     data = {
         "runs": runs,
-        "load_average": [load_before, load_after],
+        "load_average": [load_before, load_middle, load_after],
         "results": results,
         "stale_bytecode_modules": stale,
+        "side_by_side": pi_data,
     }
     print(json.dumps(data))
     write_json("cli_startup", data, args.json, args.quick)

@@ -430,6 +430,15 @@ class ModelRegistry:
         Ids may contain ``/`` (``openrouter/anthropic/claude-sonnet-4.5``), so a ref that
         is not a known ``provider/id`` is also tried as a bare id. Raises
         :class:`ModelNotFoundError` naming the candidates."""
+        model = self.lookup(ref)
+        if model is None:
+            raise ModelNotFoundError(self._not_found_message(ref.strip()))
+        return model
+
+    def lookup(self, ref: str) -> Model | None:
+        """:meth:`find` without the suggestions: ``None`` for a ref nobody has (a caller with a
+        use for an unknown id, as ``--base-url`` has, is spared the fuzzy search over the
+        catalogue). An ambiguous id still raises :class:`ModelNotFoundError`."""
         ref = ref.strip()
         provider, sep, model_id = ref.partition("/")
         if sep:
@@ -442,7 +451,7 @@ class ModelRegistry:
         if matches:
             refs = ", ".join(m.ref for m in matches)
             raise ModelNotFoundError(f"model id {ref!r} is ambiguous; use one of: {refs}")
-        raise ModelNotFoundError(self._not_found_message(ref))
+        return None
 
     def _not_found_message(self, ref: str) -> str:
         import difflib

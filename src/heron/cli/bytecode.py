@@ -24,10 +24,15 @@ _PACKAGE = "heron"
 
 
 class _CachingLoader(importlib.machinery.SourceFileLoader):
-    def get_code(self, fullname: str) -> CodeType | None:
-        code = super().get_code(fullname)
-        if code is not None:
-            write_cache(self.path, code)
+    """Writes the cache when the module had to be compiled: ``source_to_code`` runs only when
+    no current cache was found, so a start that loads every module from its cache does no
+    extra work per module (no second stat or read of the cache)."""
+
+    # typeshed declares it a staticmethod of InspectLoader; SourceLoader's is a method
+    def source_to_code(self, data: Any, path: Any, *args: Any, **kwargs: Any) -> CodeType:  # type: ignore[override]
+        code: CodeType = super().source_to_code(data, path, *args, **kwargs)
+        if isinstance(path, str):
+            write_cache(path, code)
         return code
 
 

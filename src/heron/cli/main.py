@@ -206,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     from heron.cli.bytecode import keep_own_bytecode
 
+    if argv is None:  # heron's own process, not a test or a program calling main()
+        from heron.cli import startup_gc
+
+        startup_gc.pause()  # resumed once the session is built (run_app), or before another command runs
     keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
     # httpx imports its own command-line client when rich/click/pygments are installed (they are,
     # for heron's screen): ~40-150 ms of a start, for a CLI this process never runs. Marking it
@@ -217,6 +221,8 @@ def _main(argv: list[str] | None) -> int:
 
         scrub_process_block()
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch"):
+        startup_gc.resume()
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd
 

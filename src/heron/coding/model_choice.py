@@ -214,13 +214,15 @@ def resolve_model(
     if cli_model and cli_model.strip():
         reason = "--model"
         try:
-            model = registry.find(cli_model)
+            # with --base-url an id the catalogue lacks is the server's: no suggestions to work out
+            model = registry.find(cli_model) if base_url is None else registry.lookup(cli_model)
         except ModelNotFoundError as exc:
             if base_url is None:
                 local = (
                     f"A model of a local server? heron --base-url http://localhost:11434/v1 --model {cli_model.strip()}"
                 )
                 raise SetupError(f"{exc}\n{local}\n{SETUP_POINTER}") from exc
+        if model is None and base_url is not None:
             custom = _custom_model(cli_model.strip(), base_url)
             if cli_api:
                 custom = dataclasses.replace(custom, api=cli_api)

@@ -101,6 +101,33 @@ def _plain_http(url: str) -> bool:
     return not any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
 
 
+# What httpx loads on the first connection of a process rather than at its import: httpcore's
+# anyio backend and the parts of anyio it uses (anyio loads its modules on first use).
+_CONNECTION_MODULES = (
+    "httpcore._backends.anyio",
+    "sniffio",
+    "anyio.lowlevel",
+    "anyio._core._tasks",
+    "anyio._core._sockets",
+    "anyio._core._streams",
+)
+
+
+def load_transport() -> None:
+    """Import httpx and what its first connection imports, so a caller with time to spare
+    (a session waiting for its first prompt) takes that cost off the first request. Best
+    effort: a module that is not there is left for the request to need or not."""
+    import importlib
+
+    import httpx  # noqa: F401
+
+    for name in _CONNECTION_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+
+
 class ClientCache:
     """One ``httpx.AsyncClient`` per running event loop (two: one for ``https``, one for
     plain ``http`` servers, which skips loading the CA bundle - 27 ms of a start - since

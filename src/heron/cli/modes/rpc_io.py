@@ -1,17 +1,14 @@
-"""stdin and stdout of the rpc mode: LF-framed input lines read in a thread, JSON lines
-written and flushed one by one, and the model's provider loaded off the event loop."""
+"""stdin and stdout of the rpc mode: LF-framed input lines read in a thread, and JSON lines
+written and flushed one by one."""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
-import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from heron.ai.registry import get_provider
 from heron.cli.modes.rpc_protocol import encode_line
 from heron.coding.secrets import REDACTOR
 
@@ -76,22 +73,3 @@ def read_lines(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[by
     finally:
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
             loop.call_soon_threadsafe(queue.put_nowait, None)
-
-
-def warm_up(api: str) -> concurrent.futures.Future[None]:
-    """Import the model's provider adapter (and httpx under it) in a thread; the returned
-    future is done when that is over, so the first run does not import on the event loop,
-    where it would hold up get_state, steer and abort. Best effort: any failure is left
-    for the request to report."""
-    done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-    def load() -> None:
-        try:
-            get_provider(api)
-        except Exception:  # noqa: BLE001 - the request will say what is wrong
-            pass
-        finally:
-            done.set_result(None)
-
-    threading.Thread(target=load, name="heron-warm-up", daemon=True).start()
-    return done

@@ -19,7 +19,6 @@ from heron.ai.types import AssistantMessage, ImageContent, TextContent, UserMess
 from heron.cli.app_state import App
 from heron.cli.modes.rpc_commands import SessionCommands
 from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, drop_unchanged_usage, pi_event
-from heron.cli.modes.rpc_io import warm_up
 from heron.cli.modes.rpc_permissions import RpcAsker, ask_timeout_ms
 from heron.cli.modes.rpc_protocol import (
     CommandError,
@@ -36,6 +35,7 @@ from heron.coding.events import CompactionEndEvent, CompactionStartEvent, Sessio
 from heron.coding.outcome import decide
 from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
+from heron.coding.warm_up import start_warm_up
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionWriteError
 
@@ -202,9 +202,10 @@ class RpcServer(SessionCommands):
             self.session.control.asker = None
 
     def warm_up(self, api: str) -> None:
-        """Load the model's provider in a thread now; runs wait for it off the event loop
+        """Load what a first turn needs (the model's provider, the transport, the tools'
+        schemas, the snapshot code) in a thread now; runs wait for it off the event loop
         instead of importing it on the loop, where it would hold up every command."""
-        self._warming = warm_up(api)
+        self._warming = start_warm_up(api, self.session)
 
     async def _ready(self) -> None:
         warming = self._warming
