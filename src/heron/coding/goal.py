@@ -15,6 +15,7 @@ check made before every model call (the same stop as ``--max-turns``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -71,12 +72,17 @@ def parse_goal_args(args: str) -> GoalRequest:
     return GoalRequest("set", text=check_text(rest), budget=budget)
 
 
+# what GoalKeeper last read: the store, the path's length and last id, the goal on it and its index
+_Scanned = tuple["SessionStore | None", int, str | None, tuple[Goal | None, int]]
+
+
 class GoalKeeper:
     """The goal of one :class:`CodingSession`: its entries, the request head, the budget."""
 
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self._tokens: dict[str, int] = {}  # answer tokens by entry id (entries never change)
+        self._scanned: _Scanned = (None, 0, None, (None, -1))
         session.agent.turn_limit.gate = self._gate
 
     def _path(self) -> tuple[list[str], list[str]]:
@@ -86,14 +92,29 @@ class GoalKeeper:
         ids, types = store.lineage(store.leaf_id)
         return list(ids), list(types)
 
+    def _on_path(self, ids: Sequence[str], types: Sequence[str]) -> tuple[Goal | None, int]:
+        """:func:`goal_on_path`, reading only the entries added since the last call when the
+        path still runs through the last one's leaf (entries never change, so what was
+        found before them stands). Asked before every request: without this, every request
+        read every custom entry of the session."""
+        store = self.session.store
+        scanned, known, last, found = self._scanned
+        if scanned is store and known and len(ids) >= known and ids[known - 1] == last:
+            newer = goal_on_path(store.get, ids, types, start=known)
+            found = newer if newer[1] >= 0 else found
+        else:
+            found = goal_on_path(store.get, ids, types)
+        self._scanned = (store, len(ids), ids[-1] if ids else None, found)
+        return found
+
     def current(self) -> Goal | None:
         ids, types = self._path()
-        return goal_on_path(self.session.store.get, ids, types)[0]
+        return self._on_path(ids, types)[0]
 
     def spent(self) -> tuple[Goal | None, int]:
         """The goal and the tokens spent for it so far (every answer since it was set)."""
         ids, types = self._path()
-        goal, index = goal_on_path(self.session.store.get, ids, types)
+        goal, index = self._on_path(ids, types)
         if goal is None:
             return None, 0
         store = self.session.store
