@@ -10,7 +10,13 @@ harness's plan server, OpenAI chat-completions or Anthropic Messages wire). Two 
   (medians). Goal: at most 5 ms, and turn 150 within 1.5x of turns 1-10.
 - **longrun**: a 32,000-token window that the server enforces, 200 turns that read
   slices of 120 KB files or print ~100 KB from bash, so pruning and compaction run.
-  Figure: the mean wall time of a turn (prompt to ``run_end``), tools included.
+  Figure: the mean wall time of a turn (prompt to ``agent_settled``), tools included.
+
+pi 1.6.0 runs the same scenarios over its own rpc mode (same prompts, same scripted server,
+its compaction's summary requests answered outside the plan) when it is installed
+(``bench/_pi.py``; ``--no-pi`` leaves it out); its rows say "pi: not installed" otherwise.
+The "requests" column checks that each run did the work: requests, compaction summaries,
+and requests rejected as too long. The load average is printed at the start and the end.
 
 ``--baseline REF`` runs the same scenarios with ``src/`` of a git ref (extracted to a
 temporary directory, first on ``PYTHONPATH``) in the same run, side by side.
