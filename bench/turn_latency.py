@@ -10,7 +10,13 @@ harness's plan server, OpenAI chat-completions or Anthropic Messages wire). Two 
   (medians). Goal: at most 5 ms, and turn 150 within 1.5x of turns 1-10.
 - **longrun**: a 32,000-token window that the server enforces, 200 turns that read
   slices of 120 KB files or print ~100 KB from bash, so pruning and compaction run.
-  Figure: the mean wall time of a turn (prompt to ``run_end``), tools included.
+  Figure: the mean wall time of a turn (prompt to ``agent_settled``), tools included.
+
+pi 1.6.0 runs the same scenarios over its own rpc mode (same prompts, same scripted server,
+its compaction's summary requests answered outside the plan) when it is installed
+(``bench/_pi.py``; ``--no-pi`` leaves it out); its rows say "pi: not installed" otherwise.
+The "requests" column checks that each run did the work: requests, compaction summaries,
+and requests rejected as too long. The load average is printed at the start and the end.
 
 ``--baseline REF`` runs the same scenarios with ``src/`` of a git ref (extracted to a
 temporary directory, first on ``PYTHONPATH``) in the same run, side by side.
@@ -36,10 +42,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.cli.audit_harness import AnthropicPlanServer, PlanServer, Rpc, Step, bash_100k, make_project, read
+from tests.cli.audit_harness import (
+    SUMMARY_MARK,
+    AnthropicPlanServer,
+    PlanServer,
+    Step,
+    bash_100k,
+    heron,
+    make_project,
+    prompt,
+    read,
+    text_of,
+)
 from tests.support.http_server import LocalServer, Recorded, Reply
 
 from _common import median, parser, table, write_json
+from _pi import NOT_INSTALLED, pi_command, pi_env, pi_model
+from _rpc_client import RpcProcess
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import (
     AssistantMessage,
@@ -60,20 +79,39 @@ from heron.context.view import ViewBuilder
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_MS = 5.0
 GOAL_RATIO = 1.5
+PI = "pi 1.6.0"
+# The first words of the system prompt of pi's compaction request.
+PI_SUMMARY_MARK = "You are a context summarization assistant."
 APIS = {"openai": ("openai-completions", PlanServer), "anthropic": ("anthropic-messages", AnthropicPlanServer)}
 
 
 class TimedPlan:
     """The plan server, noting when the first request of each turn arrived; request
-    bodies are not kept (a 150-turn session would hold hundreds of MB of them)."""
+    bodies are not kept (a 150-turn session would hold hundreds of MB of them).
+
+    The plan server knows turns by the counter the driver sets before each prompt, which
+    holds for pi's requests as for heron's (one prompt at a time, each waited for). pi's
+    compaction asks for its summary with its own system prompt: answered with a summary
+    here, outside the plan (the plan server knows heron's summary request itself)."""
 
     def __init__(self, plan: PlanServer) -> None:
         self.plan = plan
         self.first: dict[int, float] = {}
+        self.requests = 0  # every request, summaries included (a check that the run did what it should)
+        self.summaries = 0  # compaction summaries (heron's or pi's)
 
     def __call__(self, request: Recorded) -> Reply:
         arrived = time.perf_counter()
-        self.first.setdefault(self.plan.turn, arrived)
+        body = self.plan.decode(request)
+        head = text_of(body["messages"][0]) if body["messages"] else ""
+        self.requests += 1
+        if head.startswith(PI_SUMMARY_MARK):
+            self.summaries += 1
+            return self.plan.text("## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done", 1_000)
+        if head.startswith(SUMMARY_MARK):
+            self.summaries += 1  # the plan server answers heron's
+        else:
+            self.first.setdefault(self.plan.turn, arrived)
         reply = self.plan(request)
         self.plan.bodies.clear()
         self.plan.raw.clear()
@@ -104,7 +142,10 @@ class Run:
     api: str
     turns: int
     first_ms: list[float] = field(default_factory=list)  # prompt -> first request, per turn
-    turn_ms: list[float] = field(default_factory=list)  # prompt -> run_end, per turn
+    turn_ms: list[float] = field(default_factory=list)  # prompt -> agent_settled, per turn
+    requests: int = 0  # what the server received: requests, compaction summaries, rejected as too long
+    summaries: int = 0
+    rejected: int = 0
 
     def summary(self) -> dict[str, Any]:
         early = self.first_ms[:10]
@@ -118,6 +159,9 @@ class Run:
             "first_request_last_10_ms": round(median(late), 2),
             "ratio": round(median(late) / max(1e-9, median(early)), 2),
             "turn_mean_ms": round(sum(self.turn_ms) / len(self.turn_ms), 1),
+            "requests": self.requests,
+            "summaries": self.summaries,
+            "rejected": self.rejected,
             "first_ms": [round(x, 2) for x in self.first_ms],
         }
 
@@ -130,54 +174,60 @@ def source_tree(ref: str, into: Path) -> Path:
 
 
 def drive(scenario: str, api: str, turns: int, src: Path | None, label: str, profile: Path | None, check: bool) -> Run:
+    """One rpc process (heron's, or pi's when ``label`` is :data:`PI`) through ``turns``
+    prompts of ``scenario`` against a fresh scripted server."""
     wire, server_class = APIS[api]
-    if scenario == "growth":
-        model = {"id": "big", "contextWindow": 1_000_000, "maxTokens": 4_096}
-        plan = server_class(growth_plans(turns), {"big": 1_000_000})
-    else:
-        model = {"id": "big", "contextWindow": 32_000, "maxTokens": 4_096}
-        plan = server_class(longrun_plans(turns), {"big": 32_000})
+    window = 1_000_000 if scenario == "growth" else 32_000
+    model = {"id": "big", "contextWindow": window, "maxTokens": 4_096}
+    plans = growth_plans(turns) if scenario == "growth" else longrun_plans(turns)
+    plan = server_class(plans, {"big": window})
     timed = TimedPlan(plan)
     server = LocalServer(responder=timed)
     run = Run(label, scenario, api, turns)
     with tempfile.TemporaryDirectory(prefix="heron-turns-") as tmp:
         cwd, env = make_project(Path(tmp), server.url, [model], api=wire)
-        env.pop("HERON_CHECK_CONTEXT")
-        if check:
-            env["HERON_CHECK_CONTEXT"] = "warn"
-        if src is not None:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), str(ROOT), env.get("PYTHONPATH", "")]))
-        target = profile / f"{scenario}-{api}-{label.replace(' ', '-')}.prof" if profile is not None else None
-        rpc = Rpc(cwd, env, "local/big") if target is None else _profiled_rpc(cwd, env, target)
+        if label == PI:
+            process = _pi_rpc(Path(tmp), cwd, server.url, wire, window)
+        else:
+            process = _heron_rpc(cwd, env, src, check, profile, f"{scenario}-{api}-{label.replace(' ', '-')}.prof")
         try:
             for n in range(turns):
+                plan.turn = n
                 start = time.perf_counter()
-                rpc.turn(plan, n)
+                process.prompt(prompt(n))
                 end = time.perf_counter()
                 run.first_ms.append((timed.first[n] - start) * 1000)
                 run.turn_ms.append((end - start) * 1000)
         finally:
-            rpc.close()
+            process.close()
             server.close()
+    run.requests, run.summaries, run.rejected = timed.requests, timed.summaries, plan.rejected
     return run
 
 
 RPC_ARGS = ["--model", "local/big", "--mode", "rpc"]
 
 
-def _profiled_rpc(cwd: Path, env: dict[str, str], target: Path) -> Rpc:
-    rpc = Rpc.__new__(Rpc)
-    rpc.child = subprocess.Popen(
-        [sys.executable, "-m", "cProfile", "-o", str(target), "-m", "heron.cli.main", *RPC_ARGS],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    rpc.ids = 0
-    return rpc
+def _heron_rpc(
+    cwd: Path, env: dict[str, str], src: Path | None, check: bool, profile: Path | None, name: str
+) -> RpcProcess:
+    env.pop("HERON_CHECK_CONTEXT")
+    if check:
+        env["HERON_CHECK_CONTEXT"] = "warn"
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), str(ROOT), env.get("PYTHONPATH", "")]))
+    command = [*heron(), *RPC_ARGS]
+    if profile is not None:
+        command = [sys.executable, "-m", "cProfile", "-o", str(profile / name), "-m", "heron.cli.main", *RPC_ARGS]
+    return RpcProcess(command, cwd, env, "heron")
+
+
+def _pi_rpc(tmp: Path, cwd: Path, url: str, wire: str, window: int) -> RpcProcess:
+    command = pi_command()
+    assert command is not None, NOT_INSTALLED
+    base = url + "/v1" if wire == "openai-completions" else url
+    env = pi_env(tmp / "pi-agent", base, api=wire, context_window=window)
+    return RpcProcess([*command, "--mode", "rpc", "--model", pi_model()], cwd, env, "pi")
 
 
 def synthetic_turn(n: int, cwd: Path) -> list[Any]:
@@ -263,6 +313,7 @@ def main() -> None:
     p.add_argument("--profile", type=Path, default=None, help="write a cProfile .prof per run to this folder")
     p.add_argument("--no-rpc", action="store_true", help="only the in-process table")
     p.add_argument("--check", action="store_true", help="HERON_CHECK_CONTEXT=warn (invariants on, as a setting)")
+    p.add_argument("--no-pi", action="store_true", help="leave out pi 1.6.0 (run by default when installed)")
     args = p.parse_args()
     turns = 12 if args.quick else args.turns
     longrun = min(12, args.longrun) if args.quick else args.longrun
@@ -275,6 +326,9 @@ def main() -> None:
         trees: list[tuple[str, Path | None]] = [("this tree", None)]
         if args.baseline:
             trees.insert(0, (args.baseline, source_tree(args.baseline, Path(tmp))))
+        with_pi = not args.no_pi and pi_command() is not None
+        if with_pi:
+            trees.append((PI, None))
         for api in apis:
             for label, src in trees:
                 runs.append(drive("growth", api, turns, src, label, args.profile, args.check))
@@ -283,24 +337,28 @@ def main() -> None:
     rows = []
     for r in runs:
         s = r.summary()
+        sent = f"{r.requests} ({r.summaries} summaries, {r.rejected} too long)"
         if r.scenario == "growth":
+            early, late = ms(s["first_request_turns_1_10_ms"]), ms(s["first_request_last_10_ms"])
             rows.append(
-                [
-                    r.api,
-                    r.label,
-                    f"growth {r.turns}",
-                    ms(s["first_request_turns_1_10_ms"]),
-                    ms(s["first_request_last_10_ms"]),
-                    f"{s['ratio']:.2f}x",
-                    ms(s["turn_mean_ms"]),
-                ]
+                [r.api, r.label, f"growth {r.turns}", early, late, f"{s['ratio']:.2f}x", ms(s["turn_mean_ms"]), sent]
             )
         else:
-            rows.append([r.api, r.label, f"longrun {r.turns}", "", "", "", ms(s["turn_mean_ms"])])
-    headers = ["wire", "code", "scenario", "prompt->request t1-10 ms", "last 10 ms", "ratio", "per turn ms"]
-    print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+            rows.append([r.api, r.label, f"longrun {r.turns}", "", "", "", ms(s["turn_mean_ms"]), sent])
+    if apis and not with_pi:
+        rows.append(["", PI, NOT_INSTALLED if not args.no_pi else "left out (--no-pi)", "", "", "", "", ""])
+    end_load = os.getloadavg()
+    headers = ["wire", "code", "scenario", "prompt->request t1-10 ms", "last 10 ms", "ratio", "per turn ms", "requests"]
+    print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"load average at end:   {end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}")
     print(table(headers, rows))
-    data = {"load": load, "goal_ms": GOAL_MS, "goal_ratio": GOAL_RATIO, "runs": [r.summary() for r in runs]}
+    data = {
+        "load": load,
+        "load_end": end_load,
+        "goal_ms": GOAL_MS,
+        "goal_ratio": GOAL_RATIO,
+        "runs": [r.summary() for r in runs],
+    }
     path_rows, path_data = context_path_table(turns)
     print(f"context work per request, in-process (ms; turns 1-10 vs {turns - 9}-{turns}):")
     print(table(["step", "turns 1-10", "last 10", "ratio"], path_rows))

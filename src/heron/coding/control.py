@@ -217,13 +217,14 @@ class Control:
             redact_message(message)
 
     def _on_response(self, event: Any) -> None:
-        """The first answer is arriving, so the first request is out: housekeeping may start."""
-        if (
-            not self.housekeeping.started
-            and getattr(event, "type", "") in ("message_update", "message_end")
-            and isinstance(getattr(event, "message", None), AssistantMessage)
+        """The first answer is arriving, so the first request is out: the turn's checkpoint
+        snapshot and housekeeping may start."""
+        if getattr(event, "type", "") in ("message_update", "message_end") and isinstance(
+            getattr(event, "message", None), AssistantMessage
         ):
-            self.housekeeping.start()
+            self.checkpoints.release()
+            if not self.housekeeping.started:
+                self.housekeeping.start()
 
     def key_changed(self, api_key: str | None) -> None:
         """A new key is in use (a model switch): keep it from children and outputs too."""
@@ -472,7 +473,7 @@ class Control:
     # --- prompts and compaction -------------------------------------------------------------
 
     async def before_prompt(self, text: str, fit: Callable[[str], str] = str) -> str | None:
-        """Start the checkpoint of the working tree (it runs alongside the request), run
+        """Note the checkpoint of the working tree (it starts once the request is out), run
         SessionStart (once) and UserPromptSubmit hooks. Returns ``fit`` of the prompt (with any
         context hooks added), or None when a hook blocked it."""
         self.checkpoints.start_before_turn(self.session.store)

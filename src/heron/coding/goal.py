@@ -27,6 +27,7 @@ from heron.context.goal import (
     GoalError,
     budget_stop_text,
     check_text,
+    goal_from_entry,
     goal_on_path,
     parse_budget,
     spent_on_path,
@@ -71,12 +72,18 @@ def parse_goal_args(args: str) -> GoalRequest:
     return GoalRequest("set", text=check_text(rest), budget=budget)
 
 
+# what GoalKeeper last read: the store, the path's length and last id, the goal on it and its index
+_Scanned = tuple["SessionStore | None", int, str | None, tuple[Goal | None, int]]
+_NEAR = 256  # entries walked back from the leaf looking for the last one read, before reading the whole path
+
+
 class GoalKeeper:
     """The goal of one :class:`CodingSession`: its entries, the request head, the budget."""
 
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self._tokens: dict[str, int] = {}  # answer tokens by entry id (entries never change)
+        self._scanned: _Scanned = (None, 0, None, (None, -1))
         session.agent.turn_limit.gate = self._gate
 
     def _path(self) -> tuple[list[str], list[str]]:
@@ -86,16 +93,40 @@ class GoalKeeper:
         ids, types = store.lineage(store.leaf_id)
         return list(ids), list(types)
 
+    def _on_path(self) -> tuple[Goal | None, int]:
+        """:func:`goal_on_path` for the leaf's path. Asked before every request, so when the
+        path runs through the leaf of the last call only the entries added since are read
+        (entries never change, so what was found before them stands); otherwise (a branch,
+        a new store, a long way from the last leaf) the whole path."""
+        store = self.session.store
+        scanned, known, last, found = self._scanned
+        leaf = store.leaf_id
+        newer: list[str] = []
+        at = leaf
+        while scanned is store and at is not None and at != last and len(newer) < _NEAR:
+            newer.append(at)
+            at = store.parent_id_of(at)
+        if scanned is store and at == last:
+            for position, entry_id in enumerate(newer):  # the leaf first
+                if store.type_of(entry_id) == "custom" and (goal := goal_from_entry(store.get(entry_id))) is not False:
+                    found = (goal if isinstance(goal, Goal) else None), known + len(newer) - 1 - position
+                    break
+            known += len(newer)
+        else:
+            ids, types = self._path()
+            found, known = goal_on_path(store.get, ids, types), len(ids)
+        self._scanned = (store, known, leaf, found)
+        return found
+
     def current(self) -> Goal | None:
-        ids, types = self._path()
-        return goal_on_path(self.session.store.get, ids, types)[0]
+        return self._on_path()[0]
 
     def spent(self) -> tuple[Goal | None, int]:
         """The goal and the tokens spent for it so far (every answer since it was set)."""
-        ids, types = self._path()
-        goal, index = goal_on_path(self.session.store.get, ids, types)
+        goal, index = self._on_path()
         if goal is None:
             return None, 0
+        ids, types = self._path()
         store = self.session.store
         return goal, spent_on_path(goal, store.get, ids, types, index, self._tokens, store.role_of)
 

@@ -144,6 +144,7 @@ class CodingSession(RecoveryHooks):
         self._last_view: list[AgentMessage] = []
         self._date_override = date
         self._server = ServerRecorder()
+        self._fixed_count: tuple[object, int] | None = None  # (system prompt and tools, their tokens)
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -370,7 +371,13 @@ class CodingSession(RecoveryHooks):
         return self.policy.count(self.policy.view(messages))
 
     def _fixed_tokens(self) -> int:
-        return fixed_tokens(self.agent.state.system_prompt, [t.definition() for t in self.agent.state.tools])
+        """Tokens of the system prompt and tool definitions; counted again only when one of
+        them changed (asked several times per request, and counting serialises every schema)."""
+        state = self.agent.state
+        key = (state.system_prompt, tuple((t.name, t.description, t.parameters) for t in state.tools))
+        if self._fixed_count is None or self._fixed_count[0] != key:
+            self._fixed_count = (key, fixed_tokens(state.system_prompt, [t.definition() for t in state.tools]))
+        return self._fixed_count[1]
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         view = await self.context_owner.prepare(messages, signal)

@@ -95,11 +95,16 @@ def goal_from_entry(entry: Entry | None) -> Goal | bool | None:
 
 
 def goal_on_path(
-    get: Callable[[str], Entry | None], ids: Sequence[str], types: Sequence[str], before: int | None = None
+    get: Callable[[str], Entry | None],
+    ids: Sequence[str],
+    types: Sequence[str],
+    before: int | None = None,
+    start: int = 0,
 ) -> tuple[Goal | None, int]:
-    """The latest goal among the first ``before`` entries of a path, and its index (-1: none)."""
+    """The latest goal among the first ``before`` entries of a path, and its index (-1: none).
+    ``start``: look only from that index on (the caller knows the entries before it)."""
     stop = len(ids) if before is None else before
-    for index in range(stop - 1, -1, -1):
+    for index in range(stop - 1, start - 1, -1):
         if types[index] != "custom":
             continue
         found = goal_from_entry(get(ids[index]))

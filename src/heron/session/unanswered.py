@@ -53,12 +53,13 @@ def unanswered_prompt(store: SessionStore) -> Unanswered | None:
     read from the file (a previous process left it), else None.
     Only the entries after that message are looked at (from the index: cheap on a big
     file), and only the message itself is decoded."""
-    if store.leaf_id is None:
-        return None
-    types = store.types()
-    for index in reversed(store.path_indices()):
-        kind = types[index]
+    entry_id = store.leaf_id
+    for _ in range(len(store)):  # from the leaf up, never further than the file is long (a cycle)
+        if entry_id is None:
+            return None
+        index, kind = store.index_of(entry_id), store.type_of(entry_id)
         if kind in NOT_AN_ANSWER:
+            entry_id = store.parent_id_of(entry_id)
             continue
         if kind != "message" or store.role_at(index) != "user" or index >= store.opened_entries:
             return None

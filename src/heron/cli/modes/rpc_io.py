@@ -14,27 +14,54 @@ from heron.coding.secrets import REDACTOR
 
 
 class Output:
-    """stdout as JSON lines, flushed one by one. When the reader has gone (broken pipe),
-    further output is dropped and ``on_close`` stops the server."""
+    """stdout as JSON lines. When the reader has gone (broken pipe), further output is
+    dropped and ``on_close`` stops the server.
+
+    Lines written on the event loop are flushed together when the loop next gets control
+    (one ``write`` for what one step produced - a prompt's response and its run's first
+    events - instead of one system call per line, each waking the reader); lines written
+    off the loop are flushed at once, after any still waiting. Order is kept either way;
+    :meth:`flush` at the end writes what is left."""
 
     def __init__(self, stream: BinaryIO, on_close: Callable[[], None]) -> None:
         self.stream = stream
         self.on_close = on_close
         self.closed = False
+        self._lines: list[bytes] = []
+        self._lock = threading.Lock()
 
     def write(self, data: dict[str, Any]) -> None:
         if self.closed:
             return
+        line = REDACTOR.data(encode_line(data))  # no key on stdout (docs/permissions.md)
         try:
-            self.stream.write(REDACTOR.data(encode_line(data)))  # no key on stdout (docs/permissions.md)
-            self.stream.flush()
-        except (OSError, ValueError):
-            self.closed = True
-            # Point fd 1 at /dev/null so the interpreter's last flush at exit stays quiet.
-            with contextlib.suppress(OSError, ValueError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, self.stream.fileno())
-                os.close(devnull)
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            self._lines.append(line)
+            first = len(self._lines) == 1
+        if loop is None:
+            self.flush()
+        elif first:
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        with self._lock:
+            data, self._lines = b"".join(self._lines), []
+            if not data or self.closed:
+                return
+            try:
+                self.stream.write(data)
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.closed = True
+                # Point fd 1 at /dev/null so the interpreter's last flush at exit stays quiet.
+                with contextlib.suppress(OSError, ValueError):
+                    devnull = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(devnull, self.stream.fileno())
+                    os.close(devnull)
+        if self.closed:
             self.on_close()
 
 

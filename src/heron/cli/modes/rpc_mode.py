@@ -81,6 +81,7 @@ async def run_rpc(app: App) -> int:
     finally:
         server.close()
         unsubscribe()
+        output.flush()  # the last lines (a run's agent_settled) may still wait for the loop
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
     write_error = app.session.store.write_error

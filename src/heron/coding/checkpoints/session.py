@@ -1,8 +1,11 @@
 """The runtime's side of checkpoints: a snapshot before each user turn, and one after it when
 a tool could have changed files.
 
-The snapshot before a turn is off the critical path: it starts when the prompt arrives and runs
-in a thread while the request goes out and the model answers. A tool call that can change
+The snapshot before a turn is off the critical path: its commit message is fixed when the
+prompt arrives, and it starts in a thread once the turn's first answer begins to arrive (the
+request is out), or ``START_AFTER_S`` after the prompt if that comes first, or as soon as
+anything waits for it. Started with the prompt, its thread took the interpreter from the
+event loop while the request was being written. A tool call that can change
 files (anything but the read-only tools) waits for it first, so the snapshot always holds the
 tree as it was before the turn. A snapshot that fails, or takes long, never delays a request.
 A turn whose tool calls only read takes no snapshot after it
@@ -39,6 +42,9 @@ log = logging.getLogger(__name__)
 # heron.agent.tool_meta): a turn that calls only these takes no snapshot after it.
 READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo", "compact"})
 SLOW_SECONDS = 2.0  # a tool held up longer than this by a snapshot is reported (once)
+# The latest start of the snapshot before a turn, after its prompt: a request that takes
+# longer to go out (a compaction first) or an answer slow to begin does not hold it back.
+START_AFTER_S = 0.05
 
 
 def may_change_files(kind: ToolKind) -> bool:
@@ -67,6 +73,8 @@ class Checkpoints:
         self.enabled = enabled and cwd.resolve() not in (Path.home().resolve(), Path("/"))
         self._repo: ShadowRepo | None = None
         self._pending: asyncio.Task[None] | None = None
+        self._waiting: str | None = None  # the commit message of a snapshot noted but not started
+        self._timer: asyncio.TimerHandle | None = None
         self._dirty = False  # a tool that could change files ran since the last snapshot
         self._reported = False
 
@@ -93,8 +101,20 @@ class Checkpoints:
             schedule_prune(self.home, self.keep_days)
 
     def start_before_turn(self, store: SessionStore) -> None:
-        """Start the snapshot of the tree as the turn finds it, and return at once."""
+        """Note the snapshot of the tree as the turn finds it, and return at once: it starts
+        at :meth:`release`, at the latest ``START_AFTER_S`` from now."""
         message = self._message(store, "before")
+        if message is not None:
+            self.release()  # one still noted (never the case in a turn) is not lost
+            self._waiting = message
+            self._timer = asyncio.get_running_loop().call_later(START_AFTER_S, self.release)
+
+    def release(self) -> None:
+        """Start the noted snapshot, if any: the answer is arriving, or something waits for it."""
+        message, self._waiting = self._waiting, None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if message is not None:
             previous = self._pending
             self._pending = asyncio.get_running_loop().create_task(self._take(message, previous))
@@ -115,6 +135,7 @@ class Checkpoints:
 
     async def settled(self) -> None:
         """Wait for the snapshot in flight, if any (its failure is already reported)."""
+        self.release()
         if self._pending is not None:
             await asyncio.shield(self._pending)
 
