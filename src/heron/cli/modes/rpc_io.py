@@ -1,11 +1,12 @@
 """stdin and stdout of the rpc mode: LF-framed input lines read in a thread, and JSON lines
-written and flushed one by one."""
+written in one write per event-loop step."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
