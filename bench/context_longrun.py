@@ -25,6 +25,7 @@ import random
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from heron.coding.assembly import assemble_session
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
+from heron.context.background import BACKGROUND_ENV
 from heron.context.prune import PRUNE_LOW_WATER
 from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 
@@ -637,6 +639,155 @@ def main() -> None:
         args.quick,
     )
     print(f"\nwrote {target} and {png}")
+    report_waits(WAIT_TURNS_QUICK if args.quick else turns, args.quick)
+
+
+# --- issue 28: how long a turn waits for an automatic compaction ---------------------------
+#
+# The script above with a model that takes time: every session request TURN_SECONDS, every
+# summary request SUMMARY_SECONDS (six answers: it reads the whole history and writes a
+# long note). The same 200 turns with background compaction on and off; from each
+# compaction's ledger record, the seconds the turn waited for its summary against the
+# summary's own duration.
+
+TURN_SECONDS = 0.05
+SUMMARY_SECONDS = 0.3
+WAIT_TARGET = 0.10  # background on: the turn waits at most this share of the summary's duration
+WAIT_TURNS_QUICK = 40  # enough for a few compactions in --quick
+
+
+class PacedScript(Script):
+    def __call__(self, context: Context) -> FauxReply:
+        before = self.summaries
+        reply = super().__call__(context)
+        reply.delay = SUMMARY_SECONDS if self.summaries > before else TURN_SECONDS
+        return reply
+
+
+@dataclass
+class Waits:
+    name: str
+    waited: list[float]  # per automatic compaction: seconds the turn waited for the summary
+    took: list[float]  # ...and the seconds the summary itself took
+    modes: list[str]  # ready / waited / none (foreground) / failed
+    discarded: int  # background summaries given up (history changed, stale)
+    summary_requests: int
+    seconds: float  # the whole run
+
+
+async def measure_waits(name: str, turns: int, background: bool) -> Waits:
+    """One paced run; the compaction figures from the ledger."""
+    rng = random.Random(SEED)
+    tmp = Path(tempfile.mkdtemp(prefix="heron-longrun-wait-"))
+    api = f"faux-longrun-wait-{name}"
+    faux = FauxProvider.install(api)
+    old_home, old_env = os.environ.get("HERON_HOME"), os.environ.pop(BACKGROUND_ENV, None)
+    try:
+        home, root = tmp / "home", tmp / "proj"
+        home.mkdir()
+        os.environ["HERON_HOME"] = str(home)
+        sizes = make_project(root, rng)
+        script = PacedScript(root=root, faux=faux)
+        faux.set_fallback(script)
+        settings = {"memory": {"enabled": False}, "compaction": {"background": background}}
+        spec = SessionSpec(
+            cwd=root,
+            model=faux.model(context_window=WINDOW, max_tokens=MAX_TOKENS),
+            home=home,
+            date="2025-01-01",
+            settings=settings_from_dict(settings),
+        )
+        session = assemble_session(spec)
+        records: list[Any] = []
+        session.subscribe(lambda e: records.append(e.record) if isinstance(e, LedgerEvent) else None)
+        began = time.perf_counter()
+        for turn in range(1, turns + 1):
+            plan = plan_turn(turn, sizes, rng)
+            script.start(plan)
+            await session.prompt(plan.prompt)
+        seconds = time.perf_counter() - began
+        session.context_owner.cancel_background()
+    finally:
+        unregister_provider(api)
+        for key, value in (("HERON_HOME", old_home), (BACKGROUND_ENV, old_env)):
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(tmp, ignore_errors=True)
+    automatic = [
+        r.detail
+        for r in records
+        if r.kind == "compaction" and r.ref and r.detail.get("reason") in ("threshold", "boundary", "overflow")
+    ]
+    return Waits(
+        name=name,
+        waited=[d["waited_s"] for d in automatic],
+        took=[d["summary_s"] for d in automatic],
+        modes=[d["background"] for d in automatic],
+        discarded=sum(1 for r in records if r.kind == "compaction" and r.detail.get("background") == "discarded"),
+        summary_requests=script.summaries,
+        seconds=seconds,
+    )
+
+
+def report_waits(turns: int, quick: bool) -> dict[str, Any]:
+    """Background compaction on and off: the table, the goal, and the figures for the JSON."""
+    runs = [asyncio.run(measure_waits(name, turns, on)) for name, on in (("on", True), ("off", False))]
+    figures: dict[str, Any] = {}
+    rows = []
+    for w in runs:
+        share = sum(w.waited) / max(1e-9, sum(w.took))
+        figures[f"background_{w.name}"] = {
+            "automatic_compactions": len(w.waited),
+            "waited_s_total": round(sum(w.waited), 3),
+            "summary_s_total": round(sum(w.took), 3),
+            "wait_share_of_summary": round(share, 4),
+            "modes": {m: w.modes.count(m) for m in sorted(set(w.modes))},
+            "discarded": w.discarded,
+            "summary_requests": w.summary_requests,
+            "run_s": round(w.seconds, 2),
+        }
+        rows.append(
+            [
+                w.name,
+                len(w.waited),
+                ", ".join(f"{m} {w.modes.count(m)}" for m in sorted(set(w.modes))) or "-",
+                f"{sum(w.waited):.2f}",
+                f"{max(w.waited, default=0):.2f}",
+                f"{sum(w.took):.2f}",
+                pct(share),
+                w.discarded,
+                w.summary_requests,
+                f"{w.seconds:.1f}",
+            ]
+        )
+    print(
+        f"\nTime a turn waits for an automatic compaction ({turns} turns; a session request takes "
+        f"{TURN_SECONDS} s, a summary request {SUMMARY_SECONDS} s)"
+    )
+    headers = [
+        "background",
+        "compactions",
+        "summary",
+        "waited s",
+        "longest wait s",
+        "summaries took s",
+        "waited / took",
+        "discarded",
+        "summary requests",
+        "run s",
+    ]
+    print(table(headers, rows))
+    on = figures["background_on"]
+    ok = on["automatic_compactions"] > 0 and on["wait_share_of_summary"] <= WAIT_TARGET
+    print(
+        f"background on: the turn waited {pct(on['wait_share_of_summary'])} of the summaries' own time "
+        f"({'meets' if ok else 'misses'} the {pct(WAIT_TARGET)} goal)"
+    )
+    target = write_json("context_longrun_wait", {"turns": turns, "window": WINDOW, **figures}, None, quick)
+    print(f"wrote {target}")
+    return figures
 
 
 if __name__ == "__main__":

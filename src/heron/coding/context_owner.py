@@ -18,6 +18,7 @@ ends the compaction with an error within ``timeouts.*``, and the session goes on
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
@@ -25,16 +26,18 @@ from heron.ai.abort import AbortSignal
 from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
 from heron.coding.tools import set_limits
+from heron.context.background import BackgroundSummaries
 from heron.context.boundaries import compaction_request
-from heron.context.compaction import entry_message
+from heron.context.compaction import CompactionPlan, entry_message
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
 from heron.context.policy import Pressure
-from heron.context.summariser import SummaryFailed, summarise_branch
+from heron.context.summariser import SummaryFailed, SummaryResult, summarise_branch
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
 
+BACKGROUND_REASONS = ("threshold", "boundary", "overflow")  # the automatic compactions a background summary serves
 BOUNDARY_KEEP_SHARE = 0.5  # of keep_recent_tokens, kept by a compaction at a step boundary
 BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)
 
@@ -45,6 +48,7 @@ class ContextOwner:
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self.compactor = Compactor(session.policy, cwd=session.cwd)
+        self.background = BackgroundSummaries(session.policy, self._background_summary)
         self._handled: set[str] = set()  # the compact calls acted on
         self._turn_compacted: UserMessage | None = None  # the prompt of the turn that compacted last
 
@@ -53,17 +57,36 @@ class ContextOwner:
         session, policy = self.session, self.session.policy
         if policy.expire_learned_window(messages) is not None:
             self._follow_window()
+        self.background.sync()
         pressure = policy.pressure(messages, signal)
+        reason: CompactionReason = "threshold"
         if pressure.compact:
-            end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
+            end = await self.compact(reason=reason, early=pressure.early, signal=signal)
         else:
             wanted = self._wanted(messages, pressure, signal)
             if wanted is None:
-                return policy.settle(messages, pressure)
+                view = policy.settle(messages, pressure)
+                self.background.consider(messages, view)
+                return view
             reason, focus = wanted
             end = await self.compact(focus, reason=reason, early=True, signal=signal)
         rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
-        return policy.settle(messages, pressure, rebuilt, end.error)
+        if rebuilt is None and reason == "boundary":
+            rebuilt = messages  # not written: the view again, with the pruning step the boundary took
+        view = policy.settle(messages, pressure, rebuilt, end.error)
+        if not signal.aborted:
+            self.background.sync()
+            self.background.consider(rebuilt if rebuilt is not None else messages, view)
+        return view
+
+    def _background_summary(self, plan: CompactionPlan, signal: AbortSignal) -> Awaitable[SummaryResult]:
+        """A background summary: the compactor's own request, on the session's request path."""
+        session = self.session
+        return self.compactor.summarise(plan, session.requests.summary_ask("summary", signal), model=session.model)
+
+    def cancel_background(self) -> None:
+        """An abort (Esc, rpc ``abort``): the background summary stops cleanly."""
+        self.background.cancel()
 
     def forget_learned_window(self, reason: str) -> int | None:
         """``/context reset-window`` and rpc ``reset_window``: plan with the configured window
@@ -119,6 +142,7 @@ class ContextOwner:
         if reason == "boundary":  # the step just finished needs no verbatim copy
             keep = int(session.policy.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
         session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
+        ready = self.background.take(signal) if reason in BACKGROUND_REASONS and focus is None else None
         outcome = await self.compactor.run(
             session.agent.state.messages,
             ask=session.requests.summary_ask("summary", signal),
@@ -130,7 +154,10 @@ class ContextOwner:
             before_write=flush,
             keep_recent_tokens=keep,
             choose=lambda plan: session.extensions.before_compact(plan, reason, focus),
+            ready=ready,
         )
+        if ready is not None and ready.failed:
+            self.background.note_failure(ready)
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
             message = f"the automatic compaction failed: {outcome.error}; the session goes on without it"

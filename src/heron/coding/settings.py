@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
-from heron.context.boundaries import SOFT_THRESHOLD
+from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
@@ -48,6 +48,8 @@ class CompactionSettings:
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
     soft_threshold: float = SOFT_THRESHOLD  # share of the hard threshold: compact at step boundaries past it
+    background: bool = True  # summarise beside the turn past ``background_at`` (heron.context.background)
+    background_at: float = BACKGROUND_AT  # share of the hard threshold past which that summary starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +280,8 @@ SCHEMA: dict[str, Any] = {
         "reserveTokens": _POSITIVE,
         "keepRecentTokens": _POSITIVE,
         "softThreshold": _share,
+        "background": _bool,
+        "backgroundAt": _share,
     },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
     "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
@@ -409,6 +413,8 @@ def settings_from_dict(
             reserve_tokens=compaction.get("reserveTokens", defaults_c.reserve_tokens),
             keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
             soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
+            background=compaction.get("background", defaults_c.background),
+            background_at=compaction.get("backgroundAt", defaults_c.background_at),
         ),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),

@@ -31,6 +31,7 @@ OP_WINDOW_RESET = "window_reset"  # a learned window dropped: by the user, or a 
 OP_AUTO_COMPACTION = "auto_compaction"
 OP_FLUSH = "flush"
 OP_CALIBRATION = "calibration"
+OP_BACKGROUND = "background"  # a background summary started (its cut), or ended unused (why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,16 @@ class LearnedWindow:
     window: int
     rejected_tokens: int
     source: str  # "error text" | "rejected size"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSummary:
+    """A background summary started and not yet written or given up (heron.context.background):
+    the cut it summarises up to, and the model and window it was asked with."""
+
+    first_kept_entry_id: str
+    model: str
+    window: int
 
 
 @dataclass
@@ -56,6 +67,8 @@ class ContextDecisions:
     flushed: bool = False  # a memory flush ran (or was skipped) since the latest compaction
     # model key -> (the server's tokens per heron-estimated token, samples behind it)
     calibration: dict[str, tuple[float, int]] = field(default_factory=dict)
+    background: PendingSummary | None = None  # the background summary started since the latest compaction
+    background_failed: bool = False  # one failed since the latest compaction: none starts until the next
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
@@ -67,7 +80,7 @@ class ContextDecisions:
     def see(self, entry: Entry) -> None:
         """Take an entry of the path into account (those that are not decisions are ignored)."""
         if isinstance(entry, CompactionEntry):
-            self.flushed = False  # a new epoch: the next compaction may flush again
+            self.compacted()
         elif isinstance(entry, CustomEntry):
             if entry.custom_type == DECISION_CUSTOM_TYPE:
                 self.apply(entry.data, iso_to_ms(entry.timestamp))
@@ -75,6 +88,13 @@ class ContextDecisions:
                 todos = clean_todos(entry.data)
                 if todos is not None:
                     self.todos = todos
+
+    def compacted(self) -> None:
+        """A compaction entry: a new epoch (the next compaction may flush again, and the
+        background summary of the last one is spent)."""
+        self.flushed = False
+        self.background = None
+        self.background_failed = False
 
     def apply(self, data: Any, timestamp_ms: int) -> None:
         """Take one recorded decision into account (unknown or malformed ones are ignored:
@@ -109,11 +129,23 @@ class ContextDecisions:
             model, ratio, samples = data.get("model"), data.get("ratio"), data.get("samples")
             if isinstance(model, str) and isinstance(ratio, int | float) and 0.1 <= ratio <= 10:
                 self.calibration[model] = (float(ratio), samples if isinstance(samples, int) else 1)
+        elif op == OP_BACKGROUND:
+            self._background(data)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
                 self.auto_compaction = enabled
                 self.auto_compaction_reason = str(data.get("reason") or "")
+
+    def _background(self, data: dict[str, Any]) -> None:
+        ended = data.get("ended")
+        if isinstance(ended, str):
+            self.background = None
+            self.background_failed = self.background_failed or ended == "failed"
+            return
+        cut, model, window = data.get("firstKeptEntryId"), data.get("model"), data.get("window")
+        if isinstance(cut, str) and isinstance(model, str) and isinstance(window, int):
+            self.background = PendingSummary(first_kept_entry_id=cut, model=model, window=window)
 
     def learned_window(self, model_key: str) -> int | None:
         learned = self.windows.get(model_key)
@@ -144,6 +176,20 @@ def calibration_data(model: str, ratio: float, samples: int) -> dict[str, Any]:
 
 def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:
     return {"op": OP_AUTO_COMPACTION, "enabled": enabled, "reason": reason}
+
+
+def background_data(pending: PendingSummary) -> dict[str, Any]:
+    return {
+        "op": OP_BACKGROUND,
+        "firstKeptEntryId": pending.first_kept_entry_id,
+        "model": pending.model,
+        "window": pending.window,
+    }
+
+
+def background_end_data(ended: str, reason: str) -> dict[str, Any]:
+    """``ended``: "failed" (none starts again until the next compaction) or "discarded"."""
+    return {"op": OP_BACKGROUND, "ended": ended, "reason": reason}
 
 
 def flush_data(files: list[str], skipped: str | None) -> dict[str, Any]:

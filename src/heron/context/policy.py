@@ -29,13 +29,16 @@ from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, Model, StopReason
 from heron.context import calibration
-from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
+from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_tokens, step_boundary
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
     ContextDecisions,
+    PendingSummary,
     auto_compaction_data,
+    background_data,
+    background_end_data,
     calibration_data,
     flush_data,
     prune_data,
@@ -97,6 +100,8 @@ class PolicySettings:
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
     soft_threshold: float = SOFT_THRESHOLD  # share of the threshold; 1.0: compact at the threshold only
+    background: bool = True  # summarise ahead, beside the turn (heron.context.background)
+    background_at: float = BACKGROUND_AT  # share of the threshold past which the background summary starts
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
@@ -367,23 +372,41 @@ class ContextPolicy(LearnedWindows):
         predicted = load + next_step_tokens(pressure.view, self.tools)
         if predicted <= self.threshold:
             return False
-        high, low = self.prune_marks
-        if self.settings.pruning:
-            _, records = prune_step(
-                messages,
-                self.decisions.stubs,
-                self.settings.prune_keep_turns,
-                0,
-                predicted - low,
-                tools=self.tools,
-            )
-            if predicted - sum(r.chars_before - r.chars_after for r in records) // 4 <= (high + low) // 2:
-                return False  # the step at the threshold would free the room
+        if self.pruning_spares(messages, predicted):
+            return False  # the step at the threshold would free the room
         if not self._worth_compacting(pressure.view, load, load - int(self.threshold * share)):
             return False
         if self.settings.pruning:  # the step the threshold would take first: the kept messages carry it
-            self.prune(messages, 0, target_saving_tokens=load - low)
+            self.prune(messages, 0, target_saving_tokens=load - self.prune_marks[1])
         return True
+
+    def pruning_spares(self, messages: Sequence[AgentMessage], predicted: int) -> bool:
+        """Whether the pruning step taken at a view of ``predicted`` tokens would get it
+        below the marks' middle, so that no compaction runs there (nothing is recorded)."""
+        if not self.settings.pruning:
+            return False
+        return self.unprunable(messages, predicted) <= self.compaction_bar
+
+    def unprunable(self, messages: Sequence[AgentMessage], tokens: int) -> int:
+        """``tokens`` less what the pruning step taken at that size could stub now (all
+        of it with pruning off): the part of the view only a compaction reduces."""
+        if not self.settings.pruning:
+            return tokens
+        low = self.prune_marks[1]
+        _, records = prune_step(
+            messages, self.decisions.stubs, self.settings.prune_keep_turns, 0, tokens - low, tools=self.tools
+        )
+        return tokens - sum(r.chars_before - r.chars_after for r in records) // 4
+
+    @property
+    def compaction_bar(self) -> int:
+        """What :meth:`unprunable` is compared with to know whether the threshold will
+        compact: the marks' middle when pruning runs first there, the threshold itself
+        when pruning is off."""
+        if not self.settings.pruning:
+            return self.threshold
+        high, low = self.prune_marks
+        return (high + low) // 2
 
     def settle(
         self,
@@ -504,8 +527,20 @@ class ContextPolicy(LearnedWindows):
         self._record(flush_data(files, skipped))
 
     def compacted(self) -> None:
-        """A compaction entry was written: a new flush epoch starts."""
-        self.decisions.flushed = False
+        """A compaction entry was written: a new epoch (flush, background summary) starts."""
+        self.decisions.compacted()
+
+    def record_background(self, first_kept_entry_id: str) -> PendingSummary:
+        """A background summary starts (``heron.context.background``): its cut, model and
+        window, so a process that opens the session restarts the same summary."""
+        pending = PendingSummary(first_kept_entry_id, self.model_key, self.window)
+        self._record(background_data(pending))
+        return pending
+
+    def end_background(self, ended: str, reason: str) -> None:
+        """The pending background summary is given up (``ended``: "failed" or "discarded")."""
+        if self.decisions.background is not None:
+            self._record(background_end_data(ended, reason))
 
     def disable_auto_compaction(self, reason: str) -> None:
         if self.decisions.auto_compaction:
