@@ -48,7 +48,9 @@ class ContextOwner:
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self.compactor = Compactor(session.policy, cwd=session.cwd)
-        self.background = BackgroundSummaries(session.policy, self._background_summary)
+        self.background = BackgroundSummaries(
+            session.policy, self._background_summary, allowed=lambda: not session.extensions.shapes_compaction
+        )
         self._handled: set[str] = set()  # the compact calls acted on
         self._turn_compacted: UserMessage | None = None  # the prompt of the turn that compacted last
 

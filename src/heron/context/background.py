@@ -148,16 +148,19 @@ class BackgroundSummaries:
     """The background summary of one session: started, checked before every request,
     handed to the automatic compaction that uses it."""
 
-    def __init__(self, policy: ContextPolicy, summarise: SummariseFn) -> None:
+    def __init__(
+        self, policy: ContextPolicy, summarise: SummariseFn, allowed: Callable[[], bool] = lambda: True
+    ) -> None:
         self.policy = policy
         self._summarise = summarise
+        self._allowed = allowed  # False while something else decides each compaction's plan (an extension)
         self.running: Running | None = None
 
     @property
     def enabled(self) -> bool:
         settings = self.policy.settings
         on = settings.background and settings.compaction and self.policy.auto_compaction
-        return on and os.environ.get(BACKGROUND_ENV, "") != "0"
+        return on and os.environ.get(BACKGROUND_ENV, "") != "0" and self._allowed()
 
     def sync(self) -> None:
         """Before every request, before any compaction is decided: forget a summary whose
@@ -218,7 +221,7 @@ class BackgroundSummaries:
         path (cancelled with ``signal``); None when there is none that still fits."""
         self.sync()
         running, policy = self.running, self.policy
-        if running is None:
+        if running is None or not self.enabled:
             return None
         pending = running.pending
         if (pending.model, pending.window) != (policy.model_key, policy.window):

@@ -122,6 +122,8 @@ class Compactor:
                 plan, result, timing = await self._summary(plan, ask, model, focus, mine, keep_recent_tokens)
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
+        if choice is not None:
+            result.details[DETAIL_CHOSEN_BY] = choice.source
         draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
         if timing.get("background") in ("ready", "waited") and draft.tokens_after > estimated_before * (
             1 - 2 * SHRINK_REQUIRED
@@ -136,8 +138,6 @@ class Compactor:
                     return CompactionOutcome(tokens_before=before, error=str(exc))
                 timing = {**fresh, "background": "kept_too_much", "waited_s": fresh["waited_s"] + timing["waited_s"]}
                 draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
-        if choice is not None:
-            result.details[DETAIL_CHOSEN_BY] = choice.source
         for record in result.records:
             policy.ledger.add(record)
         refused = self._refused(draft, before, estimated_before, early)
@@ -146,7 +146,7 @@ class Compactor:
         if before_write is not None:
             await before_write()
         outcome = self._write(plan, result, draft, reason, before, estimated_before, timing)
-        if ready is not None and timing.get("background") in ("ready", "waited"):
+        if ready is not None:  # spent: spliced in, or replaced by a fresh one (its ledger record says which)
             ready.used = True
         return outcome
 
