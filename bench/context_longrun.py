@@ -37,6 +37,7 @@ import random
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ from heron.coding.assembly import assemble_session
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
+from heron.context.background import BACKGROUND_ENV
 from heron.context.prune import PRUNE_LOW_WATER
 from heron.context.summary_text import is_summary_request
 
@@ -832,6 +834,169 @@ def main() -> None:
         args.quick,
     )
     print(f"\nwrote {target} and {png}")
+    report_waits(WAIT_TURNS_QUICK if args.quick else turns, args.quick)
+
+
+# --- issue 28: how long a turn waits for an automatic compaction ---------------------------
+#
+# The script above with a model that takes time: every session request TURN_SECONDS, every
+# summary request SUMMARY_SECONDS (six answers: it reads the whole history and writes a
+# long note). The same 200 turns with background compaction on and off; from each
+# compaction's ledger record, the seconds the turn waited for its summary against the
+# summary's own duration. The wait is every automatic compaction's start to its end, also
+# those that wrote nothing (one that waited for a summary and then found it would save too
+# little still made the turn wait).
+
+TURN_SECONDS = 0.05
+SUMMARY_SECONDS = 0.3
+WAIT_TARGET = 0.10  # background on: the turn waits at most this share of the summary's duration
+WAIT_TURNS_QUICK = 40  # enough for a few compactions in --quick
+
+
+class PacedScript(Script):
+    def __call__(self, context: Context) -> FauxReply:
+        before = self.summaries
+        reply = super().__call__(context)
+        reply.delay = SUMMARY_SECONDS if self.summaries > before else TURN_SECONDS
+        return reply
+
+
+AUTOMATIC = ("threshold", "boundary", "overflow")
+
+
+@dataclass
+class Waits:
+    name: str
+    waited: list[float]  # per automatic compaction, written or not: seconds from its start to its end
+    took: list[float]  # per compaction written: the seconds its summary itself took
+    modes: list[str]  # ready / waited / none (foreground) / failed
+    discarded: int  # background summaries given up (history changed, stale)
+    summary_requests: int
+    seconds: float  # the whole run
+
+
+async def measure_waits(name: str, turns: int, background: bool) -> Waits:
+    """One paced run; the compaction figures from the ledger."""
+    rng = random.Random(SEED)
+    tmp = Path(tempfile.mkdtemp(prefix="heron-longrun-wait-"))
+    api = f"faux-longrun-wait-{name}"
+    faux = FauxProvider.install(api)
+    old_home, old_env = os.environ.get("HERON_HOME"), os.environ.pop(BACKGROUND_ENV, None)
+    try:
+        home, root = tmp / "home", tmp / "proj"
+        home.mkdir()
+        os.environ["HERON_HOME"] = str(home)
+        sizes = make_project(root, rng)
+        script = PacedScript(root=root, faux=faux)
+        faux.set_fallback(script)
+        settings = {"memory": {"enabled": False}, "compaction": {"background": background}}
+        spec = SessionSpec(
+            cwd=root,
+            model=faux.model(context_window=WINDOW, max_tokens=MAX_TOKENS),
+            home=home,
+            date="2025-01-01",
+            settings=settings_from_dict(settings),
+        )
+        session = assemble_session(spec)
+        records: list[Any] = []
+        spans: list[float] = []  # every automatic compaction's start to end: what the turn waited
+        started: list[float] = []
+
+        def listen(event: Any) -> None:
+            if isinstance(event, LedgerEvent):
+                records.append(event.record)
+            elif isinstance(event, CompactionStartEvent | CompactionEndEvent) and event.reason in AUTOMATIC:
+                if isinstance(event, CompactionStartEvent):
+                    started.append(time.perf_counter())
+                else:
+                    spans.append(time.perf_counter() - started.pop())
+
+        session.subscribe(listen)
+        began = time.perf_counter()
+        for turn in range(1, turns + 1):
+            plan = plan_turn(turn, sizes, rng)
+            script.start(plan)
+            await session.prompt(plan.prompt)
+        seconds = time.perf_counter() - began
+        session.context_owner.cancel_background()
+    finally:
+        unregister_provider(api)
+        for key, value in (("HERON_HOME", old_home), (BACKGROUND_ENV, old_env)):
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(tmp, ignore_errors=True)
+    automatic = [r.detail for r in records if r.kind == "compaction" and r.ref and r.detail.get("reason") in AUTOMATIC]
+    return Waits(
+        name=name,
+        waited=spans,
+        took=[d["summary_s"] for d in automatic],
+        modes=[d["background"] for d in automatic],
+        discarded=sum(1 for r in records if r.kind == "compaction" and r.detail.get("background") == "discarded"),
+        summary_requests=script.summaries,
+        seconds=seconds,
+    )
+
+
+def report_waits(turns: int, quick: bool) -> dict[str, Any]:
+    """Background compaction on and off: the table, the goal, and the figures for the JSON."""
+    runs = [asyncio.run(measure_waits(name, turns, on)) for name, on in (("on", True), ("off", False))]
+    figures: dict[str, Any] = {}
+    rows = []
+    for w in runs:
+        share = sum(w.waited) / max(1e-9, sum(w.took))
+        figures[f"background_{w.name}"] = {
+            "automatic_compactions": len(w.took),
+            "automatic_compaction_attempts": len(w.waited),
+            "waited_s_total": round(sum(w.waited), 3),
+            "summary_s_total": round(sum(w.took), 3),
+            "wait_share_of_summary": round(share, 4),
+            "modes": {m: w.modes.count(m) for m in sorted(set(w.modes))},
+            "discarded": w.discarded,
+            "summary_requests": w.summary_requests,
+            "run_s": round(w.seconds, 2),
+        }
+        rows.append(
+            [
+                w.name,
+                f"{len(w.took)} ({len(w.waited)})",
+                ", ".join(f"{m} {w.modes.count(m)}" for m in sorted(set(w.modes))) or "-",
+                f"{sum(w.waited):.2f}",
+                f"{max(w.waited, default=0):.2f}",
+                f"{sum(w.took):.2f}",
+                pct(share),
+                w.discarded,
+                w.summary_requests,
+                f"{w.seconds:.1f}",
+            ]
+        )
+    print(
+        f"\nTime a turn waits for an automatic compaction ({turns} turns; a session request takes "
+        f"{TURN_SECONDS} s, a summary request {SUMMARY_SECONDS} s)"
+    )
+    headers = [
+        "background",
+        "compactions (attempts)",
+        "summary",
+        "waited s",
+        "longest wait s",
+        "summaries took s",
+        "waited / took",
+        "discarded",
+        "summary requests",
+        "run s",
+    ]
+    print(table(headers, rows))
+    on = figures["background_on"]
+    ok = on["automatic_compactions"] > 0 and on["wait_share_of_summary"] <= WAIT_TARGET
+    print(
+        f"background on: the turn waited {pct(on['wait_share_of_summary'])} of the summaries' own time "
+        f"({'meets' if ok else 'misses'} the {pct(WAIT_TARGET)} goal)"
+    )
+    target = write_json("context_longrun_wait", {"turns": turns, "window": WINDOW, **figures}, None, quick)
+    print(f"wrote {target}")
+    return figures
 
 
 if __name__ == "__main__":

@@ -45,6 +45,10 @@ os.environ.setdefault("HERON_CHECK_CONTEXT", "strict")
 # The silent pre-compaction memory flush sends a request of its own; tests whose scripted
 # servers do not expect it run without it (the flush's own tests turn it back on).
 os.environ.setdefault("HERON_MEMORY_FLUSH", "0")
+# Background compaction sends a summary request beside the turn, at a time scripted replies
+# queued in order do not expect; its own tests turn it back on (child processes started with
+# a clean environment, as the black-box suites do, run with it on).
+os.environ.setdefault("HERON_BACKGROUND_COMPACTION", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -43,7 +43,9 @@ FIRST_BYTE_MS = 2_000
 SETTINGS: dict[str, Any] = {
     "timeouts": {"firstByteMs": FIRST_BYTE_MS},
     "retry": {"maxRetries": 1, "baseDelayMs": 100, "maxDelayMs": 200},
-    "compaction": {"keepRecentTokens": 2_000},
+    # the foreground summary request is what these tests time (the background one's fallback
+    # to it: tests/coding/test_background_compaction.py)
+    "compaction": {"keepRecentTokens": 2_000, "background": False},
 }
 # Two attempts of 2 s and a 0.1 s pause: the compaction fails in about 4 s. The bound
 # leaves room for a loaded machine; the default first-byte timeout alone is 60 s. (1 s is

@@ -19,6 +19,7 @@ from heron.ai.types import Context, Model, ModelCost, Tool, UserMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings, settings_from_dict
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.sent_view import view_as_sent
 from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT, is_summary_request
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
@@ -176,13 +177,13 @@ async def test_the_view_as_sent_leaves_out_a_pruning_step_taken_since_the_last_a
     assert s.policy.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
     pruned = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
     assert pruned != sent
-    view, stubs = s.policy.view_as_sent(messages)
+    view, stubs = view_as_sent(s.policy, messages)
     assert [m.to_json_dict() for m in view] == sent and stubs == {}  # type: ignore[union-attr]
     reopened = session_on(project, faux, SessionStore.open(s.store.path, read_only=True))
-    again, _ = reopened.policy.view_as_sent(reopened.agent.state.messages)
+    again, _ = view_as_sent(reopened.policy, reopened.agent.state.messages)
     assert [m.to_json_dict() for m in again] == sent  # type: ignore[union-attr]
     await s.prompt("and once more")  # after the next answer the step is part of what was sent
-    view, stubs = s.policy.view_as_sent(s.agent.state.messages)
+    view, stubs = view_as_sent(s.policy, s.agent.state.messages)
     assert stubs == s.policy.decisions.stubs and stubs
 
 

@@ -27,18 +27,21 @@ from heron.ai.prompt_cache import caches_prompts
 from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
 from heron.coding.tools import set_limits
+from heron.context.background import BackgroundSummaries
 from heron.context.boundaries import compaction_request
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
 from heron.context.compactor import CompactionOutcome, Compactor
 from heron.context.invariants import check_compaction
 from heron.context.native import entry_of, kept_from
 from heron.context.policy import Pressure
+from heron.context.sent_view import view_as_sent
 from heron.context.shared_summary import SharedPrefix
-from heron.context.summariser import SummaryFailed, summarise_branch
+from heron.context.summariser import SummaryFailed, SummaryResult, summarise_branch
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
 
+BACKGROUND_REASONS = ("threshold", "boundary", "overflow")  # the automatic compactions a background summary serves
 BOUNDARY_KEEP_SHARE = 0.5  # of keep_recent_tokens, kept by a compaction at a step boundary
 NATIVE_SWITCH = "heron:native-switch"  # recorded as the compaction's chooser
 BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)
@@ -50,6 +53,9 @@ class ContextOwner:
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self.compactor = Compactor(session.policy, cwd=session.cwd)
+        self.background = BackgroundSummaries(
+            session.policy, self._background_summary, allowed=lambda: not session.extensions.shapes_compaction
+        )
         self._handled: set[str] = set()  # the compact calls acted on
         self._turn_compacted: UserMessage | None = None  # the prompt of the turn that compacted last
 
@@ -60,17 +66,38 @@ class ContextOwner:
             self._follow_window()
         if await self._native_switch(messages, signal):
             messages = list(session.agent.state.messages)
+        self.background.sync()
         pressure = policy.pressure(messages, signal)
+        reason: CompactionReason = "threshold"
         if pressure.compact:
-            end = await self.compact(reason="threshold", early=pressure.early, signal=signal)
+            end = await self.compact(reason=reason, early=pressure.early, signal=signal)
         else:
             wanted = self._wanted(messages, pressure, signal)
             if wanted is None:
-                return policy.settle(messages, pressure)
+                view = policy.settle(messages, pressure)
+                self.background.consider(messages, view)
+                return view
             reason, focus = wanted
             end = await self.compact(focus, reason=reason, early=True, signal=signal)
         rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
-        return policy.settle(messages, pressure, rebuilt, end.error)
+        if rebuilt is None and reason == "boundary":
+            rebuilt = messages  # not written: the view again, with the pruning step the boundary took
+        view = policy.settle(messages, pressure, rebuilt, end.error)
+        if not signal.aborted:
+            self.background.sync()
+            self.background.consider(rebuilt if rebuilt is not None else messages, view)
+        return view
+
+    def _background_summary(self, plan: CompactionPlan, signal: AbortSignal) -> Awaitable[SummaryResult]:
+        """A background summary: the compactor's own request (sharing the cached prefix
+        where the foreground one would), on the session's request path."""
+        session = self.session
+        ask = session.requests.summary_ask("summary", signal)
+        return self.compactor.summarise(plan, ask, model=session.model, shared=self.shared_prefix(signal))
+
+    def cancel_background(self) -> None:
+        """An abort (Esc, rpc ``abort``): the background summary stops cleanly."""
+        self.background.cancel()
 
     async def _native_switch(self, messages: list[AgentMessage], signal: AbortSignal) -> bool:
         """Heron's own summary of what a provider-native compaction covered, the first time
@@ -147,6 +174,7 @@ class ContextOwner:
         if keep_from is not None:
             keep = 0  # any plan with work; ``choose`` moves its cut to ``keep_from``
         session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
+        ready = self.background.take(signal) if reason in BACKGROUND_REASONS and focus is None else None
         outcome = await self.compactor.run(
             session.agent.state.messages,
             ask=session.requests.summary_ask("summary", signal),
@@ -159,7 +187,10 @@ class ContextOwner:
             keep_recent_tokens=keep,
             choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus)),
             shared=self.shared_prefix(signal),
+            ready=ready,
         )
+        if ready is not None and ready.failed:
+            self.background.note_failure(ready)
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
             message = f"the automatic compaction failed: {outcome.error}; the session goes on without it"
@@ -187,7 +218,7 @@ class ContextOwner:
         if session.settings.compaction.request != "shared" or not caches_prompts(session.model):
             return None
         policy = session.policy
-        view, stubs = policy.view_as_sent(session.agent.state.messages)
+        view, stubs = view_as_sent(policy, session.agent.state.messages)
         return SharedPrefix(
             views=[view],
             ask=session.requests.shared_summary_ask(stubs, signal),

@@ -225,6 +225,8 @@ class CodingSession(RecoveryHooks):
                 reserve_tokens=compaction.reserve_tokens,
                 keep_recent_tokens=compaction.keep_recent_tokens,
                 soft_threshold=compaction.soft_threshold,
+                background=compaction.background,
+                background_at=compaction.background_at,
                 prune_high_water=self.settings.pruning.high_water,
                 prune_low_water=self.settings.pruning.low_water,
                 prune_keep_turns=self.settings.pruning.keep_turns,
@@ -475,6 +477,7 @@ class CodingSession(RecoveryHooks):
     def abort(self) -> None:
         self.agent.abort()
         self._recovery_abort.abort()
+        self.context_owner.cancel_background()
 
     # --- compaction (decided and run by the context owner) --------------------------------
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
-from heron.context.boundaries import SOFT_THRESHOLD
+from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
@@ -57,6 +57,8 @@ class CompactionSettings:
     server_clearing: bool = False
     native_trigger: float = NATIVE_TRIGGER_SHARE  # share of the threshold the provider compacts at
     native_instructions: str | None = None
+    background: bool = True  # summarise beside the turn past ``background_at`` (heron.context.background)
+    background_at: float = BACKGROUND_AT  # share of the hard threshold past which that summary starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +300,8 @@ SCHEMA: dict[str, Any] = {
         "serverClearing": _bool,
         "nativeTrigger": _share,
         "nativeInstructions": _string,
+        "background": _bool,
+        "backgroundAt": _share,
     },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
     "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
@@ -435,6 +439,8 @@ def settings_from_dict(
             server_clearing=compaction.get("serverClearing", defaults_c.server_clearing),
             native_trigger=compaction.get("nativeTrigger", defaults_c.native_trigger),
             native_instructions=compaction.get("nativeInstructions", defaults_c.native_instructions),
+            background=compaction.get("background", defaults_c.background),
+            background_at=compaction.get("backgroundAt", defaults_c.background_at),
         ),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),

@@ -29,6 +29,7 @@ from heron.context.budget import context_message_tokens
 
 BoundaryKind = Literal["turn", "todo"]
 SOFT_THRESHOLD = 0.8  # share of the hard threshold past which a step boundary may compact
+BACKGROUND_AT = 0.7  # share of the hard threshold past which the summary starts beside the turn
 STEPS_SEEN = 4  # the latest steps whose size predicts the next one
 
 
@@ -140,6 +141,7 @@ def _focus(arguments: Any) -> str | None:
 
 
 __all__ = [
+    "BACKGROUND_AT",
     "SOFT_THRESHOLD",
     "BoundaryKind",
     "CompactionRequest",

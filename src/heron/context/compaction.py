@@ -137,21 +137,7 @@ def prepare_compaction(
     if not entries or isinstance(entries[-1], CompactionEntry):
         return None
 
-    previous: CompactionEntry | None = None
-    previous_index = -1
-    for index in range(len(entries) - 1, -1, -1):
-        entry = entries[index]
-        if isinstance(entry, CompactionEntry):
-            previous, previous_index = entry, index
-            break
-    region_start = 0
-    if previous is not None:
-        region_start = previous_index + 1
-        for index in range(previous_index):
-            if entries[index].id == previous.first_kept_entry_id:
-                region_start = index
-                break
-
+    previous, region_start = _region(entries)
     # Walk back from the newest entry until the kept messages reach the budget.
     total = 0
     reached = -1
@@ -174,6 +160,36 @@ def prepare_compaction(
     while cut > region_start and not isinstance(entries[cut - 1], MessageEntry | CompactionEntry):
         cut -= 1
 
+    return _plan_from_cut(entries, region_start, cut, previous, tools)
+
+
+def _region(entries: Sequence[Entry]) -> tuple[CompactionEntry | None, int]:
+    """The latest compaction on the path and where the region to summarise starts: at
+    that compaction's first kept entry (pi starts after the compaction entry, and so
+    loses what it kept)."""
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if isinstance(entry, CompactionEntry):
+            for kept in range(index):
+                if entries[kept].id == entry.first_kept_entry_id:
+                    return entry, kept
+            return entry, index + 1
+    return None, 0
+
+
+def plan_keeping(
+    path: Sequence[Entry], first_kept_entry_id: str, tools: ToolCatalog = EMPTY_CATALOG
+) -> CompactionPlan | None:
+    """The plan of ``path`` (root to leaf) whose first kept entry is ``first_kept_entry_id``
+    (a cut chosen earlier, on a shorter path: a background summary's), or None when that
+    entry is not a cut in the path's region or leaves nothing to summarise."""
+    entries = list(path)
+    if not entries or isinstance(entries[-1], CompactionEntry):
+        return None
+    previous, region_start = _region(entries)
+    cut = next((i for i in range(region_start, len(entries)) if entries[i].id == first_kept_entry_id), -1)
+    if cut == -1:
+        return None
     return _plan_from_cut(entries, region_start, cut, previous, tools)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage
 from heron.ai.types import Model, UserMessage
+from heron.context.background import Running
 from heron.context.budget import estimate_message_tokens
 from heron.context.children import children_on_path
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, prepare_compaction
@@ -90,6 +91,7 @@ class Compactor:
         keep_recent_tokens: int | None = None,
         choose: Callable[[CompactionPlan], Awaitable[CompactionChoice | None]] | None = None,
         shared: SharedPrefix | None = None,
+        ready: Running | None = None,
     ) -> CompactionOutcome:
         """Summarise through ``ask`` (the session's request path) and write the entry,
         unless the result would not shrink the context. ``early``: asked for below the
@@ -101,12 +103,13 @@ class Compactor:
         ``choose``: asked with the plan before anything is summarised (an extension may
         cancel, supply the summary, or keep another range). ``shared``: the summary request
         repeats the last main request's prefix (its cut looked for in the views it names,
-        then in the current one)."""
+        then in the current one). ``ready``: the background summary
+        to splice in (its plan on the current path), waited for while it runs."""
         policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
         estimated_before = policy.estimate(current)
-        plan = self._plan(keep_recent_tokens)
+        plan = ready.plan if ready is not None else self._plan(keep_recent_tokens)
         if plan is None:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
         choice = await choose(plan) if choose is not None else None
@@ -114,32 +117,96 @@ class Compactor:
             return CompactionOutcome(tokens_before=before, skipped=f"cancelled by {choice.source}")
         if choice is not None and choice.plan is not None:
             plan = choice.plan
+        timing: dict[str, Any] = {}
         try:
             if choice is not None and choice.summary is not None:
                 result = supplied(plan, choice.summary, policy.window)
             else:
-                result = await summarise(
-                    plan,
-                    ask,
-                    model=model,
-                    reserve_tokens=policy.compaction_settings.reserve_tokens,
-                    focus=focus,
-                    window=policy.window,
-                    shared=None if shared is None else dataclasses.replace(shared, views=[*shared.views, current]),
-                )
+                mine = ready if choice is None else None  # an extension chose: not the background summary
+                now = None if shared is None else dataclasses.replace(shared, views=[*shared.views, current])
+                plan, result, timing = await self._summary(plan, ask, model, focus, mine, keep_recent_tokens, now)
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
         if choice is not None:
             result.details[DETAIL_CHOSEN_BY] = choice.source
+        draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
+        if timing.get("background") in ("ready", "waited") and draft.tokens_after > estimated_before * (
+            1 - 2 * SHRINK_REQUIRED
+        ):
+            # It would keep too much of what came after it to be worth writing (or to keep
+            # automatic compaction on): the summary a compaction asks for now, instead.
+            fallback = self._plan(keep_recent_tokens)
+            if fallback is not None:
+                try:
+                    plan, result, fresh = await self._summary(
+                        fallback, ask, model, focus, None, keep_recent_tokens, now
+                    )
+                except SummaryFailed as exc:
+                    return CompactionOutcome(tokens_before=before, error=str(exc))
+                timing = {**fresh, "background": "kept_too_much", "waited_s": fresh["waited_s"] + timing["waited_s"]}
+                draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
         for record in result.records:
             policy.ledger.add(record)
-        draft = self._draft(plan, result, turn_prompt, before, estimated_before, early)
         refused = self._refused(draft, before, estimated_before, early)
         if refused is not None:
             return refused
         if before_write is not None:
             await before_write()
-        return self._write(plan, result, draft, reason, before, estimated_before)
+        outcome = self._write(plan, result, draft, reason, before, estimated_before, timing)
+        if ready is not None:  # spent: spliced in, or replaced by a fresh one (its ledger record says which)
+            ready.used = True
+        return outcome
+
+    async def summarise(
+        self,
+        plan: CompactionPlan,
+        ask: SummaryAsk,
+        *,
+        model: Model,
+        focus: str | None = None,
+        shared: SharedPrefix | None = None,
+    ) -> SummaryResult:
+        """The summary of ``plan``: the one place a compaction asks for it, in the foreground
+        and in the background alike (:mod:`heron.context.background`); ``shared``: the
+        request repeats the conversation's cached prefix (:mod:`heron.context.shared_summary`)."""
+        return await summarise(
+            plan,
+            ask,
+            model=model,
+            reserve_tokens=self.policy.compaction_settings.reserve_tokens,
+            focus=focus,
+            window=self.policy.window,
+            shared=shared,
+        )
+
+    async def _summary(
+        self,
+        plan: CompactionPlan,
+        ask: SummaryAsk,
+        model: Model,
+        focus: str | None,
+        ready: Running | None,
+        keep_recent_tokens: int | None,
+        shared: SharedPrefix | None = None,
+    ) -> tuple[CompactionPlan, SummaryResult, dict[str, Any]]:
+        """The plan and summary the compaction writes, and how long the turn waited for it:
+        the background summary's when there is one (waiting only for it while it runs),
+        else - or when it failed - one asked for now."""
+        if ready is not None:
+            result = await ready.wait()
+            if result is not None:
+                return plan, result, ready.timing()
+            if ready.aborted:
+                raise SummaryFailed("the compaction was aborted")
+            fallback = self._plan(keep_recent_tokens)  # it failed: the foreground path
+            if fallback is None:
+                raise SummaryFailed(f"the background summary failed: {ready.error}")
+            plan = fallback
+        start = time.perf_counter()
+        result = await self.summarise(plan, ask, model=model, focus=focus, shared=shared)
+        took = round(time.perf_counter() - start, 3)
+        mode = "failed" if ready is not None else "none"
+        return plan, result, {"background": mode, "waited_s": took, "summary_s": took}
 
     def _plan(self, keep_recent_tokens: int | None = None) -> CompactionPlan | None:
         store = self.policy.store
@@ -227,6 +294,7 @@ class Compactor:
         reason: str,
         before: int,
         estimated_before: int,
+        timing: dict[str, Any],
     ) -> CompactionOutcome:
         policy = self.policy
         with strictly_ordered():
@@ -254,6 +322,7 @@ class Compactor:
                     "reinjected": draft.reinjected,
                     "kept_prompt": draft.kept_prompt,
                     "summary_request": result.usage.to_detail(),
+                    **timing,
                 },
             )
         )

@@ -33,6 +33,7 @@ OP_AUTO_COMPACTION = "auto_compaction"
 OP_FLUSH = "flush"
 OP_CALIBRATION = "calibration"
 OP_NATIVE = "native"  # provider-native compaction off for a model (its server rejected the fields)
+OP_BACKGROUND = "background"  # a background summary started (its cut), or ended unused (why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,16 @@ class LearnedWindow:
     window: int
     rejected_tokens: int
     source: str  # "error text" | "rejected size"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSummary:
+    """A background summary started and not yet written or given up (heron.context.background):
+    the cut it summarises up to, and the model and window it was asked with."""
+
+    first_kept_entry_id: str
+    model: str
+    window: int
 
 
 @dataclass
@@ -62,6 +73,8 @@ class ContextDecisions:
     # model key -> (the server's tokens per heron-estimated token, samples behind it)
     calibration: dict[str, tuple[float, int]] = field(default_factory=dict)
     native_off: dict[str, str] = field(default_factory=dict)  # model key -> why native compaction is off
+    background: PendingSummary | None = None  # the background summary started since the latest compaction
+    background_failed: bool = False  # one failed since the latest compaction: none starts until the next
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
@@ -73,8 +86,7 @@ class ContextDecisions:
     def see(self, entry: Entry) -> None:
         """Take an entry of the path into account (those that are not decisions are ignored)."""
         if isinstance(entry, CompactionEntry):
-            self.flushed = False  # a new epoch: the next compaction may flush again
-            self.notice_mark = 0  # and the budget marks are told again
+            self.compacted()
         elif isinstance(entry, CustomEntry):
             if entry.custom_type == DECISION_CUSTOM_TYPE:
                 self.apply(entry.data, iso_to_ms(entry.timestamp))
@@ -82,6 +94,14 @@ class ContextDecisions:
                 todos = clean_todos(entry.data)
                 if todos is not None:
                     self.todos = todos
+
+    def compacted(self) -> None:
+        """A compaction entry: a new epoch (the next compaction may flush again, the
+        budget marks are told again, and the background summary of the last one is spent)."""
+        self.flushed = False
+        self.notice_mark = 0
+        self.background = None
+        self.background_failed = False
 
     def apply(self, data: Any, timestamp_ms: int) -> None:
         """Take one recorded decision into account (unknown or malformed ones are ignored:
@@ -128,11 +148,23 @@ class ContextDecisions:
                 self.native_off[model] = str(data.get("reason") or "")
             elif isinstance(model, str) and data.get("enabled") is True:
                 self.native_off.pop(model, None)
+        elif op == OP_BACKGROUND:
+            self._background(data)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
                 self.auto_compaction = enabled
                 self.auto_compaction_reason = str(data.get("reason") or "")
+
+    def _background(self, data: dict[str, Any]) -> None:
+        ended = data.get("ended")
+        if isinstance(ended, str):
+            self.background = None
+            self.background_failed = self.background_failed or ended == "failed"
+            return
+        cut, model, window = data.get("firstKeptEntryId"), data.get("model"), data.get("window")
+        if isinstance(cut, str) and isinstance(model, str) and isinstance(window, int):
+            self.background = PendingSummary(first_kept_entry_id=cut, model=model, window=window)
 
     def learned_window(self, model_key: str) -> int | None:
         learned = self.windows.get(model_key)
@@ -167,6 +199,20 @@ def native_data(model: str, enabled: bool, reason: str) -> dict[str, Any]:
 
 def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:
     return {"op": OP_AUTO_COMPACTION, "enabled": enabled, "reason": reason}
+
+
+def background_data(pending: PendingSummary) -> dict[str, Any]:
+    return {
+        "op": OP_BACKGROUND,
+        "firstKeptEntryId": pending.first_kept_entry_id,
+        "model": pending.model,
+        "window": pending.window,
+    }
+
+
+def background_end_data(ended: str, reason: str) -> dict[str, Any]:
+    """``ended``: "failed" (none starts again until the next compaction) or "discarded"."""
+    return {"op": OP_BACKGROUND, "ended": ended, "reason": reason}
 
 
 def flush_data(files: list[str], skipped: str | None) -> dict[str, Any]:

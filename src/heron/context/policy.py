@@ -16,7 +16,6 @@ view has not changed before it since (no pruning step, no compaction, same model
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,14 +30,17 @@ from heron.ai.abort import AbortSignal
 from heron.ai.options import ContextManagement
 from heron.ai.types import AssistantMessage, Model, StopReason
 from heron.context import calibration
-from heron.context.boundaries import SOFT_THRESHOLD, next_step_tokens, step_boundary
+from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_tokens, step_boundary
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
     ContextDecisions,
+    PendingSummary,
     auto_compaction_data,
+    background_data,
+    background_end_data,
     calibration_data,
     flush_data,
     native_data,
@@ -102,6 +104,8 @@ class PolicySettings:
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
     soft_threshold: float = SOFT_THRESHOLD  # share of the threshold; 1.0: compact at the threshold only
+    background: bool = True  # summarise ahead, beside the turn (heron.context.background)
+    background_at: float = BACKGROUND_AT  # share of the threshold past which the background summary starts
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
@@ -264,20 +268,6 @@ class ContextPolicy(LearnedWindows):
         for record in answer_records(answer, self.last_tokens):
             self.ledger.add(record)
 
-    def view_as_sent(self, messages: Sequence[AgentMessage]) -> tuple[View, dict[str, str]]:
-        """The view of ``messages`` with only the pruning recorded before the latest answer
-        (and the stubs it applies): the last main request's view, extended by what came
-        after it. A pruning step taken since (to make room for the next request) is left
-        out, so a request repeating that prefix - a shared summary - is served by the
-        provider's cache; derived from the session file, like every view."""
-        decisions = self.decisions
-        answered = next((m.timestamp for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-        if answered is None or not any(ms > answered for ms in decisions.stub_ms.values()):
-            return self.view(messages), decisions.stubs
-        stubs = {k: v for k, v in decisions.stubs.items() if decisions.stub_ms.get(k, 0) < answered}
-        earlier = dataclasses.replace(decisions, stubs=stubs)
-        return ViewBuilder(self.cwd, self.tools).apply(messages, earlier), stubs
-
     @property
     def ratio(self) -> float:
         """The server's tokens per chars/4-estimated token for this model (1.0 until an
@@ -427,23 +417,41 @@ class ContextPolicy(LearnedWindows):
         predicted = load + next_step_tokens(pressure.view, self.tools)
         if predicted <= self.threshold:
             return False
-        high, low = self.prune_marks
-        if self.pruning:
-            _, records = prune_step(
-                messages,
-                self.decisions.stubs,
-                self.settings.prune_keep_turns,
-                0,
-                predicted - low,
-                tools=self.tools,
-            )
-            if predicted - sum(r.chars_before - r.chars_after for r in records) // 4 <= (high + low) // 2:
-                return False  # the step at the threshold would free the room
+        if self.pruning_spares(messages, predicted):
+            return False  # the step at the threshold would free the room
         if not self._worth_compacting(pressure.view, load, load - int(self.threshold * share)):
             return False
         if self.pruning:  # the step the threshold would take first: the kept messages carry it
-            self.prune(messages, 0, target_saving_tokens=load - low)
+            self.prune(messages, 0, target_saving_tokens=load - self.prune_marks[1])
         return True
+
+    def pruning_spares(self, messages: Sequence[AgentMessage], predicted: int) -> bool:
+        """Whether the pruning step taken at a view of ``predicted`` tokens would get it
+        below the marks' middle, so that no compaction runs there (nothing is recorded)."""
+        if not self.pruning:
+            return False
+        return self.unprunable(messages, predicted) <= self.compaction_bar
+
+    def unprunable(self, messages: Sequence[AgentMessage], tokens: int) -> int:
+        """``tokens`` less what the pruning step taken at that size could stub now (all
+        of it with pruning off): the part of the view only a compaction reduces."""
+        if not self.pruning:
+            return tokens
+        low = self.prune_marks[1]
+        _, records = prune_step(
+            messages, self.decisions.stubs, self.settings.prune_keep_turns, 0, tokens - low, tools=self.tools
+        )
+        return tokens - sum(r.chars_before - r.chars_after for r in records) // 4
+
+    @property
+    def compaction_bar(self) -> int:
+        """What :meth:`unprunable` is compared with to know whether the threshold will
+        compact: the marks' middle when pruning runs first there, the threshold itself
+        when pruning is off."""
+        if not self.pruning:
+            return self.threshold
+        high, low = self.prune_marks
+        return (high + low) // 2
 
     def settle(
         self,
@@ -567,10 +575,21 @@ class ContextPolicy(LearnedWindows):
         self._record(flush_data(files, skipped))
 
     def compacted(self) -> None:
-        """A compaction entry was written: a new flush epoch starts, and the budget marks
-        are told again."""
-        self.decisions.flushed = False
-        self.decisions.notice_mark = 0
+        """A compaction entry was written: a new epoch (flush, budget marks, background
+        summary) starts."""
+        self.decisions.compacted()
+
+    def record_background(self, first_kept_entry_id: str) -> PendingSummary:
+        """A background summary starts (``heron.context.background``): its cut, model and
+        window, so a process that opens the session restarts the same summary."""
+        pending = PendingSummary(first_kept_entry_id, self.model_key, self.window)
+        self._record(background_data(pending))
+        return pending
+
+    def end_background(self, ended: str, reason: str) -> None:
+        """The pending background summary is given up (``ended``: "failed" or "discarded")."""
+        if self.decisions.background is not None:
+            self._record(background_end_data(ended, reason))
 
     def disable_auto_compaction(self, reason: str) -> None:
         if self.decisions.auto_compaction:

@@ -49,6 +49,7 @@ class FauxReply:
     error: ProviderError | None = None
     error_after_chunks: int = 0
     usage: Usage | None = None
+    delay: float = 0.0  # seconds before the reply starts (a slow model: what waiting for it costs)
 
 
 ReplyFunction = Callable[[Context], FauxReply]
@@ -207,6 +208,8 @@ class FauxProvider:
             raise ProviderError("faux provider: no reply queued", kind=ErrorKind.INVALID_REQUEST)
         self._account_input(builder.usage, payload, options.session_id)
         builder.message.response_id = f"faux-{next(self._ids)}"
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
         if reply.error is not None and reply.error_after_chunks == 0:
             raise reply.error
 

@@ -314,6 +314,12 @@ class ExtensionHost:
                 view = out
         return view
 
+    @property
+    def shapes_compaction(self) -> bool:
+        """Whether an enabled extension has a ``before_compact`` handler (background
+        compaction then stays off: the handler decides on the plan of the moment)."""
+        return any(e.registration.compaction for e in self._active())
+
     async def before_compact(self, plan: CompactionPlan, reason: str, focus: str | None) -> CompactionChoice | None:
         """The first ``before_compact`` answer of the enabled extensions, as the compactor's
         choice; an extension whose handler raises or answers nonsense is disabled and the

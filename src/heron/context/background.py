@@ -1,0 +1,320 @@
+"""Background compaction: the summary of the older history, asked for before it is needed.
+
+A compaction's summary is the longest wait of a long session: the turn stops while the
+model reads the whole history. Past a soft mark, heron starts that summary as an asyncio
+task beside the turn, and the turn goes on. The mark is ``compaction.backgroundAt`` (0.7)
+of what the compaction is decided on (:attr:`ContextPolicy.compaction_bar`), compared
+with the part of the view only a compaction reduces (:meth:`ContextPolicy.unprunable`):
+a plain share of the threshold is passed on every climb of a pruning cycle, where the
+pruning step then spares the compaction the summary was for. When an automatic
+compaction is due, a ready summary is spliced in with no wait; one still running is
+waited for (only it: no second summary is started).
+
+What it covers. The cut is chosen when it starts, keeping less recent history than a
+compaction at the threshold would (:func:`background_keep`): what the turn adds until the
+threshold is reached is kept verbatim too, so the compaction leaves about as much as one
+that ran at the threshold. The summary covers the entries before the cut and nothing
+after it, so it stays good while those entries are unchanged - and they are, exactly as
+long as the summary's start record is on the session's path and no compaction followed
+it (the session is a tree: the record's ancestors never change). Moving to another branch
+before it, or another compaction, discards it; so does a model or window change (the
+request would differ), and a kept part grown past 70% of the threshold (stale: the
+compaction would keep too much). Each discard is a ledger record.
+
+Restart equivalence (docs/context.md, "One view, derived from the session"). Only the
+start is written to the session - a ``heron.context`` entry ``op: "background"`` with
+the cut, the model and the window - and it never reaches a request. The summary itself,
+and its fallbacks' ledger records, stay in memory until the compaction entry is written.
+A process that opens the session with a pending record (the one that started it was
+killed, or ended, mid-summary) asks for the same summary again: same cut, same request.
+So a kill loses only the summary, and every later request is the one a process that never
+stopped sends.
+
+The summary request is the one the foreground path sends: both call
+:meth:`heron.context.compactor.Compactor.summarise`. An abort (Esc, rpc ``abort``)
+cancels the task; the next request asks for it again. A failed one is recorded
+(``ended: "failed"``) and the compaction runs in the foreground; no other starts until
+the next compaction is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from heron.agent.messages import AgentMessage
+from heron.ai.abort import AbortSignal
+from heron.ai.types import ToolResultMessage
+from heron.context.compaction import CompactionPlan, message_tokens, plan_keeping, prepare_compaction
+from heron.context.decisions import PendingSummary
+from heron.context.ledger import LedgerRecord
+from heron.context.policy import ContextPolicy
+from heron.context.summariser import SummaryFailed, SummaryResult
+from heron.session.entries import MessageEntry
+
+log = logging.getLogger(__name__)
+
+BACKGROUND_ENV = "HERON_BACKGROUND_COMPACTION"  # "0": off whatever the settings say (the test suite)
+STALE_THRESHOLD_SHARE = 0.7  # a summary keeping more than this share of the threshold verbatim is stale
+MIN_KEEP_SHARE = 0.25  # of the keep-recent budget: the least a background summary keeps
+MIN_SUMMARISED_SHARE = 0.1  # of the window: less history than this is not worth a summary ahead
+
+# Asks for the summary of a plan (the compactor's one way to), cancelled through the signal.
+SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable[SummaryResult]]
+
+
+def background_keep(keep_recent: int, bar: int, unprunable: int) -> int:
+    """What a summary started now keeps verbatim: the keep-recent budget less the growth
+    still to come before the compaction (``unprunable`` up to ``bar``: see
+    :attr:`ContextPolicy.compaction_bar`), at least a quarter of the budget - so that the
+    compaction keeps about what one asked for then would."""
+    return max(int(keep_recent * MIN_KEEP_SHARE), keep_recent - max(0, bar - unprunable))
+
+
+class Running:
+    """One background summary: its task, its plan, and how long it took."""
+
+    def __init__(self, pending: PendingSummary, plan: CompactionPlan, summarise: SummariseFn, store: object) -> None:
+        self.pending = pending
+        self.plan = plan  # on the path as it is now (``take`` moves it to the current leaf)
+        self.store = store  # the session it belongs to
+        self.signal = AbortSignal()
+        self.started = time.perf_counter()
+        self.ended: float | None = None
+        self.result: SummaryResult | None = None
+        self.error: str | None = None
+        self.used = False  # its compaction entry was written
+        self.failure_noted = False
+        self._waited = 0.0
+        self._was_ready = False
+        self.task = asyncio.create_task(self._run(summarise, plan))
+
+    async def _run(self, summarise: SummariseFn, plan: CompactionPlan) -> None:
+        try:
+            self.result = await summarise(plan, self.signal)
+        except SummaryFailed as exc:
+            self.error = str(exc)
+        except Exception as exc:  # any failure leaves the foreground path
+            log.warning("the background summary failed", exc_info=True)
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.ended = time.perf_counter()
+
+    @property
+    def done(self) -> bool:
+        return self.task.done()
+
+    @property
+    def aborted(self) -> bool:
+        return self.signal.aborted or self.task.cancelled()
+
+    @property
+    def failed(self) -> bool:
+        return self.done and not self.aborted and self.result is None
+
+    def cancel(self) -> None:
+        """Stop it (an abort, a discard): its request is aborted, its task cancelled."""
+        if not self.task.done():
+            self.signal.abort("the background summary was cancelled")
+            self.task.cancel()
+
+    async def wait(self) -> SummaryResult | None:
+        """Its summary, waiting while it runs; None when it failed or was cancelled."""
+        start = time.perf_counter()
+        self._was_ready = self.task.done()
+        if not self._was_ready:
+            await asyncio.wait({self.task})  # never raises: a cancelled task is only done
+        self._waited = time.perf_counter() - start
+        return self.result
+
+    def timing(self) -> dict[str, Any]:
+        """For the compaction's ledger record: was it ready, how long the turn waited, and
+        how long the summary took."""
+        took = (self.ended or time.perf_counter()) - self.started
+        return {
+            "background": "ready" if self._was_ready else "waited",
+            "waited_s": round(self._waited, 3),
+            "summary_s": round(took, 3),
+        }
+
+
+class BackgroundSummaries:
+    """The background summary of one session: started, checked before every request,
+    handed to the automatic compaction that uses it."""
+
+    def __init__(
+        self, policy: ContextPolicy, summarise: SummariseFn, allowed: Callable[[], bool] = lambda: True
+    ) -> None:
+        self.policy = policy
+        self._summarise = summarise
+        self._allowed = allowed  # False while something else decides each compaction's plan (an extension)
+        self.running: Running | None = None
+
+    @property
+    def enabled(self) -> bool:
+        settings = self.policy.settings
+        on = settings.background and settings.compaction and self.policy.auto_compaction
+        return on and os.environ.get(BACKGROUND_ENV, "") != "0" and self._allowed()
+
+    def sync(self) -> None:
+        """Before every request, before any compaction is decided: forget a summary whose
+        compaction was written; discard (recorded) one whose history changed; record one
+        that failed; and ask again for a recorded one this process is not running (it was
+        started by a process that ended, or cancelled by an abort) - so the compaction
+        that follows uses the same summary as a process that never stopped."""
+        running, policy = self.running, self.policy
+        if running is not None:
+            if running.used or running.store is not policy.store:  # spent, or another session now
+                self.running = None
+                if not running.used:
+                    running.cancel()
+            elif policy.decisions.background != running.pending:
+                self._discard(running, "the history it covers changed (another compaction, or another branch)")
+            elif running.failed:
+                self.note_failure(running)
+        pending = policy.decisions.background
+        if pending is None or self.running is not None or not self.enabled or policy.decisions.background_failed:
+            return
+        if (pending.model, pending.window) != (policy.model_key, policy.window):
+            self._discard(pending, "the model or its window changed")
+        else:
+            self._launch(pending)
+
+    def note_failure(self, running: Running) -> None:
+        """A failed summary: recorded (none starts again until the next compaction)."""
+        if running.failure_noted:
+            return
+        running.failure_noted = True
+        if self.running is running:
+            self.running = None
+        self.policy.end_background("failed", running.error or "unknown error")
+        self._ledger(running, "failed", running.error or "unknown error")
+
+    def consider(self, messages: Sequence[AgentMessage], view: Sequence[AgentMessage]) -> None:
+        """After the view of a request is settled: past the soft mark, discard a stale
+        summary, and start one when none is pending."""
+        policy = self.policy
+        if not self.enabled or policy.decisions.background_failed:
+            return
+        load = policy.load(view, policy.last_tokens)
+        mark = int(policy.compaction_bar * policy.settings.background_at)
+        if load <= mark:
+            return
+        unprunable = policy.unprunable(messages, load)
+        if unprunable <= mark:
+            return  # the pruning step at the threshold would free the room again
+        pending = policy.decisions.background
+        if pending is not None:
+            if not self._stale(pending):
+                return
+            self._discard(pending, "stale: it would keep too much history verbatim")
+        self._start(unprunable)
+
+    def take(self, signal: AbortSignal | None) -> Running | None:
+        """The summary for the automatic compaction due now, its plan moved to the current
+        path (cancelled with ``signal``); None when there is none that still fits."""
+        self.sync()
+        running, policy = self.running, self.policy
+        if running is None or not self.enabled:
+            return None
+        pending = running.pending
+        if (pending.model, pending.window) != (policy.model_key, policy.window):
+            self._discard(running, "the model or its window changed")
+            return None
+        if self._stale(pending):
+            self._discard(running, "stale: it would keep too much history verbatim")
+            return None
+        store = policy.store
+        plan = plan_keeping(store.path_to(store.leaf_id), pending.first_kept_entry_id, policy.tools)
+        if plan is None:
+            self._discard(running, "its cut is no longer in the history to compact")
+            return None
+        running.plan = plan
+        if signal is not None:
+            signal.add_listener(running.cancel)
+        return running
+
+    def cancel(self) -> None:
+        """An abort: the running summary stops; the next request asks for it again."""
+        running, self.running = self.running, None
+        if running is not None:
+            running.cancel()
+
+    # --- starting and giving up ------------------------------------------------------------
+
+    def _start(self, unprunable: int) -> None:
+        policy, store = self.policy, self.policy.store
+        if store.leaf_id is None:
+            return
+        settings = policy.plan_settings
+        keep = background_keep(settings.keep_recent_tokens, policy.compaction_bar, unprunable)
+        settings = dataclasses.replace(settings, keep_recent_tokens=keep)
+        plan = prepare_compaction(store.path_to(store.leaf_id), settings, policy.tools)
+        if plan is None or not plan.has_work:
+            return
+        summarised = sum(message_tokens(m) for m in (*plan.messages_to_summarize, *plan.turn_prefix_messages))
+        if summarised < policy.window * MIN_SUMMARISED_SHARE:
+            return  # right after a compaction: the summary would save too little to be written
+        self._launch(policy.record_background(plan.first_kept_entry_id))
+
+    def _launch(self, pending: PendingSummary) -> None:
+        store = self.policy.store
+        plan = plan_keeping(store.path_to(store.leaf_id), pending.first_kept_entry_id, self.policy.tools)
+        if plan is None or not plan.has_work:
+            self._discard(pending, "its cut is no longer in the history to compact")
+            return
+        self.running = Running(pending, plan, self._summarise, store)
+
+    def _stale(self, pending: PendingSummary) -> bool:
+        """Whether what the summary leaves verbatim (its cut to the leaf, as the view
+        carries it: pruned results as their stubs) has grown past 70% of the threshold (or
+        the keep-recent budget, when that is more)."""
+        policy, store = self.policy, self.policy.store
+        limit = max(policy.plan_settings.keep_recent_tokens, int(policy.threshold * STALE_THRESHOLD_SHARE))
+        stubs = policy.decisions.stubs
+        total, entry_id = 0, store.leaf_id
+        while entry_id is not None:
+            entry = store.get(entry_id)
+            if isinstance(entry, MessageEntry):
+                message = entry.message
+                stub = stubs.get(message.tool_call_id) if isinstance(message, ToolResultMessage) else None
+                total += math.ceil(len(stub) / 4) if stub is not None else message_tokens(message)
+            if entry_id == pending.first_kept_entry_id:
+                return total > limit
+            entry_id = store.parent_id_of(entry_id)
+        return True  # its cut is not on the path
+
+    def _discard(self, what: Running | PendingSummary, reason: str) -> None:
+        pending = what.pending if isinstance(what, Running) else what
+        running = what if isinstance(what, Running) else None
+        if self.running is not None and self.running.pending == pending:
+            running = self.running
+        if running is not None:
+            running.cancel()
+            if self.running is running:
+                self.running = None
+        if self.policy.decisions.background == pending:
+            self.policy.end_background("discarded", reason)
+        self._ledger(running or pending, "discarded", reason)
+
+    def _ledger(self, what: Running | PendingSummary, outcome: str, reason: str) -> None:
+        pending = what.pending if isinstance(what, Running) else what
+        detail: dict[str, Any] = {
+            "background": outcome,
+            "reason": reason,
+            "first_kept_entry_id": pending.first_kept_entry_id,
+        }
+        if isinstance(what, Running):
+            detail["summary_s"] = round((what.ended or time.perf_counter()) - what.started, 3)
+        self.policy.ledger.add(
+            LedgerRecord(kind="compaction", recover="nothing was summarised: the summary was not used", detail=detail)
+        )
+
+
+__all__ = ["BACKGROUND_ENV", "BackgroundSummaries", "Running", "background_keep"]

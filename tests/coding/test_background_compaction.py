@@ -1,0 +1,238 @@
+"""Background compaction (issue 28): the summary starts past the soft mark beside the
+turn, and the automatic compaction splices it in.
+
+A 32k faux model, pruning off (so the compaction falls at the threshold), turns that each
+add a 2,000-token answer. Summary requests are told apart from the session's own by the
+summariser's system prompt; each test scripts how they answer (at once, slowly, failing).
+The test suite runs with ``HERON_BACKGROUND_COMPACTION=0``; these tests turn it back on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_request, text
+from heron.ai.types import Context
+from heron.coding.runtime import CodingSession
+from heron.coding.settings import settings_from_dict
+from heron.context.background import BACKGROUND_ENV
+from heron.context.decisions import DECISION_CUSTOM_TYPE
+from heron.context.ledger import LedgerRecord
+from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
+from heron.session.store import SessionStore
+
+ANSWER = "An answer with every detail spelled out, one line after another. " * 125  # ~8k chars
+SUMMARY = "## Goal\nWork through the numbered turns.\n\n## Progress\n- the early turns are done"
+
+
+@pytest.fixture(autouse=True)
+def _background_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BACKGROUND_ENV, raising=False)
+
+
+def is_summary(context: Context) -> bool:
+    """Either kind of summary request: the summariser's own, or one sharing the prefix."""
+    shared = bool(context.messages) and SHARED_SUMMARY_MARK in repr(context.messages[-1])
+    return context.system_prompt == SUMMARISER_SYSTEM_PROMPT or shared
+
+
+class Script:
+    """The session's turns answer with :data:`ANSWER`; summary requests with ``summary()``."""
+
+    def __init__(self, summary: Callable[[int], FauxReply] | None = None) -> None:
+        self.summary = summary or (lambda n: text(SUMMARY))
+        self.summaries: list[str] = []  # the summary requests' payloads, in order
+
+    def __call__(self, context: Context) -> FauxReply:
+        if is_summary(context):
+            self.summaries.append(serialise_request(context))
+            return self.summary(len(self.summaries))
+        return text(f"done. {ANSWER}")
+
+
+def open_session(tmp_path: Path, faux: FauxProvider, script: Script, **settings: Any) -> CodingSession:
+    faux.set_fallback(script)
+    project, home = tmp_path / "proj", tmp_path / "home"
+    project.mkdir(exist_ok=True)
+    home.mkdir(exist_ok=True)
+    store = SessionStore.create(project, home=home)
+    return resume(tmp_path, faux, store, **settings)
+
+
+def resume(tmp_path: Path, faux: FauxProvider, store: SessionStore, **settings: Any) -> CodingSession:
+    base: dict[str, Any] = {
+        "compaction": {"keepRecentTokens": 2_000},
+        "pruning": {"enabled": False},
+        "retry": {"enabled": False},
+        "memory": {"enabled": False},
+    }
+    for key, value in settings.items():
+        base[key] = {**base.get(key, {}), **value}
+    return CodingSession(
+        cwd=tmp_path / "proj",
+        model=faux.model(context_window=32_768, max_tokens=2_048),
+        store=store,
+        home=tmp_path / "home",
+        settings=settings_from_dict(base),
+        tools=["read"],
+    )
+
+
+def background_records(s: CodingSession) -> list[LedgerRecord]:
+    return [r for r in s.ledger.records if r.kind == "compaction" and "background" in r.detail]
+
+
+def decisions(s: CodingSession) -> list[dict[str, Any]]:
+    return [
+        e.data
+        for e in s.store.entries()
+        if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE and e.data.get("op") == "background"
+    ]
+
+
+async def until_started(s: CodingSession, script: Script, turns: int = 20) -> int:
+    """Turns until a background summary has been asked for; returns the turns run."""
+    for n in range(turns):
+        await s.prompt(f"turn {n}: go on")
+        if script.summaries:
+            return n + 1
+    raise AssertionError("no background summary started")
+
+
+async def test_a_ready_summary_is_spliced_in_without_waiting(tmp_path: Path, faux: FauxProvider) -> None:
+    script = Script()
+    s = open_session(tmp_path, faux, script)
+    started = await until_started(s, script)
+    assert not any(isinstance(e, CompactionEntry) for e in s.store.entries())
+    assert decisions(s) and "firstKeptEntryId" in decisions(s)[0], "the start is recorded"
+    asked = len(script.summaries)
+    turn_requests = [c for c in faux.requests if not is_summary(c)]
+    assert all("work through the numbered turns" not in serialise_request(c).lower() for c in turn_requests)
+    for n in range(started, started + 12):
+        await s.prompt(f"turn {n}: go on")
+        if any(isinstance(e, CompactionEntry) for e in s.store.entries()):
+            break
+    entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
+    assert len(entries) == 1 and SUMMARY in entries[0].summary
+    assert len(script.summaries) == asked, "the compaction asked for no second summary"
+    written = [r for r in background_records(s) if r.ref == entries[0].id]
+    assert written and written[0].detail["background"] == "ready"
+    assert written[0].detail["waited_s"] < 0.5
+    # the summary reached a request only once its entry was written: the next request carries it
+    last = serialise_request(faux.requests[-1])
+    assert "Work through the numbered turns" in last
+    assert s.store.leaf_id is not None
+
+
+async def test_a_running_summary_is_waited_for_not_asked_again(tmp_path: Path, faux: FauxProvider) -> None:
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=1.5))
+    s = open_session(tmp_path, faux, script, compaction={"backgroundAt": 0.9, "softThreshold": 1})
+    for n in range(20):
+        await s.prompt(f"turn {n}: go on")
+        if any(isinstance(e, CompactionEntry) for e in s.store.entries()):
+            break
+    written = [r for r in background_records(s) if r.ref is not None]
+    assert len(written) == 1 and written[0].detail["background"] == "waited"
+    assert 0 < written[0].detail["waited_s"] <= written[0].detail["summary_s"] + 0.05
+    assert len({p for p in script.summaries}) == len(script.summaries) <= 2  # history (+ turn prefix): once
+
+
+async def test_a_summary_whose_history_changed_is_discarded_and_recorded(tmp_path: Path, faux: FauxProvider) -> None:
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=0.3 if n == 1 else 0))
+    s = open_session(tmp_path, faux, script)
+    await until_started(s, script)
+    # move back to the second prompt: everything the summary covers after it is on another branch now
+    path = s.store.path_to(s.store.leaf_id)
+    prompts = [e.id for e in path if isinstance(e, MessageEntry) and e.message.role == "user"]
+    await s.navigate(prompts[1])
+    await s.prompt("a new direction")
+    discarded = [r for r in background_records(s) if r.detail["background"] == "discarded"]
+    assert len(discarded) == 1 and "changed" in discarded[0].detail["reason"]
+    assert s.context_owner.background.running is None or s.context_owner.background.running.pending is not None
+    assert not any(isinstance(e, CompactionEntry) for e in s.store.entries())
+
+
+async def test_a_manual_compaction_discards_the_background_summary(tmp_path: Path, faux: FauxProvider) -> None:
+    script = Script()
+    s = open_session(tmp_path, faux, script)
+    await until_started(s, script)
+    await s.compact()
+    await s.prompt("and on")
+    discarded = [r for r in background_records(s) if r.detail["background"] == "discarded"]
+    assert len(discarded) == 1
+
+
+async def test_an_abort_cancels_the_background_summary_and_the_next_request_asks_again(
+    tmp_path: Path, faux: FauxProvider
+) -> None:
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=30 if n == 1 else 0))
+    s = open_session(tmp_path, faux, script)
+    await until_started(s, script)
+    asked = len(script.summaries)  # the history, and the prefix of the turn its cut splits
+    running = s.context_owner.background.running
+    assert running is not None and not running.done
+    s.abort()
+    await asyncio.wait_for(asyncio.wait({running.task}), timeout=2)
+    assert running.task.done() and running.aborted
+    assert not background_records(s), "an abort is not a discard: the summary is asked for again"
+    await s.prompt("next")
+    assert sorted(script.summaries[asked : 2 * asked]) == sorted(script.summaries[:asked]), "the same requests again"
+    restarted = s.context_owner.background.running
+    assert restarted is not None and restarted is not running
+
+
+async def test_a_failed_background_summary_falls_back_to_the_foreground_path(
+    tmp_path: Path, faux: FauxProvider
+) -> None:
+    script = Script(lambda n: error("upstream failed", 500) if n == 1 else text(SUMMARY))
+    s = open_session(tmp_path, faux, script)
+    started = await until_started(s, script)
+    for n in range(started, started + 14):
+        await s.prompt(f"turn {n}: go on")
+        if any(isinstance(e, CompactionEntry) for e in s.store.entries()):
+            break
+    failed = [r for r in background_records(s) if r.detail["background"] == "failed"]
+    assert len(failed) == 1 and "upstream failed" in failed[0].detail["reason"]
+    assert any(d.get("ended") == "failed" for d in decisions(s)), "recorded: no other starts before the compaction"
+    entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
+    assert len(entries) == 1 and SUMMARY in entries[0].summary
+    foreground = [r for r in background_records(s) if r.ref == entries[0].id]
+    assert foreground and foreground[0].detail["background"] == "none"
+    assert foreground[0].detail["waited_s"] == foreground[0].detail["summary_s"]
+
+
+async def test_a_new_process_asks_for_the_same_summary(tmp_path: Path, faux: FauxProvider) -> None:
+    """The first process is gone mid-summary: the next one opening the file restarts it."""
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=30 if n == 1 else 0))
+    s = open_session(tmp_path, faux, script)
+    await until_started(s, script)
+    asked = len(script.summaries)
+    first = s.context_owner.background.running
+    assert first is not None
+    first.cancel()  # what the end of the process does to it
+    path = s.store.path
+    assert path is not None
+    s.store.close()
+    again = resume(tmp_path, faux, SessionStore.open(path))
+    await again.prompt("the next turn, in a new process")
+    assert sorted(script.summaries[asked : 2 * asked]) == sorted(script.summaries[:asked])
+
+
+async def test_background_compaction_can_be_turned_off(tmp_path: Path, faux: FauxProvider) -> None:
+    script = Script()
+    s = open_session(tmp_path, faux, script, compaction={"background": False})
+    for n in range(20):
+        await s.prompt(f"turn {n}: go on")
+        if any(isinstance(e, CompactionEntry) for e in s.store.entries()):
+            break
+    assert not decisions(s)
+    entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
+    assert len(entries) == 1
+    record = [r for r in background_records(s) if r.ref == entries[0].id]
+    assert record[0].detail["background"] == "none"
