@@ -4,7 +4,8 @@ A local OpenAI-compatible server streams an answer of N characters in 10-charact
 deltas; the real ``heron --mode json -p`` prints the events, and the real ``heron --mode
 rpc`` answers one ``prompt`` command. The table gives the stdout of each and its ratio
 to the answer (the goal is 2x: the deltas once, the finished message once). The deltas
-are checked to add up to the answer.
+are checked to add up to the answer, and the answer read back the way a script reads it
+(``run_answers``: the last assistant ``message_end``) to be the answer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_chunk, openai_sse
 
 from _common import parser, table, write_json
+from heron.cli.modes.run_end import answer_of
 
 PIECE = 10
 
@@ -80,6 +82,7 @@ def measure(size: int, mode: str) -> dict[str, Any]:
         if e.get("type") == "message_update"
     )
     assert len(text) == size, f"the deltas hold {len(text)} characters, not {size}"
+    assert answer_of(lines) == text, "the answer read back is not the streamed text"
     updates = sum(1 for e in lines if e.get("type") == "message_update")
     return {"mode": mode, "chars": size, "updates": updates, "bytes": len(stdout), "ratio": len(stdout) / size}
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.cli.delta_merge import LIMIT_CHARS, DeltaMerger
+from heron.cli.modes.run_end import answer_of
 from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_chunk, openai_sse
 
@@ -142,8 +143,9 @@ def test_json_mode_prints_the_answer_streamed_once_and_whole_once(tmp_path: Path
     events = run("json", tmp_path)
     check(events, "event", "tool_results")
     size = sum(len(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) + 1 for e in events)
-    # the deltas, message_end and run_end's answer; no snapshot, no repeated message list
-    assert size < 3 * len(ANSWER) + 3_000
+    # the deltas and message_end; no snapshot, no repeated message list, no third copy in run_end
+    assert size < 2 * len(ANSWER) + 3_000
+    assert answer_of(events) == ANSWER
 
 
 def test_rpc_mode_prints_the_answer_streamed_once_and_whole_once(tmp_path: Path) -> None:
@@ -151,4 +153,6 @@ def test_rpc_mode_prints_the_answer_streamed_once_and_whole_once(tmp_path: Path)
     check(events, "assistantMessageEvent", "toolResults")
     updates = [e for e in events if e["type"] == "message_update"]
     assert "usage" in updates[0]
-    assert next(e for e in events if e["type"] == "run_end")["answer"] == ANSWER
+    size = sum(len(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) + 1 for e in events)
+    assert size < 2 * len(ANSWER) + 3_000  # the deltas and message_end
+    assert answer_of(events) == ANSWER

@@ -9,6 +9,7 @@ import json
 import subprocess
 from typing import Any
 
+from heron.cli.modes.run_end import run_answers
 from tests.cli.test_acp_e2e import Editor, fold, heron_acp, new_session, prompt
 from tests.cli.test_print_json_e2e import Project, heron_command, openai_args, project
 from tests.support.http_server import LocalServer
@@ -74,6 +75,7 @@ def test_rpc_goal_command_is_the_runs_answer(project: Project, local_server: Loc
     )
     assert child.stdin is not None and child.stdout is not None
     ends: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     goals: list[dict[str, Any]] = []
     try:
         for n, text in enumerate([f"/goal --budget 50k {GOAL}", "/goal", "hello"]):
@@ -81,6 +83,7 @@ def test_rpc_goal_command_is_the_runs_answer(project: Project, local_server: Loc
             child.stdin.flush()
             for raw in child.stdout:
                 event = json.loads(raw)
+                events.append(event)
                 if event.get("type") == "goal":
                     goals.append(event)
                 if event.get("type") == "run_end" and event.get("id") == n:
@@ -90,9 +93,12 @@ def test_rpc_goal_command_is_the_runs_answer(project: Project, local_server: Loc
         child.stdin.close()
         child.wait(timeout=30)
     assert [e.get("error") for e in ends] == [None, None, None]
-    assert ends[0]["answer"].startswith("Goal set.") and "budget: 0 of 50,000 tokens spent" in ends[0]["answer"]
-    assert ends[1]["answer"].startswith(GOAL)
-    assert ends[2]["answer"] == "On it."
+    answers = run_answers(events)
+    assert answers[0] is not None and answers[0].startswith("Goal set.")
+    assert "budget: 0 of 50,000 tokens spent" in answers[0]
+    assert answers[1] is not None and answers[1].startswith(GOAL)
+    assert answers[2] == "On it."
+    assert [e["answer_chars"] for e in ends] == [len(a or "") for a in answers]
     assert goals[0]["goal"] == GOAL and goals[0]["budget"] == 50_000
     [request] = local_server.requests
     head = request.json()["messages"][1]["content"]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from heron.cli.modes.run_end import answer_at
 from tests.cli.test_print_json_e2e import TIMEOUT, heron_command
 from tests.support.http_server import LocalServer, json_reply
 from tests.support.sse import openai_reply
@@ -108,7 +109,7 @@ def test_an_rpc_prompt_with_a_lone_surrogate_is_sent_and_saved_cleaned(
     # json.dumps writes the lone surrogate as the escape \ud800, as a client would
     out = rpc(local_server, where, {"id": 1, "type": "prompt", "message": "half a pair: \ud800 end"})
     (end,) = [o for o in out if o["type"] == "run_end"]
-    assert end["error"] is None and end["answer"] == "fine"
+    assert end["error"] is None and answer_at(out, end) == "fine"
     assert sent_user_text(local_server) == "half a pair: \ufffd end"
     assert "\ufffd" in session_file(where).read_bytes().decode("utf-8")
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from heron.cli.modes.run_end import answer_of
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.sse import anthropic_reply, openai_reply, openai_turn
 
@@ -233,14 +234,18 @@ def check_session_file(project: Project, task: str, provider: str, model: str) -
 
 
 def check_events(events: list[dict[str, Any]]) -> None:
-    """The events of a run that answered: the agent's, then ``run_end`` with the answer."""
+    """The events of a run that answered: the agent's, then ``run_end`` naming the answer,
+    which the last assistant ``message_end`` carries."""
+    assert answer_of(events) == ANSWER
     outcome = events.pop()
+    last = [e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"][-1]
     assert outcome == {
         "type": "run_end",
         "stop_reason": "stop",
         "error": None,
         "error_kind": None,
-        "answer": ANSWER,
+        "answer_chars": len(ANSWER),
+        "answer_timestamp": last["timestamp"],
         "unsent": [],
     }
     types = [event["type"] for event in events]

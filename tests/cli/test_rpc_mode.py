@@ -28,6 +28,7 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context
 from heron.cli.app_state import App
 from heron.cli.modes.rpc_mode import RpcServer, _Output, encode_line, split_lines
+from heron.cli.modes.run_end import answer_at
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import ResolvedModel, settings_from_dict
 from heron.context.summary_text import is_summary_request
@@ -128,7 +129,7 @@ async def test_prompt_answers_at_once_then_streams_events_and_ends_with_run_end(
         "data": {"disposition": "started"},
     }
     end = await h.run_end("p1")
-    assert end["stop_reason"] == "stop" and end["answer"] == "f returns 1." and end["error"] is None
+    assert end["stop_reason"] == "stop" and answer_at(h.out, end) == "f returns 1." and end["error"] is None
     types = [o["type"] for o in h.out]
     assert types[0] == "response" and types[1] == "agent_start" and types[-1] == "agent_settled"
     assert types[-3:-1] == ["agent_end", "run_end"]
@@ -223,9 +224,10 @@ async def test_text_with_unicode_line_separators_stays_in_its_line(project: Path
     h = Harness(project, faux)
     await h.send('{"id":1,"type":"prompt","message":"a\u2028b"}\r')  # CR before the LF is JSON whitespace
     end = await h.run_end(1)
-    assert end["answer"] == "one\u2028two\u2029three\x85four"
+    assert answer_at(h.out, end) == "one\u2028two\u2029three\x85four"
     assert faux.requests[0].messages[0].content[0].text == "a\u2028b"
-    line = encode_line(end)
+    message_end = [o for o in h.out if o["type"] == "message_end" and o["message"]["role"] == "assistant"][-1]
+    line = encode_line(message_end)  # the line that carries the answer
     assert line.count(b"\n") == 1 and "\u2028".encode() not in line and b"\\u2028" in line
     assert b"\\u0085" in line
     assert len(line.decode().splitlines()) == 1
@@ -293,7 +295,7 @@ async def test_a_prompt_while_running_is_refused_steer_and_follow_up_are_queued(
         assert busy["success"] is False and "running" in busy["error"]
         h.out.remove(busy)
     end = await h.run_end(1)
-    assert end["answer"] == "third: a fairly long answer streamed slowly" and end["unsent"] == []
+    assert answer_at(h.out, end) == "third: a fairly long answer streamed slowly" and end["unsent"] == []
     users = [m.content[0].text for m in seen[-1].messages if m.role == "user"]
     assert users == ["start", "change of plan", "and then this"]
 
@@ -311,12 +313,12 @@ async def test_abort_ends_the_run_as_aborted_and_reports_unsent_messages(project
     end = await h.run_end(1)
     # pi's abort answers once the session is idle: after run_end and agent_settled
     assert h.out.index(end) < h.out.index({"type": "agent_settled", "aborted": True}) < h.out.index(aborted)
-    assert end["stop_reason"] == "aborted" and end["answer"] is None and end["unsent"] == ["never delivered"]
+    assert end["stop_reason"] == "aborted" and answer_at(h.out, end) is None and end["unsent"] == ["never delivered"]
     assert (await h.call({"id": 4, "type": "abort"}))["data"] == {"wasRunning": False}
     assert (await h.call({"id": 5, "type": "get_state"}))["data"]["pending"] == {"steering": 0, "followUp": 0}
     faux.chunk_delay = 0.0
     await h.call({"id": 6, "type": "prompt", "message": "again"})
-    assert (await h.run_end(6))["answer"] == "after the abort"
+    assert answer_at(h.out, await h.run_end(6)) == "after the abort"
 
 
 async def test_abort_while_waiting_for_the_provider_to_load_cancels_the_run(project: Path, faux: FauxProvider) -> None:
@@ -654,7 +656,7 @@ def test_subprocess_prompt_events_final_answer_and_state(
     local_server.queue(turn("Reading it.", [("call_1", "read", {"path": "notes.txt"})]), turn("It says 42."))
     client = rpc()
     end = client.run("what do the notes say?")
-    assert end["stop_reason"] == "stop" and end["answer"] == "It says 42."
+    assert end["stop_reason"] == "stop" and answer_at(client.seen, end) == "It says 42."
     client.until(lambda o: o["type"] == "agent_settled")
     types = [o["type"] for o in client.seen]
     assert types[0] == "response" and types[1] == "agent_start"
@@ -698,7 +700,7 @@ def test_subprocess_steer_during_a_tool_call_reaches_the_next_request(
     # both were answered while the command was still running
     tool_end = next(i for i, o in enumerate(client.seen) if o["type"] == "tool_execution_end")
     assert client.seen.index(steer) < client.seen.index(state) < tool_end
-    assert end["answer"] == "Adjusted." and end["unsent"] == []
+    assert answer_at(client.seen, end) == "Adjusted." and end["unsent"] == []
     assert len(local_server.requests) == 2
     second = request_messages(local_server, 1)
     roles = [m["role"] for m in second]
@@ -724,7 +726,7 @@ def test_subprocess_abort_during_a_slow_stream_then_keeps_serving(
     assert last["message"]["stopReason"] == "aborted"
     assert client.call({"type": "get_state"})["data"]["isStreaming"] is False
     again = client.run("try again")
-    assert again["answer"] == "Fresh answer."
+    assert answer_at(client.seen, again) == "Fresh answer."
     assert client.close() == 0
 
 
@@ -791,7 +793,7 @@ def test_subprocess_malformed_lines_then_a_valid_command(local_server: LocalServ
         json.dumps({"type": "prompt", "id": "sep", "message": "split\u2028me"}, ensure_ascii=False).encode() + b"\n"
     )
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == "sep")
-    assert end["answer"] == "para\u2028graph"
+    assert answer_at(client.seen, end) == "para\u2028graph"
     messages = client.call({"type": "get_messages"})["data"]["messages"]
     assert messages[0]["content"][0]["text"] == "split\u2028me"
     assert client.close() == 0
@@ -809,7 +811,7 @@ def test_subprocess_commands_from_a_file_eof_lets_the_run_finish(
     try:
         assert client.proc.wait(TIMEOUT) == 0
         end = client.until(lambda o: o["type"] == "run_end")
-        assert end["id"] == "p" and end["answer"] == "Finished."
+        assert end["id"] == "p" and answer_at(client.seen, end) == "Finished."
         state = client.until(lambda o: o.get("id") == "s")
         assert state["data"]["isStreaming"] is True
         assert client.seen.index(state) < client.seen.index(end)
@@ -845,7 +847,7 @@ async def test_updates_carry_deltas_and_the_partial_message_comes_on_request(pro
     assert partial["role"] == "assistant" and partial["content"][0]["type"] == "text"
     assert 0 < len(partial["content"][0]["text"]) <= 104
     end = await h.run_end(1)
-    assert end["answer"] == "abcdefghijklmnopqrstuvwxyz" * 4
+    assert answer_at(h.out, end) == "abcdefghijklmnopqrstuvwxyz" * 4
     updates = [o for o in h.out if o["type"] == "message_update"]
     assert updates and set(updates[0]) == {"type", "usage", "assistantMessageEvent"}
     # usage only when it changed since the update before (the first update always has it)
@@ -855,6 +857,6 @@ async def test_updates_carry_deltas_and_the_partial_message_comes_on_request(pro
     inner = [o["assistantMessageEvent"] for o in updates]
     assert all("partial" not in e and "contentIndex" in e for e in inner if e["type"] != "start")
     deltas = "".join(e["delta"] for e in inner if e["type"] == "text_delta")
-    assert deltas == end["answer"]
+    assert deltas == answer_at(h.out, end)
     assert (await h.call({"id": 3, "type": "get_partial_message"}))["data"] == {"message": None}
     faux.chunk_delay = 0.0

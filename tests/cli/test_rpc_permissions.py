@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from heron.cli.modes.run_end import answer_at
 from tests.cli.test_rpc_mode import Client, request_messages, turn
 from tests.support.http_server import LocalServer
 
@@ -88,7 +89,7 @@ def test_allow_once_runs_the_call_and_asks_again_next_time(
         "reason": None,
     }
     end = client.until(lambda o: o["type"] == "run_end" and o["id"] == accepted["id"])
-    assert end["answer"] == "Made it." and (workdir / "a.txt").exists()
+    assert answer_at(client.seen, end) == "Made it." and (workdir / "a.txt").exists()
     assert not (workdir / ".heron" / "settings.local.json").exists()
     # once only: the same command asks again
     local_server.queue(touch("b.txt", "call_2"), turn("Again."))
@@ -96,7 +97,7 @@ def test_allow_once_runs_the_call_and_asks_again_next_time(
     again = client.until(lambda o: o["type"] == "permission_request" and o["toolCallId"] == "call_2")
     assert again["id"] == "perm-2"
     client.send({"type": "permission_response", "id": "perm-2", "decision": "allow_once"})
-    assert client.until(lambda o: o["type"] == "run_end" and o["answer"] == "Again.")
+    assert client.until(lambda o: o["type"] == "run_end" and answer_at(client.seen, o) == "Again.")
     assert client.close() == 0
 
 
@@ -116,11 +117,11 @@ def test_allow_always_saves_the_rule_and_is_not_asked_again(
     asked = request(client)
     assert asked["toolName"] == "write" and asked["rule"] is None and "outside the project" in asked["message"]
     client.send({"type": "permission_response", "id": asked["id"], "decision": "allow_always"})
-    client.until(lambda o: o["type"] == "run_end" and o["answer"] == "One.")
+    client.until(lambda o: o["type"] == "run_end" and answer_at(client.seen, o) == "One.")
     local = json.loads((workdir / ".heron" / "settings.local.json").read_text())
     assert local["permissions"]["allow"] == [asked["suggestion"]]
     client.call({"type": "prompt", "message": "write it again"})
-    client.until(lambda o: o["type"] == "run_end" and o["answer"] == "Two.")
+    client.until(lambda o: o["type"] == "run_end" and answer_at(client.seen, o) == "Two.")
     assert outside.read_text() == "two"
     assert [o for o in client.seen if o["type"] == "permission_request"] == [asked]
     assert client.close() == 0
@@ -136,9 +137,9 @@ def test_allow_always_on_an_ask_rule_holds_for_the_process_and_writes_nothing(
     asked = request(client)
     assert asked["rule"] == "Bash(touch:*)"
     client.send({"type": "permission_response", "id": asked["id"], "decision": "allow_always"})
-    client.until(lambda o: o["type"] == "run_end" and o["answer"] == "One.")
+    client.until(lambda o: o["type"] == "run_end" and answer_at(client.seen, o) == "One.")
     client.call({"type": "prompt", "message": "make b.txt"})
-    client.until(lambda o: o["type"] == "run_end" and o["answer"] == "Two.")
+    client.until(lambda o: o["type"] == "run_end" and answer_at(client.seen, o) == "Two.")
     assert (workdir / "a.txt").exists() and (workdir / "b.txt").exists()
     assert [o for o in client.seen if o["type"] == "permission_request"] == [asked]
     assert not (workdir / ".heron" / "settings.local.json").exists()
@@ -156,7 +157,7 @@ def test_deny_with_a_reason_the_model_sees(
         {"type": "permission_response", "id": asked["id"], "decision": "deny", "reason": "not in this directory"}
     )
     end = client.until(lambda o: o["type"] == "run_end")
-    assert end["answer"] == "Understood." and not (workdir / "a.txt").exists()
+    assert answer_at(client.seen, end) == "Understood." and not (workdir / "a.txt").exists()
     tool_end = next(o for o in client.seen if o["type"] == "tool_execution_end")
     assert tool_end["isError"] is True
     assert "not in this directory" in tool_result_text(local_server, 1)
@@ -174,7 +175,7 @@ def test_no_answer_in_time_is_a_denial_that_says_so(
     resolved = client.until(lambda o: o["type"] == "permission_resolved")
     assert resolved["by"] == "timeout" and resolved["decision"] == "deny" and "0.3 s" in resolved["reason"]
     end = client.until(lambda o: o["type"] == "run_end")
-    assert end["answer"] == "Nobody answered." and not (workdir / "a.txt").exists()
+    assert answer_at(client.seen, end) == "Nobody answered." and not (workdir / "a.txt").exists()
     assert "no answer to the permission request within 0.3 s" in tool_result_text(local_server, 1)
     late = client.call({"type": "permission_response", "id": asked["id"], "decision": "allow_once"})
     assert late["success"] is False and "no open permission request 'perm-1'" in late["error"]
@@ -229,7 +230,7 @@ def test_bad_answers_get_errors_and_the_question_stays_open(
     # pi's extension-UI form of a dismissed dialog counts as a denial
     client.send({"type": "permission_response", "id": asked["id"], "cancelled": True})
     assert client.until(lambda o: o["type"] == "permission_resolved")["decision"] == "deny"
-    assert client.until(lambda o: o["type"] == "run_end")["answer"] == "Fine."
+    assert answer_at(client.seen, client.until(lambda o: o["type"] == "run_end")) == "Fine."
     assert client.close() == 0
 
 

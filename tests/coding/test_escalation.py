@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from heron.ai.abort import AbortSignal
+from heron.cli.modes.run_end import answer_at
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.sandbox import Sandbox, SandboxPolicy
 from heron.coding.sandbox.bwrap import availability
@@ -142,7 +143,7 @@ def test_rpc_asks_the_client_and_allow_always_saves_the_rule(
         assert "asks to run outside the sandbox" in asked["message"]
         assert asked["suggestion"] == "Unsandboxed(touch:*)" and not target.exists()
         client.send({"type": "permission_response", "id": asked["id"], "decision": "allow_always"})
-        assert client.until(lambda o: o["type"] == "run_end")["answer"] == "Made it."
+        assert answer_at(client.seen, client.until(lambda o: o["type"] == "run_end")) == "Made it."
         assert target.exists()
         saved = json.loads((work / ".heron" / "settings.local.json").read_text())
         assert "Unsandboxed(touch:*)" in saved["permissions"]["allow"]
