@@ -93,7 +93,9 @@ class ContextOwner:
         where the foreground one would), on the session's request path."""
         session = self.session
         ask = session.requests.summary_ask("summary", signal)
-        return self.compactor.summarise(plan, ask, model=session.model, shared=self.shared_prefix(signal))
+        pending = session.policy.decisions.background
+        shared = self.shared_prefix(signal, None if pending is None else pending.started_ms)
+        return self.compactor.summarise(plan, ask, model=session.model, shared=shared)
 
     def cancel_background(self) -> None:
         """An abort (Esc, rpc ``abort``): the background summary stops cleanly."""
@@ -210,15 +212,16 @@ class ContextOwner:
         session._emit(end)
         return end
 
-    def shared_prefix(self, signal: AbortSignal | None = None) -> SharedPrefix | None:
+    def shared_prefix(self, signal: AbortSignal | None = None, before_ms: int | None = None) -> SharedPrefix | None:
         """What a summary request sharing the conversation's cached prefix needs, or None
         when the summary gets a request of its own: ``compaction.request`` is "separate",
-        or the model's server keeps no prompt cache (:func:`heron.ai.prompt_cache.caches_prompts`)."""
+        or the model's server keeps no prompt cache (:func:`heron.ai.prompt_cache.caches_prompts`).
+        ``before_ms``: the prefix as sent at that moment (a background summary's start)."""
         session = self.session
         if session.settings.compaction.request != "shared" or not caches_prompts(session.model):
             return None
         policy = session.policy
-        view, stubs = view_as_sent(policy, session.agent.state.messages)
+        view, stubs = view_as_sent(policy, session.agent.state.messages, before_ms)
         return SharedPrefix(
             views=[view],
             ask=session.requests.shared_summary_ask(stubs, signal),

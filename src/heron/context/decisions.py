@@ -54,6 +54,8 @@ class PendingSummary:
     first_kept_entry_id: str
     model: str
     window: int
+    # when it was recorded: a restarted process asks for it with the view of that moment
+    started_ms: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -149,14 +151,14 @@ class ContextDecisions:
             elif isinstance(model, str) and data.get("enabled") is True:
                 self.native_off.pop(model, None)
         elif op == OP_BACKGROUND:
-            self._background(data)
+            self._background(data, timestamp_ms)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
                 self.auto_compaction = enabled
                 self.auto_compaction_reason = str(data.get("reason") or "")
 
-    def _background(self, data: dict[str, Any]) -> None:
+    def _background(self, data: dict[str, Any], timestamp_ms: int) -> None:
         ended = data.get("ended")
         if isinstance(ended, str):
             self.background = None
@@ -164,7 +166,7 @@ class ContextDecisions:
             return
         cut, model, window = data.get("firstKeptEntryId"), data.get("model"), data.get("window")
         if isinstance(cut, str) and isinstance(model, str) and isinstance(window, int):
-            self.background = PendingSummary(first_kept_entry_id=cut, model=model, window=window)
+            self.background = PendingSummary(cut, model, window, started_ms=timestamp_ms)
 
     def learned_window(self, model_key: str) -> int | None:
         learned = self.windows.get(model_key)

@@ -582,9 +582,9 @@ class ContextPolicy(LearnedWindows):
     def record_background(self, first_kept_entry_id: str) -> PendingSummary:
         """A background summary starts (``heron.context.background``): its cut, model and
         window, so a process that opens the session restarts the same summary."""
-        pending = PendingSummary(first_kept_entry_id, self.model_key, self.window)
-        self._record(background_data(pending))
-        return pending
+        key, window = self.model_key, self.window
+        entry = self._record(background_data(PendingSummary(first_kept_entry_id, key, window)))
+        return PendingSummary(first_kept_entry_id, key, window, started_ms=iso_to_ms(entry.timestamp))
 
     def end_background(self, ended: str, reason: str) -> None:
         """The pending background summary is given up (``ended``: "failed" or "discarded")."""

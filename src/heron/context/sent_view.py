@@ -23,11 +23,16 @@ if TYPE_CHECKING:
     from heron.context.policy import ContextPolicy
 
 
-def view_as_sent(policy: ContextPolicy, messages: Sequence[AgentMessage]) -> tuple[View, dict[str, str]]:
+def view_as_sent(
+    policy: ContextPolicy, messages: Sequence[AgentMessage], before_ms: int | None = None
+) -> tuple[View, dict[str, str]]:
     """The view of ``messages`` with only the pruning recorded before the latest answer,
-    and the stubs it applies: the last main request's view, extended by what came after it."""
+    and the stubs it applies: the last main request's view, extended by what came after it.
+    ``before_ms``: the latest answer at that moment instead (a background summary asked
+    for again by a new process repeats the prefix its first request repeated)."""
     decisions = policy.decisions
-    answered = next((m.timestamp for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    answers = (m.timestamp for m in reversed(messages) if isinstance(m, AssistantMessage))
+    answered = next((ms for ms in answers if before_ms is None or ms <= before_ms), None)
     if answered is None or not any(ms > answered for ms in decisions.stub_ms.values()):
         return policy.view(messages), decisions.stubs
     stubs = {k: v for k, v in decisions.stubs.items() if decisions.stub_ms.get(k, 0) < answered}
