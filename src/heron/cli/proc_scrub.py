@@ -8,7 +8,7 @@ process's own memory, the block the program was started with (between the ``env_
 ``env_end`` and ``arg_start`` / ``arg_end`` addresses ``/proc/self/stat`` gives). Python
 copied both into ``os.environ`` and ``sys.argv`` when it started and never reads the block
 again, so heron overwrites, in place, the values there that are credentials: variables
-whose names are credentials (the one rule, :func:`heron.coding.secrets.is_secret_name`),
+whose names are credentials (the one rule, :func:`heron.coding.secret_names.is_secret_name`),
 the value after ``--api-key``, and the password in a URL's ``user:password@``. ``ps e`` and
 ``ps -f`` read the same memory and show the overwritten bytes too.
 
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.coding.secrets import is_secret_name
+from heron.coding.secret_names import is_secret_name
 
 MASK = ord("x")
 _URL_PASSWORD = re.compile(rb"(?<=://)([^/@:\s]*):([^/@\s]+)@")

@@ -34,38 +34,9 @@ from urllib.parse import quote, quote_plus
 
 from heron.ai.models import ENV_API_KEYS
 from heron.ai.types import TextContent, ThinkingContent, ToolCall
-
-# A name matching one of these is a credential (case-insensitive).
-SECRET_NAME_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r".*_API_KEY$",
-        r"^API_KEY$",
-        r".*_APIKEY$",
-        r".*_TOKEN$",
-        r"^TOKEN$",
-        r".*_SECRET.*",
-        r"^SECRET.*",
-        r".*PASSWORD.*",
-        r".*PASSWD.*",
-        r".*_CREDENTIALS?$",
-        r".*_PRIVATE_KEY$",
-        r"^AWS_ACCESS_KEY_ID$",
-        r"^AWS_SECRET_ACCESS_KEY$",
-        r"^AWS_SESSION_TOKEN$",
-        r"^AWS_SECURITY_TOKEN$",
-        r"^AWS_BEARER_TOKEN_.*",  # Bedrock API keys (AWS_BEARER_TOKEN_BEDROCK)
-        r".*_AUTHTOKEN$",  # npm's npm_config__authToken, NGROK_AUTHTOKEN
-        r"^DOCKER_AUTH_CONFIG$",  # registry credentials as JSON
-        r"^HERON_API_KEY$",
-    )
-)
+from heron.coding.secret_names import is_secret_name
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def is_secret_name(name: str) -> bool:
-    return any(pattern.match(name) for pattern in SECRET_NAME_PATTERNS)
 
 
 def models_json_names(path: Path) -> set[str]:
