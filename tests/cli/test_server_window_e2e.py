@@ -37,7 +37,9 @@ def test_the_window_is_read_from_llama_props_and_cached(tmp_path: Path) -> None:
         asked = len(server.requests)
         again = place.run("--base-url", server.base_url, "--model", "gemma", "-p", "hello again")
         assert again.returncode == 0, again.stderr
-        assert [r.path for r in server.requests[asked:]] == ["/v1/chat/completions"]  # the cache answered
+        # The cache answered the window; the new session's counts are calibrated by the
+        # server's tokenizer before its first request (heron.coding.first_count).
+        assert [r.path for r in server.requests[asked:]] == ["/tokenize", "/v1/chat/completions"]
     finally:
         server.close()
 
@@ -49,7 +51,8 @@ def test_flags_override_the_server_and_a_small_output_limit_is_sent_as_given(tmp
         args = ("--base-url", server.base_url, "--model", "gemma", "--context-window", "3000", "--max-tokens", "256")
         done = place.run(*args, "-p", "hello")
         assert done.returncode == 0, done.stderr
-        assert server.paths() == ["/v1/chat/completions"]  # a given window is never asked for
+        assert "/props" not in server.paths()  # a given window is never asked for
+        assert server.paths() == ["/tokenize", "/v1/chat/completions"]  # the tokenizer still is
         assert server.served[-1].max_tokens == 256
     finally:
         server.close()

@@ -57,6 +57,7 @@ from heron.coding.events import (
     TodosEvent,
 )
 from heron.coding.extensions import ExtensionHost
+from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
 from heron.coding.memory import MemoryKeeper
 from heron.coding.oversized import fit_prompt
@@ -143,6 +144,7 @@ class CodingSession(RecoveryHooks):
         self._last_view: list[AgentMessage] = []
         self._date_override = date
         self._server = ServerRecorder()
+        self._first_count = FirstCount()  # a small local window: the server counts before the first request
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -365,6 +367,10 @@ class CodingSession(RecoveryHooks):
         return fixed_tokens(self.agent.state.system_prompt, [t.definition() for t in self.agent.state.tools])
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
+        state = self.agent.state
+        await self._first_count.before_request(
+            self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], self.api_key
+        )
         view = await self.context_owner.prepare(messages, signal)
         view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
         self._last_view = view

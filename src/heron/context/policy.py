@@ -254,7 +254,17 @@ class ContextPolicy(LearnedWindows):
             model.id,
         ):
             return
-        value = calibration.sample(usage.input + usage.cache_read + usage.cache_write, self.raw_estimate(view))
+        prompt = usage.input + usage.cache_read + usage.cache_write
+        self.fold_sample(calibration.sample(prompt, self.raw_estimate(view)))
+
+    @property
+    def calibrated(self) -> bool:
+        return self.model_key in self.decisions.calibration
+
+    def fold_sample(self, value: float | None) -> None:
+        """One measurement of the server's tokens per estimated token (an answer's usage,
+        or the server's ``/tokenize`` before the first request) folded into the model's
+        ratio, recorded in the session when it moved."""
         if value is None:
             return
         recorded = self.decisions.calibration.get(self.model_key)
