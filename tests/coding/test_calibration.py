@@ -11,6 +11,7 @@ the same.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -118,5 +119,26 @@ def test_a_large_window_does_not_ask(tmp_path: Path) -> None:
         session = CodingSession(cwd=cwd, model=model, store=SessionStore.in_memory(cwd), home=home)
         asyncio.run(session.prompt("Hello"))
         assert "/tokenize" not in server.paths()
+    finally:
+        server.close()
+
+
+def test_debug_log_says_what_each_turn_was_planned_at(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``HERON_LOG=debug``: one line per request, a turn's with heron's plan - what the
+    ``real_server`` tests set beside the real server's own count."""
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=3.0))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        session = session_at(server, cwd, home, SessionStore.in_memory(cwd))
+        with caplog.at_level(logging.DEBUG, logger="heron.coding.requests"):
+            asyncio.run(session.prompt(words(0, 600)))
+        (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("request ")]
+        (served,) = server.served
+        assert line == (
+            f"request turn: planned {session.policy.last_tokens} tokens, window 16384, "
+            f"ratio {session.policy.ratio:.3f}, max_tokens {served.max_tokens}"
+        )
     finally:
         server.close()

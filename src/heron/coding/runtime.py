@@ -60,6 +60,7 @@ from heron.coding.extensions import ExtensionHost
 from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
 from heron.coding.memory import MemoryKeeper
+from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
@@ -290,7 +291,10 @@ class CodingSession(RecoveryHooks):
         self.agent.set_system_prompt(self.system_prompt)
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
-        """Switch model; recorded as a ``model_change`` entry with the next message."""
+        """Switch model; recorded as a ``model_change`` entry with the next message. A
+        model whose window nobody configured gets its server's, as at the start
+        (:func:`~heron.coding.model_limits.with_limits`: cached, or one short probe)."""
+        model = with_limits(model, self.home, api_key if api_key is not None else self.api_key)
         self.agent.set_model(model)
         if api_key is not None:
             self.api_key = api_key
