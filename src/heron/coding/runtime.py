@@ -373,7 +373,7 @@ class CodingSession(RecoveryHooks):
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         state = self.agent.state
         await self._first_count.before_request(
-            self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], self.api_key
+            self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], messages, self.api_key
         )
         view = await self.context_owner.prepare(messages, signal)
         view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
