@@ -37,7 +37,9 @@ def test_the_window_is_read_from_llama_props_and_cached(tmp_path: Path) -> None:
         asked = len(server.requests)
         again = place.run("--base-url", server.base_url, "--model", "gemma", "-p", "hello again")
         assert again.returncode == 0, again.stderr
-        assert [r.path for r in server.requests[asked:]] == ["/v1/chat/completions"]  # the cache answered
+        # The cache answered the window; the new session's counts are calibrated by the
+        # server's tokenizer before its first request (heron.coding.first_count).
+        assert [r.path for r in server.requests[asked:]] == ["/tokenize", "/v1/chat/completions"]
     finally:
         server.close()
 
@@ -49,7 +51,8 @@ def test_flags_override_the_server_and_a_small_output_limit_is_sent_as_given(tmp
         args = ("--base-url", server.base_url, "--model", "gemma", "--context-window", "3000", "--max-tokens", "256")
         done = place.run(*args, "-p", "hello")
         assert done.returncode == 0, done.stderr
-        assert server.paths() == ["/v1/chat/completions"]  # a given window is never asked for
+        assert "/props" not in server.paths()  # a given window is never asked for
+        assert server.paths() == ["/tokenize", "/v1/chat/completions"]  # the tokenizer still is
         assert server.served[-1].max_tokens == 256
     finally:
         server.close()
@@ -156,5 +159,47 @@ def test_a_server_that_says_nothing_is_asked_once(tmp_path: Path) -> None:
         assert server.requests[-1].json()["max_completion_tokens"] == 16_384  # the default: no window said
         assert place.run("--base-url", server.url + "/v1", "--model", "m", "-p", "two").returncode == 0
         assert len(server.probes) == asked  # the cache remembers that it said nothing
+    finally:
+        server.close()
+
+
+def test_a_model_switched_to_in_rpc_gets_its_servers_window(tmp_path: Path) -> None:
+    """``set_model`` (the rpc form of ``/model``) to a models.json model without
+    ``contextWindow``: its own server is asked, as at the start."""
+    first, second = LlamaServer(LlamaBehaviour(n_ctx=4_096)), LlamaServer(LlamaBehaviour(n_ctx=8_192))
+    place = Place.make(tmp_path)
+    try:
+        provider = {"baseUrl": second.base_url, "api": "openai-chat", "models": [{"id": "gemma-8k"}]}
+        (place.home / "models.json").write_text(json.dumps({"providers": {"llama": provider}}))
+        commands = [
+            {"id": "1", "type": "set_model", "model": "llama/gemma-8k"},
+            {"id": "2", "type": "get_state"},
+        ]
+        stdin = "".join(json.dumps(c) + "\n" for c in commands)
+        done = place.run("--base-url", first.base_url, "--model", "gemma", "--mode", "rpc", stdin=stdin)
+        assert done.returncode == 0, done.stderr
+        answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if a.get("type") == "response"}
+        assert answers["1"]["data"]["contextWindow"] == 8_192
+        assert answers["1"]["data"]["maxTokens"] <= 2_048  # a quarter of the new window
+        context = answers["2"]["data"]["context"]
+        assert context["contextWindow"] == 8_192 and context["windowSource"] == "llama.cpp /props n_ctx"
+        assert "/props" in second.paths()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_heron_batch_asks_the_server_for_its_window(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=4_096))
+    place = Place.make(tmp_path)
+    try:
+        tasks = tmp_path / "tasks.jsonl"
+        tasks.write_text(json.dumps({"id": "t1", "prompt": "hello", "cwd": str(place.cwd)}) + "\n")
+        args = ["batch", str(tasks), "--out", str(tmp_path / "out"), "--base-url", server.base_url]
+        done = place.run(*args, "--model", "gemma", "--progress", "plain")
+        assert done.returncode == 0, done.stderr
+        assert "/props" in server.paths()
+        (turn,) = server.served
+        assert turn.max_tokens <= 1_024 and not turn.rejected  # planned for 4,096, not 128,000
     finally:
         server.close()

@@ -11,6 +11,7 @@ the same.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -64,5 +65,80 @@ def test_the_plan_is_within_1_2x_of_the_servers_count(tmp_path: Path, chars_per_
         assert reopened.policy.ratio == ratio  # a restart counts the same
         view = reopened.policy.view(reopened.messages)
         assert reopened.policy.count(view) == before
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("chars_per_token", [7.0, 2.5], ids=["server-counts-less", "server-counts-more"])
+def test_the_first_request_is_planned_on_the_servers_tokenize(tmp_path: Path, chars_per_token: float) -> None:
+    """Before any answer has calibrated the model, a small local window asks the server's
+    ``/tokenize`` to count the system prompt and tools: the first plan is already within
+    1.2x, and the ratio is recorded (a resume counts the same)."""
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=chars_per_token))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        store = SessionStore.create(cwd, home=home)
+        session = session_at(server, cwd, home, store)
+        asyncio.run(session.prompt("Hello"))
+        (served,) = server.served
+        assert 1 / 1.2 <= session.policy.last_tokens / served.prompt_tokens <= 1.2
+        assert session.policy.ratio != 1.0
+        asyncio.run(session.prompt(words(1, 300)))
+        assert server.paths().count("/tokenize") == 1  # once: the answers calibrate from then on
+        store.close()
+        reopened = session_at(server, cwd, home, SessionStore.open(store.path))  # type: ignore[arg-type]
+        assert reopened.policy.calibrated
+    finally:
+        server.close()
+
+
+def test_a_server_without_tokenize_is_asked_once(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=2.5, tokenize=False))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        session = session_at(server, cwd, home, SessionStore.in_memory(cwd))
+        asyncio.run(session.prompt("Hello"))
+        asyncio.run(session.prompt("Hello again"))
+        assert server.paths().count("/tokenize") == 1
+        assert len(server.served) == 2  # the requests went out all the same
+    finally:
+        server.close()
+
+
+def test_a_large_window_does_not_ask(tmp_path: Path) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=65_536))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        model = Model(id="gemma", api="openai-chat", provider="local", base_url=server.base_url, context_window=65_536)
+        session = CodingSession(cwd=cwd, model=model, store=SessionStore.in_memory(cwd), home=home)
+        asyncio.run(session.prompt("Hello"))
+        assert "/tokenize" not in server.paths()
+    finally:
+        server.close()
+
+
+def test_debug_log_says_what_each_turn_was_planned_at(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``HERON_LOG=debug``: one line per request, a turn's with heron's plan - what the
+    ``real_server`` tests set beside the real server's own count."""
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=3.0))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        session = session_at(server, cwd, home, SessionStore.in_memory(cwd))
+        with caplog.at_level(logging.DEBUG, logger="heron.coding.requests"):
+            asyncio.run(session.prompt(words(0, 600)))
+        (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("request ")]
+        (served,) = server.served
+        assert line == (
+            f"request turn: planned {session.policy.last_tokens} tokens, window 16384, "
+            f"ratio {session.policy.ratio:.3f}, max_tokens {served.max_tokens}"
+        )
     finally:
         server.close()

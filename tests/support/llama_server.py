@@ -1,7 +1,7 @@
 """A scripted server that behaves like llama.cpp's ``llama-server`` started with ``-c N``.
 
 It speaks what the real one speaks: ``GET /props`` (``default_generation_settings.n_ctx``),
-``GET /v1/models`` (with ``meta.n_ctx_train``), ``POST /v1/chat/completions`` streamed
+``GET /v1/models`` (with ``meta.n_ctx_train``), ``POST /tokenize``, ``POST /v1/chat/completions`` streamed
 as SSE with a final ``usage`` chunk, and - for a prompt that does not fit - HTTP 400 with
 llama.cpp's own error body (``exceed_context_size_error``, ``n_prompt_tokens``,
 ``n_ctx``). Its "tokenizer" counts ``chars_per_token`` characters a token, unlike
@@ -88,6 +88,7 @@ class LlamaBehaviour:
     n_ctx_train: int = 32_768
     chars_per_token: float = 4.0
     props: bool = True  # llama-server --no-props... answers 404 on /props
+    tokenize: bool = True  # POST /tokenize {"content": text} -> {"tokens": [...]}
     answer: str = "Done."
     summary: str = "## Goal\nanswer the prompts\n## Progress\nanswered them"
     served: list[Served] = field(default_factory=list)
@@ -142,6 +143,9 @@ class LlamaServer:
             meta = {"vocab_type": 1, "n_vocab": 262144, "n_ctx_train": b.n_ctx_train, "n_embd": 640}
             entry = {"id": MODEL_PATH, "object": "model", "created": 1, "owned_by": "llamacpp", "meta": meta}
             return json_reply(200, {"object": "list", "data": [entry]})
+        if request.method == "POST" and request.path == "/tokenize" and b.tokenize:
+            content = request.json().get("content", "")
+            return json_reply(200, {"tokens": list(range(math.ceil(len(content) / b.chars_per_token)))})
         if request.method == "POST" and request.path == "/v1/chat/completions":
             return self._chat(request.json())
         return json_reply(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})

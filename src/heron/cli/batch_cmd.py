@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import signal
 import sys
@@ -21,6 +22,7 @@ from heron.coding.batch.results import ResultsLog
 from heron.coding.batch.runner import Job
 from heron.coding.batch.tasks import BatchTask, TaskFileError, load_tasks
 from heron.coding.model_choice import ResolvedModel, SetupError, resolve_model
+from heron.coding.model_limits import with_limits
 from heron.coding.secrets import REDACTOR
 from heron.coding.settings import load_settings
 
@@ -67,15 +69,16 @@ class BatchError(RuntimeError):
 
 
 def resolve_models(tasks: list[BatchTask], args: argparse.Namespace) -> dict[str | None, ResolvedModel]:
-    settings = load_settings(Path.cwd(), heron_home())
+    home = heron_home()
+    settings = load_settings(Path.cwd(), home)
     registry = ModelRegistry.load()
     resolved: dict[str | None, ResolvedModel] = {}
     problems: list[str] = []
     for name in sorted({task.model for task in tasks}, key=lambda n: n or ""):
         try:
-            resolved[name] = resolve_model(
-                settings, registry, name or args.model, args.base_url, args.api_key, args.api
-            )
+            found = resolve_model(settings, registry, name or args.model, args.base_url, args.api_key, args.api)
+            # a window nobody configured is asked of the server once, for every task (cached)
+            resolved[name] = dataclasses.replace(found, model=with_limits(found.model, home, found.api_key))
         except SetupError as exc:
             users = [t.id for t in tasks if t.model == name][:5]
             problems.append(f"model {name or args.model or '(default)'} (tasks {', '.join(users)}): {exc}")

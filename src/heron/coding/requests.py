@@ -244,6 +244,8 @@ class RequestPath:
         also: RequestEnd | None = None,
     ) -> AssistantEventStream:
         """``stream``, telling the observers (and ``also``) of its answer when it ends."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s", self.plan_line(kind))
         ends = [observer.request_started(kind, model, context) for observer in self.observers]
         if also is not None:
             ends.append(also)
@@ -261,6 +263,19 @@ class RequestPath:
 
         observed = AssistantEventStream(events())
         return observed
+
+    def plan_line(self, kind: RequestKind) -> str:
+        """What heron planned for the request it is sending, for ``HERON_LOG=debug``: a
+        turn's count (in the server's tokens once calibrated) against the window, so the
+        server's own count of the same request can be set beside it (the ``real_server``
+        tests do). A side request's plan is its summariser's, not counted here."""
+        if kind != "turn":
+            return f"request {kind}"
+        policy = self.session.policy
+        return (
+            f"request turn: planned {policy.last_tokens} tokens, window {policy.window}, "
+            f"ratio {policy.ratio:.3f}, max_tokens {policy.last_max_tokens}"
+        )
 
     # --- rule violations ---------------------------------------------------------------------
 

@@ -57,8 +57,10 @@ from heron.coding.events import (
     TodosEvent,
 )
 from heron.coding.extensions import ExtensionHost
+from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
 from heron.coding.memory import MemoryKeeper
+from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_files
 from heron.coding.recovery import RecoveryHooks, recover
@@ -145,6 +147,7 @@ class CodingSession(RecoveryHooks):
         self._date_override = date
         self._server = ServerRecorder()
         self._fixed_count: tuple[object, int] | None = None  # (system prompt and tools, their tokens)
+        self._first_count = FirstCount()  # a small local window: the server counts before the first request
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -298,7 +301,10 @@ class CodingSession(RecoveryHooks):
         self.agent.set_system_prompt(self.system_prompt)
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
-        """Switch model; recorded as a ``model_change`` entry with the next message."""
+        """Switch model; recorded as a ``model_change`` entry with the next message. A
+        model whose window nobody configured gets its server's, as at the start
+        (:func:`~heron.coding.model_limits.with_limits`: cached, or one short probe)."""
+        model = with_limits(model, self.home, api_key if api_key is not None else self.api_key)
         self.agent.set_model(model)
         if api_key is not None:
             self.api_key = api_key
@@ -382,6 +388,10 @@ class CodingSession(RecoveryHooks):
         return self._fixed_count[1]
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
+        state = self.agent.state
+        await self._first_count.before_request(
+            self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], messages, self.api_key
+        )
         view = await self.context_owner.prepare(messages, signal)
         view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
         self._last_view = view

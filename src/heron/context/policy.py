@@ -16,7 +16,6 @@ view has not changed before it since (no pruning step, no compaction, same model
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,11 +27,11 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.options import ContextManagement
-from heron.ai.types import AssistantMessage, Model, StopReason
-from heron.context import calibration
+from heron.ai.types import AssistantMessage, Model
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_tokens, step_boundary
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
+from heron.context.calibrated import CalibratedCounts
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -41,7 +40,6 @@ from heron.context.decisions import (
     auto_compaction_data,
     background_data,
     background_end_data,
-    calibration_data,
     flush_data,
     native_data,
     prune_data,
@@ -113,7 +111,7 @@ class PolicySettings:
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
 
 
-class ContextPolicy(LearnedWindows):
+class ContextPolicy(LearnedWindows, CalibratedCounts):
     """Pruning, the compaction trigger, output caps, learned limits and the read index."""
 
     def __init__(
@@ -268,17 +266,6 @@ class ContextPolicy(LearnedWindows):
         for record in answer_records(answer, self.last_tokens):
             self.ledger.add(record)
 
-    @property
-    def ratio(self) -> float:
-        """The server's tokens per chars/4-estimated token for this model (1.0 until an
-        answer's usage calibrated it, :mod:`heron.context.calibration`)."""
-        found = self.decisions.calibration.get(self.model_key)
-        return found[0] if found is not None else 1.0
-
-    def scaled(self, estimated: int) -> int:
-        """An estimate in the server's tokens."""
-        return math.ceil(estimated * self.ratio)
-
     def count(self, view: Sequence[AgentMessage]) -> int:
         model = self.model
         return request_tokens(
@@ -289,29 +276,6 @@ class ContextPolicy(LearnedWindows):
             tally=_tally(view),
             ratio=self.ratio,
         )
-
-    def calibrate(self, answer: AssistantMessage, view: Sequence[AgentMessage]) -> None:
-        """Fold the server's count of the request that produced ``answer`` (its usage)
-        against heron's estimate of ``view``, the view it carried, into the model's ratio;
-        recorded in the session when it moved (a restart then counts the same)."""
-        from heron.ai.providers.http import is_local_url  # loaded by the request already
-
-        usage, model = answer.usage, self.model
-        if not (model.base_url and is_local_url(model.base_url)):
-            return  # hosted providers' counts anchor each request already; local tokenizers vary the most
-        if answer.stop_reason in (StopReason.ERROR, StopReason.ABORTED) or (answer.provider, answer.model) != (
-            model.provider,
-            model.id,
-        ):
-            return
-        value = calibration.sample(usage.input + usage.cache_read + usage.cache_write, self.raw_estimate(view))
-        if value is None:
-            return
-        recorded = self.decisions.calibration.get(self.model_key)
-        current = calibration.fold(recorded, value)
-        if calibration.worth_recording(recorded, current):
-            entry = self.store.append_custom(DECISION_CUSTOM_TYPE, calibration_data(self.model_key, *current))
-            self.decisions.apply(entry.data, iso_to_ms(entry.timestamp))
 
     def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
         """``tokens`` (the count) plus what chars / 4 misses after the usage anchor, at the

@@ -187,10 +187,10 @@ class SessionCommands:
             key = _key_for(model, app.registry, cli_key)
         except (SetupError, ConfigValueError) as exc:
             raise CommandError(str(exc)) from exc
-        self.session.set_model(model, key)
+        self.session.set_model(model, key)  # its window asked of its server when nobody configured it
         if model.api != current.api:
             self.warm_up(model.api)
-        return model_json(model)
+        return model_json(self.session.model)
 
     async def _get_available_models(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         models = self.app.registry.all()

@@ -540,7 +540,7 @@ class Controller(SessionCommands, ControlCommands):
             return None
         s.set_model(resolved.model, resolved.api_key)
         self.app.resolved = resolved  # what a refused key is explained from
-        self.note(f"model: {resolved.model.ref} (window {format_tokens(resolved.model.context_window)})", "green")
+        self.note(f"model: {s.model.ref} (window {format_tokens(s.model.context_window)})", "green")
         return None
 
     def _cmd_thinking(self, args: str) -> None:

@@ -1,0 +1,54 @@
+"""A local server's own count of some text: its tokenizer, asked through ``/tokenize``.
+
+heron counts four characters a token until a server's reports calibrate it
+(:mod:`heron.context.calibration`); in a small window the first request is planned on
+that estimate alone, and a real tokenizer can be far from it (Gemma counts heron's tool
+schemas at about half of chars/4, digits one token each). llama.cpp and vLLM both
+tokenise on request at the server's root:
+
+- llama.cpp: ``POST /tokenize`` ``{"content": text}`` -> ``{"tokens": [...]}``;
+- vLLM: ``POST /tokenize`` ``{"model": id, "prompt": text}`` -> ``{"count": n, "tokens": [...]}``.
+
+One request carries both forms (each server ignores the other's field). Ollama and LM
+Studio have no such endpoint; their counts come with the answers. This module only asks;
+what the count calibrates is the caller's (``heron.coding.first_count``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heron.ai.server_window import server_root
+
+TOKENIZE_TIMEOUT_S = 5.0  # a tokenizer answers a request's worth of text in milliseconds
+
+
+def count_from(answer: Any) -> int | None:
+    """The token count in a ``/tokenize`` answer (vLLM's ``count``, else the tokens listed)."""
+    if not isinstance(answer, dict):
+        return None
+    count = answer.get("count")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
+    tokens = answer.get("tokens")
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+def server_count(base_url: str, model_id: str, text: str, api_key: str | None = None) -> int | None:
+    """How many tokens the server at ``base_url`` counts in ``text``; None when it has no
+    ``/tokenize`` (or does not answer in time)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    body = {"content": text, "model": model_id, "prompt": text, "add_special": False}
+    try:
+        with httpx.Client(timeout=TOKENIZE_TIMEOUT_S, headers=headers, follow_redirects=False, verify=False) as client:
+            response = client.post(server_root(base_url) + "/tokenize", json=body)
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        return count_from(response.json())
+    except ValueError:
+        return None
