@@ -320,10 +320,13 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         return max(1, min(MIN_OUTPUT_TOKENS, self.output_limit, int(self.window * MIN_OUTPUT_WINDOW_SHARE)))
 
     def output_cap(self, tokens: int) -> int:
-        """``min(output limit, window - input - margin)``, at least :attr:`min_output`."""
+        """``min(output limit, window - input - margin)``, at least :attr:`min_output` - unless
+        less is left and still some: then what is left, since the margin is what keeps a
+        request the server counts a little higher than heron within its window."""
         window = self.window
         room = window - tokens - int(window * OUTPUT_MARGIN_SHARE)
-        return max(self.min_output, min(self.output_limit, room))
+        floor = min(self.min_output, room) if room > 0 else self.min_output
+        return max(floor, min(self.output_limit, room))
 
     # --- before every request ----------------------------------------------------------------
 
