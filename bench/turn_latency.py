@@ -43,7 +43,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.cli.audit_harness import (
-    SUMMARY_MARK,
     AnthropicPlanServer,
     PlanServer,
     Step,
@@ -55,6 +54,7 @@ from tests.cli.audit_harness import (
     text_of,
 )
 from tests.support.http_server import LocalServer, Recorded, Reply
+from tests.support.summaries import is_summary_body
 
 from _common import median, parser, table, write_json
 from _pi import NOT_INSTALLED, pi_command, pi_env, pi_model
@@ -108,8 +108,8 @@ class TimedPlan:
         if head.startswith(PI_SUMMARY_MARK):
             self.summaries += 1
             return self.plan.text("## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done", 1_000)
-        if head.startswith(SUMMARY_MARK):
-            self.summaries += 1  # the plan server answers heron's
+        if is_summary_body(body):
+            self.summaries += 1  # the plan server answers heron's (either kind)
         else:
             self.first.setdefault(self.plan.turn, arrived)
         reply = self.plan(request)
