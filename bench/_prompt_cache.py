@@ -17,21 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from heron.ai.providers.faux import common_prefix
+
 TTL_5_MIN = 300.0
-
-
-def common_prefix(a: str, b: str) -> int:
-    limit = min(len(a), len(b))
-    if a[:limit] == b[:limit]:
-        return limit
-    lo, hi = 0, limit
-    while lo < hi:  # binary search on slice equality: C-speed comparisons
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @dataclass

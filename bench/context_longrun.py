@@ -48,7 +48,7 @@ from _common import RESULTS, parser, table, write_json
 from _longrun_http import AgentRun, ScriptServer, drive, heron_agent, pi_agent
 from _pi import NOT_INSTALLED
 from _prompt_cache import CacheFigures, figures, pauses
-from heron.ai.providers.faux import FauxProvider, FauxReply, _common_prefix, error, serialise_request, text
+from heron.ai.providers.faux import FauxProvider, FauxReply, common_prefix, error, serialise_request, text
 from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage
 from heron.coding.assembly import assemble_session
@@ -333,7 +333,7 @@ def measure(
     previous: str | None = None
     for n, j in enumerate(main):
         payload = faux.payloads[j]
-        prefix = _common_prefix(previous, payload) if previous is not None else 0
+        prefix = common_prefix(previous, payload) if previous is not None else 0
         turn, label = script.labels.get(j, (0, "?"))
         requests.append(
             Request(

@@ -125,7 +125,8 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": [_wire_block(b) for b in content]}
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (a prompt cache serves that much)."""
     limit = min(len(a), len(b))
     if a[:limit] == b[:limit]:
         return limit
@@ -273,7 +274,7 @@ class FauxProvider:
         if session_id is not None:
             previous = self._last_request.get(session_id)
             if previous is not None:
-                cached = _common_prefix(previous, payload) // 4
+                cached = common_prefix(previous, payload) // 4
             self._last_request[session_id] = payload
         usage.cache_read = cached
         usage.input = total - cached
