@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from heron.ai.server_tokens import count_from, server_count
+from heron.ai.server_tokens import count_from, rendered_prompt, server_count
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 
 
@@ -43,3 +43,27 @@ def test_a_server_without_tokenize_gives_none() -> None:
     finally:
         server.close()
     assert server_count(server.url + "/v1", "m", "text") is None  # nothing listening any more
+
+
+def test_the_server_renders_its_chat_template() -> None:
+    """``/apply-template`` gets the Chat Completions body, tools included, and answers
+    with the prompt its template makes of it."""
+    asked: list[dict[str, Any]] = []
+
+    def respond(request: Recorded) -> Reply:
+        asked.append(request.json())
+        if request.path != "/apply-template":
+            return json_reply(404, {"error": "not found"})
+        return json_reply(200, {"prompt": "<s>" + "".join(m["content"] for m in request.json()["messages"])})
+
+    server = LocalServer(respond, answers_probes=True)
+    try:
+        tools = [{"type": "function", "function": {"name": "read", "description": "", "parameters": {}}}]
+        prompt = rendered_prompt(server.url + "/v1", "m", [{"role": "user", "content": "one two"}], tools)
+        assert prompt == "<s>one two"
+        assert asked[0]["tools"] == tools and asked[0]["model"] == "m"
+        assert rendered_prompt(server.url + "/v1", "m", [], []) == "<s>"
+        assert "tools" not in asked[1]  # no tools: none sent
+    finally:
+        server.close()
+    assert rendered_prompt(server.url + "/v1", "m", [], []) is None  # nothing listening any more

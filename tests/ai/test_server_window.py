@@ -56,6 +56,25 @@ def test_llama_props_wins_over_the_training_context() -> None:
 
 
 @pytest.mark.parametrize(
+    ("settings", "output"),
+    [
+        ({"n_ctx": 4096, "params": {"n_predict": 256}}, 256),  # llama-server -n 256
+        ({"n_ctx": 4096, "n_predict": 300}, 300),  # older builds: beside n_ctx
+        ({"n_ctx": 4096, "params": {"n_predict": -1}}, None),  # -1: no cap
+        ({"n_ctx": 4096, "params": {"n_predict": True}}, None),
+    ],
+)
+def test_llama_props_n_predict_is_the_servers_output_limit(settings: dict[str, Any], output: int | None) -> None:
+    server = serving({("GET", "/props"): {"default_generation_settings": settings}})
+    try:
+        found = probe_window(server.url + "/v1", "local")
+        assert found is not None and (found.window, found.output_limit) == (4096, output)
+        assert ("n_predict" in found.source) == (output is not None)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
     ("show", "window"),
     [
         (

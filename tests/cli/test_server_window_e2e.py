@@ -38,8 +38,10 @@ def test_the_window_is_read_from_llama_props_and_cached(tmp_path: Path) -> None:
         again = place.run("--base-url", server.base_url, "--model", "gemma", "-p", "hello again")
         assert again.returncode == 0, again.stderr
         # The cache answered the window; the new session's counts are calibrated by the
-        # server's tokenizer before its first request (heron.coding.first_count).
-        assert [r.path for r in server.requests[asked:]] == ["/tokenize", "/v1/chat/completions"]
+        # server's template and tokenizer before its first request (heron.coding.first_count).
+        assert [r.path for r in server.requests[asked:]] == [
+            *("/apply-template", "/apply-template", "/tokenize", "/v1/chat/completions")
+        ]
     finally:
         server.close()
 
@@ -52,7 +54,8 @@ def test_flags_override_the_server_and_a_small_output_limit_is_sent_as_given(tmp
         done = place.run(*args, "-p", "hello")
         assert done.returncode == 0, done.stderr
         assert "/props" not in server.paths()  # a given window is never asked for
-        assert server.paths() == ["/tokenize", "/v1/chat/completions"]  # the tokenizer still is
+        # the template and tokenizer still are
+        assert server.paths() == ["/apply-template", "/apply-template", "/tokenize", "/v1/chat/completions"]
         assert server.served[-1].max_tokens == 256
     finally:
         server.close()
@@ -72,6 +75,20 @@ def test_a_configured_max_tokens_below_1024_is_honoured(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "/props" in server.paths()  # no contextWindow in models.json: asked
         assert server.served[-1].max_tokens == 200
+    finally:
+        server.close()
+
+
+def test_the_servers_own_output_cap_is_learned(tmp_path: Path) -> None:
+    """A server started with ``-n 256`` says so in ``/props``: heron asks for no more."""
+    server = LlamaServer(LlamaBehaviour(n_ctx=4_096, n_predict=256))
+    place = Place.make(tmp_path)
+    try:
+        done = place.run("--base-url", server.base_url, "--model", "gemma", "-p", "hello")
+        assert done.returncode == 0, done.stderr
+        assert server.served[-1].max_tokens == 256
+        cache = json.loads((place.home / "cache" / "server-windows.json").read_text())
+        assert [(e["window"], e["output"]) for e in cache.values()] == [(4_096, 256)]
     finally:
         server.close()
 

@@ -94,6 +94,33 @@ def test_the_first_request_is_planned_on_the_servers_tokenize(tmp_path: Path, ch
         server.close()
 
 
+def test_a_template_that_drops_the_tools_is_counted_without_them(tmp_path: Path) -> None:
+    """Gemma 3's chat template has no tools section: the server never sees the schemas
+    heron sends. The rendered first request (``/apply-template``) shows it, heron's own
+    count leaves the tools out, and every plan - the first, the later ones and a resumed
+    process's - is within 1.2x of the server's count on both sides."""
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=5.0, drops_tools=True))
+    cwd, home = tmp_path / "proj", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    try:
+        store = SessionStore.create(cwd, home=home)
+        session = session_at(server, cwd, home, store)
+        plans: list[int] = []
+        for turn, prompt in enumerate(["Hello", words(1, 300), "Short one.", words(2, 900)]):
+            asyncio.run(session.prompt(prompt))
+            plans.append(session.policy.last_tokens)
+            assert server.served[-1].prompt_tokens > 0, turn
+        for plan, served in zip(plans, server.served, strict=True):
+            assert 1 / 1.2 <= plan / served.prompt_tokens <= 1.2, (plans, [s.prompt_tokens for s in server.served])
+        store.close()
+        reopened = session_at(server, cwd, home, SessionStore.open(store.path))  # type: ignore[arg-type]
+        asyncio.run(reopened.prompt("And once more."))
+        assert 1 / 1.2 <= reopened.policy.last_tokens / server.served[-1].prompt_tokens <= 1.2
+    finally:
+        server.close()
+
+
 def test_a_server_without_tokenize_is_asked_once(tmp_path: Path) -> None:
     server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=2.5, tokenize=False))
     cwd, home = tmp_path / "proj", tmp_path / "home"

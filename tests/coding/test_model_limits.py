@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from heron.ai.server_window import ServerWindow
 from heron.ai.types import WINDOW_ASSUMED, Model
 from heron.coding import model_limits
 from heron.coding.model_limits import cached_window, store_window, with_limits
@@ -45,11 +46,26 @@ def test_a_configured_window_never_asks_the_server(tmp_path: Path) -> None:
 def test_the_cache_is_per_server_and_model_and_expires(tmp_path: Path) -> None:
     model = local()
     store_window(tmp_path, model, 4_096, "llama.cpp /props n_ctx")
-    assert cached_window(tmp_path, model) == (4_096, "llama.cpp /props n_ctx")
+    assert cached_window(tmp_path, model) == ServerWindow(4_096, "llama.cpp /props n_ctx")
     assert cached_window(tmp_path, local(id="other")) is None
     later = json.loads((tmp_path / model_limits.CACHE_FILE).read_text())
     (entry,) = later.values()
     assert cached_window(tmp_path, model, now=entry["at"] + model_limits.CACHE_SECONDS + 1) is None
+
+
+def test_the_servers_output_cap_is_cached_and_lowers_the_quarter(tmp_path: Path) -> None:
+    """A server that states its own output cap (llama.cpp ``-n``: ``/props`` n_predict) is
+    asked for no more; the quarter of the window still bounds a larger cap, and a flag or
+    a configured ``maxTokens`` wins."""
+    model = local()
+    store_window(tmp_path, model, 4_096, "llama.cpp /props n_ctx, n_predict", 256)
+    assert cached_window(tmp_path, model) == ServerWindow(4_096, "llama.cpp /props n_ctx, n_predict", 256)
+    learned = with_limits(model, tmp_path, None)
+    assert (learned.context_window, learned.max_tokens, learned.max_tokens_configured) == (4_096, 256, False)
+    assert "n_predict" in learned.window_source
+    assert with_limits(model, tmp_path, None, max_tokens=600).max_tokens == 600
+    store_window(tmp_path, model, 4_096, "llama.cpp /props n_ctx, n_predict", 3_000)
+    assert with_limits(model, tmp_path, None).max_tokens == 1_024  # a quarter of 4,096 is less
 
 
 def test_calibration_samples_and_the_running_ratio() -> None:

@@ -55,7 +55,7 @@ class Recorded:
 # What heron asks a local server before its first request (heron.ai.server_window): a
 # scripted server answers them "not found", as an OpenAI-compatible server without these
 # endpoints does, and its queued replies are kept for the requests they script.
-_PROBE_PATHS = ("/v1/models", "/models", "/props", "/api/show", "/api/v0/models", "/tokenize")
+_PROBE_PATHS = ("/v1/models", "/models", "/props", "/api/show", "/api/v0/models", "/tokenize", "/apply-template")
 
 
 def _is_probe(recorded: Recorded) -> bool:

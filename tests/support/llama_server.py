@@ -1,7 +1,10 @@
 """A scripted server that behaves like llama.cpp's ``llama-server`` started with ``-c N``.
 
-It speaks what the real one speaks: ``GET /props`` (``default_generation_settings.n_ctx``),
-``GET /v1/models`` (with ``meta.n_ctx_train``), ``POST /tokenize``, ``POST /v1/chat/completions`` streamed
+It speaks what the real one speaks: ``GET /props`` (``default_generation_settings.n_ctx``,
+and ``params.n_predict``: the ``-n`` cap, -1 for none), ``GET /v1/models`` (with
+``meta.n_ctx_train``), ``POST /tokenize``, ``POST /apply-template`` (the prompt its chat
+template renders; ``drops_tools`` makes it a template without a tools section, as Gemma
+3's is, and the tools then cost nothing), ``POST /v1/chat/completions`` streamed
 as SSE with a final ``usage`` chunk, and - for a prompt that does not fit - HTTP 400 with
 llama.cpp's own error body (``exceed_context_size_error``, ``n_prompt_tokens``,
 ``n_ctx``). Its "tokenizer" counts ``chars_per_token`` characters a token, unlike
@@ -32,18 +35,26 @@ def _text(content: Any) -> str:
     return ""
 
 
-def body_chars(body: dict[str, Any]) -> int:
+def body_chars(body: dict[str, Any], drops_tools: bool = False) -> int:
     """The characters of a chat request the template feeds the model: every message's
-    text and tool calls, and the tool schemas."""
+    text and tool calls, and the tool schemas (unless the template drops them)."""
     chars = 0
     for message in body.get("messages", []):
         chars += len(_text(message.get("content")))
         for call in message.get("tool_calls") or []:
             function = call.get("function", {})
             chars += len(function.get("name", "")) + len(function.get("arguments", ""))
-    if body.get("tools"):
+    if body.get("tools") and not drops_tools:
         chars += len(json.dumps(body["tools"]))
     return chars
+
+
+def rendered(body: dict[str, Any], drops_tools: bool) -> str:
+    """A chat template's prompt: each message framed, the tools first unless dropped. Its
+    length over ``chars_per_token`` is what :meth:`LlamaServer.tokens` counts, framing aside."""
+    tools = "" if drops_tools or not body.get("tools") else json.dumps(body["tools"])
+    turns = "".join(f"<{m.get('role')}>{_text(m.get('content'))}" for m in body.get("messages", []))
+    return tools + turns
 
 
 def requested_output(body: dict[str, Any]) -> int:
@@ -89,6 +100,9 @@ class LlamaBehaviour:
     chars_per_token: float = 4.0
     props: bool = True  # llama-server --no-props... answers 404 on /props
     tokenize: bool = True  # POST /tokenize {"content": text} -> {"tokens": [...]}
+    apply_template: bool = True  # POST /apply-template {"messages": ...} -> {"prompt": ...}
+    drops_tools: bool = False  # the chat template has no tools section (Gemma 3's)
+    n_predict: int = -1  # llama-server -n: reported in /props
     answer: str = "Done."
     summary: str = "## Goal\nanswer the prompts\n## Progress\nanswered them"
     served: list[Served] = field(default_factory=list)
@@ -128,14 +142,14 @@ class LlamaServer:
     def tokens(self, body: dict[str, Any]) -> int:
         """The prompt tokens of a request by this server's tokenizer (template framing included)."""
         messages = len(body.get("messages", []))
-        return math.ceil(body_chars(body) / self.behaviour.chars_per_token) + 4 * messages
+        return math.ceil(body_chars(body, self.behaviour.drops_tools) / self.behaviour.chars_per_token) + 4 * messages
 
     def _respond(self, request: Recorded) -> Reply:
         b = self.behaviour
         if request.method == "GET" and request.path == "/props":
             if not b.props:
                 return json_reply(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
-            settings = {"n_ctx": b.n_ctx, "params": {"n_predict": -1, "temperature": 0.8}}
+            settings = {"n_ctx": b.n_ctx, "params": {"n_predict": b.n_predict, "temperature": 0.8}}
             return json_reply(
                 200, {"default_generation_settings": settings, "total_slots": 1, "model_path": MODEL_PATH}
             )
@@ -146,6 +160,8 @@ class LlamaServer:
         if request.method == "POST" and request.path == "/tokenize" and b.tokenize:
             content = request.json().get("content", "")
             return json_reply(200, {"tokens": list(range(math.ceil(len(content) / b.chars_per_token)))})
+        if request.method == "POST" and request.path == "/apply-template" and b.apply_template:
+            return json_reply(200, {"prompt": rendered(request.json(), b.drops_tools)})
         if request.method == "POST" and request.path == "/v1/chat/completions":
             return self._chat(request.json())
         return json_reply(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})

@@ -10,8 +10,14 @@ tokenise on request at the server's root:
 - vLLM: ``POST /tokenize`` ``{"model": id, "prompt": text}`` -> ``{"count": n, "tokens": [...]}``.
 
 One request carries both forms (each server ignores the other's field). Ollama and LM
-Studio have no such endpoint; their counts come with the answers. This module only asks;
-what the count calibrates is the caller's (``heron.coding.first_count``).
+Studio have no such endpoint; their counts come with the answers.
+
+What a request costs is the prompt the server's chat template renders, not the texts
+heron sends: a template may drop the tool schemas (Gemma 3's does). llama.cpp renders a
+request without running it (``POST /apply-template`` with the chat body ->
+``{"prompt": ...}``); :func:`rendered_prompt` asks for that. This module only asks; what
+the count calibrates and what the rendering shows is the caller's
+(``heron.coding.first_count``).
 """
 
 from __future__ import annotations
@@ -34,21 +40,44 @@ def count_from(answer: Any) -> int | None:
     return len(tokens) if isinstance(tokens, list) else None
 
 
-def server_count(base_url: str, model_id: str, text: str, api_key: str | None = None) -> int | None:
-    """How many tokens the server at ``base_url`` counts in ``text``; None when it has no
-    ``/tokenize`` (or does not answer in time)."""
+def _post(base_url: str, path: str, body: dict[str, Any], api_key: str | None) -> Any:
+    """The JSON answer of ``POST <root><path>``, or None (no such endpoint, no answer in time)."""
     import httpx
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    body = {"content": text, "model": model_id, "prompt": text, "add_special": False}
     try:
         with httpx.Client(timeout=TOKENIZE_TIMEOUT_S, headers=headers, follow_redirects=False, verify=False) as client:
-            response = client.post(server_root(base_url) + "/tokenize", json=body)
+            response = client.post(server_root(base_url) + path, json=body)
     except httpx.HTTPError:
         return None
     if response.status_code != 200:
         return None
     try:
-        return count_from(response.json())
+        return response.json()
     except ValueError:
         return None
+
+
+def server_count(base_url: str, model_id: str, text: str, api_key: str | None = None) -> int | None:
+    """How many tokens the server at ``base_url`` counts in ``text``; None when it has no
+    ``/tokenize`` (or does not answer in time)."""
+    body = {"content": text, "model": model_id, "prompt": text, "add_special": False}
+    return count_from(_post(base_url, "/tokenize", body, api_key))
+
+
+def rendered_prompt(
+    base_url: str,
+    model_id: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    api_key: str | None = None,
+) -> str | None:
+    """The prompt the server's chat template makes of a Chat Completions body with these
+    ``messages`` and ``tools`` (llama.cpp's ``/apply-template``); None when the server
+    does not render on request."""
+    body: dict[str, Any] = {"model": model_id, "messages": messages}
+    if tools:
+        body["tools"] = tools
+    answer = _post(base_url, "/apply-template", body, api_key)
+    prompt = answer.get("prompt") if isinstance(answer, dict) else None
+    return prompt if isinstance(prompt, str) else None

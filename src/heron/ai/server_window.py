@@ -7,8 +7,10 @@ window somewhere, in their own format (docs/configuration.md, "What heron asks a
 server"):
 
 - llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (the window of one
-  slot, which is what a request gets); ``/v1/models`` only has the training context
-  (``meta.n_ctx_train``), an upper bound used when ``/props`` is off;
+  slot, which is what a request gets), and its ``n_predict`` (``params.n_predict`` in
+  newer builds) when positive: the server's own output cap (``-n``), so heron asks for no
+  more; ``/v1/models`` only has the training context (``meta.n_ctx_train``), an upper
+  bound used when ``/props`` is off;
 - vLLM: ``GET /v1/models`` -> the served model's ``max_model_len``;
 - Ollama: ``POST /api/show`` -> ``num_ctx`` in the model's ``parameters`` text when the
   Modelfile sets it, else the server's default context (4,096) capped by the model's
@@ -40,10 +42,12 @@ _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 @dataclass(frozen=True, slots=True)
 class ServerWindow:
-    """A window a server stated, and where it said so (``"llama.cpp /props"``...)."""
+    """A window a server stated, and where it said so (``"llama.cpp /props"``...); and
+    the output limit it stated, when it states one (llama.cpp's ``n_predict``)."""
 
     window: int
     source: str
+    output_limit: int | None = None
 
 
 class NothingListening(Exception):
@@ -88,8 +92,18 @@ def from_openai_models(listing: Any, model_id: str) -> tuple[ServerWindow | None
 
 def from_llama_props(props: Any) -> ServerWindow | None:
     settings = props.get("default_generation_settings") if isinstance(props, dict) else None
-    window = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
-    return ServerWindow(window, "llama.cpp /props n_ctx") if window is not None else None
+    if not isinstance(settings, dict):
+        return None
+    window = _positive(settings.get("n_ctx"))
+    if window is None:
+        return None
+    params = settings.get("params")
+    # -1 (the default: no cap) is not a limit; older builds put n_predict beside n_ctx.
+    output = _positive(params.get("n_predict")) if isinstance(params, dict) else None
+    output = output or _positive(settings.get("n_predict"))
+    if output is None:
+        return ServerWindow(window, "llama.cpp /props n_ctx")
+    return ServerWindow(window, "llama.cpp /props n_ctx, n_predict", output)
 
 
 def from_ollama_show(show: Any) -> ServerWindow | None:
@@ -150,7 +164,7 @@ def probe_window(base_url: str, model_id: str, api_key: str | None = None) -> Se
             return found
         found = from_llama_props(ask("GET", root + "/props"))
         if found is not None:
-            return ServerWindow(min(found.window, trained), found.source) if trained else found
+            return ServerWindow(min(found.window, trained), found.source, found.output_limit) if trained else found
         if trained is not None:
             return ServerWindow(trained, "llama.cpp /v1/models n_ctx_train")
         found = from_ollama_show(ask("POST", root + "/api/show", {"model": model_id}))

@@ -8,11 +8,23 @@ counts them 1.5x heron's estimate turns the first plan into a rejected request o
 needless compaction (and one that counts a prompt of plain words at half of chars/4 into
 a request heron wrongly refuses). So before the first request to a local server whose
 window is at most :data:`SMALL_WINDOW`, while the model is uncalibrated, heron asks the
-server to count what the request carries - the system prompt and the tool definitions
-(the text :func:`heron.context.budget.fixed_tokens` estimates) and the user prompts - through ``/tokenize``
-(:mod:`heron.ai.server_tokens`), and folds the ratio into the model's calibration like an
-answer's usage (recorded in the session: a resumed process counts the same). A server
-without ``/tokenize`` costs one request, once per process and model.
+server to count what the request carries (:mod:`heron.ai.server_tokens`), and folds the
+ratio into the model's calibration like an answer's usage (recorded in the session: a
+resumed process counts the same).
+
+What a request costs is what the server's chat template makes of it, and a template can
+drop the tool schemas altogether (Gemma 3's, and any template without a tools section).
+Then heron's own estimate must not count them either, or every plan is too high by the
+tools' share - which no single ratio can correct, since compaction changes that share
+(measured against a real llama-server: 2,350 tokens planned for a one-word prompt the
+server counted as 467). Where the server renders its template on request (llama.cpp's
+``/apply-template``), the first request's body is rendered with and without its tools;
+the same prompt both ways means the template drops them, and heron's count leaves them
+out (:meth:`FirstCount.counts_tools`). That is asked once per process and model (two
+renders, milliseconds), also when the ratio is already calibrated, so a resumed process
+counts the same. The ratio itself is measured on the texts the template keeps. A server
+without ``/apply-template`` (vLLM) keeps the tools counted; one without either endpoint
+costs a request or two, once per process and model.
 """
 
 from __future__ import annotations
@@ -21,10 +33,11 @@ import asyncio
 import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.providers.http import is_local_url
-from heron.ai.server_tokens import server_count
+from heron.ai.server_tokens import rendered_prompt, server_count
 from heron.ai.types import Model, TextContent, Tool, UserMessage
 from heron.context import calibration
 from heron.context.budget import CHARS_PER_TOKEN, fixed_tokens
@@ -38,14 +51,29 @@ def fixed_text(system_prompt: str, tools: Sequence[Tool]) -> str:
     return "\n".join([system_prompt, *(json.dumps(t.to_json_dict(), ensure_ascii=False) for t in tools)])
 
 
-def wants_first_count(model: Model, policy: ContextPolicy) -> bool:
+def asks_server_counts(model: Model, policy: ContextPolicy) -> bool:
+    """A local Chat Completions server with a small window: where its own count matters."""
     return (
-        not policy.calibrated
-        and policy.window <= SMALL_WINDOW
+        policy.window <= SMALL_WINDOW
         and model.api == "openai-chat"
         and bool(model.base_url)
         and is_local_url(model.base_url or "")
     )
+
+
+def wants_first_count(model: Model, policy: ContextPolicy) -> bool:
+    return not policy.calibrated and asks_server_counts(model, policy)
+
+
+def chat_body(system_prompt: str, tools: Sequence[Tool], prompts: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """The messages and tools of a first request, as Chat Completions sends them."""
+    messages: list[Any] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    messages += [{"role": "user", "content": text} for text in prompts]
+    functions = [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+    return messages, functions
 
 
 class FirstCount:
@@ -53,6 +81,12 @@ class FirstCount:
 
     def __init__(self) -> None:
         self._asked: set[str] = set()
+        self._tools_rendered: dict[str, bool] = {}
+
+    def counts_tools(self, model_key: str) -> bool:
+        """Whether heron's estimate should count the tool schemas for this model: yes,
+        unless the server's template was seen to drop them."""
+        return self._tools_rendered.get(model_key, True)
 
     async def before_request(
         self,
@@ -63,14 +97,25 @@ class FirstCount:
         messages: Sequence[AgentMessage],
         api_key: str | None,
     ) -> None:
-        if policy.model_key in self._asked or not wants_first_count(model, policy):
+        key = policy.model_key
+        if key in self._asked or not asks_server_counts(model, policy):
             return
-        self._asked.add(policy.model_key)
-        prompts = user_texts(messages)
-        text = "\n".join([fixed_text(system_prompt, tools), *prompts])
-        count = await asyncio.to_thread(server_count, model.base_url or "", model.id, text, api_key)
+        self._asked.add(key)
+        base, prompts = model.base_url or "", user_texts(messages)
+        chat, functions = chat_body(system_prompt, tools, prompts)
+        rendered = await asyncio.to_thread(rendered_prompt, base, model.id, chat, functions, api_key)
+        if rendered is not None and functions:
+            bare = await asyncio.to_thread(rendered_prompt, base, model.id, chat, [], api_key)
+            self._tools_rendered[key] = bare != rendered
+        if policy.calibrated:
+            return  # the session's ratio already counts like the server
+        counted_tools = tools if self.counts_tools(key) else []
+        text = "\n".join([fixed_text(system_prompt, counted_tools), *prompts])
+        count = await asyncio.to_thread(server_count, base, model.id, text, api_key)
         if count is not None:
-            estimated = fixed_tokens(system_prompt, tools) + sum(math.ceil(len(t) / CHARS_PER_TOKEN) for t in prompts)
+            estimated = fixed_tokens(system_prompt, counted_tools) + sum(
+                math.ceil(len(t) / CHARS_PER_TOKEN) for t in prompts
+            )
             policy.fold_sample(calibration.sample(count, estimated))
 
 

@@ -6,8 +6,9 @@ server (:func:`heron.ai.server_window.probe_window`), and the answer is cached i
 ``$HERON_HOME/cache/server-windows.json`` per base URL and model for
 :data:`CACHE_SECONDS`, so a ``heron -p`` run after another asks nothing; a configured
 window never waits on the server. An output limit nobody configured is at most a
-quarter of the window (the policy keeps to that when it learns a smaller window); a
-configured one is sent as given (docs/configuration.md, "What heron asks a local server").
+quarter of the window (the policy keeps to that when it learns a smaller window), and at
+most the server's own cap when it states one (llama.cpp's ``n_predict``, cached with the
+window); a configured one is sent as given (docs/configuration.md, "What heron asks a local server").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import time
 from pathlib import Path
 
+from heron.ai.server_window import ServerWindow
 from heron.ai.types import WINDOW_ASSUMED, Model
 
 CACHE_SECONDS = 600
@@ -43,19 +45,22 @@ def _read_cache(path: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def cached_window(home: Path, model: Model, now: float | None = None) -> tuple[int, str] | None:
-    """The window cached for ``model``'s server, when younger than :data:`CACHE_SECONDS`."""
+def cached_window(home: Path, model: Model, now: float | None = None) -> ServerWindow | None:
+    """The window (and output limit) cached for ``model``'s server, when younger than
+    :data:`CACHE_SECONDS`."""
     entry = _read_cache(home / CACHE_FILE).get(_cache_key(model))
     if not isinstance(entry, dict):
         return None
     window, source, at = entry.get("window"), entry.get("source"), entry.get("at")
     if not isinstance(window, int) or not isinstance(source, str) or not isinstance(at, int | float):
         return None
+    output = entry.get("output")
+    output = output if isinstance(output, int) and not isinstance(output, bool) and output > 0 else None
     current = time.time() if now is None else now
-    return (window, source) if 0 <= current - at < CACHE_SECONDS else None
+    return ServerWindow(window, source, output) if 0 <= current - at < CACHE_SECONDS else None
 
 
-def store_window(home: Path, model: Model, window: int, source: str) -> None:
+def store_window(home: Path, model: Model, window: int, source: str, output: int | None = None) -> None:
     """Remember a server's answer (a file that cannot be written only costs a probe)."""
     path = home / CACHE_FILE
     data = _read_cache(path)
@@ -65,7 +70,7 @@ def store_window(home: Path, model: Model, window: int, source: str) -> None:
         for k, v in data.items()
         if isinstance(v, dict) and isinstance(v.get("at"), int | float) and now - v["at"] < CACHE_SECONDS
     }
-    data[_cache_key(model)] = {"window": window, "source": source, "at": now}
+    data[_cache_key(model)] = {"window": window, "source": source, "output": output, "at": now}
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
@@ -79,12 +84,12 @@ def asks_server(model: Model) -> bool:
     return model.window_source == WINDOW_ASSUMED and bool(model.base_url) and model.api == "openai-chat"
 
 
-def server_window(home: Path, model: Model, api_key: str | None) -> tuple[int, str] | None:
+def server_window(home: Path, model: Model, api_key: str | None) -> ServerWindow | None:
     """The cached answer, else the server's (then cached); None when it says nowhere or
     nothing listens (the request that follows says so)."""
     cached = cached_window(home, model)
     if cached is not None:
-        return cached if cached[0] > 0 else None  # 0: the server said nothing, not asked again
+        return cached if cached.window > 0 else None  # 0: the server said nothing, not asked again
     from heron.ai.server_window import NothingListening, probe_window
 
     try:
@@ -94,8 +99,8 @@ def server_window(home: Path, model: Model, api_key: str | None) -> tuple[int, s
     if found is None:
         store_window(home, model, 0, "")  # a server without these endpoints costs the probes once
         return None
-    store_window(home, model, found.window, found.source)
-    return found.window, found.source
+    store_window(home, model, found.window, found.source, found.output_limit)
+    return found
 
 
 def with_limits(
@@ -107,17 +112,21 @@ def with_limits(
     max_tokens: int | None = None,
 ) -> Model:
     """``model`` with the window and output limit a session plans for: the flags', else
-    the configured ones, else the server's window and a quarter of it for the output."""
+    the configured ones, else the server's window and a quarter of it for the output (less
+    when the server caps its output lower)."""
+    server_output: int | None = None
     if context_window is not None:
         model = dataclasses.replace(model, context_window=context_window, window_source=WINDOW_FLAG)
     elif asks_server(model):
         found = server_window(home, model, api_key)
         if found is not None:
-            model = dataclasses.replace(model, context_window=found[0], window_source=found[1])
+            model = dataclasses.replace(model, context_window=found.window, window_source=found.source)
+            server_output = found.output_limit
     if max_tokens is not None:
         return dataclasses.replace(model, max_tokens=max_tokens, max_tokens_configured=True)
     if not model.max_tokens_configured:
-        model = dataclasses.replace(model, max_tokens=min(model.max_tokens, output_share_limit(model.context_window)))
+        limit = min(model.max_tokens, output_share_limit(model.context_window), server_output or model.max_tokens)
+        model = dataclasses.replace(model, max_tokens=limit)
     return model
 
 

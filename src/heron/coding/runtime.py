@@ -379,12 +379,16 @@ class CodingSession(RecoveryHooks):
         return self.policy.count(self.policy.view(messages))
 
     def _fixed_tokens(self) -> int:
-        """Tokens of the system prompt and tool definitions; counted again only when one of
-        them changed (asked several times per request, and counting serialises every schema)."""
+        """Tokens of the system prompt and tool definitions - without the tools when the
+        server's chat template drops them (:meth:`FirstCount.counts_tools`); counted again
+        only when one of them changed (asked several times per request, and counting
+        serialises every schema)."""
         state = self.agent.state
-        key = (state.system_prompt, tuple((t.name, t.description, t.parameters) for t in state.tools))
+        model = state.model
+        tools = state.tools if self._first_count.counts_tools(f"{model.provider}/{model.id}") else []
+        key = (state.system_prompt, tuple((t.name, t.description, t.parameters) for t in tools))
         if self._fixed_count is None or self._fixed_count[0] != key:
-            self._fixed_count = (key, fixed_tokens(state.system_prompt, [t.definition() for t in state.tools]))
+            self._fixed_count = (key, fixed_tokens(state.system_prompt, [t.definition() for t in tools]))
         return self._fixed_count[1]
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
