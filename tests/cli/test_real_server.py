@@ -33,11 +33,18 @@ import pytest
 from tests.cli.local_run import Place
 from tests.cli.test_print_json_e2e import heron_command
 from tests.support.real_llama import Exchange, LlamaProcess, RecordingProxy, start_llama_server
+from tests.support.summaries import is_summary_body
 
 MODEL = os.environ.get("HERON_LLAMA_SERVER_MODEL", "local")
 WINDOW = 4_096
-TURN_OUTPUT = 128  # the twelve turns' output limit: 12 answers of 1,024 tokens would not fit the time budget
-PLAN_TOLERANCE = 1.2  # the issue's bound: the server's count within 1.2x of heron's plan
+# The twelve turns' output limit. This base model never stops by itself, so every answer
+# runs to the limit; twelve answers of 1,024 tokens (a quarter of the window) do not fit
+# the suite's ten minutes on 2 cores. A server-side cap would be the user's way
+# (llama-server -n), but this llama-server build neither reports -n in /props nor holds a
+# request's max_tokens to it (measured: -n 256 and max_tokens 1,000 generated 1,000), so
+# the flag it is. The one-word, 38 KB and rpc runs configure nothing.
+TURN_OUTPUT = 128
+PLAN_TOLERANCE = 1.2  # the issue's bound: heron's plan within 1.2x of the server's count, both ways
 _PLAN = re.compile(r"request turn: planned (\d+) tokens, window (\d+), ratio ([\d.]+)")
 _WORDS = [
     *("river", "mountain", "garden", "window", "letter", "morning", "yellow", "quiet", "market", "summer"),
@@ -138,6 +145,11 @@ def test_one_word_prompt_within_a_minute(server: RecordingProxy, tmp_path: Path)
     assert sent and not any(e.rejected for e in sent)
     asked = sent[0].body.get("max_completion_tokens", sent[0].body.get("max_tokens"))
     assert isinstance(asked, int) and asked <= WINDOW // 4  # a quarter of the window the server said
+    (plan,) = plans(done.stderr)[:1]
+    assert (
+        sent[0].prompt_tokens
+        and sent[0].prompt_tokens / PLAN_TOLERANCE <= plan[0] <= sent[0].prompt_tokens * PLAN_TOLERANCE
+    )
     assert any(e.get("customType") == "heron.server" for e in entries(place.home))
 
 
@@ -171,10 +183,15 @@ def test_twelve_turns_compact_resume_and_count_like_the_server(server: Recording
         assert not rejected, f"turn {turn}: {len(rejected)} request(s) rejected"
         lines = request_lines(done.stderr)
         assert len(lines) == len(sent), f"turn {turn}: heron logged {lines}, the server saw {len(sent)}"
-        for line, exchange in zip(lines, sent, strict=True):
-            found = _PLAN.search(line)
-            if found and exchange.prompt_tokens:
-                paired.append((int(found[1]), float(found[3]), exchange.prompt_tokens))
+        # The proxy records an exchange when its answer ends, and a summary can end before
+        # or after the turn that started it: the turns' plans are paired with the turns'
+        # requests (each a summary or not by its body), in order.
+        turns = [e for e in sent if not is_summary_body(e.body)]
+        planned = plans(done.stderr)
+        assert len(planned) == len(turns), f"turn {turn}: plans {planned}, turn requests {len(turns)}"
+        for (plan, _window, ratio), exchange in zip(planned, turns, strict=True):
+            if exchange.prompt_tokens:
+                paired.append((plan, ratio, exchange.prompt_tokens))
     log = entries(place.home)
     assert sum(1 for e in log if e.get("type") == "compaction") >= 1
     assert any((e.get("data") or {}).get("op") == "calibration" for e in log)
@@ -188,14 +205,14 @@ def test_twelve_turns_compact_resume_and_count_like_the_server(server: Recording
     assert sent and not any(e.rejected for e in sent)
     assert_well_formed(place.home)
 
-    # Once calibrated, heron never plans below the server's count by more than 1.2x (an
-    # undercount is what gets a request rejected). It can plan above it by more: this
-    # template drops the tool schemas heron counts, and after a compaction nothing anchors
-    # the count (measured up to about 1.3x over; see docs/context.md).
+    # Once calibrated, heron's plan is within 1.2x of the server's count on both sides: an
+    # undercount gets a request rejected, an overcount compacts (or refuses) for nothing.
+    # This template drops the tool schemas; heron sees that (/apply-template) and leaves
+    # them out of its count (docs/configuration.md, "A local server, with nothing configured").
     calibrated = [(plan, actual) for plan, ratio, actual in paired if ratio != 1.0]
     assert calibrated, f"no request was planned with a calibrated count: {paired}"
     for plan, actual in calibrated:
-        assert actual <= plan * PLAN_TOLERANCE, (plan, actual, paired)
+        assert actual / PLAN_TOLERANCE <= plan <= actual * PLAN_TOLERANCE, (plan, actual, paired)
 
 
 def test_an_rpc_turn(server: RecordingProxy, tmp_path: Path) -> None:
