@@ -37,6 +37,7 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.providers.http import is_local_url
+from heron.ai.providers.openai_chat import convert_tool
 from heron.ai.server_tokens import rendered_prompt, server_count
 from heron.ai.types import Model, TextContent, Tool, UserMessage
 from heron.context import calibration
@@ -61,19 +62,11 @@ def asks_server_counts(model: Model, policy: ContextPolicy) -> bool:
     )
 
 
-def wants_first_count(model: Model, policy: ContextPolicy) -> bool:
-    return not policy.calibrated and asks_server_counts(model, policy)
-
-
 def chat_body(system_prompt: str, tools: Sequence[Tool], prompts: Sequence[str]) -> tuple[list[Any], list[Any]]:
     """The messages and tools of a first request, as Chat Completions sends them."""
     messages: list[Any] = [{"role": "system", "content": system_prompt}] if system_prompt else []
     messages += [{"role": "user", "content": text} for text in prompts]
-    functions = [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-        for t in tools
-    ]
-    return messages, functions
+    return messages, [convert_tool(t) for t in tools]
 
 
 class FirstCount:
