@@ -21,6 +21,15 @@ before it, or another compaction, discards it; so does a model or window change 
 request would differ), and a kept part grown past 70% of the threshold (stale: the
 compaction would keep too much). Each discard is a ledger record.
 
+When the compaction waits instead (docs/context.md, "Background compaction"). Past the
+threshold, while the summary is young (fewer than :data:`YOUNG_REQUESTS` answers since its
+start) and the request fits below :meth:`BackgroundSummaries.defer_limit` (the window less
+half the reserve), the request is sent as it is and the compaction runs later
+(:meth:`BackgroundSummaries.defers`). At a step boundary a summary too weak to write is
+renewed with the boundary's cut, and a young one is not waited for
+(:meth:`BackgroundSummaries.waits_at_boundary`). Both are read from the session file,
+never from whether the summary has arrived, so a resumed process decides the same.
+
 Restart equivalence (docs/context.md, "One view, derived from the session"). Only the
 start is written to the session - a ``heron.context`` entry ``op: "background"`` with
 the cut, the model and the window - and it never reaches a request. The summary itself,
