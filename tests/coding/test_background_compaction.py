@@ -299,14 +299,14 @@ async def test_a_step_boundary_renews_a_weak_summary_and_waits_for_a_young_one(
     await until_started(s, script)
     background, policy = s.context_owner.background, s.policy
     messages = s.agent.state.messages
-    estimate = policy.estimate(policy.view(messages))
+    estimate = policy.raw_estimate(policy.view(messages))
     assert background.waits_at_boundary(messages, estimate, 1_000), "young: the boundary does not wait for it"
     first = decisions(s)[-1]["firstKeptEntryId"]
     for n in range(YOUNG_REQUESTS):
         await s.prompt(f"more {n}")
     assert not any(isinstance(e, CompactionEntry) for e in s.store.entries())
     messages = s.agent.state.messages
-    estimate = policy.estimate(policy.view(messages))
+    estimate = policy.raw_estimate(policy.view(messages))
     assert not background.waits_at_boundary(messages, estimate, 1_000), "it had its time: the compaction runs"
     # after a deep pruning step the view is little more than what the summary leaves verbatim
     assert background.waits_at_boundary(messages, policy.fixed_tokens() + 1_000, 1_000)

@@ -88,7 +88,7 @@ class ContextOwner:
                 return view
             reason, focus = wanted
             if reason == "boundary" and self.background.waits_at_boundary(
-                messages, policy.estimate(policy.view(messages)), self._boundary_keep()
+                messages, policy.raw_estimate(policy.view(messages)), self._boundary_keep()
             ):
                 view = policy.settle(messages, pressure, messages)  # with the pruning step the boundary took
                 return view

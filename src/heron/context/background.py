@@ -362,9 +362,9 @@ class BackgroundSummaries:
     def _weak(self, pending: PendingSummary, estimated_before: int) -> bool:
         """Whether a compaction with this summary would keep so much that it saves less than
         the compactor asks of a background summary (twice the 5% rule): what it leaves
-        verbatim, the fixed part and a summary's allowance against the view's estimate. Read
-        from the session alone (the summary may not have arrived): every process decides
-        the same."""
+        verbatim, the fixed part and a summary's allowance against ``estimated_before``, the
+        view at chars/4 (as those are counted). Read from the session alone (the summary
+        may not have arrived): every process decides the same."""
         policy = self.policy
         kept = self._kept(pending)
         if kept is None:
