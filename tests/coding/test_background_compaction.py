@@ -20,7 +20,7 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_re
 from heron.ai.types import Context
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.background import BACKGROUND_ENV
+from heron.context.background import BACKGROUND_ENV, YOUNG_REQUESTS
 from heron.context.decisions import DECISION_CUSTOM_TYPE
 from heron.context.ledger import LedgerRecord
 from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
@@ -236,3 +236,82 @@ async def test_background_compaction_can_be_turned_off(tmp_path: Path, faux: Fau
     assert len(entries) == 1
     record = [r for r in background_records(s) if r.ref == entries[0].id]
     assert record[0].detail["background"] == "none"
+
+
+def threshold_run(tmp_path: Path, faux: FauxProvider, script: Script, resumed: bool) -> Callable[..., Any]:
+    """Turns until a compaction is written, the session reopened before every turn when
+    ``resumed`` (as ``-p --continue`` does); the session's own requests it sent."""
+
+    async def run() -> tuple[list[str], CodingSession]:
+        settings: dict[str, Any] = {"compaction": {"backgroundAt": 0.9, "softThreshold": 1}}
+        s = open_session(tmp_path, faux, script, **settings)
+        first = len(faux.requests)
+        for n in range(20):
+            if resumed and n:
+                s.context_owner.cancel_background()  # what the end of the process does to it
+                path = s.store.path
+                assert path is not None
+                s.store.close()
+                s = resume(tmp_path, faux, SessionStore.open(path), **settings)
+            await s.prompt(f"turn {n}: go on")
+            if any(isinstance(e, CompactionEntry) for e in s.store.entries()):
+                break
+        s.context_owner.cancel_background()
+        own = [serialise_request(c) for c in faux.requests[first:] if not is_summary(c)]
+        return own, s
+
+    return run
+
+
+async def test_past_the_threshold_the_turn_goes_on_while_the_summary_runs(tmp_path: Path, faux: FauxProvider) -> None:
+    """The compaction due at the threshold waits for the background summary while the
+    request still fits the window with half the reserve for the answer (and the summary
+    is young): those requests are sent as they are, the compaction runs later with the
+    summary that had their time - and a process reopening the session before every turn
+    defers exactly the same requests."""
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=0.4))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    own, s = await threshold_run(tmp_path / "one", faux, script, resumed=False)()
+    policy = s.policy
+    entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
+    assert len(entries) == 1
+    deferred = [p for p in own[:-1] if len(p) / 4 > policy.threshold]
+    assert deferred, "a request past the threshold was sent while the summary ran"
+    assert all(len(p) / 4 < policy.window for p in own)
+    written = [r for r in background_records(s) if r.ref == entries[0].id]
+    assert written and written[0].detail["background"] in ("ready", "waited")
+    assert len(script.summaries) <= 2, "no second summary was asked for"
+    again, _ = await threshold_run(tmp_path / "two", faux, Script(), resumed=True)()
+    moved = [p.replace(str(tmp_path / "two"), str(tmp_path / "one")) for p in again]
+    assert moved == own, "a resumed process defers the same requests"
+
+
+async def test_a_step_boundary_renews_a_weak_summary_and_waits_for_a_young_one(
+    tmp_path: Path, faux: FauxProvider
+) -> None:
+    """At a step boundary (below the threshold) the compaction is not written when the
+    summary on its way has had no time yet (fewer than ``YOUNG_REQUESTS`` answers) or is
+    too weak to write: that one is given up (recorded) and one with the boundary's own cut
+    starts - no summary is asked for in the foreground."""
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=0.2))
+    s = open_session(tmp_path, faux, script, compaction={"backgroundAt": 0.3})
+    await until_started(s, script)
+    background, policy = s.context_owner.background, s.policy
+    messages = s.agent.state.messages
+    estimate = policy.raw_estimate(policy.view(messages))
+    assert background.waits_at_boundary(messages, estimate, 1_000), "young: the boundary does not wait for it"
+    first = decisions(s)[-1]["firstKeptEntryId"]
+    for n in range(YOUNG_REQUESTS):
+        await s.prompt(f"more {n}")
+    assert not any(isinstance(e, CompactionEntry) for e in s.store.entries())
+    messages = s.agent.state.messages
+    estimate = policy.raw_estimate(policy.view(messages))
+    assert not background.waits_at_boundary(messages, estimate, 1_000), "it had its time: the compaction runs"
+    # after a deep pruning step the view is little more than what the summary leaves verbatim
+    assert background.waits_at_boundary(messages, policy.fixed_tokens() + 1_000, 1_000)
+    renewed = decisions(s)
+    assert renewed[-2].get("ended") == "discarded" and "weak" in renewed[-2]["reason"]
+    assert renewed[-1]["firstKeptEntryId"] != first, "a summary with the boundary's cut started"
+    assert any("weak at a step boundary" in str(r.detail.get("reason")) for r in background_records(s))
+    s.context_owner.cancel_background()

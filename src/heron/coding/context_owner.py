@@ -69,6 +69,15 @@ class ContextOwner:
         self.background.sync()
         pressure = policy.pressure(messages, signal)
         reason: CompactionReason = "threshold"
+        if (
+            pressure.compact
+            and not pressure.early
+            and self.background.defers(messages, policy.load(pressure.view, pressure.tokens))
+        ):
+            view = policy.settle(messages, pressure)  # past the threshold, within the limit: sent as it is
+            if policy.over_threshold_reason is not None:
+                policy.over_threshold_reason = self.background.deferral
+            return view
         if pressure.compact:
             end = await self.compact(reason=reason, early=pressure.early, signal=signal)
         else:
@@ -78,6 +87,11 @@ class ContextOwner:
                 self.background.consider(messages, view)
                 return view
             reason, focus = wanted
+            if reason == "boundary" and self.background.waits_at_boundary(
+                messages, policy.raw_estimate(policy.view(messages)), self._boundary_keep()
+            ):
+                view = policy.settle(messages, pressure, messages)  # with the pruning step the boundary took
+                return view
             end = await self.compact(focus, reason=reason, early=True, signal=signal)
         rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
         if rebuilt is None and reason == "boundary":
@@ -147,6 +161,10 @@ class ContextOwner:
             return "requested", asked[0]
         return ("boundary", None) if policy.soft_due(messages, pressure) else None
 
+    def _boundary_keep(self) -> int:
+        """What a compaction at a step boundary keeps: the step just finished needs no verbatim copy."""
+        return int(self.session.policy.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
+
     def _compacted_this_turn(self) -> bool:
         prompt = self.session._turn_prompt
         return prompt is not None and self._turn_compacted is prompt
@@ -170,8 +188,8 @@ class ContextOwner:
         automatic = reason not in ("manual", "native_switch")  # a native switch summarises what was compacted
         flush = self._flush if automatic and self._flush_wanted(before) else None
         keep = None
-        if reason == "boundary":  # the step just finished needs no verbatim copy
-            keep = int(session.policy.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
+        if reason == "boundary":
+            keep = self._boundary_keep()
         choose = self._keeping(keep_from) if keep_from is not None else None
         if keep_from is not None:
             keep = 0  # any plan with work; ``choose`` moves its cut to ``keep_from``

@@ -21,6 +21,15 @@ before it, or another compaction, discards it; so does a model or window change 
 request would differ), and a kept part grown past 70% of the threshold (stale: the
 compaction would keep too much). Each discard is a ledger record.
 
+When the compaction waits instead (docs/context.md, "Background compaction"). Past the
+threshold, while the summary is young (fewer than :data:`YOUNG_REQUESTS` answers since its
+start) and the request fits below :meth:`BackgroundSummaries.defer_limit` (the window less
+half the reserve), the request is sent as it is and the compaction runs later
+(:meth:`BackgroundSummaries.defers`). At a step boundary a summary too weak to write is
+renewed with the boundary's cut, and a young one is not waited for
+(:meth:`BackgroundSummaries.waits_at_boundary`). Both are read from the session file,
+never from whether the summary has arrived, so a resumed process decides the same.
+
 Restart equivalence (docs/context.md, "One view, derived from the session"). Only the
 start is written to the session - a ``heron.context`` entry ``op: "background"`` with
 the cut, the model and the window - and it never reaches a request. The summary itself,
@@ -50,11 +59,11 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
-from heron.ai.types import ToolResultMessage
+from heron.ai.types import AssistantMessage, ToolResultMessage
 from heron.context.compaction import CompactionPlan, message_tokens, plan_keeping, prepare_compaction
 from heron.context.decisions import PendingSummary
 from heron.context.ledger import LedgerRecord
-from heron.context.policy import ContextPolicy
+from heron.context.policy import OUTPUT_MARGIN_SHARE, SHRINK_REQUIRED, SUMMARY_ALLOWANCE_TOKENS, ContextPolicy
 from heron.context.summariser import SummaryFailed, SummaryResult
 from heron.session.entries import MessageEntry
 
@@ -64,6 +73,8 @@ BACKGROUND_ENV = "HERON_BACKGROUND_COMPACTION"  # "0": off whatever the settings
 STALE_THRESHOLD_SHARE = 0.7  # a summary keeping more than this share of the threshold verbatim is stale
 MIN_KEEP_SHARE = 0.25  # of the keep-recent budget: the least a background summary keeps
 MIN_SUMMARISED_SHARE = 0.1  # of the window: less history than this is not worth a summary ahead
+YOUNG_REQUESTS = 4  # a summary started fewer answers ago than this has had no time yet (at a boundary)
+DEFER_OUTPUT_SHARE = 0.5  # of the reserve: the output room a request sent past the threshold still keeps
 
 # Asks for the summary of a plan (the compactor's one way to), cancelled through the signal.
 SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable[SummaryResult]]
@@ -75,6 +86,16 @@ def background_keep(keep_recent: int, bar: int, unprunable: int) -> int:
     :attr:`ContextPolicy.compaction_bar`), at least a quarter of the budget - so that the
     compaction keeps about what one asked for then would."""
     return max(int(keep_recent * MIN_KEEP_SHARE), keep_recent - max(0, bar - unprunable))
+
+
+def answers_since(messages: Sequence[AgentMessage], started_ms: int) -> int:
+    """How many answers the session got after ``started_ms`` (a summary's start record)."""
+    count = 0
+    for message in reversed(messages):
+        if message.timestamp <= started_ms:
+            break
+        count += isinstance(message, AssistantMessage)
+    return count
 
 
 class Running:
@@ -216,6 +237,61 @@ class BackgroundSummaries:
             self._discard(pending, "stale: it would keep too much history verbatim")
         self._start(unprunable)
 
+    def defer_limit(self) -> int:
+        """How far past the threshold a request may go while the compaction waits for the
+        background summary: the window less half the reserve (the room the threshold keeps
+        for the answer; never less than the least output a request needs) and the output
+        margin - so the request still has room for a real answer."""
+        policy = self.policy
+        room = max(policy.min_output, min(policy.output_limit, int(policy.reserve * DEFER_OUTPUT_SHARE)))
+        return policy.window - room - int(policy.window * OUTPUT_MARGIN_SHARE)
+
+    def defers(self, messages: Sequence[AgentMessage], load: int) -> bool:
+        """Whether the compaction due at the threshold for a view of ``load`` tokens waits:
+        a background summary is on its way (its start recorded on the path, still usable),
+        it started fewer than :data:`YOUNG_REQUESTS` answers ago, and the request still
+        fits below :meth:`defer_limit`. The request is then sent as it is; the compaction
+        runs at the first request where one of these no longer holds, with the summary
+        that had those requests' time to arrive. The answer depends on the session file
+        alone (never on whether the summary has arrived): a process that opens the session
+        later defers the same requests."""
+        self.sync()
+        running, policy = self.running, self.policy
+        if running is None or not self.enabled or load > self.defer_limit():
+            return False
+        pending = running.pending
+        if (pending.model, pending.window) != (policy.model_key, policy.window) or self._stale(pending):
+            return False
+        return answers_since(messages, pending.started_ms) < YOUNG_REQUESTS
+
+    @property
+    def deferral(self) -> str:
+        """Why a deferred request is past the threshold (the invariants ask)."""
+        return f"the compaction waits for the background summary until {self.defer_limit():,} tokens"
+
+    def waits_at_boundary(self, messages: Sequence[AgentMessage], estimated_before: int, keep: int) -> bool:
+        """At a step boundary where a compaction is wanted (below the threshold), whether it
+        waits for a later moment (True: nothing is written now) rather than for a summary:
+
+        - the summary on its way would be too weak to write (:meth:`_weak`: its cut is from
+          long before, and the pruning step just taken left little before it): it is given
+          up and one with the boundary's own cut (keeping ``keep``) is started instead -
+          asking for one now would make the turn wait for all of it;
+        - it started fewer than :data:`YOUNG_REQUESTS` requests ago: it has had no time yet.
+
+        The compaction then runs at a later boundary or at the threshold (where
+        :meth:`defers` lets it wait further). Decided from the session alone."""
+        if not self.enabled or self.policy.decisions.background_failed:
+            return False
+        self.sync()
+        running = self.running
+        if running is None:
+            return False
+        if self._weak(running.pending, estimated_before):
+            self._discard(running, "weak at a step boundary: a summary with the boundary's cut is started instead")
+            return self._start_keeping(keep)
+        return answers_since(messages, running.pending.started_ms) < YOUNG_REQUESTS
+
     def take(self, signal: AbortSignal | None) -> Running | None:
         """The summary for the automatic compaction due now, its plan moved to the current
         path (cancelled with ``signal``); None when there is none that still fits."""
@@ -249,19 +325,23 @@ class BackgroundSummaries:
     # --- starting and giving up ------------------------------------------------------------
 
     def _start(self, unprunable: int) -> None:
+        settings = self.policy.plan_settings
+        self._start_keeping(background_keep(settings.keep_recent_tokens, self.policy.compaction_bar, unprunable))
+
+    def _start_keeping(self, keep: int) -> bool:
+        """Start the summary of what lies before the last ``keep`` tokens; whether it started."""
         policy, store = self.policy, self.policy.store
         if store.leaf_id is None:
-            return
-        settings = policy.plan_settings
-        keep = background_keep(settings.keep_recent_tokens, policy.compaction_bar, unprunable)
-        settings = dataclasses.replace(settings, keep_recent_tokens=keep)
+            return False
+        settings = dataclasses.replace(policy.plan_settings, keep_recent_tokens=keep)
         plan = prepare_compaction(store.path_to(store.leaf_id), settings, policy.tools)
         if plan is None or not plan.has_work:
-            return
+            return False
         summarised = sum(message_tokens(m) for m in (*plan.messages_to_summarize, *plan.turn_prefix_messages))
         if summarised < policy.window * MIN_SUMMARISED_SHARE:
-            return  # right after a compaction: the summary would save too little to be written
+            return False  # right after a compaction: the summary would save too little to be written
         self._launch(policy.record_background(plan.first_kept_entry_id))
+        return self.running is not None
 
     def _launch(self, pending: PendingSummary) -> None:
         store = self.policy.store
@@ -272,11 +352,30 @@ class BackgroundSummaries:
         self.running = Running(pending, plan, self._summarise, store)
 
     def _stale(self, pending: PendingSummary) -> bool:
-        """Whether what the summary leaves verbatim (its cut to the leaf, as the view
-        carries it: pruned results as their stubs) has grown past 70% of the threshold (or
+        """Whether what the summary leaves verbatim has grown past 70% of the threshold (or
         the keep-recent budget, when that is more)."""
-        policy, store = self.policy, self.policy.store
+        policy = self.policy
         limit = max(policy.plan_settings.keep_recent_tokens, int(policy.threshold * STALE_THRESHOLD_SHARE))
+        kept = self._kept(pending)
+        return kept is None or kept > limit
+
+    def _weak(self, pending: PendingSummary, estimated_before: int) -> bool:
+        """Whether a compaction with this summary would keep so much that it saves less than
+        the compactor asks of a background summary (twice the 5% rule): what it leaves
+        verbatim, the fixed part and a summary's allowance against ``estimated_before``, the
+        view at chars/4 (as those are counted). Read from the session alone (the summary
+        may not have arrived): every process decides the same."""
+        policy = self.policy
+        kept = self._kept(pending)
+        if kept is None:
+            return True
+        after = policy.fixed_tokens() + kept + SUMMARY_ALLOWANCE_TOKENS
+        return after > estimated_before * (1 - 2 * SHRINK_REQUIRED)
+
+    def _kept(self, pending: PendingSummary) -> int | None:
+        """What the summary leaves verbatim: its cut to the leaf as the view carries it
+        (pruned results as their stubs), at chars/4; None when its cut is not on the path."""
+        policy, store = self.policy, self.policy.store
         stubs = policy.decisions.stubs
         total, entry_id = 0, store.leaf_id
         while entry_id is not None:
@@ -286,9 +385,9 @@ class BackgroundSummaries:
                 stub = stubs.get(message.tool_call_id) if isinstance(message, ToolResultMessage) else None
                 total += math.ceil(len(stub) / 4) if stub is not None else message_tokens(message)
             if entry_id == pending.first_kept_entry_id:
-                return total > limit
+                return total
             entry_id = store.parent_id_of(entry_id)
-        return True  # its cut is not on the path
+        return None
 
     def _discard(self, what: Running | PendingSummary, reason: str) -> None:
         pending = what.pending if isinstance(what, Running) else what
