@@ -46,7 +46,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
@@ -55,8 +55,10 @@ from heron.context.compaction import CompactionPlan, message_tokens, plan_keepin
 from heron.context.decisions import PendingSummary
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import ContextPolicy
-from heron.context.summariser import SummaryFailed, SummaryResult
 from heron.session.entries import MessageEntry
+
+if TYPE_CHECKING:  # the summariser loads with the first summary (none in a short run)
+    from heron.context.summariser import SummaryResult
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +68,7 @@ MIN_KEEP_SHARE = 0.25  # of the keep-recent budget: the least a background summa
 MIN_SUMMARISED_SHARE = 0.1  # of the window: less history than this is not worth a summary ahead
 
 # Asks for the summary of a plan (the compactor's one way to), cancelled through the signal.
-SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable[SummaryResult]]
+SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable["SummaryResult"]]
 
 
 def background_keep(keep_recent: int, bar: int, unprunable: int) -> int:
@@ -96,6 +98,8 @@ class Running:
         self.task = asyncio.create_task(self._run(summarise, plan))
 
     async def _run(self, summarise: SummariseFn, plan: CompactionPlan) -> None:
+        from heron.context.summariser import SummaryFailed
+
         try:
             self.result = await summarise(plan, self.signal)
         except SummaryFailed as exc:
