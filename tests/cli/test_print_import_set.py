@@ -51,6 +51,16 @@ FORBIDDEN = (
     "heron.coding.permissions.shell",
     "heron.coding.permissions.hidden",
     "heron.coding.permissions.wrappers",
+    # Loaded with the first bash command or script (the tools are offered without them):
+    "heron.coding.tools.process",
+    "heron.coding.tools.terminal",
+    "heron.coding.tools.bash_output",
+    "heron.coding.tools.script_calls",
+    # Loaded with the first tool results and the first sub-agent:
+    "heron.context.results",
+    "heron.context.json_preview",
+    "heron.coding.subagents.spawn",
+    "heron.coding.subagents.result",
 )
 # Without a session file there is nothing to rewind: none of the checkpoint machinery either.
 NO_SNAPSHOT = (
