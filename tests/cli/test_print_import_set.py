@@ -61,6 +61,8 @@ FORBIDDEN = (
     "heron.context.json_preview",
     "heron.coding.subagents.spawn",
     "heron.coding.subagents.result",
+    # Loaded with the first skill, template or agent file (the test's project has none):
+    "heron.coding.frontmatter",
 )
 # Without a session file there is nothing to rewind: none of the checkpoint machinery either.
 NO_SNAPSHOT = (
