@@ -1,6 +1,7 @@
 """The one-shot ``heron -p`` path loads only what it uses (issue 23): no screen (TUI, rich,
 prompt_toolkit), no MCP code without a config file, no tracing without ``--otel`` or an OTLP
-endpoint, no recall index, and no shadow-repository code in a run that takes no snapshot.
+endpoint, no recall index, no shadow-repository code in a run that takes no snapshot, and none of
+what only a compaction, an extension, a checked context rule or a judged bash command needs.
 Checked on the real command against a local OpenAI-format server, through ``sys.modules`` at
 the end of the run."""
 
@@ -31,6 +32,38 @@ FORBIDDEN = (
     "opentelemetry",
     "heron.session.recall",
     "heron.cli.search_cmd",
+    # Loaded with the first compaction or summary, never below the soft mark:
+    "heron.context.compactor",
+    "heron.context.reinject",
+    "heron.context.sent_view",
+    "heron.context.shared_summary",
+    "heron.context.summariser",
+    "heron.context.summary_chunks",
+    "heron.context.summary_text",
+    # Loaded when the context rules are checked (HERON_CHECK_CONTEXT, context.checkInvariants):
+    "heron.context.invariants",
+    # Loaded with the first extension:
+    "heron.coding.extensions.api",
+    "heron.coding.extensions.compaction",
+    "heron.coding.extensions.tools",
+    "heron.coding.extensions.verify",
+    # Loaded with the first bash command a permission rule judges:
+    "heron.coding.permissions.shell",
+    "heron.coding.permissions.hidden",
+    "heron.coding.permissions.wrappers",
+    # Loaded with the first bash command or script (the tools are offered without them):
+    "heron.coding.tools.process",
+    "heron.coding.tools.terminal",
+    "heron.coding.tools.bash_output",
+    "heron.coding.tools.script_calls",
+    # Loaded with the first tool results and the first sub-agent:
+    "heron.context.results",
+    "heron.context.json_preview",
+    "heron.coding.subagents.spawn",
+    "heron.coding.subagents.result",
+    # Loaded with the first skill, template or agent file (the test's project has none):
+    "heron.coding.frontmatter",
+    "html.entities",  # the skills list escapes with html: loaded with the first skill
 )
 # Without a session file there is nothing to rewind: none of the checkpoint machinery either.
 NO_SNAPSHOT = (

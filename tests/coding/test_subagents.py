@@ -419,7 +419,7 @@ async def test_a_child_that_cannot_be_built_is_an_error(
     def no_disk(*args: Any, **kwargs: Any) -> Any:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("heron.coding.subagents.manager.isolated_child", no_disk)
+    monkeypatch.setattr("heron.coding.subagents.spawn.isolated_child", no_disk)
     Router(faux, {"go": [calls(task_call("x", "p")), text("still fine")]})
     parent = make_session(project, faux)
     await parent.prompt("go")

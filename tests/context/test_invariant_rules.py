@@ -21,6 +21,7 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
+from heron.context.check_mode import mode_from
 from heron.context.invariants import (
     RULES,
     DedupHasReferent,
@@ -34,7 +35,6 @@ from heron.context.invariants import (
     ViolationLog,
     check_compaction,
     check_request,
-    mode_from,
 )
 from heron.context.view import GONE_PREFIX, REINJECTED_FILES_TYPE
 from tests.support.tools import BUILTIN

@@ -30,16 +30,17 @@ from heron.coding.tools import set_limits
 from heron.context.background import BackgroundSummaries
 from heron.context.boundaries import compaction_request
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
-from heron.context.compactor import CompactionOutcome, Compactor
-from heron.context.invariants import check_compaction
 from heron.context.native import entry_of, kept_from
 from heron.context.policy import Pressure
-from heron.context.sent_view import view_as_sent
-from heron.context.shared_summary import SharedPrefix
-from heron.context.summariser import SummaryFailed, SummaryResult, summarise_branch
 
 if TYPE_CHECKING:
+    # The compactor, the summariser and the rules' checks load with the first compaction
+    # or summary: a run that never compacts (every ``-p`` run below the soft mark) does
+    # not import them (tests/cli/test_print_import_set.py).
     from heron.coding.runtime import CodingSession
+    from heron.context.compactor import CompactionOutcome, Compactor
+    from heron.context.shared_summary import SharedPrefix
+    from heron.context.summariser import SummaryResult
 
 BACKGROUND_REASONS = ("threshold", "boundary", "overflow")  # the automatic compactions a background summary serves
 BOUNDARY_KEEP_SHARE = 0.5  # of keep_recent_tokens, kept by a compaction at a step boundary
@@ -52,12 +53,21 @@ class ContextOwner:
 
     def __init__(self, session: CodingSession) -> None:
         self.session = session
-        self.compactor = Compactor(session.policy, cwd=session.cwd)
+        self._compactor: Compactor | None = None
         self.background = BackgroundSummaries(
             session.policy, self._background_summary, allowed=lambda: not session.extensions.shapes_compaction
         )
         self._handled: set[str] = set()  # the compact calls acted on
         self._turn_compacted: UserMessage | None = None  # the prompt of the turn that compacted last
+
+    @property
+    def compactor(self) -> Compactor:
+        """The session's compactor, made (and its module loaded) when first needed."""
+        if self._compactor is None:
+            from heron.context.compactor import Compactor
+
+            self._compactor = Compactor(self.session.policy, cwd=self.session.cwd)
+        return self._compactor
 
     async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
         """The view for the next request (pruned, compacted when due, within the window)."""
@@ -221,6 +231,8 @@ class ContextOwner:
         if outcome.messages is not None:
             session.agent.state.messages[:] = outcome.messages
             if session.requests.check_mode != "off":
+                from heron.context.invariants import check_compaction
+
                 session.requests.report(check_compaction(outcome.estimated_before, outcome.tokens_after))
             if reason == "manual":
                 session.policy.enable_auto_compaction("a manual compaction succeeded")
@@ -238,6 +250,9 @@ class ContextOwner:
         session = self.session
         if session.settings.compaction.request != "shared" or not caches_prompts(session.model):
             return None
+        from heron.context.sent_view import view_as_sent
+        from heron.context.shared_summary import SharedPrefix
+
         policy = session.policy
         view, stubs = view_as_sent(policy, session.agent.state.messages, before_ms)
         return SharedPrefix(
@@ -283,7 +298,9 @@ class ContextOwner:
     async def branch_summary(self, entry_id: str | None) -> str | None:
         """The summary of the branch being left for ``entry_id`` (from the leaf back to the
         common ancestor), or None when there is nothing to summarise. Raises
-        :class:`SummaryFailed` when the request fails: nothing moves then."""
+        :class:`~heron.context.summariser.SummaryFailed` when the request fails: nothing moves then."""
+        from heron.context.summariser import summarise_branch
+
         session = self.session
         store, old_leaf = session.store, session.store.leaf_id
         if old_leaf is None or old_leaf == entry_id:
@@ -311,4 +328,4 @@ def _end_event(reason: CompactionReason, before: int, outcome: CompactionOutcome
     )
 
 
-__all__ = ["ContextOwner", "SummaryFailed"]
+__all__ = ["ContextOwner"]

@@ -21,7 +21,6 @@ facts about this session, not style.
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -200,6 +199,8 @@ def context_files_block(files: Sequence[ContextFile]) -> str:
 
 
 def _escape(text: str) -> str:
+    import html  # its entity table loads only when there is a skill to list
+
     return html.escape(text, quote=True)
 
 

@@ -34,21 +34,16 @@ from heron.ai.options import RetryPolicy, StreamOptions
 from heron.ai.stream import AssistantEventStream
 from heron.ai.types import AssistantMessage, Context, Model, StopReason
 from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent
-from heron.context.invariants import (
-    STRICT_LOG,
-    ContextInvariantError,
-    IncrementalCheck,
-    RequestSnapshot,
-    Violation,
-    check_request,
-    mode_from,
-)
+from heron.context.check_mode import mode_from
 from heron.context.ledger import LedgerRecord
-from heron.context.shared_summary import SharedAsk
-from heron.context.summariser import SummaryAsk
 
 if TYPE_CHECKING:
+    # The rules load when they are checked (HERON_CHECK_CONTEXT or context.checkInvariants),
+    # the summariser's types with the first summary: not on a plain run's path.
     from heron.coding.runtime import CodingSession
+    from heron.context.invariants import IncrementalCheck, RequestSnapshot, Violation
+    from heron.context.shared_summary import SharedAsk
+    from heron.context.summariser import SummaryAsk
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +65,7 @@ class RequestPath:
         self.session = session
         self._send = send
         self.check_mode = mode_from(session.settings.check_invariants)
-        self._checks = IncrementalCheck()  # warn mode: a turn's request costs what it added
+        self._checks: IncrementalCheck | None = None  # warn mode: a turn's request costs what it added
         self.observers: list[RequestObserver] = []
 
     # --- options ---------------------------------------------------------------------------
@@ -124,6 +119,8 @@ class RequestPath:
         """The agent's send: the context rules checked on the view the policy prepared."""
         session, policy = self.session, self.session.policy
         if self.check_mode != "off":
+            from heron.context.invariants import IncrementalCheck, RequestSnapshot, check_request
+
             snapshot = RequestSnapshot(
                 view=session._last_view,
                 context=context,
@@ -139,7 +136,11 @@ class RequestPath:
                 tools=session.tool_catalog,
             )
             strict = self.check_mode == "strict"  # strict (the tests) checks each request whole
-            self.report(check_request(snapshot) if strict else self._checks.check(snapshot))
+            if strict:
+                self.report(check_request(snapshot))
+            else:
+                self._checks = self._checks or IncrementalCheck()
+                self.report(self._checks.check(snapshot))
         return self._observed("turn", model, context, self._send(model, context, options))
 
     def side_snapshot(
@@ -148,6 +149,8 @@ class RequestPath:
         """A side request's snapshot: its view is its context's messages; no reserve.
         ``stubs``: the pruning the view it repeats was built with (a shared summary repeats
         the last main request, from before a step taken since)."""
+        from heron.context.invariants import RequestSnapshot
+
         policy = self.session.policy
         return RequestSnapshot(
             view=list(context.messages),
@@ -167,6 +170,8 @@ class RequestPath:
 
         def send(model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
             if self.check_mode != "off":
+                from heron.context.invariants import check_request
+
                 self.report(check_request(self.side_snapshot(model, context, options, stubs)))
             retries: list[RetryEvent] = []
 
@@ -195,6 +200,8 @@ class RequestPath:
             # prefix with each other, none with the conversation, whose cache they would
             # otherwise displace (the memory flush does share it, and keeps the session's).
             options.session_id = f"{options.session_id}{SUMMARY_CACHE_SUFFIX}" if options.session_id else None
+            from heron.context.invariants import ContextInvariantError  # what a strict check raises
+
             try:
                 stream = send(model, context, options)
             except ContextInvariantError as exc:
@@ -219,6 +226,8 @@ class RequestPath:
             options = self.side_options(max_tokens, signal)
             options.thinking = state.thinking_level
             options.tool_choice = "none"
+            from heron.context.invariants import ContextInvariantError  # what a strict check raises
+
             try:
                 stream = send(state.model, context, options)
             except ContextInvariantError as exc:
@@ -289,6 +298,8 @@ class RequestPath:
             )
             session._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
         if self.check_mode == "strict" and violations:
+            from heron.context.invariants import STRICT_LOG, ContextInvariantError
+
             STRICT_LOG.add(violations)
             raise ContextInvariantError("; ".join(str(v) for v in violations))
 

@@ -81,7 +81,6 @@ from heron.context.compaction import CompactionSettings
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.native import NativeSettings
 from heron.context.policy import ContextPolicy, PolicySettings
-from heron.context.results import apply_turn_budget
 from heron.context.todos import TodoItem, clean_todos
 from heron.context.view import with_injections
 from heron.session.context import build_context
@@ -404,6 +403,8 @@ class CodingSession(RecoveryHooks):
     async def _after_tool_batch(
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
     ) -> list[ToolResultMessage]:
+        from heron.context.results import apply_turn_budget  # with the first tool results, not at start
+
         new_results, outcomes = await asyncio.to_thread(
             apply_turn_budget, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
         )

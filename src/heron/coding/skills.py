@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Literal
 
 from heron.ai.models import heron_home
-from heron.coding.frontmatter import FrontMatterError, parse_front_matter
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -125,6 +124,8 @@ def load_skill_file(path: Path, source: SkillSource = "path") -> tuple[Skill | N
     except (OSError, UnicodeDecodeError) as exc:
         warn(f"cannot read skill file: {exc}")
         return None, diagnostics
+    from heron.coding.frontmatter import FrontMatterError, parse_front_matter  # with the first file, not at start
+
     try:
         front = parse_front_matter(text)
     except FrontMatterError as exc:
@@ -311,6 +312,8 @@ def expand_skill_command(text: str, skills: SkillSet) -> str | None:
         content = skill.file_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillNotFoundError(f"cannot read skill {name!r} at {skill.file_path}: {exc}") from exc
+    from heron.coding.frontmatter import FrontMatterError, parse_front_matter  # with the first file, not at start
+
     try:
         body = parse_front_matter(content).body.strip()
     except FrontMatterError:

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Literal
 
 from heron.ai.models import heron_home
-from heron.coding.frontmatter import FrontMatterError, parse_front_matter
 
 TemplateSource = Literal["user", "project"]
 
@@ -79,6 +78,8 @@ def load_template(path: Path, source: TemplateSource) -> tuple[PromptTemplate | 
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"{path}: cannot read template: {exc}"
+    from heron.coding.frontmatter import FrontMatterError, parse_front_matter  # with the first file, not at start
+
     try:
         front = parse_front_matter(text)
     except FrontMatterError as exc:

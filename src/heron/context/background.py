@@ -55,7 +55,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
@@ -64,8 +64,10 @@ from heron.context.compaction import CompactionPlan, message_tokens, plan_keepin
 from heron.context.decisions import PendingSummary
 from heron.context.ledger import LedgerRecord
 from heron.context.policy import OUTPUT_MARGIN_SHARE, SHRINK_REQUIRED, SUMMARY_ALLOWANCE_TOKENS, ContextPolicy
-from heron.context.summariser import SummaryFailed, SummaryResult
 from heron.session.entries import MessageEntry
+
+if TYPE_CHECKING:  # the summariser loads with the first summary (none in a short run)
+    from heron.context.summariser import SummaryResult
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,7 @@ YOUNG_REQUESTS = 4  # a summary started fewer answers ago than this has had no t
 DEFER_OUTPUT_SHARE = 0.5  # of the reserve: the output room a request sent past the threshold still keeps
 
 # Asks for the summary of a plan (the compactor's one way to), cancelled through the signal.
-SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable[SummaryResult]]
+SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable["SummaryResult"]]
 
 
 def background_keep(keep_recent: int, bar: int, unprunable: int) -> int:
@@ -117,6 +119,8 @@ class Running:
         self.task = asyncio.create_task(self._run(summarise, plan))
 
     async def _run(self, summarise: SummariseFn, plan: CompactionPlan) -> None:
+        from heron.context.summariser import SummaryFailed
+
         try:
             self.result = await summarise(plan, self.signal)
         except SummaryFailed as exc:

@@ -36,7 +36,6 @@ threshold a summary is asked for because the conversation has passed.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,9 +55,6 @@ from heron.context.view import (
     read_key,
     whole_read,
 )
-
-CheckMode = Literal["off", "warn", "strict"]
-ENV_VAR = "HERON_CHECK_CONTEXT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,18 +369,6 @@ def check_compaction(tokens_before: int, tokens_after: int) -> list[Violation]:
             )
         ]
     return []
-
-
-def mode_from(setting: bool, environ: Mapping[str, str] | None = None) -> CheckMode:
-    """``HERON_CHECK_CONTEXT``: ``strict`` (tests), ``1``/``warn``/``true`` (warn); else the setting."""
-    value = (environ if environ is not None else os.environ).get(ENV_VAR, "").strip().lower()
-    if value == "strict":
-        return "strict"
-    if value in ("1", "true", "yes", "warn", "on"):
-        return "warn"
-    if value in ("0", "false", "no", "off"):
-        return "off"
-    return "warn" if setting else "off"
 
 
 @dataclass

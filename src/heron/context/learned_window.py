@@ -19,6 +19,7 @@ a module of its own; the error texts it reads are parsed by the functions below.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -33,23 +34,26 @@ from heron.session.entries import CustomEntry
 MIN_LEARNED_WINDOW = 2_048
 _FAILED = (StopReason.ERROR, StopReason.ABORTED)
 
-# The limit a server states when it rejects a request, in the wordings seen in the wild.
-_LIMIT_PATTERNS = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"maximum context length is (\d+)",
-        r"\d+\s*tokens?\s*>\s*(\d+)\s*maximum",
-        r"context (?:size|length|window)\D{0,20}\((\d+)\s*tokens?\)",
-        r"\"?n_ctx\"?\s*[:=]\s*(\d+)",
-        r"(?:limit|maximum|max) (?:of |is )?(\d+) tokens",
-        r"context (?:size|length|window) (?:of |is )?(\d+)",
-    )
-]
+# The limit a server states when it rejects a request, in the wordings seen in the wild
+# (compiled with the first rejection to read, not at start).
+_LIMIT_PATTERNS = (
+    r"maximum context length is (\d+)",
+    r"\d+\s*tokens?\s*>\s*(\d+)\s*maximum",
+    r"context (?:size|length|window)\D{0,20}\((\d+)\s*tokens?\)",
+    r"\"?n_ctx\"?\s*[:=]\s*(\d+)",
+    r"(?:limit|maximum|max) (?:of |is )?(\d+) tokens",
+    r"context (?:size|length|window) (?:of |is )?(\d+)",
+)
+
+
+@functools.cache
+def _limit_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in _LIMIT_PATTERNS)
 
 
 def stated_limit(text: str, window: int) -> int | None:
     """The token limit an overflow error names, when it names a plausible one."""
-    for pattern in _LIMIT_PATTERNS:
+    for pattern in _limit_patterns():
         match = pattern.search(text)
         if match:
             value = int(match.group(1))

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from heron.coding.extensions.api import ExtensionCommand, ExtensionTemplate
 from heron.coding.templates import PromptTemplate, TemplateSet, parse_template_command
+
+if TYPE_CHECKING:  # the extension API loads with the first extension
+    from heron.coding.extensions.api import ExtensionCommand, ExtensionTemplate
 
 
 class CommandRegistry:

@@ -18,19 +18,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tools import AfterToolCallResult, AgentTool, BeforeToolCallResult, ToolCallContext, ToolResult
 from heron.coding.events import ContextWarningEvent
-from heron.coding.extensions.api import ExtensionAPI, ExtensionCommand, Registration, ToolCallInfo
 from heron.coding.extensions.commands import CommandRegistry, add_templates
-from heron.coding.extensions.compaction import choice_from, compaction_input
 from heron.coding.extensions.loader import Candidate, find_extensions
-from heron.coding.extensions.tools import GuardedTool
-from heron.coding.extensions.verify import is_message_list, view_problems
 from heron.coding.tools import ALL_TOOLS
-from heron.context.compaction import CompactionChoice, CompactionPlan
+
+if TYPE_CHECKING:
+    # The extension API, and the host's code for what extensions register, load with the
+    # first extension that needs them: a session without any does not import them.
+    from heron.coding.extensions.api import ExtensionCommand, Registration
+    from heron.context.compaction import CompactionChoice, CompactionPlan
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class Extension:
     name: str
     source: str
     path: str
-    registration: Registration = field(default_factory=Registration)
+    registration: Registration
     enabled: bool = True
     error: str | None = None
 
@@ -81,6 +82,8 @@ class ExtensionHost:
         return set(ALL_TOOLS) | {t.name for t in self.session.tools}
 
     def _load_one(self, candidate: Candidate) -> str | None:
+        from heron.coding.extensions.api import ExtensionAPI
+
         label = f"extension {candidate.name} ({candidate.path})"
         api = ExtensionAPI(
             candidate.name,
@@ -109,6 +112,8 @@ class ExtensionHost:
     def _commit(self, extension: Extension) -> list[str]:
         reg, session = extension.registration, self.session
         if reg.tools:
+            from heron.coding.extensions.tools import GuardedTool
+
             session.tools.extend(GuardedTool(t, extension) for t in reg.tools)
             session.agent.set_tools(session.tools)
             session.system_prompt = session._build_system_prompt()  # the tool list is in it
@@ -229,6 +234,8 @@ class ExtensionHost:
         agent.before_tool_call, agent.after_tool_call = before, after
 
     async def _before(self, ctx: ToolCallContext, verdict: BeforeToolCallResult | None) -> BeforeToolCallResult | None:
+        from heron.coding.extensions.api import ToolCallInfo
+
         arguments = verdict.arguments if verdict is not None and verdict.arguments is not None else _arguments(ctx)
         info = ToolCallInfo(ctx.tool_call.id, ctx.tool_call.name, dict(arguments))
         changed = verdict is not None and verdict.arguments is not None
@@ -256,6 +263,8 @@ class ExtensionHost:
         return BeforeToolCallResult(arguments=info.arguments) if changed else None
 
     async def _after(self, ctx: ToolCallContext, result: ToolResult) -> ToolResult:
+        from heron.coding.extensions.api import ToolCallInfo
+
         info = ToolCallInfo(ctx.tool_call.id, ctx.tool_call.name, _arguments(ctx))
         current = result
         for extension in self._active():
@@ -296,6 +305,8 @@ class ExtensionHost:
                     break
                 if out is None:
                     continue
+                from heron.coding.extensions.verify import is_message_list, view_problems
+
                 if not is_message_list(out):
                     self.disable(
                         extension,
@@ -326,6 +337,8 @@ class ExtensionHost:
         next one (in the end, heron's own compaction) decides."""
         if not any(e.registration.compaction for e in self._active()):
             return None
+        from heron.coding.extensions.compaction import choice_from, compaction_input
+
         seen = compaction_input(plan, reason, focus)
         for extension in self._active():
             for handler in extension.registration.compaction:

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heron.coding.extensions.api import ExtensionSource
+if TYPE_CHECKING:  # the extension API loads with the first extension
+    from heron.coding.extensions.api import ExtensionSource
 
 ENTRY_POINT_GROUP = "heron.extensions"
 Register = Callable[[Any], Any]

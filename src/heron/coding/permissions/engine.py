@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tool_meta import PathUse, ToolCatalog, ToolKind, ToolMeta, path_argument
 from heron.coding.permissions.modes import Mode, is_read_only, parse_mode
@@ -36,10 +36,11 @@ from heron.coding.permissions.rules import (
     suggest_path_rule,
 )
 from heron.coding.permissions.scopes import Scope
-from heron.coding.permissions.shell import ShellParseError, SimpleCommand, Word, split_commands
-from heron.coding.permissions.wrappers import git_variant, unwrap
 from heron.coding.tools import builtin_meta
 from heron.coding.tools.env import resolve_path
+
+if TYPE_CHECKING:  # the shell parser loads with the first bash command judged, not at start
+    from heron.coding.permissions.shell import SimpleCommand, Word
 
 # Kinds of tools that touch no files and change nothing plan mode protects: searches (of the
 # history, of a tool catalogue), reads of something other than files, the session's own task
@@ -335,6 +336,8 @@ class PermissionEngine:
     # --- bash ---
 
     def _bash(self, tool: str, meta: ToolMeta, command: str) -> Decision:
+        from heron.coding.permissions.shell import ShellParseError, split_commands
+
         try:
             parts = split_commands(command)
         except ShellParseError as exc:
@@ -443,6 +446,8 @@ class PermissionEngine:
         path also covers a bash command naming a file it matches among its arguments (also after
         ``=``, as in ``dd if=…``). Only rules with a path count (a bare ``Read`` is about the
         tools), and the mode's own asks (sensitive places, outside the project) do not apply."""
+        from heron.coding.permissions.wrappers import unwrap
+
         texts = [w.text for w in part.words]
         start = unwrap(texts)[-1] if texts else 0
         program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
@@ -518,6 +523,8 @@ def _variants(part: SimpleCommand) -> list[tuple[list[str], frozenset[int]]]:
     """The command as written and as the program it finally runs (``sudo rm`` -> ``rm``,
     ``/bin/rm`` -> ``rm``, ``git -C x push`` -> ``git push``), with the positions of words
     computed at run time."""
+    from heron.coding.permissions.wrappers import git_variant, unwrap
+
     words = [w.text for w in part.words]
     wild = frozenset(i for i, w in enumerate(part.words) if w.dynamic)
     out: list[tuple[list[str], frozenset[int]]] = []

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 from heron.coding.permissions import Decision, Mode
 from heron.coding.permissions.rules import Rule, command_matches, suggest_bash_rule
-from heron.coding.permissions.shell import ShellParseError, split_commands
 
 RULE_TOOL = "Unsandboxed"
 PARAMETER = "outside_sandbox"
@@ -40,6 +39,8 @@ def _suggestion(command: str, parts: list[list[str]] | None) -> str:
 def escalation_decision(rules: Iterable[Rule], mode: Mode, command: str, justification: str | None) -> Decision:
     """Whether ``command`` may run outside the sandbox: a deny rule refuses, bypass mode or
     an allow rule lets it, anything else asks the user."""
+    from heron.coding.permissions.shell import ShellParseError, split_commands  # with the first such command
+
     try:
         parts: list[list[str]] | None = [[w.text for w in p.words] for p in split_commands(command)]
     except ShellParseError:

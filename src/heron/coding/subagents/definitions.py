@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from heron.ai.models import heron_home
-from heron.coding.frontmatter import FrontMatterError, parse_front_matter
 from heron.coding.tools import ALL_TOOLS
 
 log = logging.getLogger(__name__)
@@ -131,6 +130,8 @@ def _string_list(raw: Any, key: str) -> tuple[str, ...]:
 
 def parse_definition(path: Path, text: str) -> AgentDefinition:
     """One definition file; raises ValueError with the reason it cannot be used."""
+    from heron.coding.frontmatter import FrontMatterError, parse_front_matter  # with the first file, not at start
+
     try:
         front = parse_front_matter(text)
     except FrontMatterError as exc:

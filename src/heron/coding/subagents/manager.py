@@ -24,8 +24,6 @@ from heron.ai.types import AssistantMessage, Usage
 from heron.coding.events import SubagentEvent
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.subagents.definitions import AgentDefinition, load_definitions
-from heron.coding.subagents.result import cap_answer, progress_report, result_cap
-from heron.coding.subagents.spawn import SpawnError, forked_child, isolated_child
 from heron.coding.subagents.tool import TaskParams, TaskTool
 from heron.coding.tools import UnknownToolError
 from heron.context.children import CHILD_CUSTOM_TYPE, ChildRecord
@@ -95,6 +93,8 @@ class SubagentManager:
         async with self._slots:
             if signal.aborted:
                 return ToolResult.error("aborted before the sub-agent started")
+            from heron.coding.subagents.spawn import SpawnError  # with the first sub-agent, not at start
+
             try:
                 child = self._spawn(call_id, params, definition)
             except (SpawnError, UnknownToolError) as exc:
@@ -105,6 +105,8 @@ class SubagentManager:
             return await self._drive(child, call_id, params, signal, on_update)
 
     def _spawn(self, call_id: str, params: TaskParams, definition: AgentDefinition | None) -> CodingSession:
+        from heron.coding.subagents.spawn import forked_child, isolated_child
+
         if params.context == "fork":
             # A fork keeps task (same tools: the cached prefix); the depth check refuses it at run time.
             return forked_child(self.session, call_id, params.model_dump(exclude_none=True), self.build)
@@ -168,6 +170,8 @@ class SubagentManager:
         self, child: CodingSession, messages: Sequence[Any], outcome: RunOutcome, session_ref: str, usage: Usage
     ) -> ToolResult:
         """The ``task`` tool's result from the child run's outcome (decided as every mode's)."""
+        from heron.coding.subagents.result import cap_answer, progress_report, result_cap
+
         cap = result_cap(self.session.window)
         details: dict[str, Any] = {
             "sessionId": child.store.session_id,

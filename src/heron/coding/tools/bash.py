@@ -32,27 +32,16 @@ from heron.agent.tool_meta import ToolMeta, command_argument
 from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
-from heron.coding.tools.bash_output import OutputCollector
-from heron.coding.tools.confined import child_setup, confinement_for
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.process import (
-    Ending,
-    PipeProtocol,
-    Supervision,
-    ending_lines,
-    resolve_shell,
-    signal_group,
-    supervise,
-)
-from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.limits import format_size
 from heron.context.truncate import Truncation, truncate_tail
 
 if TYPE_CHECKING:
-    pass
+    from heron.coding.tools.bash_output import OutputCollector
+    from heron.coding.tools.process import Ending
 
-__all__ = ["BashParams", "BashTool", "OutputCollector", "StreamSanitizer", "resolve_shell"]
+__all__ = ["BashParams", "BashTool"]
 
 # --- the tool ---------------------------------------------------------------------
 
@@ -114,6 +103,12 @@ class BashTool(AgentTool[BashParams]):
     async def execute(
         self, call_id: str, params: BashParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
+        # The process machinery loads with the first command, not when the tool is offered.
+        from heron.coding.tools.bash_output import OutputCollector
+        from heron.coding.tools.confined import child_setup, confinement_for
+        from heron.coding.tools.process import PipeProtocol, Supervision, resolve_shell, signal_group, supervise
+        from heron.coding.tools.terminal import StreamSanitizer
+
         if signal.aborted:
             return ToolResult.error("Command aborted", details=_details(None, None, aborted=True))
         cwd = self.env.cwd
@@ -199,6 +194,8 @@ class BashTool(AgentTool[BashParams]):
         returncode: int | None,
         params: BashParams,
     ) -> ToolResult:
+        from heron.coding.tools.process import ending_lines
+
         outcome = ending.outcome
         limits = self.env.limits
         shown = truncate_tail(sink.tail_text(), limits.max_lines, limits.max_bytes)

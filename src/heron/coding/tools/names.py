@@ -14,8 +14,8 @@ import re
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
 _UNNAMED = {"n": b"\n", "t": b"\t", "r": b"\r", "\\": b"\\", "'": b"'", "e": b"\x1b", "a": b"\x07", "0": b"\0"}
-_QUOTED = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.DOTALL)
-_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|.)", re.DOTALL)
+_QUOTED = r"\$'((?:[^'\\]|\\.)*)'"  # compiled with the first quoted name to read, not at start
+_ESCAPE = r"\\(x[0-9A-Fa-f]{1,2}|.)"
 
 
 def _needs_quoting(ch: str) -> bool:
@@ -47,13 +47,13 @@ def unquote_names(path: str) -> str:
     are not UTF-8 come back as os.fsdecode's surrogates, which open the file)."""
     if "$'" not in path:
         return path
-    return _QUOTED.sub(lambda match: _decode(match.group(1)), path)
+    return re.sub(_QUOTED, lambda match: _decode(match.group(1)), path, flags=re.DOTALL)
 
 
 def _decode(body: str) -> str:
     data = bytearray()
     position = 0
-    for match in _ESCAPE.finditer(body):
+    for match in re.finditer(_ESCAPE, body, re.DOTALL):
         data += body[position : match.start()].encode("utf-8", "surrogateescape")
         code = match.group(1)
         if code.startswith("x") and len(code) > 1:

@@ -29,7 +29,7 @@ import signal as signals
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -37,14 +37,13 @@ from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
-from heron.coding.tools.bash_output import OutputCollector
-from heron.coding.tools.confined import child_setup, confinement_for
 from heron.coding.tools.details import truncation_details
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.process import PipeProtocol, Supervision, signal_group, supervise
-from heron.coding.tools.script_calls import LINE_LIMIT, CallChannel
-from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.truncate import truncate_tail
+
+if TYPE_CHECKING:  # the process machinery loads with the first script, not when the tool is offered
+    from heron.coding.tools.bash_output import OutputCollector
+    from heron.coding.tools.script_calls import CallChannel
 
 CHILD_DIR = Path(__file__).parent / "script_child"
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); import heron_script_runner; heron_script_runner.main()"
@@ -81,6 +80,12 @@ class ScriptTool(AgentTool[ScriptParams]):
     async def execute(
         self, call_id: str, params: ScriptParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
+        from heron.coding.tools.bash_output import OutputCollector
+        from heron.coding.tools.confined import child_setup, confinement_for
+        from heron.coding.tools.process import PipeProtocol, Supervision, signal_group, supervise
+        from heron.coding.tools.script_calls import CallChannel
+        from heron.coding.tools.terminal import StreamSanitizer
+
         if signal.aborted:
             return ToolResult.error("Script aborted", details={"aborted": True, INNER_CALLS: []})
         if self.env.tool_host is None:
@@ -221,6 +226,8 @@ def _failure(
 
 async def _serve(channel: CallChannel, requests_fd: int, answers_fd: int, code: str) -> asyncio.Task[None]:
     """Connect the two pipes, send the code, and answer the script's requests in a task."""
+    from heron.coding.tools.script_calls import LINE_LIMIT
+
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     read_transport, _ = await loop.connect_read_pipe(
