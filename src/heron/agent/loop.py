@@ -14,9 +14,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal
 
 from heron.agent.call_ids import make_call_ids_unique, seen_call_ids
 from heron.agent.events import (
@@ -60,6 +58,9 @@ from heron.ai.types import (
     ToolCall,
     ToolResultMessage,
 )
+
+if TYPE_CHECKING:  # parameters are validated through heron.agent.params, loaded on first use
+    from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 

@@ -382,7 +382,7 @@ class CodingSession(RecoveryHooks):
         """Tokens of the system prompt and tool definitions; counted again only when one of
         them changed (asked several times per request, and counting serialises every schema)."""
         state = self.agent.state
-        key = (state.system_prompt, tuple((t.name, t.description, t.parameters) for t in state.tools))
+        key = (state.system_prompt, tuple((t.name, t.description, t.parameters_schema()) for t in state.tools))
         if self._fixed_count is None or self._fixed_count[0] != key:
             self._fixed_count = (key, fixed_tokens(state.system_prompt, [t.definition() for t in state.tools]))
         return self._fixed_count[1]

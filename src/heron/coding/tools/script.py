@@ -29,12 +29,10 @@ import signal as signals
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tool_meta import ToolMeta
-from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.bash_output import OutputCollector
@@ -42,9 +40,13 @@ from heron.coding.tools.confined import child_setup, confinement_for
 from heron.coding.tools.details import truncation_details
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.process import PipeProtocol, Supervision, signal_group, supervise
+from heron.coding.tools.schema_table import builtin_params
 from heron.coding.tools.script_calls import LINE_LIMIT, CallChannel
 from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.truncate import truncate_tail
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import ScriptParams
 
 CHILD_DIR = Path(__file__).parent / "script_child"
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); import heron_script_runner; heron_script_runner.main()"
@@ -52,16 +54,11 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); import heron_script_ru
 SCRIPT_META = ToolMeta(kind="execute", calls_tools=True)
 
 
-class ScriptParams(ToolParams):
-    code: str = Field(description="Python 3 source. Print or return (last expression, or `return`) what you need.")
-    timeout: float | None = Field(default=None, gt=0, description="Seconds before the script is stopped.")
-
-
-class ScriptTool(AgentTool[ScriptParams]):
+class ScriptTool(AgentTool["ScriptParams"]):
     name = "script"
     label = "script"
     meta = SCRIPT_META
-    parameters = ScriptParams
+    parameters_ref = builtin_params("script")
 
     kill_grace: float = 1.0
     pipe_grace: float = 0.5
