@@ -20,13 +20,13 @@ from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent
 from heron.coding.tools.bash import (
-    BashParams,
     BashTool,
     OutputCollector,
     StreamSanitizer,
     resolve_shell,
 )
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 from heron.context.limits import ToolLimits
 
 BACKGROUND_NOTE = "Background processes still holding the output open were killed after the command exited."
