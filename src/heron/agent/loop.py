@@ -110,6 +110,8 @@ def _default_stream(model: Model, context: Context, options: StreamOptions) -> A
 
 @dataclass
 class LoopConfig:
+    """What one run of the loop is given: the model, the pipeline's steps, the hooks and the limits."""
+
     model: Model
     thinking_level: ThinkingLevel = "off"
     convert_to_llm: ConvertToLlm = convert_to_llm
@@ -307,6 +309,8 @@ def _finish_synthetic(
 
 @dataclass
 class _Prepared:
+    """One tool call after lookup and validation: run it, or answer with ``result`` instead."""
+
     call: ToolCall
     tool: AgentTool[Any] | None = None
     params: BaseModel | None = None

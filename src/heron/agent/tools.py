@@ -35,6 +35,8 @@ def __getattr__(name: str) -> Any:
 
 @dataclass(slots=True)
 class ToolResult:
+    """What a tool returns: content for the model, ``details`` for the rest of heron."""
+
     content: list[TextContent | ImageContent]
     details: Any = None
     is_error: bool = False
@@ -187,6 +189,8 @@ class FunctionTool(AgentTool[P]):
 
 @dataclass(slots=True)
 class ValidationFailure:
+    """Arguments that did not validate: the message the model is sent instead of a result."""
+
     message: str
 
 
