@@ -102,8 +102,6 @@ class ThinkingContent:
 
 @dataclass(slots=True, kw_only=True)
 class ImageContent:
-    """An image, base64 without a ``data:`` prefix, as every provider takes it."""
-
     data: str  # base64, no data: prefix
     mime_type: str
     extra: JSON = field(default_factory=dict, repr=False, compare=False)
@@ -538,8 +536,6 @@ class Tool:
 
 @dataclass(slots=True, kw_only=True)
 class Context:
-    """What one request carries: the system prompt, the messages and the tools."""
-
     system_prompt: str | None = None
     messages: list[Message] = field(default_factory=list)
     tools: list[Tool] | None = None
