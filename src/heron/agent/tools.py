@@ -2,7 +2,10 @@
 
 A tool's parameters are a pydantic model: its JSON schema is what the model is shown,
 and validating the model's arguments against it gives field-level errors that go back
-to the model verbatim (with the arguments it sent) so it can correct itself.
+to the model verbatim (with the arguments it sent) so it can correct itself. What needs
+pydantic is in :mod:`heron.agent.params`, imported when arguments are first validated (or a
+schema generated): a tool may name its model (:class:`ParamsRef`) with the schema computed
+ahead of time, so a run that calls no tool never loads pydantic.
 """
 
 from __future__ import annotations
