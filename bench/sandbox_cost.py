@@ -25,8 +25,9 @@ from _common import median, parser, table, write_json
 from heron.ai.abort import AbortSignal
 from heron.coding.sandbox import Sandbox, sandbox_policy
 from heron.coding.sandbox.bwrap import availability
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 
 COMMANDS = {"true": "true", "git status": "git status --short", "ls -R": "ls -R > /dev/null"}
 TARGET_MS = 20.0

@@ -51,8 +51,9 @@ def maxrss_mb() -> float:
 
 async def through_tool(command: str, home: Path) -> tuple[float, dict[str, Any], str]:
     from heron.ai.abort import AbortSignal
-    from heron.coding.tools.bash import BashParams, BashTool
+    from heron.coding.tools.bash import BashTool
     from heron.coding.tools.env import ToolEnv
+    from heron.coding.tools.params import BashParams
 
     tool = BashTool(ToolEnv(cwd=home, home=home, session_id="bench"))
     updates = 0

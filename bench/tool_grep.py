@@ -29,9 +29,10 @@ from _common import median, parser, table, write_json
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.find import FindParams, FindTool
-from heron.coding.tools.grep import GrepParams, GrepTool
+from heron.coding.tools.find import FindTool
+from heron.coding.tools.grep import GrepTool
 from heron.coding.tools.listing import find_program
+from heron.coding.tools.params import FindParams, GrepParams
 
 WORDS = [
     "alpha",

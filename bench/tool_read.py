@@ -44,7 +44,8 @@ from heron.agent.tools import ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.read import ReadParams, ReadTool
+from heron.coding.tools.params import ReadParams
+from heron.coding.tools.read import ReadTool
 
 LINES_PER_BLOCK = 50_000
 TIME_TARGET_S = 0.2

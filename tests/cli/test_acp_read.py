@@ -20,10 +20,11 @@ from acp.schema import ReadTextFileResponse
 
 from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
-from heron.coding.tools.edit import EditParams, EditTool
+from heron.coding.tools.edit import EditTool
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.line_index import FastCount
-from heron.coding.tools.read import ReadParams, ReadTool
+from heron.coding.tools.params import EditParams, ReadParams
+from heron.coding.tools.read import ReadTool
 from heron.coding.tools.read_source import content_stamp, is_content_stamp
 from heron.context.limits import ToolLimits
 from tests.cli.test_acp_e2e import fold, heron_acp, new_session, prompt, tool_text

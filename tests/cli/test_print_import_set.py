@@ -1,7 +1,9 @@
 """The one-shot ``heron -p`` path loads only what it uses (issue 23): no screen (TUI, rich,
 prompt_toolkit), no MCP code without a config file, no tracing without ``--otel`` or an OTLP
-endpoint, no recall index, no shadow-repository code in a run that takes no snapshot, and none of
-what only a compaction, an extension, a checked context rule or a judged bash command needs.
+endpoint, no recall index, no shadow-repository code in a run that takes no snapshot, none of
+what only a compaction, an extension, a checked context rule or a judged bash command needs,
+and no pydantic in a run that calls no tool (the tools' schemas are precomputed; their models
+load when a call's arguments are validated).
 Checked on the real command against a local OpenAI-format server, through ``sys.modules`` at
 the end of the run."""
 
@@ -11,9 +13,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from tests.support.http_server import LocalServer
+from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_reply
 
 # Module names (and their submodules) the one-shot path must not import.
@@ -74,6 +77,16 @@ NO_SNAPSHOT = (
     "heron.coding.checkpoints.rewind",
     "dulwich",
 )
+# The tools' parameter models, and pydantic with them, load when a call's arguments are
+# first validated: a run whose model calls no tool needs neither.
+NO_TOOL_CALL = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "heron.agent.params",
+    "heron.coding.tools.params",
+)
 
 PROBE = (
     "import json, os, runpy, sys\n"
@@ -85,7 +98,9 @@ PROBE = (
 )
 
 
-def loaded_by_print(tmp_path: Path, server: LocalServer, *flags: str) -> set[str]:
+def loaded_by_print(
+    tmp_path: Path, server: LocalServer, *flags: str, replies: Sequence[Reply] = (openai_reply("ok"),)
+) -> set[str]:
     cwd, home = tmp_path / "project", tmp_path / "home"
     cwd.mkdir()
     home.mkdir()
@@ -94,7 +109,7 @@ def loaded_by_print(tmp_path: Path, server: LocalServer, *flags: str) -> set[str
     out = tmp_path / "modules.json"
     args = [*flags, "--base-url", server.url + "/v1", "--model", "m", "-p", "hi"]
     env.update(HERON_HOME=str(home), PROBE_ARGS=json.dumps(args), PROBE_OUT=str(out))
-    server.queue(openai_reply("ok"))
+    server.queue(*replies)
     run = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     assert run.stdout == "ok\n", run.stderr
     return set(json.loads(out.read_text()))
@@ -109,7 +124,7 @@ def test_print_without_a_session_loads_no_screen_mcp_tracing_recall_or_checkpoin
 ) -> None:
     loaded = loaded_by_print(tmp_path, local_server, "--no-session")
     assert "heron.coding.runtime" in loaded and "heron.cli.modes.print_mode" in loaded  # it did run
-    assert offending(loaded, FORBIDDEN + NO_SNAPSHOT) == []
+    assert offending(loaded, FORBIDDEN + NO_SNAPSHOT + NO_TOOL_CALL) == []
 
 
 def test_print_with_a_session_loads_checkpoints_but_no_screen_mcp_tracing_or_recall(
@@ -117,4 +132,19 @@ def test_print_with_a_session_loads_checkpoints_but_no_screen_mcp_tracing_or_rec
 ) -> None:
     loaded = loaded_by_print(tmp_path, local_server)
     assert "heron.coding.checkpoints.repo" in loaded  # the turn's snapshot was taken
-    assert offending(loaded, FORBIDDEN) == []
+    assert offending(loaded, FORBIDDEN + NO_TOOL_CALL) == []
+
+
+def test_a_tool_call_loads_the_parameter_models_and_validates_with_them(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    bad = ("call_1", "read", {"path": "a.py", "offest": 2})  # a misspelt argument: refused, the model is told
+    good = ("call_2", "read", {"path": "a.py"})
+    replies = (openai_reply(calls=[bad]), openai_reply(calls=[good]), openai_reply("ok"))
+    loaded = loaded_by_print(tmp_path, local_server, "--no-session", replies=replies)
+    assert {"pydantic", "heron.coding.tools.params"} <= loaded
+    requests = [r.json() for r in local_server.requests]
+    assert len(requests) == 3
+    refused, result = requests[1]["messages"][-1], requests[2]["messages"][-1]
+    assert refused["role"] == "tool" and "offest: unexpected argument" in refused["content"]
+    assert result["role"] == "tool" and "x = 1" in result["content"]

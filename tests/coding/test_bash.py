@@ -19,9 +19,10 @@ from pydantic import ValidationError
 from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 from heron.coding.tools.process import resolve_shell
 from heron.coding.tools.terminal import StreamSanitizer
 from heron.context.limits import ToolLimits

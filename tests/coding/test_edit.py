@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
-from heron.coding.tools.edit import EditParams, EditTool, Replacement
+from heron.coding.tools.edit import EditTool
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import EditParams, Replacement
 
 
 @pytest.fixture

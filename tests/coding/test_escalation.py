@@ -23,8 +23,9 @@ from heron.coding.permissions.rules import parse_rule
 from heron.coding.sandbox import Sandbox, SandboxPolicy
 from heron.coding.sandbox.bwrap import availability
 from heron.coding.sandbox.escalation import escalation_decision
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 from tests.cli import test_interactive as tui
 from tests.cli.test_acp_e2e import Editor, heron_acp, new_session, prompt
 from tests.cli.test_interactive import answer as interactive_answer

@@ -14,13 +14,9 @@ from hypothesis import strategies as st
 
 from heron.ai.abort import AbortSignal
 from heron.coding.tools import create_tools
-from heron.coding.tools.edit import EditParams
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.find import FindParams
-from heron.coding.tools.grep import GrepParams
-from heron.coding.tools.ls import LsParams
 from heron.coding.tools.names import quoted_name, unquote_names
-from heron.coding.tools.read import ReadParams
+from heron.coding.tools.params import EditParams, FindParams, GrepParams, LsParams, ReadParams
 
 
 def _run(tools: dict[str, Any], name: str, params: Any) -> str:

@@ -12,7 +12,8 @@ import pytest
 from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.json_query import NO_OUTPUT, JsonQueryParams, JsonQueryTool
+from heron.coding.tools.json_query import NO_OUTPUT, JsonQueryTool
+from heron.coding.tools.params import JsonQueryParams
 
 
 def run(env: ToolEnv, path: str, expr: str) -> ToolResult:

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 from heron.ai.abort import AbortSignal
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.lifeline import MARK, owner, reap_leftovers
+from heron.coding.tools.params import BashParams
 from tests.cli.test_print_json_e2e import Project, heron_command, openai_args, project
 from tests.support.http_server import LocalServer
 from tests.support.sse import openai_reply

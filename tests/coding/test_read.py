@@ -26,7 +26,8 @@ from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.line_index import FastCount, build_line_index, line_start
-from heron.coding.tools.read import ReadParams, ReadTool
+from heron.coding.tools.params import ReadParams
+from heron.coding.tools.read import ReadTool
 from heron.context.limits import ToolLimits
 from heron.context.truncate import LINE_CUT_MARKER, split_lines
 

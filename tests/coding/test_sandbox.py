@@ -27,8 +27,9 @@ from heron.coding.permissions.scopes import Scope
 from heron.coding.sandbox import Sandbox, SandboxPolicy, sandbox_policy
 from heron.coding.sandbox.bwrap import availability
 from heron.coding.sandbox.policy import literal_base
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
 

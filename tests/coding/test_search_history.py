@@ -20,7 +20,8 @@ from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.coding.tools import DEFAULT_TOOLS, create_tools
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.search_history import SearchHistoryParams, SearchHistoryTool
+from heron.coding.tools.params import SearchHistoryParams
+from heron.coding.tools.search_history import SearchHistoryTool
 from heron.context.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry
 from heron.session.store import SessionStore

@@ -19,12 +19,13 @@ from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.find import FindParams, FindTool
+from heron.coding.tools.find import FindTool
 from heron.coding.tools.globs import GlobError, compile_glob, glob_regex
-from heron.coding.tools.grep import BLOCK_BYTES, GrepParams, GrepTool, rust_to_python
+from heron.coding.tools.grep import BLOCK_BYTES, GrepTool, rust_to_python
 from heron.coding.tools.ignore import IGNORE, NONE, WHITELIST, IgnoreMatcher, global_excludes_path
 from heron.coding.tools.listing import find_program
-from heron.coding.tools.ls import LsParams, LsTool
+from heron.coding.tools.ls import LsTool
+from heron.coding.tools.params import FindParams, GrepParams, LsParams
 from heron.coding.tools.walker import path_key
 from heron.context.limits import ToolLimits
 from heron.context.truncate import LINE_CUT_MARKER

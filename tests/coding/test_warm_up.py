@@ -1,6 +1,7 @@
 """The warm-up a waiting session runs before its first prompt (heron.coding.warm_up): in a fresh
 interpreter, what the first turn would import on its critical path is loaded by it instead,
-the tools' schemas are ready, and a session that takes no snapshots loads no checkpoint code."""
+the tools' parameter models too (the first tool call validates with them; building the
+session loads none), and a session that takes no snapshots loads no checkpoint code."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ PROBE = r"""
 import json, os, sys
 from pathlib import Path
 from heron.ai.types import Model
-from heron.agent.tools import _SCHEMAS
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.coding.warm_up import warm_up
@@ -29,14 +29,14 @@ watched = json.loads(os.environ["PROBE_WATCHED"])
 before = sorted(name for name in watched if name in sys.modules)
 warm_up("openai-chat", session)
 after = sorted(name for name in watched if name in sys.modules)
-tools = [tool.parameters for tool in session.agent.state.tools]
-print(json.dumps({"before": before, "after": after, "schemas": all(t in _SCHEMAS for t in tools)}))
+print(json.dumps({"before": before, "after": after}))
 """
 
 PROVIDER = "heron.ai.providers.openai_chat"
 TRANSPORT = "httpcore._backends.anyio"  # what httpx loads on its first connection, not at import
 SNAPSHOT = ("heron.coding.checkpoints.repo", "heron.coding.checkpoints.git_backend")
 EXECUTOR = "concurrent.futures.thread"
+MODELS = "heron.coding.tools.params"  # the built-in tools' parameter models (and pydantic)
 
 
 def warm(tmp_path: Path, store: str) -> dict[str, object]:
@@ -48,7 +48,7 @@ def warm(tmp_path: Path, store: str) -> dict[str, object]:
         HERON_HOME=str(home),
         PROBE_PROJECT=str(project),
         PROBE_STORE=store,
-        PROBE_WATCHED=json.dumps([PROVIDER, TRANSPORT, EXECUTOR, *SNAPSHOT]),
+        PROBE_WATCHED=json.dumps([PROVIDER, TRANSPORT, EXECUTOR, MODELS, *SNAPSHOT]),
     )
     run = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
@@ -56,14 +56,12 @@ def warm(tmp_path: Path, store: str) -> dict[str, object]:
     return result
 
 
-def test_warm_up_loads_the_provider_transport_executor_snapshot_code_and_schemas(tmp_path: Path) -> None:
+def test_warm_up_loads_the_provider_transport_executor_snapshot_code_and_models(tmp_path: Path) -> None:
     result = warm(tmp_path, "file")
     assert result["before"] == []  # none of it is loaded by building the session
-    assert result["after"] == sorted([PROVIDER, TRANSPORT, EXECUTOR, *SNAPSHOT])
-    assert result["schemas"] is True
+    assert result["after"] == sorted([PROVIDER, TRANSPORT, EXECUTOR, MODELS, *SNAPSHOT])
 
 
 def test_warm_up_of_a_session_without_a_file_loads_no_checkpoint_code(tmp_path: Path) -> None:
     result = warm(tmp_path, "memory")
-    assert result["after"] == sorted([PROVIDER, TRANSPORT, EXECUTOR])
-    assert result["schemas"] is True
+    assert result["after"] == sorted([PROVIDER, TRANSPORT, EXECUTOR, MODELS])

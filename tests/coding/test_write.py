@@ -14,8 +14,9 @@ from heron.agent.tools import ToolError, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.read import ReadParams, ReadTool
-from heron.coding.tools.write import WriteParams, WriteTool
+from heron.coding.tools.params import ReadParams, WriteParams
+from heron.coding.tools.read import ReadTool
+from heron.coding.tools.write import WriteTool
 
 
 def make_env(tmp: Path) -> ToolEnv:

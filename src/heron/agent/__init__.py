@@ -1,5 +1,7 @@
 """The agent core: the loop, tools, hooks, queues and events. No I/O of its own."""
 
+from typing import TYPE_CHECKING, Any
+
 from heron.agent.agent import Agent, AgentBusyError, AgentState
 from heron.agent.events import (
     AgentEndEvent,
@@ -43,9 +45,20 @@ from heron.agent.tools import (
     FunctionTool,
     ToolCallContext,
     ToolError,
-    ToolParams,
     ToolResult,
 )
+
+if TYPE_CHECKING:  # loads pydantic: imported on first use (heron.agent.params)
+    from heron.agent.params import ToolParams
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolParams":
+        from heron.agent.params import ToolParams
+
+        return ToolParams
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "SKIPPED_FOR_STEERING",

@@ -54,6 +54,8 @@ class AgentBusyError(RuntimeError):
 
 @dataclass
 class AgentState:
+    """The agent's state between runs: system prompt, model, tools, messages, what is streaming."""
+
     system_prompt: str
     model: Model
     thinking_level: ThinkingLevel = "off"

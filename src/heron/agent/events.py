@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True, kw_only=True)
 class AgentStartEvent:
+    """A run of the agent began."""
+
     type: Literal["agent_start"] = "agent_start"
 
 
@@ -28,11 +30,15 @@ class AgentEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class TurnStartEvent:
+    """A turn began: one model call and the tool calls of its answer."""
+
     type: Literal["turn_start"] = "turn_start"
 
 
 @dataclass(slots=True, kw_only=True)
 class TurnEndEvent:
+    """A turn ended: the model's answer and the results of its tool calls."""
+
     message: AssistantMessage
     tool_results: list[ToolResultMessage] = field(default_factory=list)
     type: Literal["turn_end"] = "turn_end"
@@ -40,6 +46,8 @@ class TurnEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class MessageStartEvent:
+    """A message began (an answer starts streaming; others start and end at once)."""
+
     message: AgentMessage
     type: Literal["message_start"] = "message_start"
 
@@ -64,6 +72,8 @@ class MessageEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionStartEvent:
+    """A tool call's execution began, with the arguments the model sent."""
+
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
@@ -72,6 +82,8 @@ class ToolExecutionStartEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionUpdateEvent:
+    """A running tool reported partial output."""
+
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
@@ -81,6 +93,8 @@ class ToolExecutionUpdateEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionEndEvent:
+    """A tool call's execution ended with its result."""
+
     tool_call_id: str
     tool_name: str
     result: ToolResult

@@ -14,9 +14,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal
 
 from heron.agent.call_ids import make_call_ids_unique, seen_call_ids
 from heron.agent.events import (
@@ -60,6 +58,9 @@ from heron.ai.types import (
     ToolCall,
     ToolResultMessage,
 )
+
+if TYPE_CHECKING:  # parameters are validated through heron.agent.params, loaded on first use
+    from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,8 @@ def _default_stream(model: Model, context: Context, options: StreamOptions) -> A
 
 @dataclass
 class LoopConfig:
+    """What one run of the loop is given: the model, the pipeline's steps, the hooks and the limits."""
+
     model: Model
     thinking_level: ThinkingLevel = "off"
     convert_to_llm: ConvertToLlm = convert_to_llm
@@ -306,6 +309,8 @@ def _finish_synthetic(
 
 @dataclass
 class _Prepared:
+    """One tool call after lookup and validation: run it, or answer with ``result`` instead."""
+
     call: ToolCall
     tool: AgentTool[Any] | None = None
     params: BaseModel | None = None

@@ -213,6 +213,8 @@ class ExtensionMessage:
 
 @dataclass(slots=True, kw_only=True)
 class BranchSummaryMessage:
+    """What a branch left behind said, summarised, when the session moved to another branch."""
+
     summary: str
     from_id: str = ""
     timestamp: int = field(default_factory=now_ms)
@@ -242,6 +244,8 @@ class BranchSummaryMessage:
 
 @dataclass(slots=True, kw_only=True)
 class CompactionSummaryMessage:
+    """The summary that stands for the history a compaction took out of the context."""
+
     summary: str
     tokens_before: int = 0
     timestamp: int = field(default_factory=now_ms)

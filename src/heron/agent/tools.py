@@ -2,35 +2,44 @@
 
 A tool's parameters are a pydantic model: its JSON schema is what the model is shown,
 and validating the model's arguments against it gives field-level errors that go back
-to the model verbatim (with the arguments it sent) so it can correct itself.
+to the model verbatim (with the arguments it sent) so it can correct itself. What needs
+pydantic is in :mod:`heron.agent.params`, imported when arguments are first validated (or a
+schema generated): a tool may name its model (:class:`ParamsRef`) with the schema computed
+ahead of time, so a run that calls no tool never loads pydantic.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from heron.agent.tool_meta import OTHER, ToolMeta
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent, Tool, ToolCall
 
+if TYPE_CHECKING:  # pydantic is loaded when arguments are first validated, not by this module
+    from pydantic import BaseModel
 
-class ToolParams(BaseModel):
-    """Base for parameter models: unknown arguments are an error the model is told about,
-    not silently dropped (a misspelt ``offest`` should not read the whole file)."""
+    from heron.agent.params import ToolParams as ToolParams
+    from heron.agent.params import schema_of as schema_of
 
-    model_config = ConfigDict(extra="forbid")
+P = TypeVar("P", bound="BaseModel")
 
 
-P = TypeVar("P", bound=BaseModel)
+def __getattr__(name: str) -> Any:
+    """``ToolParams`` and ``schema_of`` stay importable from here, loading pydantic only then."""
+    if name in ("ToolParams", "schema_of"):
+        return getattr(importlib.import_module("heron.agent.params"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(slots=True)
 class ToolResult:
+    """What a tool returns: content for the model, ``details`` for the rest of heron."""
+
     content: list[TextContent | ImageContent]
     details: Any = None
     is_error: bool = False
@@ -81,8 +90,30 @@ class ToolError(Exception):
     """Raised by a tool for an expected failure: the message goes to the model as is."""
 
 
+@dataclass(frozen=True, slots=True)
+class ParamsRef:
+    """A parameter model named instead of imported, with its schema computed ahead of time.
+
+    Defining a pydantic model imports pydantic and builds the model, which together cost
+    more than the rest of a one-shot run before its first request; the request needs only
+    the schema. A tool with a ``ParamsRef`` sends ``schema`` (what :func:`schema_of` gives
+    for the model: a test of the tool's layer checks that they are equal) and imports
+    ``module`` for the model when arguments are first validated. Without a ``schema`` it is
+    generated from the model, as for a tool with a ``parameters`` model.
+    """
+
+    module: str
+    name: str
+    schema: dict[str, Any] | None = None
+
+    def load(self) -> type[BaseModel]:
+        model: type[BaseModel] = getattr(importlib.import_module(self.module), self.name)
+        return model
+
+
 class AgentTool(Generic[P]):
-    """Subclass with ``name``, ``description``, ``parameters`` and ``execute``.
+    """Subclass with ``name``, ``description``, ``parameters`` (or ``parameters_ref``) and
+    ``execute``.
 
     ``concurrency_key`` lets calls that touch the same resource run one after the other
     (two edits of one file), while everything else runs in parallel. ``meta`` says what
@@ -93,8 +124,23 @@ class AgentTool(Generic[P]):
     name: str
     label: str = ""
     description: str
-    parameters: type[P]
     meta: ToolMeta = OTHER
+    parameters_ref: ClassVar[ParamsRef | None] = None
+    _parameters: type[P] | None = None
+
+    @property
+    def parameters(self) -> type[P]:
+        """The parameter model: the one set (a class attribute or an assignment), else the
+        one ``parameters_ref`` names (imported on first use)."""
+        if self._parameters is not None:
+            return self._parameters
+        if self.parameters_ref is None:
+            raise AttributeError(f"tool {self.name!r} has no parameters model")
+        return cast("type[P]", self.parameters_ref.load())
+
+    @parameters.setter
+    def parameters(self, model: type[P]) -> None:
+        self._parameters = model
 
     async def execute(self, call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
         raise NotImplementedError
@@ -105,7 +151,17 @@ class AgentTool(Generic[P]):
 
     def definition(self) -> Tool:
         """What the model is told; byte-stable across requests (prompt caching)."""
-        return Tool(name=self.name, description=self.description, parameters=schema_of(self.parameters))
+        return Tool(name=self.name, description=self.description, parameters=self.parameters_schema())
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The schema the model is shown: the precomputed one of ``parameters_ref`` unless a
+        model was set, without importing pydantic then."""
+        ref = self.parameters_ref
+        if ref is not None and ref.schema is not None and self._parameters is None:
+            return ref.schema
+        from heron.agent.params import schema_of
+
+        return schema_of(self.parameters)
 
 
 class FunctionTool(AgentTool[P]):
@@ -134,75 +190,25 @@ class FunctionTool(AgentTool[P]):
         return self._key(params) if self._key is not None else None
 
 
-_SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}
-
-
-def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The parameter model's JSON schema in the compact form the model is shown.
-
-    Two things pydantic adds are dropped, since they cost characters on every request and
-    tell the model nothing: the ``title`` of every field, and, for an optional field
-    (``x: int | None = None``), the ``anyOf [..., null]`` wrapper with its ``default: null``
-    -- a field that is not ``required`` already says it may be left out (an explicit
-    ``null`` is still accepted when the arguments are validated).
-
-    Cached per model: generating it costs about a millisecond and it is needed before
-    every request. Treat the returned dict as read-only.
-    """
-    schema = _SCHEMAS.get(model)
-    if schema is None:
-        schema = _compact(model.model_json_schema())
-        _SCHEMAS[model] = schema
-    return schema
-
-
-def _compact(node: Any) -> Any:
-    if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if key == "title" and isinstance(value, str):
-                continue
-            if key == "properties" and isinstance(value, dict):
-                out[key] = {name: _compact(_unwrap_optional(sub)) for name, sub in value.items()}
-            else:
-                out[key] = _compact(value)
-        return out
-    if isinstance(node, list):
-        return [_compact(item) for item in node]
-    return node
-
-
-def _unwrap_optional(prop: Any) -> Any:
-    """``{"anyOf": [S, {"type": "null"}], "default": null, ...}`` -> ``S`` plus the rest."""
-    if not isinstance(prop, dict) or "default" not in prop or prop["default"] is not None:
-        return prop
-    variants = prop.get("anyOf")
-    if not isinstance(variants, list) or len(variants) != 2 or {"type": "null"} not in variants:
-        return prop
-    (kept,) = [v for v in variants if v != {"type": "null"}]
-    if not isinstance(kept, dict):
-        return prop
-    rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
-    return {**kept, **rest}
-
-
 @dataclass(slots=True)
 class ValidationFailure:
+    """Arguments that did not validate: the message the model is sent instead of a result."""
+
     message: str
 
 
 def validate_arguments(tool: AgentTool[Any], call: ToolCall) -> BaseModel | ValidationFailure:
-    """Parsed parameters, or the error text the model will see."""
+    """Parsed parameters, or the error text the model will see. The first call loads
+    pydantic and the tool's model (:mod:`heron.agent.params`)."""
     if call.raw_arguments is not None:
         return ValidationFailure(
             f'The arguments for tool "{call.name}" {_why_not_an_object(call.raw_arguments)}, so the tool was not '
             f"run. Send one JSON object with the parameters as its keys.\n\nReceived arguments:\n{call.raw_arguments}"
         )
-    try:
-        params: BaseModel = tool.parameters.model_validate(call.arguments)
-        return params
-    except ValidationError as exc:
-        return ValidationFailure(format_validation_error(call, exc))
+    from heron.agent.params import parse_arguments
+
+    parsed = parse_arguments(tool.parameters, call)
+    return ValidationFailure(parsed) if isinstance(parsed, str) else parsed
 
 
 _JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
@@ -219,20 +225,6 @@ def _why_not_an_object(raw: str) -> str:
         return "were JSON null, not an object"
     kind = _JSON_KINDS.get(type(value), "not an object")
     return f"were valid JSON but {kind}, not an object"
-
-
-def format_validation_error(call: ToolCall, exc: ValidationError) -> str:
-    lines = [f'Validation failed for tool "{call.name}":']
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"]) or "(arguments)"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unexpected argument"
-        lines.append(f"  - {location}: {message}")
-    lines.append("")
-    lines.append("Received arguments:")
-    lines.append(json.dumps(call.arguments, indent=2, ensure_ascii=False, default=str))
-    return "\n".join(lines)
 
 
 # --- hooks ----------------------------------------------------------------------

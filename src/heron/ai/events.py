@@ -16,12 +16,16 @@ from heron.ai.types import AssistantMessage, StopReason, TextContent, ThinkingCo
 
 @dataclass(slots=True, kw_only=True)
 class StartEvent:
+    """The stream began; ``partial`` is the message that the following events fill in."""
+
     partial: AssistantMessage
     type: Literal["start"] = "start"
 
 
 @dataclass(slots=True, kw_only=True)
 class TextStartEvent:
+    """A text block opened at ``content_index``."""
+
     content_index: int
     partial: AssistantMessage
     type: Literal["text_start"] = "text_start"
@@ -29,6 +33,8 @@ class TextStartEvent:
 
 @dataclass(slots=True, kw_only=True)
 class TextDeltaEvent:
+    """More text for the block at ``content_index``."""
+
     content_index: int
     delta: str
     partial: AssistantMessage
@@ -37,6 +43,8 @@ class TextDeltaEvent:
 
 @dataclass(slots=True, kw_only=True)
 class TextEndEvent:
+    """The text block at ``content_index`` is complete."""
+
     content_index: int
     content: TextContent
     partial: AssistantMessage
@@ -45,6 +53,8 @@ class TextEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingStartEvent:
+    """A thinking block opened at ``content_index``."""
+
     content_index: int
     partial: AssistantMessage
     type: Literal["thinking_start"] = "thinking_start"
@@ -52,6 +62,8 @@ class ThinkingStartEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingDeltaEvent:
+    """More thinking for the block at ``content_index``."""
+
     content_index: int
     delta: str
     partial: AssistantMessage
@@ -60,6 +72,8 @@ class ThinkingDeltaEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingEndEvent:
+    """The thinking block at ``content_index`` is complete."""
+
     content_index: int
     content: ThinkingContent
     partial: AssistantMessage
@@ -68,6 +82,8 @@ class ThinkingEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ToolCallStartEvent:
+    """A tool call opened at ``content_index``; its arguments follow as deltas."""
+
     content_index: int
     partial: AssistantMessage
     type: Literal["toolcall_start"] = "toolcall_start"
@@ -86,6 +102,8 @@ class ToolCallDeltaEvent:
 
 @dataclass(slots=True, kw_only=True)
 class ToolCallEndEvent:
+    """The tool call at ``content_index`` is complete, its arguments parsed."""
+
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage
@@ -94,6 +112,8 @@ class ToolCallEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class DoneEvent:
+    """The stream ended normally; ``message`` is the whole answer."""
+
     reason: StopReason
     message: AssistantMessage
     type: Literal["done"] = "done"

@@ -142,6 +142,8 @@ class _ProviderConfig:
 
 @dataclass(slots=True)
 class _ParsedFile:
+    """One ``models.json`` file read: its providers and model entries, with where each was found."""
+
     providers: dict[str, _ProviderConfig] = field(default_factory=dict)
     # (provider config, raw model entry, where) in file order
     models: list[tuple[_ProviderConfig, JSON, str]] = field(default_factory=list)

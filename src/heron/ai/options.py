@@ -70,6 +70,8 @@ class ContextManagement:
 
 @dataclass(slots=True)
 class StreamOptions:
+    """Per-request options; ``None`` leaves the choice to the provider adapter or the server."""
+
     api_key: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None

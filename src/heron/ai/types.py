@@ -47,6 +47,8 @@ def _put(out: JSON, key: str, value: Any) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class TextContent:
+    """A block of text; ``text_signature`` is the provider's id for it, sent back unchanged."""
+
     text: str
     text_signature: str | None = None
     extra: JSON = field(default_factory=dict, repr=False, compare=False)
@@ -121,6 +123,8 @@ class ImageContent:
 
 @dataclass(slots=True, kw_only=True)
 class ToolCall:
+    """A tool call of the model; ``raw_arguments`` keeps what did not parse as a JSON object."""
+
     id: str
     name: str
     arguments: JSON = field(default_factory=dict)
@@ -310,6 +314,8 @@ class StopReason(StrEnum):
 
 @dataclass(slots=True, kw_only=True)
 class UserMessage:
+    """What the user (or heron on the user's behalf) says: text, or text and images."""
+
     content: str | list[UserBlock]
     timestamp: int = field(default_factory=now_ms)
     extra: JSON = field(default_factory=dict, repr=False, compare=False)
@@ -335,6 +341,8 @@ class UserMessage:
 
 @dataclass(slots=True, kw_only=True)
 class AssistantMessage:
+    """One answer of the model: its blocks, usage, stop reason, and where it came from."""
+
     api: str
     provider: str
     model: str
@@ -445,6 +453,8 @@ def _edits(raw: Any) -> list[JSON] | None:
 
 @dataclass(slots=True, kw_only=True)
 class ToolResultMessage:
+    """A tool's result, sent back to the model as the answer to one tool call."""
+
     tool_call_id: str
     tool_name: str
     content: list[UserBlock] = field(default_factory=list)
@@ -554,6 +564,8 @@ WINDOW_ASSUMED = "assumed"  # Model.window_source of a window nobody configured
 
 @dataclass(slots=True, kw_only=True)
 class Model:
+    """A model and how to reach it: the wire (``api``), the provider, its window and costs."""
+
     id: str
     api: str
     provider: str

@@ -385,7 +385,7 @@ class CodingSession(RecoveryHooks):
         state = self.agent.state
         model = state.model
         tools = state.tools if self._first_count.counts_tools(f"{model.provider}/{model.id}") else []
-        key = (state.system_prompt, tuple((t.name, t.description, t.parameters) for t in tools))
+        key = (state.system_prompt, tuple((t.name, t.description, t.parameters_schema()) for t in tools))
         if self._fixed_count is None or self._fixed_count[0] != key:
             self._fixed_count = (key, fixed_tokens(state.system_prompt, [t.definition() for t in tools]))
         return self._fixed_count[1]

@@ -7,7 +7,8 @@ does not either: the thread would hold the interpreter while prompt_toolkit take
 terminal, and a line typed before that is read with the terminal's own echo and line ending.) What
 is loaded here, in a daemon thread: the model's provider adapter and httpx, what httpx
 imports on its first connection, the executor ``asyncio.to_thread`` runs on, the tools' JSON
-schemas (every request carries them, and the first prompt counts them), and, in a session
+schemas (every request carries them, and the first prompt counts them) and parameter models
+(pydantic, which the first tool call validates its arguments with), and, in a session
 that takes checkpoint snapshots, the shadow-repository code the first snapshot imports.
 Everything is best effort: a failure here is left for the turn to meet and report.
 """
@@ -60,6 +61,7 @@ def warm_up(api: str, session: CodingSession | None = None) -> None:
         return
     for tool in list(session.agent.state.tools):
         tool.definition()  # the JSON schema, cached per parameter model
+        tool.parameters  # noqa: B018 - the model, imported on first use (a built-in tool's loads pydantic)
     if session.control.checkpoints.enabled and session.store.path is not None:
         for name in _SNAPSHOT_MODULES:
             importlib.import_module(name)

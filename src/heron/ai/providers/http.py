@@ -251,6 +251,8 @@ def malformed(exc: ValueError) -> ProviderError:
 
 @dataclass(slots=True)
 class SseEvent:
+    """One server-sent event: its ``event:`` name, if any, and its joined ``data:`` lines."""
+
     event: str | None
     data: str
 

@@ -23,9 +23,10 @@ from acp.schema import EnvVariable
 from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.bash_output import OutputCollector
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 from heron.coding.tools.process import Ending, resolve_shell
 
 # The most output the editor keeps for heron (it drops the oldest beyond this).

@@ -45,7 +45,8 @@ from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
+from heron.coding.tools.params import BashParams
 from heron.session.paths import SessionSummary
 from heron.session.store import SessionError
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import (
@@ -38,7 +36,10 @@ from heron.ai.abort import AbortSignal
 from heron.coding.extensions.compaction import CompactHandler, CompactionAnswer, CompactionInput
 
 ExtensionSource = Literal["user", "project", "entry-point"]
-P = TypeVar("P", bound=BaseModel)
+if TYPE_CHECKING:  # extension tools bring their own models; pydantic is not loaded for them
+    from pydantic import BaseModel
+
+P = TypeVar("P", bound="BaseModel")
 H = TypeVar("H", bound=Callable[..., Any])
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:.")

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from heron.agent.tools import AgentTool, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.ai.types import Tool
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from heron.coding.extensions.host import Extension
 
 
-class GuardedTool(AgentTool[BaseModel]):
+class GuardedTool(AgentTool["BaseModel"]):
     def __init__(self, tool: AgentTool[Any], extension: Extension) -> None:
         self.inner = tool
         self.extension = extension

@@ -24,7 +24,7 @@ from heron.ai.types import AssistantMessage, Usage
 from heron.coding.events import SubagentEvent
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.subagents.definitions import AgentDefinition, load_definitions
-from heron.coding.subagents.tool import TaskParams, TaskTool
+from heron.coding.subagents.tool import TaskTool
 from heron.coding.tools import UnknownToolError
 from heron.context.children import CHILD_CUSTOM_TYPE, ChildRecord
 from heron.session.store import SessionWriteError
@@ -32,6 +32,7 @@ from heron.session.store import SessionWriteError
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
     from heron.coding.session_spec import Build
+    from heron.coding.tools.params import TaskParams
 
 log = logging.getLogger(__name__)
 

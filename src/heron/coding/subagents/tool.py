@@ -6,35 +6,20 @@ built once, so the tool definition sent with every request stays byte-identical.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from heron.agent.tools import AgentTool, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.subagents.definitions import AgentDefinitions
 from heron.coding.tools import TASK_META
+from heron.coding.tools.schema_table import builtin_params
 
 if TYPE_CHECKING:
     from heron.coding.subagents.manager import SubagentManager
+    from heron.coding.tools.params import TaskParams
 
 MIN_WORDS, MAX_WORDS = 3, 7
 MAX_LISTED = 30
-
-
-class TaskParams(ToolParams):
-    description: str = Field(description="What the sub-agent will do, in 3 to 7 words")
-    prompt: str = Field(min_length=1, description="The whole task: everything the sub-agent needs to know")
-    agent: str | None = Field(default=None, description="Name of an agent definition (default: a general agent)")
-    context: Literal["isolated", "fork"] = Field(
-        default="isolated",
-        description='"isolated" (default): a fresh context with only the prompt; "fork": a copy of this '
-        "conversation so far",
-    )
-    goal: bool | None = Field(
-        default=None,
-        description="true: give an isolated sub-agent this session's goal too (a fork always has it)",
-    )
 
 
 def task_description(definitions: AgentDefinitions) -> str:
@@ -54,11 +39,11 @@ def task_description(definitions: AgentDefinitions) -> str:
     return "\n".join(lines)
 
 
-class TaskTool(AgentTool[TaskParams]):
+class TaskTool(AgentTool["TaskParams"]):
     name = "task"
     label = "Task"
     meta = TASK_META
-    parameters = TaskParams
+    parameters_ref = builtin_params("task")
 
     def __init__(self, manager: SubagentManager) -> None:
         self.manager = manager

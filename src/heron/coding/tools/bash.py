@@ -26,19 +26,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
 from heron.agent.tool_meta import ToolMeta, command_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.schema_table import builtin_params
 from heron.context.limits import format_size
 from heron.context.truncate import Truncation, truncate_tail
 
 if TYPE_CHECKING:
     from heron.coding.tools.bash_output import OutputCollector
+    from heron.coding.tools.params import BashParams
     from heron.coding.tools.process import Ending
 
 __all__ = ["BashParams", "BashTool"]
@@ -46,30 +46,15 @@ __all__ = ["BashParams", "BashTool"]
 # --- the tool ---------------------------------------------------------------------
 
 
-class BashParams(ToolParams):
-    command: str = Field(description="Shell command (bash syntax).")
-    timeout: float | None = Field(
-        default=None, gt=0, description="Seconds after which the command and everything it started are killed."
-    )
-    outside_sandbox: bool | None = Field(
-        default=None,
-        description="Run this one command outside the sandbox (network, writes outside the project); the user "
-        "is asked first. Only after it failed at the sandbox's edge, with a justification.",
-    )
-    justification: str | None = Field(
-        default=None, max_length=2000, description="With outside_sandbox: why, in one sentence the user reads."
-    )
-
-
 def _format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
 
 
-class BashTool(AgentTool[BashParams]):
+class BashTool(AgentTool["BashParams"]):
     name = "bash"
     label = "bash"
     meta = ToolMeta(kind="execute", command=command_argument())
-    parameters = BashParams
+    parameters_ref = builtin_params("bash")
 
     # How long the pipe may stay open after the shell exited (background children).
     pipe_grace: float = 0.5

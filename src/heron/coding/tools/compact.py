@@ -9,29 +9,25 @@ one compaction runs per turn unless the window forces another (docs/context.md).
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from heron.agent.tool_meta import ToolMeta
-from heron.agent.tools import AgentTool, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.schema_table import builtin_params
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import CompactParams
 
 MAX_FOCUS = 2_000
 
 
-class CompactParams(ToolParams):
-    focus: str | None = Field(
-        default=None,
-        max_length=MAX_FOCUS,
-        description="What the summary must keep (the task at hand, a decision, an exact error...)",
-    )
-
-
-class CompactTool(AgentTool[CompactParams]):
+class CompactTool(AgentTool["CompactParams"]):
     name = "compact"
     label = "Compact"
     meta = ToolMeta(kind="compact")
-    parameters = CompactParams
+    parameters_ref = builtin_params("compact")
     description = (
         "Compact the conversation before your next request: older messages are replaced by a summary "
         "(the task list, the user's requests and recently read files are kept). Call it when a piece of "

@@ -19,16 +19,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, islice, pairwise
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from heron.agent.tool_meta import ToolMeta, path_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import EditDetails
-from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
+from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import client_written, is_read_only, os_error, replace_file, stat_regular_file
 from heron.coding.tools.read_source import is_content_stamp, unchanged_since_read
+from heron.coding.tools.schema_table import builtin_params
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import EditParams
 
 _BOM = "\ufeff"
 
@@ -49,20 +52,6 @@ _HINT_CUTOFF = 0.6
 _HINT_LINE_CHARS = 200
 _HINT_SCAN_LINES = 20_000
 _DIFF_CONTEXT = 3
-
-
-class Replacement(ToolParams):
-    old_text: str = Field(description="Exact text to replace; must occur once.")
-    new_text: str = Field(description="Replacement text.")
-
-
-class EditParams(ToolParams):
-    path: str = Field(description=PATH_DESCRIPTION)
-    old_text: str | None = Field(default=None, description="Exact text to replace; must occur once in the file.")
-    new_text: str | None = Field(default=None, description="Replacement for old_text.")
-    edits: list[Replacement] | None = Field(
-        default=None, description="Several non-overlapping replacements, instead of old_text/new_text."
-    )
 
 
 @dataclass(slots=True)
@@ -169,7 +158,7 @@ def _count_text(found: list[int]) -> str:
     return f"more than {_MAX_COUNTED}" if len(found) > _MAX_COUNTED else str(len(found))
 
 
-class EditTool(AgentTool[EditParams]):
+class EditTool(AgentTool["EditParams"]):
     name = "edit"
     label = "Edit"
     meta = ToolMeta(kind="edit", paths=path_argument(access="write"), aliases=("MultiEdit",))
@@ -179,7 +168,7 @@ class EditTool(AgentTool[EditParams]):
         "edits: [{old_text, new_text}, ...], each matched against the file before the call, all applied or none. "
         "Line endings and BOM are kept."
     )
-    parameters = EditParams
+    parameters_ref = builtin_params("edit")
 
     def __init__(self, env: ToolEnv) -> None:
         self.env = env

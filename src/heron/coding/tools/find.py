@@ -28,30 +28,23 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from heron.agent.tool_meta import ToolMeta, tree_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import FindDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.external import ExternalProcess, read_records
 from heron.coding.tools.globs import GlobError, compile_glob
 from heron.coding.tools.listing import Backend, cap_output, check_path, find_program, path_joiner, pick_backend
+from heron.coding.tools.schema_table import builtin_params
 from heron.coding.tools.walker import Walker
 
+if TYPE_CHECKING:
+    from heron.coding.tools.params import FindParams
+
 NO_FILES = "No files found matching pattern"
-
-
-class FindParams(ToolParams):
-    pattern: str = Field(
-        min_length=1,
-        description="Glob to match: '*.py' matches names at any depth; 'src/**/*.ts' or '**/test_*.py' match paths "
-        "below the search directory",
-    )
-    path: str | None = Field(default=None, description="Directory to search (default: the working directory)")
-    limit: int | None = Field(default=None, ge=1, description="Maximum number of paths to return")
 
 
 def normalise_pattern(pattern: str, root: Path) -> tuple[str, bool]:
@@ -72,11 +65,11 @@ def _escape_glob(text: str) -> str:
     return "".join(c if c.isalnum() or c == "/" else "\\" + c for c in text)
 
 
-class FindTool(AgentTool[FindParams]):
+class FindTool(AgentTool["FindParams"]):
     name = "find"
     label = "Find"
     meta = ToolMeta(kind="search", paths=tree_argument(listing=True), aliases=("Glob",))
-    parameters = FindParams
+    parameters_ref = builtin_params("find")
 
     def __init__(self, env: ToolEnv, backend: Backend = "auto") -> None:
         self.env = env

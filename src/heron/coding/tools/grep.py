@@ -44,12 +44,10 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tool_meta import ToolMeta, tree_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import GrepDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
@@ -65,27 +63,17 @@ from heron.coding.tools.listing import (
     pick_backend,
     printable,
 )
+from heron.coding.tools.schema_table import builtin_params
 from heron.coding.tools.walker import Walker
 from heron.context.truncate import cut_line
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import GrepParams
 
 NO_MATCHES = "No matches found"
 
 Line = tuple[int, bool, str]  # line number, is a match, text without its line ending
 FileHits = tuple[str, list[Line]]  # path relative to the search root, lines in order
-
-
-class GrepParams(ToolParams):
-    pattern: str = Field(
-        description="Regular expression to search for (ripgrep/Rust syntax), or plain text with literal=true"
-    )
-    path: str | None = Field(default=None, description="Directory or file to search (default: the working directory)")
-    glob: str | None = Field(
-        default=None, description="Only search files matching this glob, e.g. '*.py', '*.{ts,tsx}' or 'src/**/*.rs'"
-    )
-    ignore_case: bool = Field(default=False, description="Match case-insensitively")
-    literal: bool = Field(default=False, description="Treat the pattern as plain text, not a regular expression")
-    context: int = Field(default=0, ge=0, le=100, description="Lines of context to show before and after each match")
-    limit: int | None = Field(default=None, ge=1, description="Maximum number of matching lines to return")
 
 
 # --- the regex of the Python search -------------------------------------------------
@@ -436,11 +424,11 @@ def _rg_error(pattern: str, glob: str | None, stderr: str) -> ToolError:
     return ToolError(f"grep failed: {stderr.strip()}")
 
 
-class GrepTool(AgentTool[GrepParams]):
+class GrepTool(AgentTool["GrepParams"]):
     name = "grep"
     label = "Grep"
     meta = ToolMeta(kind="search", paths=tree_argument(listing=False), aliases=("Grep",))
-    parameters = GrepParams
+    parameters_ref = builtin_params("grep")
 
     def __init__(self, env: ToolEnv, backend: Backend = "auto") -> None:
         self.env = env

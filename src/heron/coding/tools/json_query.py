@@ -15,32 +15,29 @@ import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tool_meta import ToolMeta, path_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
+from heron.coding.tools.schema_table import builtin_params
 from heron.context.limits import format_size
 from heron.context.truncate import truncate_head
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import JsonQueryParams
 
 MAX_INPUT_BYTES = 512 << 20
 NO_OUTPUT = "(no output: the expression produced no values)"
 _ONE_LINE = 200
 
 
-class JsonQueryParams(ToolParams):
-    path: str = Field(min_length=1, description="A JSON (or JSON Lines) file, e.g. a spill file named in a result")
-    expr: str = Field(min_length=1, description="A jq expression, e.g. '.items | length' or '.[] | select(.ok) | .id'")
-
-
-class JsonQueryTool(AgentTool[JsonQueryParams]):
+class JsonQueryTool(AgentTool["JsonQueryParams"]):
     name = "json_query"
     label = "JSON query"
     meta = ToolMeta(kind="search", paths=path_argument())
-    parameters = JsonQueryParams
+    parameters_ref = builtin_params("json_query")
 
     def __init__(self, env: ToolEnv) -> None:
         self.env = env

@@ -20,29 +20,26 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Literal
 
 from heron.agent.tool_meta import ToolMeta, tree_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import LsDetails, truncation_details
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.external import ExternalProcess, read_records
 from heron.coding.tools.listing import Backend, cap_output, check_path, find_program, pick_backend
 from heron.coding.tools.names import quoted_name
+from heron.coding.tools.schema_table import builtin_params
 from heron.coding.tools.walker import GIT_DIR, Walker, entry_kind, name_key
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import LsParams
 
 EMPTY = "(empty directory)"
 ALL_IGNORED = "(no entries shown)"
 
 _SUFFIX = {"dir": "/", "symlink": "@", "file": "", "other": ""}
-
-
-class LsParams(ToolParams):
-    path: str | None = Field(default=None, description="Directory to list (default: the working directory)")
-    limit: int | None = Field(default=None, ge=1, description="Maximum number of entries to return")
 
 
 def _scan(root: Path) -> list[tuple[str, Literal["file", "dir", "symlink", "other"]]]:
@@ -52,11 +49,11 @@ def _scan(root: Path) -> list[tuple[str, Literal["file", "dir", "symlink", "othe
     return entries
 
 
-class LsTool(AgentTool[LsParams]):
+class LsTool(AgentTool["LsParams"]):
     name = "ls"
     label = "List"
     meta = ToolMeta(kind="search", paths=tree_argument(listing=True), aliases=("LS",))
-    parameters = LsParams
+    parameters_ref = builtin_params("ls")
 
     def __init__(self, env: ToolEnv, backend: Backend = "auto") -> None:
         self.env = env

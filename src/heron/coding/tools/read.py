@@ -18,12 +18,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tool_meta import PathUse, ToolMeta, arg_int, arg_str
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.ai.types import ImageContent, TextContent
 from heron.coding.tools.details import (
@@ -33,7 +31,7 @@ from heron.coding.tools.details import (
     ReadUnchangedDetails,
     TruncationDetails,
 )
-from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
+from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import os_error, stat_regular_file
 from heron.coding.tools.images import (
     IMAGE_MAX_BASE64_BYTES,
@@ -54,8 +52,12 @@ from heron.coding.tools.line_index import (
     wc_newlines,
 )
 from heron.coding.tools.read_source import SNIFF_BYTES, HeldText, held_text, is_content_stamp
+from heron.coding.tools.schema_table import builtin_params
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits, format_size
 from heron.context.truncate import cut_line
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import ReadParams
 
 INDEX_CACHE_ENTRIES = 16
 
@@ -73,12 +75,6 @@ def describe(limits: ToolLimits) -> str:
     return DESCRIPTION.format(
         max_lines=limits.max_lines, max_bytes=format_size(limits.max_bytes), line_chars=limits.line_chars
     )
-
-
-class ReadParams(ToolParams):
-    path: str = Field(description=PATH_DESCRIPTION)
-    offset: int | None = Field(default=None, ge=1, description="First line to read (1-based).")
-    limit: int | None = Field(default=None, ge=1, description="Maximum lines to read.")
 
 
 # --- sniffing -------------------------------------------------------------------
@@ -130,8 +126,9 @@ def read_paths(arguments: Mapping[str, Any]) -> list[PathUse]:
     return [PathUse(path, "read", offset=arg_int(arguments, "offset"), limit=arg_int(arguments, "limit"))]
 
 
-class ReadTool(AgentTool[ReadParams]):
+class ReadTool(AgentTool["ReadParams"]):
     name = "read"
+    parameters_ref = builtin_params("read")
     label = "Read"
     meta = ToolMeta(kind="read", paths=read_paths)
     description = describe(DEFAULT_LIMITS)
@@ -147,7 +144,6 @@ class ReadTool(AgentTool[ReadParams]):
         fast_count: FastCount | None = FAST_COUNT,
     ) -> None:
         self.env = env
-        self.parameters = ReadParams
         self.image_max_dimension = image_max_dimension
         self.image_max_base64 = image_max_base64
         self.image_max_file_bytes = image_max_file_bytes

@@ -31,18 +31,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from heron.agent.tool_meta import ToolMeta
-from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import INNER_CALLS, AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.secrets import child_environment
 from heron.coding.tools.details import truncation_details
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.schema_table import builtin_params
 from heron.context.truncate import truncate_tail
 
 if TYPE_CHECKING:  # the process machinery loads with the first script, not when the tool is offered
     from heron.coding.tools.bash_output import OutputCollector
+    from heron.coding.tools.params import ScriptParams
     from heron.coding.tools.script_calls import CallChannel
 
 CHILD_DIR = Path(__file__).parent / "script_child"
@@ -51,16 +51,11 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); import heron_script_ru
 SCRIPT_META = ToolMeta(kind="execute", calls_tools=True)
 
 
-class ScriptParams(ToolParams):
-    code: str = Field(description="Python 3 source. Print or return (last expression, or `return`) what you need.")
-    timeout: float | None = Field(default=None, gt=0, description="Seconds before the script is stopped.")
-
-
-class ScriptTool(AgentTool[ScriptParams]):
+class ScriptTool(AgentTool["ScriptParams"]):
     name = "script"
     label = "script"
     meta = SCRIPT_META
-    parameters = ScriptParams
+    parameters_ref = builtin_params("script")
 
     kill_grace: float = 1.0
     pipe_grace: float = 0.5

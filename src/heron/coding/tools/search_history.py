@@ -12,42 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.tool_meta import ToolMeta
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.schema_table import builtin_params
 from heron.context.truncate import truncate_head
 from heron.session.paths import encode_cwd
 
 if TYPE_CHECKING:
+    from heron.coding.tools.params import SearchHistoryParams
     from heron.session.recall import Hit
 
 NO_MATCHES = "No matches"
 
 
-class SearchHistoryParams(ToolParams):
-    query: str = Field(
-        min_length=1,
-        description="Words to find (each matched as a word, punctuation included: MARKER-x, foo.py). "
-        'FTS5 syntax is used as written when the query has it: "exact phrase", AND, OR, NOT, NEAR(a b), prefix*',
-    )
-    scope: Literal["session", "project", "all"] = Field(
-        default="session",
-        description="session: this session's whole tree, including what was compacted away; "
-        "project: every session of this working directory; all: every session",
-    )
-    limit: int = Field(default=10, ge=1, le=100, description="Maximum number of matches")
-
-
-class SearchHistoryTool(AgentTool[SearchHistoryParams]):
+class SearchHistoryTool(AgentTool["SearchHistoryParams"]):
     name = "search_history"
     label = "Search history"
     meta = ToolMeta(kind="search")
-    parameters = SearchHistoryParams
+    parameters_ref = builtin_params("search_history")
 
     def __init__(self, env: ToolEnv) -> None:
         self.env = env

@@ -7,34 +7,27 @@ survives when the history that wrote it is summarised (see docs/continuity.md).
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
 
 from heron.agent.tool_meta import ToolMeta
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.schema_table import builtin_params
 from heron.context.todos import TodoItem, render_todos
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import TodoParams
 
 MAX_ITEMS = 100
 MAX_CONTENT = 2_000
 
 
-class TodoEntry(BaseModel):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT, description="What to do, in a few words")
-    status: Literal["pending", "in_progress", "completed"] = Field(description="pending, in_progress or completed")
-
-
-class TodoParams(ToolParams):
-    todos: list[TodoEntry] = Field(description="The whole list; it replaces the previous one")
-
-
-class TodoTool(AgentTool[TodoParams]):
+class TodoTool(AgentTool["TodoParams"]):
     name = "todo"
     label = "Todo"
     meta = ToolMeta(kind="todo")
-    parameters = TodoParams
+    parameters_ref = builtin_params("todo")
     description = (
         "Keep a task list for multi-step work: send the whole list each time (it replaces the previous "
         "one), one item in_progress at a time, mark items completed as soon as they are done. The list "

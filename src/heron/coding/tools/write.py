@@ -9,16 +9,19 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from heron.agent.tool_meta import ToolMeta, path_argument
-from heron.agent.tools import AgentTool, ToolError, ToolParams, ToolResult, UpdateCallback
+from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.details import WriteDetails
-from heron.coding.tools.env import PATH_DESCRIPTION, ToolEnv, display_path, resolve_path
+from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.files import Written, check_regular, client_written, permission_error, replace_file, stat_path
+from heron.coding.tools.schema_table import builtin_params
 from heron.coding.tools.stale_write import check_not_stale
+
+if TYPE_CHECKING:
+    from heron.coding.tools.params import WriteParams
 
 DESCRIPTION = (
     "Create or overwrite a file with the given content; missing parent directories are created. "
@@ -27,23 +30,15 @@ DESCRIPTION = (
 )
 
 
-class WriteParams(ToolParams):
-    path: str = Field(description=PATH_DESCRIPTION)
-    content: str = Field(description="The complete file content.")
-    overwrite: bool = Field(
-        default=False, description="Replace the file even if it changed on disk since you last read or wrote it."
-    )
-
-
-class WriteTool(AgentTool[WriteParams]):
+class WriteTool(AgentTool["WriteParams"]):
     name = "write"
+    parameters_ref = builtin_params("write")
     label = "Write"
     meta = ToolMeta(kind="write", paths=path_argument(access="write"))
     description = DESCRIPTION
 
     def __init__(self, env: ToolEnv) -> None:
         self.env = env
-        self.parameters = WriteParams
 
     def concurrency_key(self, params: WriteParams) -> str | None:
         return str(resolve_path(params.path, self.env.cwd))
