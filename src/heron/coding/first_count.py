@@ -37,7 +37,6 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.providers.http import is_local_url
-from heron.ai.providers.openai_chat import convert_tool
 from heron.ai.server_tokens import rendered_prompt, server_count
 from heron.ai.types import Model, TextContent, Tool, UserMessage
 from heron.context import calibration
@@ -63,7 +62,10 @@ def asks_server_counts(model: Model, policy: ContextPolicy) -> bool:
 
 
 def chat_body(system_prompt: str, tools: Sequence[Tool], prompts: Sequence[str]) -> tuple[list[Any], list[Any]]:
-    """The messages and tools of a first request, as Chat Completions sends them."""
+    """The messages and tools of a first request, as Chat Completions sends them (the
+    provider's module loads only for a local server's count, not with every session)."""
+    from heron.ai.providers.openai_chat import convert_tool
+
     messages: list[Any] = [{"role": "system", "content": system_prompt}] if system_prompt else []
     messages += [{"role": "user", "content": text} for text in prompts]
     return messages, [convert_tool(t) for t in tools]
