@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from _pi import pi_command, pi_env, pi_model
-from _prompt_cache import CacheFigures, SimulatedCache, figures
+from _prompt_cache import CacheFigures, Clock, SimulatedCache, figures
+from _sim_clock import advance
+from _sim_clock import command as clocked_command
 
 MODEL_ID = "big"
 PROMPT = re.compile(r"^Turn (\d+):")
@@ -287,21 +289,33 @@ def drive(
     window: int,
     max_tokens: int,
     turn_pauses: dict[int, float],
+    live_pauses: bool = False,
 ) -> AgentRun | None:
-    """One agent through every prompt; None when the agent is not installed."""
+    """One agent through every prompt; None when the agent is not installed. ``live_pauses``
+    (a Python agent): its wall clock is moved forward by the user's pause before each turn
+    (``_sim_clock``), so it sees the idle time the simulated cache sees."""
     server, url = serve(script)
     try:
         made = agent(work / f"{name}-home", url, window, max_tokens)
         if made is None:
             return None
         command, env = made
+        offset_file = work / f"{name}-clock"
+        if live_pauses:
+            command = clocked_command(offset_file, command)
+            env = {
+                **env,
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")])),
+            }
         cwd = work / f"{name}-project"
         shutil.copytree(project, cwd)
         started = time.monotonic()
         rpc = RpcAgent(command, cwd, env)
         error = None
         try:
-            for prompt in prompts:
+            for turn, prompt in enumerate(prompts, 1):
+                if live_pauses and turn > 1:  # the simulated cache's gap: one request's time and the pause
+                    advance(offset_file, Clock({}).step + turn_pauses.get(turn, 0.0))
                 rpc.prompt(prompt)
         except (RuntimeError, TimeoutError) as exc:
             error = str(exc)
