@@ -313,7 +313,7 @@ SCHEMA: dict[str, Any] = {
         "keepTurns": _NON_NEGATIVE,
         "cacheTtlSeconds": _NON_NEGATIVE,
     },
-    "toolLimits": {_camel(f.name): _POSITIVE for f in dataclasses.fields(ToolLimits)},
+    "toolLimits": {_camel(f.name): _share if f.type == "float" else _POSITIVE for f in dataclasses.fields(ToolLimits)},
     "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
     "tools": {"maxParallel": _POSITIVE},
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
