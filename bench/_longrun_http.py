@@ -251,7 +251,9 @@ class AgentRun:
         return sum(1 for r in self.received if r.kind == kind)
 
 
-def heron_agent(home: Path, base_url: str, window: int, max_tokens: int) -> tuple[list[str], dict[str, str]]:
+def heron_agent(
+    home: Path, base_url: str, window: int, max_tokens: int, settings: dict[str, Any] | None = None
+) -> tuple[list[str], dict[str, str]]:
     models = {
         "providers": {
             "local": {
@@ -264,7 +266,7 @@ def heron_agent(home: Path, base_url: str, window: int, max_tokens: int) -> tupl
     }
     home.mkdir(parents=True, exist_ok=True)
     (home / "models.json").write_text(json.dumps(models))
-    (home / "settings.json").write_text(json.dumps({"memory": {"enabled": False}}))
+    (home / "settings.json").write_text(json.dumps({**(settings or {}), "memory": {"enabled": False}}))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env["HERON_HOME"] = str(home)
     return [sys.executable, "-m", "heron.cli.main", "--model", f"local/{MODEL_ID}", "--mode", "rpc"], env

@@ -31,6 +31,8 @@ installed" without it (``HERON_CI_NODE_DIR``). The machine's load is printed.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import math
 import os
 import random
@@ -411,7 +413,6 @@ def measure(
 def part_kind(part: str) -> str:
     """What one serialised part of a faux request is: the system prompt, a tool
     definition, or a message by role (tool results by tool)."""
-    import json
 
     data = json.loads(part)
     if "system" in data:
@@ -635,7 +636,7 @@ def breakdown(r: Run, summary_ix: list[int], ttl: str) -> dict[str, int]:
     return out
 
 
-def http_runs(turns: int) -> dict[str, AgentRun | None]:
+def http_runs(turns: int, settings: dict[str, Any]) -> dict[str, AgentRun | None]:
     """heron and pi on the same scripted server workload (``_longrun_http``)."""
     rng = random.Random(SEED)
     tmp = Path(tempfile.mkdtemp(prefix="heron-longrun-http-"))
@@ -648,7 +649,7 @@ def http_runs(turns: int) -> dict[str, AgentRun | None]:
         agents: dict[str, AgentRun | None] = {}
         global HTTP_STEPS
         HTTP_STEPS = steps
-        for name, agent in (("heron", heron_agent), ("pi 1.6.0", pi_agent)):
+        for name, agent in (("heron", functools.partial(heron_agent, settings=settings)), ("pi 1.6.0", pi_agent)):
             script = ScriptServer(steps, answers, WINDOW, SUMMARY.format(n=0))
             agents[name] = drive(
                 name,
@@ -670,7 +671,6 @@ def http_runs(turns: int) -> dict[str, AgentRun | None]:
 def result_sizes(agents: dict[str, AgentRun | None], steps: dict[int, list[tuple[str, dict[str, Any], str]]]) -> str:
     """Each tool result as each agent first sent it (the same calls: the server's ids
     ``call_TTT_S``), by tool: how much of the first-time content is the result size."""
-    import json
 
     sizes: dict[str, dict[str, list[int]]] = {}
     for name, a in agents.items():
@@ -758,11 +758,20 @@ def pct(x: float) -> str:
 
 
 def main() -> None:
-    args = parser(__doc__ or "").parse_args()
+    p = parser(__doc__ or "")
+    p.add_argument(
+        "--settings", type=json.loads, default={}, help="heron settings (JSON) for every run, e.g. a variant"
+    )
+    args = p.parse_args()
     turns = 20 if args.quick else 200
-    on = asyncio.run(run("pruning on", turns, {}))
-    off = asyncio.run(run("pruning off", turns, {"pruning": {"enabled": False}}))
-    separate = asyncio.run(run("separate summaries", turns, {"compaction": {"request": "separate"}}))
+    extra: dict[str, Any] = args.settings
+
+    def with_extra(settings: dict[str, Any]) -> dict[str, Any]:
+        return {**extra, **{k: {**extra.get(k, {}), **v} for k, v in settings.items()}}
+
+    on = asyncio.run(run("pruning on", turns, with_extra({})))
+    off = asyncio.run(run("pruning off", turns, with_extra({"pruning": {"enabled": False}})))
+    separate = asyncio.run(run("separate summaries", turns, with_extra({"compaction": {"request": "separate"}})))
     assert len(on.requests) == len(off.requests)
 
     rows = []
@@ -870,7 +879,7 @@ def main() -> None:
     rows = [[f"{on.name} ({ttl})", *(f"{on.new_by_part[ttl].get(k, 0):,}" for k in kinds)] for ttl in on.cache]
     print(table(["'new content' is", *kinds], rows))
     http_turns = 10 if args.quick else turns
-    agents = http_runs(http_turns)
+    agents = http_runs(http_turns, extra)
     print()
     print(f"heron and pi 1.6.0 over HTTP, the same {http_turns}-turn script (no edits), {WINDOW:,}-token window:")
     print(agent_table(agents))
