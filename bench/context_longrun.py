@@ -24,8 +24,12 @@ characters, the summary requests' cache hit, and where the uncached characters c
 Then heron and pi 1.6.0 play the same script (without the edits) against one scripted
 OpenAI-compatible server over their rpc modes (``_longrun_http.py``), and the same cache
 figures are computed from the request bodies they sent; pi's columns say "pi: not
-installed" without it (``HERON_CI_NODE_DIR``). The machine's load is printed.
-``--quick``: 20 turns in process, 10 over HTTP.
+installed" without it (``HERON_CI_NODE_DIR``). heron lives through the same user pauses
+as the simulated cache (``_sim_clock.py``: its wall clock moved forward by each pause), so
+its cold-cache pruning acts where the cache has expired. The "new content" row is split by
+part, and each tool result as first sent is compared with pi's. The machine's load is
+printed. ``--quick``: 20 turns in process, 10 over HTTP; ``--settings JSON``: heron
+settings for every run (a variant, e.g. ``{"toolLimits": {"windowShare": 0.075}}``).
 """
 
 from __future__ import annotations
@@ -918,6 +922,8 @@ def main() -> None:
             "pruning_on": s_on,
             "pruning_off": s_off,
             "simulated_cache": {r.name: cache_json(r.cache) for r in (on, off, separate)},
+            "new_content_parts": on.new_by_part,
+            "settings": extra,
             "http": {
                 name: None if a is None else {"seconds": round(a.seconds, 1), "error": a.error, **cache_json(a.cache)}
                 for name, a in agents.items()
