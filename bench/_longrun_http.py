@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from _pi import pi_command, pi_env, pi_model
-from _prompt_cache import CacheFigures, SimulatedCache, figures
+from _prompt_cache import CacheFigures, Clock, SimulatedCache, figures
+from _sim_clock import advance
+from _sim_clock import command as clocked_command
 
 MODEL_ID = "big"
 PROMPT = re.compile(r"^Turn (\d+):")
@@ -249,7 +251,9 @@ class AgentRun:
         return sum(1 for r in self.received if r.kind == kind)
 
 
-def heron_agent(home: Path, base_url: str, window: int, max_tokens: int) -> tuple[list[str], dict[str, str]]:
+def heron_agent(
+    home: Path, base_url: str, window: int, max_tokens: int, settings: dict[str, Any] | None = None
+) -> tuple[list[str], dict[str, str]]:
     models = {
         "providers": {
             "local": {
@@ -262,7 +266,7 @@ def heron_agent(home: Path, base_url: str, window: int, max_tokens: int) -> tupl
     }
     home.mkdir(parents=True, exist_ok=True)
     (home / "models.json").write_text(json.dumps(models))
-    (home / "settings.json").write_text(json.dumps({"memory": {"enabled": False}}))
+    (home / "settings.json").write_text(json.dumps({**(settings or {}), "memory": {"enabled": False}}))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env["HERON_HOME"] = str(home)
     return [sys.executable, "-m", "heron.cli.main", "--model", f"local/{MODEL_ID}", "--mode", "rpc"], env
@@ -287,21 +291,33 @@ def drive(
     window: int,
     max_tokens: int,
     turn_pauses: dict[int, float],
+    live_pauses: bool = False,
 ) -> AgentRun | None:
-    """One agent through every prompt; None when the agent is not installed."""
+    """One agent through every prompt; None when the agent is not installed. ``live_pauses``
+    (a Python agent): its wall clock is moved forward by the user's pause before each turn
+    (``_sim_clock``), so it sees the idle time the simulated cache sees."""
     server, url = serve(script)
     try:
         made = agent(work / f"{name}-home", url, window, max_tokens)
         if made is None:
             return None
         command, env = made
+        offset_file = work / f"{name}-clock"
+        if live_pauses:
+            command = clocked_command(offset_file, command)
+            env = {
+                **env,
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")])),
+            }
         cwd = work / f"{name}-project"
         shutil.copytree(project, cwd)
         started = time.monotonic()
         rpc = RpcAgent(command, cwd, env)
         error = None
         try:
-            for prompt in prompts:
+            for turn, prompt in enumerate(prompts, 1):
+                if live_pauses and turn > 1:  # the simulated cache's gap: one request's time and the pause
+                    advance(offset_file, Clock({}).step + turn_pauses.get(turn, 0.0))
                 rpc.prompt(prompt)
         except (RuntimeError, TimeoutError) as exc:
             error = str(exc)

@@ -24,13 +24,19 @@ characters, the summary requests' cache hit, and where the uncached characters c
 Then heron and pi 1.6.0 play the same script (without the edits) against one scripted
 OpenAI-compatible server over their rpc modes (``_longrun_http.py``), and the same cache
 figures are computed from the request bodies they sent; pi's columns say "pi: not
-installed" without it (``HERON_CI_NODE_DIR``). The machine's load is printed.
-``--quick``: 20 turns in process, 10 over HTTP.
+installed" without it (``HERON_CI_NODE_DIR``). heron lives through the same user pauses
+as the simulated cache (``_sim_clock.py``: its wall clock moved forward by each pause), so
+its cold-cache pruning acts where the cache has expired. The "new content" row is split by
+part, and each tool result as first sent is compared with pi's. The machine's load is
+printed. ``--quick``: 20 turns in process, 10 over HTTP; ``--settings JSON``: heron
+settings for every run (a variant, e.g. ``{"toolLimits": {"windowShare": 0.075}}``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import math
 import os
 import random
@@ -47,7 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import RESULTS, parser, table, write_json
 from _longrun_http import AgentRun, ScriptServer, drive, heron_agent, pi_agent
 from _pi import NOT_INSTALLED
-from _prompt_cache import CacheFigures, figures, pauses
+from _prompt_cache import CacheFigures, Clock, figures, pauses
+from _sim_clock import WallClock
 from heron.ai.providers.faux import FauxProvider, FauxReply, common_prefix, error, serialise_request, text
 from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, TextContent, ToolCall, ToolResultMessage
@@ -65,6 +72,7 @@ SEED = 6
 FILES = 14
 TARGET_REUSE = 0.95
 TARGET_WHOLE_PREFIX = 0.85  # issue 10: share of requests that carry the whole previous one
+HTTP_STEPS: dict[int, list[tuple[str, dict[str, Any], str]]] = {}  # the HTTP run's tool calls, by turn
 
 
 # --- the scripted session ------------------------------------------------------------------
@@ -260,6 +268,7 @@ class Run:
     cut_results: int = 0  # ...of which cut to the size cap (read/bash byte limit or a spill preview)
     cache: dict[str, CacheFigures] = field(default_factory=dict)  # simulated prompt cache, by TTL
     summary_ix: list[int] = field(default_factory=list)  # which of the provider's requests were summaries
+    new_by_part: dict[str, dict[str, int]] = field(default_factory=dict)  # TTL -> part -> uncached "new content"
 
 
 async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
@@ -304,11 +313,15 @@ async def run(name: str, turns: int, settings: dict[str, Any]) -> Run:
             return options
 
         session.agent.stream_options = record_cap
-        for turn in range(1, turns + 1):
-            plan = plan_turn(turn, sizes, rng)
-            script.start(plan)
-            await session.prompt(plan.prompt)
-            assert script.step == len(plan.steps) + 1, f"turn {turn} did not finish: {session.messages[-1]}"
+        turn_pauses = pauses(turns, SEED)
+        with WallClock() as clock:  # heron lives through the user's pauses the cache figures assume
+            for turn in range(1, turns + 1):
+                if turn > 1:
+                    clock.advance(Clock({}).step + turn_pauses[turn])
+                plan = plan_turn(turn, sizes, rng)
+                script.start(plan)
+                await session.prompt(plan.prompt)
+                assert script.step == len(plan.steps) + 1, f"turn {turn} did not finish: {session.messages[-1]}"
         return measure(name, faux, script, marks, session.threshold, caps)
     finally:
         unregister_provider(api)
@@ -381,8 +394,10 @@ def measure(
         turn = script.labels.get(j, (0, ""))[0]
         new_turn = turn if first_of.get(turn) == j else None
         sent.append((faux.payloads[j].split("\n"), is_summary_request(context), new_turn))
+    cache = figures(sent, pauses(turns, SEED))
     return Run(
-        cache=figures(sent, pauses(turns, SEED)),
+        cache=cache,
+        new_by_part=new_content_parts(sent, cache, requests, summary_ix),
         summary_ix=summary_ix,
         name=name,
         requests=requests,
@@ -397,6 +412,46 @@ def measure(
         results=results,
         cut_results=cut,
     )
+
+
+def part_kind(part: str) -> str:
+    """What one serialised part of a faux request is: the system prompt, a tool
+    definition, or a message by role (tool results by tool)."""
+
+    data = json.loads(part)
+    if "system" in data:
+        return "system prompt"
+    role = data.get("role")
+    if role is None:
+        return "tool definitions"
+    return "tool results" if role == "tool" else str(role)
+
+
+def new_content_parts(
+    sent: list[tuple[list[str], bool, int | None]],
+    cache: dict[str, CacheFigures],
+    requests: list[Request],
+    summary_ix: list[int],
+) -> dict[str, dict[str, int]]:
+    """The "new content" row of the breakdown (requests after neither a compaction nor a
+    prune step) split by what the uncached characters are: each part's characters past the
+    cached prefix."""
+    summaries = set(summary_ix)
+    main = [j for j in range(len(sent)) if j not in summaries]
+    plain = {j for q, j in zip(requests, main, strict=True) if not q.compacted and not q.pruned}
+    out: dict[str, dict[str, int]] = {}
+    for ttl, figures_ in cache.items():
+        kinds: dict[str, int] = {}
+        for j in sorted(plain):
+            cached, start = figures_.served[j].cached, 0
+            for part in sent[j][0]:
+                end = start + len(part) + 1
+                if end > cached:
+                    kind = part_kind(part)
+                    kinds[kind] = kinds.get(kind, 0) + end - max(start, cached)
+                start = end
+        out[ttl] = dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return out
 
 
 def tool_results(faux: FauxProvider) -> tuple[int, int]:
@@ -585,7 +640,7 @@ def breakdown(r: Run, summary_ix: list[int], ttl: str) -> dict[str, int]:
     return out
 
 
-def http_runs(turns: int) -> dict[str, AgentRun | None]:
+def http_runs(turns: int, settings: dict[str, Any]) -> dict[str, AgentRun | None]:
     """heron and pi on the same scripted server workload (``_longrun_http``)."""
     rng = random.Random(SEED)
     tmp = Path(tempfile.mkdtemp(prefix="heron-longrun-http-"))
@@ -596,7 +651,9 @@ def http_runs(turns: int) -> dict[str, AgentRun | None]:
         steps = {p.turn: [step for step in p.steps if step[0] != "edit"] for p in plans}
         answers = {p.turn: p.answer for p in plans}
         agents: dict[str, AgentRun | None] = {}
-        for name, agent in (("heron", heron_agent), ("pi 1.6.0", pi_agent)):
+        global HTTP_STEPS
+        HTTP_STEPS = steps
+        for name, agent in (("heron", functools.partial(heron_agent, settings=settings)), ("pi 1.6.0", pi_agent)):
             script = ScriptServer(steps, answers, WINDOW, SUMMARY.format(n=0))
             agents[name] = drive(
                 name,
@@ -608,10 +665,39 @@ def http_runs(turns: int) -> dict[str, AgentRun | None]:
                 window=WINDOW,
                 max_tokens=MAX_TOKENS,
                 turn_pauses=pauses(turns, SEED),
+                live_pauses=name == "heron",
             )
         return agents
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def result_sizes(agents: dict[str, AgentRun | None], steps: dict[int, list[tuple[str, dict[str, Any], str]]]) -> str:
+    """Each tool result as each agent first sent it (the same calls: the server's ids
+    ``call_TTT_S``), by tool: how much of the first-time content is the result size."""
+
+    sizes: dict[str, dict[str, list[int]]] = {}
+    for name, a in agents.items():
+        if a is None:
+            continue
+        seen: dict[str, int] = {}
+        for r in a.received:
+            for m in r.body.get("messages") or []:
+                ref = str(m.get("tool_call_id") or "")
+                if m.get("role") == "tool" and ref not in seen:
+                    seen[ref] = len(json.dumps(m.get("content"), ensure_ascii=False))
+        for ref, n in seen.items():
+            turn, step = (int(x) for x in ref.removeprefix("call_").split("_"))
+            tool = steps.get(turn, [("?", {}, "")])[step - 1][0]
+            sizes.setdefault(tool, {}).setdefault(name, []).append(n)
+    rows = []
+    for tool, by in sorted(sizes.items()):
+        for name, values in by.items():
+            values.sort()
+            rows.append(
+                [tool, name, len(values), f"{sum(values):,}", f"{values[len(values) // 2]:,}", f"{values[-1]:,}"]
+            )
+    return table(["tool", "agent", "results", "chars sent", "median", "largest"], rows)
 
 
 def agent_table(agents: dict[str, AgentRun | None]) -> str:
@@ -676,11 +762,20 @@ def pct(x: float) -> str:
 
 
 def main() -> None:
-    args = parser(__doc__ or "").parse_args()
+    p = parser(__doc__ or "")
+    p.add_argument(
+        "--settings", type=json.loads, default={}, help="heron settings (JSON) for every run, e.g. a variant"
+    )
+    args = p.parse_args()
     turns = 20 if args.quick else 200
-    on = asyncio.run(run("pruning on", turns, {}))
-    off = asyncio.run(run("pruning off", turns, {"pruning": {"enabled": False}}))
-    separate = asyncio.run(run("separate summaries", turns, {"compaction": {"request": "separate"}}))
+    extra: dict[str, Any] = args.settings
+
+    def with_extra(settings: dict[str, Any]) -> dict[str, Any]:
+        return {**extra, **{k: {**extra.get(k, {}), **v} for k, v in settings.items()}}
+
+    on = asyncio.run(run("pruning on", turns, with_extra({})))
+    off = asyncio.run(run("pruning off", turns, with_extra({"pruning": {"enabled": False}})))
+    separate = asyncio.run(run("separate summaries", turns, with_extra({"compaction": {"request": "separate"}})))
     assert len(on.requests) == len(off.requests)
 
     rows = []
@@ -784,12 +879,17 @@ def main() -> None:
             parts = breakdown(run_, run_.summary_ix, ttl)
             rows.append([f"{run_.name} ({ttl})", *(f"{v:,}" for v in parts.values())])
     print(table(["uncached chars from", *breakdown(on, on.summary_ix, "5min")], rows))
+    kinds = list(on.new_by_part["infinite"])
+    rows = [[f"{on.name} ({ttl})", *(f"{on.new_by_part[ttl].get(k, 0):,}" for k in kinds)] for ttl in on.cache]
+    print(table(["'new content' is", *kinds], rows))
     http_turns = 10 if args.quick else turns
-    agents = http_runs(http_turns)
+    agents = http_runs(http_turns, extra)
     print()
     print(f"heron and pi 1.6.0 over HTTP, the same {http_turns}-turn script (no edits), {WINDOW:,}-token window:")
     print(agent_table(agents))
     print(goals(agents))
+    print("each tool result as first sent (characters of its content):")
+    print(result_sizes(agents, HTTP_STEPS))
     load = os.getloadavg()
     print(f"machine load: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1/5/15 min) on {os.cpu_count()} CPUs")
 
@@ -822,6 +922,8 @@ def main() -> None:
             "pruning_on": s_on,
             "pruning_off": s_off,
             "simulated_cache": {r.name: cache_json(r.cache) for r in (on, off, separate)},
+            "new_content_parts": on.new_by_part,
+            "settings": extra,
             "http": {
                 name: None if a is None else {"seconds": round(a.seconds, 1), "error": a.error, **cache_json(a.cache)}
                 for name, a in agents.items()

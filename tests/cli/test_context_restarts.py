@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,9 +120,12 @@ def prompt(n: int) -> str:
     return f"turn {n}: " + ("read the data file" if n % 2 == 0 else "print 100 KB of output with bash")
 
 
-def drive_print(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]:
+def drive_print(
+    cwd: Path, env: dict[str, str], turns: int = TURNS, pauses: dict[int, float] | None = None
+) -> list[str]:
     answers = []
     for n in range(turns):
+        time.sleep((pauses or {}).get(n, 0.0))  # the user away before this turn
         args = [*heron(), "--model", "local/small", "-p", prompt(n), *(["--continue"] if n else [])]
         done = subprocess.run(
             args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT
@@ -131,7 +135,7 @@ def drive_print(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]
     return answers
 
 
-def drive_rpc(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]:
+def drive_rpc(cwd: Path, env: dict[str, str], turns: int = TURNS, pauses: dict[int, float] | None = None) -> list[str]:
     child = subprocess.Popen(
         [*heron(), "--model", "local/small", "--mode", "rpc"],
         cwd=cwd,
@@ -145,6 +149,7 @@ def drive_rpc(cwd: Path, env: dict[str, str], turns: int = TURNS) -> list[str]:
     answers = []
     try:
         for n in range(turns):
+            time.sleep((pauses or {}).get(n, 0.0))
             child.stdin.write(json.dumps({"id": n, "type": "prompt", "message": prompt(n)}) + "\n")
             child.stdin.flush()
             for raw in child.stdout:
@@ -208,6 +213,39 @@ def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, server
     rpc_bodies, print_bodies = normalised(one.bodies, tmp_path / "rpc1"), normalised(many.bodies, tmp_path / "prnt")
     assert [b for b in rpc_bodies if not is_summary_text(b)] == [b for b in print_bodies if not is_summary_text(b)]
     assert {b for b in rpc_bodies if is_summary_text(b)} == {b for b in print_bodies if is_summary_text(b)}
+
+
+COLD_TTL = 10  # seconds: above a ``-p`` process's start-up on a loaded machine
+COLD_PAUSES = {2: 20.0, 4: 20.0}  # the user away longer than the cache lives before these turns
+
+
+def test_a_step_taken_because_the_cache_went_cold_is_the_same_in_every_process(tmp_path: Path, servers: Any) -> None:
+    """``pruning.cacheTtlSeconds``: after a pause longer than the cache lives, a step is
+    taken below the high-water mark; one rpc process and a process per turn, with the
+    same pauses, send the same requests, and the step is recorded as a cold one."""
+    one, many = Server(), Server()
+    drives = []
+    for name, handler in (("rpc1", one), ("prnt", many)):
+        cwd, env = make_project(tmp_path / name, start(servers, handler))
+        settings = json.loads((Path(env["HERON_HOME"]) / "settings.json").read_text())
+        settings["pruning"] = {"cacheTtlSeconds": COLD_TTL}
+        (Path(env["HERON_HOME"]) / "settings.json").write_text(json.dumps(settings))
+        drives.append((cwd, env))
+    drive_rpc(*drives[0], 6, COLD_PAUSES)
+    drive_print(*drives[1], 6, COLD_PAUSES)
+    assert one.rejected == many.rejected == 0
+    rpc_bodies, print_bodies = normalised(one.bodies, tmp_path / "rpc1"), normalised(many.bodies, tmp_path / "prnt")
+    assert [b for b in rpc_bodies if not is_summary_text(b)] == [b for b in print_bodies if not is_summary_text(b)]
+    for _cwd, env in drives:
+        records = [
+            entry["data"]
+            for path in Path(env["HERON_HOME"]).rglob("*.jsonl")
+            for entry in map(json.loads, path.read_text().splitlines())
+            if entry.get("customType") == "heron.ledger" and entry["data"].get("kind") == "prune"
+        ]
+        cold = [r for r in records if "cacheCold" in r.get("detail", {})]
+        assert cold and all(r["detail"]["cacheCold"]["ttlSeconds"] == COLD_TTL for r in cold)
+        assert all(r["detail"]["cacheCold"]["idleSeconds"] >= COLD_TTL for r in cold)
 
 
 @pytest.mark.parametrize("stated", [True, False], ids=["limit-in-error", "bare-error"])

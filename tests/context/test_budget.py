@@ -10,6 +10,7 @@ output at ``min(model max_tokens, window - estimate)``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from heron.ai.types import (
     UserMessage,
 )
 from heron.coding.runtime import CodingSession
-from heron.coding.settings import settings_from_dict
+from heron.coding.settings import load_settings, settings_from_dict
 from heron.context.budget import (
     context_message_tokens,
     estimate_context_tokens,
@@ -217,6 +218,25 @@ def test_tool_limits_scale_with_the_window(window: int) -> None:
     assert limits.turn_chars == min(200_000, int(chars * 0.50))  # all results of a turn: 50%
     assert limits.preview_chars <= 2_000 and limits.preview_chars <= limits.result_chars
     assert ToolLimits().for_window(window).max_lines == 2_000
+
+
+def test_the_window_share_is_a_setting() -> None:
+    limits = settings_from_dict({"toolLimits": {"windowShare": 0.075}}).tool_limits
+    assert limits.for_window(32_000).max_bytes == limits.for_window(32_000).result_chars == 9_600  # 7.5% of 128,000
+    assert limits.for_window(1_000_000).max_bytes == 51_200  # a large window keeps the absolute caps
+    assert settings_from_dict({}).tool_limits.for_window(32_000).max_bytes == 19_200  # the default share, 15%
+
+
+def test_a_bad_window_share_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "p" / ".heron").mkdir(parents=True)
+    (tmp_path / "p" / ".heron" / "settings.json").write_text(json.dumps({"toolLimits": {"windowShare": 2}}))
+    loaded = load_settings(tmp_path / "p")
+    assert loaded.tool_limits == ToolLimits()
+    assert "'toolLimits.windowShare' must be a number greater than 0 and at most 1, not number 2" in "\n".join(
+        loaded.warnings
+    )
 
 
 async def test_a_session_applies_the_scaled_limits(proj: Path, faux: FauxProvider) -> None:

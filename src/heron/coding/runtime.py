@@ -232,6 +232,7 @@ class CodingSession(RecoveryHooks):
                 prune_high_water=self.settings.pruning.high_water,
                 prune_low_water=self.settings.pruning.low_water,
                 prune_keep_turns=self.settings.pruning.keep_turns,
+                prune_cache_ttl_s=self.settings.pruning.cache_ttl_seconds,
                 frontier=self.settings.continuity,
                 native=NativeSettings(
                     native=compaction.native,

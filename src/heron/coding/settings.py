@@ -28,6 +28,7 @@ from typing import Any, cast
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
+from heron.context.cold_cache import DEFAULT_CACHE_TTL_S
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
@@ -81,6 +82,7 @@ class PruningSettings:
     high_water: float = PRUNE_HIGH_WATER
     low_water: float = PRUNE_LOW_WATER
     keep_turns: int = PRUNE_KEEP_TURNS
+    cache_ttl_seconds: int = DEFAULT_CACHE_TTL_S  # past this idle time a step is free (0: never)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +306,14 @@ SCHEMA: dict[str, Any] = {
         "backgroundAt": _share,
     },
     "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
-    "pruning": {"enabled": _bool, "highWater": _share, "lowWater": _share, "keepTurns": _NON_NEGATIVE},
-    "toolLimits": {_camel(f.name): _POSITIVE for f in dataclasses.fields(ToolLimits)},
+    "pruning": {
+        "enabled": _bool,
+        "highWater": _share,
+        "lowWater": _share,
+        "keepTurns": _NON_NEGATIVE,
+        "cacheTtlSeconds": _NON_NEGATIVE,
+    },
+    "toolLimits": {_camel(f.name): _share if f.type == "float" else _POSITIVE for f in dataclasses.fields(ToolLimits)},
     "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
     "tools": {"maxParallel": _POSITIVE},
     "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
@@ -400,6 +408,7 @@ def _pruning(data: Mapping[str, Any]) -> PruningSettings:
         high_water=data.get("highWater", defaults.high_water),
         low_water=data.get("lowWater", defaults.low_water),
         keep_turns=data.get("keepTurns", defaults.keep_turns),
+        cache_ttl_seconds=data.get("cacheTtlSeconds", defaults.cache_ttl_seconds),
     )
 
 

@@ -39,11 +39,13 @@ class ToolLimits:
     preview_chars: int = 2_000
     # all results of one assistant message together
     turn_chars: int = 200_000
+    # one result's share of a small window (the setting ``toolLimits.windowShare``)
+    window_share: float = RESULT_WINDOW_SHARE
 
     def for_window(self, context_window: int) -> ToolLimits:
         """These limits, capped by shares of a model's context window (in tokens)."""
         window_chars = max(1, context_window) * CHARS_PER_TOKEN
-        per_result = int(window_chars * RESULT_WINDOW_SHARE)
+        per_result = int(window_chars * self.window_share)
         per_turn = int(window_chars * TURN_WINDOW_SHARE)
         return replace(
             self,

@@ -32,6 +32,7 @@ from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_to
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.calibrated import CalibratedCounts
+from heron.context.cold_cache import cache_cold
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -107,6 +108,7 @@ class PolicySettings:
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
+    prune_cache_ttl_s: int = 0  # past this idle time a step is free (heron.context.cold_cache); 0: never
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
 
@@ -341,10 +343,11 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         load = self.load(view, tokens)  # what the decisions compare: never less than the count
         high, low = self.prune_marks
         stepped = False
-        if self.pruning and load > high:
+        cold = cache_cold(messages, self.settings.prune_cache_ttl_s) if self.pruning else None
+        if self.pruning and (load > high or (cold is not None and load > low)):
             # Small steps only when they might spare a compaction (each is a cache miss).
             min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
-            saved = self.prune(messages, min_saving, target_saving_tokens=load - low)
+            saved = self.prune(messages, min_saving, target_saving_tokens=load - low, cold=cold)
             if saved:
                 view = self.view(messages)
                 tokens = self.count(view)
@@ -512,9 +515,11 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         min_saving_tokens: int,
         keep_turns: int | None = None,
         target_saving_tokens: int | None = None,
+        cold: float | None = None,
     ) -> int:
         """One pruning step, recorded in the session: the tokens it saved (0: nothing was
-        pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all)."""
+        pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all);
+        ``cold``: the idle seconds that made the prompt cache cold, when that is why."""
         keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
         messages = native_view(messages, self.model, self.natives.index(messages))  # unread by the provider: no stub
         stubs, records = prune_step(
@@ -524,6 +529,8 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
             return 0
         self._record(prune_data(stubs))
         for record in records:
+            if cold is not None:
+                record.detail["cacheCold"] = {"idleSeconds": round(cold), "ttlSeconds": self.settings.prune_cache_ttl_s}
             self.ledger.add(record)
         return max(1, sum(r.chars_before - r.chars_after for r in records) // 4)
 

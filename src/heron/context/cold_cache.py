@@ -1,0 +1,50 @@
+"""Pruning while the prompt cache is cold: the step that costs nothing.
+
+A pruning step breaks the request's prefix at its first new stub, so every character
+after it is sent again uncached (docs/context.md, "Pruning"). That is a price only while
+the provider still holds the prefix. A provider's prompt cache lives a few minutes after
+its last use (Anthropic: 5 minutes, refreshed by every hit; OpenAI: 5-10 minutes of
+inactivity); after a longer pause - the user reading the answer, a long command - the
+next request pays for all of its input anyway. Stubbing old results at that moment makes
+the request that is paid in full smaller, and moves the next step (a real cache miss)
+further away; stubbing them while the prefix is warm would only add a miss.
+
+Whether the cache is cold is judged from the session file: the time since the last
+reply on the path (its ``timestamp``, written when the reply was received) against the
+cache lifetime setting (``pruning.cacheTtlSeconds``; 0 turns this off). The step itself
+is recorded like any other, so a process that opens the session later derives the same
+view whatever its clock says.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from heron.agent.messages import AgentMessage
+from heron.ai.types import AssistantMessage
+
+# Anthropic's default cache lifetime, the shortest of the providers that cache prefixes:
+# a longer setting misses cold moments, a shorter one prunes while the prefix is still held.
+DEFAULT_CACHE_TTL_S = 300
+
+
+def idle_seconds(messages: Sequence[AgentMessage], now_ms: int | None = None) -> float | None:
+    """Seconds since the last reply in ``messages`` (None: no reply yet, or one without a
+    time): how long the provider's cache of this conversation has gone unused."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            if message.timestamp <= 0:
+                return None
+            now = int(time.time() * 1000) if now_ms is None else now_ms
+            return max(0.0, (now - message.timestamp) / 1000)
+    return None
+
+
+def cache_cold(messages: Sequence[AgentMessage], ttl_s: int, now_ms: int | None = None) -> float | None:
+    """The idle seconds when the cache of this conversation has expired (more than
+    ``ttl_s`` since the last reply), else None. ``ttl_s`` 0: never (the setting is off)."""
+    if ttl_s <= 0:
+        return None
+    idle = idle_seconds(messages, now_ms)
+    return idle if idle is not None and idle > ttl_s else None

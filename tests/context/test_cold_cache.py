@@ -1,0 +1,106 @@
+"""Pruning while the prompt cache is cold: below the high-water mark, a step is taken
+only when the last reply is older than the cache lifetime (the prefix is paid in full
+anyway), recorded with the idle time in the ledger, and derived the same by a new
+process; a warm prefix is left alone, and 0 turns it off."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.agent.messages import AgentMessage
+from heron.ai.providers.faux import FauxProvider
+from heron.ai.types import AssistantMessage, StopReason, TextContent, UserMessage, now_ms
+from heron.coding.settings import load_settings, settings_from_dict
+from heron.context.cold_cache import DEFAULT_CACHE_TTL_S, cache_cold, idle_seconds
+from heron.context.policy import PolicySettings
+from tests.context.test_prune_marks import Session, answer, read_turn
+
+
+def reply(ts: int) -> AssistantMessage:
+    return AssistantMessage(
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        content=[TextContent(text="ok")],
+        stop_reason=StopReason.STOP,
+        timestamp=ts,
+    )
+
+
+def test_idle_time_is_measured_from_the_last_reply() -> None:
+    now = 10_000_000
+    messages: list[AgentMessage] = [reply(now - 400_000), UserMessage(content="next", timestamp=now)]
+    assert idle_seconds(messages, now) == 400.0
+    assert cache_cold(messages, 300, now) == 400.0
+    assert cache_cold(messages, 500, now) is None  # still within the cache's lifetime
+    assert cache_cold(messages, 0, now) is None  # the setting is off
+    assert idle_seconds([UserMessage(content="first", timestamp=now)], now) is None  # nothing sent yet
+    assert cache_cold([reply(0)], 300, now) is None  # a reply without a time says nothing
+
+
+@pytest.fixture
+def make(tmp_path: Path, faux: FauxProvider) -> Iterator[Any]:
+    made: list[Session] = []
+
+    def build(**settings: Any) -> Session:
+        session = Session(tmp_path / f"s{len(made)}", faux, PolicySettings(**settings))
+        made.append(session)
+        return session
+
+    yield build
+    for session in made:
+        session.store.close()
+
+
+def history(last_reply_ms: int) -> list[AgentMessage]:
+    """Ten 1,000-token reads (10,050 tokens: below the 0.9 high-water mark of 12,000,
+    above the 0.3 low-water mark), the last reply at ``last_reply_ms``, then a prompt."""
+    messages: list[AgentMessage] = [UserMessage(content=[TextContent(text="go")], timestamp=last_reply_ms)]
+    for i in range(10):
+        messages += read_turn(i, 4_000, last_reply_ms)
+    return [*messages, answer(last_reply_ms), UserMessage(content=[TextContent(text="next")], timestamp=now_ms())]
+
+
+def test_a_cold_cache_prunes_down_to_the_low_water_mark_and_a_new_process_agrees(make: Any) -> None:
+    s = make(prune_high_water=0.9, prune_low_water=0.3, prune_keep_turns=2, prune_cache_ttl_s=300)
+    s.add(history(now_ms() - 600_000))  # ten minutes since the last reply: the prefix has expired
+    view = s.prepare()
+    (step,) = s.steps()
+    assert "c0" in step["stubs"] and "c9" not in step["stubs"]  # oldest first, the recent ones kept
+    assert s.policy.last_tokens <= int(12_000 * 0.3) + 1_000
+    records = [r for r in s.policy.ledger.records if r.kind == "prune"]
+    assert records and all(r.detail["cacheCold"]["ttlSeconds"] == 300 for r in records)
+    assert all(r.detail["cacheCold"]["idleSeconds"] >= 600 for r in records)
+    before = json.dumps([m.to_json_dict() for m in view])
+    s.restart()  # a new process, whenever it opens the file, derives the same view from the recorded step
+    assert json.dumps([m.to_json_dict() for m in s.prepare()]) == before
+    assert len(s.steps()) == 1  # below the low-water mark now: no second step
+
+
+def test_a_warm_cache_or_the_setting_off_leaves_the_view_alone(make: Any) -> None:
+    warm = make(prune_high_water=0.9, prune_low_water=0.3, prune_cache_ttl_s=300)
+    warm.add(history(now_ms() - 60_000))  # a minute: the provider still holds the prefix
+    warm.prepare()
+    assert warm.steps() == []
+    off = make(prune_high_water=0.9, prune_low_water=0.3, prune_cache_ttl_s=0)
+    off.add(history(now_ms() - 3_600_000))
+    off.prepare()
+    assert off.steps() == []
+
+
+def test_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert settings_from_dict({}).pruning.cache_ttl_seconds == DEFAULT_CACHE_TTL_S == 300
+    assert settings_from_dict({"pruning": {"cacheTtlSeconds": 3600}}).pruning.cache_ttl_seconds == 3600
+    assert settings_from_dict({"pruning": {"cacheTtlSeconds": 0}}).pruning.cache_ttl_seconds == 0
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "project" / ".heron").mkdir(parents=True)
+    (tmp_path / "project" / ".heron" / "settings.json").write_text(json.dumps({"pruning": {"cacheTtlSeconds": -5}}))
+    loaded = load_settings(tmp_path / "project")
+    assert loaded.pruning.cache_ttl_seconds == DEFAULT_CACHE_TTL_S  # the default kept, the value reported
+    assert "'pruning.cacheTtlSeconds' must be an integer >= 0" in "\n".join(loaded.warnings)
