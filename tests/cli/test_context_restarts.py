@@ -231,8 +231,12 @@ def test_a_step_taken_because_the_cache_went_cold_is_the_same_in_every_process(t
         settings["pruning"] = {"cacheTtlSeconds": COLD_TTL}
         (Path(env["HERON_HOME"]) / "settings.json").write_text(json.dumps(settings))
         drives.append((cwd, env))
-    drive_rpc(*drives[0], 6, COLD_PAUSES)
+    # The two runs sleep through the same pauses side by side (their servers are separate).
+    rpc_run = threading.Thread(target=drive_rpc, args=(*drives[0], 6, COLD_PAUSES))
+    rpc_run.start()
     drive_print(*drives[1], 6, COLD_PAUSES)
+    rpc_run.join(timeout=TIMEOUT * 6)
+    assert not rpc_run.is_alive()
     assert one.rejected == many.rejected == 0
     rpc_bodies, print_bodies = normalised(one.bodies, tmp_path / "rpc1"), normalised(many.bodies, tmp_path / "prnt")
     assert [b for b in rpc_bodies if not is_summary_text(b)] == [b for b in print_bodies if not is_summary_text(b)]
