@@ -25,7 +25,7 @@ def test_a_test_without_the_home_fixture_gets_the_runs_home_not_the_users() -> N
 
 def test_a_bash_call_records_its_processes_under_the_runs_home(tmp_path: Path) -> None:
     result = asyncio.run(
-        BashTool(ToolEnv(cwd=tmp_path)).execute("c1", BashParams(command="true"), AbortSignal(), print)
+        BashTool(ToolEnv(cwd=tmp_path)).execute("c1", BashParams(command="true"), AbortSignal(), lambda _: None)
     )
     assert not result.is_error
     assert (RUN_HOME / "processes").is_dir()
