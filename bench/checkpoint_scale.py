@@ -6,15 +6,22 @@ the turn reaches a local OpenAI-format server. Turns 1, 3 and 5 have the model r
 command that changes one file (so the next turn's snapshot has a change to record); turns
 2, 4 and 6 only answer. Repositories: an empty one and generated git repositories of
 20,000 and 100,000 files (small ones with ``--quick``), side by side in the same run, so the
-ratios compare like with like. The launch -> first request of a ``heron -p`` in each is there
-too (process start, imports, then turn 1). pi 1.6.0 (``bench/_pi.py``) runs the same six turns
-in the same repositories, in its own rpc mode against the same kind of server: it takes no
-snapshots, so its turn 1 is what a first turn costs without them (pi's columns say "pi: not
-installed" where it is missing).
+ratios compare like with like: ``--rounds`` sessions in each (3 by default), the repositories
+taking turns, so that a change of the machine's load falls on all alike and turns 2-6 are a
+median of 15 turns each. Turn 1 is given for the first session (which makes the shadow
+repository, its snapshot hashing the whole tree) and for the later ones. The launch -> first
+request of a ``heron -p`` in each is there too (process start, imports, then turn 1). pi 1.6.0
+(``bench/_pi.py``) runs the same six turns in the same repositories, in its own rpc mode
+against the same kind of server: it takes no snapshots, so its turn 1 is what a first turn
+costs without them (pi's columns say "pi: not installed" where it is missing).
 
 Part 2, ``heron -p`` whole-run time, 8 runs in a row (``-c`` after the first, each run one
 bash call that writes a file), with heron's home outside the project and inside it; after
 each run the size and file count of ``$HERON_HOME/checkpoints``. Both must be flat.
+
+At the end the goals of issue 23 are worked out from the figures and printed, each as met or
+not: turns 2-6 within 1.5x of the empty repository's and within 50 ms, every first turn
+within 1,000 ms, and the home inside the project flat (``repository_goals``, ``home_goal``).
 
 The load average is recorded with the results: on a shared machine it explains most of the
 spread between runs.
@@ -42,6 +49,11 @@ from _pi import NOT_INSTALLED, pi_command, pi_env, pi_model
 
 TIMEOUT = 600
 TURNS = 6
+# issue 23's goals, checked against the figures (repository_goals, home_goal)
+TURNS_RATIO = 1.5  # turns 2-6 in a large repository vs an empty one
+TURNS_MS = 50.0
+FIRST_TURN_MS = 1_000.0
+FLAT_RATIO = 1.5  # home inside the project: store and time per run
 
 
 class TimedServer(LocalServer):
@@ -242,56 +254,129 @@ def repository_table(repositories: dict[str, Any]) -> str:
     empty = repositories["0"]
     rows = []
     for files, data in repositories.items():
-        t1, rest, pi = data["turn_ms"][0], data["turns_2_6_median_ms"], data["pi_turn_ms"]
+        t1, later, rest, pi = (
+            data["turn_1_ms"],
+            data["later_turn_1_ms"],
+            data["turns_2_6_median_ms"],
+            data["pi_turn_ms"],
+        )
         rows.append(
             [
                 f"{int(files):,}" if files != "0" else "empty",
                 f"{t1:.0f}",
-                f"{t1 / empty['turn_ms'][0]:.2f}x",
-                NOT_INSTALLED if pi is None else f"{pi[0]:.0f}",
-                "-" if pi is None else f"{t1 / pi[0]:.2f}x",
-                f"{rest:.0f}",
+                "-" if later is None else f"{later:.0f}",
+                f"{t1 / empty['turn_1_ms']:.2f}x",
+                NOT_INSTALLED if pi is None else f"{median([t[0] for t in pi]):.0f}",
+                f"{rest:.1f}",
                 f"{rest / empty['turns_2_6_median_ms']:.2f}x",
-                "-" if pi is None else f"{median(pi[1:]):.0f}",
+                "-" if pi is None else f"{median([x for t in pi for x in t[1:]]):.0f}",
                 f"{data['launch_to_request_ms']:.0f}",
-                str(data["snapshots"]),
+                f"{data['snapshots']} of {data['snapshots_expected']}",
             ]
         )
-    headers = ["files", "turn 1 ms", "vs empty", "pi turn 1 ms", "heron / pi", "turns 2-6 median ms", "vs empty"]
-    return table([*headers, "pi turns 2-6 ms", "-p launch -> request ms", "snapshots"], rows)
+    headers = ["files", "turn 1 ms (new store)", "turn 1 ms (later sessions)", "vs empty", "pi turn 1 ms"]
+    headers += ["turns 2-6 median ms", "vs empty", "pi turns 2-6 ms", "-p launch -> request ms", "snapshots"]
+    return table(headers, rows)
+
+
+def repository_goals(repositories: dict[str, Any]) -> list[str]:
+    """Issue 23's goals, worked out from the figures: turns 2-6 within 1.5x of the empty
+    repository's and within 50 ms; every first turn of a session within 1,000 ms."""
+    empty = repositories["0"]["turns_2_6_median_ms"]
+    lines = []
+    for files, data in repositories.items():
+        name = "empty" if files == "0" else f"{int(files):,} files"
+        rest = data["turns_2_6_median_ms"]
+        if files != "0":
+            ratio = rest / empty
+            met = ratio <= TURNS_RATIO and rest <= TURNS_MS
+            lines.append(
+                f"{name}: turns 2-6 {rest:.1f} ms, {ratio:.2f}x the empty repository's "
+                f"(goal <= {TURNS_RATIO}x and <= {TURNS_MS:.0f} ms): {verdict(met)}"
+            )
+        first = [t[0] for t in data["heron_turn_ms"]]
+        lines.append(
+            f"{name}: first turn of each session {' '.join(f'{t:.0f}' for t in first)} ms "
+            f"(goal <= {FIRST_TURN_MS:,.0f} ms): {verdict(max(first) <= FIRST_TURN_MS)}"
+        )
+    return lines
+
+
+def home_goal(home: dict[str, list[dict[str, float]]]) -> str:
+    """Flat with the home inside the project: its store ends within 1.5x of the store with the
+    home outside (the same snapshots of the same project; heron's own files would add to it),
+    and the later half of the runs take within 1.5x of the first half."""
+    inside, outside = home["inside"], home["outside"]
+    store_ratio = inside[-1]["store_bytes"] / max(1, outside[-1]["store_bytes"])
+    seconds = [r["seconds"] for r in inside]
+    half = max(1, len(seconds) // 2)
+    time_ratio = median(seconds[-half:]) / median(seconds[:half])
+    met = store_ratio <= FLAT_RATIO and time_ratio <= FLAT_RATIO
+    return (
+        f"home inside the project: store {store_ratio:.2f}x the home-outside one's, the later half of the runs "
+        f"{time_ratio:.2f}x the first half (median seconds; goal: both <= {FLAT_RATIO}x): {verdict(met)}"
+    )
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def measure_repositories(work: Path, sizes: list[int], rounds: int) -> dict[str, Any]:
+    """All repositories made first, then ``rounds`` sessions in each, taking turns (empty,
+    then each size, then again), so a change in the machine's load falls on all of them alike.
+    One heron home per repository: the first session makes its shadow repository (turn 1
+    then snapshots the whole tree), the later ones find it."""
+    generated: dict[int, float] = {}
+    for files in [0, *sizes]:
+        started = time.perf_counter()
+        generate(work / f"repo-{files}", files)
+        generated[files] = time.perf_counter() - started
+    heron: dict[int, list[list[float]]] = {files: [] for files in generated}
+    pi: dict[int, list[list[float]]] = {files: [] for files in generated}
+    for _ in range(rounds):
+        for files in generated:
+            cwd = work / f"repo-{files}"
+            heron[files].append(turn_latencies(cwd, work / f"home-{files}"))
+            if pi_command():
+                pi[files].append(turn_latencies(cwd, work / f"pi-{files}", pi=True))
+    out: dict[str, Any] = {}
+    for files in generated:
+        cwd, home = work / f"repo-{files}", work / f"home-{files}"
+        launch = launch_to_request(cwd, home)
+        turns = heron[files]
+        out[str(files)] = {
+            "heron_turn_ms": [[round(t, 1) for t in session] for session in turns],
+            "pi_turn_ms": [[round(t, 1) for t in session] for session in pi[files]] or None,
+            "turn_1_ms": round(turns[0][0], 1),
+            "later_turn_1_ms": round(median([t[0] for t in turns[1:]]), 1) if len(turns) > 1 else None,
+            "turns_2_6_median_ms": round(median([x for session in turns for x in session[1:]]), 1),
+            "launch_to_request_ms": round(launch, 1),
+            "generate_s": round(generated[files], 1),
+            "store": store_size(home),
+            "snapshots": snapshots(home),
+            # six before each session's turns, three after its writing turns, one for the -p run
+            "snapshots_expected": rounds * (TURNS + (TURNS + 1) // 2) + 1,
+        }
+        shutil.rmtree(cwd, ignore_errors=True)
+    return out
 
 
 def main() -> None:
     p = parser(__doc__ or "")
     p.add_argument("--sizes", default=None, help="comma-separated file counts (default 20000,100000; quick: 500)")
+    p.add_argument("--rounds", type=int, default=None, help="sessions per repository (default 3; quick: 1)")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([500] if args.quick else [20_000, 100_000])
+    rounds = args.rounds or (1 if args.quick else 3)
     runs = 3 if args.quick else 8
     if shutil.which("git") is None:
         raise SystemExit("this benchmark needs the git command (to make the repositories)")
     load_before = load_average()
     work = Path(tempfile.mkdtemp(prefix="heron-ckpt-"))
-    results: dict[str, Any] = {"repositories": {}, "home": {}}
+    results: dict[str, Any] = {"rounds": rounds, "repositories": {}, "home": {}}
     try:
-        for files in [0, *sizes]:
-            cwd = work / f"repo-{files}"
-            started = time.perf_counter()
-            generate(cwd, files)
-            generated = time.perf_counter() - started
-            home = work / f"home-{files}"
-            turns = turn_latencies(cwd, home)
-            launch = launch_to_request(cwd, home)
-            pi_turns = turn_latencies(cwd, work / f"pi-{files}", pi=True) if pi_command() else None
-            results["repositories"][str(files)] = {
-                "turn_ms": [round(t, 1) for t in turns],
-                "pi_turn_ms": None if pi_turns is None else [round(t, 1) for t in pi_turns],
-                "turns_2_6_median_ms": round(median(turns[1:]), 1),
-                "launch_to_request_ms": round(launch, 1),
-                "generate_s": round(generated, 1),
-                "store": store_size(home),
-                "snapshots": snapshots(home),
-            }
-            shutil.rmtree(cwd, ignore_errors=True)
+        results["repositories"] = measure_repositories(work, sizes, rounds)
         load_middle = load_average()
         for inside in (False, True):
             results["home"]["inside" if inside else "outside"] = home_runs(work, inside, runs)
@@ -299,20 +384,22 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     load_after = load_average()
     print(repository_table(results["repositories"]))
-    print(f"load average: {load_before} at the start, {load_middle} at the end")
+    print(f"{rounds} session(s) per repository; load average: {load_before} at the start, {load_middle} at the end")
     home_rows = []
     for where, series in results["home"].items():
         home_rows.append(
             [
                 f"home {where}",
                 " ".join(f"{r['seconds']:.2f}" for r in series),
-                f"{series[0]['store_bytes'] / 1e6:.2f} -> {series[-1]['store_bytes'] / 1e6:.2f} MB",
+                f"{series[0]['store_bytes'] / 1e6:.3f} -> {series[-1]['store_bytes'] / 1e6:.3f} MB",
                 f"{series[0]['store_files']} -> {series[-1]['store_files']}",
             ]
         )
     print(table(["heron -p, runs in a row", "seconds per run", "checkpoint store", "store files"], home_rows))
     print(f"load average: {load_middle} at the start, {load_after} at the end")
-    data = {"load": [load_before, load_middle, load_after], **results}
+    goals = [*repository_goals(results["repositories"]), home_goal(results["home"])]
+    print("\n".join(["goals (issue 23):", *(f"- {line}" for line in goals)]))
+    data = {"load": [load_before, load_middle, load_after], "goals": goals, **results}
     path = write_json("checkpoint_scale", data, args.json, args.quick)
     print(f"wrote {path}")
 

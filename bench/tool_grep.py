@@ -150,7 +150,7 @@ async def main() -> None:
         start = time.perf_counter()
         shape = build_tree(tmp / "tree", files)
         build_s = time.perf_counter() - start
-        env = ToolEnv(cwd=tmp / "tree")
+        env = ToolEnv(cwd=tmp / "tree", home=tmp / "home")  # tool processes are marked there, not in ~/.heron
         rows: list[list[Any]] = []
         results: list[dict[str, Any]] = []
         worst = 0.0

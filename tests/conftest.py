@@ -9,7 +9,15 @@ import pytest
 from heron.ai.providers.faux import FauxProvider
 from heron.ai.registry import unregister_provider
 from heron.context.invariants import STRICT_LOG
+from tests.support import home_guard
 from tests.support.http_server import LocalServer
+
+# No test, fixture or child process touches the user's own heron home (tests/support/home_guard.py).
+os.environ["HERON_HOME"] = str(home_guard.RUN_HOME)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    home_guard.finish(session)
 
 
 @pytest.fixture

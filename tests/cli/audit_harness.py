@@ -18,13 +18,15 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
-from tests.support.http_server import Recorded, Reply, json_reply
+from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.sse import anthropic_reply, openai_reply
 from tests.support.summaries import is_summary_body
 
@@ -217,6 +219,23 @@ class AnthropicPlanServer(PlanServer):
 
     def calls(self, calls: list[tuple[str, str, dict[str, Any]]], used: int) -> Reply:
         return anthropic_reply("", calls, input_tokens=used)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[LocalServer]]:
+    """The local servers a test starts with :func:`serve`, closed at its end (a test module
+    uses it by importing it and naming it in ``__all__``)."""
+    made: list[LocalServer] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def serve(made: list[LocalServer], handler: Callable[[Recorded], Reply]) -> str:
+    """A local server answering with ``handler``, closed with the test's ``servers``; its URL."""
+    server = LocalServer(responder=handler)
+    made.append(server)
+    return server.url
 
 
 def heron() -> list[str]:

@@ -13,11 +13,8 @@ the same request). The child processes run with ``HERON_CHECK_CONTEXT=strict``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.cli.audit_harness import (
     PlanServer,
@@ -28,9 +25,13 @@ from tests.cli.audit_harness import (
     normalised,
     read,
     run_print,
+    serve,
+    servers,
 )
 from tests.support.http_server import LocalServer
 from tests.support.summaries import is_summary_body
+
+__all__ = ["servers"]  # the fixture, from the harness
 
 SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
 LIMITS = {"small": 16_384}
@@ -38,20 +39,6 @@ PLAN: dict[int, list[Step]] = {n: [read(f"data/file{n % 4}.txt"), read("data/sma
 # The compaction at the threshold (no pruning first, no step-boundary compaction), and the
 # summary started well before it, so the turn that starts it ends before the compaction.
 SETTINGS = {"compaction": {"backgroundAt": 0.6, "softThreshold": 1}, "pruning": {"enabled": False}}
-
-
-@pytest.fixture
-def servers() -> Iterator[list[LocalServer]]:
-    made: list[LocalServer] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def serve(made: list[LocalServer], handler: PlanServer) -> str:
-    server = LocalServer(responder=handler)
-    made.append(server)
-    return server.url
 
 
 def split(handler: PlanServer) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,8 @@ from tests.cli.audit_harness import (
     read,
     run_print,
     run_print_killed,
+    serve,
+    servers,
     text_of,
 )
 from tests.cli.audit_harness import (
@@ -43,6 +44,8 @@ from tests.cli.audit_harness import (
 )
 from tests.support.http_server import LocalServer, Reply
 from tests.support.summaries import is_summary_body, is_summary_text
+
+__all__ = ["servers"]  # the fixture, from the harness
 
 SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
 BIG = {"id": "big", "contextWindow": 32_768, "maxTokens": 4_096}
@@ -64,20 +67,6 @@ MIXED: dict[int, list[Step]] = {
     12: [read("data/file3.txt"), read("data/file3.txt")],
     13: [read("data/small.txt"), read("data/file1.txt")],
 }
-
-
-@pytest.fixture
-def servers() -> Iterator[list[LocalServer]]:
-    made: list[LocalServer] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def serve(made: list[LocalServer], handler: PlanServer) -> str:
-    server = LocalServer(responder=handler)
-    made.append(server)
-    return server.url
 
 
 def session_bodies(handler: PlanServer) -> list[dict[str, Any]]:

@@ -15,16 +15,17 @@ OpenAI Responses' server-side compaction (``tests/cli/native_harness.py``), enfo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.audit_harness import PRUNED, Rpc, Step, make_project, normalised, read, run_print
+from tests.cli.audit_harness import PRUNED, Rpc, Step, make_project, normalised, read, run_print, serve, servers
 from tests.cli.native_harness import NATIVE_MARK, NativeServer
 from tests.support.http_server import LocalServer
 from tests.support.summaries import is_summary_body, is_summary_text
+
+__all__ = ["servers"]  # the fixture, from the harness
 
 WINDOW = {"contextWindow": 16_384, "maxTokens": 2_048}
 MODELS = {"anthropic-messages": "anth/claude-n", "openai-responses": "resp/gpt-n", "chat": "chat/chat-n"}
@@ -43,14 +44,6 @@ def _reads(turn: int) -> list[Step]:
 PLAN: dict[int, list[Step]] = {turn: _reads(turn) for turn in range(TURNS + 2)}
 
 
-@pytest.fixture
-def servers() -> Iterator[list[LocalServer]]:
-    made: list[LocalServer] = []
-    yield made
-    for server in made:
-        server.close()
-
-
 def project(
     root: Path,
     made: list[LocalServer],
@@ -62,21 +55,20 @@ def project(
     """A project whose models.json has the three wires on one server: Anthropic with
     native compaction in its own models.json entry, Responses with it from the settings.
     ``pruning`` off: only a compaction keeps the session in the window."""
-    server = LocalServer(responder=handler)
-    made.append(server)
+    url = serve(made, handler)
     settings = {"compaction": {"native": True}, "pruning": {"enabled": pruning}}
-    cwd, env = make_project(root, server.url, [], settings=settings)
+    cwd, env = make_project(root, url, [], settings=settings)
     claude = {"id": "claude-n", **WINDOW, "compaction": anth or {"native": True}}
     providers = {
-        "anth": {"baseUrl": server.url, "api": "anthropic-messages", "apiKey": "k", "models": [claude]},
+        "anth": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [claude]},
         "resp": {
-            "baseUrl": server.url + "/v1",
+            "baseUrl": url + "/v1",
             "api": "openai-responses",
             "apiKey": "k",
             "models": [{"id": "gpt-n", **WINDOW}],
         },
         "chat": {
-            "baseUrl": server.url + "/v1",
+            "baseUrl": url + "/v1",
             "api": "openai-completions",
             "apiKey": "k",
             "models": [{"id": "chat-n", **WINDOW}],

@@ -9,9 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,6 @@ from heron.ai.abort import AbortSignal
 from heron.cli.modes.run_end import answer_at
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.sandbox import Sandbox, SandboxPolicy
-from heron.coding.sandbox.bwrap import availability
 from heron.coding.sandbox.escalation import escalation_decision
 from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
@@ -35,9 +31,10 @@ from tests.cli.test_interactive_control import tool_call as interactive_call
 from tests.cli.test_print_json_e2e import Project, openai_args, openai_tool_results, project
 from tests.cli.test_rpc_mode import Client, turn
 from tests.support.http_server import LocalServer
+from tests.support.sandbox_fixtures import outside, sandbox_ready
 from tests.support.sse import openai_reply
 
-__all__ = ["project"]
+__all__ = ["outside", "project", "sandbox_ready"]
 dirs = tui.dirs  # the interactive mode's fixtures
 spawn = tui.spawn
 
@@ -69,21 +66,6 @@ def test_allow_and_deny_rules_and_bypass_settle_it() -> None:
     denied = escalation_decision(deny + allow, "bypass", "npm install x", None)
     assert denied.behavior == "deny" and 'deny rule "unsandboxed"' in denied.message
     assert escalation_decision([], "bypass", "curl h", None).behavior == "allow"
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """Outside the project and the temp directory: the sandbox does not let commands write here."""
-    path = Path(tempfile.mkdtemp(prefix="heron-escalation-test-", dir="/var/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def sandbox_ready() -> None:
-    state = availability()
-    if not state.ok:
-        pytest.fail(f"the sandbox must run on Linux CI machines: {state.reason}")
 
 
 def call(target: Path, **extra: object) -> tuple[str, str, dict[str, object]]:

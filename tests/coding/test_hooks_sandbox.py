@@ -5,35 +5,16 @@ exit code still blocks, and a bad value warned about."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from heron.coding.permissions.scopes import Scope
 from heron.coding.sandbox import sandbox_policy
-from heron.coding.sandbox.bwrap import availability
 from tests.cli.test_control_e2e import bash, run_calls
 from tests.cli.test_print_json_e2e import Project, project
 from tests.support.http_server import LocalServer
+from tests.support.sandbox_fixtures import outside, sandbox_ready
 
-__all__ = ["project"]
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="heron-hook-sandbox-", dir="/var/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def sandbox_ready() -> None:
-    state = availability()
-    if not state.ok:
-        pytest.fail(f"the sandbox must run on Linux CI machines: {state.reason}")
+__all__ = ["outside", "project", "sandbox_ready"]
 
 
 def hooks(command: str, *, sandboxed: object) -> dict[str, object]:
