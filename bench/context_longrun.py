@@ -768,7 +768,9 @@ def main() -> None:
     )
     args = p.parse_args()
     turns = 20 if args.quick else 200
-    extra: dict[str, Any] = args.settings
+    # The simulated cache lives five minutes, as a hosted provider's does; heron's scripted
+    # servers are local, where heron assumes a cache that never expires, so it is told.
+    extra: dict[str, Any] = {"pruning": {"cacheTtlSeconds": 300}, **args.settings}
 
     def with_extra(settings: dict[str, Any]) -> dict[str, Any]:
         return {**extra, **{k: {**extra.get(k, {}), **v} for k, v in settings.items()}}

@@ -14,9 +14,9 @@ import pytest
 
 from heron.agent.messages import AgentMessage
 from heron.ai.providers.faux import FauxProvider
-from heron.ai.types import AssistantMessage, StopReason, TextContent, UserMessage, now_ms
+from heron.ai.types import AssistantMessage, Model, StopReason, TextContent, UserMessage, now_ms
 from heron.coding.settings import load_settings, settings_from_dict
-from heron.context.cold_cache import DEFAULT_CACHE_TTL_S, cache_cold, idle_seconds
+from heron.context.cold_cache import DEFAULT_CACHE_TTL_S, cache_cold, cache_lifetime, idle_seconds
 from heron.context.policy import PolicySettings
 from tests.context.test_prune_marks import Session, answer, read_turn
 
@@ -94,7 +94,7 @@ def test_a_warm_cache_or_the_setting_off_leaves_the_view_alone(make: Any) -> Non
 
 
 def test_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert settings_from_dict({}).pruning.cache_ttl_seconds == DEFAULT_CACHE_TTL_S == 300
+    assert settings_from_dict({}).pruning.cache_ttl_seconds is None  # decided by the server
     assert settings_from_dict({"pruning": {"cacheTtlSeconds": 3600}}).pruning.cache_ttl_seconds == 3600
     assert settings_from_dict({"pruning": {"cacheTtlSeconds": 0}}).pruning.cache_ttl_seconds == 0
     monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
@@ -102,5 +102,17 @@ def test_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "project" / ".heron").mkdir(parents=True)
     (tmp_path / "project" / ".heron" / "settings.json").write_text(json.dumps({"pruning": {"cacheTtlSeconds": -5}}))
     loaded = load_settings(tmp_path / "project")
-    assert loaded.pruning.cache_ttl_seconds == DEFAULT_CACHE_TTL_S  # the default kept, the value reported
+    assert loaded.pruning.cache_ttl_seconds is None  # the default kept, the value reported
     assert "'pruning.cacheTtlSeconds' must be an integer >= 0" in "\n".join(loaded.warnings)
+
+
+def test_the_lifetime_by_server_a_local_one_never_goes_cold() -> None:
+    """Unset, a hosted provider's cache lives :data:`DEFAULT_CACHE_TTL_S`; a local or
+    private server keeps a slot's prefix until another prompt replaces it, so no cold
+    step there; a configured lifetime wins either way."""
+    hosted = Model(id="m", name="m", api="openai-chat", provider="openai", base_url="https://api.openai.com/v1")
+    local = Model(id="m", name="m", api="openai-chat", provider="local", base_url="http://127.0.0.1:8080/v1")
+    lan = Model(id="m", name="m", api="openai-chat", provider="local", base_url="http://192.168.1.20:11434/v1")
+    assert cache_lifetime(hosted, None) == DEFAULT_CACHE_TTL_S == 300
+    assert cache_lifetime(local, None) == 0 and cache_lifetime(lan, None) == 0
+    assert cache_lifetime(local, 600) == 600 and cache_lifetime(hosted, 0) == 0

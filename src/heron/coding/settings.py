@@ -28,7 +28,6 @@ from typing import Any, cast
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
-from heron.context.cold_cache import DEFAULT_CACHE_TTL_S
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
@@ -82,7 +81,8 @@ class PruningSettings:
     high_water: float = PRUNE_HIGH_WATER
     low_water: float = PRUNE_LOW_WATER
     keep_turns: int = PRUNE_KEEP_TURNS
-    cache_ttl_seconds: int = DEFAULT_CACHE_TTL_S  # past this idle time a step is free (0: never)
+    # Past this idle time a step is free (0: never; None: 300 s, none for a local server).
+    cache_ttl_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

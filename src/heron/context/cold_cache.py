@@ -22,11 +22,28 @@ import time
 from collections.abc import Sequence
 
 from heron.agent.messages import AgentMessage
-from heron.ai.types import AssistantMessage
+from heron.ai.types import AssistantMessage, Model
 
 # Anthropic's default cache lifetime, the shortest of the providers that cache prefixes:
 # a longer setting misses cold moments, a shorter one prunes while the prefix is still held.
 DEFAULT_CACHE_TTL_S = 300
+
+
+def cache_lifetime(model: Model, configured: int | None) -> int:
+    """The cache lifetime to judge by: the configured one; else none for a local or
+    private server, whose prefix cache (llama.cpp, vLLM, Ollama: a slot's computed prefix)
+    lasts until another prompt replaces it, not a few minutes, so a cold step there would
+    only throw away a prefix it still holds (and make a CPU server compute it again); else
+    :data:`DEFAULT_CACHE_TTL_S`. Judged from the model of the request, which the session
+    file records, so a resumed process judges alike."""
+    if configured is not None:
+        return configured
+    if model.base_url:
+        from heron.ai.providers.http import is_local_url  # httpx is loaded once a request is sent anyway
+
+        if is_local_url(model.base_url):
+            return 0
+    return DEFAULT_CACHE_TTL_S
 
 
 def idle_seconds(messages: Sequence[AgentMessage], now_ms: int | None = None) -> float | None:

@@ -32,7 +32,7 @@ from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_to
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.calibrated import CalibratedCounts
-from heron.context.cold_cache import cache_cold
+from heron.context.cold_cache import cache_cold, cache_lifetime
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -108,7 +108,8 @@ class PolicySettings:
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
-    prune_cache_ttl_s: int = 0  # past this idle time a step is free (heron.context.cold_cache); 0: never
+    # Past this idle time a step is free (heron.context.cold_cache); 0: never; None: by the server.
+    prune_cache_ttl_s: int | None = 0
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
 
@@ -176,6 +177,11 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
     @property
     def model_key(self) -> str:
         return f"{self.model.provider}/{self.model.id}"
+
+    @property
+    def cache_ttl_s(self) -> int:
+        """The prompt cache's lifetime for the current model (heron.context.cold_cache)."""
+        return cache_lifetime(self.model, self.settings.prune_cache_ttl_s)
 
     @property
     def window(self) -> int:
@@ -343,7 +349,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         load = self.load(view, tokens)  # what the decisions compare: never less than the count
         high, low = self.prune_marks
         stepped = False
-        cold = cache_cold(messages, self.settings.prune_cache_ttl_s) if self.pruning else None
+        cold = cache_cold(messages, self.cache_ttl_s) if self.pruning else None
         if self.pruning and (load > high or (cold is not None and load > low)):
             # Small steps only when they might spare a compaction (each is a cache miss).
             min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
@@ -530,7 +536,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         self._record(prune_data(stubs))
         for record in records:
             if cold is not None:
-                record.detail["cacheCold"] = {"idleSeconds": round(cold), "ttlSeconds": self.settings.prune_cache_ttl_s}
+                record.detail["cacheCold"] = {"idleSeconds": round(cold), "ttlSeconds": self.cache_ttl_s}
             self.ledger.add(record)
         return max(1, sum(r.chars_before - r.chars_after for r in records) // 4)
 
