@@ -12,8 +12,9 @@ from pathlib import Path
 
 from heron.ai.abort import AbortSignal
 from heron.ai.models import heron_home
-from heron.coding.tools.bash import BashParams, BashTool
+from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 from tests.support.home_guard import REAL_HOME, RUN_HOME
 
 

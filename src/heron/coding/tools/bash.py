@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from heron.coding.tools.params import BashParams
     from heron.coding.tools.process import Ending
 
-__all__ = ["BashParams", "BashTool"]
+__all__ = ["BashTool"]  # its parameters: heron.coding.tools.params.BashParams
 
 # --- the tool ---------------------------------------------------------------------
 
