@@ -151,6 +151,9 @@ class SubagentSettings:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """The merged settings of the settings files (user, project, local), read once at start;
+    frozen so no part of a session can change what another part reads."""
+
     default_provider: str | None = None
     default_model: str | None = None
     default_thinking_level: ThinkingLevel | None = None

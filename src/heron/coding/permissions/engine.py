@@ -130,6 +130,9 @@ CLAUDE_ONLY_TOOLS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """The verdict on one tool call: what happens, what the model is told and which rule (or
+    mode) decided, so the ledger and ``--mode json`` can explain every allow and deny."""
+
     behavior: Behavior
     message: str  # what the model (and the user) is told
     rule: Rule | None = None
@@ -148,6 +151,9 @@ class Decision:
 
 @dataclass
 class PermissionEngine:
+    """Judges tool calls against the session's mode and rules. Mutable because ``/permissions``
+    and an "always" answer change the rules and mode of the running session."""
+
     cwd: Path
     home: Path  # heron's home ($HERON_HOME): its configuration is protected like a project's .heron
     mode: Mode = "default"

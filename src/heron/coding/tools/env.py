@@ -141,6 +141,9 @@ class ToolHost(Protocol):
 
 @dataclass
 class ToolEnv:
+    """What the built-in tools share within a session: the directory, limits, read tracker
+    and the hooks into the runtime. Mutable because the session sets some of it after start."""
+
     cwd: Path
     limits: ToolLimits = DEFAULT_LIMITS
     session_id: str | None = None
