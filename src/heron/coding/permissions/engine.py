@@ -149,10 +149,12 @@ class Decision:
         return out
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class PermissionEngine:
     """Judges tool calls against the session's mode and rules. Mutable because ``/permissions``
-    and an "always" answer change the rules and mode of the running session."""
+    and an "always" answer change the rules and mode of the running session; one per session,
+    compared by identity and never printed, so no generated ``__eq__`` or ``__repr__`` (two
+    functions fewer compiled at import)."""
 
     cwd: Path
     home: Path  # heron's home ($HERON_HOME): its configuration is protected like a project's .heron
