@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # the runtime is imported once the arguments are known to be 
 
 @dataclass
 class App:
+    """What one heron process runs with, built once at start and handed to the mode that runs:
+    the parsed arguments, the resolved model and the session, so no mode re-derives them."""
+
     args: argparse.Namespace
     cwd: Path
     home: Path

@@ -73,6 +73,9 @@ class PermissionPrompt:
 
 @dataclass(frozen=True, slots=True)
 class AskReply:
+    """The user's answer to a permission prompt; a denial carries the reason the model is told,
+    so it can change course rather than retry the same call."""
+
     answer: Answer
     reason: str | None = None  # deny: what the model is told
 

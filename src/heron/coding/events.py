@@ -14,6 +14,9 @@ CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "ma
 
 @dataclass(slots=True, kw_only=True)
 class CompactionStartEvent:
+    """Sent when a compaction begins, so a front end can show that the context is being
+    shortened (and how large it was) before the summary request returns."""
+
     reason: CompactionReason
     tokens_before: int
     type: Literal["compaction_start"] = "compaction_start"
@@ -21,6 +24,9 @@ class CompactionStartEvent:
 
 @dataclass(slots=True, kw_only=True)
 class CompactionEndEvent:
+    """Sent when a compaction ends, however it ended: the sizes before and after, the summary's
+    entry, or why nothing was compacted or what failed, so the user is never left guessing."""
+
     reason: CompactionReason
     tokens_before: int
     tokens_after: int = 0
@@ -36,6 +42,9 @@ class CompactionEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class RetryStartEvent:
+    """Sent before a failed request is retried, with the wait, so a front end can say why
+    nothing arrives for a while instead of looking stuck."""
+
     attempt: int
     max_attempts: int
     delay: float
@@ -45,6 +54,9 @@ class RetryStartEvent:
 
 @dataclass(slots=True, kw_only=True)
 class RetryEndEvent:
+    """Sent when retrying stops: whether a retry got through, or the last error when they
+    are used up, so the earlier retry notice can be closed."""
+
     success: bool
     attempt: int
     final_error: str | None = None
@@ -53,6 +65,9 @@ class RetryEndEvent:
 
 @dataclass(slots=True, kw_only=True)
 class LedgerEvent:
+    """One ledger record (something heron did to the context) as it happens, so front ends
+    and ``--mode json`` see the same record the session's ledger keeps."""
+
     record: LedgerRecord
     type: Literal["ledger"] = "ledger"
 

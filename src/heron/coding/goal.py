@@ -44,6 +44,9 @@ BUDGET_OPTION = "--budget"
 
 @dataclass(frozen=True, slots=True)
 class GoalRequest:
+    """A parsed ``/goal`` command; parsed once so the session acts on the action rather than
+    re-reading the text."""
+
     action: Literal["show", "set", "clear", "budget"]
     text: str = ""
     budget: int | None = None

@@ -68,6 +68,9 @@ def tool_names(tool: str, meta: ToolMeta) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class CommandHook:
+    """One command a settings hook runs, with its timeout and the settings file it came from
+    (reported when it fails or blocks)."""
+
     command: str
     timeout: float
     source: str
@@ -75,6 +78,9 @@ class CommandHook:
 
 @dataclass(frozen=True, slots=True)
 class HookGroup:
+    """The hooks of one event whose matcher selects the tools (or sub-agent types) they
+    run for; the matcher is compiled once, when the settings are read."""
+
     event: str
     matcher: re.Pattern[str] | None
     hooks: tuple[CommandHook, ...]

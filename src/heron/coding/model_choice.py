@@ -57,6 +57,9 @@ class SetupError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ResolvedModel:
+    """The model a session uses and how it was chosen; the key's source is kept by name only,
+    so the startup line can say where the key came from without showing it."""
+
     model: Model
     api_key: str | None
     reason: str  # how it was chosen, for the startup line: "--model", "settings", "ANTHROPIC_API_KEY"...

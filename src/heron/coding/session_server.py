@@ -26,6 +26,9 @@ SERVER_CUSTOM_TYPE = "heron.server"
 
 @dataclass(frozen=True, slots=True)
 class RecordedServer:
+    """The server a session's model is asked on, recorded in the session so that a resumed
+    run without ``--model`` or ``--base-url`` talks to the same server (module docstring)."""
+
     provider: str
     model: str
     api: str

@@ -35,8 +35,11 @@ Build = Callable[["SessionSpec"], "CodingSession"]
 
 StoreKind = Literal["memory", "new", "continue", "open", "fork", "existing"]
 
+# No generated __repr__ for the specs (one function fewer compiled at import each): nothing
+# prints them, and a printed ModelChoice or SessionSpec would show its API key.
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class ModelChoice:
     """The model as the ``heron`` command chooses it (``--model``, ``--base-url``,
     ``--api-key``, ``--api``, then ``settings.json``, then the first provider with a key);
@@ -50,7 +53,7 @@ class ModelChoice:
     max_tokens: int | None = None  # ``--max-tokens``: the output limit, sent as given
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StoreSpec:
     """Which session file the session writes to. Build it with the class methods."""
 
@@ -99,7 +102,7 @@ class StoreSpec:
         return replace(self, seed=(*self.seed, *messages))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ParentLink:
     """A sub-agent's parent: the child obeys its permissions, hooks and extensions, and
     may start sub-agents of its own one level deeper (docs/subagents.md)."""
@@ -108,7 +111,7 @@ class ParentLink:
     agent_type: str  # SubagentStop's agent_type: the definition's name, "fork" or the general agent
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SessionSpec:
     """Everything that decides what a session is; :func:`assemble_session` builds it.
 

@@ -39,9 +39,12 @@ DEFAULT_RESUME_TURNS = 10  # turns shown when a session is resumed (resume.turns
 
 
 # --- the settings -------------------------------------------------------------
+# Read once at start and never printed (the user sees settings.json and the warnings), so
+# no generated __repr__: one function fewer compiled at import per class. Equality stays
+# (the tests compare settings), and so does frozen (see Settings).
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class CompactionSettings:
     """When to compact and what to keep (both also capped at 25% of the window; docs/context.md)."""
 
@@ -61,7 +64,7 @@ class CompactionSettings:
     background_at: float = BACKGROUND_AT  # share of the hard threshold past which that summary starts
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RetrySettings:
     """Backoff for transient provider errors (see docs/ai.md, "Retries")."""
 
@@ -71,7 +74,7 @@ class RetrySettings:
     max_delay_ms: int = 60_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class PruningSettings:
     """Stubbing of old tool results before compaction (docs/context.md, "Pruning"): a step
     starts above ``high_water`` and prunes down to ``low_water`` (shares of the input
@@ -85,7 +88,7 @@ class PruningSettings:
     cache_ttl_seconds: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ContextFileSettings:
     """Budgets for AGENTS.md / CLAUDE.md in the system prompt (docs/context.md, "Context files")."""
 
@@ -93,14 +96,14 @@ class ContextFileSettings:
     total_chars: int = 60_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ToolRunSettings:
     """``tools``: how many tool calls of one answer run at once."""
 
     max_parallel: int = 8
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class SpillSettings:
     """``spill``: the cap of one full-output file and how long such files are kept."""
 
@@ -108,7 +111,7 @@ class SpillSettings:
     retention_days: int = 14
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class TimeoutSettings:
     """``timeouts``: how long a request may wait, in milliseconds (see docs/ai.md)."""
 
@@ -117,7 +120,7 @@ class TimeoutSettings:
     request_ms: int = 900_000  # the whole request
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class BashSettings:
     """``bash``: the timeout of a command given none, and the longest one the model may ask for."""
 
@@ -125,7 +128,7 @@ class BashSettings:
     max_timeout_ms: int = 3_600_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ScriptSettings:
     """``script``: the script tool on or off, its longest run and its tool calls per script."""
 
@@ -134,7 +137,7 @@ class ScriptSettings:
     max_calls: int = 200
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class MemorySettings:
     """``memory``: the project memory directory (MEMORY.md) and the pre-compaction flush."""
 
@@ -143,7 +146,7 @@ class MemorySettings:
     flush: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class SubagentSettings:
     """``subagents``: how deep sub-agents may nest and how many run at once."""
 
@@ -151,8 +154,11 @@ class SubagentSettings:
     max_parallel: int = 4
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Settings:
+    """The merged settings of the settings files (user, project, local), read once at start;
+    frozen so no part of a session can change what another part reads."""
+
     default_provider: str | None = None
     default_model: str | None = None
     default_thinking_level: ThinkingLevel | None = None

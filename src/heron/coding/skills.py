@@ -51,6 +51,9 @@ DiagnosticKind = Literal["warning", "collision"]
 
 @dataclass(frozen=True, slots=True)
 class Skill:
+    """One skill found on disk: its name and description are offered to the model, its
+    body is read only when the skill is used (so the prompt stays small)."""
+
     name: str
     description: str
     file_path: Path
@@ -74,6 +77,9 @@ class SkillDiagnostic:
 
 @dataclass(slots=True)
 class SkillSet:
+    """The skills found for a session and the problems met while finding them; the problems
+    are reported, never fatal, so one bad SKILL.md does not hide the others."""
+
     skills: list[Skill] = field(default_factory=list)
     diagnostics: list[SkillDiagnostic] = field(default_factory=list)
 

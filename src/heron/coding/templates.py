@@ -43,6 +43,9 @@ _PLACEHOLDER = re.compile(r"\$\{@:(\d+)(?::(\d+))?\}|\$ARGUMENTS|\$@|\$([1-9]\d*
 
 @dataclass(frozen=True, slots=True)
 class PromptTemplate:
+    """One prompt template (``/name``) read from disk, with where it came from so that a
+    project's template can be told apart from the user's."""
+
     name: str
     description: str
     body: str
@@ -52,6 +55,9 @@ class PromptTemplate:
 
 @dataclass(slots=True)
 class TemplateSet:
+    """The prompt templates found for a session by name, and the problems met reading them
+    (reported, never fatal)."""
+
     templates: dict[str, PromptTemplate] = field(default_factory=dict)
     diagnostics: list[str] = field(default_factory=list)
 

@@ -41,6 +41,9 @@ TURN_START_ROLES = frozenset({"user", "bashExecution"})
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
+    """How much room a compaction keeps free and how much recent context it keeps verbatim;
+    scaled to each model's window by ``for_window``."""
+
     reserve_tokens: int = DEFAULT_RESERVE_TOKENS
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 

@@ -58,9 +58,11 @@ class PendingSummary:
     started_ms: int = field(default=0, compare=False)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ContextDecisions:
-    """The decisions on one path, in the order they were made."""
+    """The decisions on one path, in the order they were made. A session's mutable state,
+    compared by identity and never printed, so no generated ``__eq__`` or ``__repr__`` (two
+    functions fewer compiled at import)."""
 
     stubs: dict[str, str] = field(default_factory=dict)  # tool call id -> stub text
     stub_ms: dict[str, int] = field(default_factory=dict)  # tool call id -> when its stub was recorded

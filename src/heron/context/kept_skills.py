@@ -33,6 +33,9 @@ HEADER = "Skills you invoked earlier in this session; their instructions still a
 
 @dataclass(frozen=True, slots=True)
 class SkillUse:
+    """A skill the model used, with the exact text it saw, so that a compaction can carry the
+    skill forward unchanged."""
+
     name: str
     path: str
     body: str  # the text the model saw, exactly

@@ -41,6 +41,9 @@ def chars_to_tokens(chars: int) -> int:
 
 @dataclass(slots=True, kw_only=True)
 class LedgerRecord:
+    """One thing heron did to the context (truncated, pruned, compacted, denied...) with the
+    sizes before and after and how to get the content back, so nothing is lost silently."""
+
     kind: LedgerKind
     ref: str | None = None  # tool call id or session entry id
     tool: str | None = None

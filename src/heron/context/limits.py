@@ -22,6 +22,9 @@ TURN_WINDOW_SHARE = 0.50
 
 @dataclass(frozen=True, slots=True)
 class ToolLimits:
+    """The output limits of the built-in tools, in one place so the tools and the context
+    layer agree on what a full result would have been."""
+
     # read / bash / generic text output: whichever limit hits first
     max_lines: int = 2_000
     max_bytes: int = 51_200

@@ -98,6 +98,9 @@ class Pressure:
 
 @dataclass(frozen=True, slots=True)
 class PolicySettings:
+    """The switches and thresholds of pruning and compaction, read once from the settings so
+    the policy's decisions depend only on these values and the view."""
+
     pruning: bool = True
     compaction: bool = True
     reserve_tokens: int = 16_384

@@ -24,6 +24,9 @@ TruncatedBy = Literal["lines", "bytes"]
 
 @dataclass(frozen=True, slots=True)
 class Truncation:
+    """A text cut to the limits, with the sizes before and after, so the notice the model gets
+    and the ledger record state exactly what was left out."""
+
     content: str
     truncated: bool
     truncated_by: TruncatedBy | None

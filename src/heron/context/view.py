@@ -168,6 +168,8 @@ def is_injected(message: AgentMessage) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ReadKey:
+    """What identifies a read for deduplication: the same file with the same range."""
+
     path: str  # absolute, normalised
     offset: int | None
     limit: int | None
@@ -175,6 +177,9 @@ class ReadKey:
 
 @dataclass(frozen=True, slots=True)
 class ReadInView:
+    """A read result still in the view, with the file's stat when it was read, so a repeated
+    read of an unchanged file can point to the earlier result."""
+
     key: ReadKey
     tool_call_id: str
     mtime_ns: int

@@ -207,6 +207,9 @@ class MessageEntry(EntryBase):
 
 @dataclass(slots=True, kw_only=True)
 class ModelChangeEntry(EntryBase):
+    """The session switched model; the entry keeps the choice so ``--continue`` resumes with
+    the same model."""
+
     provider: str
     model_id: str
     TYPE: ClassVar[str] = "model_change"
@@ -231,6 +234,8 @@ class ModelChangeEntry(EntryBase):
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingLevelChangeEntry(EntryBase):
+    """The session switched thinking level; kept so ``--continue`` resumes with the same level."""
+
     thinking_level: str
     TYPE: ClassVar[str] = "thinking_level_change"
     _KNOWN: ClassVar[frozenset[str]] = COMMON_FIELDS | {"thinkingLevel"}

@@ -72,6 +72,9 @@ def session_id_of(path: Path) -> str:
 
 @dataclass(slots=True)
 class SessionSummary:
+    """What the session list shows of one session file, read without loading the whole
+    session."""
+
     path: Path
     id: str
     cwd: str

@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class Extension:
+    """One loaded (or failed) extension: where it came from and what it registered; a failed one
+    is kept with its error so ``/extensions`` can show why it is missing."""
+
     name: str
     source: str
     path: str

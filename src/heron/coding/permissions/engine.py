@@ -130,6 +130,9 @@ CLAUDE_ONLY_TOOLS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """The verdict on one tool call: what happens, what the model is told and which rule (or
+    mode) decided, so the ledger and ``--mode json`` can explain every allow and deny."""
+
     behavior: Behavior
     message: str  # what the model (and the user) is told
     rule: Rule | None = None
@@ -146,8 +149,13 @@ class Decision:
         return out
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class PermissionEngine:
+    """Judges tool calls against the session's mode and rules. Mutable because ``/permissions``
+    and an "always" answer change the rules and mode of the running session; one per session,
+    compared by identity and never printed, so no generated ``__eq__`` or ``__repr__`` (two
+    functions fewer compiled at import)."""
+
     cwd: Path
     home: Path  # heron's home ($HERON_HOME): its configuration is protected like a project's .heron
     mode: Mode = "default"

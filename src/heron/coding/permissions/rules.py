@@ -50,6 +50,9 @@ class RuleError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One permission rule as written (``Tool(specifier)``) and where it came from, so a
+    decision can name the settings file (or ``--allow``) that made it."""
+
     tool: str  # as written
     specifier: str | None
     behavior: Behavior

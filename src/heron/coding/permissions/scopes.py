@@ -21,6 +21,9 @@ ScopeName = Literal["user", "project", "local"]
 
 @dataclass(frozen=True, slots=True)
 class Scope:
+    """The raw data of one settings file with its scope (user, project, local), kept apart
+    because rules, hooks and pass-through depend on which file says so (module docstring)."""
+
     name: ScopeName
     path: Path
     data: dict[str, Any]

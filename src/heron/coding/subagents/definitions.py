@@ -47,6 +47,9 @@ CLAUDE_TOOL_NAMES: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class AgentDefinition:
+    """One sub-agent type read from its definition file: the prompt, tools and model a
+    ``task`` call of that type runs with."""
+
     name: str
     description: str
     path: Path
@@ -62,6 +65,9 @@ class AgentDefinition:
 
 @dataclass(frozen=True, slots=True)
 class DefinitionProblem:
+    """Why a sub-agent definition file was skipped, reported to the user instead of failing
+    the session."""
+
     path: Path
     reason: str
     name: str | None = None  # the name the file declared, when it got that far

@@ -37,6 +37,9 @@ def confinement_for(env: ToolEnv, argv: list[str], cwd: Path, *, outside_call: s
 
 @dataclass(frozen=True, slots=True)
 class ChildSetup:
+    """What a tool's child process starts with, computed in one place so every tool that
+    starts a process gets the same owner mark and lifeline."""
+
     env: dict[str, str]
     preexec_fn: Callable[[], None] | None
 

@@ -266,6 +266,9 @@ def _failure(problems: list[str], multi: bool) -> str:
 
 @dataclass(slots=True)
 class _Plan:
+    """An edit worked out before anything is written: the new bytes, the diff shown to the
+    model, and the stat of the file as matched, which the write keeps the file's mode from."""
+
     data: bytes
     info: os.stat_result  # the file as it was when matched
     diff: str

@@ -139,8 +139,13 @@ class ToolHost(Protocol):
     async def call(self, call: ToolCall, signal: AbortSignal) -> ToolResult: ...
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ToolEnv:
+    """What the built-in tools share within a session: the directory, limits, read tracker
+    and the hooks into the runtime. Mutable because the session sets some of it after start;
+    one per session, compared by identity and never printed, so no generated ``__eq__`` or
+    ``__repr__`` (two functions fewer compiled at import)."""
+
     cwd: Path
     limits: ToolLimits = DEFAULT_LIMITS
     session_id: str | None = None

@@ -111,6 +111,9 @@ def is_read_only(st: os.stat_result) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Written:
+    """The version of a file after heron wrote it, so that a later edit can tell heron's own
+    write from a change made by someone else."""
+
     mtime_ns: int
     size: int
     created: bool

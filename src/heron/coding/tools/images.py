@@ -31,6 +31,9 @@ def image_mime(head: bytes) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class PreparedImage:
+    """An image made ready to send: resized or re-encoded when needed, with the original size
+    kept so the model can be told how the image was changed."""
+
     data: str  # base64
     mime_type: str
     width: int

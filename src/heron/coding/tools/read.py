@@ -110,6 +110,9 @@ def _is_text(head: bytes) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Page:
+    """The part of a file one read shows and what stopped it, so the notice can tell the
+    model how to continue."""
+
     lines: list[str]
     start: int
     end: int  # last line shown (start - 1 when nothing could be shown)
