@@ -38,15 +38,20 @@ def session_at(server: LlamaServer, cwd: Path, home: Path, store: SessionStore) 
     return CodingSession(cwd=cwd, model=model, store=store, home=home)
 
 
-@pytest.mark.parametrize("chars_per_token", [7.0, 2.5], ids=["server-counts-less", "server-counts-more"])
-def test_the_plan_is_within_1_2x_of_the_servers_count(tmp_path: Path, chars_per_token: float) -> None:
-    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=chars_per_token))
+def with_a_file(server: LlamaServer, tmp_path: Path) -> tuple[CodingSession, SessionStore, Path, Path]:
+    """A session with a file, in a new project and home, talking to ``server``."""
     cwd, home = tmp_path / "proj", tmp_path / "home"
     cwd.mkdir()
     home.mkdir()
+    store = SessionStore.create(cwd, home=home)
+    return session_at(server, cwd, home, store), store, cwd, home
+
+
+@pytest.mark.parametrize("chars_per_token", [7.0, 2.5], ids=["server-counts-less", "server-counts-more"])
+def test_the_plan_is_within_1_2x_of_the_servers_count(tmp_path: Path, chars_per_token: float) -> None:
+    server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=chars_per_token))
     try:
-        store = SessionStore.create(cwd, home=home)
-        session = session_at(server, cwd, home, store)
+        session, store, cwd, home = with_a_file(server, tmp_path)
         off: list[float] = []
         for turn in range(4):
             asyncio.run(session.prompt(words(turn, 1_500)))
@@ -75,12 +80,8 @@ def test_the_first_request_is_planned_on_the_servers_tokenize(tmp_path: Path, ch
     ``/tokenize`` to count the system prompt and tools: the first plan is already within
     1.2x, and the ratio is recorded (a resume counts the same)."""
     server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=chars_per_token))
-    cwd, home = tmp_path / "proj", tmp_path / "home"
-    cwd.mkdir()
-    home.mkdir()
     try:
-        store = SessionStore.create(cwd, home=home)
-        session = session_at(server, cwd, home, store)
+        session, store, cwd, home = with_a_file(server, tmp_path)
         asyncio.run(session.prompt("Hello"))
         (served,) = server.served
         assert 1 / 1.2 <= session.policy.last_tokens / served.prompt_tokens <= 1.2
@@ -100,12 +101,8 @@ def test_a_template_that_drops_the_tools_is_counted_without_them(tmp_path: Path)
     count leaves the tools out, and every plan - the first, the later ones and a resumed
     process's - is within 1.2x of the server's count on both sides."""
     server = LlamaServer(LlamaBehaviour(n_ctx=16_384, chars_per_token=5.0, drops_tools=True))
-    cwd, home = tmp_path / "proj", tmp_path / "home"
-    cwd.mkdir()
-    home.mkdir()
     try:
-        store = SessionStore.create(cwd, home=home)
-        session = session_at(server, cwd, home, store)
+        session, store, cwd, home = with_a_file(server, tmp_path)
         plans: list[int] = []
         for turn, prompt in enumerate(["Hello", words(1, 300), "Short one.", words(2, 900)]):
             asyncio.run(session.prompt(prompt))

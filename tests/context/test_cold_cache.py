@@ -6,55 +6,31 @@ process; a warm prefix is left alone, and 0 turns it off."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from heron.agent.messages import AgentMessage
-from heron.ai.providers.faux import FauxProvider
-from heron.ai.types import AssistantMessage, Model, StopReason, TextContent, UserMessage, now_ms
+from heron.ai.types import Model, TextContent, UserMessage, now_ms
 from heron.coding.settings import load_settings, settings_from_dict
 from heron.context.cold_cache import DEFAULT_CACHE_TTL_S, cache_cold, cache_lifetime, idle_seconds
-from heron.context.policy import PolicySettings
-from tests.context.test_prune_marks import Session, answer, read_turn
+from tests.context import test_prune_marks
+from tests.context.test_prune_marks import answer, read_turn
 
 
-def reply(ts: int) -> AssistantMessage:
-    return AssistantMessage(
-        api="faux",
-        provider="faux",
-        model="faux-1",
-        content=[TextContent(text="ok")],
-        stop_reason=StopReason.STOP,
-        timestamp=ts,
-    )
-
-
-def test_idle_time_is_measured_from_the_last_reply() -> None:
+def test_idle_time_is_measured_from_the_last_answer() -> None:
     now = 10_000_000
-    messages: list[AgentMessage] = [reply(now - 400_000), UserMessage(content="next", timestamp=now)]
+    messages: list[AgentMessage] = [answer(now - 400_000), UserMessage(content="next", timestamp=now)]
     assert idle_seconds(messages, now) == 400.0
     assert cache_cold(messages, 300, now) == 400.0
     assert cache_cold(messages, 500, now) is None  # still within the cache's lifetime
     assert cache_cold(messages, 0, now) is None  # the setting is off
     assert idle_seconds([UserMessage(content="first", timestamp=now)], now) is None  # nothing sent yet
-    assert cache_cold([reply(0)], 300, now) is None  # a reply without a time says nothing
+    assert cache_cold([answer(0)], 300, now) is None  # a reply without a time says nothing
 
 
-@pytest.fixture
-def make(tmp_path: Path, faux: FauxProvider) -> Iterator[Any]:
-    made: list[Session] = []
-
-    def build(**settings: Any) -> Session:
-        session = Session(tmp_path / f"s{len(made)}", faux, PolicySettings(**settings))
-        made.append(session)
-        return session
-
-    yield build
-    for session in made:
-        session.store.close()
+make = test_prune_marks.make  # the same fixture: sessions with the policy settings given
 
 
 def history(last_reply_ms: int) -> list[AgentMessage]:
