@@ -155,3 +155,41 @@ def test_a_skill_read_is_never_pruned() -> None:
     ]
     stubs, _ = prune_step(messages, {}, keep_turns=1, tools=BUILTIN)
     assert set(stubs) == {"c2"}
+
+
+def test_a_compaction_reads_the_entries_before_it_once_and_each_branch_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Sizing the new view (before the write) and building it from the file (after) read
+    # the same entries; a branch with another plan, or another session, is read again.
+    import heron.context.frontier as frontier
+
+    reads: list[int] = []
+    real = frontier.plan_before
+
+    def plan_before(*args: object) -> str | None:
+        reads.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(frontier, "plan_before", plan_before)
+    store = compacted_session()
+    ids, types = store.lineage(store.leaf_id)
+    at = len(ids) - 1  # the compaction
+    first = frontier.compaction_frontier(store.get, ids, types, at, [], 0, FrontierSettings())
+    again = frontier.compaction_frontier(store.get, ids[:at], types[:at], at, [], 0, FrontierSettings())
+    assert [m.content for m in again] == [m.content for m in first] and len(reads) == 1
+
+    plans = [e for e in store.entries() if isinstance(e, CustomEntry) and e.custom_type == PLAN_CUSTOM_TYPE]
+    parent = store.parent_id_of(plans[0].id)
+    assert parent is not None
+    store.branch(parent)
+    store.append_custom(PLAN_CUSTOM_TYPE, {"text": "another plan"})
+    ids2, types2 = store.lineage(store.leaf_id)
+    other = frontier.compaction_frontier(store.get, ids2, types2, len(ids2), [], 0, FrontierSettings())
+    assert "another plan" in str(other[0].content) and len(reads) == 2
+
+    copy = SessionStore.in_memory(CWD)
+    for entry in store.entries():
+        copy._adopt(entry)
+    frontier.compaction_frontier(copy.get, ids2, types2, len(ids2), [], 0, FrontierSettings())
+    assert len(reads) == 3

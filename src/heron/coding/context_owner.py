@@ -216,7 +216,7 @@ class ContextOwner:
             before_write=flush,
             keep_recent_tokens=keep,
             choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus)),
-            shared=self.shared_prefix(signal),
+            shared=lambda: self.shared_prefix(signal),  # only when a summary is asked for now
             ready=ready,
         )
         if ready is not None and ready.failed:

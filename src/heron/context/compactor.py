@@ -30,7 +30,8 @@ from heron.context.children import children_on_path
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, prepare_compaction
 from heron.context.frontier import compaction_frontier
 from heron.context.ledger import LedgerRecord
-from heron.context.policy import SHRINK_REQUIRED, ContextPolicy, strictly_ordered
+from heron.context.ordering import strictly_ordered
+from heron.context.policy import SHRINK_REQUIRED, ContextPolicy
 from heron.context.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
 from heron.context.shared_summary import SharedPrefix
 from heron.context.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise, supplied
@@ -90,7 +91,7 @@ class Compactor:
         before_write: Callable[[], Awaitable[None]] | None = None,
         keep_recent_tokens: int | None = None,
         choose: Callable[[CompactionPlan], Awaitable[CompactionChoice | None]] | None = None,
-        shared: SharedPrefix | None = None,
+        shared: Callable[[], SharedPrefix | None] | None = None,
         ready: Running | None = None,
     ) -> CompactionOutcome:
         """Summarise through ``ask`` (the session's request path) and write the entry,
@@ -101,10 +102,10 @@ class Compactor:
         ``keep_recent_tokens``: less recent history kept than the settings say (a
         compaction at a step boundary: the step just finished needs no verbatim copy).
         ``choose``: asked with the plan before anything is summarised (an extension may
-        cancel, supply the summary, or keep another range). ``shared``: the summary request
-        repeats the last main request's prefix (its cut looked for in the views it names,
-        then in the current one). ``ready``: the background summary
-        to splice in (its plan on the current path), waited for while it runs."""
+        cancel, supply the summary, or keep another range). ``shared``: the prefix a summary
+        request repeats (cut looked for in its views, then the current one), called only
+        when one is asked for now: a ready background summary skips the view as sent.
+        ``ready``: the background summary to splice in, waited for while it runs."""
         policy = self.policy
         current = policy.view(messages)
         before = policy.count(current)
@@ -123,7 +124,7 @@ class Compactor:
                 result = supplied(plan, choice.summary, policy.window)
             else:
                 mine = ready if choice is None else None  # an extension chose: not the background summary
-                now = None if shared is None else dataclasses.replace(shared, views=[*shared.views, current])
+                now = _with_view(shared, current)
                 plan, result, timing = await self._summary(plan, ask, model, focus, mine, keep_recent_tokens, now)
         except SummaryFailed as exc:
             return CompactionOutcome(tokens_before=before, error=str(exc))
@@ -187,7 +188,7 @@ class Compactor:
         focus: str | None,
         ready: Running | None,
         keep_recent_tokens: int | None,
-        shared: SharedPrefix | None = None,
+        shared: Callable[[], SharedPrefix | None] | None = None,
     ) -> tuple[CompactionPlan, SummaryResult, dict[str, Any]]:
         """The plan and summary the compaction writes, and how long the turn waited for it:
         the background summary's when there is one (waiting only for it while it runs),
@@ -203,7 +204,8 @@ class Compactor:
                 raise SummaryFailed(f"the background summary failed: {ready.error}")
             plan = fallback
         start = time.perf_counter()
-        result = await self.summarise(plan, ask, model=model, focus=focus, shared=shared)
+        prefix = shared() if shared is not None else None
+        result = await self.summarise(plan, ask, model=model, focus=focus, shared=prefix)
         took = round(time.perf_counter() - start, 3)
         mode = "failed" if ready is not None else "none"
         return plan, result, {"background": mode, "waited_s": took, "summary_s": took}
@@ -386,6 +388,20 @@ class Compactor:
     @staticmethod
     def _prompt(prompt: UserMessage | None, prompt_id: str | None) -> list[AgentMessage]:
         return [prompt] if prompt is not None and prompt_id is not None else []
+
+
+def _with_view(
+    shared: Callable[[], SharedPrefix | None] | None, current: list[AgentMessage]
+) -> Callable[[], SharedPrefix | None] | None:
+    """``shared`` with the current view added to those its cut is looked for in."""
+    if shared is None:
+        return None
+
+    def prefix() -> SharedPrefix | None:
+        found = shared()
+        return None if found is None else dataclasses.replace(found, views=[*found.views, current])
+
+    return prefix
 
 
 def _same_message(stored: AgentMessage, prompt: UserMessage) -> bool:

@@ -16,9 +16,7 @@ view has not changed before it since (no pruning step, no compaction, same model
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +47,7 @@ from heron.context.frontier import FrontierSettings
 from heron.context.learned_window import LearnedWindows
 from heron.context.ledger import Ledger
 from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
+from heron.context.ordering import strictly_ordered
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
@@ -61,19 +60,6 @@ OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider
 MIN_OUTPUT_TOKENS = 1_024
 MIN_OUTPUT_WINDOW_SHARE = 0.125
 SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
-
-
-@contextmanager
-def strictly_ordered() -> Iterator[None]:
-    """Entries that move the usage floor (prune steps, compactions) get a millisecond of
-    their own: every message before them is strictly older and every message after them
-    strictly newer, so "is this reply newer than the last view change" has one answer,
-    whatever the timing - the same in every process that reads the file."""
-    time.sleep(0.002)
-    try:
-        yield
-    finally:
-        time.sleep(0.002)
 
 
 def _tally(view: Sequence[AgentMessage]) -> Tally | None:
