@@ -197,13 +197,15 @@ async def test_a_failed_background_summary_falls_back_to_the_foreground_path(
         await s.prompt(f"turn {n}: go on")
         if any(isinstance(e, CompactionEntry) for e in s.store.entries()):
             break
-    failed = [r for r in background_records(s) if r.detail["background"] == "failed"]
+    # The failure is recorded when the compaction takes the summary (a deterministic
+    # moment: a process per turn records it at the same request), and the compaction
+    # falls back to a summary asked for in the foreground.
+    failed = [r for r in background_records(s) if r.detail["background"] == "failed" and r.ref is None]
     assert len(failed) == 1 and "upstream failed" in failed[0].detail["reason"]
-    assert any(d.get("ended") == "failed" for d in decisions(s)), "recorded: no other starts before the compaction"
     entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
     assert len(entries) == 1 and SUMMARY in entries[0].summary
     foreground = [r for r in background_records(s) if r.ref == entries[0].id]
-    assert foreground and foreground[0].detail["background"] == "none"
+    assert foreground and foreground[0].detail["background"] == "failed"  # it fell back
     assert foreground[0].detail["waited_s"] == foreground[0].detail["summary_s"]
 
 
