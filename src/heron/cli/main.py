@@ -223,6 +223,7 @@ def _main(argv: list[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if argv is None and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch"):
         startup_gc.resume()
+        _serve_dataclass_code()
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd
 
@@ -245,12 +246,24 @@ def _main(argv: list[str] | None) -> int:
 
         return batch_cmd.main(args_list[1:])
     args = build_parser().parse_args(args_list)
+    if argv is None:
+        _serve_dataclass_code()
     from heron.cli.app import run_app
 
     code = run_app(args)
     if argv is None:  # the process is heron itself, not a test or a program calling main()
         skip_final_collection()
     return code
+
+
+def _serve_dataclass_code() -> None:
+    """In heron's own process, before the modules that define its classes: the code
+    ``@dataclass`` generates is compiled once, not on every start (heron.cli.dataclass_code).
+    Not earlier: ``heron --version`` and ``--help`` define no class and would only pay for
+    importing ``dataclasses``."""
+    from heron.cli import dataclass_code
+
+    dataclass_code.install()
 
 
 def skip_final_collection() -> None:
