@@ -9,6 +9,10 @@ byte-code caches exist):
   first HTTP request reaches a local server, which records its arrival. Twice: an
   OpenAI-compatible server (``--base-url``; target 200 ms) and an Anthropic-format one
   (a ``models.json`` provider; target 250 ms).
+- The floor under those two: the smallest program on heron's HTTP stack (``asyncio`` and
+  ``httpx``, nothing of heron) streaming one request to the same server, launch -> first
+  request byte; its runs alternate with heron's OpenAI-compatible ones. Whatever heron
+  does, it cannot start faster than this.
 - heron modules left without a current byte-code cache after a ``-p`` run (0: heron
   does not recompile itself on the next start, even with ``PYTHONDONTWRITEBYTECODE=1``).
 - ``python -c "import heron.cli.app, heron.coding.runtime"``: heron's own modules for a
@@ -115,6 +119,32 @@ def timed_run(
     if process.returncode != 0 or not server.arrivals:
         raise RuntimeError(f"{command[0]} failed ({process.returncode}): {err.strip()[-2000:]}")
     return (server.arrivals[0] - start) * 1000, (ended - start) * 1000
+
+
+FLOOR_PROGRAM = """
+import sys
+sys.modules["httpx._main"] = None  # as heron's command does: httpx's own CLI is not loaded
+import asyncio, httpx
+async def main(url):
+    async with httpx.AsyncClient() as client:
+        body = {"model": "bench-model", "stream": True, "messages": [{"role": "user", "content": "say ok"}]}
+        async with client.stream("POST", url, json=body) as response:
+            async for _ in response.aiter_bytes():
+                pass
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def floor_and_heron(
+    runs: int, heron_p: list[str], env: dict[str, str], cwd: Path, server: TimedServer
+) -> tuple[list[float], list[float]]:
+    """(the floor program's, heron's) launch -> first request byte, their runs alternating."""
+    floor_command = [sys.executable, "-c", FLOOR_PROGRAM, server.url + "/v1/chat/completions"]
+    floors, herons = [], []
+    for _ in range(runs):
+        floors.append(first_request_ms(floor_command, env, cwd, server, openai_turn("ok")))
+        herons.append(first_request_ms(heron_p, env, cwd, server, openai_turn("ok")))
+    return floors, herons
 
 
 def stale_heron_modules(command: list[str], env: dict[str, str], cwd: Path, server: TimedServer) -> int:
@@ -252,6 +282,8 @@ def main() -> None:
     ]
     anthropic_p = [*heron, "--no-session", "--model", "local-claude/claude-local", "-p", "say ok"]
     try:
+        first_request_ms(openai_p, env, cwd, openai_server, openai_turn("ok"))  # warm-up: caches written
+        floor_openai, heron_openai = floor_and_heron(runs, openai_p, env, cwd, openai_server)
         rows_spec: list[tuple[str, str, list[float], int | None]] = [
             (
                 "python_pass",
@@ -268,9 +300,10 @@ def main() -> None:
             (
                 "heron_p_openai",
                 "heron -p -> first request (OpenAI-compatible)",
-                measure(runs, lambda: first_request_ms(openai_p, env, cwd, openai_server, openai_turn("ok"))),
+                heron_openai,
                 TARGET_OPENAI_MS,
             ),
+            ("floor_httpx", "floor: python + asyncio + httpx, one request", floor_openai, None),
             (
                 "heron_p_anthropic",
                 "heron -p -> first request (Anthropic)",
