@@ -69,6 +69,17 @@ def new_entry_id(taken: Container[str]) -> str:
             return candidate
 
 
+def new_session_id() -> str:
+    """A random version-4 UUID in its text form (``xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx``), as
+    ``str(uuid.uuid4())`` gives it: made here because importing ``uuid`` runs ``platform``
+    (and compiles its regexes), 5-15 ms of every start (docs/benchmarks.md, "The command")."""
+    raw = bytearray(secrets.token_bytes(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def is_entry_id(value: object) -> bool:
     """Whether ``value`` has the shape pi gives ids (8 hex chars)."""
     return isinstance(value, str) and len(value) == 8 and all(c in "0123456789abcdef" for c in value)
