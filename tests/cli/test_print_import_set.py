@@ -4,7 +4,7 @@ endpoint, no recall index, no shadow-repository code in a run that takes no snap
 what only a compaction, an extension, a checked context rule or a judged bash command needs,
 and no pydantic in a run that calls no tool (the tools' schemas are precomputed; their models
 load when a call's arguments are validated), no ``importlib.metadata`` when no installed
-distribution declares an extension entry point, and no ``uuid`` (nor ``platform``).
+distribution declares an extension entry point, and no ``uuid`` (nor ``platform``) or ``secrets``.
 Checked on the real command against a local OpenAI-format server, through ``sys.modules`` at
 the end of the run."""
 
@@ -72,9 +72,12 @@ FORBIDDEN = (
     "importlib.metadata",
     "zipfile",
     "csv",
-    # Session ids are made without the uuid module, whose import runs platform:
+    # Session and entry ids are made from os.urandom, without uuid (whose import runs platform)
+    # or secrets (and hmac with it):
     "uuid",
     "platform",
+    "secrets",
+    "hmac",
 )
 # Without a session file there is nothing to rewind: none of the checkpoint machinery either.
 NO_SNAPSHOT = (
