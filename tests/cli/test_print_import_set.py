@@ -3,7 +3,8 @@ prompt_toolkit), no MCP code without a config file, no tracing without ``--otel`
 endpoint, no recall index, no shadow-repository code in a run that takes no snapshot, none of
 what only a compaction, an extension, a checked context rule or a judged bash command needs,
 and no pydantic in a run that calls no tool (the tools' schemas are precomputed; their models
-load when a call's arguments are validated).
+load when a call's arguments are validated), no ``importlib.metadata`` when no installed
+distribution declares an extension entry point, and no ``uuid`` (nor ``platform``) or ``secrets``.
 Checked on the real command against a local OpenAI-format server, through ``sys.modules`` at
 the end of the run."""
 
@@ -67,6 +68,16 @@ FORBIDDEN = (
     # Loaded with the first skill, template or agent file (the test's project has none):
     "heron.coding.frontmatter",
     "html.entities",  # the skills list escapes with html: loaded with the first skill
+    # Read only when a distribution's entry_points.txt names heron.extensions (with zipfile, csv):
+    "importlib.metadata",
+    "zipfile",
+    "csv",
+    # Session and entry ids are made from os.urandom, without uuid (whose import runs platform)
+    # or secrets (and hmac with it):
+    "uuid",
+    "platform",
+    "secrets",
+    "hmac",
 )
 # Without a session file there is nothing to rewind: none of the checkpoint machinery either.
 NO_SNAPSHOT = (

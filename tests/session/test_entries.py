@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from heron.session.entries import (
     iso_to_ms,
     migrate,
     new_entry_id,
+    new_session_id,
 )
 from tests.session.support import ENTRY_ID, ISO_MS, assistant, user
 
@@ -178,6 +180,14 @@ def test_ids_and_timestamps_have_pi_shapes() -> None:
     assert ISO_MS.match(iso_now())
     assert iso_to_ms("2025-11-20T23:33:50.805Z") == 1763681630805
     assert iso_to_ms("garbage") == 0
+
+
+def test_session_ids_are_version_4_uuids_in_their_text_form() -> None:
+    ids = {new_session_id() for _ in range(500)}
+    assert len(ids) == 500
+    for value in ids:
+        parsed = uuid.UUID(value)
+        assert str(parsed) == value and parsed.version == 4 and parsed.variant == uuid.RFC_4122
 
 
 def test_custom_message_entry_content_blocks() -> None:

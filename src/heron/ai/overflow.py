@@ -4,10 +4,14 @@ The distinction drives recovery: an overflow is fixed by compacting, a transient
 by waiting, anything else by telling the user. Providers word overflows differently,
 so the patterns below come from their real error texts. A 429 is always a rate limit,
 even when its text mentions tokens ("too many tokens per minute").
+
+The patterns are compiled with the first failure to classify: a run whose requests
+succeed never needs them (2 ms of a start; docs/benchmarks.md, "The command").
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Mapping
@@ -32,36 +36,41 @@ class ErrorKind(StrEnum):
 
 RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.TRANSIENT})
 
-_OVERFLOW_PATTERNS = re.compile(
-    "|".join(
-        [
-            r"prompt is too long",  # Anthropic
-            r"input is too long",
-            r"maximum context length is \d+ tokens",  # OpenAI chat, vLLM
-            r"exceeds? (the )?(model'?s? )?context (window|length|size)",  # OpenAI responses
-            r"context[_ ]length[_ ]exceeded",
-            r"context window (is )?exceeded",
-            r"model_context_window_exceeded",
-            r"input token count.{0,80}exceeds the maximum",  # Gemini
-            r"too many tokens",
-            r"request too large",
-            r"reduce the length of the messages",
-            r"requested \d+ tokens.{0,40}context",  # Groq, Together
-            r"greater than the context length",  # llama.cpp
-            r"tokens? limit exceeded",
-            r"prompt tokens? .{0,40}exceed",  # Ollama, LM Studio
-            r"exceeds the available context",
-        ]
-    ),
-    re.IGNORECASE,
+_OVERFLOW_WORDING = "|".join(
+    [
+        r"prompt is too long",  # Anthropic
+        r"input is too long",
+        r"maximum context length is \d+ tokens",  # OpenAI chat, vLLM
+        r"exceeds? (the )?(model'?s? )?context (window|length|size)",  # OpenAI responses
+        r"context[_ ]length[_ ]exceeded",
+        r"context window (is )?exceeded",
+        r"model_context_window_exceeded",
+        r"input token count.{0,80}exceeds the maximum",  # Gemini
+        r"too many tokens",
+        r"request too large",
+        r"reduce the length of the messages",
+        r"requested \d+ tokens.{0,40}context",  # Groq, Together
+        r"greater than the context length",  # llama.cpp
+        r"tokens? limit exceeded",
+        r"prompt tokens? .{0,40}exceed",  # Ollama, LM Studio
+        r"exceeds the available context",
+    ]
 )
-
-_TRANSIENT_PATTERNS = re.compile(
+_TRANSIENT_WORDING = (
     r"overloaded|rate.?limit|service unavailable|temporarily unavailable|connection (reset|refused|error)"
     r"|timed? ?out|bad gateway|gateway timeout|internal server error|try again|server disconnected"
-    r"|peer closed connection",
-    re.IGNORECASE,
+    r"|peer closed connection"
 )
+
+
+@functools.cache
+def _overflow_patterns() -> re.Pattern[str]:
+    return re.compile(_OVERFLOW_WORDING, re.IGNORECASE)
+
+
+@functools.cache
+def _transient_patterns() -> re.Pattern[str]:
+    return re.compile(_TRANSIENT_WORDING, re.IGNORECASE)
 
 
 def classify(status: int | None, message: str) -> ErrorKind:
@@ -71,13 +80,13 @@ def classify(status: int | None, message: str) -> ErrorKind:
     if status in (401, 403):
         return ErrorKind.AUTH
     if status in (400, 413, 422) or status is None:
-        if _OVERFLOW_PATTERNS.search(message):
+        if _overflow_patterns().search(message):
             return ErrorKind.OVERFLOW
         if status == 413 or (status == 400 and not message.strip()):
             return ErrorKind.OVERFLOW  # a 400/413 with no body is how some proxies say it
     if status is not None and (status >= 500 or status in (408, 409)):
         return ErrorKind.TRANSIENT
-    if status is None and _TRANSIENT_PATTERNS.search(message):
+    if status is None and _transient_patterns().search(message):
         return ErrorKind.TRANSIENT
     if status is not None and 400 <= status < 500:
         return ErrorKind.INVALID_REQUEST
@@ -95,7 +104,7 @@ def is_context_overflow(message: AssistantMessage, context_window: int | None = 
         text = message.error_message or ""
         if re.search(r"\b429\b|rate.?limit", text, re.IGNORECASE):
             return False
-        return bool(_OVERFLOW_PATTERNS.search(text))
+        return bool(_overflow_patterns().search(text))
     if context_window and message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE):
         usage = message.usage
         return usage.input + usage.cache_read > context_window

@@ -62,25 +62,34 @@ def stated_limit(text: str, window: int) -> int | None:
     return None
 
 
-_COUNTED_TOTAL = re.compile(r"(?:you )?requested (\d+) tokens", re.IGNORECASE)
-_COUNTED_INPUT = re.compile(r"n_prompt_tokens\"?\s*[:=]\s*(\d+)|prompt is too long: (\d+) tokens", re.IGNORECASE)
+# The sizes a server says it counted, likewise compiled with the first rejection.
+_COUNTED_TOTAL = r"(?:you )?requested (\d+) tokens"
+_COUNTED_INPUT = r"n_prompt_tokens\"?\s*[:=]\s*(\d+)|prompt is too long: (\d+) tokens"
+
+
+@functools.cache
+def _counted() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The (total, input) patterns."""
+    return re.compile(_COUNTED_TOTAL, re.IGNORECASE), re.compile(_COUNTED_INPUT, re.IGNORECASE)
 
 
 def server_count(text: str) -> int | None:
     """The size the server says it counted for the rejected request (total, else input)."""
-    total = _COUNTED_TOTAL.search(text)
+    counted_total, counted_input = _counted()
+    total = counted_total.search(text)
     if total:
         return int(total.group(1))
-    counted = _COUNTED_INPUT.search(text)
+    counted = counted_input.search(text)
     return int(counted.group(1) or counted.group(2)) if counted else None
 
 
 def counted_ratio(text: str, *, heron_input: int, heron_total: int) -> float:
     """heron's count over the server's, for the request an error describes (1.0: unknown)."""
-    total = _COUNTED_TOTAL.search(text)
+    counted_total, counted_input = _counted()
+    total = counted_total.search(text)
     if total and heron_total > 0:
         return heron_total / max(1, int(total.group(1)))
-    counted = _COUNTED_INPUT.search(text)
+    counted = counted_input.search(text)
     if counted and heron_input > 0:
         value = int(counted.group(1) or counted.group(2))
         return heron_input / max(1, value)

@@ -4,7 +4,7 @@ A 100,000-entry session is ~190 MB; ``json.loads`` of every line takes seconds a
 gigabytes of objects. Opening only needs each entry's ``type``, ``id`` and ``parentId``
 (and, for message entries, the role), and pi and heron both write those first:
 ``{"type":"message","id":"a1b2c3d4","parentId":"...","timestamp":"...","message":{"role":...``.
-So the file is memory-mapped and read in windows of ~16 MB; in each, one precompiled
+So the file is memory-mapped and read in windows of ~16 MB; in each, one compiled
 regex (``findall``, in C) matches every newline together with the prefix of the line that
 follows it, so each line gives exactly one match. A window where every line's prefix was
 read needs no Python work per line (columns are decoded with one join/decode/split each);
@@ -20,6 +20,7 @@ rewrites ids and parents, so every line of those is decoded at once (``full``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
 import re
@@ -30,17 +31,26 @@ from heron.ai.types import JSON
 from heron.session.jsonl import loads_line
 
 _STR = rb'[^"\\\n]*'
-PREFIX = re.compile(
+_PREFIX = (
     rb'\{"type":"(' + _STR + rb')","id":"(' + _STR + rb')","parentId":(?:"(' + _STR + rb')"|null)'
     rb'(?:,"timestamp":"' + _STR + rb'"(?:,"message":\{"role":"(' + _STR + rb')")?)?'
 )
 # Every newline, with the prefix of the line after it when it can be read: one match per line.
 # (The role is left out: reading it costs a fifth more, and only listings count roles.)
-LINE = re.compile(rb'\n(?:\{"type":"(' + _STR + rb')","id":"(' + _STR + rb')","parentId":(?:"(' + _STR + rb')"|null))?')
-LINE_ROLE = re.compile(rb"\n(?:" + PREFIX.pattern + rb")?")
+_LINE = rb'\n(?:\{"type":"(' + _STR + rb')","id":"(' + _STR + rb')","parentId":(?:"(' + _STR + rb')"|null))?'
+_LINE_ROLE = rb"\n(?:" + _PREFIX + rb")?"
 PREFIX_BYTES = 400  # how much of a line the per-line regex looks at
-_SALVAGE_ID = re.compile(rb'"id"\s*:\s*"([^"\\]{1,64})"')
-_SALVAGE_PARENT = re.compile(rb'"parentId"\s*:\s*(?:"([^"\\]{1,64})"|null)')
+_SALVAGE_ID = rb'"id"\s*:\s*"([^"\\]{1,64})"'
+_SALVAGE_PARENT = rb'"parentId"\s*:\s*(?:"([^"\\]{1,64})"|null)'
+
+
+@functools.cache
+def _regex(source: bytes) -> re.Pattern[bytes]:
+    """One of the patterns above, compiled when the first file is read: a run that starts a
+    new session reads none (5 regexes, 1-5 ms of a start; docs/benchmarks.md, "The command")."""
+    return re.compile(source)
+
+
 # The file is indexed in windows of about this many bytes; the mapped pages of a window are
 # dropped from the process once it is indexed, so the resident size of opening a 190 MB file
 # stays near this, not near the file size.
@@ -156,7 +166,7 @@ def _window(mm: mmap.mmap, pos: int, stop: int, line_no: int, out: RawIndex, ful
     one); returns the next line number."""
     if not full:
         # the newline before each line, from the one before pos up to (not including) the last
-        found = LINE.findall(mm, pos - 1, stop - 1)
+        found = _regex(_LINE).findall(mm, pos - 1, stop - 1)
         count = len(found)
         kinds, ids, parents = zip(*found, strict=True) if count else ((), (), ())
         if count and b"" not in kinds and b"" not in ids:
@@ -177,7 +187,7 @@ def _window(mm: mmap.mmap, pos: int, stop: int, line_no: int, out: RawIndex, ful
 def _lines(mm: mmap.mmap, pos: int, stop: int, line_no: int, out: RawIndex, full: bool) -> int:
     """Index the lines in ``[pos, stop)`` one by one."""
     find = mm.find
-    match = PREFIX.match
+    match = _regex(_PREFIX).match
     window = PREFIX_BYTES
     while pos < stop:
         end = find(b"\n", pos, stop)
@@ -204,7 +214,7 @@ def window_roles(fd: int, window: tuple[int, int, int, int]) -> list[str | None]
     """The message role of each line of a window indexed without roles."""
     start, stop, _first, count = window
     data = os.pread(fd, stop - start, start)
-    found = LINE_ROLE.findall(b"\n" + data, 0, stop - start)  # the newline before each line
+    found = _regex(_LINE_ROLE).findall(b"\n" + data, 0, stop - start)  # the newline before each line
     if len(found) != count:
         return [None] * count
     return [f[3].decode("utf-8", "replace") or None for f in found]
@@ -254,10 +264,10 @@ def _slow_line(raw: bytes, offset: int, line_no: int, out: RawIndex) -> bool:
 
 def _malformed(raw: bytes, line_no: int, why: str, out: RawIndex) -> None:
     head = raw[:PREFIX_BYTES]
-    found = _SALVAGE_ID.search(head)
+    found = _regex(_SALVAGE_ID).search(head)
     note = ""
     if found is not None:
-        parent = _SALVAGE_PARENT.search(head)
+        parent = _regex(_SALVAGE_PARENT).search(head)
         if parent is not None:
             eid = found.group(1).decode("utf-8", "replace")
             out.bridges[eid] = None if parent.group(1) is None else parent.group(1).decode("utf-8", "replace")

@@ -9,7 +9,7 @@ kept in ``extra`` and an entry of a type this heron does not know is kept whole
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
@@ -64,9 +64,22 @@ def iso_to_ms(value: str) -> int:
 def new_entry_id(taken: Container[str]) -> str:
     """8 lowercase hex characters, not in ``taken`` (pi: the first 8 chars of a uuid)."""
     while True:
-        candidate = secrets.token_hex(4)
+        candidate = os.urandom(4).hex()
         if candidate not in taken:
             return candidate
+
+
+def new_session_id() -> str:
+    """A random version-4 UUID in its text form (``xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx``), as
+    ``str(uuid.uuid4())`` gives it: made here because importing ``uuid`` runs ``platform``
+    (and compiles its regexes), 5-15 ms of every start (docs/benchmarks.md, "The command").
+    Ids come from ``os.urandom`` directly, as ``uuid`` and ``secrets`` take them, without
+    importing ``secrets`` (and ``hmac`` with it)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def is_entry_id(value: object) -> bool:

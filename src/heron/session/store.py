@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from heron.session.entries import (
     entry_from_json,
     iso_now,
     new_entry_id,
+    new_session_id,
     starts_file,
 )
 from heron.session.errors import (
@@ -127,7 +127,7 @@ class SessionStore(EntryAppends):
         from heron.session.paths import new_session_path
 
         header = SessionHeader(
-            id=str(uuid.uuid4()),
+            id=new_session_id(),
             timestamp=iso_now(),
             cwd=os.path.abspath(os.fspath(cwd)),
             parent_session=parent_session,
@@ -138,7 +138,7 @@ class SessionStore(EntryAppends):
     @classmethod
     def in_memory(cls, cwd: str | os.PathLike[str] = ".") -> SessionStore:
         """A session that is never written (``--no-session``)."""
-        header = SessionHeader(id=str(uuid.uuid4()), timestamp=iso_now(), cwd=os.path.abspath(os.fspath(cwd)))
+        header = SessionHeader(id=new_session_id(), timestamp=iso_now(), cwd=os.path.abspath(os.fspath(cwd)))
         return cls(header, None)
 
     @classmethod

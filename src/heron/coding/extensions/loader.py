@@ -6,15 +6,21 @@ Three places, in this order: the user's ``$HERON_HOME/extensions/*.py``, the
 repository is code its author chose, not the user. A file is imported under a private
 module name (``heron_extension_<source>_<stem>``) so two extensions with the same file
 name do not replace each other in ``sys.modules``.
+
+``importlib.metadata`` loads only when some distribution's ``entry_points.txt`` names the
+group: importing it (with ``zipfile``, ``email`` and ``csv``) and reading every
+distribution's entry points cost a ``heron -p`` start 40-60 ms, while the files alone are
+read in a few (docs/benchmarks.md, "The command").
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +81,42 @@ def _files(directory: Path, source: ExtensionSource) -> list[Candidate]:
     return [Candidate(p.stem, source, str(p), _file_loader(p, source)) for p in paths]
 
 
+def _may_declare(group: str) -> bool:
+    """Whether any distribution ``importlib.metadata`` would find may declare ``group``:
+    False only when none of the ``entry_points.txt`` files it reads (of the ``*.dist-info``
+    and ``*.egg-info`` directories on ``sys.path``, and of ``.egg`` directories) contains
+    the group's name. True (ask ``importlib.metadata``) for whatever this does not read:
+    a zip file on the path, or another finder of distributions than the path finder."""
+    finders = (f for f in sys.meta_path if hasattr(f, "find_distributions"))
+    if any(f is not importlib.machinery.PathFinder for f in finders):
+        return True
+    name = group.encode()
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or ".")
+        except OSError:
+            if os.path.isfile(entry):
+                return True
+            continue
+        egg = os.path.basename(entry).lower().endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if not (low.endswith((".dist-info", ".egg-info")) or (egg and low == "egg-info")):
+                continue
+            try:
+                with open(os.path.join(entry, child, "entry_points.txt"), "rb") as file:
+                    if name in file.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 def _entry_points() -> list[Candidate]:
+    if not _may_declare(ENTRY_POINT_GROUP):
+        return []
+    from importlib.metadata import entry_points
+
     found: list[Candidate] = []
     seen: set[str] = set()
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):

@@ -4,11 +4,13 @@ Tools that run programs (bash, hooks when configured) hand their argv here and r
 comes back. When the sandbox is off, or cannot run on this machine, the argv is returned
 as it is; the second case is said once per process (:attr:`Confinement.note`), with what
 protection remains, because a user who believes commands are confined must learn that they
-are not.
+are not. The patterns that recognise the sandbox's edges in a failed command's output are
+compiled with the first such output (a start needs none of them).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import sys
@@ -23,12 +25,21 @@ from heron.coding.sandbox.policy import SandboxPolicy
 
 _warned: set[str] = set()
 # What a command prints when it meets the sandbox's edges.
-_NO_NETWORK = re.compile(
+_NO_NETWORK = (
     r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
-    r"Name or service not known|getaddrinfo|Failed to establish a new network connection|ENETUNREACH|EAI_AGAIN",
-    re.IGNORECASE,
+    r"Name or service not known|getaddrinfo|Failed to establish a new network connection|ENETUNREACH|EAI_AGAIN"
 )
-_READ_ONLY = re.compile(r"Read-only file system|EROFS")
+_READ_ONLY = r"Read-only file system|EROFS"
+
+
+@functools.cache
+def _no_network() -> re.Pattern[str]:
+    return re.compile(_NO_NETWORK, re.IGNORECASE)
+
+
+@functools.cache
+def _read_only() -> re.Pattern[str]:
+    return re.compile(_READ_ONLY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,14 +91,14 @@ class Confinement:
         model can tell the user what would let it through instead of guessing."""
         if not self.confined:
             return None
-        if not self.network and _NO_NETWORK.search(text):
+        if not self.network and _no_network().search(text):
             return (
                 "[The sandbox gives commands no network. The user can allow it with the setting "
                 '"sandbox": {"network": true}, or run heron with --sandbox off; or call bash again with '
                 '"outside_sandbox": true and a "justification", which asks the user to run this one command '
                 "outside the sandbox.]"
             )
-        if _READ_ONLY.search(text):
+        if _read_only().search(text):
             return (
                 "[The sandbox lets commands write only the project and the temp directory. The user can "
                 'add a path with "sandbox": {"writable": [PATH]}, or run heron with --sandbox off; or call bash '

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
-import secrets
 import signal as signals
 import subprocess
 from dataclasses import replace
@@ -156,7 +156,7 @@ class BashTool(AgentTool["BashParams"]):
         return timeout
 
     def _spill_path(self, call_id: str) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80].strip(".") or secrets.token_hex(8)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80].strip(".") or os.urandom(8).hex()
         return self.env.spill_dir() / f"bash-{safe}.log"
 
     def _partial(self, sink: OutputCollector) -> ToolResult:

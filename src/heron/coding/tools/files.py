@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,7 +141,7 @@ def replace_file(path: Path, shown: str, data: bytes, existing: os.stat_result |
             )
         if existing.st_nlink > 1:
             return _write_in_place(target, shown, data)
-    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"
+    tmp = target.parent / f".{target.name}.{os.urandom(6).hex()}.tmp"
     try:
         # 0o666 lets the umask decide the mode of a new file, as any editor would.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

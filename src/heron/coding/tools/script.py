@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import signal as signals
 import subprocess
 import sys
@@ -144,7 +143,7 @@ class ScriptTool(AgentTool["ScriptParams"]):
         return confinement.apply(self._result(sink, channel, ending.outcome, returncode, timeout))
 
     def _spill_path(self, call_id: str) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80].strip(".") or secrets.token_hex(8)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80].strip(".") or os.urandom(8).hex()
         return self.env.spill_dir() / f"script-{safe}.log"
 
     def _partial(self, sink: OutputCollector) -> ToolResult:
