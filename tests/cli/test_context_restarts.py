@@ -110,7 +110,9 @@ def make_project(root: Path, server: LocalServer) -> tuple[Path, dict[str, str]]
     }
     (home / "models.json").write_text(json.dumps(models))
     # the memory directory is named in the system prompt: keep it under the compared root
-    (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")}}))
+    # results up to 15% of the window (the default is 7.5%): the scenario was sized for it
+    settings = {"memory": {"directory": str(home / "memory")}, "toolLimits": {"windowShare": 0.15}}
+    (home / "settings.json").write_text(json.dumps(settings))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env.update(HERON_HOME=str(home), HERON_CHECK_CONTEXT="strict")
     return cwd, env
