@@ -954,7 +954,7 @@ def main() -> None:
 TURN_SECONDS = 0.05
 SUMMARY_SECONDS = 0.3
 WAIT_TARGET = 0.10  # background on: the turn waits at most this share of the summary's duration
-WAIT_TURNS_QUICK = 40  # enough for a few compactions in --quick
+WAIT_TURNS_QUICK = 60  # enough for two compactions in --quick (results at 7.5% of the window)
 
 
 class PacedScript(Script):

@@ -260,7 +260,10 @@ def make_project(
     base = url + "/v1" if api == "openai-completions" else url
     config = {"providers": {"local": {"baseUrl": base, "api": api, "apiKey": "sk-local", "models": models}}}
     (home / "models.json").write_text(json.dumps(config))
-    (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")}, **(settings or {})}))
+    # Results up to 15% of the window (the default is 7.5%): these scenarios' reads and
+    # outputs were sized for it, to prune and compact within a few turns.
+    base_settings = {"memory": {"directory": str(home / "memory")}, "toolLimits": {"windowShare": 0.15}}
+    (home / "settings.json").write_text(json.dumps({**base_settings, **(settings or {})}))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env.update(HERON_HOME=str(home), HERON_CHECK_CONTEXT="strict")
     return cwd, env

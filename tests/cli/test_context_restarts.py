@@ -110,7 +110,9 @@ def make_project(root: Path, server: LocalServer) -> tuple[Path, dict[str, str]]
     }
     (home / "models.json").write_text(json.dumps(models))
     # the memory directory is named in the system prompt: keep it under the compared root
-    (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(home / "memory")}}))
+    # results up to 15% of the window (the default is 7.5%): the scenario was sized for it
+    settings = {"memory": {"directory": str(home / "memory")}, "toolLimits": {"windowShare": 0.15}}
+    (home / "settings.json").write_text(json.dumps(settings))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env.update(HERON_HOME=str(home), HERON_CHECK_CONTEXT="strict")
     return cwd, env
@@ -250,6 +252,23 @@ def test_a_step_taken_because_the_cache_went_cold_is_the_same_in_every_process(t
         cold = [r for r in records if "cacheCold" in r.get("detail", {})]
         assert cold and all(r["detail"]["cacheCold"]["ttlSeconds"] == COLD_TTL for r in cold)
         assert all(r["detail"]["cacheCold"]["idleSeconds"] >= COLD_TTL for r in cold)
+    # ``coldKeepTurns`` 1: the request after a pause carries no result whole that the model
+    # has answered from - the previous turn's too (a warm step spares the last three messages)
+    after_pause = [b for b in one.bodies if _last_prompt(b).startswith(tuple(f"turn {n}:" for n in COLD_PAUSES))]
+    stepped = [b for b in after_pause if "[Pruned from the context" in json.dumps(b)]
+    assert stepped
+    for body in stepped:
+        results = [m for m in body["messages"] if m.get("role") == "tool"]
+        assert results and all(len(json.dumps(m.get("content"))) < 1_000 for m in results)
+
+
+def _last_prompt(body: dict[str, Any]) -> str:
+    """The text of a request's last message when it is the user's prompt, else ""."""
+    last = body["messages"][-1]
+    if last.get("role") != "user":
+        return ""
+    content = last.get("content")
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content or [])
 
 
 @pytest.mark.parametrize("stated", [True, False], ids=["limit-in-error", "bare-error"])

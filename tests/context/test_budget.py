@@ -213,18 +213,18 @@ def test_reserve_and_keep_recent_are_capped_at_a_quarter_of_the_window(window: i
 def test_tool_limits_scale_with_the_window(window: int) -> None:
     limits = ToolLimits().for_window(window)
     chars = window * 4
-    assert limits.result_chars == min(50_000, int(chars * 0.15))  # one result: min(50 KB, 15%)
-    assert limits.max_bytes == min(51_200, int(chars * 0.15))  # read/bash cut to the same share
+    assert limits.result_chars == min(50_000, int(chars * 0.075))  # one result: min(50 KB, 7.5%)
+    assert limits.max_bytes == min(51_200, int(chars * 0.075))  # read/bash cut to the same share
     assert limits.turn_chars == min(200_000, int(chars * 0.50))  # all results of a turn: 50%
     assert limits.preview_chars <= 2_000 and limits.preview_chars <= limits.result_chars
     assert ToolLimits().for_window(window).max_lines == 2_000
 
 
 def test_the_window_share_is_a_setting() -> None:
-    limits = settings_from_dict({"toolLimits": {"windowShare": 0.075}}).tool_limits
-    assert limits.for_window(32_000).max_bytes == limits.for_window(32_000).result_chars == 9_600  # 7.5% of 128,000
+    limits = settings_from_dict({"toolLimits": {"windowShare": 0.15}}).tool_limits
+    assert limits.for_window(32_000).max_bytes == limits.for_window(32_000).result_chars == 19_200  # 15% of 128,000
     assert limits.for_window(1_000_000).max_bytes == 51_200  # a large window keeps the absolute caps
-    assert settings_from_dict({}).tool_limits.for_window(32_000).max_bytes == 19_200  # the default share, 15%
+    assert settings_from_dict({}).tool_limits.for_window(32_000).max_bytes == 9_600  # the default share, 7.5%
 
 
 def test_a_bad_window_share_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

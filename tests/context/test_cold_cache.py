@@ -42,20 +42,44 @@ def history(last_reply_ms: int) -> list[AgentMessage]:
     return [*messages, answer(last_reply_ms), UserMessage(content=[TextContent(text="next")], timestamp=now_ms())]
 
 
-def test_a_cold_cache_prunes_down_to_the_low_water_mark_and_a_new_process_agrees(make: Any) -> None:
+def test_a_cold_cache_prunes_every_result_already_answered_and_a_new_process_agrees(make: Any) -> None:
+    """At a cold moment the request is paid in full whatever it keeps: every result but
+    those of the last ``coldKeepTurns`` assistant messages (1: none at a turn's start,
+    the model has answered from all of them) is stubbed, below the low-water mark too."""
     s = make(prune_high_water=0.9, prune_low_water=0.3, prune_keep_turns=2, prune_cache_ttl_s=300)
     s.add(history(now_ms() - 600_000))  # ten minutes since the last reply: the prefix has expired
     view = s.prepare()
     (step,) = s.steps()
-    assert "c0" in step["stubs"] and "c9" not in step["stubs"]  # oldest first, the recent ones kept
-    assert s.policy.last_tokens <= int(12_000 * 0.3) + 1_000
+    assert {f"c{i}" for i in range(10)} <= set(step["stubs"])  # the latest read too: it was answered
+    assert s.policy.last_tokens <= 1_500
     records = [r for r in s.policy.ledger.records if r.kind == "prune"]
     assert records and all(r.detail["cacheCold"]["ttlSeconds"] == 300 for r in records)
     assert all(r.detail["cacheCold"]["idleSeconds"] >= 600 for r in records)
     before = json.dumps([m.to_json_dict() for m in view])
     s.restart()  # a new process, whenever it opens the file, derives the same view from the recorded step
     assert json.dumps([m.to_json_dict() for m in s.prepare()]) == before
-    assert len(s.steps()) == 1  # below the low-water mark now: no second step
+    assert len(s.steps()) == 1  # nothing left to prune: no second step
+
+
+def test_the_results_a_cold_step_spares_are_a_setting(make: Any) -> None:
+    """``coldKeepTurns`` 2 spares the last read (its assistant message is the second last);
+    never more than ``keepTurns`` spares at a warm step."""
+    s = make(
+        prune_high_water=0.9, prune_low_water=0.3, prune_keep_turns=3, prune_cold_keep_turns=2, prune_cache_ttl_s=300
+    )
+    s.add(history(now_ms() - 600_000))
+    s.prepare()
+    (step,) = s.steps()
+    assert "c8" in step["stubs"] and "c9" not in step["stubs"]
+    narrow = make(
+        prune_high_water=0.9, prune_low_water=0.3, prune_keep_turns=0, prune_cold_keep_turns=2, prune_cache_ttl_s=300
+    )
+    narrow.add(history(now_ms() - 600_000))
+    narrow.prepare()
+    (step,) = narrow.steps()
+    assert "c9" in step["stubs"]  # keepTurns 0 bounds it
+    assert settings_from_dict({}).pruning.cold_keep_turns == 1
+    assert settings_from_dict({"pruning": {"coldKeepTurns": 3}}).pruning.cold_keep_turns == 3
 
 
 def test_a_warm_cache_or_the_setting_off_leaves_the_view_alone(make: Any) -> None:

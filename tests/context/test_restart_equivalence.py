@@ -118,9 +118,14 @@ async def drive(
     recorder = Recorder(script(turns))
     try:
         model = recorder.provider.model(context_window=WINDOW, max_tokens=4_096)
-        # pruning from half the budget, so that these short scenarios prune as well as compact
+        # pruning from half the budget, and results up to 15% of the window (the scenarios'
+        # sizes were chosen for it), so that these short scenarios prune as well as compact
         settings = settings_from_dict(
-            {"memory": {"directory": str(home / "memory")}, "pruning": {"highWater": 0.5, "lowWater": 0.2}}
+            {
+                "memory": {"directory": str(home / "memory")},
+                "pruning": {"highWater": 0.5, "lowWater": 0.2},
+                "toolLimits": {"windowShare": 0.15},
+            }
         )
         store = SessionStore.create(root, home=home)
         session: CodingSession | None = None

@@ -15,7 +15,7 @@ from heron.ai.options import StreamOptions
 from heron.ai.prompt_cache import caches_prompts
 from heron.ai.providers import anthropic, google, openai_chat, openai_responses
 from heron.ai.providers.faux import FauxProvider, FauxReply, serialise_request, text, tool_call
-from heron.ai.types import Context, Model, ModelCost, Tool, UserMessage
+from heron.ai.types import Context, Model, ModelCost, Tool, UserMessage, now_ms
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings, settings_from_dict
 from heron.context.ledger import LEDGER_CUSTOM_TYPE
@@ -185,6 +185,34 @@ async def test_the_view_as_sent_leaves_out_a_pruning_step_taken_since_the_last_a
     await s.prompt("and once more")  # after the next answer the step is part of what was sent
     view, stubs = view_as_sent(s.policy, s.agent.state.messages)
     assert stubs == s.policy.decisions.stubs and stubs
+
+
+async def test_a_background_summary_repeats_the_request_whose_preparation_started_it(
+    project: Path, faux: FauxProvider
+) -> None:
+    """A background summary starts once the view of the request about to be sent is
+    settled, pruning step included (a cold-cache step at a turn's start): its request
+    repeats that view, stubs recorded before its start and after the latest answer too,
+    and a process that reads the file later (asking for it again) derives the same."""
+    script(faux)
+    s = session(project, faux)
+    await s.prompt("read big.txt")
+    await s.prompt("read it again")
+    messages = s.agent.state.messages
+    sent = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+    before_step = now_ms()
+    while now_ms() == before_step:
+        pass
+    assert s.policy.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
+    pruned = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+    started = max(s.policy.decisions.stub_ms.values()) + 1  # the background start, after the step
+    view, stubs = view_as_sent(s.policy, messages, started)
+    assert [m.to_json_dict() for m in view] == pruned and stubs == s.policy.decisions.stubs  # type: ignore[union-attr]
+    view, stubs = view_as_sent(s.policy, messages, before_step)  # a start before the step: without it
+    assert [m.to_json_dict() for m in view] == sent and stubs == {}  # type: ignore[union-attr]
+    reopened = session_on(project, faux, SessionStore.open(s.store.path, read_only=True))
+    again, _ = view_as_sent(reopened.policy, reopened.agent.state.messages, started)
+    assert [m.to_json_dict() for m in again] == pruned  # type: ignore[union-attr]
 
 
 def session_on(project: Path, faux: FauxProvider, store: SessionStore) -> CodingSession:

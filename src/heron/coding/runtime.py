@@ -233,6 +233,7 @@ class CodingSession(RecoveryHooks):
                 prune_low_water=self.settings.pruning.low_water,
                 prune_keep_turns=self.settings.pruning.keep_turns,
                 prune_cache_ttl_s=self.settings.pruning.cache_ttl_seconds,
+                prune_cold_keep_turns=self.settings.pruning.cold_keep_turns,
                 frontier=self.settings.continuity,
                 native=NativeSettings(
                     native=compaction.native,

@@ -28,6 +28,7 @@ from typing import Any, cast
 from heron.ai.models import heron_home
 from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
+from heron.context.cold_cache import COLD_KEEP_TURNS
 from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
@@ -86,6 +87,8 @@ class PruningSettings:
     keep_turns: int = PRUNE_KEEP_TURNS
     # Past this idle time a step is free (0: never; None: 300 s, none for a local server).
     cache_ttl_seconds: int | None = None
+    # ...and spares only the results of the last this many assistant messages.
+    cold_keep_turns: int = COLD_KEEP_TURNS
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -318,6 +321,7 @@ SCHEMA: dict[str, Any] = {
         "lowWater": _share,
         "keepTurns": _NON_NEGATIVE,
         "cacheTtlSeconds": _NON_NEGATIVE,
+        "coldKeepTurns": _NON_NEGATIVE,
     },
     "toolLimits": {_camel(f.name): _share if f.type == "float" else _POSITIVE for f in dataclasses.fields(ToolLimits)},
     "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
@@ -415,6 +419,7 @@ def _pruning(data: Mapping[str, Any]) -> PruningSettings:
         low_water=data.get("lowWater", defaults.low_water),
         keep_turns=data.get("keepTurns", defaults.keep_turns),
         cache_ttl_seconds=data.get("cacheTtlSeconds", defaults.cache_ttl_seconds),
+        cold_keep_turns=data.get("coldKeepTurns", defaults.cold_keep_turns),
     )
 
 

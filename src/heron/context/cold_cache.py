@@ -27,6 +27,12 @@ from heron.ai.types import AssistantMessage, Model
 # Anthropic's default cache lifetime, the shortest of the providers that cache prefixes:
 # a longer setting misses cold moments, a shorter one prunes while the prefix is still held.
 DEFAULT_CACHE_TTL_S = 300
+# A step at a cold moment spares only the results of the latest assistant message - those
+# the model has not answered from yet (none at a turn's start) - where a warm step spares
+# the last three (``PRUNE_KEEP_TURNS``). Everything the request carries is paid in full
+# then: a result the model already answered from costs as much kept as read again, and is
+# read again only when needed (docs/context.md, "Pruning while the cache is cold").
+COLD_KEEP_TURNS = 1
 
 
 def cache_lifetime(model: Model, configured: int | None) -> int:

@@ -16,7 +16,7 @@ CHARS_PER_TOKEN = 4
 # "Pruning"): with one result at 30% of a small window, the latest result alone filled
 # half the input budget after a step and the next big one forced another step, a
 # prompt-cache miss nearly every turn; at 15% a step lasts several results.
-RESULT_WINDOW_SHARE = 0.15
+RESULT_WINDOW_SHARE = 0.075
 TURN_WINDOW_SHARE = 0.50
 
 

@@ -30,7 +30,7 @@ from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_to
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.calibrated import CalibratedCounts
-from heron.context.cold_cache import cache_cold, cache_lifetime
+from heron.context.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
@@ -99,6 +99,7 @@ class PolicySettings:
     prune_keep_turns: int = PRUNE_KEEP_TURNS
     # Past this idle time a step is free (heron.context.cold_cache); 0: never; None: by the server.
     prune_cache_ttl_s: int | None = 0
+    prune_cold_keep_turns: int = COLD_KEEP_TURNS  # ...and spares fewer results (heron.context.cold_cache)
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
 
@@ -342,7 +343,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         if self.pruning and (load > high or (cold is not None and load > low)):
             # Small steps only when they might spare a compaction (each is a cache miss).
             min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
-            saved = self.prune(messages, min_saving, target_saving_tokens=load - low, cold=cold)
+            saved = self._prune_step(messages, min_saving, load - low, cold)
             if saved:
                 view = self.view(messages)
                 tokens = self.count(view)
@@ -503,6 +504,16 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         if not self.decisions.auto_compaction:
             return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
         return "the kept recent messages alone exceed the threshold"
+
+    def _prune_step(self, messages: Sequence[AgentMessage], min_saving: int, target: int, cold: float | None) -> int:
+        """The step :meth:`pressure` takes: down to the low-water mark, sparing the last
+        ``keepTurns`` assistant messages; at a cold moment (the prompt cache has expired,
+        so the request is paid in full whatever it keeps) every prunable result but those
+        of the last ``coldKeepTurns`` (heron.context.cold_cache)."""
+        if cold is None:
+            return self.prune(messages, min_saving, target_saving_tokens=target)
+        keep = min(self.settings.prune_cold_keep_turns, self.settings.prune_keep_turns)
+        return self.prune(messages, min_saving, keep_turns=keep, cold=cold)
 
     def prune(
         self,

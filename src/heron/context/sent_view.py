@@ -4,7 +4,9 @@ A shared summary request (:mod:`heron.context.shared_summary`) is served by the 
 cache only if its messages are byte for byte what the last main request sent. By the time
 a compaction runs, a pruning step may already have stubbed results to make room for the
 next request; those stubs were never sent. This view leaves them out: the pruning recorded
-before the latest answer applies, any recorded after it does not. Like every view, it is
+before the latest answer applies, any recorded after it does not. A background summary
+instead follows the request whose preparation started it, stubs of that preparation
+included (:func:`view_as_sent`). Like every view, it is
 derived from the session file (each stub's decision carries the time it was recorded), so
 a resumed process builds the same one.
 """
@@ -26,15 +28,26 @@ if TYPE_CHECKING:
 def view_as_sent(
     policy: ContextPolicy, messages: Sequence[AgentMessage], before_ms: int | None = None
 ) -> tuple[View, dict[str, str]]:
-    """The view of ``messages`` with only the pruning recorded before the latest answer,
-    and the stubs it applies: the last main request's view, extended by what came after it.
-    ``before_ms``: the latest answer at that moment instead (a background summary asked
-    for again by a new process repeats the prefix its first request repeated)."""
+    """The view of ``messages`` with only the pruning the last main request carried, and
+    the stubs it applies: that request's view, extended by what came after it.
+
+    ``before_ms`` None (a summary asked for now, before the next request): the pruning
+    recorded before the latest answer - a step recorded since then was taken for a request
+    not sent yet. ``before_ms`` given (a background summary's start, also when a new
+    process asks for it again): the pruning recorded before that moment. A background
+    summary starts once the view of the request about to be sent is settled, so that
+    request - the one the summary request follows - carries every step recorded before
+    the start, the step taken for it included (a cold-cache step at a turn's start, the
+    step a boundary took); leaving those out made the summary request miss the cache
+    from the first stub on."""
     decisions = policy.decisions
-    answers = (m.timestamp for m in reversed(messages) if isinstance(m, AssistantMessage))
-    answered = next((ms for ms in answers if before_ms is None or ms <= before_ms), None)
-    if answered is None or not any(ms > answered for ms in decisions.stub_ms.values()):
+    if before_ms is None:
+        answers = (m.timestamp for m in reversed(messages) if isinstance(m, AssistantMessage))
+        limit = next(answers, None)
+    else:
+        limit = before_ms
+    if limit is None or not any(ms >= limit for ms in decisions.stub_ms.values()):
         return policy.view(messages), decisions.stubs
-    stubs = {k: v for k, v in decisions.stubs.items() if decisions.stub_ms.get(k, 0) < answered}
+    stubs = {k: v for k, v in decisions.stubs.items() if decisions.stub_ms.get(k, 0) < limit}
     earlier = dataclasses.replace(decisions, stubs=stubs)
     return ViewBuilder(policy.cwd, policy.tools).apply(messages, earlier), stubs
