@@ -162,18 +162,23 @@ def test_tool_choice_none_on_each_wire() -> None:
     assert "toolConfig" not in google.build_body(model, context, plain)
 
 
+async def two_reads(project: Path, faux: FauxProvider) -> tuple[CodingSession, list[Any], list[dict[str, Any]]]:
+    """A session that read the big file twice: it, its messages, and the view its last request carried."""
+    script(faux)
+    s = session(project, faux)
+    await s.prompt("read big.txt")
+    await s.prompt("read it again")
+    messages = s.agent.state.messages
+    return s, messages, [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+
+
 async def test_the_view_as_sent_leaves_out_a_pruning_step_taken_since_the_last_answer(
     project: Path, faux: FauxProvider
 ) -> None:
     """A compaction is often preceded, in the same preparation, by a pruning step: the shared
     request repeats the view the last request carried, without that step's stubs, and a
     resumed process derives the same view (the stubs' recording times against the answers')."""
-    script(faux)
-    s = session(project, faux)
-    await s.prompt("read big.txt")
-    await s.prompt("read it again")
-    messages = s.agent.state.messages
-    sent = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+    s, messages, sent = await two_reads(project, faux)
     assert s.policy.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
     pruned = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
     assert pruned != sent
@@ -194,12 +199,7 @@ async def test_a_background_summary_repeats_the_request_whose_preparation_starte
     settled, pruning step included (a cold-cache step at a turn's start): its request
     repeats that view, stubs recorded before its start and after the latest answer too,
     and a process that reads the file later (asking for it again) derives the same."""
-    script(faux)
-    s = session(project, faux)
-    await s.prompt("read big.txt")
-    await s.prompt("read it again")
-    messages = s.agent.state.messages
-    sent = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
+    s, messages, sent = await two_reads(project, faux)
     before_step = now_ms()
     while now_ms() == before_step:
         pass
