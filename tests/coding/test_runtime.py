@@ -75,7 +75,8 @@ async def test_compaction_is_checked_between_tool_turns(project: Path, faux: Fau
     # compaction between the tool turns keeps the run within the window
     script = [tool_call("read", {"path": "big.txt", "offset": 1 + i * 450, "limit": 450}) for i in range(8)]
     summaries = scripted(faux, [*script, text("done reading")])
-    s = session(project, faux, window=16_384, settings={"pruning": {"enabled": False}})
+    settings = {"pruning": {"enabled": False}, "toolLimits": {"windowShare": 0.15}}
+    s = session(project, faux, window=16_384, settings=settings)
     events: list[str] = []
     s.subscribe(lambda e: events.append(e.type))
     await s.prompt("read big.txt in pages of 450 lines")

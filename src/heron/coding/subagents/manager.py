@@ -173,7 +173,7 @@ class SubagentManager:
         """The ``task`` tool's result from the child run's outcome (decided as every mode's)."""
         from heron.coding.subagents.result import cap_answer, progress_report, result_cap
 
-        cap = result_cap(self.session.window)
+        cap = result_cap(self.session.window, self.session.env.limits.result_chars)
         details: dict[str, Any] = {
             "sessionId": child.store.session_id,
             "session": session_ref,

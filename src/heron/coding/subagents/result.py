@@ -2,9 +2,11 @@
 
 The answer is capped at 8,000 characters or 10% of the parent's window (about four
 characters a token), whichever is smaller, the notice included, so a chatty child cannot
-crowd out the parent's context. A longer answer is written whole to the parent's spill
-directory and the result holds a preview plus where the whole answer and the child's
-session are. A child that failed returns an error result with what it did so far.
+crowd out the parent's context; and never above the cap of any one tool result
+(``toolLimits``), which would otherwise cut the answer again and lose this notice. A
+longer answer is written whole to the parent's spill directory and the result holds a
+preview plus where the whole answer and the child's session are. A child that failed
+returns an error result with what it did so far.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ CHARS_PER_TOKEN = 4
 MAX_STEPS_SHOWN = 20
 
 
-def result_cap(window_tokens: int) -> int:
-    return max(200, min(MAX_RESULT_CHARS, int(window_tokens * WINDOW_SHARE * CHARS_PER_TOKEN)))
+def result_cap(window_tokens: int, result_chars: int) -> int:
+    """``result_chars``: the cap of one tool result in the parent's limits for its window."""
+    share = int(window_tokens * WINDOW_SHARE * CHARS_PER_TOKEN)
+    return max(200, min(MAX_RESULT_CHARS, share, result_chars))
 
 
 def cap_answer(answer: str, cap: int, spill_path: Path, session_ref: str) -> tuple[str, str | None]:
