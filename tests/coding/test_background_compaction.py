@@ -10,6 +10,7 @@ The test suite runs with ``HERON_BACKGROUND_COMPACTION=0``; these tests turn it 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -317,3 +318,29 @@ async def test_a_step_boundary_renews_a_weak_summary_and_waits_for_a_young_one(
     assert renewed[-1]["firstKeptEntryId"] != first, "a summary with the boundary's cut started"
     assert any("weak at a step boundary" in str(r.detail.get("reason")) for r in background_records(s))
     s.context_owner.cancel_background()
+
+
+async def test_the_summary_is_sent_once_the_answer_to_the_request_it_repeats_has_begun(
+    tmp_path: Path, faux: FauxProvider
+) -> None:
+    """It shares that request's prefix, and a provider's cache serves a request only from
+    one whose answer has begun: sent beside it, the summary would pay for all of it."""
+    arrivals: list[tuple[float, bool]] = []  # (when the provider got it, a summary request)
+
+    def answer(context: Context) -> FauxReply:
+        summary = is_summary(context)
+        arrivals.append((time.monotonic(), summary))
+        if summary:
+            return text(SUMMARY)
+        return FauxReply(content=text(f"done. {ANSWER}").content, delay=0.3)  # the answer begins 0.3 s later
+
+    script = Script()
+    s = open_session(tmp_path, faux, script)
+    faux.set_fallback(answer)
+    for n in range(20):
+        await s.prompt(f"turn {n}: go on")
+        if any(summary for _, summary in arrivals):
+            break
+    first = next(i for i, (_, summary) in enumerate(arrivals) if summary)
+    main_before = max(when for when, summary in arrivals[:first] if not summary)
+    assert arrivals[first][0] - main_before >= 0.25, "sent before the answer it shares a prefix with began"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from heron.agent.agent import Agent
 from heron.agent.emitter import Emitter
-from heron.agent.events import MessageEndEvent, ToolExecutionEndEvent
+from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent
 from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.agent.tools import AgentTool
@@ -326,6 +326,8 @@ class CodingSession(RecoveryHooks):
         self._events.emit(event)
 
     def _on_agent_event(self, event: Any) -> None:
+        if isinstance(event, MessageUpdateEvent | MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            self.context_owner.background.answer_begun()  # the answer streams (or ended): a summary may go
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             self.policy.calibrate(event.message, self._last_view)  # count like the server
             self.policy.observe(event.message)  # what the provider compacted or cleared itself

@@ -116,12 +116,17 @@ class Running:
         self.failure_noted = False
         self._waited = 0.0
         self._was_ready = False
+        # Opened when the answer to the request this summary repeats has begun, or when a
+        # compaction needs the summary now: see :meth:`BackgroundSummaries.answer_begun`.
+        self.gate = asyncio.Event()
         self.task = asyncio.create_task(self._run(summarise, plan))
 
     async def _run(self, summarise: SummariseFn, plan: CompactionPlan) -> None:
         from heron.context.summariser import SummaryFailed
 
         try:
+            await self.gate.wait()
+            self.started = time.perf_counter()  # its own duration, from its request on
             self.result = await summarise(plan, self.signal)
         except SummaryFailed as exc:
             self.error = str(exc)
@@ -151,6 +156,7 @@ class Running:
 
     async def wait(self) -> SummaryResult | None:
         """Its summary, waiting while it runs; None when it failed or was cancelled."""
+        self.gate.set()  # the compaction needs it now: no longer waits for an answer to begin
         start = time.perf_counter()
         self._was_ready = self.task.done()
         if not self._was_ready:
@@ -212,6 +218,15 @@ class BackgroundSummaries:
             self._discard(pending, "the model or its window changed")
         else:
             self._launch(pending)
+
+    def answer_begun(self) -> None:
+        """The answer to a main request has begun (or the request ended without one): the
+        running summary may be sent. It repeats that request's prefix, and a provider's
+        cache can serve a request only from one whose answer has begun - sent beside it,
+        the summary would pay for the whole prefix (docs/context.md, "Background
+        compaction"). The wait is one time-to-first-token, off the turn's path."""
+        if self.running is not None:
+            self.running.gate.set()
 
     def note_failure(self, running: Running) -> None:
         """A failed summary: recorded (none starts again until the next compaction)."""
