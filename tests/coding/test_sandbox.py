@@ -1,35 +1,57 @@
-"""The sandbox as a boundary: a battery of ways around the rule parser, run in it (issue 24).
+"""The sandbox as a boundary: a battery of ways around the rule parser, run in it (issues 24, 37).
 
 Each trick is a command a model could write to delete or change a file the user protected.
 With the sandbox on, none of them may change anything in three places: a directory of the
 project under an ``Edit(locked/**)`` deny rule (visible, read-only), a directory outside the
-project and the temp directory (visible, read-only), and heron's home (hidden). The project itself stays writable, and a
-command sees no process of heron's.
+project and the temp directory (visible, read-only), and heron's home (hidden). The project
+itself stays writable, and a command sees no process of heron's.
+
+The battery runs its commands as root and as an unprivileged user (``user``, from
+tests/support/sandbox_fixtures.py): root keeps capabilities a normal user lacks, and with
+them a command could unmount what hides heron's home, remount a read-only directory or ``/``
+writable, or lift the sandbox's ``/proc`` off the machine's (:data:`ROOT_TRICKS`). Without
+bubblewrap (``no_bwrap``: a ``PATH`` without it) commands run unconfined, and the note that
+says so is said once per session - in one process and in a process per turn alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import shutil
+import re
+import secrets
+import signal
 import stat
+import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from heron.agent.tools import ToolResult
 from heron.ai.abort import AbortSignal
+from heron.ai.types import ToolResultMessage, UserMessage
 from heron.coding.permissions import PermissionEngine
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.permissions.scopes import Scope
 from heron.coding.sandbox import Sandbox, SandboxPolicy, sandbox_policy
-from heron.coding.sandbox.bwrap import availability
+from heron.coding.sandbox.bwrap import HARDENINGS, availability
+from heron.coding.sandbox.confine import NOTE_DETAIL, note_said
 from heron.coding.sandbox.policy import literal_base
 from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.params import BashParams
+from heron.session.store import SessionStore
+from tests.cli.test_control_e2e import run_calls
+from tests.cli.test_print_json_e2e import Project, project
+from tests.support.http_server import LocalServer, Recorded, Reply
+from tests.support.sandbox_fixtures import User, no_bwrap, outside, sandbox_ready, user, workdir
+from tests.support.sse import openai_reply
+
+__all__ = ["no_bwrap", "outside", "project", "sandbox_ready", "user", "workdir"]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
 
@@ -96,11 +118,37 @@ TRICKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def sandbox_ready() -> None:
-    state = availability()
-    if not state.ok:
-        pytest.fail(f"the sandbox must run on Linux CI machines: {state.reason}")
+# What root could do to the sandbox itself if it kept its capabilities (issue 37). {H}: heron's
+# home (hidden; its models.json holds a key); {D}: the denied directory; {O}: the directory
+# outside; {W}: scratch in the temp directory; {P}: a process outside the sandbox, of the
+# same user, with a key in its environment.
+ROOT_TRICKS = [
+    "cat {H}/models.json",
+    "umount {H}; cat {H}/models.json",
+    "umount -l {H}; cat {H}/models.json",
+    "umount -R {H}; ls -A {H}; cat {H}/models.json",
+    "umount {D}; echo x > {D}/f",
+    "mount -o remount,rw,bind {D} && echo x > {D}/f",
+    "mount -o remount,rw,bind {O} && echo x > {O}/f",
+    "mount -o remount,rw / ; echo x > {O}/f; touch {D}/new",
+    "mount -o remount,rw,bind / ; echo x > {O}/f",
+    "mkdir -p {W}/m && mount --bind {W}/m {H} && ls -A {H}",
+    "mount -t tmpfs none {D} && echo x > {D}/f",
+    "umount /proc; cat /proc/{P}/environ",
+    "umount -l /proc; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep HERON_BATTERY",
+    "mkdir -p {W}/p && mount -t proc proc {W}/p && cat {W}/p/{P}/environ",
+    "cat /proc/{P}/environ /proc/{P}/cmdline",
+    "cat /proc/1/root{H}/models.json",
+    "unshare -rm sh -c 'umount {H}; cat {H}/models.json'",
+    "unshare -m sh -c 'umount -l {H}; cat {H}/models.json; mount -o remount,rw,bind {D}; echo x > {D}/f'",
+    "unshare -rm sh -c 'mount -o remount,rw,bind {D} && echo x > {D}/f'",
+    "unshare -rmp --fork --mount-proc sh -c 'cat /proc/{P}/environ'",
+    "nsenter -t 1 -m -p cat {H}/models.json",
+    "chroot / cat {H}/models.json",
+    'python3 -c \'import ctypes; ctypes.CDLL(None).umount2(b"{H}", 2); print(open("{H}/models.json").read())\'',
+    'python3 -c \'import os; d = os.stat("{O}").st_dev; os.mknod("{W}/disk", 0o60600, d);'
+    ' open("{W}/disk", "rb").read(1); print("RAW-DISK")\'',
+]
 
 
 def _snapshot(root: Path) -> list[tuple[str, bytes, int]]:
@@ -112,49 +160,53 @@ def _snapshot(root: Path) -> list[tuple[str, bytes, int]]:
     )
 
 
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside the project and outside the temp directory (which commands may write)."""
-    path = Path(tempfile.mkdtemp(prefix="heron-sandbox-test-", dir="/var/tmp"))
-    try:
-        yield path
-    finally:
-        for entry in [path, *path.rglob("*")]:
-            os.chmod(entry, 0o700 if entry.is_dir() else 0o600)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _layout(tmp_path: Path, outside: Path | None = None) -> tuple[Path, Path, dict[str, Path]]:
-    project, home = tmp_path / "proj", tmp_path / "home"
+def _layout(base: Path, user: User, outside: Path | None = None) -> tuple[Path, Path, dict[str, Path]]:
+    """The project, heron's home, and the protected directories (each with a file ``f``),
+    all the user's own: only the sandbox may stop a command from changing them."""
+    project, home = base / "proj", base / "home"
     targets = {"denied": project / "locked", "home": home / "sessions"}
     if outside is not None:
         targets["outside"] = outside / "dir"
     for directory in targets.values():
         directory.mkdir(parents=True)
         (directory / "f").write_text("keep\n")
+    user.own(base, *([outside] if outside is not None else []))
     return project, home, targets
 
 
-def _tool(project: Path, home: Path, policy: SandboxPolicy) -> BashTool:
+def _tool(project: Path, home: Path, policy: SandboxPolicy, user: User, sandbox: Sandbox | None = None) -> BashTool:
     env = ToolEnv(cwd=project, home=home)
-    env.confine = Sandbox(lambda: policy).confine
+    env.confine = user.confining((sandbox or Sandbox(lambda: policy)).confine)
     return BashTool(env)
 
 
+def _result(tool: BashTool, command: str) -> ToolResult:
+    return asyncio.run(tool.execute("c", BashParams(command=command, timeout=20), AbortSignal(), lambda _: None))
+
+
 def _run(tool: BashTool, command: str) -> tuple[str, dict[str, object]]:
-    result = asyncio.run(tool.execute("c", BashParams(command=command, timeout=20), AbortSignal(), lambda _: None))
+    result = _result(tool, command)
     text = "".join(getattr(block, "text", "") for block in result.content)
     return text, dict(result.details or {})
 
 
-def test_no_trick_changes_a_protected_file(tmp_path: Path, outside: Path, sandbox_ready: None) -> None:
-    project, home, targets = _layout(tmp_path, outside)
+def _restore(directory: Path, user: User) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in [directory, *directory.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    (directory / "f").write_text("keep\n")
+    user.own(directory)
+
+
+def test_no_trick_changes_a_protected_file(workdir: Path, outside: Path, user: User, sandbox_ready: None) -> None:
+    project, home, targets = _layout(workdir, user, outside)
     rules = [parse_rule("Edit(locked/**)", "deny", "test")]
     policy = sandbox_policy([], rules, project=project, home=home, trusted=False)
-    tool = _tool(project, home, policy)
+    tool = _tool(project, home, policy, user)
     before = {name: _snapshot(path) for name, path in targets.items()}
-    scratch = tmp_path / "scratch"  # in the temp directory: commands may write there
+    scratch = workdir / "scratch"  # in the temp directory: commands may write there
     scratch.mkdir()
+    user.own(scratch)
     escaped: list[str] = []
     for trick in TRICKS:
         for name, directory in targets.items():
@@ -162,27 +214,89 @@ def test_no_trick_changes_a_protected_file(tmp_path: Path, outside: Path, sandbo
             assert details.get("sandboxed") is True
             if _snapshot(directory) != before[name]:
                 escaped.append(f"{name}: {trick}")
-                directory.mkdir(parents=True, exist_ok=True)
-                for path in [directory, *directory.rglob("*")]:
-                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
-                (directory / "f").write_text("keep\n")
+                _restore(directory, user)
     assert escaped == [], escaped
     assert len(TRICKS) >= 51
 
 
-def test_the_project_and_the_temp_dir_stay_writable_between_calls(tmp_path: Path, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(tmp_path)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
-    script = tmp_path / "s.sh"  # the temp directory: shared with the machine, writable
+@pytest.fixture
+def key_holder(user: User) -> Iterator[tuple[int, str]]:
+    """A process of the user's outside the sandbox (as heron is) with a key in its
+    environment: its pid and the key."""
+    key = "sk-battery-" + secrets.token_hex(12)
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HERON_BATTERY_KEY": key}
+    holder = subprocess.Popen([*user.prefix, "sleep", "600"], env=env)
+    try:
+        yield holder.pid, key
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+
+
+def test_root_cannot_undo_the_sandbox(
+    workdir: Path, outside: Path, user: User, key_holder: tuple[int, str], sandbox_ready: None
+) -> None:
+    """Run as root, a command in the sandbox has no capability left to unmount the cover over
+    heron's home, remount a read-only directory or ``/`` writable, or reach heron's ``/proc``."""
+    project, home, targets = _layout(workdir, user, outside)
+    pid, key = key_holder
+    (home / "models.json").write_text(json.dumps({"providers": {"p": {"apiKey": key}}}))
+    scratch = workdir / "scratch"
+    scratch.mkdir()
+    user.own(home, scratch)
+    rules = [parse_rule("Edit(locked/**)", "deny", "test")]
+    tool = _tool(project, home, sandbox_policy([], rules, project=project, home=home, trusted=False), user)
+    before = {name: _snapshot(path) for name, path in targets.items()}
+    places = {"H": home, "D": targets["denied"], "O": targets["outside"], "W": scratch, "P": pid}
+    escaped: list[str] = []
+    for trick in ROOT_TRICKS:
+        text, details = _run(tool, trick.format(**places))
+        assert details.get("sandboxed") is True
+        if key in text or "RAW-DISK" in text:
+            escaped.append(f"read: {trick}")
+        for name, directory in targets.items():
+            if _snapshot(directory) != before[name]:
+                escaped.append(f"{name}: {trick}")
+                _restore(directory, user)
+    assert escaped == [], escaped
+    assert key in (home / "models.json").read_text()  # the key was there to find
+
+
+def test_a_command_in_the_sandbox_has_no_capability(workdir: Path, user: User, sandbox_ready: None) -> None:
+    project, home, _targets = _layout(workdir, user)
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    text, _ = _run(tool, "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status")
+    status = dict(re.findall(r"^(\w+):\s+(\w+)$", text, re.MULTILINE))
+    assert {status[k] for k in ("CapInh", "CapPrm", "CapEff", "CapAmb")} == {"0" * 16}, text
+    assert status["NoNewPrivs"] == "1"  # no set-user-ID program gives them back
+    state = availability()
+    if "--unshare-user" in state.hardening:
+        assert status["CapBnd"] == "0" * 16  # nor any program it runs
+    # the probe the user's own heron makes picks a way to drop them (none is needed by a user
+    # who has none, and root gets no sandbox without one)
+    probe = "from heron.coding.sandbox.bwrap import availability as a; s = a(); print(s.ok, list(s.hardening))"
+    done = subprocess.run([*user.prefix, sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    ok, hardening = done.stdout.split(" ", 1)
+    assert ok == "True", done.stdout + done.stderr
+    if user.name == "root":
+        assert tuple(json.loads(hardening.replace("'", '"'))) in HARDENINGS
+
+
+def test_the_project_and_the_temp_dir_stay_writable_between_calls(
+    workdir: Path, user: User, sandbox_ready: None
+) -> None:
+    project, home, _targets = _layout(workdir, user)
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    script = workdir / "s.sh"  # the temp directory: shared with the machine, writable
     text, _ = _run(tool, f"echo made > made.txt && printf 'echo from-tmp' > {script} && cat made.txt")
     assert text.strip() == "made" and (project / "made.txt").read_text() == "made\n"
     text, _ = _run(tool, f"bash {script}")
     assert text.strip() == "from-tmp" and script.read_text() == "echo from-tmp"
 
 
-def test_a_command_sees_no_process_of_heron_and_leaves_none(tmp_path: Path, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(tmp_path)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
+def test_a_command_sees_no_process_of_heron_and_leaves_none(workdir: Path, user: User, sandbox_ready: None) -> None:
+    project, home, _targets = _layout(workdir, user)
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
     text, _ = _run(tool, f"ls /proc | grep -c '^[0-9]' ; test -e /proc/{os.getpid()}/environ && echo SEEN")
     assert "SEEN" not in text and int(text.split()[0]) < 10
     marker = f"sleep-{os.getpid()}"
@@ -198,10 +312,10 @@ def _cmdline(proc: Path) -> bytes:
         return b""
 
 
-def test_read_only_mode_and_the_network(tmp_path: Path, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(tmp_path)
+def test_read_only_mode_and_the_network(workdir: Path, user: User, sandbox_ready: None) -> None:
+    project, home, _targets = _layout(workdir, user)
     scopes = [Scope("user", home / "settings.json", {"sandbox": {"mode": "read-only"}})]
-    tool = _tool(project, home, sandbox_policy(scopes, [], project=project, home=home, trusted=False))
+    tool = _tool(project, home, sandbox_policy(scopes, [], project=project, home=home, trusted=False), user)
     text, details = _run(tool, "echo x > in-project.txt")
     assert details["exit_code"] != 0 and "Read-only file system" in text
     assert not (project / "in-project.txt").exists()
@@ -236,19 +350,117 @@ def test_rules_the_kernel_can_express(tmp_path: Path) -> None:
     assert policy.hidden == (tmp_path / "secrets",) and policy.writable == (Path("/srv/out"),)
 
 
-def test_an_unavailable_sandbox_is_said_once_and_the_command_still_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import heron.coding.sandbox.confine as confine
+# --- without bubblewrap: unconfined, and said once per session -----------------------------
 
-    monkeypatch.setattr(confine.shutil, "which", lambda _name: None)
-    monkeypatch.setattr(confine, "_warned", set())
-    project, home, _targets = _layout(tmp_path)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
-    first, details = _run(tool, "echo ran")
-    second, _ = _run(tool, "echo ran")
-    assert first.startswith("[sandbox unavailable: bubblewrap (bwrap) is not installed") and "ran" in first
-    assert details["sandboxed"] is False and second.strip() == "ran"
+
+def _said_in(result: ToolResult) -> bool:
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    return text.startswith("[sandbox unavailable: bubblewrap (bwrap) is not installed")
+
+
+def _record(store: SessionStore, result: ToolResult) -> None:
+    store.append_message(UserMessage(content="go"))
+    store.append_message(
+        ToolResultMessage(tool_call_id="c", tool_name="bash", content=list(result.content), details=result.details)
+    )
+
+
+def test_without_bubblewrap_the_note_is_said_once_per_session(
+    workdir: Path, user: User, no_bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note is derived from the session file: a later command of the session, a new
+    process on it (the store opened again) and a branch that has it say nothing; a new
+    session and a branch from before it say it again."""
+    monkeypatch.setenv("PATH", no_bwrap)
+    project, home, targets = _layout(workdir, user)
+    policy = sandbox_policy([], [], project=project, home=home, trusted=False)
+    store = SessionStore.create(project, path=home / "one.jsonl")
+    store.append_message(UserMessage(content="start"))
+    before_note = store.leaf_id
+
+    def tool_on(session: SessionStore) -> BashTool:
+        return _tool(project, home, policy, user, Sandbox(lambda: policy, said=lambda r: note_said(session, r)))
+
+    first = _result(tool_on(store), f"cat {targets['home']}/f; id -u")
+    text = "".join(getattr(block, "text", "") for block in first.content)
+    assert _said_in(first) and "keep" in text  # unconfined: heron's home is there to read
+    assert text.split()[-1] == str(user.uid if user.uid is not None else os.getuid())
+    assert first.details is not None and first.details["sandboxed"] is False
+    assert first.details[NOTE_DETAIL].startswith("bubblewrap (bwrap) is not installed")
+    _record(store, first)
+    assert not _said_in(_result(tool_on(store), "true"))
+    store.close()
+    again = SessionStore.open(home / "one.jsonl")  # the next ``-p --continue`` process
+    assert not _said_in(_result(tool_on(again), "true"))
+    assert before_note is not None
+    again.branch(before_note)  # ``/tree`` back to before the note: that branch has not said it
+    assert _said_in(_result(tool_on(again), "true"))
+    other = SessionStore.create(project, path=home / "two.jsonl")
+    assert _said_in(_result(tool_on(other), "true"))
+    # a Sandbox without a session (a tool used on its own) says it once itself
+    alone = _tool(project, home, policy, user)
+    assert _said_in(_result(alone, "true")) and not _said_in(_result(alone, "true"))
+    again.close()
+
+
+class _OneCommandATurn:
+    """A model that runs one bash command a turn and then answers (the same replies for
+    every drive), keeping every request body."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, request: Recorded) -> Reply:
+        body = request.json()
+        self.bodies.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return openai_reply("done")
+        text = last["content"] if isinstance(last["content"], str) else last["content"][0]["text"]
+        number = text.split(":")[0].removeprefix("turn ")
+        return openai_reply("", [(f"call_{number}", "bash", {"command": f"echo ran {number}"})])
+
+
+def test_without_bubblewrap_one_process_and_a_process_per_turn_send_the_same_bytes(
+    workdir: Path, user: User, no_bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real ``heron`` on a machine without bubblewrap: one ``--mode rpc`` process and a
+    ``-p``/``-p --continue`` process per turn send the same requests, and the model reads
+    that its commands are unconfined once in the session."""
+    from tests.cli.test_context_restarts import drive_print, drive_rpc, make_project, normalised
+
+    monkeypatch.setenv("HERON_TEST_PYTHON", user.python(workdir))
+    turns, bodies = 3, {}
+    for name, drive in (("rpc1", drive_rpc), ("prnt", drive_print)):
+        model = _OneCommandATurn()
+        server = LocalServer(responder=model)
+        try:
+            cwd, env = make_project(workdir / name, server)
+            env["PATH"] = no_bwrap
+            user.own(workdir / name)
+            assert drive(cwd, env, turns) == ["done"] * turns
+        finally:
+            server.close()
+        bodies[name] = normalised(model.bodies, workdir / name)
+    assert bodies["rpc1"] == bodies["prnt"]
+    last = json.loads(bodies["prnt"][-1])
+    notes = [m for m in last["messages"] if m["role"] == "tool" and "[sandbox unavailable:" in json.dumps(m)]
+    assert len(notes) == 1 and len(bodies["prnt"]) == 2 * turns
+
+
+def test_bash_script_and_hooks_run_in_the_one_sandbox_without_capabilities(
+    project: Project, local_server: LocalServer, sandbox_ready: None
+) -> None:
+    """Every command line of a sandbox comes from one builder: the bash tool, the script
+    tool and a sandboxed hook all run without a capability, whoever runs heron."""
+    hook = {"matcher": "Bash", "hooks": [{"type": "command", "command": "grep CapEff /proc/self/status > hook.txt"}]}
+    project.write_settings({"hooks": {"PreToolUse": [hook]}, "sandbox": {"hooks": True}})
+    code = "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"
+    calls = [("b", "bash", {"command": "grep CapEff /proc/self/status"}), ("s", "script", {"code": code})]
+    results = run_calls(project, local_server, calls)
+    zero = "0" * 16
+    assert zero in results["b"] and zero in results["s"], results
+    assert (project.cwd / "hook.txt").read_text().split() == ["CapEff:", zero]
 
 
 # --- with the sandbox off: the rule parser still sees through the named forms ---------------
@@ -314,8 +526,6 @@ def test_ordinary_commands_still_pass(tmp_path: Path, command: str) -> None:
 
 
 def test_a_git_worktree_can_commit_in_the_sandbox(tmp_path: Path, sandbox_ready: None) -> None:
-    import subprocess
-
     main, worktree, home = tmp_path / "main", tmp_path / "wt", tmp_path / "home"
     home.mkdir()
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
@@ -324,7 +534,7 @@ def test_a_git_worktree_can_commit_in_the_sandbox(tmp_path: Path, sandbox_ready:
     subprocess.run([*git, "-C", str(main), "add", "."], check=True)
     subprocess.run([*git, "-C", str(main), "commit", "-qm", "one"], check=True)
     subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(worktree)], check=True)
-    tool = _tool(worktree, home, sandbox_policy([], [], project=worktree, home=home, trusted=False))
+    tool = _tool(worktree, home, sandbox_policy([], [], project=worktree, home=home, trusted=False), User("self"))
     text, details = _run(
         tool,
         "echo b > b.txt && git add b.txt && git -c user.email=t@e -c user.name=t commit -qm two"
@@ -334,15 +544,16 @@ def test_a_git_worktree_can_commit_in_the_sandbox(tmp_path: Path, sandbox_ready:
 
 
 def test_a_project_inside_heron_home_stays_visible_and_the_rest_of_home_hidden(
-    tmp_path: Path, sandbox_ready: None
+    workdir: Path, user: User, sandbox_ready: None
 ) -> None:
-    home = tmp_path / "home"
+    home = workdir / "home"
     project = home / "work" / "t001"  # as heron batch puts a task's work directory
     project.mkdir(parents=True)
     (home / "work" / "t002").mkdir()
     (home / "models.json").write_text('{"providers": {}}')
     (home / "sessions").mkdir()
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
+    user.own(home)
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
     command = (
         f"echo ok > made; cat {home}/models.json 2>/dev/null | wc -c;"
         f" ls -A {home}/sessions | wc -l; ls -A {home}/work/t002 | wc -l"
@@ -350,14 +561,15 @@ def test_a_project_inside_heron_home_stays_visible_and_the_rest_of_home_hidden(
     text, details = _run(tool, command)
     assert (project / "made").read_text() == "ok\n"
     (home / "sessions" / "s.jsonl").write_text("x")
+    user.own(home)
     text, details = _run(tool, command)
     assert text.split() == ["0", "0", "0"], text
     assert details["sandboxed"] is True
 
 
-def test_a_command_meeting_the_sandbox_edge_is_told_which(tmp_path: Path, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(tmp_path)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False))
+def test_a_command_meeting_the_sandbox_edge_is_told_which(workdir: Path, user: User, sandbox_ready: None) -> None:
+    project, home, _targets = _layout(workdir, user)
+    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
     text, _ = _run(tool, "echo x > /etc/heron-edge-test")
     assert "Read-only file system" in text and '"sandbox": {"writable": [PATH]}' in text
     text, _ = _run(tool, "getent hosts example.invalid.test || echo 'curl: (6) Could not resolve host: x' >&2; exit 6")

@@ -38,6 +38,7 @@ from heron.coding.housekeeping import Housekeeping
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.sandbox import SANDBOX_MODES, Confinement, Sandbox, SandboxMode, sandbox_policy
+from heron.coding.sandbox.confine import note_said
 from heron.coding.sandbox.escalation import PARAMETER, escalation_decision
 from heron.coding.secrets import (
     REDACTOR,
@@ -178,7 +179,8 @@ class Control:
                 home=self.home,
                 trusted=self.trusted,
                 override=self.sandbox_mode,
-            )
+            ),
+            said=lambda reason: note_said(self.session.store, reason),  # once per session, from its file
         )
         self.warnings.extend(self.sandbox.policy().warnings)
         self.warnings.extend(self.permissions.warnings)
