@@ -28,7 +28,10 @@ from heron.context.budget_notice import NOTICE_PREFIX
 from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import BASH_BYTES, FILE_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+from tests.support.sandbox_fixtures import bubblewrap, no_bwrap
 from tests.support.summaries import is_summary_body, is_summary_text
+
+__all__ = ["bubblewrap", "no_bwrap"]  # fixtures
 
 WINDOW = 16_384
 TURNS = 12
@@ -193,10 +196,14 @@ def start(servers: tuple[list[LocalServer], list[Server]], handler: Server) -> L
     return server
 
 
-def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, servers: Any) -> None:
+def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, servers: Any, bubblewrap: str | None) -> None:
+    """With bubblewrap and without it (``bubblewrap``: a PATH without it): then the bash
+    results carry the "sandbox unavailable" note, once per session in both drives."""
     one, many = Server(), Server()
     cwd_one, env_one = make_project(tmp_path / "rpc1", start(servers, one))
     cwd_many, env_many = make_project(tmp_path / "prnt", start(servers, many))
+    for env in (env_one, env_many):
+        env["PATH"] = bubblewrap or env["PATH"]
     turns = TURNS
     rpc_answers = drive_rpc(cwd_one, env_one, turns)
     print_answers = drive_print(cwd_many, env_many, turns)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,9 @@ from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.summary_text import is_summary_request
 from heron.session.store import SessionStore
+from tests.support.sandbox_fixtures import bubblewrap, no_bwrap
+
+__all__ = ["bubblewrap", "no_bwrap"]  # fixtures
 
 WINDOW = 16_384
 ACTIONS = ("read_big", "reread_big", "read_small", "reread_small", "bash_big", "edit", "todo", "text")
@@ -163,8 +167,15 @@ turn_strategy = st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=4)
     compactions=st.sets(st.integers(min_value=0, max_value=6), max_size=2),
 )
 def test_requests_are_the_same_with_and_without_restarts(
-    tmp_path_factory: Any, turns: list[list[str]], restarts: set[int], compactions: set[int]
+    tmp_path_factory: Any,
+    bubblewrap: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: list[list[str]],
+    restarts: set[int],
+    compactions: set[int],
 ) -> None:
+    if bubblewrap is not None:  # a machine without it: bash results may carry the sandbox's note
+        monkeypatch.setenv("PATH", bubblewrap)
     base = tmp_path_factory.mktemp("restart")
     workspace(base / "solo" / "proj")
     workspace(base / "many" / "proj")
@@ -180,8 +191,13 @@ def test_requests_are_the_same_with_and_without_restarts(
         assert a == b, f"request {index} differs after a restart"
 
 
-def test_a_restart_every_turn_sends_the_same_requests(tmp_path: Path) -> None:
-    """A fixed scenario that prunes, de-duplicates, compacts automatically and by hand."""
+def test_a_restart_every_turn_sends_the_same_requests(
+    tmp_path: Path, bubblewrap: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fixed scenario that prunes, de-duplicates, compacts automatically and by hand;
+    with bubblewrap and without it (then its bash results carry the sandbox's note once)."""
+    if bubblewrap is not None:
+        monkeypatch.setenv("PATH", bubblewrap)
     turns = [
         ["read_big", "read_small", "todo"],
         ["reread_small", "bash_big"],
@@ -202,3 +218,5 @@ def test_a_restart_every_turn_sends_the_same_requests(tmp_path: Path) -> None:
     joined = "\n".join(one)
     assert "[Pruned from the context" in joined  # the scenario really exercises pruning
     assert "compacted into the following summary" in joined
+    notes = [r.count("[sandbox unavailable:") for r in one]
+    assert max(notes) == (0 if bubblewrap is None else 1)  # without it: said, and once a session

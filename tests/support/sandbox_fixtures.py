@@ -165,3 +165,14 @@ def no_bwrap() -> Iterator[str]:
         yield found
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(params=["present", "hidden"])
+def bubblewrap(request: pytest.FixtureRequest) -> str | None:
+    """The machine with bubblewrap (None: ``PATH`` as it is) and without it (a ``PATH``
+    without it): the restart-equivalence suites run both ways, since without it every
+    command's result may carry the "sandbox unavailable" note."""
+    if request.param == "present":
+        return None
+    path: str = request.getfixturevalue("no_bwrap")
+    return path
