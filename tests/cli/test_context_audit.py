@@ -43,9 +43,10 @@ from tests.cli.audit_harness import (
     prompt as prompt_of,
 )
 from tests.support.http_server import LocalServer, Reply
+from tests.support.sandbox_fixtures import bubblewrap, no_bwrap
 from tests.support.summaries import is_summary_body, is_summary_text
 
-__all__ = ["servers"]  # the fixture, from the harness
+__all__ = ["bubblewrap", "no_bwrap", "servers"]  # fixtures, from the harness and the sandbox's
 
 SMALL = {"id": "small", "contextWindow": 16_384, "maxTokens": 4_096}
 BIG = {"id": "big", "contextWindow": 32_768, "maxTokens": 4_096}
@@ -93,11 +94,15 @@ def drive_both(
     many: PlanServer,
     plans: dict[int, list[Step]],
     api: str = "openai-completions",
+    path: str | None = None,
 ) -> None:
     """The same plan as one long-lived ``heron --mode rpc`` (``one``) and as a ``heron -p``
-    per turn (``many``): both get every turn's answer."""
+    per turn (``many``): both get every turn's answer. ``path``: the ``PATH`` both run with
+    (one without bubblewrap: a machine where the sandbox cannot run)."""
     cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], api=api)
     cwd_many, env_many = make_project(tmp_path / "prnt", serve(servers, many), [SMALL], api=api)
+    for env in (env_one, env_many):
+        env["PATH"] = path or env["PATH"]
     rpc = Rpc(cwd_one, env_one, "local/small")
     try:
         rpc_answers = [rpc.turn(one, n) for n in sorted(plans)]
@@ -107,9 +112,11 @@ def drive_both(
     assert rpc_answers == print_answers == [f"done with turn {n}" for n in sorted(plans)]
 
 
-def test_mixed_plan_rpc_and_print_send_the_same_bytes(tmp_path: Path, servers: list[LocalServer]) -> None:
+def test_mixed_plan_rpc_and_print_send_the_same_bytes(
+    tmp_path: Path, servers: list[LocalServer], bubblewrap: str | None
+) -> None:
     one, many = PlanServer(MIXED, LIMITS), PlanServer(MIXED, LIMITS)
-    drive_both(tmp_path, servers, one, many, MIXED)
+    drive_both(tmp_path, servers, one, many, MIXED, path=bubblewrap)
     assert one.rejected == many.rejected == 0
     assert audit(one) == [] and audit(many) == []
     sent = [str(b) for b in one.bodies]
@@ -342,13 +349,14 @@ PARALLEL: dict[int, list[Step]] = {
 
 @pytest.mark.parametrize("api", ["openai-completions", "anthropic-messages"])
 def test_several_calls_per_reply_rpc_and_print_send_the_same_bytes(
-    tmp_path: Path, servers: list[LocalServer], api: str
+    tmp_path: Path, servers: list[LocalServer], api: str, bubblewrap: str | None
 ) -> None:
     """Replies with up to five calls (four results of ~15% of the window each at once, which
-    pruning may not touch: a compaction keeps the running turn's prompt), on both wires."""
+    pruning may not touch: a compaction keeps the running turn's prompt), on both wires;
+    with bubblewrap and without it."""
     kind = PlanServer if api == "openai-completions" else AnthropicPlanServer
     one, many = kind(PARALLEL, LIMITS), kind(PARALLEL, LIMITS)
-    drive_both(tmp_path, servers, one, many, PARALLEL, api)
+    drive_both(tmp_path, servers, one, many, PARALLEL, api, path=bubblewrap)
     assert one.rejected == many.rejected == 0
     assert audit(one) == [] and audit(many) == []
     assert any(UNCHANGED in str(b) for b in one.bodies), "a re-read from an earlier reply is de-duplicated"

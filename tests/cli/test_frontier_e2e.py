@@ -28,7 +28,10 @@ from tests.cli.test_context_restarts import (
 )
 from tests.coding.test_small_window import BASH_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import Recorded, Reply
+from tests.support.sandbox_fixtures import bubblewrap, no_bwrap
 from tests.support.summaries import is_summary_body, is_summary_text
+
+__all__ = ["bubblewrap", "no_bwrap"]  # fixtures
 
 TURNS = 12
 GOAL = "Ship the release: every data file checked, the build log clean."
@@ -131,10 +134,18 @@ def compactions(home: Path) -> int:
     return sum(1 for line in files[0].read_text().splitlines() if json.loads(line).get("type") == "compaction")
 
 
-def test_goal_and_skill_survive_compactions_and_restarts(tmp_path: Path, servers: Any) -> None:  # noqa: F811
+def test_goal_and_skill_survive_compactions_and_restarts(
+    tmp_path: Path,
+    servers: Any,  # noqa: F811
+    bubblewrap: str | None,
+) -> None:
+    """With bubblewrap and without it (a PATH without it: the bash results carry the
+    sandbox's note, once a session)."""
     one, many = FrontierServer(), FrontierServer()
     cwd_one, env_one = project(tmp_path / "rpc1", start(servers, one))
     cwd_many, env_many = project(tmp_path / "prnt", start(servers, many))
+    for env in (env_one, env_many):
+        env["PATH"] = bubblewrap or env["PATH"]
     drive_rpc(cwd_one, env_one)
     drive_print(cwd_many, env_many)
     assert one.rejected == many.rejected == 0
