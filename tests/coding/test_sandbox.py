@@ -16,13 +16,12 @@ says so is said once per session - in one process and in a process per turn alik
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import secrets
 import signal
-import stat
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,26 +31,35 @@ from typing import Any
 import pytest
 
 from heron.agent.tools import ToolResult
-from heron.ai.abort import AbortSignal
 from heron.ai.types import ToolResultMessage, UserMessage
 from heron.coding.permissions import PermissionEngine
 from heron.coding.permissions.rules import parse_rule
 from heron.coding.permissions.scopes import Scope
-from heron.coding.sandbox import Sandbox, SandboxPolicy, sandbox_policy
+from heron.coding.sandbox import Sandbox, sandbox_policy
 from heron.coding.sandbox.bwrap import HARDENINGS, availability
 from heron.coding.sandbox.confine import NOTE_DETAIL, note_said
 from heron.coding.sandbox.policy import literal_base
 from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.params import BashParams
 from heron.session.store import SessionStore
-from tests.cli.test_control_e2e import run_calls
-from tests.cli.test_print_json_e2e import Project, project
 from tests.support.http_server import LocalServer, Recorded, Reply
-from tests.support.sandbox_fixtures import User, no_bwrap, outside, sandbox_ready, user, workdir
+from tests.support.sandbox_fixtures import (
+    User,
+    bash_result,
+    bash_tool,
+    layout,
+    no_bwrap,
+    outside,
+    restore,
+    run_bash,
+    sandbox_ready,
+    snapshot,
+    user,
+    workdir,
+)
 from tests.support.sse import openai_reply
 
-__all__ = ["no_bwrap", "outside", "project", "sandbox_ready", "user", "workdir"]
+__all__ = ["no_bwrap", "outside", "sandbox_ready", "user", "workdir"]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
 
@@ -151,70 +159,23 @@ ROOT_TRICKS = [
 ]
 
 
-def _snapshot(root: Path) -> list[tuple[str, bytes, int]]:
-    if not root.exists():
-        return []
-    return sorted(
-        (str(p.relative_to(root)), p.read_bytes() if p.is_file() else b"", stat.S_IMODE(p.lstat().st_mode))
-        for p in [root, *root.rglob("*")]
-    )
-
-
-def _layout(base: Path, user: User, outside: Path | None = None) -> tuple[Path, Path, dict[str, Path]]:
-    """The project, heron's home, and the protected directories (each with a file ``f``),
-    all the user's own: only the sandbox may stop a command from changing them."""
-    project, home = base / "proj", base / "home"
-    targets = {"denied": project / "locked", "home": home / "sessions"}
-    if outside is not None:
-        targets["outside"] = outside / "dir"
-    for directory in targets.values():
-        directory.mkdir(parents=True)
-        (directory / "f").write_text("keep\n")
-    user.own(base, *([outside] if outside is not None else []))
-    return project, home, targets
-
-
-def _tool(project: Path, home: Path, policy: SandboxPolicy, user: User, sandbox: Sandbox | None = None) -> BashTool:
-    env = ToolEnv(cwd=project, home=home)
-    env.confine = user.confining((sandbox or Sandbox(lambda: policy)).confine)
-    return BashTool(env)
-
-
-def _result(tool: BashTool, command: str) -> ToolResult:
-    return asyncio.run(tool.execute("c", BashParams(command=command, timeout=20), AbortSignal(), lambda _: None))
-
-
-def _run(tool: BashTool, command: str) -> tuple[str, dict[str, object]]:
-    result = _result(tool, command)
-    text = "".join(getattr(block, "text", "") for block in result.content)
-    return text, dict(result.details or {})
-
-
-def _restore(directory: Path, user: User) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for path in [directory, *directory.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    (directory / "f").write_text("keep\n")
-    user.own(directory)
-
-
 def test_no_trick_changes_a_protected_file(workdir: Path, outside: Path, user: User, sandbox_ready: None) -> None:
-    project, home, targets = _layout(workdir, user, outside)
+    project, home, targets = layout(workdir, user, outside)
     rules = [parse_rule("Edit(locked/**)", "deny", "test")]
     policy = sandbox_policy([], rules, project=project, home=home, trusted=False)
-    tool = _tool(project, home, policy, user)
-    before = {name: _snapshot(path) for name, path in targets.items()}
+    tool = bash_tool(project, home, policy, user)
+    before = {name: snapshot(path) for name, path in targets.items()}
     scratch = workdir / "scratch"  # in the temp directory: commands may write there
     scratch.mkdir()
     user.own(scratch)
     escaped: list[str] = []
     for trick in TRICKS:
         for name, directory in targets.items():
-            _text, details = _run(tool, trick.format(T=directory / "f", D=directory, W=scratch))
+            _text, details = run_bash(tool, trick.format(T=directory / "f", D=directory, W=scratch))
             assert details.get("sandboxed") is True
-            if _snapshot(directory) != before[name]:
+            if snapshot(directory) != before[name]:
                 escaped.append(f"{name}: {trick}")
-                _restore(directory, user)
+                restore(directory, user)
     assert not escaped, "escaped the sandbox:\n" + "\n".join(escaped)
     assert len(TRICKS) >= 51
 
@@ -238,34 +199,34 @@ def test_root_cannot_undo_the_sandbox(
 ) -> None:
     """Run as root, a command in the sandbox has no capability left to unmount the cover over
     heron's home, remount a read-only directory or ``/`` writable, or reach heron's ``/proc``."""
-    project, home, targets = _layout(workdir, user, outside)
+    project, home, targets = layout(workdir, user, outside)
     pid, key = key_holder
     (home / "models.json").write_text(json.dumps({"providers": {"p": {"apiKey": key}}}))
     scratch = workdir / "scratch"
     scratch.mkdir()
     user.own(home, scratch)
     rules = [parse_rule("Edit(locked/**)", "deny", "test")]
-    tool = _tool(project, home, sandbox_policy([], rules, project=project, home=home, trusted=False), user)
-    before = {name: _snapshot(path) for name, path in targets.items()}
+    tool = bash_tool(project, home, sandbox_policy([], rules, project=project, home=home, trusted=False), user)
+    before = {name: snapshot(path) for name, path in targets.items()}
     places = {"H": home, "D": targets["denied"], "O": targets["outside"], "W": scratch, "P": pid}
     escaped: list[str] = []
     for trick in ROOT_TRICKS:
-        text, details = _run(tool, trick.format(**places))
+        text, details = run_bash(tool, trick.format(**places))
         assert details.get("sandboxed") is True
         if key in text or "RAW-DISK" in text:
             escaped.append(f"read: {trick}")
         for name, directory in targets.items():
-            if _snapshot(directory) != before[name]:
+            if snapshot(directory) != before[name]:
                 escaped.append(f"{name}: {trick}")
-                _restore(directory, user)
+                restore(directory, user)
     assert not escaped, "escaped the sandbox:\n" + "\n".join(escaped)
     assert key in (home / "models.json").read_text()  # the key was there to find
 
 
 def test_a_command_in_the_sandbox_has_no_capability(workdir: Path, user: User, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(workdir, user)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
-    text, _ = _run(tool, "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status")
+    project, home, _targets = layout(workdir, user)
+    tool = bash_tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    text, _ = run_bash(tool, "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status")
     status = dict(re.findall(r"^(\w+):\s+(\w+)$", text, re.MULTILINE))
     assert {status[k] for k in ("CapInh", "CapPrm", "CapEff", "CapAmb")} == {"0" * 16}, text
     assert status["NoNewPrivs"] == "1"  # no set-user-ID program gives them back
@@ -282,25 +243,57 @@ def test_a_command_in_the_sandbox_has_no_capability(workdir: Path, user: User, s
         assert tuple(json.loads(hardening.replace("'", '"'))) in HARDENINGS
 
 
+def test_a_unix_socket_is_hidden_by_a_read_deny_rule(workdir: Path, user: User, sandbox_ready: None) -> None:
+    """The network namespace does not cover sockets on the file system: a command reaches
+    one its user may open, unless a ``Read`` deny rule names it (docs/permissions.md)."""
+    project, home, _targets = layout(workdir, user)
+    path = workdir / "service.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(4)
+    user.own(path)
+    connect = f'python3 -c \'import socket; socket.socket(socket.AF_UNIX).connect("{path}"); print("CONNECTED")\''
+    try:
+        for rules, reached in (([], True), ([parse_rule(f"Read({path})", "deny", "t")], False)):
+            policy = sandbox_policy([], rules, project=project, home=home, trusted=False)
+            text, _ = run_bash(bash_tool(project, home, policy, user), connect)
+            assert ("CONNECTED" in text) is reached, text
+    finally:
+        listener.close()
+
+
+def test_root_in_the_sandbox_cannot_write_another_users_project(tmp_path: Path, sandbox_ready: None) -> None:
+    """Without capabilities root is a user like another: file permissions apply to it."""
+    if os.geteuid() != 0:
+        pytest.skip(f"the root case needs a test process run as root (CI runs as root); this one is uid {os.geteuid()}")
+    project, home, _targets = layout(tmp_path, User("root"))
+    (project / "theirs.txt").write_text("keep\n")
+    os.chown(project / "theirs.txt", 1000, 1000)
+    tool = bash_tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), User("root"))
+    text, _ = run_bash(tool, "echo x >> theirs.txt; echo mine > mine.txt")
+    assert "Permission denied" in text and (project / "theirs.txt").read_text() == "keep\n"
+    assert (project / "mine.txt").read_text() == "mine\n"  # what root owns stays writable
+
+
 def test_the_project_and_the_temp_dir_stay_writable_between_calls(
     workdir: Path, user: User, sandbox_ready: None
 ) -> None:
-    project, home, _targets = _layout(workdir, user)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    project, home, _targets = layout(workdir, user)
+    tool = bash_tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
     script = workdir / "s.sh"  # the temp directory: shared with the machine, writable
-    text, _ = _run(tool, f"echo made > made.txt && printf 'echo from-tmp' > {script} && cat made.txt")
+    text, _ = run_bash(tool, f"echo made > made.txt && printf 'echo from-tmp' > {script} && cat made.txt")
     assert text.strip() == "made" and (project / "made.txt").read_text() == "made\n"
-    text, _ = _run(tool, f"bash {script}")
+    text, _ = run_bash(tool, f"bash {script}")
     assert text.strip() == "from-tmp" and script.read_text() == "echo from-tmp"
 
 
 def test_a_command_sees_no_process_of_heron_and_leaves_none(workdir: Path, user: User, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(workdir, user)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
-    text, _ = _run(tool, f"ls /proc | grep -c '^[0-9]' ; test -e /proc/{os.getpid()}/environ && echo SEEN")
+    project, home, _targets = layout(workdir, user)
+    tool = bash_tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    text, _ = run_bash(tool, f"ls /proc | grep -c '^[0-9]' ; test -e /proc/{os.getpid()}/environ && echo SEEN")
     assert "SEEN" not in text and int(text.split()[0]) < 10
     marker = f"sleep-{os.getpid()}"
-    _run(tool, f"setsid bash -c 'exec -a {marker} sleep 300' & nohup sleep 301 >/dev/null 2>&1 & echo started")
+    run_bash(tool, f"setsid bash -c 'exec -a {marker} sleep 300' & nohup sleep 301 >/dev/null 2>&1 & echo started")
     survivors = [p for p in Path("/proc").iterdir() if p.name.isdigit() and marker.encode() in _cmdline(p)]
     assert survivors == []
 
@@ -313,13 +306,15 @@ def _cmdline(proc: Path) -> bytes:
 
 
 def test_read_only_mode_and_the_network(workdir: Path, user: User, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(workdir, user)
+    project, home, _targets = layout(workdir, user)
     scopes = [Scope("user", home / "settings.json", {"sandbox": {"mode": "read-only"}})]
-    tool = _tool(project, home, sandbox_policy(scopes, [], project=project, home=home, trusted=False), user)
-    text, details = _run(tool, "echo x > in-project.txt")
+    tool = bash_tool(project, home, sandbox_policy(scopes, [], project=project, home=home, trusted=False), user)
+    text, details = run_bash(tool, "echo x > in-project.txt")
     assert details["exit_code"] != 0 and "Read-only file system" in text
     assert not (project / "in-project.txt").exists()
-    text, _ = _run(tool, "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' || echo NO-NET")
+    text, _ = run_bash(
+        tool, "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' || echo NO-NET"
+    )
     assert "NO-NET" in text
 
 
@@ -372,34 +367,34 @@ def test_without_bubblewrap_the_note_is_said_once_per_session(
     process on it (the store opened again) and a branch that has it say nothing; a new
     session and a branch from before it say it again."""
     monkeypatch.setenv("PATH", no_bwrap)
-    project, home, targets = _layout(workdir, user)
+    project, home, targets = layout(workdir, user)
     policy = sandbox_policy([], [], project=project, home=home, trusted=False)
     store = SessionStore.create(project, path=home / "one.jsonl")
     store.append_message(UserMessage(content="start"))
     before_note = store.leaf_id
 
     def tool_on(session: SessionStore) -> BashTool:
-        return _tool(project, home, policy, user, Sandbox(lambda: policy, said=lambda r: note_said(session, r)))
+        return bash_tool(project, home, policy, user, Sandbox(lambda: policy, said=lambda r: note_said(session, r)))
 
-    first = _result(tool_on(store), f"cat {targets['home']}/f; id -u")
+    first = bash_result(tool_on(store), f"cat {targets['home']}/f; id -u")
     text = "".join(getattr(block, "text", "") for block in first.content)
     assert _said_in(first) and "keep" in text  # unconfined: heron's home is there to read
     assert text.split()[-1] == str(user.uid if user.uid is not None else os.getuid())
     assert first.details is not None and first.details["sandboxed"] is False
     assert first.details[NOTE_DETAIL].startswith("bubblewrap (bwrap) is not installed")
     _record(store, first)
-    assert not _said_in(_result(tool_on(store), "true"))
+    assert not _said_in(bash_result(tool_on(store), "true"))
     store.close()
     again = SessionStore.open(home / "one.jsonl")  # the next ``-p --continue`` process
-    assert not _said_in(_result(tool_on(again), "true"))
+    assert not _said_in(bash_result(tool_on(again), "true"))
     assert before_note is not None
     again.branch(before_note)  # ``/tree`` back to before the note: that branch has not said it
-    assert _said_in(_result(tool_on(again), "true"))
+    assert _said_in(bash_result(tool_on(again), "true"))
     other = SessionStore.create(project, path=home / "two.jsonl")
-    assert _said_in(_result(tool_on(other), "true"))
+    assert _said_in(bash_result(tool_on(other), "true"))
     # a Sandbox without a session (a tool used on its own) says it once itself
-    alone = _tool(project, home, policy, user)
-    assert _said_in(_result(alone, "true")) and not _said_in(_result(alone, "true"))
+    alone = bash_tool(project, home, policy, user)
+    assert _said_in(bash_result(alone, "true")) and not _said_in(bash_result(alone, "true"))
     again.close()
 
 
@@ -446,21 +441,6 @@ def test_without_bubblewrap_one_process_and_a_process_per_turn_send_the_same_byt
     last = json.loads(bodies["prnt"][-1])
     notes = [m for m in last["messages"] if m["role"] == "tool" and "[sandbox unavailable:" in json.dumps(m)]
     assert len(notes) == 1 and len(bodies["prnt"]) == 2 * turns
-
-
-def test_bash_script_and_hooks_run_in_the_one_sandbox_without_capabilities(
-    project: Project, local_server: LocalServer, sandbox_ready: None
-) -> None:
-    """Every command line of a sandbox comes from one builder: the bash tool, the script
-    tool and a sandboxed hook all run without a capability, whoever runs heron."""
-    hook = {"matcher": "Bash", "hooks": [{"type": "command", "command": "grep CapEff /proc/self/status > hook.txt"}]}
-    project.write_settings({"hooks": {"PreToolUse": [hook]}, "sandbox": {"hooks": True}})
-    code = "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"
-    calls = [("b", "bash", {"command": "grep CapEff /proc/self/status"}), ("s", "script", {"code": code})]
-    results = run_calls(project, local_server, calls)
-    zero = "0" * 16
-    assert zero in results["b"] and zero in results["s"], results
-    assert (project.cwd / "hook.txt").read_text().split() == ["CapEff:", zero]
 
 
 # --- with the sandbox off: the rule parser still sees through the named forms ---------------
@@ -534,8 +514,8 @@ def test_a_git_worktree_can_commit_in_the_sandbox(tmp_path: Path, sandbox_ready:
     subprocess.run([*git, "-C", str(main), "add", "."], check=True)
     subprocess.run([*git, "-C", str(main), "commit", "-qm", "one"], check=True)
     subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(worktree)], check=True)
-    tool = _tool(worktree, home, sandbox_policy([], [], project=worktree, home=home, trusted=False), User("self"))
-    text, details = _run(
+    tool = bash_tool(worktree, home, sandbox_policy([], [], project=worktree, home=home, trusted=False), User("self"))
+    text, details = run_bash(
         tool,
         "echo b > b.txt && git add b.txt && git -c user.email=t@e -c user.name=t commit -qm two"
         " && git log --oneline | wc -l",
@@ -553,26 +533,28 @@ def test_a_project_inside_heron_home_stays_visible_and_the_rest_of_home_hidden(
     (home / "models.json").write_text('{"providers": {}}')
     (home / "sessions").mkdir()
     user.own(home)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    tool = bash_tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
     command = (
         f"echo ok > made; cat {home}/models.json 2>/dev/null | wc -c;"
         f" ls -A {home}/sessions | wc -l; ls -A {home}/work/t002 | wc -l"
     )
-    text, details = _run(tool, command)
+    text, details = run_bash(tool, command)
     assert (project / "made").read_text() == "ok\n"
     (home / "sessions" / "s.jsonl").write_text("x")
     user.own(home)
-    text, details = _run(tool, command)
+    text, details = run_bash(tool, command)
     assert text.split() == ["0", "0", "0"], text
     assert details["sandboxed"] is True
 
 
 def test_a_command_meeting_the_sandbox_edge_is_told_which(workdir: Path, user: User, sandbox_ready: None) -> None:
-    project, home, _targets = _layout(workdir, user)
-    tool = _tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
-    text, _ = _run(tool, "echo x > /etc/heron-edge-test")
+    project, home, _targets = layout(workdir, user)
+    tool = bash_tool(project, home, sandbox_policy([], [], project=project, home=home, trusted=False), user)
+    text, _ = run_bash(tool, "echo x > /etc/heron-edge-test")
     assert "Read-only file system" in text and '"sandbox": {"writable": [PATH]}' in text
-    text, _ = _run(tool, "getent hosts example.invalid.test || echo 'curl: (6) Could not resolve host: x' >&2; exit 6")
+    text, _ = run_bash(
+        tool, "getent hosts example.invalid.test || echo 'curl: (6) Could not resolve host: x' >&2; exit 6"
+    )
     assert "gives commands no network" in text
-    text, _ = _run(tool, "exit 3")
+    text, _ = run_bash(tool, "exit 3")
     assert "sandbox" not in text.lower()

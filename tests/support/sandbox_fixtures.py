@@ -17,8 +17,10 @@ case is skipped and says why.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -27,8 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from heron.coding.sandbox import Confinement
+from heron.agent.tools import ToolResult
+from heron.ai.abort import AbortSignal
+from heron.coding.sandbox import Confinement, Sandbox, SandboxPolicy
 from heron.coding.sandbox.bwrap import availability
+from heron.coding.tools.bash import BashTool
+from heron.coding.tools.env import ToolEnv
+from heron.coding.tools.params import BashParams
 
 NOBODY = 65534
 
@@ -176,3 +183,53 @@ def bubblewrap(request: pytest.FixtureRequest) -> str | None:
         return None
     path: str = request.getfixturevalue("no_bwrap")
     return path
+
+
+# --- running the battery's commands through heron's bash tool ---------------------------
+
+
+def snapshot(root: Path) -> list[tuple[str, bytes, int]]:
+    if not root.exists():
+        return []
+    return sorted(
+        (str(p.relative_to(root)), p.read_bytes() if p.is_file() else b"", stat.S_IMODE(p.lstat().st_mode))
+        for p in [root, *root.rglob("*")]
+    )
+
+
+def layout(base: Path, user: User, outside: Path | None = None) -> tuple[Path, Path, dict[str, Path]]:
+    """The project, heron's home, and the protected directories (each with a file ``f``),
+    all the user's own: only the sandbox may stop a command from changing them."""
+    project, home = base / "proj", base / "home"
+    targets = {"denied": project / "locked", "home": home / "sessions"}
+    if outside is not None:
+        targets["outside"] = outside / "dir"
+    for directory in targets.values():
+        directory.mkdir(parents=True)
+        (directory / "f").write_text("keep\n")
+    user.own(base, *([outside] if outside is not None else []))
+    return project, home, targets
+
+
+def bash_tool(project: Path, home: Path, policy: SandboxPolicy, user: User, sandbox: Sandbox | None = None) -> BashTool:
+    env = ToolEnv(cwd=project, home=home)
+    env.confine = user.confining((sandbox or Sandbox(lambda: policy)).confine)
+    return BashTool(env)
+
+
+def bash_result(tool: BashTool, command: str) -> ToolResult:
+    return asyncio.run(tool.execute("c", BashParams(command=command, timeout=20), AbortSignal(), lambda _: None))
+
+
+def run_bash(tool: BashTool, command: str) -> tuple[str, dict[str, object]]:
+    result = bash_result(tool, command)
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    return text, dict(result.details or {})
+
+
+def restore(directory: Path, user: User) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in [directory, *directory.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    (directory / "f").write_text("keep\n")
+    user.own(directory)
