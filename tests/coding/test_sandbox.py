@@ -236,7 +236,7 @@ def test_a_command_in_the_sandbox_has_no_capability(workdir: Path, user: User, s
     # the probe the user's own heron makes picks a way to drop them (none is needed by a user
     # who has none, and root gets no sandbox without one)
     probe = "from heron.coding.sandbox.bwrap import availability as a; s = a(); print(s.ok, list(s.hardening))"
-    done = subprocess.run([*user.prefix, sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    done = subprocess.run([user.python(workdir), "-c", probe], capture_output=True, text=True, check=True)
     ok, hardening = done.stdout.split(" ", 1)
     assert ok == "True", done.stdout + done.stderr
     if user.name == "root":

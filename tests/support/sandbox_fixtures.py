@@ -21,6 +21,7 @@ import asyncio
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -70,13 +71,18 @@ class User:
         return as_user
 
     def python(self, where: Path) -> str:
-        """An interpreter that runs as this user: ``sys.executable`` itself, or a script in
-        ``where`` that starts it through ``prefix`` (for ``HERON_TEST_PYTHON``)."""
+        """An interpreter that runs as this user, with heron importable: ``sys.executable``
+        itself, or a script in ``where`` that starts it through ``prefix`` (for
+        ``HERON_TEST_PYTHON``). Skips the test, saying why, where the user cannot run it
+        (an interpreter installed under a directory only root may enter)."""
         if not self.prefix:
             return sys.executable
         script = where / "python-as-user"
         script.write_text("#!/bin/sh\nexec " + " ".join([*self.prefix, sys.executable]) + ' "$@"\n')
         script.chmod(0o755)
+        done = subprocess.run([str(script), "-c", "import heron.cli.main"], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"the {self.name} user cannot run {sys.executable} with heron: {done.stderr[-300:]}")
         return str(script)
 
 
