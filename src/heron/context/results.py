@@ -22,7 +22,8 @@ from typing import Any, Literal
 from heron.ai.types import ImageContent, TextContent, ToolResultMessage
 from heron.context.json_preview import structural_preview
 from heron.context.limits import ToolLimits
-from heron.context.spill import SPILL_MAX_BYTES, CappedSpill, private_dir
+from heron.context.spill import SPILL_MAX_BYTES, CappedSpill
+from heron.session.private_files import private_dir
 
 PreviewKind = Literal["head", "head+tail", "json"]
 BudgetReason = Literal["result", "turn"]

@@ -35,13 +35,13 @@ from typing import Any
 from rich.console import Console
 
 from heron.cli.app_state import App
-from heron.cli.private_files import ensure_private_file
 from heron.cli.task_input import Task
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
 from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.permissions.modes import MODES
+from heron.session.private_files import ensure_private_file
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.context.spill import SPILL_MAX_BYTES, CappedSpill, private_dir
+from heron.context.spill import SPILL_MAX_BYTES, CappedSpill
+from heron.session.private_files import private_dir
 
 # On a complete line: everything up to the last \r that is followed by more text.
 _REDRAWN = re.compile(r"^[^\n]*\r(?=[^\r\n])", re.MULTILINE)
