@@ -169,7 +169,7 @@ def _write_spill(text: str, call_id: str, spill_dir: Path, max_bytes: int) -> tu
     The file is private (0600 in a 0700 folder) and capped at ``max_bytes`` (head and
     tail kept, see :mod:`heron.context.spill`); returns the path and the bytes left out.
     """
-    private_dir(spill_dir)
+    private_dir(spill_dir, narrow=True)
     data = text.encode("utf-8", "surrogatepass")
     name = spill_file_name(call_id)
     path = spill_dir / name

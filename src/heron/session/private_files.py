@@ -26,9 +26,10 @@ FILE_MODE = 0o600
 UMASK = 0o077  # for a program heron runs that writes under the home (git)
 
 
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) as 0700; tighten ``path`` itself if it is ours.
-    Returns ``path``."""
+def private_dir(path: Path, *, narrow: bool = False) -> Path:
+    """Create ``path`` (and missing parents) as 0700. ``narrow``: a folder that is heron's
+    own (a spill folder, a shadow repository) is tightened to 0700 if it is ours and wider;
+    never a folder the user may have chosen (a session file's, an export's). Returns ``path``."""
     missing: list[Path] = []
     current = path
     while not current.exists():
@@ -40,6 +41,8 @@ def private_dir(path: Path) -> Path:
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=DIR_MODE)
         os.chmod(directory, DIR_MODE)  # mkdir's mode is filtered by the umask
+    if not narrow:
+        return path
     st = path.stat()
     if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
         os.chmod(path, DIR_MODE)
@@ -66,6 +69,13 @@ def ensure_private_file(path: Path) -> Path:
     private_dir(path.parent)
     os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
     return path
+
+
+def append_private(path: Path) -> int:
+    """``path`` opened for appending (a log, a lock file): created 0600 with its folder when
+    missing, narrowed to 0600 when found wider; the descriptor."""
+    private_dir(path.parent)
+    return open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
 
 def write_private_bytes(path: Path, data: bytes) -> None:

@@ -233,7 +233,6 @@ def _history(app: App, controller: Controller) -> Any:
             super().store_string(redact(string))  # Up recalls the typed text; the file holds no key
 
     try:
-        app.home.mkdir(parents=True, exist_ok=True)
         ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
         return AnswersLeftOut(str(app.home / "history"))
     except OSError:

@@ -192,7 +192,7 @@ class OutputCollector:
         self.spilling = True
         try:
             path = self._spill_path_factory()
-            private_dir(path.parent)
+            private_dir(path.parent, narrow=True)
             try:
                 self._spill = CappedSpill(path, self.spill_max_bytes)
             except FileExistsError:

@@ -98,7 +98,7 @@ def mark_call(env: dict[str, str], home: Path | None) -> CallMark:
     try:
         with _lock:
             if directory not in _made:
-                private_dir(directory)
+                private_dir(directory, narrow=True)
                 _made.add(directory)
         os.close(open_private(path, os.O_WRONLY | os.O_CREAT))
     except OSError as exc:  # a read-only home: children still die with heron, not reaped later
