@@ -11,10 +11,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.bash import BashTool
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.lifeline import MARK, owner, reap_leftovers
+from heron.coding.tools.lifeline import MARK, mark_call, owner, reap_leftovers
 from heron.coding.tools.params import BashParams
 from tests.cli.test_print_json_e2e import Project, heron_command, openai_args, project
 from tests.support.http_server import LocalServer
@@ -60,7 +62,41 @@ def test_a_setsid_daemon_holding_the_output_is_killed_and_said_so(tmp_path: Path
     assert details.get("left_running") == []
 
 
-def test_reaping_kills_only_marked_processes_of_a_dead_heron(tmp_path: Path) -> None:
+def test_reaping_kills_only_the_calls_a_dead_heron_never_finished(tmp_path: Path) -> None:
+    """A dead heron's call whose file is still there (it never returned) is reaped; a
+    process marked by one of its calls that returned (no file) is the user's and stays."""
+    home = tmp_path / "home"
+    (home / "processes").mkdir(parents=True)
+    dead = "999999999:12345"  # no such process
+    (home / "processes" / f"{dead}:3".replace(":", "-")).touch()  # call 3 was running
+    running = subprocess.Popen(["sleep", "3914"], env={**os.environ, MARK: f"{dead}:3"}, start_new_session=True)
+    returned = subprocess.Popen(["sleep", "3915"], env={**os.environ, MARK: f"{dead}:2"}, start_new_session=True)
+    try:
+        assert wait_for(lambda: pids_of("sleep 3914") and pids_of("sleep 3915"))
+        assert reap_leftovers(home) == [running.pid]
+        assert running.wait(5) == -signal.SIGKILL and returned.poll() is None
+        assert list((home / "processes").iterdir()) == []
+    finally:
+        for proc in (running, returned):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_call_that_returned_leaves_no_file_and_its_file_is_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    mark = mark_call({}, home)
+    assert mark.path is not None and mark.path.parent == home / "processes"
+    assert mark.env[MARK] == mark.path.name.replace("-", ":") and mark.env[MARK].startswith(owner() + ":")
+    assert oct(mark.path.stat().st_mode & 0o777) == oct(0o600)
+    assert oct(mark.path.parent.stat().st_mode & 0o777) == oct(0o700)
+    assert mark_call({}, home).env[MARK] != mark.env[MARK]  # each call its own mark
+    path = mark.path
+    mark.release()
+    assert not path.exists() and mark.path is None
+
+
+def test_reaping_an_older_herons_file_kills_what_it_marked(tmp_path: Path) -> None:
+    """A file of a heron before per-call marks (``<pid>-<start>``): read as before."""
     home = tmp_path / "home"
     (home / "processes").mkdir(parents=True)
     dead = "999999999:12345"  # no such process
@@ -115,5 +151,46 @@ def test_kill_9_mid_tool_children_die_and_leftovers_are_reaped_next_start(
         if proc.poll() is None:
             proc.kill()
         for n in (3921, 3922, 3923):
+            for pid in pids_of(f"sleep {n}"):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_detached_server_outlives_heron_and_the_next_start(
+    project: Project, local_server: LocalServer, sig: signal.Signals
+) -> None:
+    """issue 37: the user's ``nohup`` server, started by a bash call that returned, is
+    never reaped, however heron ended (no terminal, sandbox off); what a call that was
+    still running when heron died started is reaped at the next start."""
+    server = "nohup sleep 3931 >/dev/null 2>&1 & echo started"
+    busy = "sleep 3932 & sleep 3933"
+    local_server.queue(
+        openai_reply("", [("c1", "bash", {"command": server})]),
+        openai_reply("", [("c2", "bash", {"command": busy})]),
+        openai_reply("never"),
+    )
+    proc = subprocess.Popen(
+        [*heron_command(), *openai_args(local_server), "--sandbox", "off", "-p", "start the server"],
+        cwd=project.cwd,
+        env=project.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_for(lambda: pids_of("sleep 3931") and pids_of("sleep 3933"), 60)
+        kept = pids_of("sleep 3931")
+        proc.send_signal(sig)
+        proc.wait(30)
+        local_server.queue(openai_reply("done"))
+        result = project.run(*openai_args(local_server), "--sandbox", "off", "-p", "again")
+        assert result.code == 0, result.err
+        assert wait_for(lambda: not pids_of("sleep 3932") and not pids_of("sleep 3933"), 10)
+        assert pids_of("sleep 3931") == kept  # the server the user asked for: alive
+        assert list((project.home / "processes").iterdir()) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for n in (3931, 3932, 3933):
             for pid in pids_of(f"sleep {n}"):
                 os.kill(pid, signal.SIGKILL)

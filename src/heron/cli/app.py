@@ -22,9 +22,9 @@ from heron.cli import startup_gc
 from heron.cli.app_state import App, store_spec
 from heron.cli.clean_input import clean_arguments
 from heron.cli.task_input import Task, gather_task, resend_task
+from heron.cli.terminal_text import visible
 from heron.cli.usage import UsageError, check_arguments
 from heron.coding.prompt import resolve_prompt_text
-from heron.coding.secrets import redact
 from heron.coding.session_spec import ModelChoice, SessionSpec, tool_names
 from heron.coding.settings import SetupError, setup_help
 from heron.session.jsonl import clean_text
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 def warn(text: str) -> None:
-    print(f"heron: warning: {text}", file=sys.stderr)
+    print(visible(f"heron: warning: {text}"), file=sys.stderr)
 
 
 def build_app(args: argparse.Namespace) -> App:
@@ -186,11 +186,11 @@ def run_app(args: argparse.Namespace) -> int:
         if mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
             task = resend_task(app.session.store)
     except SetupError as exc:
-        text = redact(str(exc))
+        text = visible(str(exc))
         print(text if text.startswith("heron") else f"heron: {text}", file=sys.stderr)
         return exc.exit_code
     except (UsageError, SessionError, LookupError, ValueError) as exc:
-        print(f"heron: {redact(str(exc))}", file=sys.stderr)
+        print(visible(f"heron: {exc}"), file=sys.stderr)
         return 2
     startup_gc.resume()  # the session is built: what start-up made is frozen, collection resumes
     if mode == "print":

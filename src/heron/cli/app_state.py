@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heron.ai.models import ModelRegistry
+from heron.cli.terminal_text import visible
 from heron.cli.usage import UsageError
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.session_spec import StoreSpec
@@ -89,7 +90,8 @@ def pick_session(cwd: Path, home: Path) -> Path:
         return chosen
     for number, summary in enumerate(sessions[:30], 1):
         title = summary.name or (summary.first_message or "(empty)").splitlines()[0][:70]
-        print(f"{number:>3}. {title}  ({summary.message_count} messages, {summary.id[:8]})", file=sys.stderr)
+        line = f"{number:>3}. {title}  ({summary.message_count} messages, {summary.id[:8]})"
+        print(visible(line), file=sys.stderr)
     answer = input("session number: ").strip()
     if not answer.isdigit() or not 1 <= int(answer) <= min(30, len(sessions)):
         raise UsageError(f"not a session number: {answer!r}")

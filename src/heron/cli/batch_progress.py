@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from heron.cli.terminal_text import visible
 from heron.coding.batch.results import TaskResult
 from heron.coding.batch.runner import Job
 
@@ -59,6 +60,7 @@ class BatchProgress:
             )
 
     def _line(self, text: str) -> None:
+        text = visible(text)  # a task id or a server's error: never a terminal command
         if self._bar is not None:
             self._bar.console.print(text, markup=False, highlight=False)
         else:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from heron.agent.events import agent_event_to_json
+from heron.cli.terminal_text import json_visible
 
 
 def event_json(event: Any) -> dict[str, Any]:
@@ -75,4 +76,7 @@ def _plain(value: Any) -> Any:
 
 
 def dumps(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    """One JSON line; the C1 controls and bidirectional overrides the encoder leaves raw
+    are written as ``\\u`` escapes (the same value), so a line shown on a terminal cannot
+    drive it (:func:`heron.cli.terminal_text.json_visible`)."""
+    return json_visible(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from heron.ai.models import heron_home
+from heron.cli.terminal_text import visible
 from heron.coding.checkpoints import (
     Change,
     CheckpointError,
@@ -109,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     found = find_turns(store, repo)
     keep_days = load_settings(cwd, home).checkpoint_keep_days
     if args.to is None:
-        print("\n".join(turn_lines(found, keep_days)))
+        print(visible("\n".join(turn_lines(found, keep_days))))
         return 0
     if not 1 <= args.to <= len(found):
         print(
@@ -130,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
             return 1
         _, changes = plan_code_rewind(repo, turn.checkpoint)
     applied = applied_changes(changes, args.include_external)
-    print("\n".join(describe_lines(turn, what, changes, applied)))
+    print(visible("\n".join(describe_lines(turn, what, changes, applied))))
     if args.dry_run:
         return 0
     if not args.yes and not _confirm():

@@ -87,8 +87,14 @@ def _positive(value: str) -> int:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
+    """Run a ``heron sessions`` command. What it prints holds session text (titles, the
+    messages of ``tree``, search hits, file names): both streams show its control
+    characters as text, so a session cannot drive the terminal (:mod:`heron.cli.terminal_text`)."""
+    from heron.cli.terminal_text import visible_stream
+
+    stdout = out or sys.stdout
+    out = visible_stream(stdout, json_output=bool(getattr(args, "json", False)))
+    err = visible_stream(err or sys.stderr)
     from heron.session.errors import SessionError
     from heron.session.paths import AmbiguousSessionError, SessionNotFoundError
 
@@ -116,7 +122,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
             return report_cmd.run(args, out, err)
     except BrokenPipeError:  # `heron sessions tree … | head`: stop quietly
-        if out is sys.stdout:
+        if stdout is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return 0

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from heron.ai.types import ImageContent
 from heron.cli.clean_input import read_text_stream
+from heron.cli.terminal_text import visible
 from heron.cli.usage import UsageError
 from heron.session.jsonl import clean_text
 from heron.session.store import SessionStore
@@ -49,7 +50,7 @@ def resend_task(store: SessionStore) -> Task:
         )
     first = (found.message.text().strip().splitlines() or ["(images only)"])[0]
     preview = first if len(first) <= 70 else first[:69] + "…"
-    print(f"heron: sending the unanswered prompt again: {preview}", file=sys.stderr, flush=True)
+    print(visible(f"heron: sending the unanswered prompt again: {preview}"), file=sys.stderr, flush=True)
     return Task(text="", resend=True)
 
 

@@ -87,7 +87,8 @@ def _remembered_server(
     if choice.ref or choice.base_url or store.kind not in ("continue", "open", "existing"):
         return choice, store
     opened = store.source
-    if store.kind != "existing":
+    ours = store.kind != "existing"  # opened here: closed here if it is not used
+    if ours:
         path = latest_session(cwd, home=home) if store.kind == "continue" else _store_path(store.ref, home)
         if path is None:
             return choice, store
@@ -96,7 +97,12 @@ def _remembered_server(
     server = recorded_server(opened) if opened is not None else None
     if server is None:
         return choice, store
-    ref, base_url, api = model_ref(server, registry)
+    try:
+        ref, base_url, api = model_ref(server, registry)
+    except SetupError:  # a password to give again: the file is not used
+        if ours and opened is not None:
+            opened.close()
+        raise
     return dataclasses.replace(choice, ref=ref, base_url=base_url, api=choice.api or api), store
 
 

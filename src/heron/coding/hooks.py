@@ -41,7 +41,7 @@ from heron.agent.tool_meta import ToolCatalog, ToolKind, ToolMeta
 from heron.coding.permissions.scopes import Scope
 from heron.coding.sandbox import Confinement
 from heron.coding.tools import builtin_meta
-from heron.coding.tools.lifeline import die_with_heron, marked
+from heron.coding.tools.lifeline import die_with_heron, mark_call
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "SubagentStop")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
@@ -287,6 +287,7 @@ class HookRunner:
         env = {**self.child_env(), "HERON_PROJECT_DIR": str(self.cwd), "CLAUDE_PROJECT_DIR": str(self.cwd)}
         argv = ["/bin/sh", "-c", hook.command]  # what create_subprocess_shell runs
         confinement = self.confine(argv, self.cwd) if self.confine is not None else Confinement.none(argv)
+        mark = mark_call(env, self.home)  # released when the hook has returned (tools/lifeline.py)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *confinement.argv,
@@ -294,12 +295,13 @@ class HookRunner:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=str(self.cwd),
-                env=marked(env, self.home) if self.home is not None else env,
+                env=mark.env,
                 start_new_session=True,
                 # outside the sandbox the hook dies with heron, what it starts is reaped later
                 preexec_fn=None if confinement.confined else die_with_heron,
             )
         except OSError as exc:
+            mark.release()
             run.error = str(exc)
             return run
         try:
@@ -307,10 +309,12 @@ class HookRunner:
         except TimeoutError:
             run.timed_out = True
             await _kill(proc, self.kill_grace)
+            mark.release()
             return run
         except BaseException:
             await _kill(proc, self.kill_grace)
             raise
+        mark.release()
         run.exit_code = confinement.exit_status(proc.returncode)
         run.stdout = out.decode("utf-8", "replace")[:OUTPUT_LIMIT]
         run.stderr = err.decode("utf-8", "replace")[:OUTPUT_LIMIT]

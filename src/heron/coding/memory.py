@@ -34,6 +34,7 @@ from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.policy import OUTPUT_MARGIN_SHARE, ContextPolicy
 from heron.session.entries import CustomEntry
 from heron.session.paths import encode_cwd
+from heron.session.private_files import private_dir
 from heron.session.store import SessionStore
 
 MEMORY_CUSTOM_TYPE = "heron.memory"
@@ -127,7 +128,7 @@ class FlushGuard:
                     ),
                 )
             targets.append(str(target))
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.directory, narrow=True)
         self.touched.extend(targets)
         return None
 

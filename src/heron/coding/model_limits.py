@@ -16,12 +16,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import time
 from pathlib import Path
 
+from heron.ai.providers.http import without_userinfo
 from heron.ai.server_window import ServerWindow
 from heron.ai.types import WINDOW_ASSUMED, Model
+from heron.session.private_files import write_private_text
 
 CACHE_SECONDS = 600
 CACHE_FILE = Path("cache") / "server-windows.json"
@@ -34,7 +35,8 @@ def output_share_limit(window: int) -> int:
 
 
 def _cache_key(model: Model) -> str:
-    return f"{(model.base_url or '').rstrip('/')} {model.id}"
+    """The server without its ``user:password@`` (a cache holds no credential) and the model."""
+    return f"{without_userinfo(model.base_url or '').rstrip('/')} {model.id}"
 
 
 def _read_cache(path: Path) -> dict[str, object]:
@@ -61,21 +63,22 @@ def cached_window(home: Path, model: Model, now: float | None = None) -> ServerW
 
 
 def store_window(home: Path, model: Model, window: int, source: str, output: int | None = None) -> None:
-    """Remember a server's answer (a file that cannot be written only costs a probe)."""
+    """Remember a server's answer (a file that cannot be written only costs a probe), in a
+    0600 file keyed without credentials."""
     path = home / CACHE_FILE
     data = _read_cache(path)
     now = time.time()
     data = {
         k: v
         for k, v in data.items()
-        if isinstance(v, dict) and isinstance(v.get("at"), int | float) and now - v["at"] < CACHE_SECONDS
+        if isinstance(v, dict)
+        and isinstance(v.get("at"), int | float)
+        and now - v["at"] < CACHE_SECONDS
+        and without_userinfo(k) == k  # an older version's key with a password: dropped
     }
     data[_cache_key(model)] = {"window": window, "source": source, "output": output, "at": now}
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(temporary, path)
+        write_private_text(path, json.dumps(data, indent=1))
 
 
 def asks_server(model: Model) -> bool:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from heron.context.ledger import LedgerRecord
+from heron.session.private_files import open_private, private_dir
 
 PROMPT_ROOM_SHARE = 0.5
 PROMPT_PREVIEW_CHARS = 4_000
@@ -22,9 +23,9 @@ def fit_prompt(text: str, room_chars: int, spill_dir: Path) -> tuple[str, Ledger
     """``text`` as it is when it fits, else its head and the file holding all of it."""
     if len(text) <= max(PROMPT_PREVIEW_CHARS * 2, int(room_chars * PROMPT_ROOM_SHARE)):
         return text, None
-    spill_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(spill_dir, narrow=True)
     path = spill_dir / f"prompt-{_dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.txt"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = open_private(path)
     with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
         f.write(text)
     record = LedgerRecord(

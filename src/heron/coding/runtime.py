@@ -449,13 +449,21 @@ class CodingSession(RecoveryHooks):
                 return expanded
         return text
 
-    async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> list[AgentMessage]:
-        """Run the agent on ``text`` until it stops; returns the messages added."""
-        if is_goal_command(text):
+    async def prompt(
+        self, text: str, images: Sequence[ImageContent] = (), *, commands: bool = True
+    ) -> list[AgentMessage]:
+        """Run the agent on ``text`` until it stops; returns the messages added.
+
+        ``commands``: ``text`` was typed by the user, so ``/goal``, an extension's
+        ``/command``, ``/skill:name`` and ``/template`` are run or expanded. False for text
+        a model wrote (a sub-agent's task prompt): it is sent as it is, since a model must
+        not set a goal or run a command as if it were the user (docs/subagents.md)."""
+        if commands and is_goal_command(text):
             return goal_command(self, text)  # answered here, in every mode: no model call
-        if (typed := await self.extensions.run_command(text)) is None:
+        typed = await self.extensions.run_command(text) if commands else text
+        if typed is None:
             return []  # an extension's /command did what there was to do
-        expanded = self.expand_input(typed)
+        expanded = self.expand_input(typed) if commands else typed
         if (body := await self.control.before_prompt(expanded, fit=self._fit_prompt)) is None:
             return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
         record_skill_prompt(self, typed, expanded)  # its instructions survive compactions

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.coding.settings import SCHEMA, BadSettingValue
+from heron.session.private_files import private_dir
 
 
 class SettingChangeError(ValueError):
@@ -84,7 +85,7 @@ def write_setting(path: Path, key: str, value: Any) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)  # a folder it creates (the home's, .heron/) is 0700
     try:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:

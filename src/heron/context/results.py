@@ -22,7 +22,8 @@ from typing import Any, Literal
 from heron.ai.types import ImageContent, TextContent, ToolResultMessage
 from heron.context.json_preview import structural_preview
 from heron.context.limits import ToolLimits
-from heron.context.spill import SPILL_MAX_BYTES, CappedSpill, private_dir
+from heron.context.spill import SPILL_MAX_BYTES, CappedSpill
+from heron.session.private_files import private_dir
 
 PreviewKind = Literal["head", "head+tail", "json"]
 BudgetReason = Literal["result", "turn"]
@@ -168,7 +169,7 @@ def _write_spill(text: str, call_id: str, spill_dir: Path, max_bytes: int) -> tu
     The file is private (0600 in a 0700 folder) and capped at ``max_bytes`` (head and
     tail kept, see :mod:`heron.context.spill`); returns the path and the bytes left out.
     """
-    private_dir(spill_dir)
+    private_dir(spill_dir, narrow=True)
     data = text.encode("utf-8", "surrogatepass")
     name = spill_file_name(call_id)
     path = spill_dir / name

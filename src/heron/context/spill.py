@@ -23,15 +23,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import stat
 import time
 from pathlib import Path
 from typing import Protocol
 
+from heron.session.private_files import open_private
+
 SPILL_MAX_BYTES = 100 * 1024 * 1024
 SPILL_RETENTION_DAYS = 14.0
-DIR_MODE = 0o700
-FILE_MODE = 0o600
 _SEGMENT_SUFFIX = ".tail"
 
 
@@ -52,31 +51,6 @@ def set_scrub(scrub: Scrub | None) -> None:
     """Install the redactor every spill file written from now on goes through."""
     global _scrub
     _scrub = scrub
-
-
-def private_dir(path: Path) -> None:
-    """Create ``path`` (and missing parents) as 0700; tighten ``path`` itself if it is ours."""
-    missing: list[Path] = []
-    current = path
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir(mode=DIR_MODE)
-        os.chmod(directory, DIR_MODE)  # mkdir's mode is filtered by the umask
-    st = path.stat()
-    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(path, DIR_MODE)
-
-
-def open_private(path: Path) -> int:
-    """A new file, 0600, opened for writing; ``FileExistsError`` if the name is taken."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    os.fchmod(fd, FILE_MODE)  # the umask could only have narrowed it, but be explicit
-    return fd
 
 
 def gap_marker(omitted_bytes: int, omitted_lines: int, max_bytes: int) -> bytes:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.session.paths import heron_home, session_id_of, sessions_root
+from heron.session.private_files import ensure_private_file
 from heron.session.recall_query import (
     SCOPES,
     Hit,
@@ -176,7 +177,7 @@ class RecallIndex:
             return self._open_db()
 
     def _open_db(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_file(self.path)  # sqlite gives its -wal and -shm files the same mode
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")

@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 from heron.session.errors import SessionInUseError, SessionWriteError, describe_os_error
+from heron.session.private_files import private_dir
 
 
 def holder_pid(fd: int) -> int | None:
@@ -168,7 +169,7 @@ def _create(path: Path, data: bytes, *, fsync: bool, locked: bool) -> int:
     """A new file (0600, it must not exist) holding ``data``; its descriptor. On failure
     the half-made file is removed and the error names what failed and where."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
     except OSError as exc:
         raise write_error("creating the file", path, exc) from None

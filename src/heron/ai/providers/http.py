@@ -71,6 +71,39 @@ def display_url(url: str) -> str:
     return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
+def _split_userinfo(url: str) -> tuple[str, str, str, str] | None:
+    """``(scheme, userinfo, host and the rest)`` pieces of ``scheme://user:pw@host/path``:
+    ``(scheme, userinfo, hostport, rest)``; None for a URL without userinfo."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    netloc, slash, path = rest.partition("/")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at:
+        return None
+    return scheme, userinfo, hostport, slash + path
+
+
+def without_password(url: str) -> tuple[str, bool]:
+    """``url`` without the password of its userinfo (``http://me:pw@host/v1`` ->
+    ``http://me@host/v1``, the user name kept), and whether it had one: what may be stored."""
+    parts = _split_userinfo(url)
+    if parts is None:
+        return url, False
+    scheme, userinfo, hostport, rest = parts
+    user, colon, _ = userinfo.partition(":")
+    return (f"{scheme}://{user}@{hostport}{rest}" if user else f"{scheme}://{hostport}{rest}"), bool(colon)
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` without any ``user[:password]@``: the server, to key a cache on."""
+    parts = _split_userinfo(url)
+    if parts is None:
+        return url
+    scheme, _, hostport, rest = parts
+    return f"{scheme}://{hostport}{rest}"
+
+
 # --- JSON ---------------------------------------------------------------------------------
 
 

@@ -35,13 +35,13 @@ from typing import Any
 from rich.console import Console
 
 from heron.cli.app_state import App
-from heron.cli.private_files import ensure_private_file
 from heron.cli.task_input import Task
 from heron.cli.tui.controller import THINKING_LEVELS, Controller
 from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.permissions.modes import MODES
+from heron.session.private_files import ensure_private_file
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,6 @@ def _history(app: App, controller: Controller) -> Any:
             super().store_string(redact(string))  # Up recalls the typed text; the file holds no key
 
     try:
-        app.home.mkdir(parents=True, exist_ok=True)
         ensure_private_file(app.home / "history")  # typed text may hold secrets: 0600
         return AnswersLeftOut(str(app.home / "history"))
     except OSError:

@@ -3,6 +3,12 @@
 Nothing but the answer goes to stdout, so the output can be piped; a run that did not
 answer (an error, an abort, a session that could not be saved) writes its outcome's
 explanation to stderr and makes the exit code 1.
+
+On a terminal the answer is printed with its control characters shown as text (an
+answer must not clear the screen, retitle the window or write the clipboard); piped or
+redirected, it is the model's text byte for byte (keys redacted), as a program or a
+file expects it (docs/interactive.md, "Nothing from outside heron controls the
+terminal"). What heron says on stderr is always shown that way: it may quote a server.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ import contextlib
 import os
 import signal
 import sys
+from typing import TextIO
 
 from heron.cli.app_state import App
 from heron.cli.notices import RetryNotices, context_warning_text
 from heron.cli.task_input import Task
+from heron.cli.terminal_text import visible
 from heron.coding.outcome import RunOutcome
 from heron.coding.run import Run
 from heron.coding.secrets import redact
@@ -26,14 +34,20 @@ def failure_line(outcome: RunOutcome) -> str | None:
     it answered. The explanation is the outcome's, as every mode shows it."""
     if outcome.ok:
         return None
-    return f"heron: {outcome.explanation}"
+    return visible(f"heron: {outcome.explanation}")
+
+
+def answer_text(answer: str, stream: TextIO) -> str:
+    """The answer as ``stream`` gets it: control characters shown as text on a terminal,
+    the text as it is (keys redacted) for a pipe or a file (module docstring)."""
+    return visible(answer) if stream.isatty() else redact(answer)
 
 
 def install_interrupt(app: App, run: Run, *, warnings: bool = False) -> None:
     """Ctrl+C aborts ``run`` (the session keeps what was done) instead of a traceback;
     retries are reported on stderr as they happen (a cancelled one as cancelled), and
     with ``warnings`` the runtime's context warnings too (json mode has them as events)."""
-    notices = RetryNotices(lambda text, kind: print(f"heron: {redact(text)}", file=sys.stderr, flush=True))
+    notices = RetryNotices(lambda text, kind: print(visible(f"heron: {text}"), file=sys.stderr, flush=True))
     app.session.subscribe(notices.handle)
     if warnings:
         app.session.subscribe(_print_warning)
@@ -51,7 +65,7 @@ def install_interrupt(app: App, run: Run, *, warnings: bool = False) -> None:
 def _print_warning(event: object) -> None:
     text = context_warning_text(event)
     if text is not None:
-        print(f"heron: warning: {text}", file=sys.stderr, flush=True)
+        print(visible(f"heron: warning: {text}"), file=sys.stderr, flush=True)
 
 
 def discard_stdout() -> None:
@@ -72,7 +86,7 @@ async def run_print(app: App, task: Task) -> int:
         print(line, file=sys.stderr)
         return 1
     try:
-        print(redact(outcome.answer or ""), flush=True)
+        print(answer_text(outcome.answer or "", sys.stdout), flush=True)
     except BrokenPipeError:  # the answer was not all read: not a success for a pipeline
         discard_stdout()
         return 1

@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 
 from heron.agent.tool_meta import ToolMeta
-from heron.cli.tui.sanitize import visible
+from heron.cli.terminal_text import visible
 
 PREVIEW_LINES = 10  # lines under the call's line, at most
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from heron.agent.tool_meta import ToolMeta
 from heron.ai.types import ImageContent, TextContent
-from heron.cli.tui.sanitize import visible
+from heron.cli.terminal_text import visible
 
 RESULT_LINES = 4  # lines of a tool result shown under its call
 CALL_WIDTH = 160  # a tool call line is cut to this (or the console width)

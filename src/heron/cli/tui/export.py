@@ -32,7 +32,6 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
-from heron.cli.private_files import write_private_text
 from heron.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -42,6 +41,7 @@ from heron.session.entries import (
     ModelChangeEntry,
     ThinkingLevelChangeEntry,
 )
+from heron.session.private_files import write_private_text
 from heron.session.store import SessionStore
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})

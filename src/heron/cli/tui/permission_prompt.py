@@ -22,8 +22,8 @@ from typing import Protocol
 
 from rich.text import Text
 
+from heron.cli.terminal_text import visible
 from heron.cli.tui.call_text import describe_call
-from heron.cli.tui.sanitize import visible
 from heron.coding.control import Answer, AskReply, PermissionPrompt
 
 MARK = " › "  # noqa: RUF001 - the input marker, not a quote

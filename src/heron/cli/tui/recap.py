@@ -17,9 +17,9 @@ from rich.text import Text
 
 from heron.agent.messages import BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage
 from heron.ai.types import AssistantMessage, ToolResultMessage, UserMessage
+from heron.cli.terminal_text import visible
 from heron.cli.tui.call_text import describe_call, result_text
 from heron.cli.tui.render import Renderer, format_tokens
-from heron.cli.tui.sanitize import visible
 
 MARK = "› "  # noqa: RUF001 - the input marker, as the prompt shows it
 PROMPT_LINES = 6  # lines of a past prompt shown

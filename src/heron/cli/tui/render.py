@@ -33,6 +33,7 @@ from heron.ai.types import (
     ToolResultMessage,
 )
 from heron.cli.notices import RetryNotices
+from heron.cli.terminal_text import visible
 from heron.cli.tui.call_text import (
     CALL_WIDTH,
     RESULT_LINES,
@@ -46,7 +47,6 @@ from heron.cli.tui.footer import Totals as Totals
 from heron.cli.tui.footer import format_tokens as format_tokens
 from heron.cli.tui.markdown_stream import Block as Block
 from heron.cli.tui.markdown_stream import BlockSplitter as BlockSplitter
-from heron.cli.tui.sanitize import visible
 from heron.cli.tui.settled import settled
 from heron.coding.tools import builtin_meta
 

@@ -37,6 +37,7 @@ from heron.coding.checkpoints.base import (
     path_bytes,
     path_str,
 )
+from heron.session.private_files import write_private_text
 
 IDENTITY = b"heron <heron@localhost>"
 CACHE = "heron-stat-cache.json"
@@ -137,7 +138,7 @@ class DulwichBackend:
                 node = node.setdefault(part, {})
             node[parts[-1]] = (_mode(st), sha)
         tree = self._store_tree(root)
-        cache_path.write_text(json.dumps(fresh), encoding="utf-8", errors="surrogateescape")
+        write_private_text(cache_path, json.dumps(fresh), errors="surrogateescape")
         return tree.decode(), large
 
     def _store_tree(self, node: dict[str, Any]) -> ObjectID:

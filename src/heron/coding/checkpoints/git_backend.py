@@ -24,6 +24,7 @@ from heron.coding.checkpoints.base import (
     path_bytes,
     path_str,
 )
+from heron.session.private_files import UMASK, private_dir, write_private_text
 
 # The first snapshot of a large tree hashes every file; killed half-way, it would start over on
 # every turn. It runs alongside the turn, so a long bound costs a turn nothing.
@@ -50,7 +51,7 @@ _CONFIG = [
 
 
 def _write(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    write_private_text(path, text, errors="surrogateescape")
 
 
 def _index_entries(index: Path) -> int:
@@ -104,6 +105,7 @@ class GitBackend:
                 cwd=self.cwd,
                 timeout=GIT_TIMEOUT,
                 check=False,
+                umask=UMASK,  # what git writes in the shadow repository is private
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CheckpointError(f"git {args[0]}: {exc}") from exc
@@ -115,14 +117,14 @@ class GitBackend:
         return done.stdout
 
     def init(self) -> None:
-        self.run("init", "-q")
+        self.run("init", "-q", "--template=")  # no sample hooks: nothing to run, nothing executable
 
     def write_tree(self) -> tuple[str, list[str]]:
         """Stat-only when nothing changed: one ``ls-files`` lists what differs from the shadow
         index (kept between snapshots), and only those paths are checked for size; the index
         is rewritten only when something changed, and ``write-tree`` reuses its cached trees."""
         exclude = self.git_dir / "info" / "exclude"
-        exclude.parent.mkdir(exist_ok=True)
+        private_dir(exclude.parent)
         try:
             previous = exclude.read_text(encoding="utf-8", errors="surrogateescape")
         except OSError:

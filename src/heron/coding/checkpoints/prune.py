@@ -23,6 +23,7 @@ from pathlib import Path
 
 from heron.coding.checkpoints.base import CheckpointError
 from heron.coding.checkpoints.repo import PRUNE_MARKER, BackendName, ShadowRepo
+from heron.session.private_files import UMASK, append_private, ensure_private_file
 
 DEFAULT_KEEP_DAYS = 30
 DAY = 86_400
@@ -53,9 +54,9 @@ def schedule_prune(home: Path, keep_days: int) -> subprocess.Popen[bytes] | None
         return None
     marker = home / "checkpoints" / PRUNE_MARKER
     try:
-        marker.touch()
+        ensure_private_file(marker)
         os.utime(marker)
-        log = open(home / "checkpoints" / "prune.log", "ab")  # noqa: SIM115 - handed to the child
+        log = os.fdopen(append_private(home / "checkpoints" / "prune.log"), "ab")
     except OSError:
         return None
     with log:
@@ -66,6 +67,7 @@ def schedule_prune(home: Path, keep_days: int) -> subprocess.Popen[bytes] | None
             stderr=log,
             start_new_session=True,
             close_fds=True,
+            umask=UMASK,  # the git it runs writes in the shadow repositories
         )
 
 

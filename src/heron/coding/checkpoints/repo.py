@@ -26,6 +26,7 @@ from heron.coding.checkpoints.base import (
     new_ref_name,
 )
 from heron.coding.checkpoints.undo import SnapshotUndo
+from heron.session.private_files import append_private, ensure_private_file, private_dir, write_private_text
 
 try:
     import fcntl
@@ -120,9 +121,8 @@ class ShadowRepo:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
         lock = self.git_dir.parent / f"{self.git_dir.name}.lock"
-        with open(lock, "a") as handle:
+        with os.fdopen(append_private(lock), "a") as handle:
             if fcntl is not None:
                 fcntl.flock(handle, fcntl.LOCK_EX)
             yield
@@ -131,11 +131,12 @@ class ShadowRepo:
         if self.exists:
             return
         marker = self.git_dir.parent / PRUNE_MARKER
-        self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.git_dir)
         if not marker.exists():  # a new home: nothing can be old before keepDays have passed
-            marker.touch()
+            ensure_private_file(marker)
         self._engine().init()
-        (self.git_dir / "heron-project").write_text(str(self.cwd) + "\n", encoding="utf-8")
+        private_dir(self.git_dir, narrow=True)  # what the backend's init made of it
+        write_private_text(self.git_dir / "heron-project", str(self.cwd) + "\n")
 
     def snapshot(self, message: str) -> Snapshot:
         """Commit the working tree as it is now (ignored and large files left out)."""

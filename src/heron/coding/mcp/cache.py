@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import mcp.types as types
 from pydantic import ValidationError
 
 from heron.coding.mcp.config import ServerConfig
+from heron.session.private_files import write_private_text
 
 log = logging.getLogger(__name__)
 CACHE_DIR = "mcp-cache"
@@ -49,10 +49,7 @@ def save_tools(cache_dir: Path, config: ServerConfig, tools: list[types.Tool]) -
         "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
     }
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        write_private_text(path, json.dumps(data, ensure_ascii=False))
     except OSError as exc:
         log.warning("could not save the tool list of MCP server %r: %s", config.name, exc)
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from heron.agent.tool_meta import TOOL_KINDS, ToolKind
 from heron.coding.mcp import PROJECT_FILE, USER_FILE
+from heron.session.private_files import write_private_text
 
 Scope = Literal["user", "project"]
 # Provider tool names allow [A-Za-z0-9_-]; a server name is part of every tool's name.
@@ -303,10 +304,8 @@ def remove_server(path: Path, name: str) -> bool:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Private (0600): a server's entry may carry its headers' tokens."""
+    write_private_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def project_trusted(cwd: Path, home: Path, flag: bool) -> bool:

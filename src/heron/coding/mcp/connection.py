@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from heron import __version__
 from heron.coding.mcp.config import ServerConfig, Timeouts
+from heron.session.private_files import append_private
 
 log = logging.getLogger(__name__)
 State = Literal["pending", "lazy", "connected", "failed", "stopped"]  # lazy: not started yet, tools cached
@@ -105,8 +107,8 @@ class Connection:
             async with contextlib.AsyncExitStack() as stack:
                 errlog = sys.stderr
                 if self.log_path is not None and self.config.transport == "stdio":
-                    self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                    errlog = stack.enter_context(self.log_path.open("a", encoding="utf-8", errors="replace"))
+                    fd = append_private(self.log_path)  # 0600: a server may log what it was sent
+                    errlog = stack.enter_context(os.fdopen(fd, "a", encoding="utf-8", errors="replace"))
                     self._log_start = errlog.tell()  # the hint reads only what this start wrote
                 read, write = await stack.enter_async_context(self._transport(errlog))
                 session = await stack.enter_async_context(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import webbrowser
 from collections.abc import Awaitable, Callable
@@ -26,6 +25,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from heron import __version__
 from heron.coding.mcp.config import ServerConfig
+from heron.session.private_files import write_private_text
 
 OpenUrl = Callable[[str], Awaitable[None]]
 _PAGE = b"<html><body>heron: authorized. You can close this window.</body></html>"
@@ -49,12 +49,7 @@ class FileTokenStorage:
     def _write(self, key: str, value: dict[str, Any]) -> None:
         data = self._read()
         data[key] = value
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, self.path)
+        write_private_text(self.path, json.dumps(data))
 
     async def get_tokens(self) -> OAuthToken | None:
         value = self._read().get("tokens")

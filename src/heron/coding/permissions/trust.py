@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from heron.session.private_files import write_private_text
+
 TRUST_FILE = "trusted-projects.json"
 
 
@@ -35,7 +37,4 @@ def remember_trust(cwd: Path, home: Path) -> None:
     if real in projects:
         return
     projects.append(real)
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = home / (TRUST_FILE + ".tmp")
-    tmp.write_text(json.dumps({"projects": projects}, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, home / TRUST_FILE)
+    write_private_text(home / TRUST_FILE, json.dumps({"projects": projects}, indent=2) + "\n")

@@ -142,7 +142,7 @@ class SubagentManager:
         failure: Exception | None = None
         start = len(child.messages)  # a fork starts with the parent's history: not the child's work
         try:
-            added = await child.prompt(params.prompt)
+            added = await child.prompt(params.prompt, commands=False)  # the model's text, never a command
         except asyncio.CancelledError:  # the parent's run was cancelled past the abort grace period
             record["status"] = "aborted"
             self._link(record, params)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ToolResultMessage
+from heron.session.private_files import write_private_text
 
 MAX_RESULT_CHARS = 8_000
 WINDOW_SHARE = 0.10
@@ -35,8 +36,7 @@ def cap_answer(answer: str, cap: int, spill_path: Path, session_ref: str) -> tup
         return answer, None
     spilled: str | None = None
     try:
-        spill_path.parent.mkdir(parents=True, exist_ok=True)
-        spill_path.write_text(answer, encoding="utf-8")
+        write_private_text(spill_path, answer)
         spilled = str(spill_path)
         where = f"the whole answer is in {spilled} (read it with offset/limit)"
     except OSError as exc:

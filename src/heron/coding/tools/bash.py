@@ -128,6 +128,7 @@ class BashTool(AgentTool["BashParams"]):
                 preexec_fn=setup.preexec_fn,
             )
         except OSError as exc:
+            setup.release()
             raise ToolError(f"Could not start {shell}: {exc}") from exc
         pgid = transport.get_pid()
         settled = False
@@ -138,6 +139,8 @@ class BashTool(AgentTool["BashParams"]):
         finally:
             if not settled:  # cancelled or failed: nothing the command started may outlive it
                 signal_group(pgid, signals.SIGKILL)
+            else:  # returned: what it left running on purpose is the user's, never reaped
+                setup.release()
             sink.feed(sanitizer.finish())
             sink.finish()
             transport.close()

@@ -15,7 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.context.spill import SPILL_MAX_BYTES, CappedSpill, private_dir
+from heron.context.spill import SPILL_MAX_BYTES, CappedSpill
+from heron.session.private_files import private_dir
 
 # On a complete line: everything up to the last \r that is followed by more text.
 _REDRAWN = re.compile(r"^[^\n]*\r(?=[^\r\n])", re.MULTILINE)
@@ -191,7 +192,7 @@ class OutputCollector:
         self.spilling = True
         try:
             path = self._spill_path_factory()
-            private_dir(path.parent)
+            private_dir(path.parent, narrow=True)
             try:
                 self._spill = CappedSpill(path, self.spill_max_bytes)
             except FileExistsError:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from heron.coding.sandbox import Confinement
 from heron.coding.tools.env import ToolEnv
-from heron.coding.tools.lifeline import die_with_heron, marked
+from heron.coding.tools.lifeline import CallMark, die_with_heron, mark_call
 
 NOT_APPROVED = (
     "[outside_sandbox was asked for, but nothing approved this call to run outside the sandbox, so it ran inside it.]"
@@ -38,16 +38,22 @@ def confinement_for(env: ToolEnv, argv: list[str], cwd: Path, *, outside_call: s
 @dataclass(frozen=True, slots=True)
 class ChildSetup:
     """What a tool's child process starts with, computed in one place so every tool that
-    starts a process gets the same owner mark and lifeline."""
+    starts a process gets the same owner mark and lifeline. ``release`` when the call has
+    returned (:meth:`heron.coding.tools.lifeline.CallMark.release`)."""
 
     env: dict[str, str]
     preexec_fn: Callable[[], None] | None
+    mark: CallMark
+
+    def release(self) -> None:
+        self.mark.release()
 
 
 def child_setup(env: ToolEnv, confinement: Confinement, child_env: dict[str, str]) -> ChildSetup:
-    """The ``env`` and ``preexec_fn`` a tool child starts with: heron's owner mark in its
-    environment (so its leftovers can be found after a crash), and, outside the sandbox
-    (whose processes bubblewrap ends with heron), death with heron
+    """The ``env`` and ``preexec_fn`` a tool child starts with: the call's owner mark in its
+    environment (so what it started can be found if heron dies during the call), and,
+    outside the sandbox (whose processes bubblewrap ends with heron), death with heron
     (:mod:`heron.coding.tools.lifeline`)."""
     preexec: Callable[[], None] | None = None if confinement.confined else die_with_heron
-    return ChildSetup(marked(child_env, env.home), preexec)
+    mark = mark_call(child_env, env.home)
+    return ChildSetup(mark.env, preexec, mark)

@@ -1,4 +1,4 @@
-"""Tool children that die with heron, and leftovers reaped at the next start (Linux).
+"""Tool children that die with heron, and what a killed heron abandoned reaped at the next start (Linux).
 
 In the sandbox a command's processes live in a PID namespace that bubblewrap ends with
 heron (``--die-with-parent``). Without it (``--sandbox off``, or a machine where it cannot
@@ -6,13 +6,22 @@ run) a SIGKILLed heron would leave them running, so:
 
 * the command's first process asks the kernel to kill it when heron dies
   (``PR_SET_PDEATHSIG`` through ``prctl``, set between fork and exec);
-* that does not reach what it started, so every tool child carries ``HERON_TOOL_OWNER=<heron
-  pid>:<its start time>`` in its environment, which its descendants inherit (``setsid`` and
-  ``nohup`` ones included), and heron keeps an empty file ``$HERON_HOME/processes/<owner>``
-  while it runs tools, removed when it exits normally;
+* that does not reach what it started, so every tool call's child carries
+  ``HERON_TOOL_OWNER=<heron pid>:<its start time>:<call number>`` in its environment, which
+  its descendants inherit (``setsid`` and ``nohup`` ones included), and heron keeps an empty
+  file ``$HERON_HOME/processes/<pid>-<start time>-<call number>`` while that call runs,
+  removed when the call returns (:meth:`CallMark.release`);
 * at start, a file whose heron is gone (no such process, or another one with that pid) is
-  a heron that did not exit normally: every process still carrying its owner mark is killed
-  and the file removed. The normal case costs one directory listing.
+  a call that never returned: heron died during it (SIGKILL, SIGTERM, SIGHUP, a lost
+  terminal). Every process still carrying that call's mark is what heron abandoned: it is
+  killed and the file removed. The normal case costs one directory listing.
+
+What a call left running on purpose and returned - ``nohup server >log 2>&1 &``, a
+``setsid`` daemon, ``cmd & disown`` that let go of the call's output - has no file once
+the call returned, so no later start kills it, however heron itself ended: the user's dev
+server or database outlives heron as they asked. (A background child still holding the
+call's output when the shell exits is killed by the call itself:
+:mod:`heron.coding.tools.process`.)
 
 A process that clears its own environment (``env -i``) escapes the mark; that is said in
 docs/permissions.md.
@@ -20,21 +29,25 @@ docs/permissions.md.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
+import itertools
 import logging
 import os
 import signal
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+
+from heron.session.private_files import open_private, private_dir
 
 log = logging.getLogger(__name__)
 
 MARK = "HERON_TOOL_OWNER"
 _PR_SET_PDEATHSIG = 1
-_registered: set[Path] = set()
+_made: set[Path] = set()  # the processes directories made (or found) by this process
+_calls = itertools.count(1)
 _lock = threading.Lock()
 
 
@@ -55,22 +68,43 @@ def owner() -> str:
     return f"{pid}:{start_time(pid) or 0}"
 
 
-def marked(env: dict[str, str], home: Path) -> dict[str, str]:
-    """``env`` with this heron's owner mark; the first time per home, the file that says this
-    heron runs tools there (removed at a normal exit)."""
-    me = owner()
+@dataclass
+class CallMark:
+    """One tool call's mark: the environment its child starts with, and the file that says
+    the call is running (None: none could be written; its children still die with heron)."""
+
+    env: dict[str, str]
+    path: Path | None
+
+    def release(self) -> None:
+        """The call returned (its group was stopped if it did not end on its own): what it
+        left running is the command's doing, never reaped. A call that did not return -
+        cancelled, or heron killed during it - keeps its file, so the next start after
+        heron is gone reaps it."""
+        if self.path is not None:
+            _forget(self.path)
+            self.path = None
+
+
+def mark_call(env: dict[str, str], home: Path | None) -> CallMark:
+    """``env`` with a new call's mark (this heron and the call's number), and the file that
+    records the call as running under ``home`` (module docstring)."""
+    me = f"{owner()}:{next(_calls)}"
+    marked_env = {**env, MARK: me}
+    if home is None:
+        return CallMark(marked_env, None)
     directory = home / "processes"
-    with _lock:
-        if directory not in _registered:
-            _registered.add(directory)
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                path = directory / me.replace(":", "-")
-                path.touch()
-                atexit.register(_forget, path)
-            except OSError as exc:  # a read-only home: children still die with heron, not reaped later
-                log.info("cannot record tool processes under %s: %s", directory, exc)
-    return {**env, MARK: me}
+    path = directory / me.replace(":", "-")
+    try:
+        with _lock:
+            if directory not in _made:
+                private_dir(directory, narrow=True)
+                _made.add(directory)
+        os.close(open_private(path, os.O_WRONLY | os.O_CREAT))
+    except OSError as exc:  # a read-only home: children still die with heron, not reaped later
+        log.info("cannot record tool processes under %s: %s", directory, exc)
+        return CallMark(marked_env, None)
+    return CallMark(marked_env, path)
 
 
 def _forget(path: Path) -> None:
@@ -93,17 +127,21 @@ def die_with_heron() -> None:
         os._exit(137)
 
 
-def _alive(who: str) -> bool:
-    pid_text, _, started = who.partition("-")
-    if not pid_text.isdigit():
-        return True  # not a file of ours: leave it
-    now = start_time(int(pid_text))
-    return now is not None and now == started
+def _alive(name: str) -> bool:
+    """Whether the heron a file names still runs (a name that is not a call's or an older
+    heron's file - ``<pid>-<start>[-<call>]`` - is not ours: left alone)."""
+    parts = name.split("-")
+    if len(parts) not in (2, 3) or not all(part.isdigit() for part in parts):
+        return True
+    now = start_time(int(parts[0]))
+    return now is not None and now == parts[1]
 
 
 def reap_leftovers(home: Path) -> list[int]:
-    """Kill what tool children of herons that died without exiting are still running; returns
-    their pids. Cheap when there is nothing to do: one listing of ``$HERON_HOME/processes``."""
+    """Kill what the calls a heron died during (their files are left) still have running;
+    returns their pids. A file of an older heron (``<pid>-<start>``, one for the whole
+    process) is read as before: everything it marked. Cheap when there is nothing to do:
+    one listing of ``$HERON_HOME/processes``."""
     directory = home / "processes"
     try:
         stale = [p for p in directory.iterdir() if not _alive(p.name)]
@@ -116,7 +154,9 @@ def reap_leftovers(home: Path) -> list[int]:
     for path in stale:
         _forget(path)
     if killed:
-        log.warning("killed %d process(es) left running by a heron that did not exit: %s", len(killed), killed)
+        log.warning(
+            "killed %d process(es) left running by tool calls a killed heron never finished: %s", len(killed), killed
+        )
     return killed
 
 

@@ -117,6 +117,7 @@ class ScriptTool(AgentTool["ScriptParams"]):
         except OSError as exc:
             for fd in (requests_r, answers_w):  # the child's ends are closed below
                 os.close(fd)
+            setup.release()
             raise ToolError(f"Could not start Python ({sys.executable}): {exc}") from exc
         finally:  # the child holds its own copies of its ends
             for fd in (requests_w, answers_r):
@@ -136,6 +137,8 @@ class ScriptTool(AgentTool["ScriptParams"]):
                 signal_group(pgid, signals.SIGKILL)
                 if served is not None:
                     served.cancel()
+            else:  # returned: what it left running on purpose is the user's, never reaped
+                setup.release()
             sink.feed(sanitizer.finish())
             sink.finish()
             transport.close()
