@@ -449,32 +449,38 @@ def _continuity(data: Mapping[str, Any]) -> FrontierSettings:
     )
 
 
+def _compaction(compaction: Mapping[str, Any]) -> CompactionSettings:
+    """``compaction`` as settings.json holds it (already checked), missing keys as defaults."""
+    defaults = CompactionSettings()
+    return CompactionSettings(
+        enabled=compaction.get("enabled", defaults.enabled),
+        reserve_tokens=compaction.get("reserveTokens", defaults.reserve_tokens),
+        keep_recent_tokens=compaction.get("keepRecentTokens", defaults.keep_recent_tokens),
+        working_budget=parse_setting(compaction.get("workingBudget", defaults.working_budget)),
+        soft_threshold=compaction.get("softThreshold", defaults.soft_threshold),
+        request=compaction.get("request", defaults.request),
+        native=compaction.get("native", defaults.native),
+        server_clearing=compaction.get("serverClearing", defaults.server_clearing),
+        native_trigger=compaction.get("nativeTrigger", defaults.native_trigger),
+        native_instructions=compaction.get("nativeInstructions", defaults.native_instructions),
+        background=compaction.get("background", defaults.background),
+        background_at=compaction.get("backgroundAt", defaults.background_at),
+    )
+
+
 def settings_from_dict(
     data: Mapping[str, Any], warnings: tuple[str, ...] = (), sources: tuple[Path, ...] = ()
 ) -> Settings:
     """:class:`Settings` from already-checked camelCase data; missing keys take defaults."""
     compaction, retry = _sub(data, "compaction"), _sub(data, "retry")
     limits, files = _sub(data, "toolLimits"), _sub(data, "contextFiles")
-    defaults_c, defaults_r, defaults_f = CompactionSettings(), RetrySettings(), ContextFileSettings()
+    defaults_r, defaults_f = RetrySettings(), ContextFileSettings()
     tools = data.get("defaultTools")
     return Settings(
         default_provider=data.get("defaultProvider"),
         default_model=data.get("defaultModel"),
         default_thinking_level=cast("ThinkingLevel | None", data.get("defaultThinkingLevel")),
-        compaction=CompactionSettings(
-            enabled=compaction.get("enabled", defaults_c.enabled),
-            reserve_tokens=compaction.get("reserveTokens", defaults_c.reserve_tokens),
-            keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
-            working_budget=parse_setting(compaction.get("workingBudget", defaults_c.working_budget)),
-            soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
-            request=compaction.get("request", defaults_c.request),
-            native=compaction.get("native", defaults_c.native),
-            server_clearing=compaction.get("serverClearing", defaults_c.server_clearing),
-            native_trigger=compaction.get("nativeTrigger", defaults_c.native_trigger),
-            native_instructions=compaction.get("nativeInstructions", defaults_c.native_instructions),
-            background=compaction.get("background", defaults_c.background),
-            background_at=compaction.get("backgroundAt", defaults_c.background_at),
-        ),
+        compaction=_compaction(compaction),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),
             max_retries=retry.get("maxRetries", defaults_r.max_retries),

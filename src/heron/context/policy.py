@@ -204,10 +204,10 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
 
     @property
     def budget(self) -> WorkingBudget:
-        """The working budget (heron.context.working_budget): what survives a compaction is
-        the fixed part, the kept recent turns and the summary."""
-        survivors = self.fixed_tokens() + self.compaction_settings.keep_recent_tokens + SUMMARY_ALLOWANCE_TOKENS
-        return working_budget(self.model, self.settings.working_budget, survivor_tokens=survivors)
+        """The working budget (heron.context.working_budget), from the model and the settings
+        alone: the tool definitions are sized by it, so it cannot depend on them."""
+        kept = self.compaction_settings.keep_recent_tokens
+        return working_budget(self.model, self.settings.working_budget, kept_tokens=kept)
 
     @property
     def threshold(self) -> int:

@@ -10,7 +10,8 @@ which carrying the context on costs more than compacting it, and it depends only
 model's prices and on how much a step adds.
 
 The model, per compaction cycle of a context that grows from ``S`` tokens (what survives
-a compaction: the system prompt and tools, the kept recent turns, the summary) by ``g``
+a compaction: the kept recent turns, plus an allowance for the system prompt, the tools
+and the summary) by ``g``
 tokens a step until it reaches the budget ``B = S + x``:
 
 - re-reading: ``x / g`` steps, each reading on average ``S + x / 2`` tokens at the
@@ -37,6 +38,11 @@ AUTO = "auto"
 STEP_TOKENS = 4_000  # what a step adds to the context, on average (a tool call, its result, an answer)
 SUMMARY_OUTPUT_TOKENS = 4_000  # what a summary costs as output, about
 MIN_BUDGET_TOKENS = 32_000  # below this a coding session compacts too often to keep its thread
+# What survives a compaction beside the kept recent turns: the system prompt and tool definitions
+# (heron's own come to about 2,000 tokens; context files and MCP tools add to them) and the summary.
+# A fixed allowance, not the session's own count: the tools' output limits - part of their
+# definitions - are sized by the budget, so the budget cannot depend on the definitions.
+FIXED_ALLOWANCE_TOKENS = 6_000
 
 WorkingBudgetSetting = int | str | None  # tokens, "auto", or None (off: the window decides)
 
@@ -72,14 +78,14 @@ class WorkingBudget:
         return threshold if self.tokens is None else min(threshold, self.tokens)
 
 
-def working_budget(model: Model, setting: WorkingBudgetSetting, *, survivor_tokens: int) -> WorkingBudget:
-    """The budget for ``model`` under ``setting``; ``survivor_tokens`` is what a compaction
-    leaves (system prompt and tools, kept recent turns, summary)."""
+def working_budget(model: Model, setting: WorkingBudgetSetting, *, kept_tokens: int) -> WorkingBudget:
+    """The budget for ``model`` under ``setting``; ``kept_tokens`` is what a compaction keeps
+    of the recent turns (the system prompt, tools and summary are added as an allowance)."""
     if isinstance(setting, int):
         return WorkingBudget(setting, f"compaction.workingBudget is {setting:,} tokens")
     if setting != AUTO:
         return WorkingBudget(None, "compaction.workingBudget is off: compaction waits for the window")
-    return _auto(model, max(1, survivor_tokens))
+    return _auto(model, max(0, kept_tokens) + FIXED_ALLOWANCE_TOKENS)
 
 
 def _auto(model: Model, survivors: int) -> WorkingBudget:
