@@ -23,6 +23,7 @@ from heron.ai.types import (
     AssistantMessage,
     Context,
     ImageContent,
+    ModelCost,
     StopReason,
     TextContent,
     ToolResultMessage,
@@ -244,6 +245,9 @@ async def test_a_session_applies_the_scaled_limits(proj: Path, faux: FauxProvide
     assert s.compaction_settings == CompactionSettings(4_096, 4_096)
     assert s.threshold == 16_384 - 4_096  # pi's fixed 16,384 reserve would put it at 0
     assert s.env.limits == ToolLimits().for_window(16_384)
-    s.set_model(faux.model("big", context_window=200_000, max_tokens=8_192))
+    s.set_model(faux.model("big", context_window=200_000, max_tokens=8_192, cost=ModelCost()))  # no working budget
     assert s.threshold == 200_000 - 16_384
     assert s.env.limits.result_chars == 50_000
+    s.set_model(faux.model("priced", context_window=200_000, max_tokens=8_192))  # the working budget sizes them
+    assert s.threshold == s.policy.budget.tokens < 200_000 - 16_384
+    assert s.env.limits == ToolLimits().for_window(s.threshold + 16_384)

@@ -301,7 +301,7 @@ def test_a_limit_named_in_the_error_becomes_the_window(
     assert [r.kind for r in s.ledger.records] == ["overflow"]
     s.restart()
     assert s.policy.window == result.window
-    assert s.policy.threshold == result.window - min(16_384, result.window // 4)
+    assert s.policy.threshold == s.policy.budget.limit(result.window - min(16_384, result.window // 4))
 
 
 @pytest.mark.parametrize(

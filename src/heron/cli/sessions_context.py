@@ -75,6 +75,7 @@ def breakdown_json(breakdown: ContextBreakdown, *, offline: bool = False) -> dic
         "window": breakdown.window or None,
         "threshold": breakdown.threshold or None,
         "window_source": breakdown.window_source or None,
+        "working_budget": breakdown.budget.to_detail() if breakdown.budget else None,
         "system_prompt": None if unknown else breakdown.system_prompt,
         "tools": None if unknown else breakdown.tools,
         "context_files": None if unknown else breakdown.context_files,
@@ -121,6 +122,8 @@ def format_context_breakdown(
         )
     else:
         lines.append(f"in use {breakdown.total:,} tokens (window not known: pass --window to see shares)")
+    if breakdown.budget is not None:
+        lines.append(breakdown.budget.describe())
     if curve:
         lines.append(curve)
     rows: list[tuple[str, int | None]] = []

@@ -11,6 +11,7 @@ from heron.coding.goal import goal_summary
 from heron.coding.model_limits import describe_window
 from heron.context.budget import estimate_message_tokens, fixed_tokens
 from heron.context.ledger import LedgerRecord
+from heron.context.working_budget import WorkingBudget
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
@@ -36,6 +37,7 @@ class ContextBreakdown:
     # what having one costs every request, shown apart so it can be weighed against what it saves
     program_tools: dict[str, int] = field(default_factory=dict)
     window_source: str = ""  # where the window came from (configured, a flag, the server, a rejection)
+    budget: WorkingBudget | None = None  # the working budget compaction triggers at (None: offline, not known)
 
 
 def context_breakdown(session: CodingSession) -> ContextBreakdown:
@@ -74,6 +76,7 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
             if session.tool_catalog.meta(tool.name).calls_tools
         },
         window_source=window_source(session),
+        budget=policy.budget,
     )
 
 

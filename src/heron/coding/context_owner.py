@@ -26,7 +26,6 @@ from heron.ai.abort import AbortSignal
 from heron.ai.prompt_cache import caches_prompts
 from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
-from heron.coding.tools import set_limits
 from heron.context.background import BackgroundSummaries
 from heron.context.boundaries import compaction_request
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
@@ -150,8 +149,7 @@ class ContextOwner:
 
     def _follow_window(self) -> None:
         """Tool output limits follow the window heron plans for."""
-        session = self.session
-        set_limits(session.env, session.tools, session.settings.tool_limits.for_window(session.policy.window))
+        self.session.fit_tool_limits()
 
     def _wanted(
         self, messages: list[AgentMessage], pressure: Pressure, signal: AbortSignal
@@ -293,7 +291,7 @@ class ContextOwner:
             options=session.requests.side_options,
             thinking=session.thinking_level,
         )
-        set_limits(session.env, session.tools, session.settings.tool_limits.for_window(session.policy.window))
+        session.fit_tool_limits()
 
     async def branch_summary(self, entry_id: str | None) -> str | None:
         """The summary of the branch being left for ``entry_id`` (from the leaf back to the

@@ -186,8 +186,13 @@ class RecoveryHooks:
         learned = self.policy.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens())
         if learned is None:
             return None
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(learned.window))
+        self.fit_tool_limits()
         return learned.window
+
+    def fit_tool_limits(self) -> None:
+        """Size the tools' output limits to the window the context is planned in (a learnt
+        window or the working budget included: heron.context.working_budget)."""
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.working_window))
 
     def _accepted_tokens(self) -> int:
         """heron's count of the last request the server answered (0: none on this path): a

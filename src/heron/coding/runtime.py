@@ -73,7 +73,7 @@ from heron.coding.settings import Settings, load_settings
 from heron.coding.skill_record import record_plan, record_skill_prompt, record_skill_read
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
-from heron.coding.tools import builtin_meta, create_tools, set_limits
+from heron.coding.tools import builtin_meta, create_tools
 from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.coding.unanswered import note_unanswered
 from heron.context.budget import fixed_tokens
@@ -188,7 +188,7 @@ class CodingSession(RecoveryHooks):
         self.policy = self._make_policy()
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
         self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # a learnt one too
+        self.fit_tool_limits()  # a learnt window, the working budget too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
         self.ledger.subscribe(self._on_ledger_record)
@@ -226,6 +226,7 @@ class CodingSession(RecoveryHooks):
                 compaction=compaction.enabled,
                 reserve_tokens=compaction.reserve_tokens,
                 keep_recent_tokens=compaction.keep_recent_tokens,
+                working_budget=compaction.working_budget,
                 soft_threshold=compaction.soft_threshold,
                 background=compaction.background,
                 background_at=compaction.background_at,
@@ -297,7 +298,7 @@ class CodingSession(RecoveryHooks):
         order): the agent's tools, their limits and the system prompt listing them follow."""
         self.tools[:] = tools
         self.agent.set_tools(self.tools)
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))
+        self.fit_tool_limits()
         self.system_prompt = self._build_system_prompt()
         self.agent.set_system_prompt(self.system_prompt)
 
@@ -310,7 +311,7 @@ class CodingSession(RecoveryHooks):
         if api_key is not None:
             self.api_key = api_key
             self.control.key_changed(api_key)
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))
+        self.fit_tool_limits()
         self.store.append_model_change(model.provider, model.id)
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
@@ -537,7 +538,7 @@ class CodingSession(RecoveryHooks):
         restored = build_context(self.store, self.store.leaf_id)
         self.agent.replace_messages(with_injections(self.store, restored, self.store.leaf_id, self.settings.continuity))
         self.policy.reload(self.store)
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # its learnt one
+        self.fit_tool_limits()  # its learnt window
 
     def switch_store(self, store: SessionStore) -> None:
         """Continue in another session file (``/new``, ``/resume``, fork)."""

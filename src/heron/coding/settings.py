@@ -33,6 +33,7 @@ from heron.context.frontier import FrontierSettings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
+from heron.context.working_budget import AUTO, WorkingBudgetSetting, parse_setting
 
 SETTINGS_FILE = "settings.json"
 LOCAL_SETTINGS_FILE = "settings.local.json"
@@ -52,6 +53,9 @@ class CompactionSettings:
     enabled: bool = True
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
+    # Compact past this many tokens whatever the window allows: tokens, "auto" (from the model's
+    # prices) or None ("off") - heron.context.working_budget
+    working_budget: WorkingBudgetSetting = AUTO
     soft_threshold: float = SOFT_THRESHOLD  # share of the hard threshold: compact at step boundaries past it
     # "shared": the summary request repeats the conversation's cached prefix (where the
     # server caches prompts); "separate": the summariser's own short request
@@ -282,6 +286,13 @@ def _summary_request(value: Any) -> str:
     return str(value)
 
 
+def _working_budget(value: Any) -> WorkingBudgetSetting:
+    try:
+        return parse_setting(value)
+    except ValueError as exc:
+        raise BadSettingValue(f"{exc}, not {_type_name(value)} {json.dumps(value)}") from None
+
+
 def _share(value: Any) -> float:
     """A share: a number greater than 0 and at most 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
@@ -305,6 +316,7 @@ SCHEMA: dict[str, Any] = {
         "enabled": _bool,
         "reserveTokens": _POSITIVE,
         "keepRecentTokens": _POSITIVE,
+        "workingBudget": _working_budget,
         "softThreshold": _share,
         "request": _summary_request,
         "native": _bool,
@@ -437,31 +449,38 @@ def _continuity(data: Mapping[str, Any]) -> FrontierSettings:
     )
 
 
+def _compaction(compaction: Mapping[str, Any]) -> CompactionSettings:
+    """``compaction`` as settings.json holds it (already checked), missing keys as defaults."""
+    defaults = CompactionSettings()
+    return CompactionSettings(
+        enabled=compaction.get("enabled", defaults.enabled),
+        reserve_tokens=compaction.get("reserveTokens", defaults.reserve_tokens),
+        keep_recent_tokens=compaction.get("keepRecentTokens", defaults.keep_recent_tokens),
+        working_budget=parse_setting(compaction.get("workingBudget", defaults.working_budget)),
+        soft_threshold=compaction.get("softThreshold", defaults.soft_threshold),
+        request=compaction.get("request", defaults.request),
+        native=compaction.get("native", defaults.native),
+        server_clearing=compaction.get("serverClearing", defaults.server_clearing),
+        native_trigger=compaction.get("nativeTrigger", defaults.native_trigger),
+        native_instructions=compaction.get("nativeInstructions", defaults.native_instructions),
+        background=compaction.get("background", defaults.background),
+        background_at=compaction.get("backgroundAt", defaults.background_at),
+    )
+
+
 def settings_from_dict(
     data: Mapping[str, Any], warnings: tuple[str, ...] = (), sources: tuple[Path, ...] = ()
 ) -> Settings:
     """:class:`Settings` from already-checked camelCase data; missing keys take defaults."""
     compaction, retry = _sub(data, "compaction"), _sub(data, "retry")
     limits, files = _sub(data, "toolLimits"), _sub(data, "contextFiles")
-    defaults_c, defaults_r, defaults_f = CompactionSettings(), RetrySettings(), ContextFileSettings()
+    defaults_r, defaults_f = RetrySettings(), ContextFileSettings()
     tools = data.get("defaultTools")
     return Settings(
         default_provider=data.get("defaultProvider"),
         default_model=data.get("defaultModel"),
         default_thinking_level=cast("ThinkingLevel | None", data.get("defaultThinkingLevel")),
-        compaction=CompactionSettings(
-            enabled=compaction.get("enabled", defaults_c.enabled),
-            reserve_tokens=compaction.get("reserveTokens", defaults_c.reserve_tokens),
-            keep_recent_tokens=compaction.get("keepRecentTokens", defaults_c.keep_recent_tokens),
-            soft_threshold=compaction.get("softThreshold", defaults_c.soft_threshold),
-            request=compaction.get("request", defaults_c.request),
-            native=compaction.get("native", defaults_c.native),
-            server_clearing=compaction.get("serverClearing", defaults_c.server_clearing),
-            native_trigger=compaction.get("nativeTrigger", defaults_c.native_trigger),
-            native_instructions=compaction.get("nativeInstructions", defaults_c.native_instructions),
-            background=compaction.get("background", defaults_c.background),
-            background_at=compaction.get("backgroundAt", defaults_c.background_at),
-        ),
+        compaction=_compaction(compaction),
         retry=RetrySettings(
             enabled=retry.get("enabled", defaults_r.enabled),
             max_retries=retry.get("maxRetries", defaults_r.max_retries),

@@ -324,6 +324,8 @@ class Compactor:
                     "reinjected": draft.reinjected,
                     "kept_prompt": draft.kept_prompt,
                     "summary_request": result.usage.to_detail(),
+                    "threshold": policy.threshold,
+                    "working_budget": policy.budget.to_detail(),
                     **timing,
                 },
             )

@@ -51,6 +51,7 @@ from heron.context.ordering import strictly_ordered
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
+from heron.context.working_budget import AUTO, WorkingBudget, WorkingBudgetSetting, working_budget
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
 
@@ -91,6 +92,7 @@ class PolicySettings:
     compaction: bool = True
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
+    working_budget: WorkingBudgetSetting = AUTO  # compact past this many tokens, whatever the window
     soft_threshold: float = SOFT_THRESHOLD  # share of the threshold; 1.0: compact at the threshold only
     background: bool = True  # summarise ahead, beside the turn (heron.context.background)
     background_at: float = BACKGROUND_AT  # share of the threshold past which the background summary starts
@@ -201,9 +203,23 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         return self.compaction_settings.reserve_tokens
 
     @property
+    def budget(self) -> WorkingBudget:
+        """The working budget (heron.context.working_budget), from the model and the settings
+        alone: the tool definitions are sized by it, so it cannot depend on them."""
+        kept = self.compaction_settings.keep_recent_tokens
+        return working_budget(self.model, self.settings.working_budget, kept_tokens=kept)
+
+    @property
     def threshold(self) -> int:
-        """Above this many tokens a request is not sent until the context is compacted."""
-        return self.window - self.reserve
+        """Above this many tokens a request is not sent until the context is compacted: the
+        window less the reserve, or the working budget when that is lower."""
+        return self.budget.limit(self.window - self.reserve)
+
+    @property
+    def working_window(self) -> int:
+        """The window the context is planned in: the model's, or the working budget and the
+        reserve when those are less - what sizes tool results and pruning steps."""
+        return min(self.window, self.threshold + self.reserve)
 
     @property
     def prune_marks(self) -> tuple[int, int]:
@@ -342,7 +358,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         cold = cache_cold(messages, self.cache_ttl_s) if self.pruning else None
         if self.pruning and (load > high or (cold is not None and load > low)):
             # Small steps only when they might spare a compaction (each is a cache miss).
-            min_saving = 0 if load > self.threshold else int(self.window * PRUNE_MIN_STEP_SHARE)
+            min_saving = 0 if load > self.threshold else int(self.working_window * PRUNE_MIN_STEP_SHARE)
             saved = self._prune_step(messages, min_saving, load - low, cold)
             if saved:
                 view = self.view(messages)
@@ -480,7 +496,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         keep = self.settings.prune_keep_turns
         boundary = asks[-keep] if keep and len(asks) >= keep else len(view) if not keep else 0
         removable = min(size(view[:boundary]), size(view) - size(kept)) - SUMMARY_ALLOWANCE_TOKENS
-        return removable >= max(excess, int(self.window * PRUNE_MIN_STEP_SHARE))
+        return removable >= max(excess, int(self.working_window * PRUNE_MIN_STEP_SHARE))
 
     def _full(self, tokens: int) -> str:
         """Why a request cannot be sent, and what to change: the fixed part alone (system

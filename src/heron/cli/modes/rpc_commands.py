@@ -91,6 +91,7 @@ class SessionCommands:
             "contextWindow": window,
             "windowSource": window_source(session),
             "threshold": session.threshold,
+            "workingBudget": session.policy.budget.to_detail(),
             "percent": round(100 * tokens / window, 1) if window else None,
         }
 

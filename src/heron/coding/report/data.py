@@ -121,14 +121,19 @@ class ReportData:
     pruned: dict[str, tuple[str, int]] = field(default_factory=dict)  # call id -> (stub, first request without it)
     reserve: int | None = None
     warnings: list[str] = field(default_factory=list)
+    # model -> the working budget its compactions recorded (heron.context.working_budget)
+    budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def threshold_at(self, point: RequestPoint) -> int | None:
         """The compaction threshold at that request: window - reserve, the reserve capped
-        at a quarter of the window as the policy caps it."""
+        at a quarter of the window as the policy caps it, or the model's working budget
+        when its compactions recorded a lower one."""
         if point.window is None or self.reserve is None:
             return None
         reserve = CompactionSettings(reserve_tokens=self.reserve).for_window(point.window).reserve_tokens
-        return max(0, point.window - reserve)
+        threshold = max(0, point.window - reserve)
+        budget = self.budgets.get(point.model, {}).get("tokens")
+        return min(threshold, budget) if isinstance(budget, int) else threshold
 
 
 WindowSource = Mapping[str, int] | Callable[[str], int | None] | None
@@ -275,6 +280,10 @@ def _ledger_marker(walk: _Walk, entry: CustomEntry) -> None:
         entry_id=entry.id,
         detail={k: v for k, v in record.items() if k not in {"kind", "recover"}},
     )
+    detail = record.get("detail")
+    budget = detail.get("working_budget") if isinstance(detail, dict) else None
+    if kind == "compaction" and isinstance(budget, dict):
+        walk.data.budgets.setdefault(walk.model, budget)
     if kind == "compaction" and isinstance(ref, str):
         marker.summary = walk.summaries.get(ref)
         if marker.summary is None:

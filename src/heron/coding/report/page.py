@@ -146,6 +146,11 @@ def render(data: ReportData, *, transcript_budget: int | None = DEFAULT_BUDGET) 
     """The whole page."""
     title = f"heron session {data.session_id}"
     warnings = "".join(f"<p class='meta'>warning: {_t(w)}</p>" for w in data.warnings[:20])
+    warnings += "".join(
+        f"<p class='meta'>{_t(model)}: working budget {b['tokens']:,} tokens ({_t(b.get('reason', ''))})</p>"
+        for model, b in data.budgets.items()
+        if isinstance(b.get("tokens"), int)
+    )
     return "".join(
         [
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",

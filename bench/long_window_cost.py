@@ -1,0 +1,238 @@
+"""Issue 38 figures: what a long session costs on a large window, with and without the
+working budget (docs/context.md, "The working budget").
+
+The same seeded session as bench/context_longrun.py (a generated project; each turn the
+model reads a file or runs a command printing up to ~200 KB, sometimes edits, then
+answers), played in process with the faux provider against a model with a 1M-token and
+a 200k-token window, each priced as Claude Sonnet is ($3 input, $3.75 cache write,
+$0.30 cache read, $15 output per million tokens). The faux "server" rejects any request
+over the window. Summary requests get a structured summary.
+
+For each window, the run with ``compaction.workingBudget: "off"`` (the threshold is the
+window less the reserve, as before) and with the default ``"auto"``: input tokens read
+over the session (every request's tokens, summary requests included), the largest
+request, compactions, and the priced cost with a simulated 5-minute prompt cache
+(``_prompt_cache.py``: a request's cached prefix is billed as a cache read, the rest as a
+cache write, output at the output price). ``--quick``: 30 turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import parser, table, write_json
+from _prompt_cache import figures, pauses
+from _sim_clock import WallClock
+from context_longrun import SEED, SUMMARY, TurnPlan, edit_arguments, make_project, plan_turn
+from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_request, text
+from heron.ai.registry import unregister_provider
+from heron.ai.types import Context, ModelCost, TextContent, ToolCall
+from heron.coding.assembly import assemble_session
+from heron.coding.events import CompactionEndEvent
+from heron.coding.session_spec import SessionSpec
+from heron.coding.settings import settings_from_dict
+from heron.context.background import BACKGROUND_ENV
+from heron.context.summary_text import is_summary_request
+
+PRICES = ModelCost(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)  # dollars per million tokens
+MAX_TOKENS = 8_192
+ANSWER_TOKENS = 60  # what a step's reply is billed as output, about (the scripted text and call)
+SUMMARY_TOKENS = 500
+WINDOWS = (1_000_000, 200_000)
+TURNS, TURNS_QUICK = 120, 30
+GOAL_RATIO = 0.5  # issue 38: at most half the input tokens the window-only run read
+
+
+@dataclass
+class Script:
+    """Replies computed from the context: the turn plan's steps, then its answer."""
+
+    root: Path
+    window: int
+    plan: TurnPlan | None = None
+    step: int = 0
+    rejected: int = 0
+    summaries: int = 0
+
+    def __call__(self, context: Context) -> FauxReply:
+        if is_summary_request(context):
+            self.summaries += 1
+            return text(SUMMARY.format(n=self.summaries))
+        if math.ceil(len(serialise_request(context)) / 4) > self.window:  # a server enforcing its window
+            self.rejected += 1
+            return error(f"prompt is too long: more than {self.window} tokens", 400)
+        plan = self.plan
+        assert plan is not None
+        if self.step >= len(plan.steps):
+            self.step += 1
+            return text(plan.answer)
+        tool, args, label = plan.steps[self.step]
+        if tool == "edit":
+            args = edit_arguments(self.root, args["path"], plan.turn)
+        call = ToolCall(id=f"t{plan.turn:03d}_{self.step}", name=tool, arguments=args)
+        self.step += 1
+        return FauxReply(content=[TextContent(text=f"Let me {label}."), call])
+
+
+@dataclass
+class Outcome:
+    name: str
+    window: int
+    budget: str
+    threshold: int
+    turns: int
+    requests: int = 0
+    summary_requests: int = 0
+    input_tokens: int = 0
+    largest_request: int = 0
+    compactions: int = 0
+    rejected: int = 0
+    cost: dict[str, float] = field(default_factory=dict)
+
+
+async def play(window: int, budget: str, turns: int) -> Outcome:
+    """One session of ``turns`` turns on a ``window``-token model under ``budget``."""
+    rng = random.Random(SEED)
+    tmp = Path(tempfile.mkdtemp(prefix="heron-window-cost-"))
+    api = f"faux-window-{window}-{budget}"
+    faux = FauxProvider.install(api)
+    old_home = os.environ.get("HERON_HOME")
+    try:
+        home, root = tmp / "home", tmp / "proj"
+        home.mkdir()
+        os.environ["HERON_HOME"] = str(home)
+        sizes = make_project(root, rng)
+        script = Script(root=root, window=window)
+        faux.set_fallback(script)
+        model = faux.model(context_window=window, max_tokens=MAX_TOKENS, cost=PRICES)
+        settings = {"memory": {"enabled": False}, "compaction": {"workingBudget": budget}}
+        spec = SessionSpec(cwd=root, model=model, home=home, date="2025-01-01", settings=settings_from_dict(settings))
+        session = assemble_session(spec)
+        compactions: list[Any] = []
+        session.subscribe(lambda e: compactions.append(e) if isinstance(e, CompactionEndEvent) and e.entry_id else None)
+        first_of_turn: dict[int, int] = {}  # payload index -> the turn it starts
+        turn_pauses = pauses(turns, SEED)
+        with WallClock() as clock:
+            for turn in range(1, turns + 1):
+                clock.advance(15.0 + turn_pauses[turn])
+                first_of_turn[len(faux.payloads)] = turn
+                script.plan, script.step = plan_turn(turn, sizes, rng), 0
+                await session.prompt(script.plan.prompt)
+                assert script.step == len(script.plan.steps) + 1, f"turn {turn} did not finish"
+        return measure(window, budget, turns, faux, session.threshold, len(compactions), script, first_of_turn)
+    finally:
+        unregister_provider(api)
+        if old_home is None:
+            os.environ.pop("HERON_HOME", None)
+        else:
+            os.environ["HERON_HOME"] = old_home
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(
+    window: int,
+    budget: str,
+    turns: int,
+    faux: FauxProvider,
+    threshold: int,
+    compactions: int,
+    script: Script,
+    first_of_turn: dict[int, int],
+) -> Outcome:
+    sizes = [math.ceil(len(p) / 4) for p in faux.payloads]
+    summary = [is_summary_request(c) for c in faux.requests]
+    sent = [
+        (payload.split("\n"), is_summary, first_of_turn.get(j))
+        for j, (payload, is_summary) in enumerate(zip(faux.payloads, summary, strict=True))
+    ]
+    cache = figures(sent, pauses(turns, SEED))["5min"]
+    read, written = cache.cached / 4, cache.uncached / 4
+    output = sum(SUMMARY_TOKENS if s else ANSWER_TOKENS for s in summary)
+    cost = {
+        "cache_read": read * PRICES.cache_read / 1e6,
+        "cache_write": written * PRICES.cache_write / 1e6,
+        "output": output * PRICES.output / 1e6,
+    }
+    cost["total"] = sum(cost.values())
+    return Outcome(
+        name=f"{window // 1000}k window, budget {budget}",
+        window=window,
+        budget=budget,
+        threshold=threshold,
+        turns=turns,
+        requests=len(sizes),
+        summary_requests=sum(summary),
+        input_tokens=sum(sizes),
+        largest_request=max(sizes),
+        compactions=compactions,
+        rejected=script.rejected,
+        cost={k: round(v, 2) for k, v in cost.items()},
+    )
+
+
+async def main_async(turns: int) -> list[Outcome]:
+    outcomes = []
+    for window in WINDOWS:
+        for budget in ("off", "auto"):
+            outcomes.append(await play(window, budget, turns))
+    return outcomes
+
+
+def main() -> None:
+    args = parser(__doc__.split("\n\n")[0]).parse_args()
+    os.environ[BACKGROUND_ENV] = "0"  # summaries in the foreground: the same requests in every run
+    turns = TURNS_QUICK if args.quick else TURNS
+    outcomes = asyncio.run(main_async(turns))
+    rows = [
+        [
+            o.name,
+            f"{o.threshold:,}",
+            f"{o.input_tokens:,}",
+            f"{o.largest_request:,}",
+            o.requests,
+            o.compactions,
+            o.rejected,
+            f"${o.cost['total']:.2f}",
+        ]
+        for o in outcomes
+    ]
+    headers = ["run", "threshold", "input tokens", "largest request", "requests", "compactions", "rejected", "cost"]
+    print(f"{turns} turns, Sonnet prices, simulated 5-minute cache:")
+    print(table(headers, rows))
+    verdicts = {}
+    for window in WINDOWS:
+        off, auto = (next(o for o in outcomes if o.window == window and o.budget == b) for b in ("off", "auto"))
+        ratio = auto.input_tokens / off.input_tokens
+        verdicts[str(window)] = {
+            "input_ratio": round(ratio, 3),
+            "cost_ratio": round(auto.cost["total"] / off.cost["total"], 3),
+        }
+        met = "met" if ratio <= GOAL_RATIO else "NOT met"
+        print(
+            f"{window:,}-token window: auto reads {ratio:.2f}x the input tokens of off (goal <= {GOAL_RATIO}: {met}), "
+            f"costs {auto.cost['total'] / off.cost['total']:.2f}x"
+        )
+    load = os.getloadavg()[0]
+    print(f"load average {load:.2f}")
+    target = write_json(
+        "long_window_cost",
+        {"turns": turns, "load": load, "runs": [o.__dict__ for o in outcomes], "ratios": verdicts},
+        args.json,
+        args.quick,
+    )
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
