@@ -30,6 +30,7 @@ from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
 from heron.context.cold_cache import COLD_KEEP_TURNS
 from heron.context.frontier import FrontierSettings
+from heron.context.goal_loop import GoalSettings, goal_settings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
@@ -194,6 +195,7 @@ class Settings:
     max_turns: int | None = None
     # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
+    goal: GoalSettings = field(default_factory=GoalSettings)  # goal.*: the goal loop (heron.context.goal_loop)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -343,6 +345,7 @@ SCHEMA: dict[str, Any] = {
     "mcp": {"startup": _startup},
     "limits": {"maxTurns": _POSITIVE},
     "continuity": {"recentSteps": _NON_NEGATIVE, "skillTokens": _POSITIVE, "skillsTokens": _NON_NEGATIVE},
+    "goal": {"maxTurns": _NON_NEGATIVE, "evaluator": _string},
 }
 
 
@@ -500,6 +503,7 @@ def settings_from_dict(
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
+        goal=goal_settings(_sub(data, "goal")),
         timeouts=TimeoutSettings(
             first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
             idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
