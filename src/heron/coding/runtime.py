@@ -192,6 +192,11 @@ class CodingSession(RecoveryHooks):
         self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
         self.goal_loop = GoalLoop(self)  # going on by itself while the goal is active (heron.coding.goal_loop)
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.window))  # a learnt one too
+        self._listen()
+
+    def _listen(self) -> None:
+        """The session file records the agent's messages; the session hears the agent's and
+        the ledger's events (the context files' records go in first)."""
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
         self.ledger.subscribe(self._on_ledger_record)

@@ -440,6 +440,15 @@ def _continuity(data: Mapping[str, Any]) -> FrontierSettings:
     )
 
 
+def _timeouts(data: Mapping[str, Any]) -> TimeoutSettings:
+    default = TimeoutSettings()
+    return TimeoutSettings(
+        first_byte_ms=data.get("firstByteMs", default.first_byte_ms),
+        idle_ms=data.get("idleMs", default.idle_ms),
+        request_ms=data.get("requestMs", default.request_ms),
+    )
+
+
 def settings_from_dict(
     data: Mapping[str, Any], warnings: tuple[str, ...] = (), sources: tuple[Path, ...] = ()
 ) -> Settings:
@@ -504,11 +513,7 @@ def settings_from_dict(
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
         goal=goal_settings(_sub(data, "goal")),
-        timeouts=TimeoutSettings(
-            first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
-            idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
-            request_ms=_sub(data, "timeouts").get("requestMs", TimeoutSettings().request_ms),
-        ),
+        timeouts=_timeouts(_sub(data, "timeouts")),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
