@@ -11,7 +11,10 @@ stopped get the same ones:
 - ``blocked_at``: that step calls ``goal`` with ``blocked`` instead (a later prompt of the
   user's then lets it complete);
 - ``hang_at``: the first request of that step is held (never answered) the first time
-  it arrives, so a test can kill heron in the middle of the loop.
+  it arrives, so a test can kill heron in the middle of the loop; ``slow_at``: that
+  step's command creates the file ``started`` and then sleeps (kill it mid-tool);
+- a prompt in a request that offers no ``goal`` tool (no goal, or one met before the
+  prompt) is answered ``Noted.``.
 """
 
 from __future__ import annotations
@@ -49,12 +52,14 @@ class GoalModel:
         complete: bool = True,
         blocked_at: int | None = None,
         hang_at: int | None = None,
+        slow_at: int | None = None,
         wire: str = "openai",
     ) -> None:
         self.steps = steps
         self.complete = complete
         self.blocked_at = blocked_at
         self.hang_at = hang_at
+        self.slow_at = slow_at
         self.wire = wire
         self.bodies: list[dict[str, Any]] = []
         self.held: list[dict[str, Any]] = []
@@ -75,11 +80,14 @@ class GoalModel:
             return self._reply(FINAL if self._goal_status(messages) == "complete" else "I need the deploy key.")
         if result is not None:
             return self._reply(f"Step {step} done.")
+        if not any(_tool_name(t) == "goal" for t in body.get("tools") or []):
+            return self._reply("Noted.")
         unblocked = any(m["role"] == "user" and "key is in .env" in _texts(m) for m in messages)
         if step == self.blocked_at and not unblocked:
             return self._reply("", [(f"goal_{step}", "goal", {"status": "blocked", "evidence": BLOCKER})])
         if step <= self.steps or not self.complete:
-            return self._reply("", [(f"call_{step}", "bash", {"command": f"echo step {step}"})])
+            command = "touch started && sleep 60" if step == self.slow_at else f"echo step {step}"
+            return self._reply("", [(f"call_{step}", "bash", {"command": command})])
         return self._reply("", [(f"goal_{step}", "goal", {"status": "complete", "evidence": EVIDENCE})])
 
     def _result_of(self, last: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
