@@ -242,6 +242,10 @@ class Agent:
         """Deliver when the agent would otherwise stop."""
         self._queues.follow_up.extend(_as_messages(message))
 
+    def has_queued(self) -> bool:
+        """A steering or follow-up message waits to be delivered."""
+        return bool(self._queues.steering or self._queues.follow_up)
+
     def clear_queues(self) -> list[AgentMessage]:
         return self._queues.take_steering() + self._queues.take_follow_up()
 

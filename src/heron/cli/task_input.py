@@ -53,8 +53,7 @@ def resend_task(session: CodingSession) -> Task:
         why = session.goal_loop.idle_reason() if session.goal_loop.state().goal is not None else None
         raise UsageError(
             'no task given: heron -p "what to do" (or pipe it on stdin); '
-            "the session's last prompt was answered, so there is none to send again"
-            + (f", and {why}" if why else "")
+            "the session's last prompt was answered, so there is none to send again" + (f", and {why}" if why else "")
         )
     print(f"heron: sending the unanswered prompt again: {_preview(found.message.text())}", file=sys.stderr, flush=True)
     return Task(text="", resend=True)

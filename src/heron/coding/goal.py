@@ -169,14 +169,19 @@ class GoalKeeper:
         return describe(goal, spent) if goal is not None else "No goal is set (/goal TEXT sets one)."
 
 
-def _goal_on_store(store: SessionStore) -> tuple[tuple[Goal | None, int], int]:
+_Found = tuple[Goal | None, int]  # the goal on a path and its entry's index (-1: none)
+
+
+def _goal_on_store(store: SessionStore) -> tuple[_Found, int]:
     if store.leaf_id is None:
         return (None, -1), 0
     ids, types = store.lineage(store.leaf_id)
     return goal_on_path(store.get, ids, types), len(ids)
 
 
-def _goal_step(found: tuple[Goal | None, int], store: SessionStore, entry_id: str, index: int) -> tuple[Goal | None, int]:
+def _goal_step(
+    found: tuple[Goal | None, int], store: SessionStore, entry_id: str, index: int
+) -> tuple[Goal | None, int]:
     if store.type_of(entry_id) == "custom" and (goal := goal_from_entry(store.get(entry_id))) is not False:
         return (goal if isinstance(goal, Goal) else None), index
     return found

@@ -30,7 +30,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from heron.agent.messages import AgentMessage, ExtensionMessage
+from heron.agent.messages import AgentMessage
 from heron.agent.tools import ToolError
 from heron.ai.adapt import NO_RESULT_TEXT
 from heron.ai.overflow import ErrorKind
@@ -211,28 +211,39 @@ class GoalLoop:
         added: list[AgentMessage] = []
         self.running = True
         try:
-            while True:
-                end = self._stopped(last)
-                queued = session.agent.clear_queues() if end is None else []
-                if end is None and not queued:
-                    end, message = await self._next()
-                if end is not None:
-                    break
+            while (end := await self._decide(last)) is None:
                 await self._no_question_open()
-                if queued:
-                    step = await session.run_step(queued)
-                else:
-                    state = self.state()
-                    text = state.evaluation.reason if state.evaluation is not None else None
-                    error, self._evaluator_error = self._evaluator_error, None
-                    session._emit(self._event("step", state.continuations + 1, evaluation=text, evaluator_error=error))
-                    step = await session.run_step(message)
+                queued = session.agent.clear_queues()  # what the user typed: sent instead of the continuation
+                step = await session.run_step(queued) if queued else await self._continue()
                 added += step
                 last = _last_answer(step)
         finally:
             self.running = False
         session._emit(end)
         return added
+
+    async def _decide(self, last: AssistantMessage | None) -> GoalLoopEvent | None:
+        """After a step that answered ``last``: the loop's end, or None to take another
+        step. The evaluator judges first (unless the user has typed meanwhile); the cap
+        counts only steps heron takes by itself."""
+        agent = self.session.agent
+        end = self._stopped(last)
+        if end is None and not agent.has_queued() and self.evaluator and self.state().evaluation is None:
+            await self._evaluate()
+            end = self._stopped(last)
+        if end is None and not agent.has_queued() and self.state().continuations >= self.max_turns:
+            self._stop_answer(ErrorKind.GOAL_TURNS, turns_stop_text(self.max_turns))
+            end = self._end("goal_turns")
+        return end
+
+    async def _continue(self) -> list[AgentMessage]:
+        """A step of heron's own: the continuation, with the evaluator's reason if it has one."""
+        state = self.state()
+        reason = state.evaluation.reason if state.evaluation is not None else None
+        error, self._evaluator_error = self._evaluator_error, None
+        event = self._event("step", state.continuations + 1, evaluation=reason, evaluator_error=error)
+        self.session._emit(event)
+        return await self.session.run_step(continuation(state.evaluation))
 
     def _event(self, state: str, steps: int, **fields: str | None) -> GoalLoopEvent:
         return GoalLoopEvent(state=state, steps=steps, max_turns=self.max_turns, **fields)  # type: ignore[arg-type]
@@ -256,24 +267,20 @@ class GoalLoop:
             return self._end("blocked", state.verdict.evidence)
         return None
 
-    async def _next(self) -> tuple[GoalLoopEvent | None, ExtensionMessage]:
-        """The evaluator's judgement (when one is set and the step has none yet), the cap,
-        then the continuation to send."""
-        state = self.state()
-        if self.evaluator and state.evaluation is None and state.goal is not None:
-            judgement = await evaluate(self.session, self.evaluator, state.goal.text, self._last_step())
-            store = self.session.store
-            if judgement.met:
-                evidence = judgement.reason or "the evaluator judged the goal met"
-                store.append_custom(VERDICT_TYPE, verdict_data("complete", evidence, "evaluator", judgement.model))
-                return self._end("complete", evidence), continuation()
-            store.append_custom(EVALUATION_TYPE, evaluation_data(judgement.reason, judgement.model, judgement.error))
-            self._evaluator_error = judgement.error
-            state = self.state()
-        if state.continuations >= self.max_turns:
-            self._stop_answer(ErrorKind.GOAL_TURNS, turns_stop_text(self.max_turns))
-            return self._end("goal_turns"), continuation()
-        return None, continuation(state.evaluation)
+    async def _evaluate(self) -> None:
+        """Ask the evaluator about the step just taken and record what it said: "met" as a
+        ``complete`` verdict, anything else as the evaluation the next continuation carries."""
+        goal = self.state().goal
+        if goal is None or self.evaluator is None:
+            return
+        judgement = await evaluate(self.session, self.evaluator, goal.text, self._last_step())
+        store = self.session.store
+        if judgement.met:
+            evidence = judgement.reason or "the evaluator judged the goal met"
+            store.append_custom(VERDICT_TYPE, verdict_data("complete", evidence, "evaluator", judgement.model))
+            return
+        store.append_custom(EVALUATION_TYPE, evaluation_data(judgement.reason, judgement.model, judgement.error))
+        self._evaluator_error = judgement.error
 
     def _last_step(self) -> list[AgentMessage]:
         """The messages of the step just taken: after the last user message or continuation."""

@@ -24,7 +24,6 @@ from heron.coding.outcome import RunOutcome
 from heron.coding.run import Run
 from heron.coding.secrets import redact
 
-
 LIMIT_EXIT = 4  # a limit stopped the run: --max-turns, --goal-turns, the goal's token budget
 BLOCKED_EXIT = 5  # the goal is blocked: the model cannot go on without the user
 _LIMITS = frozenset({ErrorKind.TURN_LIMIT, ErrorKind.GOAL_BUDGET, ErrorKind.GOAL_TURNS})
