@@ -179,3 +179,16 @@ def test_a_bad_goal_turns_is_a_usage_error(project: Project, value: str) -> None
     assert result.code == 2
     assert "--goal-turns" in result.err
     assert project.session_files() == []
+
+
+def test_a_goal_set_without_a_prompt_has_no_loop_to_pick_up(project: Project) -> None:
+    script = GoalModel()
+    server = LocalServer(script)
+    try:
+        set_first = project.run("-p", f"/goal {GOAL}", *openai_args(server))
+        again = project.run("-p", "--continue", *openai_args(server))
+    finally:
+        server.close()
+    assert set_first.code == 0, set_first.err
+    assert again.code == 2 and "the goal loop starts with the next prompt" in again.err
+    assert script.bodies == []

@@ -152,8 +152,8 @@ class GoalLoop:
         """A loop stopped mid-way (a killed process, a pause): ``heron -p --continue``
         without a task and the interactive resume pick it up."""
         state = self.state()
-        if not self.looping or state.goal is None:
-            return False
+        if not self.looping or state.goal is None or not state.started:
+            return False  # no prompt since the goal was set: the loop starts with the next one
         answer, calls = resume_point(self.session.agent.state.messages)
         if answer is None or calls:  # a step to finish, whatever it brings
             return not (state.status == "complete" and state.prompted)
@@ -166,6 +166,8 @@ class GoalLoop:
             return "no goal is set"
         if not self.looping:
             return "the goal loop is off (goal.maxTurns / --goal-turns 0)"
+        if not state.started:
+            return "the goal loop starts with the next prompt"
         if state.verdict is not None and state.status != "active":
             return f"the goal is {state.status}: {state.verdict.evidence}"
         return f"the goal loop stopped at its limit of {self.max_turns} continuations (raise it with --goal-turns N)"

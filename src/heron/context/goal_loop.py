@@ -82,11 +82,13 @@ class Evaluation:
 
 @dataclass(frozen=True, slots=True)
 class LoopState:
-    """The loop on a path: the goal, the latest verdict that still holds, whether the user
-    spoke after it, the continuations since the user last spoke (or the goal was set), and
-    an evaluation recorded after the last message, not acted on yet."""
+    """The loop on a path: the goal, whether a prompt or continuation came since it was set
+    (the loop has started), the latest verdict that still holds, whether the user spoke
+    after it, the continuations since the user last spoke (or the goal was set), and an
+    evaluation recorded after the last message, not acted on yet."""
 
     goal: Goal | None = None
+    started: bool = False
     verdict: Verdict | None = None
     prompted: bool = False
     continuations: int = 0
@@ -150,10 +152,10 @@ def fold(state: LoopState, kind: str, role: str | None, entry: Callable[[], Entr
     if role == "user":
         verdict = state.verdict if state.verdict is not None and state.verdict.status == "complete" else None
         return dataclasses.replace(
-            state, verdict=verdict, prompted=verdict is not None, continuations=0, evaluation=None
+            state, started=True, verdict=verdict, prompted=verdict is not None, continuations=0, evaluation=None
         )
     if role == "custom" and is_continuation(_message_of(entry())):
-        return dataclasses.replace(state, continuations=state.continuations + 1, evaluation=None)
+        return dataclasses.replace(state, started=True, continuations=state.continuations + 1, evaluation=None)
     return dataclasses.replace(state, evaluation=None) if state.evaluation is not None else state
 
 
