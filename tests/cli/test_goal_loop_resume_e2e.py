@@ -149,7 +149,8 @@ def drive_print(cwd: Path, env: dict[str, str]) -> None:
         assert done.returncode == 0, f"prompt {n}: {done.stderr[-2000:]}"
 
 
-def drive_rpc(cwd: Path, env: dict[str, str]) -> None:
+def drive_rpc(cwd: Path, env: dict[str, str]) -> list[Any]:
+    """The prompts in one process; each run's ``goal`` report, in order."""
     child = subprocess.Popen(
         [*heron(), "--model", "local/m", "--mode", "rpc", "--goal", GOAL],
         cwd=cwd,
@@ -160,6 +161,7 @@ def drive_rpc(cwd: Path, env: dict[str, str]) -> None:
         text=True,
     )
     assert child.stdin is not None and child.stdout is not None
+    reports: list[Any] = []
     try:
         for n, text in enumerate(PROMPTS):
             child.stdin.write(json.dumps({"id": n, "type": "prompt", "message": text}) + "\n")
@@ -168,10 +170,12 @@ def drive_rpc(cwd: Path, env: dict[str, str]) -> None:
                 event = json.loads(raw)
                 if event.get("type") == "run_end" and event.get("id") == n:
                     assert event["error"] is None, f"prompt {n}: {event}"
+                    reports.append(event["goal"] and (event["goal"]["stop"], event["goal"]["steps"]))
                     break
     finally:
         child.stdin.close()
         child.wait(timeout=60)
+    return reports
 
 
 def test_one_process_and_a_process_per_prompt_send_the_same_bytes(tmp_path: Path) -> None:
@@ -179,7 +183,7 @@ def test_one_process_and_a_process_per_prompt_send_the_same_bytes(tmp_path: Path
     servers = [LocalServer(one), LocalServer(many)]
     try:
         cwd, env = make_project(tmp_path / "one", servers[0].url, MODEL)
-        drive_rpc(cwd, env)
+        reports = drive_rpc(cwd, env)
         cwd, env = make_project(tmp_path / "many", servers[1].url, MODEL)
         drive_print(cwd, env)
     finally:
@@ -190,3 +194,5 @@ def test_one_process_and_a_process_per_prompt_send_the_same_bytes(tmp_path: Path
     # once (its call and the answer after it), the prompt after that
     assert one.requests_with_goal_tool() == [True] * 8 + [False] + [True, True] + [False]
     assert one.bodies[8]["messages"][-1] == {"role": "user", "content": "now sum it up"}
+    # a prompt after the goal was met is an ordinary run: no loop, nothing to report
+    assert reports == [("complete", 3), None, None, ("complete", 0), None]

@@ -250,3 +250,20 @@ async def test_the_goal_tool_wants_evidence(project: Path, faux: FauxProvider, e
     with pytest.raises(ToolError, match="No goal is set"):
         session.goal_loop._record_verdict("complete", "done")
     assert not [e for e in session.store.entries() if getattr(e, "custom_type", "") == VERDICT_TYPE]
+
+
+def test_the_goal_tool_is_offered_last_and_only_while_the_goal_is_active(project: Path, faux: FauxProvider) -> None:
+    session = make_session(project, faux)
+    loop, agent = session.goal_loop, session.agent
+    loop.sync_tools()
+    assert "goal" not in [t.name for t in agent.state.tools]  # no goal
+    session.goal.set(GOAL)
+    loop.sync_tools()
+    assert agent.state.tools[-1] is loop.tool
+    found = session.tools[0]  # a tool added later (as an MCP search adds its finds)
+    agent.set_tools([*agent.state.tools, found])
+    loop.sync_tools()
+    assert agent.state.tools[-2:] == [found, loop.tool]  # the order a resumed process builds
+    session.goal_loop.max_turns = 0  # the loop off: the goal only leads the requests
+    loop.sync_tools()
+    assert loop.tool not in agent.state.tools

@@ -130,11 +130,15 @@ class GoalLoop:
 
     def sync_tools(self) -> None:
         """Before every request: the ``goal`` tool offered exactly while the session's state
-        says so (:attr:`LoopState.offers_tool`), after the session's own tools."""
+        says so (:attr:`LoopState.offers_tool`), always last - after the session's tools and
+        any added since (MCP tools a search loaded), so a resumed process lists them in the
+        same order."""
         agent = self.session.agent
+        tools = agent.state.tools
         offered = self.max_turns > 0 and self.state().offers_tool
-        if offered != any(tool is self.tool for tool in agent.state.tools):
-            agent.set_tools([*self.session.tools, self.tool] if offered else list(self.session.tools))
+        wanted = [tool for tool in tools if tool is not self.tool] + ([self.tool] if offered else [])
+        if len(wanted) != len(tools) or any(a is not b for a, b in zip(wanted, tools, strict=False)):
+            agent.set_tools(wanted)
 
     def _record_verdict(self, status: VerdictStatus, evidence: str) -> str:
         if not evidence:
@@ -177,8 +181,9 @@ class GoalLoop:
     async def run(self, added: Sequence[AgentMessage]) -> list[AgentMessage]:
         """After a prompt's first step (``added``): the steps that follow while the goal is
         active; the messages they added."""
-        if not self.looping or self.state().goal is None:
-            return []
+        state = self.state()
+        if not self.looping or state.goal is None or (state.status == "complete" and state.prompted):
+            return []  # no goal, or one met before this prompt: an ordinary run
         return await self._loop(_last_answer(added))
 
     async def resume(self) -> list[AgentMessage]:
