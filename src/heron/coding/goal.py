@@ -101,6 +101,10 @@ class GoalKeeper:
     def current(self) -> Goal | None:
         return self._on_path()[0]
 
+    def position(self) -> int:
+        """The index of the goal's entry on the leaf's path (-1: none)."""
+        return self._on_path()[1]
+
     def spent(self) -> tuple[Goal | None, int]:
         """The goal and the tokens spent for it so far (every answer since it was set)."""
         goal, index = self._on_path()

@@ -63,12 +63,14 @@ _FAILED = (StopReason.ERROR, StopReason.ABORTED)
 _STOPS = {ErrorKind.TURN_LIMIT.value: "max_turns", ErrorKind.GOAL_BUDGET.value: "goal_budget"}
 
 
-def _full(store: SessionStore) -> tuple[LoopState, int]:
-    """The loop's state read from the whole path: folded from the goal entry on."""
+def _full(store: SessionStore, start: int | None = None) -> tuple[LoopState, int]:
+    """The loop's state read from the whole path: folded from the goal entry on (``start``:
+    its index when the caller knows it, -1 for none)."""
     if store.leaf_id is None:
         return LoopState(), 0
     ids, types = store.lineage(store.leaf_id)
-    _, start = goal_on_path(store.get, ids, types)
+    if start is None:
+        _, start = goal_on_path(store.get, ids, types)
     state = LoopState()
     for index in range(max(start, 0), len(ids) if start >= 0 else 0):
         state = _step(state, store, ids[index], index)
@@ -112,7 +114,9 @@ class GoalLoop:
         self.running = False  # a run is inside the loop (rpc: a prompt then steers it)
         self._evaluator_error: str | None = None  # why the evaluator could not judge the last step
         self.tool = GoalTool(self._record_verdict)
-        self._fold: PathFold[LoopState] = PathFold(_full, _step)
+        # the goal entry's index comes from the goal keeper's own fold (read before every
+        # request anyway): a path read whole is not searched for it a second time
+        self._fold: PathFold[LoopState] = PathFold(lambda store: _full(store, session.goal.position()), _step)
 
     # --- the state and the tool ---------------------------------------------------------
 
