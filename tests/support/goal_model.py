@@ -13,8 +13,10 @@ stopped get the same ones:
 - ``hang_at``: the first request of that step is held (never answered) the first time
   it arrives, so a test can kill heron in the middle of the loop; ``slow_at``: that
   step's command creates the file ``started`` and then sleeps (kill it mid-tool);
-- a prompt in a request that offers no ``goal`` tool (no goal, or one met before the
-  prompt) is answered ``Noted.``.
+- a prompt in a request that offers no ``goal`` tool after the goal was met (a call of
+  it in the conversation) is answered ``Noted.``;
+- a prompt ``go on`` (a user driving the steps by hand) counts as a step, as a
+  continuation does.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class GoalModel:
     def __call__(self, request: Recorded) -> Reply:
         body = request.json()
         messages = body["messages"]
-        step = 1 + sum(1 for m in messages if m["role"] == "user" and CONTINUATION_TEXT in _texts(m))
+        step = 1 + sum(1 for m in messages if m["role"] == "user" and _is_step(_texts(m)))
         last = messages[-1]
         result = self._result_of(last, messages)
         with self._lock:
@@ -80,7 +82,8 @@ class GoalModel:
             return self._reply(FINAL if self._goal_status(messages) == "complete" else "I need the deploy key.")
         if result is not None:
             return self._reply(f"Step {step} done.")
-        if not any(_tool_name(t) == "goal" for t in body.get("tools") or []):
+        offered = any(_tool_name(t) == "goal" for t in body.get("tools") or [])
+        if not offered and any(c[1] == "goal" for m in messages for c in _calls(m)):
             return self._reply("Noted.")
         unblocked = any(m["role"] == "user" and "key is in .env" in _texts(m) for m in messages)
         if step == self.blocked_at and not unblocked:
@@ -112,6 +115,10 @@ class GoalModel:
 
     def requests_with_goal_tool(self) -> list[bool]:
         return [any(_tool_name(t) == "goal" for t in body.get("tools") or []) for body in self.bodies]
+
+
+def _is_step(text: str) -> bool:
+    return CONTINUATION_TEXT in text or text == "go on"
 
 
 def _texts(message: dict[str, Any]) -> str:
