@@ -79,6 +79,8 @@ def test_the_state_follows_verdicts_prompts_and_continuations(tmp_path: Path) ->
     assert state().status == "complete" and state().offers_tool  # the run that met it keeps the tool
     store.append_message(user("thanks"))
     assert state().status == "complete" and not state().offers_tool  # the user's next prompt does not
+    store.append_custom("heron.goal", {"text": GOAL, "budget": 50_000, "spent": 900})  # the same goal again
+    assert state().status == "complete" and not state().offers_tool  # (a budget's figure): its state stays
     store.append_custom("heron.goal", {"text": "A new goal.", "budget": None, "spent": 0})
     assert (state().status, state().offers_tool, state().continuations) == ("active", True, 0)
     store.append_custom("heron.goal", {"text": None})

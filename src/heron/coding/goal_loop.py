@@ -48,6 +48,7 @@ from heron.context.goal_loop import (
     continuation,
     evaluation_data,
     fold,
+    goal_start,
     is_continuation,
     turns_stop_text,
     verdict_data,
@@ -71,6 +72,7 @@ def _full(store: SessionStore, start: int | None = None) -> tuple[LoopState, int
     ids, types = store.lineage(store.leaf_id)
     if start is None:
         _, start = goal_on_path(store.get, ids, types)
+    start = goal_start(store.get, ids, types, start)
     state = LoopState()
     for index in range(max(start, 0), len(ids) if start >= 0 else 0):
         state = _step(state, store, ids[index], index)

@@ -17,19 +17,22 @@ that stopped would have decided:
   ``blocked`` verdict takes the loop up again (the user answered what blocked it); one
   after a ``complete`` verdict ends the offer of the ``goal`` tool.
 
-A new goal entry starts everything afresh. The state is a fold over the entries from the
-goal entry on (:func:`fold`), so it can be kept up to date one entry at a time.
+A goal entry with another text (or one clearing the goal) starts everything afresh; the
+same goal written again (a budgeted goal is, at each prompt, with what it has spent; a
+new budget) keeps its state. The state is a fold over the entries from the first entry
+of that goal on (:func:`fold`, :func:`goal_start`), so it can be kept up to date one entry
+at a time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from heron.agent.messages import ExtensionMessage
-from heron.context.goal import Goal, goal_from_entry
+from heron.context.goal import Goal, goal_from_entry, goal_on_path
 from heron.session.entries import CustomEntry, Entry, MessageEntry
 
 VERDICT_TYPE = "heron.goal.verdict"
@@ -139,6 +142,8 @@ def fold(state: LoopState, kind: str, role: str | None, entry: Callable[[], Entr
     if kind == "custom":
         found = entry()
         goal = goal_from_entry(found)
+        if isinstance(goal, Goal) and state.goal is not None and goal.text == state.goal.text:
+            return dataclasses.replace(state, goal=goal)  # the same goal written again (its budget)
         if goal is not False:
             return LoopState(goal=goal if isinstance(goal, Goal) else None)
         custom = found.custom_type if isinstance(found, CustomEntry) else ""
@@ -157,6 +162,21 @@ def fold(state: LoopState, kind: str, role: str | None, entry: Callable[[], Entr
     if role == "custom" and is_continuation(_message_of(entry())):
         return dataclasses.replace(state, started=True, continuations=state.continuations + 1, evaluation=None)
     return dataclasses.replace(state, evaluation=None) if state.evaluation is not None else state
+
+
+def goal_start(get: Callable[[str], Entry | None], ids: Sequence[str], types: Sequence[str], latest: int) -> int:
+    """Where the fold starts: the first of the entries that set the goal at ``latest`` (the
+    latest goal entry) with the same text, one after another (-1: no goal)."""
+    if latest < 0:
+        return latest
+    goal = goal_from_entry(get(ids[latest]))
+    start = latest
+    while isinstance(goal, Goal):
+        earlier, index = goal_on_path(get, ids, types, before=start)
+        if earlier is None or earlier.text != goal.text:
+            break
+        start = index
+    return start
 
 
 def _message_of(entry: Entry | None) -> Any:
