@@ -208,7 +208,12 @@ def drive(mode: str, window: int, turns: int, root: Path) -> Result:
         harness.PROMPT_EXTRA.clear()
         harness.PROMPT_EXTRA[0] = f". Constraint: {USER_NEEDLE}"
         cwd, env = harness.make_project(
-            root, local.url, [model], {"defaultTools": ["read", "bash", "todo", "search_history"]}
+            # the goal leads every request; its loop (which would go on after each answer) is off,
+            # so the traffic is the scripted turns' alone
+            root,
+            local.url,
+            [model],
+            {"defaultTools": ["read", "bash", "todo", "search_history"], "goal": {"maxTurns": 0}},
         )
         env.pop("HERON_CHECK_CONTEXT", None)
         (cwd / SKILL_PATH).parent.mkdir(parents=True)

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from heron.cli.modes.print_mode import LIMIT_EXIT
 from heron.context.goal import Goal, render_goal
 from tests.cli.test_context_restarts import (
     TIMEOUT,
@@ -89,6 +90,7 @@ def project(root: Path, server: Any) -> tuple[Path, dict[str, str]]:
     settings = root / "home" / "settings.json"
     data = json.loads(settings.read_text())
     data["pruning"] = {"enabled": False}  # every reduction is a compaction: several in twelve turns
+    data["goal"] = {"maxTurns": 0}  # the goal leads the requests; its loop is test_goal_loop_e2e's
     settings.write_text(json.dumps(data))
     return cwd, env
 
@@ -192,11 +194,11 @@ def test_goal_budget_stops_the_run_and_can_be_raised(tmp_path: Path, servers: An
         )
 
     first = run("--goal", GOAL, "--goal-budget", "2k", "-p", "turn 0: read the data file")
-    assert first.returncode == 1
+    assert first.returncode == LIMIT_EXIT
     assert "the goal's token budget is spent" in first.stderr
     sent = len(handler.bodies)
     again = run("--continue", "-p", "turn 2: read the data file")
-    assert again.returncode == 1 and "budget is spent" in again.stderr
+    assert again.returncode == LIMIT_EXIT and "budget is spent" in again.stderr
     assert len(handler.bodies) == sent, "no request once the budget is spent"
     raised = run("--continue", "-p", "/goal --budget 1m")
     assert raised.returncode == 0, raised.stderr

@@ -18,11 +18,13 @@ from tests.support.sse import openai_reply
 __all__ = ["project"]
 
 GOAL = "Keep greet.py printing hello, in every language asked for."
+LOOP_OFF = {"goal": {"maxTurns": 0}}  # about /goal's answers: no step after the answer (test_goal_loop_e2e)
 
 
 def test_acp_goal_command_answers_in_the_editor_and_leads_the_next_request(
     project: Project, local_server: LocalServer
 ) -> None:
+    project.write_settings(LOOP_OFF)
     local_server.queue(openai_reply("Working on it."))
     editor = Editor()
 
@@ -63,6 +65,7 @@ def test_acp_bad_goal_input_is_an_error_for_the_editor(project: Project, local_s
 
 
 def test_rpc_goal_command_is_the_runs_answer(project: Project, local_server: LocalServer) -> None:
+    project.write_settings(LOOP_OFF)
     local_server.queue(openai_reply("On it."))
     child = subprocess.Popen(
         [*heron_command(), "--mode", "rpc", *openai_args(local_server)],

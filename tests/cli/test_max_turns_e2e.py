@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from heron.cli.modes.print_mode import LIMIT_EXIT
 from heron.coding.run_limits import DEFAULT_MAX_TURNS, max_turns_for
 from heron.coding.settings import Settings, settings_from_dict
 from tests.cli.test_print_json_e2e import Project, openai_args, project  # noqa: F401 - the fixture
@@ -41,7 +42,7 @@ def endless() -> Iterator[LocalServer]:
 
 def test_endless_tool_loop_stops_at_max_turns_and_resumes(project: Project, endless: LocalServer) -> None:  # noqa: F811
     result = project.run("-p", "loop forever", "--max-turns", "50", *openai_args(endless))
-    assert result.code == 1
+    assert result.code == LIMIT_EXIT  # 4: a limit stopped the run (docs/continuity.md, exit codes)
     assert result.out == ""
     assert f"heron: {STOP_TEXT.format(n=50)}" in result.err
     assert len(endless.requests) == 50  # no request after the limit
@@ -67,7 +68,7 @@ def test_endless_tool_loop_stops_at_max_turns_and_resumes(project: Project, endl
 def test_settings_limit_applies_in_json_mode(project: Project, endless: LocalServer) -> None:  # noqa: F811
     project.write_settings({"limits": {"maxTurns": 3}})
     result = project.run("--mode", "json", "-p", "loop forever", *openai_args(endless))
-    assert result.code == 1
+    assert result.code == LIMIT_EXIT  # 4: a limit stopped the run (docs/continuity.md, exit codes)
     assert len(endless.requests) == 3
     ends = [e for e in result.lines() if e.get("type") == "message_end" and e["message"].get("role") == "assistant"]
     assert ends[-1]["message"]["stopReason"] == "error"

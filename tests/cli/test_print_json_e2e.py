@@ -247,6 +247,7 @@ def check_events(events: list[dict[str, Any]]) -> None:
         "answer_chars": len(ANSWER),
         "answer_timestamp": last["timestamp"],
         "unsent": [],
+        "goal": None,  # no goal loop ran
     }
     types = [event["type"] for event in events]
     assert types[0] == "agent_start" and types[-1] == "agent_end"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from heron.agent.params import schema_of
 from heron.agent.tools import AgentTool, ParamsRef
-from heron.coding.tools import ALL_TOOLS, SESSION_TOOLS, ToolEnv, create_tools
+from heron.coding.tools import ALL_TOOLS, GOAL_TOOL, SESSION_TOOLS, ToolEnv, create_tools
+from heron.coding.tools.goal import GoalTool
 from heron.coding.tools.params import ReadParams
 from heron.coding.tools.schema_table import MODELS, PARAMS_MODULE, TABLE_PATH, generate, render
 
@@ -29,7 +30,13 @@ def test_every_built_in_tool_sends_its_models_schema(tmp_path: Path) -> None:
         assert tool.parameters_ref is not None and tool.parameters_ref.schema is not None, tool.name
         sent = tool.definition().parameters
         assert json.dumps(sent) == json.dumps(schema_of(tool.parameters)), tool.name
-    assert set(MODELS) == set(names) | SESSION_TOOLS  # the task tool's model is in the table too
+    assert set(MODELS) == set(names) | SESSION_TOOLS | {GOAL_TOOL}  # the task and goal tools' models too
+
+
+def test_the_goal_tool_sends_its_models_schema() -> None:
+    tool = GoalTool(lambda status, evidence: "recorded")
+    assert tool.parameters_ref is not None and tool.parameters_ref.schema is not None
+    assert json.dumps(tool.definition().parameters) == json.dumps(schema_of(tool.parameters))
 
 
 def test_a_reference_without_a_schema_generates_it_from_the_model() -> None:

@@ -184,8 +184,12 @@ class Agent:
 
     # --- running -----------------------------------------------------------------------
 
-    async def prompt(self, message: PromptInput, images: list[ImageContent] | None = None) -> list[AgentMessage]:
-        """Add the prompt and run until the agent stops; returns the messages added."""
+    async def prompt(
+        self, message: PromptInput, images: list[ImageContent] | None = None, *, keep_count: bool = False
+    ) -> list[AgentMessage]:
+        """Add the prompt and run until the agent stops; returns the messages added.
+        ``keep_count``: the run goes on from the last one (an application that continues on
+        its own), so its model calls count against the same allowance."""
         self._ensure_idle()
         if isinstance(message, str):
             content: list[TextContent | ImageContent] = [TextContent(text=message), *(images or [])]
@@ -194,7 +198,8 @@ class Agent:
             prompts = list(message)
         else:
             prompts = [message]
-        self.turn_limit.used = 0  # a new prompt, a new allowance; continue_() keeps counting
+        if not keep_count:
+            self.turn_limit.used = 0  # a new prompt, a new allowance; continue_() keeps counting
         return await self._start(prompts)
 
     async def continue_(self) -> list[AgentMessage]:
@@ -207,6 +212,15 @@ class Agent:
         if isinstance(last, AssistantMessage) and last.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
             raise ValueError("nothing to continue: the last message is the assistant's answer")
         return await self._start([])
+
+    def append(self, message: AgentMessage) -> None:
+        """Add a message between runs, with its ``message_start`` and ``message_end``, so
+        every listener records and shows it as one the loop added (an application's note
+        of why it stopped, a result for a call whose run died)."""
+        self._ensure_idle()
+        self._emit(MessageStartEvent(message=message))
+        self.state.messages.append(message)
+        self._emit(MessageEndEvent(message=message))
 
     async def call_tool(self, call: ToolCall, signal: AbortSignal) -> ToolResult:
         """Run one call of the agent's tools the way the loop runs a model's call (validation,
@@ -227,6 +241,10 @@ class Agent:
     def follow_up(self, message: PromptInput) -> None:
         """Deliver when the agent would otherwise stop."""
         self._queues.follow_up.extend(_as_messages(message))
+
+    def has_queued(self) -> bool:
+        """A steering or follow-up message waits to be delivered."""
+        return bool(self._queues.steering or self._queues.follow_up)
 
     def clear_queues(self) -> list[AgentMessage]:
         return self._queues.take_steering() + self._queues.take_follow_up()

@@ -25,6 +25,9 @@ The kinds (one per tool; keep the set small):
     layer records it and carries it through compactions.
 ``delegate``
     The call starts a sub-agent whose own calls are checked one by one.
+``goal``
+    The call reports on the session's goal (met, or blocked); the goal loop reads the
+    verdict it records.
 ``compact``
     The call asks heron to compact the context before the next request (its ``focus``
     argument: what the summary must keep); the context layer finds the request in the
@@ -48,7 +51,7 @@ from typing import Any, Literal, Protocol
 
 from heron.ai.types import ToolCall
 
-ToolKind = Literal["read", "edit", "write", "execute", "search", "todo", "delegate", "compact", "other"]
+ToolKind = Literal["read", "edit", "write", "execute", "search", "todo", "delegate", "goal", "compact", "other"]
 TOOL_KINDS: tuple[ToolKind, ...] = (
     "read",
     "edit",
@@ -57,6 +60,7 @@ TOOL_KINDS: tuple[ToolKind, ...] = (
     "search",
     "todo",
     "delegate",
+    "goal",
     "compact",
     "other",
 )

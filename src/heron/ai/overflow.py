@@ -31,6 +31,10 @@ class ErrorKind(StrEnum):
     TURN_LIMIT = "turn_limit"
     # Not a server error: heron stopped the run at the goal's token budget (heron.context.goal).
     GOAL_BUDGET = "goal_budget"
+    # Not a server error: the goal loop reached its limit of automatic continuations (heron.coding.goal_loop).
+    GOAL_TURNS = "goal_turns"
+    # Not a server error: the model reported the goal blocked with the goal tool (heron.coding.goal_loop).
+    GOAL_BLOCKED = "goal_blocked"
     UNKNOWN = "unknown"
 
 

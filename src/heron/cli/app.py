@@ -82,6 +82,8 @@ def build_app(args: argparse.Namespace) -> App:
     )
     if goal is not None:
         session.goal.adopt(*goal)
+    if (goal_turns := getattr(args, "goal_turns", None)) is not None:
+        session.goal_loop.max_turns = goal_turns  # checked by check_arguments
     _trace(session, getattr(args, "otel", None))
     assert spec.settings is not None and spec.registry is not None  # resolved above
     return App(
@@ -168,6 +170,9 @@ def run_app(args: argparse.Namespace) -> int:
         if getattr(args, "goal", None) is not None or getattr(args, "goal_budget", None) is not None:
             print("heron: --goal: ACP sessions are opened by the editor; type /goal there", file=sys.stderr)
             return 2
+        if getattr(args, "goal_turns", None) is not None:
+            print("heron: --goal-turns: ACP sessions take goal.maxTurns from the settings", file=sys.stderr)
+            return 2
         from heron.cli.acp.server import run_acp
 
         return run_acp(args)
@@ -184,7 +189,7 @@ def run_app(args: argparse.Namespace) -> int:
             maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
         app = build_app(args)
         if mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
-            task = resend_task(app.session.store)
+            task = resend_task(app.session)
     except SetupError as exc:
         text = visible(str(exc))
         print(text if text.startswith("heron") else f"heron: {text}", file=sys.stderr)

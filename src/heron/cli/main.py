@@ -91,6 +91,13 @@ def _task_arguments(parser: argparse.ArgumentParser) -> None:
         help="a token budget for --goal (200000, 200k, 1.5m): the run stops when it is spent",
     )
     parser.add_argument(
+        "--goal-turns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with a goal, go on by itself at most N times after an answer (default: goal.maxTurns, else 20; 0: off)",
+    )
+    parser.add_argument(
         "--max-turns",
         type=int,
         default=None,

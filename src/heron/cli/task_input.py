@@ -13,15 +13,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from heron.ai.types import ImageContent
 from heron.cli.clean_input import read_text_stream
 from heron.cli.terminal_text import visible
 from heron.cli.usage import UsageError
 from heron.session.jsonl import clean_text
-from heron.session.store import SessionStore
 from heron.session.unanswered import unanswered_prompt
+
+if TYPE_CHECKING:
+    from heron.coding.runtime import CodingSession
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
@@ -39,19 +41,28 @@ class Task:
         return bool(self.text.strip() or self.images or self.resend)
 
 
-def resend_task(store: SessionStore) -> Task:
-    """``heron -p --continue`` without a task: the session's unanswered prompt, sent again
-    (a notice on stderr says which); a usage error when there is none."""
-    found = unanswered_prompt(store)
+def resend_task(session: CodingSession) -> Task:
+    """``heron -p --continue`` without a task: the session's unanswered prompt, sent again,
+    else its goal loop, picked up where it stopped (a notice on stderr says which); a usage
+    error when there is neither."""
+    found = unanswered_prompt(session.store)
+    if found is None and session.goal_loop.pending():
+        goal = session.goal_loop.state().goal
+        print(visible(f"heron: picking up the goal loop: {_preview(goal.text if goal else '')}"), file=sys.stderr)
+        return Task(text="", resend=True)
     if found is None:
+        why = session.goal_loop.idle_reason() if session.goal_loop.state().goal is not None else None
         raise UsageError(
             'no task given: heron -p "what to do" (or pipe it on stdin); '
-            "the session's last prompt was answered, so there is none to send again"
+            "the session's last prompt was answered, so there is none to send again" + (f", and {why}" if why else "")
         )
-    first = (found.message.text().strip().splitlines() or ["(images only)"])[0]
-    preview = first if len(first) <= 70 else first[:69] + "…"
-    print(visible(f"heron: sending the unanswered prompt again: {preview}"), file=sys.stderr, flush=True)
+    print(visible(f"heron: sending the unanswered prompt again: {_preview(found.message.text())}"), file=sys.stderr)
     return Task(text="", resend=True)
+
+
+def _preview(text: str) -> str:
+    first = (text.strip().splitlines() or ["(images only)"])[0]
+    return first if len(first) <= 70 else first[:69] + "…"
 
 
 def read_attachment(token: str, cwd: Path) -> tuple[str, ImageContent | None]:

@@ -34,6 +34,9 @@ def check_arguments(args: argparse.Namespace, mode: str) -> None:
     if args.base_url is not None:
         check_base_url(args.base_url)
     check_limits(getattr(args, "context_window", None), getattr(args, "max_tokens", None))
+    goal_turns = getattr(args, "goal_turns", None)
+    if goal_turns is not None and goal_turns < 0:
+        raise UsageError(f"--goal-turns {goal_turns}: give how many times heron may go on by itself (0: never)")
     base = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
     for flag, value in (("--system-prompt", args.system_prompt), ("--append-system-prompt", args.append_system_prompt)):
         if value is not None and looks_like_path(value) and not (base / os.path.expanduser(value.strip())).is_file():

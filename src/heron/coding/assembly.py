@@ -232,7 +232,8 @@ def share_control(parent: CodingSession, child: CodingSession, agent_type: str) 
     """The child obeys the parent's permissions: the same engine object (so a mode the user
     switches to, ``--allow`` rules and rules allowed always apply to running children too),
     the same trust, and the parent's way of asking the user (none in print mode: denied);
-    its stop runs the SubagentStop hooks; the parent's extensions see its tool calls."""
+    its stop runs the SubagentStop hooks; the parent's extensions see its tool calls; no goal
+    loop of its own."""
     ours, theirs = parent.control, child.control
     theirs.trusted = ours.trusted
     theirs.permissions = ours.permissions
@@ -241,6 +242,10 @@ def share_control(parent: CodingSession, child: CodingSession, agent_type: str) 
     theirs.sandbox_mode = ours.sandbox_mode
     theirs.as_subagent(ours, agent_type)
     child.extensions.share(parent.extensions)
+    # the parent's goal loop drives the work: a child answers its task once; it is offered the
+    # goal tool as its parent is, so a fork's requests keep the parent's bytes
+    child.goal_loop.enabled = False
+    child.goal_loop.max_turns = parent.goal_loop.max_turns
 
 
 def _start_mcp(spec: SessionSpec, cwd: Path, home: Path, window: int, warn: Warn) -> SessionMcp:

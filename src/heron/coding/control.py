@@ -82,7 +82,9 @@ class AskReply:
 
 
 Asker = Callable[[PermissionPrompt], Awaitable[AskReply]]
-RunTurn = Callable[[AgentMessage], Awaitable[list[AgentMessage]]]
+# what a turn is run on: a message, several (the user's queued ones), or None (on from the messages)
+StepInput = AgentMessage | list[AgentMessage] | None
+RunTurn = Callable[[StepInput], Awaitable[list[AgentMessage]]]
 
 
 class SessionLike(Protocol):
@@ -104,6 +106,7 @@ class Control:
         self.home = session.home
         self.trusted = is_trusted(self.cwd, self.home)
         self.asker: Asker | None = None  # None: an "ask" is denied with how to allow it
+        self.questions_open = 0  # permission questions waiting for the user's answer
         self.cli_rules: list[str] = []
         self._notes: dict[str, list[str]] = {}  # call id -> hook problems to show with its result
         # "allow always" given to an explicit ask rule: (rule, suggestion) pairs approved for this
@@ -394,7 +397,11 @@ class Control:
         if self.asker is None:
             return BeforeToolCallResult(block=True, reason=self._ask_hint(tool, decision))
         meta = self.permissions.tools.meta(tool)
-        reply = await self.asker(PermissionPrompt(call_id, tool, args, decision, meta))
+        self.questions_open += 1  # the goal loop never goes on while one is open
+        try:
+            reply = await self.asker(PermissionPrompt(call_id, tool, args, decision, meta))
+        finally:
+            self.questions_open -= 1
         self._record("permission", call_id, tool, reply.reason or "", {"decision": reply.answer, "reason": "user"})
         if reply.answer == "allow_always" and decision.reason == "rule" and decision.rule is not None:
             self._session_approvals.add((decision.rule.text, decision.suggestion))
@@ -511,7 +518,7 @@ class Control:
         asked, self._compact_asked = self._compact_asked, None
         return asked
 
-    async def run_until_stopped(self, message: AgentMessage, run: RunTurn) -> list[AgentMessage]:
+    async def run_until_stopped(self, message: StepInput, run: RunTurn) -> list[AgentMessage]:
         """``run(message)``, then the Stop (SubagentStop) hooks each time the agent stops: a
         hook that blocks makes it go on with the hook's reason as a new message, at most
         ``hooks.maxContinuations`` times per prompt (docs/hooks.md)."""

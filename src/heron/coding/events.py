@@ -109,6 +109,47 @@ class GoalEvent:
 
 
 @dataclass(slots=True, kw_only=True)
+class GoalLoopEvent:
+    """The goal loop (heron.coding.goal_loop): ``step`` when heron goes on by itself
+    (``steps``: the continuations since the user's last prompt, this one included;
+    ``evaluation``: the evaluator's reason that steers it), ``end`` when the loop stops, with
+    ``stop`` saying why (complete, blocked, goal_turns, goal_budget, max_turns, aborted,
+    error, cleared) and ``evidence`` the model's (or the evaluator's) words."""
+
+    state: Literal["step", "end"]
+    steps: int = 0
+    max_turns: int = 0
+    stop: str | None = None
+    evidence: str | None = None
+    evaluation: str | None = None
+    evaluator_error: str | None = None  # the evaluator could not judge the step (the loop goes on)
+    type: Literal["goal_loop"] = "goal_loop"
+
+    def report(self) -> dict[str, Any]:
+        """The loop's end as ``run_end`` and ACP's ``_meta`` carry it."""
+        return {"steps": self.steps, "max_turns": self.max_turns, "stop": self.stop, "evidence": self.evidence}
+
+    def line(self) -> str:
+        """The line every mode shows for it (the interactive mode, ACP, ``-p``'s stderr)."""
+        if self.state == "end":
+            return loop_end_line(self.report())
+        line = f"goal loop: going on by itself (continuation {self.steps} of at most {self.max_turns})"
+        if self.evaluation:
+            line += f"; the evaluator: {self.evaluation}"
+        if self.evaluator_error:
+            line += f"; the evaluator could not judge: {self.evaluator_error}"
+        return line
+
+
+def loop_end_line(report: dict[str, Any]) -> str:
+    """``goal loop ended (STOP) after N automatic continuation(s)``, with the evidence of a
+    goal met or blocked."""
+    line = f"goal loop ended ({report['stop']}) after {report['steps']} automatic continuation(s)"
+    evidence = report.get("evidence")
+    return line + (f": {evidence}" if evidence and report["stop"] in ("complete", "blocked") else "")
+
+
+@dataclass(slots=True, kw_only=True)
 class SubagentEvent:
     """An event of a sub-agent (``task`` tool), tagged with the child's session id and the
     parent's tool call that started it; ``event`` is any of the child's session events
@@ -130,5 +171,6 @@ SessionEvent = (
     | ContextWarningEvent
     | TodosEvent
     | GoalEvent
+    | GoalLoopEvent
     | SubagentEvent
 )

@@ -33,6 +33,7 @@ from heron.context.goal import (
     spent_on_path,
     with_goal,
 )
+from heron.context.path_fold import PathFold
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
@@ -75,18 +76,15 @@ def parse_goal_args(args: str) -> GoalRequest:
     return GoalRequest("set", text=check_text(rest), budget=budget)
 
 
-# what GoalKeeper last read: the store, the path's length and last id, the goal on it and its index
-_Scanned = tuple["SessionStore | None", int, str | None, tuple[Goal | None, int]]
-_NEAR = 256  # entries walked back from the leaf looking for the last one read, before reading the whole path
-
-
 class GoalKeeper:
     """The goal of one :class:`CodingSession`: its entries, the request head, the budget."""
 
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self._tokens: dict[str, int] = {}  # answer tokens by entry id (entries never change)
-        self._scanned: _Scanned = (None, 0, None, (None, -1))
+        # the goal on the leaf's path and its index, read before every request: only the
+        # entries added since the last request are looked at (heron.context.path_fold)
+        self._fold: PathFold[tuple[Goal | None, int]] = PathFold(_goal_on_store, _goal_step)
         session.agent.turn_limit.gate = self._gate
 
     def _path(self) -> tuple[list[str], list[str]]:
@@ -97,32 +95,15 @@ class GoalKeeper:
         return list(ids), list(types)
 
     def _on_path(self) -> tuple[Goal | None, int]:
-        """:func:`goal_on_path` for the leaf's path. Asked before every request, so when the
-        path runs through the leaf of the last call only the entries added since are read
-        (entries never change, so what was found before them stands); otherwise (a branch,
-        a new store, a long way from the last leaf) the whole path."""
-        store = self.session.store
-        scanned, known, last, found = self._scanned
-        leaf = store.leaf_id
-        newer: list[str] = []
-        at = leaf
-        while scanned is store and at is not None and at != last and len(newer) < _NEAR:
-            newer.append(at)
-            at = store.parent_id_of(at)
-        if scanned is store and at == last:
-            for position, entry_id in enumerate(newer):  # the leaf first
-                if store.type_of(entry_id) == "custom" and (goal := goal_from_entry(store.get(entry_id))) is not False:
-                    found = (goal if isinstance(goal, Goal) else None), known + len(newer) - 1 - position
-                    break
-            known += len(newer)
-        else:
-            ids, types = self._path()
-            found, known = goal_on_path(store.get, ids, types), len(ids)
-        self._scanned = (store, known, leaf, found)
-        return found
+        """:func:`goal_on_path` for the leaf's path, and the goal entry's index on it."""
+        return self._fold.get(self.session.store)
 
     def current(self) -> Goal | None:
         return self._on_path()[0]
+
+    def position(self) -> int:
+        """The index of the goal's entry on the leaf's path (-1: none)."""
+        return self._on_path()[1]
 
     def spent(self) -> tuple[Goal | None, int]:
         """The goal and the tokens spent for it so far (every answer since it was set)."""
@@ -190,6 +171,24 @@ class GoalKeeper:
             return "Goal budget changed.\n\n" + describe(updated, spent)
         goal, spent = self.spent()
         return describe(goal, spent) if goal is not None else "No goal is set (/goal TEXT sets one)."
+
+
+_Found = tuple[Goal | None, int]  # the goal on a path and its entry's index (-1: none)
+
+
+def _goal_on_store(store: SessionStore) -> tuple[_Found, int]:
+    if store.leaf_id is None:
+        return (None, -1), 0
+    ids, types = store.lineage(store.leaf_id)
+    return goal_on_path(store.get, ids, types), len(ids)
+
+
+def _goal_step(
+    found: tuple[Goal | None, int], store: SessionStore, entry_id: str, index: int
+) -> tuple[Goal | None, int]:
+    if store.type_of(entry_id) == "custom" and (goal := goal_from_entry(store.get(entry_id))) is not False:
+        return (goal if isinstance(goal, Goal) else None), index
+    return found
 
 
 def describe(goal: Goal, spent: int) -> str:

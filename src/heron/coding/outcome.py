@@ -58,6 +58,7 @@ class RunOutcome:
     usage: Usage = field(default_factory=Usage)
     answers: tuple[AssistantMessage, ...] = ()
     unsent: tuple[str, ...] = ()
+    goal: dict[str, Any] | None = None  # the goal loop's end: steps, max_turns, stop, evidence
 
     @property
     def ok(self) -> bool:
@@ -105,18 +106,22 @@ def decide(
     unsent: Sequence[str] = (),
     resolved: ResolvedModel | None = None,
     reply: tuple[str, bool] | None = None,
+    goal: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """The one decision. In order: an exception, then a session that could not be saved
     (an error even when an answer came: the run was stopped, or the answer is not in the
     file), then an abort (asked for, or the last answer was cut by one), then the last
     answer's own end. ``reply``: a heron command (``/goal``) answered in place of the
-    model - its text, and whether it refused bad input."""
+    model - its text, and whether it refused bad input. ``goal``: how the goal loop ended,
+    when one ran (:class:`heron.coding.events.GoalLoopEvent`)."""
     last = answers[-1] if answers else None
     if isinstance(failure, SessionWriteError):  # a write outside the recorder (the prompt's own)
         save_error, failure = save_error or failure, None
 
     def end(reason: StopReason, **fields: Any) -> RunOutcome:
-        return RunOutcome(reason, usage=total_usage(answers), answers=tuple(answers), unsent=tuple(unsent), **fields)
+        return RunOutcome(
+            reason, usage=total_usage(answers), answers=tuple(answers), unsent=tuple(unsent), goal=goal, **fields
+        )
 
     if failure is not None:
         text = redact(f"internal error: {type(failure).__name__}: {failure}")

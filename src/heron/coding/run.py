@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from heron.agent.events import MessageEndEvent
+from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
-from heron.coding.events import GoalEvent
+from heron.coding.events import GoalEvent, GoalLoopEvent
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.unanswered import resend_unanswered
+from heron.session.unanswered import unanswered_prompt
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
@@ -44,7 +46,8 @@ class Run:
     """One prompt of ``session``, running as a task from construction on (call it on the
     event loop). ``resolved`` is how the model and key were chosen, for the explanation of
     a refused key. ``resend``: instead of ``text``, send the session's unanswered prompt
-    again (:func:`heron.coding.unanswered.resend_unanswered`)."""
+    again (:func:`heron.coding.unanswered.resend_unanswered`), or pick its goal loop up
+    (:func:`pick_up`)."""
 
     def __init__(
         self,
@@ -62,8 +65,9 @@ class Run:
         self._force: asyncio.TimerHandle | None = None
         self._outcome: RunOutcome | None = None
         self._reply: tuple[str, bool] | None = None  # a heron command's answer (/goal)
+        self._goal: dict[str, Any] | None = None  # how the goal loop ended, if one ran
         self._unsubscribe = session.subscribe(self._on_event)
-        start = resend_unanswered(session) if resend else session.prompt(text, list(images))
+        start = pick_up(session) if resend else session.prompt(text, list(images))
         self.task: asyncio.Task[Any] = asyncio.ensure_future(start)
 
     def _on_event(self, event: object) -> None:
@@ -71,6 +75,8 @@ class Run:
             self._answers.append(event.message)
         elif isinstance(event, GoalEvent):
             self._reply = (event.reply, event.error)
+        elif isinstance(event, GoalLoopEvent) and event.state == "end":
+            self._goal = event.report()
 
     @property
     def done(self) -> bool:
@@ -134,4 +140,15 @@ class Run:
             unsent=unsent,
             resolved=self._resolved,
             reply=self._reply,
+            goal=self._goal,
         )
+
+
+async def pick_up(session: CodingSession) -> list[AgentMessage] | None:
+    """A run without a task: the session's unanswered prompt sent again, else its goal loop
+    picked up where it stopped (None when there is neither)."""
+    if unanswered_prompt(session.store) is not None:
+        return await resend_unanswered(session)
+    if session.goal_loop.pending():
+        return await session.goal_loop.resume()
+    return None

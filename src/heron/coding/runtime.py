@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,7 +48,7 @@ from heron.ai.types import (
 from heron.coding.breakdown import ContextBreakdown, context_breakdown
 from heron.coding.context_files import ContextFile, ledger_records, load_context_files
 from heron.coding.context_owner import ContextOwner
-from heron.coding.control import Control
+from heron.coding.control import Control, StepInput
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
@@ -59,6 +60,7 @@ from heron.coding.events import (
 from heron.coding.extensions import ExtensionHost
 from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
+from heron.coding.goal_loop import GoalLoop
 from heron.coding.memory import MemoryKeeper
 from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
@@ -188,7 +190,13 @@ class CodingSession(RecoveryHooks):
         self.policy = self._make_policy()
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
         self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
+        self.goal_loop = GoalLoop(self)  # going on by itself while the goal is active (heron.coding.goal_loop)
         self.fit_tool_limits()  # a learnt window, the working budget too
+        self._listen()
+
+    def _listen(self) -> None:
+        """The session file records the agent's messages; the session hears the agent's and
+        the ledger's events (the context files' records go in first)."""
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
         self.ledger.subscribe(self._on_ledger_record)
@@ -396,6 +404,7 @@ class CodingSession(RecoveryHooks):
         return self._fixed_count[1]
 
     async def _transform_context(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
+        self.goal_loop.sync_tools()  # the goal tool, offered as the session says (before anything counts tools)
         state = self.agent.state
         await self._first_count.before_request(
             self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], messages, self.api_key
@@ -470,23 +479,36 @@ class CodingSession(RecoveryHooks):
         record_skill_prompt(self, typed, expanded)  # its instructions survive compactions
         self.goal.before_prompt()  # a budgeted goal: the budget left, as of this prompt
         message = UserMessage(content=[TextContent(text=body), *images])
-        self._recovery_abort = AbortSignal()
         self._turn_prompt = message
-        self.memory.record(self.store)  # the system prompt of this session, for every resume
-        self._server.record(self.store, self.model)  # the server, for a resume without flags
+        self.begin_run()
         note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
             added = await self.control.run_until_stopped(message, self._run_turn)  # Stop hooks may continue it
+            added += await self.goal_loop.run(added)  # with an active goal: on by itself until it stops
             record_plan(self, added)  # plan mode's answer: kept through compactions
             return added
         finally:
             self._turn_prompt = None
             await self.control.after_prompt()
 
-    async def _run_turn(self, message: AgentMessage) -> list[AgentMessage]:
-        added = await self.agent.prompt(message)
+    def begin_run(self) -> None:
+        """What every run records first (a prompt's, a goal loop picked up)."""
+        self._recovery_abort = AbortSignal()
+        self.memory.record(self.store)  # the system prompt of this session, for every resume
+        self._server.record(self.store, self.model)  # the server, for a resume without flags
+
+    async def _run_turn(self, message: StepInput, *, keep_count: bool = False) -> list[AgentMessage]:
+        """The agent on ``message`` (None: on from the messages as they are), then recovery."""
+        agent = self.agent
+        added = await (agent.continue_() if message is None else agent.prompt(message, keep_count=keep_count))
         policy = self.requests.retry_policy()
         return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
+
+    async def run_step(self, message: StepInput) -> list[AgentMessage]:
+        """One step of the goal loop, as a prompt's turn runs (Stop hooks, recovery), its
+        model calls counted against the run's allowance; no prompt of the user's runs it."""
+        self._turn_prompt = None
+        return await self.control.run_until_stopped(message, functools.partial(self._run_turn, keep_count=True))
 
     def _fit_prompt(self, text: str) -> str:
         policy = self.policy

@@ -20,16 +20,34 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from heron.ai.models import heron_home
-from heron.ai.types import THINKING_LEVELS, ThinkingLevel
+from heron.ai.types import ThinkingLevel
+from heron.coding.setting_checks import (
+    NON_NEGATIVE,
+    POSITIVE,
+    BadSettingValue,
+    check_bool,
+    check_int,
+    check_object,
+    check_patterns,
+    check_share,
+    check_startup,
+    check_string,
+    check_summary_request,
+    check_thinking,
+    check_tools,
+    check_working_budget,
+    type_name,
+)
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
 from heron.context.cold_cache import COLD_KEEP_TURNS
 from heron.context.frontier import FrontierSettings
+from heron.context.goal_loop import GoalSettings, goal_settings
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
@@ -198,6 +216,7 @@ class Settings:
     max_turns: int | None = None
     # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
+    goal: GoalSettings = field(default_factory=GoalSettings)  # goal.*: the goal loop (heron.context.goal_loop)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -206,155 +225,69 @@ class Settings:
 # --- the schema ---------------------------------------------------------------------
 
 
-class BadSettingValue(ValueError):
-    """A value of the wrong shape; the message says what was expected."""
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise BadSettingValue(f"must be true or false, not {_type_name(value)} {json.dumps(value)}")
-    return value
-
-
-def _int(minimum: int) -> Callable[[Any], int]:
-    def check(value: Any) -> int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise BadSettingValue(f"must be an integer >= {minimum}, not {_type_name(value)} {json.dumps(value)}")
-        return value
-
-    return check
-
-
-def _string(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise BadSettingValue(f"must be a string, not {_type_name(value)}")
-    return value.strip() or None
-
-
-def _thinking(value: Any) -> str:
-    if value not in THINKING_LEVELS:
-        raise BadSettingValue(f"must be one of {', '.join(THINKING_LEVELS)}, not {json.dumps(value)}")
-    return cast(str, value)
-
-
-def _tools(value: Any) -> list[str]:
-    if isinstance(value, str):
-        value = value.split(",")  # the --tools form: "read,grep"
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise BadSettingValue('must be an array of tool names, like ["read", "bash"]')
-    return [item.strip() for item in value if item.strip()]
-
-
-def _patterns(value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise BadSettingValue('must be an array of gitignore patterns, like ["*.log", "!build/"]')
-    return [item.strip() for item in value if item.strip()]
-
-
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.capitalize() for part in rest)
 
 
-def _object(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise BadSettingValue(f"must be an object, not {_type_name(value)}")
-    return value
-
-
-def _startup(value: Any) -> str:
-    if value not in ("eager", "lazy"):
-        raise BadSettingValue(f'must be "eager" or "lazy", not {value!r}')
-    return str(value)
-
-
-def _summary_request(value: Any) -> str:
-    if value not in ("shared", "separate"):
-        raise BadSettingValue(f'must be "shared" or "separate", not {json.dumps(value)}')
-    return str(value)
-
-
-def _working_budget(value: Any) -> WorkingBudgetSetting:
-    try:
-        return parse_setting(value)
-    except ValueError as exc:
-        raise BadSettingValue(f"{exc}, not {_type_name(value)} {json.dumps(value)}") from None
-
-
-def _share(value: Any) -> float:
-    """A share: a number greater than 0 and at most 1."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise BadSettingValue(
-            f"must be a number greater than 0 and at most 1, not {_type_name(value)} {json.dumps(value)}"
-        )
-    return float(value)
-
-
-_POSITIVE = _int(1)
-_NON_NEGATIVE = _int(0)
-
 # Key on disk -> its check (returns the clean value or raises BadSettingValue), or the schema of a nested object.
 SCHEMA: dict[str, Any] = {
-    "defaultProvider": _string,
-    "defaultModel": _string,
-    "defaultThinkingLevel": _thinking,
-    "shellPath": _string,
-    "defaultTools": _tools,
+    "defaultProvider": check_string,
+    "defaultModel": check_string,
+    "defaultThinkingLevel": check_thinking,
+    "shellPath": check_string,
+    "defaultTools": check_tools,
     "compaction": {
-        "enabled": _bool,
-        "reserveTokens": _POSITIVE,
-        "keepRecentTokens": _POSITIVE,
-        "workingBudget": _working_budget,
-        "softThreshold": _share,
-        "request": _summary_request,
-        "native": _bool,
-        "serverClearing": _bool,
-        "nativeTrigger": _share,
-        "nativeInstructions": _string,
-        "background": _bool,
-        "backgroundAt": _share,
+        "enabled": check_bool,
+        "reserveTokens": POSITIVE,
+        "keepRecentTokens": POSITIVE,
+        "workingBudget": check_working_budget,
+        "softThreshold": check_share,
+        "request": check_summary_request,
+        "native": check_bool,
+        "serverClearing": check_bool,
+        "nativeTrigger": check_share,
+        "nativeInstructions": check_string,
+        "background": check_bool,
+        "backgroundAt": check_share,
     },
-    "retry": {"enabled": _bool, "maxRetries": _NON_NEGATIVE, "baseDelayMs": _NON_NEGATIVE, "maxDelayMs": _NON_NEGATIVE},
+    "retry": {
+        "enabled": check_bool,
+        "maxRetries": NON_NEGATIVE,
+        "baseDelayMs": NON_NEGATIVE,
+        "maxDelayMs": NON_NEGATIVE,
+    },
     "pruning": {
-        "enabled": _bool,
-        "highWater": _share,
-        "lowWater": _share,
-        "keepTurns": _NON_NEGATIVE,
-        "cacheTtlSeconds": _NON_NEGATIVE,
-        "coldKeepTurns": _NON_NEGATIVE,
+        "enabled": check_bool,
+        "highWater": check_share,
+        "lowWater": check_share,
+        "keepTurns": NON_NEGATIVE,
+        "cacheTtlSeconds": NON_NEGATIVE,
+        "coldKeepTurns": NON_NEGATIVE,
     },
-    "toolLimits": {_camel(f.name): _share if f.type == "float" else _POSITIVE for f in dataclasses.fields(ToolLimits)},
-    "contextFiles": {"perFileChars": _POSITIVE, "totalChars": _NON_NEGATIVE},
-    "tools": {"maxParallel": _POSITIVE},
-    "spill": {"maxBytes": _POSITIVE, "retentionDays": _POSITIVE},
-    "context": {"checkInvariants": _bool},
-    "bash": {"defaultTimeoutMs": _POSITIVE, "maxTimeoutMs": _POSITIVE},
-    "script": {"enabled": _bool, "maxTimeoutMs": _POSITIVE, "maxCalls": _POSITIVE},
+    "toolLimits": {
+        _camel(f.name): check_share if f.type == "float" else POSITIVE for f in dataclasses.fields(ToolLimits)
+    },
+    "contextFiles": {"perFileChars": POSITIVE, "totalChars": NON_NEGATIVE},
+    "tools": {"maxParallel": POSITIVE},
+    "spill": {"maxBytes": POSITIVE, "retentionDays": POSITIVE},
+    "context": {"checkInvariants": check_bool},
+    "bash": {"defaultTimeoutMs": POSITIVE, "maxTimeoutMs": POSITIVE},
+    "script": {"enabled": check_bool, "maxTimeoutMs": POSITIVE, "maxCalls": POSITIVE},
     # Read per file by heron.coding.permissions / hooks / secrets (a project file may not do what a user's may).
-    "permissions": _object,
-    "hooks": _object,
-    "sandbox": _object,  # read per file by heron.coding.sandbox.policy (a project may tighten, not loosen)
-    "env": {"passThrough": _tools},
-    "resume": {"turns": _NON_NEGATIVE},
-    "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
-    "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
-    "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
-    "checkpoints": {"keepDays": _POSITIVE, "exclude": _patterns},
-    "mcp": {"startup": _startup},
-    "limits": {"maxTurns": _POSITIVE},
-    "continuity": {"recentSteps": _NON_NEGATIVE, "skillTokens": _POSITIVE, "skillsTokens": _NON_NEGATIVE},
+    "permissions": check_object,
+    "hooks": check_object,
+    "sandbox": check_object,  # read per file by heron.coding.sandbox.policy (a project may tighten, not loosen)
+    "env": {"passThrough": check_tools},
+    "resume": {"turns": NON_NEGATIVE},
+    "memory": {"enabled": check_bool, "directory": check_string, "flush": check_bool},
+    "timeouts": {"firstByteMs": check_int(1_000), "idleMs": check_int(1_000), "requestMs": check_int(1_000)},
+    "subagents": {"maxDepth": NON_NEGATIVE, "maxParallel": POSITIVE},
+    "checkpoints": {"keepDays": POSITIVE, "exclude": check_patterns},
+    "mcp": {"startup": check_startup},
+    "limits": {"maxTurns": POSITIVE},
+    "continuity": {"recentSteps": NON_NEGATIVE, "skillTokens": POSITIVE, "skillsTokens": NON_NEGATIVE},
+    "goal": {"maxTurns": NON_NEGATIVE, "evaluator": check_string},
 }
 
 
@@ -368,7 +301,7 @@ def _clean(data: Mapping[str, Any], schema: Mapping[str, Any], where: str, warni
             warnings.append(f"unknown setting {path!r} (ignored)")
         elif isinstance(check, Mapping):
             if not isinstance(value, dict):
-                warnings.append(f"setting {path!r} must be an object, not {_type_name(value)} (defaults used)")
+                warnings.append(f"setting {path!r} must be an object, not {type_name(value)} (defaults used)")
                 continue
             clean[key] = _clean(value, check, f"{path}.", warnings)
         else:
@@ -408,7 +341,7 @@ def read_settings_file(path: Path, warnings: list[str]) -> dict[str, Any] | None
         warnings.append(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} (file ignored)")
         return None
     if not isinstance(data, dict):
-        warnings.append(f"{path}: the top level must be an object, not {_type_name(data)} (file ignored)")
+        warnings.append(f"{path}: the top level must be an object, not {type_name(data)} (file ignored)")
         return None
     problems: list[str] = []
     clean = _clean(data, SCHEMA, "", problems)
@@ -468,6 +401,15 @@ def _compaction(compaction: Mapping[str, Any]) -> CompactionSettings:
     )
 
 
+def _timeouts(data: Mapping[str, Any]) -> TimeoutSettings:
+    default = TimeoutSettings()
+    return TimeoutSettings(
+        first_byte_ms=data.get("firstByteMs", default.first_byte_ms),
+        idle_ms=data.get("idleMs", default.idle_ms),
+        request_ms=data.get("requestMs", default.request_ms),
+    )
+
+
 def settings_from_dict(
     data: Mapping[str, Any], warnings: tuple[str, ...] = (), sources: tuple[Path, ...] = ()
 ) -> Settings:
@@ -519,11 +461,8 @@ def settings_from_dict(
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
-        timeouts=TimeoutSettings(
-            first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
-            idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
-            request_ms=_sub(data, "timeouts").get("requestMs", TimeoutSettings().request_ms),
-        ),
+        goal=goal_settings(_sub(data, "goal")),
+        timeouts=_timeouts(_sub(data, "timeouts")),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from heron.coding.settings import SCHEMA, BadSettingValue
+from heron.coding.setting_checks import BadSettingValue
+from heron.coding.settings import SCHEMA
 from heron.session.private_files import private_dir
 
 

@@ -43,7 +43,15 @@ from acp.schema import (
 from heron.ai.models import ModelRegistry
 from heron.cli.acp import client_fs, commands, options, terminal
 from heron.cli.acp.permissions import PermissionBridge
-from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_reason, turn_usage, usage_update
+from heron.cli.acp.prompting import (
+    Outbox,
+    PromptError,
+    goal_meta,
+    prompt_content,
+    stop_reason,
+    turn_usage,
+    usage_update,
+)
 from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
@@ -405,7 +413,11 @@ class HeronAgent:
         reason, error = stop_reason(outcome, cancelled)
         if error is not None:
             raise RequestError.internal_error(error)
-        return PromptResponse(stop_reason=reason, usage=turn_usage(outcome))  # type: ignore[arg-type]
+        return PromptResponse(
+            stop_reason=reason,  # type: ignore[arg-type]
+            usage=turn_usage(outcome),
+            field_meta=goal_meta(outcome),
+        )
 
     def _resolved(self, state: AcpSession) -> ResolvedModel | None:
         """How the session's model and key were chosen (what a refused key is explained

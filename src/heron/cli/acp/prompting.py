@@ -103,8 +103,10 @@ def stop_reason(outcome: RunOutcome, cancelled: bool) -> tuple[str, dict[str, An
     with nothing to answer (an extension's command, a blocking hook) is an ordinary end."""
     if cancelled or outcome.aborted:
         return "cancelled", None
-    if outcome.stop_reason == StopReason.ERROR and outcome.error_kind == ErrorKind.TURN_LIMIT:
-        return "max_turn_requests", None  # --max-turns / limits.maxTurns: ACP's own stop reason
+    if outcome.stop_reason == StopReason.ERROR and outcome.error_kind in (ErrorKind.TURN_LIMIT, ErrorKind.GOAL_TURNS):
+        return "max_turn_requests", None  # --max-turns / limits.maxTurns, goal.maxTurns: ACP's own stop reason
+    if outcome.stop_reason == StopReason.ERROR and outcome.error_kind == ErrorKind.GOAL_BLOCKED:
+        return "end_turn", None  # the model says why in its answer; the goal loop's line names the stop
     if outcome.stop_reason == StopReason.ERROR and outcome.error_kind == ErrorKind.GOAL_BUDGET:
         return "max_tokens", None  # the goal's token budget is spent (heron.coding.goal)
     if outcome.stop_reason == StopReason.ERROR and outcome.error_kind != RunFailure.NO_ANSWER:
@@ -112,6 +114,11 @@ def stop_reason(outcome: RunOutcome, cancelled: bool) -> tuple[str, dict[str, An
     if outcome.stop_reason == StopReason.LENGTH:
         return "max_tokens", None
     return "end_turn", None
+
+
+def goal_meta(outcome: RunOutcome) -> dict[str, Any] | None:
+    """The prompt response's ``_meta`` when a goal loop ran: how it ended (heron's own key)."""
+    return {"heron": {"goal": outcome.goal}} if outcome.goal is not None else None
 
 
 def turn_usage(outcome: RunOutcome) -> Usage | None:

@@ -36,7 +36,14 @@ from heron.agent.tool_meta import ToolCatalog
 from heron.ai.events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallEndEvent
 from heron.cli.acp import toolcalls
 from heron.cli.acp.subagent_asks import SubagentCalls
-from heron.coding.events import CompactionEndEvent, CompactionStartEvent, GoalEvent, SubagentEvent, TodosEvent
+from heron.coding.events import (
+    CompactionEndEvent,
+    CompactionStartEvent,
+    GoalEvent,
+    GoalLoopEvent,
+    SubagentEvent,
+    TodosEvent,
+)
 
 Update: TypeAlias = (
     UserMessageChunk
@@ -154,6 +161,8 @@ class EventTranslator:
             return [plan(list(event.todos))]
         if isinstance(event, GoalEvent):  # /goal answered in place of the model
             return [text("agent", event.reply)]
+        if isinstance(event, GoalLoopEvent):  # a line between the loop's steps, and at its end
+            return [text("agent", f"\n\n[{event.line()}]\n\n")]
         if isinstance(event, SubagentEvent):
             task = self._args.get(event.tool_call_id)
             return list(self.subagents.observe(event, task[1] if task else None))

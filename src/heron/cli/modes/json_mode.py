@@ -2,7 +2,8 @@
 
 For programs that drive heron and want everything: streaming deltas, tool calls and
 results, compaction, retries and ledger records, each a JSON object on its own line. The
-last line is ``run_end``, the run's outcome in rpc's shape (docs/rpc.md).
+last line is ``run_end``, the run's outcome in rpc's shape (docs/rpc.md). The exit code
+is print mode's (:func:`heron.cli.modes.print_mode.exit_code`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from heron.cli.app_state import App
 from heron.cli.delta_merge import DeltaMerger
 from heron.cli.events_json import dumps, event_json
-from heron.cli.modes.print_mode import discard_stdout, failure_line, install_interrupt
+from heron.cli.modes.print_mode import discard_stdout, exit_code, failure_line, install_interrupt
 from heron.cli.modes.run_end import run_end_json
 from heron.cli.task_input import Task
 from heron.coding.run import Run
@@ -54,5 +55,4 @@ async def run_json(app: App, task: Task) -> int:
     line = failure_line(outcome)
     if line is not None:
         print(line, file=sys.stderr)
-        return 1
-    return 0
+    return exit_code(outcome)

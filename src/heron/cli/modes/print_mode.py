@@ -1,8 +1,10 @@
 """``heron -p "task"``: run one task and print the final answer.
 
 Nothing but the answer goes to stdout, so the output can be piped; a run that did not
-answer (an error, an abort, a session that could not be saved) writes its outcome's
-explanation to stderr and makes the exit code 1.
+answer writes its outcome's explanation to stderr, and the exit code says why
+(:func:`exit_code`): 1 an error or an abort, 4 a limit stopped it (``--max-turns``,
+``--goal-turns``, the goal's budget: the session is saved, ``--continue`` goes on), 5 the
+goal is blocked (the model needs the user). A goal loop's end is one more stderr line.
 
 On a terminal the answer is printed with its control characters shown as text (an
 answer must not clear the screen, retitle the window or write the clipboard); piped or
@@ -20,13 +22,34 @@ import signal
 import sys
 from typing import TextIO
 
+from heron.ai.overflow import ErrorKind
 from heron.cli.app_state import App
 from heron.cli.notices import RetryNotices, context_warning_text
 from heron.cli.task_input import Task
 from heron.cli.terminal_text import visible
+from heron.coding.events import loop_end_line
 from heron.coding.outcome import RunOutcome
 from heron.coding.run import Run
 from heron.coding.secrets import redact
+
+LIMIT_EXIT = 4  # a limit stopped the run: --max-turns, --goal-turns, the goal's token budget
+BLOCKED_EXIT = 5  # the goal is blocked: the model cannot go on without the user
+_LIMITS = frozenset({ErrorKind.TURN_LIMIT, ErrorKind.GOAL_BUDGET, ErrorKind.GOAL_TURNS})
+
+
+def exit_code(outcome: RunOutcome) -> int:
+    """0 answered (a goal loop: the goal is complete), 4 stopped by a limit, 5 the goal is
+    blocked, 1 anything else that did not answer (print and json mode; docs/continuity.md)."""
+    if outcome.ok:
+        return 0
+    if outcome.error_kind in _LIMITS:
+        return LIMIT_EXIT
+    return BLOCKED_EXIT if outcome.error_kind == ErrorKind.GOAL_BLOCKED else 1
+
+
+def goal_line(outcome: RunOutcome) -> str | None:
+    """The goal loop's end, when one ran: why it stopped and after how many continuations."""
+    return f"heron: {redact(loop_end_line(outcome.goal))}" if outcome.goal is not None else None
 
 
 def failure_line(outcome: RunOutcome) -> str | None:
@@ -81,13 +104,17 @@ async def run_print(app: App, task: Task) -> int:
     run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
     install_interrupt(app, run, warnings=True)
     outcome = await run.outcome()
-    line = failure_line(outcome)
+    line, goal = failure_line(outcome), goal_line(outcome)
     if line is not None:
         print(line, file=sys.stderr)
-        return 1
+        if goal is not None:
+            print(goal, file=sys.stderr)
+        return exit_code(outcome)
     try:
         print(answer_text(outcome.answer or "", sys.stdout), flush=True)
     except BrokenPipeError:  # the answer was not all read: not a success for a pipeline
         discard_stdout()
         return 1
+    if goal is not None:
+        print(goal, file=sys.stderr)
     return 0

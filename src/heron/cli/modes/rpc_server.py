@@ -233,7 +233,7 @@ class RpcServer(SessionCommands):
         text = string_field(fields, "message", empty=bool(images)) or ""
         if self._task_kind == "prompt":
             behavior = fields.get("streamingBehavior")
-            if behavior == "steer":
+            if behavior == "steer" or (behavior is None and self.session.goal_loop.active):  # steers the loop
                 return await self._steer(cmd_id, fields)
             if behavior == "followUp":
                 return await self._follow_up(cmd_id, fields)

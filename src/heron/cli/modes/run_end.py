@@ -24,7 +24,9 @@ def run_end_json(outcome: RunOutcome) -> dict[str, Any]:
     """``stop_reason``; ``error`` (the explanation every mode shows) and ``error_kind``
     when it is ``error``; when it is ``stop`` or ``length``, ``answer_chars`` (the
     answer's length in characters) and ``answer_timestamp`` (the ``timestamp`` of the
-    assistant message that holds it; None for a ``/goal`` reply); ``unsent``."""
+    assistant message that holds it; None for a ``/goal`` reply); ``unsent``; ``goal``:
+    how the goal loop ended when one ran (``steps``, ``max_turns``, ``stop``, ``evidence``),
+    else None."""
     failed = outcome.stop_reason == StopReason.ERROR
     answer = outcome.answer
     from_message = answer is not None and bool(outcome.answers)
@@ -36,6 +38,7 @@ def run_end_json(outcome: RunOutcome) -> dict[str, Any]:
         "answer_chars": None if answer is None else len(answer),
         "answer_timestamp": outcome.answers[-1].timestamp if from_message else None,
         "unsent": list(outcome.unsent),
+        "goal": outcome.goal,
     }
 
 

@@ -320,10 +320,10 @@ class Controller(SessionCommands, ControlCommands):
 
     # --- input ------------------------------------------------------------------------
 
-    def start_run(self, text: str, images: Sequence[ImageContent] = ()) -> None:
+    def start_run(self, text: str, images: Sequence[ImageContent] = (), *, resend: bool = False) -> None:
         self.renderer.reset_section()
         self.renderer.retries.reset()
-        run = self._run = Run(self.session, text, images, resolved=self.app.resolved)
+        run = self._run = Run(self.session, text, images, resolved=self.app.resolved, resend=resend)
         self.start_job("run", run.task, abort=run.abort)
 
     async def submit(self, text: str) -> None:

@@ -455,6 +455,11 @@ class Renderer:
         for line in event.reply.splitlines() or [""]:
             self.note(line, "red" if event.error else "magenta")
 
+    def _on_goal_loop(self, event: Any) -> None:
+        """The goal loop: a line before each step it takes by itself, and one at its end."""
+        style = "magenta" if event.state == "step" else ("green" if event.stop == "complete" else "yellow")
+        self.note(event.line(), style)
+
     def _on_context_warning(self, event: Any) -> None:
         """One line per warning the runtime raises about the context (docs/interactive.md)."""
         self.note(f"context: {event.message}", "yellow")

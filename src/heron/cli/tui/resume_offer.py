@@ -11,6 +11,10 @@ session (docs/sessions.md, "An unanswered prompt"). Resuming it in a terminal (`
   attached images are not kept - attach them again);
 - **n**, Esc or Ctrl+C leave it: the next prompt is sent after it, with a note telling the
   model it was never answered (:func:`heron.coding.unanswered.note_unanswered`).
+
+A session whose goal loop stopped mid-way (a killed process, a pause) is offered the same
+way: **Enter** picks the loop up where it stopped (:meth:`heron.coding.goal_loop.GoalLoop.resume`),
+anything else leaves it (a prompt typed then takes it up, with the user's words).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from heron.cli.tui.controller import Controller
 
 LABEL = "Enter sends it again · e edits · n leaves it › "  # noqa: RUF001 - the input marker
+LOOP_LABEL = "Enter picks it up · n leaves it › "  # noqa: RUF001 - the input marker
 PREVIEW_LINES = 6
 
 
@@ -31,10 +36,24 @@ def offer_resend(controller: Controller) -> bool:
     """Start the offer as a job when the session's last prompt was never answered; False
     when there is nothing to offer."""
     found = unanswered_prompt(controller.session.store)
+    if found is None and controller.session.goal_loop.pending():
+        controller.start_job("resume", _offer_loop(controller))
+        return True
     if found is None:
         return False
     controller.start_job("resume", _offer(controller, found))
     return True
+
+
+async def _offer_loop(controller: Controller) -> None:
+    goal = controller.session.goal_loop.state().goal
+    say = f"the goal loop stopped before the goal was met:\n{preview(goal.text if goal else '')}"
+    answer = await controller.ask_line(LOOP_LABEL, say)
+    if answer is not None and answer.strip() == "":
+        controller.note("picking the goal loop up")
+        controller.start_run("", resend=True)  # the run becomes the job
+    else:
+        controller.note("left as it is: a prompt takes the loop up, with your words")
 
 
 def preview(text: str) -> str:

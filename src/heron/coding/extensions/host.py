@@ -25,7 +25,7 @@ from heron.agent.tools import AfterToolCallResult, AgentTool, BeforeToolCallResu
 from heron.coding.events import ContextWarningEvent
 from heron.coding.extensions.commands import CommandRegistry, add_templates
 from heron.coding.extensions.loader import Candidate, find_extensions
-from heron.coding.tools import ALL_TOOLS
+from heron.coding.tools import ALL_TOOLS, GOAL_TOOL
 
 if TYPE_CHECKING:
     # The extension API, and the host's code for what extensions register, load with the
@@ -82,7 +82,7 @@ class ExtensionHost:
         return messages
 
     def _taken_tools(self) -> set[str]:
-        return set(ALL_TOOLS) | {t.name for t in self.session.tools}
+        return set(ALL_TOOLS) | {GOAL_TOOL} | {t.name for t in self.session.tools}
 
     def _load_one(self, candidate: Candidate) -> str | None:
         from heron.coding.extensions.api import ExtensionAPI

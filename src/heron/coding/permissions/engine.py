@@ -44,8 +44,8 @@ if TYPE_CHECKING:  # the shell parser loads with the first bash command judged, 
 
 # Kinds of tools that touch no files and change nothing plan mode protects: searches (of the
 # history, of a tool catalogue), reads of something other than files, the session's own task
-# list, and sub-agents, whose every call goes through this same engine (the child shares it).
-PLAN_SAFE_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo", "delegate", "compact"})
+# list and goal, and sub-agents, whose every call goes through this same engine (the child shares it).
+PLAN_SAFE_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "todo", "delegate", "goal", "compact"})
 # What a shell command does to the files it names, as the path rules see it.
 READING = ToolMeta(kind="read", paths=path_argument())
 WRITING = ToolMeta(kind="write", paths=path_argument(access="write"))

@@ -24,6 +24,8 @@ from heron.context.limits import ToolLimits
 SCRIPT_TOOL = "script"  # the registration name the ``script.enabled`` setting removes
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here
 TASK_META = ToolMeta(kind="delegate")  # the task tool's (it lives in heron.coding.subagents)
+GOAL_TOOL = "goal"  # offered by the goal loop while a goal is active, never chosen (heron.coding.tools.goal)
+GOAL_META = ToolMeta(kind="goal")
 
 
 # The built-in tools' classes, by their registration names.
@@ -59,6 +61,8 @@ def builtin_meta(name: str) -> ToolMeta | None:
     without that tool (:class:`heron.agent.tool_meta.ToolCatalog`'s fallback)."""
     if name in SESSION_TOOLS:
         return TASK_META
+    if name == GOAL_TOOL:
+        return GOAL_META
     return _tool_class(name).meta if name in _FACTORIES else None
 
 
@@ -93,6 +97,8 @@ def set_limits(env: ToolEnv, tools: Sequence[AgentTool[Any]], limits: ToolLimits
 __all__ = [
     "ALL_TOOLS",
     "DEFAULT_TOOLS",
+    "GOAL_META",
+    "GOAL_TOOL",
     "SCRIPT_TOOL",
     "SESSION_TOOLS",
     "TASK_META",

@@ -1,4 +1,4 @@
-"""The built-in tools' parameter models (and the ``task`` tool's).
+"""The built-in tools' parameter models (and the ``task`` and ``goal`` tools').
 
 They live apart from the tools because defining them imports pydantic, which a one-shot
 run does not need before its first request: the tools send the schemas precomputed in
@@ -17,6 +17,7 @@ from heron.agent.params import ToolParams
 from heron.coding.tools.compact import MAX_FOCUS
 from heron.coding.tools.env import PATH_DESCRIPTION
 from heron.coding.tools.todo import MAX_CONTENT
+from heron.context.goal_loop import MAX_EVIDENCE_CHARS
 
 
 class ReadParams(ToolParams):
@@ -144,4 +145,15 @@ class TaskParams(ToolParams):
     goal: bool | None = Field(
         default=None,
         description="true: give an isolated sub-agent this session's goal too (a fork always has it)",
+    )
+
+
+class GoalParams(ToolParams):
+    status: Literal["complete", "blocked"] = Field(
+        description='"complete": the goal is met; "blocked": you cannot go on without the user'
+    )
+    evidence: str = Field(
+        min_length=1,
+        max_length=MAX_EVIDENCE_CHARS,
+        description="complete: what shows the goal is met (tests run, files changed); blocked: what you need and why",
     )

@@ -37,6 +37,7 @@ MODELS: dict[str, str] = {
     "compact": "CompactParams",
     "script": "ScriptParams",
     "task": "TaskParams",
+    "goal": "GoalParams",
 }
 
 _table: dict[str, dict[str, Any]] | None = None
