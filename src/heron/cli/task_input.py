@@ -49,7 +49,8 @@ def resend_task(store: SessionStore) -> Task:
         )
     first = (found.message.text().strip().splitlines() or ["(images only)"])[0]
     preview = first if len(first) <= 70 else first[:69] + "…"
-    print(f"heron: sending the unanswered prompt again: {preview}", file=sys.stderr, flush=True)
+    what = "the prompt the last run stopped before sending" if found.journaled else "the unanswered prompt again"
+    print(f"heron: sending {what}: {preview}", file=sys.stderr, flush=True)
     return Task(text="", resend=True)
 
 
