@@ -149,7 +149,10 @@ def run_round(
 
     try:
         asyncio.get_running_loop()
+        running = True
     except RuntimeError:
+        running = False
+    if not running:  # not run inside the ``except``: its error would become every failure's context
         return asyncio.run(round_())
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="heron-probe") as pool:
         return pool.submit(lambda: asyncio.run(round_())).result()

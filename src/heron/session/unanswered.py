@@ -80,6 +80,20 @@ def _journaled(entry: CustomEntry) -> UserMessage | None:
     return message if isinstance(message, UserMessage) else None
 
 
+def _sent(store: SessionStore, journal: int) -> bool:
+    """Whether a message follows the journal at ``journal`` on any branch below it: its
+    prompt went out (and is unanswered, if at all, as that message). The leaf may have
+    been moved above that message (sending it again from its parent)."""
+    children, types = store.children_indices(), store.types()
+    below = list(children[journal])
+    while below:
+        index = below.pop()
+        if types[index] == "message":
+            return True
+        below.extend(children[index])
+    return False
+
+
 def unanswered_prompt(store: SessionStore) -> Unanswered | None:
     """The user message the leaf's path ends with when nothing answered it and it was
     read from the file (a previous process left it) - or the journal of a prompt that was
@@ -94,7 +108,7 @@ def unanswered_prompt(store: SessionStore) -> Unanswered | None:
         if kind == "custom" and index < store.opened_entries:
             journal = store.entry_at(index)
             if isinstance(journal, CustomEntry) and (message := _journaled(journal)) is not None:
-                return Unanswered(journal.id, journal.parent_id, message, journaled=True)
+                return None if _sent(store, index) else Unanswered(journal.id, journal.parent_id, message, True)
         if kind in NOT_AN_ANSWER:
             entry_id = store.parent_id_of(entry_id)
             continue
