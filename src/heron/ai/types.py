@@ -589,9 +589,7 @@ class Model:
     # The model's ``compaction`` entry in models.json ({"native": bool, "serverClearing":
     # bool}): provider-native compaction and server-side clearing for this model alone.
     compaction: JSON | None = None
-    # How many requests the model's server serves at once, when it said (llama.cpp's
-    # ``total_slots`` in ``/props``); None when it did not (a hosted API, vLLM, Ollama).
-    server_slots: int | None = None
+    server_slots: int | None = None  # requests its server serves at once, when it said (llama.cpp /props)
 
     @property
     def ref(self) -> str:
