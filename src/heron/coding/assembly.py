@@ -31,6 +31,7 @@ from heron.coding.subagents.definitions import TASK_TOOL
 from heron.coding.subagents.manager import attach_subagents
 from heron.context.spill import remove_old_spills
 from heron.session.paths import latest_session, resolve_session
+from heron.session.errors import SessionWriteError
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:  # imported when servers start (heron.coding.mcp loads the MCP SDK)
@@ -92,7 +93,11 @@ def _journaled(store: StoreSpec, cwd: Path, home: Path, model: ResolvedModel, pr
     if store.kind == "memory":
         return store
     opened = open_store(store, cwd, home)
-    journal_first_prompt(opened, model.model, model.api_key, home, prompt)
+    try:
+        journal_first_prompt(opened, model.model, model.api_key, home, prompt)
+    except SessionWriteError:  # the run meets it again with its first message, and says so there
+        opened.close()
+        return store
     return StoreSpec.existing(opened)
 
 
