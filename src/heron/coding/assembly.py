@@ -30,8 +30,8 @@ from heron.coding.settings import load_settings
 from heron.coding.subagents.definitions import TASK_TOOL
 from heron.coding.subagents.manager import attach_subagents
 from heron.context.spill import remove_old_spills
-from heron.session.paths import latest_session, resolve_session
 from heron.session.errors import SessionWriteError
+from heron.session.paths import latest_session, resolve_session
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:  # imported when servers start (heron.coding.mcp loads the MCP SDK)
