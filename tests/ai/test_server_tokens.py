@@ -1,11 +1,25 @@
-"""A local server's own token count (``/tokenize``), in llama.cpp's and vLLM's formats."""
+"""A local server's own token count (``/tokenize``) and chat template (``/apply-template``),
+in llama.cpp's and vLLM's formats, each answer classified for the cache."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from heron.ai.server_probe import Answer, Prober, probing
 from heron.ai.server_tokens import count_from, rendered_prompt, server_count
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+
+T = TypeVar("T")
+
+
+def ask(base_url: str, work: Callable[[Prober], Awaitable[T]]) -> T:
+    async def run() -> T:
+        async with probing(base_url, None, 5.0, 5.0) as prober:
+            return await work(prober)
+
+    return asyncio.run(run())
 
 
 def test_count_from_each_servers_answer() -> None:
@@ -28,21 +42,34 @@ def test_one_request_speaks_both_formats() -> None:
         return json_reply(200, {"count": len(body["prompt"].split()), "tokens": [], "max_model_len": 4096})
 
     server = LocalServer(respond, answers_probes=True)
+    base = server.url + "/v1"
     try:
-        assert server_count(server.url + "/v1", "Qwen/Qwen3-0.6B", "one two three") == 3
+        assert ask(base, lambda p: server_count(p, base, "Qwen/Qwen3-0.6B", "one two three")) == Answer("ok", 3)
         assert asked[0]["content"] == asked[0]["prompt"] == "one two three"
         assert asked[0]["model"] == "Qwen/Qwen3-0.6B"
     finally:
         server.close()
 
 
-def test_a_server_without_tokenize_gives_none() -> None:
-    server = LocalServer(lambda request: json_reply(404, {"error": "not found"}), answers_probes=True)
+def test_a_server_without_tokenize_is_missing_and_an_unusable_answer_too() -> None:
+    answers = iter([json_reply(404, {"error": "not found"}), json_reply(200, {"tokens": "?"})])
+    server = LocalServer(lambda request: next(answers), answers_probes=True)
+    base = server.url + "/v1"
     try:
-        assert server_count(server.url + "/v1", "m", "text") is None
+        assert ask(base, lambda p: server_count(p, base, "m", "text")).kind == "missing"
+        assert ask(base, lambda p: server_count(p, base, "m", "text")).kind == "missing"  # not this format
     finally:
         server.close()
-    assert server_count(server.url + "/v1", "m", "text") is None  # nothing listening any more
+
+
+def test_a_server_error_is_unknown_not_missing() -> None:
+    """llama.cpp answers 503 while it loads its model: worth asking again, not remembering."""
+    server = LocalServer(lambda request: json_reply(503, {"error": "Loading model"}), answers_probes=True)
+    base = server.url + "/v1"
+    try:
+        assert ask(base, lambda p: server_count(p, base, "m", "text")).kind == "unknown"
+    finally:
+        server.close()
 
 
 def test_the_server_renders_its_chat_template() -> None:
@@ -57,13 +84,13 @@ def test_the_server_renders_its_chat_template() -> None:
         return json_reply(200, {"prompt": "<s>" + "".join(m["content"] for m in request.json()["messages"])})
 
     server = LocalServer(respond, answers_probes=True)
+    base = server.url + "/v1"
     try:
         tools = [{"type": "function", "function": {"name": "read", "description": "", "parameters": {}}}]
-        prompt = rendered_prompt(server.url + "/v1", "m", [{"role": "user", "content": "one two"}], tools)
-        assert prompt == "<s>one two"
+        messages = [{"role": "user", "content": "one two"}]
+        assert ask(base, lambda p: rendered_prompt(p, base, "m", messages, tools)) == Answer("ok", "<s>one two")
         assert asked[0]["tools"] == tools and asked[0]["model"] == "m"
-        assert rendered_prompt(server.url + "/v1", "m", [], []) == "<s>"
+        assert ask(base, lambda p: rendered_prompt(p, base, "m", [], [])) == Answer("ok", "<s>")
         assert "tools" not in asked[1]  # no tools: none sent
     finally:
         server.close()
-    assert rendered_prompt(server.url + "/v1", "m", [], []) is None  # nothing listening any more

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from heron.ai.server_window import NothingListening, probe_window, server_root
+from heron.ai.server_window import NothingListening, ServerWindow, probe_window, server_root
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
+from tests.support.llama_server import LlamaBehaviour, LlamaServer
 
 NOT_FOUND = json_reply(404, {"error": "not found"})
 
@@ -128,3 +129,37 @@ def test_a_refused_connection_stops_the_probing() -> None:
 def test_the_root_of_a_v1_base_url() -> None:
     assert server_root("http://localhost:8080/v1/") == "http://localhost:8080"
     assert server_root("http://localhost:1234") == "http://localhost:1234"
+
+
+def test_llama_slots_from_props_and_the_smallest_slot() -> None:
+    """``total_slots`` is kept (a server of several slots may share one cache: heron sends
+    nothing beside the turn); with several, ``/slots`` is asked and the smallest slot's
+    ``n_ctx`` is the window (a request may get any slot)."""
+    server = LlamaServer(LlamaBehaviour(n_ctx=8_192, total_slots=4, slot_n_ctx=2_048))
+    try:
+        found = probe_window(server.base_url, "local")
+        assert found == ServerWindow(2_048, "llama.cpp /slots n_ctx", slots=4)
+        assert server.paths() == ["/v1/models", "/props", "/slots"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("slots_endpoint", [True, False])
+def test_one_slot_or_slots_off_asks_nothing_more(slots_endpoint: bool) -> None:
+    behaviour = LlamaBehaviour(n_ctx=4_096, total_slots=1 if slots_endpoint else 4, slots_endpoint=slots_endpoint)
+    server = LlamaServer(behaviour)
+    try:
+        found = probe_window(server.base_url, "local")
+        assert found is not None and found.window == 4_096 and found.slots == behaviour.total_slots
+        assert "/slots" not in server.paths()  # one slot: /props said it all; --no-slots: props says it is off
+    finally:
+        server.close()
+
+
+def test_slots_not_found_keeps_the_props_window() -> None:
+    props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 2}
+    server = serving({("GET", "/props"): props})  # /slots: "not found", as an older build
+    try:
+        assert probe_window(server.url + "/v1", "local") == ServerWindow(4_096, "llama.cpp /props n_ctx", slots=2)
+    finally:
+        server.close()

@@ -13,9 +13,18 @@ import pytest
 from heron.ai.server_window import ServerWindow
 from heron.ai.types import WINDOW_ASSUMED, Model
 from heron.coding import model_limits
-from heron.coding.model_limits import cached_window, store_window, with_limits
+from heron.coding.model_limits import (
+    cached_window,
+    probe_due,
+    remember,
+    remembered,
+    serves_beside,
+    store_window,
+    with_limits,
+)
 from heron.context import calibration
 from tests.cli.test_print_json_e2e import heron_command
+from tests.support.http_server import LocalServer, Reply
 
 
 def local(**fields: object) -> Model:
@@ -98,3 +107,55 @@ def test_bad_limit_flags_are_refused_with_the_fix(tmp_path: Path, flags: list[st
         timeout=60,
     )
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_slots_are_cached_with_the_window_and_become_the_models(tmp_path: Path) -> None:
+    model = local()
+    store_window(tmp_path, model, 4_096, "llama.cpp /props n_ctx", slots=4)
+    assert cached_window(tmp_path, model) == ServerWindow(4_096, "llama.cpp /props n_ctx", slots=4)
+    limited = with_limits(model, tmp_path, None)
+    assert limited.server_slots == 4 and not serves_beside(limited)
+    assert serves_beside(local())  # a server that did not say: a background summary may run beside
+    assert not serves_beside(local(server_slots=1))
+
+
+def test_a_server_that_does_not_answer_in_time_is_asked_again_soon_and_said(tmp_path: Path) -> None:
+    server = LocalServer(lambda request: Reply(stall="silent"), answers_probes=True)
+    said: list[str] = []
+    model = local(base_url=server.url + "/v1")
+    try:
+        limited = with_limits(model, tmp_path, None, notice=said.append)
+        assert limited.context_window == model.context_window and limited.window_source == WINDOW_ASSUMED
+        assert len(said) == 1 and "did not answer" in said[0] and "--context-window" in said[0], said
+        asked = len(server.probes) + len(server.requests)
+        cached = cached_window(tmp_path, model)
+        assert cached == ServerWindow(0, model_limits.UNANSWERED)
+        with_limits(model, tmp_path, None, notice=said.append)  # the next process: no probe, said again
+        assert len(server.probes) + len(server.requests) == asked and len(said) == 2
+        (entry,) = json.loads((tmp_path / model_limits.CACHE_FILE).read_text()).values()
+        assert entry["ttl"] == model_limits.RETRY_SECONDS  # asked again after a minute, not ten
+        assert cached_window(tmp_path, model, now=entry["at"] + model_limits.RETRY_SECONDS + 1) is None
+    finally:
+        server.close()
+
+
+def test_probe_answers_are_remembered_until_they_expire(tmp_path: Path) -> None:
+    model = local()
+    remember(tmp_path, model, "/tokenize", "missing")
+    remember(tmp_path, model, "/apply-template", "unknown", model_limits.RETRY_SECONDS)
+    assert remembered(tmp_path, model, "/tokenize") == "missing"
+    assert remembered(tmp_path, local(id="other"), "/tokenize") is None
+    records = json.loads((tmp_path / model_limits.ANSWERS_FILE).read_text())
+    at = records[f"{model.base_url} m /tokenize"]["at"]
+    assert remembered(tmp_path, model, "/apply-template", now=at + model_limits.RETRY_SECONDS + 1) is None
+    assert remembered(tmp_path, model, "/tokenize", now=at + model_limits.RETRY_SECONDS + 1) == "missing"
+    assert remembered(tmp_path, model, "/tokenize", now=at + model_limits.CACHE_SECONDS + 1) is None
+
+
+def test_a_probe_is_due_only_when_nothing_says_the_window(tmp_path: Path) -> None:
+    model = local()
+    assert probe_due(tmp_path, model)
+    assert not probe_due(tmp_path, model, context_window=4_096)
+    assert not probe_due(tmp_path, local(window_source=""))
+    store_window(tmp_path, model, 0, "")
+    assert not probe_due(tmp_path, model)

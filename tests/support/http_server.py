@@ -31,6 +31,12 @@ class Reply:
     truncate_at: int | None = None
     # Hold the response open this long before the body starts (abort/timeout tests).
     delay: float = 0.0
+    # Never complete the response (until the server closes): "silent" accepts the request
+    # and says nothing; "trickle-head" sends the status line and headers a byte at a time;
+    # "trickle-body" sends the headers, then the body a byte at a time - one byte every
+    # ``trickle_s``, which no per-read timeout ever catches.
+    stall: str | None = None
+    trickle_s: float = 0.5
 
     def body_bytes(self) -> bytes:
         return self.body.encode() if isinstance(self.body, str) else self.body
@@ -56,6 +62,9 @@ class Recorded:
 # scripted server answers them "not found", as an OpenAI-compatible server without these
 # endpoints does, and its queued replies are kept for the requests they script.
 _PROBE_PATHS = ("/v1/models", "/models", "/props", "/api/show", "/api/v0/models", "/tokenize", "/apply-template")
+
+
+_HEAD_PREFIX = b"HTTP/1.1 200 OK\r\nX-Slow: "  # then one more letter of this header every time
 
 
 def _is_probe(recorded: Recorded) -> bool:
@@ -87,6 +96,7 @@ class LocalServer:
         self.fallback: Reply | None = None
         self.responder = responder
         self._lock = threading.Lock()
+        self.closed = threading.Event()  # set by close(): stalled responses end
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -118,7 +128,31 @@ class LocalServer:
             do_POST = _handle
             do_GET = _handle
 
+            def _stall(self, reply: Reply) -> None:
+                """Hold the client with a response that never completes (``Reply.stall``)."""
+                head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+                if reply.stall == "trickle-body":
+                    self.wfile.write(head)
+                    self.wfile.flush()
+                sent = 0
+                try:
+                    while not server.closed.wait(reply.trickle_s if reply.stall != "silent" else 0.05):
+                        if reply.stall == "silent":
+                            continue
+                        byte = b" "  # a JSON body of blanks, or a header that never ends
+                        if reply.stall == "trickle-head":
+                            byte = _HEAD_PREFIX[sent : sent + 1] or b"a"
+                        self.wfile.write(byte)
+                        self.wfile.flush()
+                        sent += 1
+                except OSError:  # the client gave up: what a deadline does
+                    pass
+                self.close_connection = True
+
             def _send(self, reply: Reply) -> None:
+                if reply.stall is not None:
+                    self._stall(reply)
+                    return
                 payload = reply.body_bytes()
                 if reply.delay:
                     time.sleep(reply.delay)
@@ -184,5 +218,6 @@ class LocalServer:
         return json_reply(500, {"error": {"message": "test server: no reply queued"}})
 
     def close(self) -> None:
+        self.closed.set()
         self._httpd.shutdown()
         self._httpd.server_close()

@@ -1,7 +1,8 @@
 """A scripted server that behaves like llama.cpp's ``llama-server`` started with ``-c N``.
 
 It speaks what the real one speaks: ``GET /props`` (``default_generation_settings.n_ctx``,
-and ``params.n_predict``: the ``-n`` cap, -1 for none), ``GET /v1/models`` (with
+``params.n_predict``: the ``-n`` cap, -1 for none, ``total_slots`` and ``endpoint_slots``),
+``GET /slots`` (each slot's ``n_ctx``; 501 with ``--no-slots``), ``GET /v1/models`` (with
 ``meta.n_ctx_train``), ``POST /tokenize``, ``POST /apply-template`` (the prompt its chat
 template renders; ``drops_tools`` makes it a template without a tools section, as Gemma
 3's is, and the tools then cost nothing), ``POST /v1/chat/completions`` streamed
@@ -103,6 +104,10 @@ class LlamaBehaviour:
     apply_template: bool = True  # POST /apply-template {"messages": ...} -> {"prompt": ...}
     drops_tools: bool = False  # the chat template has no tools section (Gemma 3's)
     n_predict: int = -1  # llama-server -n: reported in /props
+    total_slots: int = 1  # llama-server -np (llama.cpp's own default, -np unset, is 4 sharing one cache)
+    slots_endpoint: bool = True  # GET /slots (llama-server --no-slots answers 501)
+    slot_n_ctx: int | None = None  # what /slots says each slot has (default: n_ctx)
+    stall: dict[str, str] = field(default_factory=dict)  # path -> Reply.stall: never answered
     answer: str = "Done."
     summary: str = "## Goal\nanswer the prompts\n## Progress\nanswered them"
     served: list[Served] = field(default_factory=list)
@@ -146,13 +151,29 @@ class LlamaServer:
 
     def _respond(self, request: Recorded) -> Reply:
         b = self.behaviour
+        if request.path in b.stall:
+            return Reply(stall=b.stall[request.path])
+        if request.method == "GET" and request.path == "/slots":
+            if not b.slots_endpoint:
+                error = {
+                    "code": 501,
+                    "message": "This server does not support slots endpoint.",
+                    "type": "not_supported_error",
+                }
+                return json_reply(501, {"error": error})
+            n_ctx = b.slot_n_ctx or b.n_ctx
+            return json_reply(200, [{"id": i, "n_ctx": n_ctx, "is_processing": False} for i in range(b.total_slots)])
         if request.method == "GET" and request.path == "/props":
             if not b.props:
                 return json_reply(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
             settings = {"n_ctx": b.n_ctx, "params": {"n_predict": b.n_predict, "temperature": 0.8}}
-            return json_reply(
-                200, {"default_generation_settings": settings, "total_slots": 1, "model_path": MODEL_PATH}
-            )
+            props = {
+                "default_generation_settings": settings,
+                "total_slots": b.total_slots,
+                "model_path": MODEL_PATH,
+                "endpoint_slots": b.slots_endpoint,
+            }
+            return json_reply(200, props)
         if request.method == "GET" and request.path == "/v1/models":
             meta = {"vocab_type": 1, "n_vocab": 262144, "n_ctx_train": b.n_ctx_train, "n_embd": 640}
             entry = {"id": MODEL_PATH, "object": "model", "created": 1, "owned_by": "llamacpp", "meta": meta}

@@ -15,18 +15,24 @@ Studio have no such endpoint; their counts come with the answers.
 What a request costs is the prompt the server's chat template renders, not the texts
 heron sends: a template may drop the tool schemas (Gemma 3's does). llama.cpp renders a
 request without running it (``POST /apply-template`` with the chat body ->
-``{"prompt": ...}``); :func:`rendered_prompt` asks for that. This module only asks; what
-the count calibrates and what the rendering shows is the caller's
-(``heron.coding.first_count``).
+``{"prompt": ...}``); :func:`rendered_prompt` asks for that.
+
+Both are asked through a :class:`~heron.ai.server_probe.Prober`, so the caller bounds all
+of them by one deadline, and each answer says whether the server lacks the endpoint
+(``missing``: worth remembering) or did not answer in time (``unknown``). This module only
+asks; what the count calibrates, what the rendering shows and what is remembered is the
+caller's (``heron.coding.first_count``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from heron.ai.server_probe import Answer, Prober
 from heron.ai.server_window import server_root
 
-TOKENIZE_TIMEOUT_S = 5.0  # a tokenizer answers a request's worth of text in milliseconds
+TOKENIZE_TIMEOUT_S = 4.0  # one request: a tokenizer answers a request's worth of text in milliseconds
+COUNT_DEADLINE_S = 6.0  # the renders and the count before one first request, together
 
 
 def count_from(answer: Any) -> int | None:
@@ -40,44 +46,26 @@ def count_from(answer: Any) -> int | None:
     return len(tokens) if isinstance(tokens, list) else None
 
 
-def _post(base_url: str, path: str, body: dict[str, Any], api_key: str | None) -> Any:
-    """The JSON answer of ``POST <root><path>``, or None (no such endpoint, no answer in time)."""
-    import httpx
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        with httpx.Client(timeout=TOKENIZE_TIMEOUT_S, headers=headers, follow_redirects=False, verify=False) as client:
-            response = client.post(server_root(base_url) + path, json=body)
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return None
+def prompt_from(answer: Any) -> str | None:
+    """The prompt in an ``/apply-template`` answer."""
+    prompt = answer.get("prompt") if isinstance(answer, dict) else None
+    return prompt if isinstance(prompt, str) else None
 
 
-def server_count(base_url: str, model_id: str, text: str, api_key: str | None = None) -> int | None:
-    """How many tokens the server at ``base_url`` counts in ``text``; None when it has no
-    ``/tokenize`` (or does not answer in time)."""
+async def server_count(prober: Prober, base_url: str, model_id: str, text: str) -> Answer:
+    """How many tokens the server at ``base_url`` counts in ``text`` (the answer's value,
+    when ``ok``)."""
     body = {"content": text, "model": model_id, "prompt": text, "add_special": False}
-    return count_from(_post(base_url, "/tokenize", body, api_key))
+    return (await prober.ask("POST", server_root(base_url) + "/tokenize", body)).then(count_from)
 
 
-def rendered_prompt(
-    base_url: str,
-    model_id: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    api_key: str | None = None,
-) -> str | None:
+async def rendered_prompt(
+    prober: Prober, base_url: str, model_id: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> Answer:
     """The prompt the server's chat template makes of a Chat Completions body with these
-    ``messages`` and ``tools`` (llama.cpp's ``/apply-template``); None when the server
-    does not render on request."""
+    ``messages`` and ``tools`` (llama.cpp's ``/apply-template``; the answer's value, when
+    ``ok``)."""
     body: dict[str, Any] = {"model": model_id, "messages": messages}
     if tools:
         body["tools"] = tools
-    answer = _post(base_url, "/apply-template", body, api_key)
-    prompt = answer.get("prompt") if isinstance(answer, dict) else None
-    return prompt if isinstance(prompt, str) else None
+    return (await prober.ask("POST", server_root(base_url) + "/apply-template", body)).then(prompt_from)

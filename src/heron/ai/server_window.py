@@ -6,11 +6,16 @@ makes every plan wrong. The servers people run on their own machines each say th
 window somewhere, in their own format (docs/configuration.md, "What heron asks a local
 server"):
 
-- llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (the window of one
-  slot, which is what a request gets), and its ``n_predict`` (``params.n_predict`` in
-  newer builds) when positive: the server's own output cap (``-n``), so heron asks for no
-  more; ``/v1/models`` only has the training context (``meta.n_ctx_train``), an upper
-  bound used when ``/props`` is off;
+- llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx``: the window of one
+  slot, which is what a request gets (llama.cpp's ``slot_n_ctx``: ``-c`` divided by
+  ``--parallel`` when each slot has its own cache, the whole ``-c`` when the slots share
+  one - its default when ``--parallel`` is not given: 4 slots over one cache), and
+  ``total_slots``: how many requests it serves at once (:attr:`ServerWindow.slots`); with
+  several, ``GET /slots`` (each slot's ``n_ctx``) when the server has it on, the
+  smallest of them. Its ``n_predict`` (``params.n_predict`` in newer builds) when
+  positive: the server's own output cap (``-n``), so heron asks for no more;
+  ``/v1/models`` only has the training context (``meta.n_ctx_train``), an upper bound
+  used when ``/props`` is off;
 - vLLM: ``GET /v1/models`` -> the served model's ``max_model_len``;
 - Ollama: ``POST /api/show`` -> ``num_ctx`` in the model's ``parameters`` text when the
   Modelfile sets it, else the server's default context (4,096) capped by the model's
@@ -18,23 +23,27 @@ server"):
 - LM Studio: ``GET /api/v0/models/<id>`` -> ``loaded_context_length`` (the loaded
   instance's), else ``max_context_length``.
 
-Every probe is one short request; a server that answers none of them leaves the window
-as it was. A connection that is refused ends the probing at once: nothing is listening,
-and the request that follows reports that itself. This module only asks; caching the
-answer is the caller's (``heron.coding.model_limits``).
+Every probe is one short request, and all of them together end by
+:data:`PROBE_DEADLINE_S` whatever the server does (:mod:`heron.ai.server_probe`). A
+server that answers none of them ("not found" everywhere) leaves the window as it was; one
+that did not answer in time raises :class:`NoAnswerInTime`, so the caller asks again soon
+rather than remembering "nothing". A refused connection ends the probing at once: nothing
+is listening, and the request that follows reports that itself. This module only asks;
+caching the answer is the caller's (``heron.coding.model_limits``).
 """
 
 from __future__ import annotations
 
 import re
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from heron.ai.providers.http import display_url, root_cause
+from heron.ai.server_probe import NothingListening, Prober, run_round
+
+__all__ = ["NoAnswerInTime", "NothingListening", "ServerWindow", "probe_window", "server_root"]
 
 PROBE_TIMEOUT_S = 1.5  # one probe; a local server answers these in milliseconds
-PROBE_DEADLINE_S = 3.0  # all probes of one server together
+PROBE_DEADLINE_S = 3.0  # all probes of one server together, whatever the server does
 OLLAMA_DEFAULT_CONTEXT = 4_096  # what Ollama gives a model whose Modelfile sets no num_ctx
 
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
@@ -42,16 +51,19 @@ _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 @dataclass(frozen=True, slots=True)
 class ServerWindow:
-    """A window a server stated, and where it said so (``"llama.cpp /props"``...); and
-    the output limit it stated, when it states one (llama.cpp's ``n_predict``)."""
+    """A window a server stated, and where it said so (``"llama.cpp /props"``...); the
+    output limit it stated, when it states one (llama.cpp's ``n_predict``); and how many
+    requests it serves at once, when it says (llama.cpp's ``total_slots``)."""
 
     window: int
     source: str
     output_limit: int | None = None
+    slots: int | None = None
 
 
-class NothingListening(Exception):
-    """The server refused the connection: no process listens at that address."""
+class NoAnswerInTime(Exception):
+    """The server did not answer the probes by the deadline (or answered "try later": a
+    5xx) before any of them told the window. ``str()`` names the server and the paths."""
 
 
 def server_root(base_url: str) -> str:
@@ -91,19 +103,29 @@ def from_openai_models(listing: Any, model_id: str) -> tuple[ServerWindow | None
 
 
 def from_llama_props(props: Any) -> ServerWindow | None:
+    """The window of one slot, the output cap and the slot count from llama.cpp's ``/props``."""
     settings = props.get("default_generation_settings") if isinstance(props, dict) else None
     if not isinstance(settings, dict):
         return None
     window = _positive(settings.get("n_ctx"))
     if window is None:
         return None
+    slots = _positive(props.get("total_slots"))
     params = settings.get("params")
     # -1 (the default: no cap) is not a limit; older builds put n_predict beside n_ctx.
     output = _positive(params.get("n_predict")) if isinstance(params, dict) else None
     output = output or _positive(settings.get("n_predict"))
     if output is None:
-        return ServerWindow(window, "llama.cpp /props n_ctx")
-    return ServerWindow(window, "llama.cpp /props n_ctx, n_predict", output)
+        return ServerWindow(window, "llama.cpp /props n_ctx", slots=slots)
+    return ServerWindow(window, "llama.cpp /props n_ctx, n_predict", output, slots)
+
+
+def smallest_slot(slots: Any) -> int | None:
+    """The smallest ``n_ctx`` of llama.cpp's ``/slots`` list (a request may get any slot)."""
+    if not isinstance(slots, list):
+        return None
+    sizes = [n for s in slots if isinstance(s, dict) and (n := _positive(s.get("n_ctx"))) is not None]
+    return min(sizes) if sizes else None
 
 
 def from_ollama_show(show: Any) -> ServerWindow | None:
@@ -131,43 +153,48 @@ def from_lmstudio_model(model: Any) -> ServerWindow | None:
     return ServerWindow(trained, "LM Studio /api/v0/models max_context_length") if trained is not None else None
 
 
-def probe_window(base_url: str, model_id: str, api_key: str | None = None) -> ServerWindow | None:
-    """The window the server at ``base_url`` serves ``model_id`` with, or None when it
-    says nowhere. Raises :class:`NothingListening` when the connection is refused."""
-    import httpx
+async def _llama_window(prober: Prober, root: str, props: Any, trained: int | None) -> ServerWindow | None:
+    """llama.cpp's answer: ``/props``, the smallest slot of ``/slots`` when it has several
+    (and the endpoint is on), capped by the training context."""
+    found = from_llama_props(props)
+    if found is None:
+        return None
+    if (found.slots or 1) > 1 and props.get("endpoint_slots") is not False:
+        smallest = (await prober.ask("GET", root + "/slots")).then(smallest_slot)
+        if smallest.kind == "ok" and smallest.value < found.window:
+            found = replace(found, window=smallest.value, source="llama.cpp /slots n_ctx")
+    return replace(found, window=min(found.window, trained)) if trained else found
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+async def ask_window(prober: Prober, base_url: str, model_id: str) -> ServerWindow | None:
+    """The window of ``model_id`` at ``base_url``: each server's endpoint in turn (module
+    docstring), until one tells it. None when every one said "not found"; raises
+    :class:`NoAnswerInTime` when one that could have told it did not answer in time."""
     root = server_root(base_url)
-    deadline = time.monotonic() + PROBE_DEADLINE_S
-    with httpx.Client(timeout=PROBE_TIMEOUT_S, headers=headers, follow_redirects=False, verify=False) as client:
-
-        def ask(method: str, url: str, body: Any = None) -> Any:
-            if time.monotonic() > deadline:
-                return None
-            try:
-                response = client.request(method, url, json=body)
-            except httpx.ConnectError as exc:
-                if isinstance(root_cause(exc), ConnectionRefusedError):
-                    raise NothingListening(display_url(base_url)) from exc
-                return None
-            except httpx.HTTPError:
-                return None
-            if response.status_code != 200:
-                return None
-            try:
-                return response.json()
-            except ValueError:
-                return None
-
-        found, trained = from_openai_models(ask("GET", base_url.rstrip("/") + "/models"), model_id)
+    models = await prober.ask("GET", base_url.rstrip("/") + "/models")
+    found, trained = from_openai_models(models.value, model_id)
+    if found is not None:
+        return found
+    props = await prober.ask("GET", root + "/props")
+    found = await _llama_window(prober, root, props.value, trained)
+    if found is not None:
+        return found
+    if trained is not None and props.kind != "unknown":
+        return ServerWindow(trained, "llama.cpp /v1/models n_ctx_train")
+    if trained is None:
+        found = from_ollama_show((await prober.ask("POST", root + "/api/show", {"model": model_id})).value)
+        found = found or from_lmstudio_model((await prober.ask("GET", f"{root}/api/v0/models/{model_id}")).value)
         if found is not None:
             return found
-        found = from_llama_props(ask("GET", root + "/props"))
-        if found is not None:
-            return ServerWindow(min(found.window, trained), found.source, found.output_limit) if trained else found
-        if trained is not None:
-            return ServerWindow(trained, "llama.cpp /v1/models n_ctx_train")
-        found = from_ollama_show(ask("POST", root + "/api/show", {"model": model_id}))
-        if found is not None:
-            return found
-        return from_lmstudio_model(ask("GET", f"{root}/api/v0/models/{model_id}"))
+    if prober.unanswered:
+        raise NoAnswerInTime(f"{prober.server} did not answer {', '.join(prober.unanswered)} in time")
+    return None
+
+
+def probe_window(base_url: str, model_id: str, api_key: str | None = None) -> ServerWindow | None:
+    """The window the server at ``base_url`` serves ``model_id`` with (:func:`ask_window`),
+    asked within :data:`PROBE_DEADLINE_S`. Raises :class:`NothingListening` when the
+    connection is refused, :class:`NoAnswerInTime` when the server did not answer in time."""
+    return run_round(
+        base_url, api_key, PROBE_DEADLINE_S, PROBE_TIMEOUT_S, lambda prober: ask_window(prober, base_url, model_id)
+    )

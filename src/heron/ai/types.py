@@ -589,6 +589,7 @@ class Model:
     # The model's ``compaction`` entry in models.json ({"native": bool, "serverClearing":
     # bool}): provider-native compaction and server-side clearing for this model alone.
     compaction: JSON | None = None
+    server_slots: int | None = None  # requests its server serves at once, when it said (llama.cpp /props)
 
     @property
     def ref(self) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heron.ai.models import ModelRegistry, heron_home
+from heron.ai.types import TextContent, UserMessage
 from heron.cli import startup_gc
 from heron.cli.app_state import App, store_spec
 from heron.cli.clean_input import clean_arguments
@@ -38,7 +39,9 @@ def warn(text: str) -> None:
     print(visible(f"heron: warning: {text}"), file=sys.stderr)
 
 
-def build_app(args: argparse.Namespace) -> App:
+def build_app(args: argparse.Namespace, task: Task | None = None) -> App:
+    """The session the arguments describe; ``task``, the prompt it will be sent first, is
+    written to the session file before any network call (heron.coding.first_prompt)."""
     cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
     if not cwd.is_dir():
         raise UsageError(f"--cwd {args.cwd}: not a directory")
@@ -65,6 +68,7 @@ def build_app(args: argparse.Namespace) -> App:
         sandbox=getattr(args, "sandbox", None),
         allow=tuple(getattr(args, "allow", None) or ()),
         mcp=True,
+        first_prompt=_first_prompt(task),
     )
     goal = _goal_flags(args)
     # imported here: a set-up error is reported without loading the agent
@@ -96,6 +100,13 @@ def build_app(args: argparse.Namespace) -> App:
         session=session,
         mcp=session.mcp,
     )
+
+
+def _first_prompt(task: Task | None) -> UserMessage | None:
+    """The task as the prompt message it becomes (None: no task, or one sent again)."""
+    if not task or task.resend:
+        return None
+    return UserMessage(content=[TextContent(text=task.text), *task.images])
 
 
 def _goal_flags(args: argparse.Namespace) -> tuple[str, int | None] | None:
@@ -187,7 +198,7 @@ def run_app(args: argparse.Namespace) -> int:
             from heron.cli.tui.trust_question import maybe_ask_trust
 
             maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
-        app = build_app(args)
+        app = build_app(args, task if mode != "rpc" else None)
         if mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
             task = resend_task(app.session)
     except SetupError as exc:

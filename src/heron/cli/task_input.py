@@ -56,7 +56,8 @@ def resend_task(session: CodingSession) -> Task:
             'no task given: heron -p "what to do" (or pipe it on stdin); '
             "the session's last prompt was answered, so there is none to send again" + (f", and {why}" if why else "")
         )
-    print(visible(f"heron: sending the unanswered prompt again: {_preview(found.message.text())}"), file=sys.stderr)
+    what = "the prompt the last run stopped before sending" if found.journaled else "the unanswered prompt again"
+    print(visible(f"heron: sending {what}: {_preview(found.message.text())}"), file=sys.stderr)
     return Task(text="", resend=True)
 
 

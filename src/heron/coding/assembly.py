@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heron.ai.models import ModelRegistry, heron_home
-from heron.ai.types import Model
+from heron.ai.types import Model, UserMessage
+from heron.coding.first_prompt import journal_first_prompt
 from heron.coding.mcp import any_config
 from heron.coding.model_choice import SETUP_POINTER, ResolvedModel, SetupError, resolve_model, setup_help
-from heron.coding.model_limits import with_limits
+from heron.coding.model_limits import probe_due, with_limits
 from heron.coding.runtime import CodingSession
 from heron.coding.session_server import model_ref, recorded_server
 from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, chosen_tools
@@ -29,6 +30,7 @@ from heron.coding.settings import load_settings
 from heron.coding.subagents.definitions import TASK_TOOL
 from heron.coding.subagents.manager import attach_subagents
 from heron.context.spill import remove_old_spills
+from heron.session.errors import SessionWriteError
 from heron.session.paths import latest_session, resolve_session
 from heron.session.store import SessionStore
 
@@ -67,8 +69,15 @@ def resolve_spec(spec: SessionSpec, warn: Warn = _log_warning) -> SessionSpec:
             raise _with_models_json_cause(exc, registry) from exc
         for error in registry.errors:
             warn(error)
+        if spec.first_prompt is not None and probe_due(home, model.model, choice.context_window):
+            store_spec = _journaled(store_spec, cwd, home, model, spec.first_prompt)
         limited = with_limits(
-            model.model, home, model.api_key, context_window=choice.context_window, max_tokens=choice.max_tokens
+            model.model,
+            home,
+            model.api_key,
+            context_window=choice.context_window,
+            max_tokens=choice.max_tokens,
+            notice=warn,
         )
         model = dataclasses.replace(model, model=limited)
     elif isinstance(model, Model):
@@ -76,6 +85,20 @@ def resolve_spec(spec: SessionSpec, warn: Warn = _log_warning) -> SessionSpec:
     return dataclasses.replace(
         spec, cwd=cwd, home=home, settings=settings, model=model, registry=registry, store=store_spec
     )
+
+
+def _journaled(store: StoreSpec, cwd: Path, home: Path, model: ResolvedModel, prompt: UserMessage) -> StoreSpec:
+    """The session file opened (created) now, with the first prompt written to it before
+    the server is asked for its window (:mod:`heron.coding.first_prompt`)."""
+    if store.kind == "memory":
+        return store
+    opened = open_store(store, cwd, home)
+    try:
+        journal_first_prompt(opened, model.model, model.api_key, home, prompt)
+    except SessionWriteError:  # the run meets it again with its first message, and says so there
+        opened.close()
+        return store
+    return StoreSpec.existing(opened)
 
 
 def _remembered_server(

@@ -26,6 +26,7 @@ from heron.ai.abort import AbortSignal
 from heron.ai.prompt_cache import caches_prompts
 from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
+from heron.coding.model_limits import serves_beside
 from heron.context.background import BackgroundSummaries
 from heron.context.boundaries import compaction_request
 from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
@@ -54,7 +55,9 @@ class ContextOwner:
         self.session = session
         self._compactor: Compactor | None = None
         self.background = BackgroundSummaries(
-            session.policy, self._background_summary, allowed=lambda: not session.extensions.shapes_compaction
+            session.policy,
+            self._background_summary,
+            allowed=lambda: not session.extensions.shapes_compaction and serves_beside(session.model),
         )
         self._handled: set[str] = set()  # the compact calls acted on
         self._turn_compacted: UserMessage | None = None  # the prompt of the turn that compacted last

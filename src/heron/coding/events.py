@@ -77,11 +77,18 @@ class ContextWarningEvent:
     """Something the user should know about the context: automatic compaction switched
     off, an automatic compaction that failed (its summary request did not answer in time,
     or failed after its retries), a context invariant violated (with
-    ``HERON_CHECK_CONTEXT``), a window learnt, an extension disabled or its context
-    transform not used (docs/extensions.md)."""
+    ``HERON_CHECK_CONTEXT``), a window learnt, a server that did not say its window in
+    time (a model switched to), an extension disabled or its context transform not used
+    (docs/extensions.md)."""
 
     kind: Literal[
-        "auto_compaction_off", "compaction_failed", "invariant", "window_learned", "overflow_doubted", "extension"
+        "auto_compaction_off",
+        "compaction_failed",
+        "invariant",
+        "window_learned",
+        "window_unknown",
+        "overflow_doubted",
+        "extension",
     ]
     message: str
     type: Literal["context_warning"] = "context_warning"

@@ -23,27 +23,39 @@ the same prompt both ways means the template drops them, and heron's count leave
 out (:meth:`FirstCount.counts_tools`). That is asked once per process and model (two
 renders, milliseconds), also when the ratio is already calibrated, so a resumed process
 counts the same. The ratio itself is measured on the texts the template keeps. A server
-without ``/apply-template`` (vLLM) keeps the tools counted; one without either endpoint
-costs a request or two, once per process and model.
+without ``/apply-template`` (vLLM) keeps the tools counted.
+
+What the server answered is remembered across processes with its window
+(:func:`heron.coding.model_limits.remember`, :data:`~heron.coding.model_limits.CACHE_SECONDS`):
+whether its template drops the tools, and that it has no ``/apply-template`` or no
+``/tokenize``. A ``heron -p --continue`` after another asks neither again; a server
+without both endpoints (Ollama, LM Studio) costs its two "not found" once, not every
+process. All of it is asked within :data:`~heron.ai.server_tokens.COUNT_DEADLINE_S`: a
+server that does not answer in time is planned for as one without the endpoint, and
+asked again after :data:`~heron.coding.model_limits.RETRY_SECONDS`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.providers.http import is_local_url
-from heron.ai.server_tokens import rendered_prompt, server_count
+from heron.ai.server_probe import Answer, NothingListening, Prober, probing
+from heron.ai.server_tokens import COUNT_DEADLINE_S, TOKENIZE_TIMEOUT_S, rendered_prompt, server_count
 from heron.ai.types import Model, TextContent, Tool, UserMessage
+from heron.coding.model_limits import RETRY_SECONDS, remember, remembered
 from heron.context import calibration
 from heron.context.budget import CHARS_PER_TOKEN, fixed_tokens
 from heron.context.policy import ContextPolicy
 
 SMALL_WINDOW = 32_768
+TEMPLATE = "/apply-template"  # remembered: "drops-tools", "keeps-tools", "missing" or "unknown"
+TOKENIZE = "/tokenize"  # remembered: "missing" or "unknown" (a count is a request's own)
 
 
 def fixed_text(system_prompt: str, tools: Sequence[Tool]) -> str:
@@ -72,9 +84,11 @@ def chat_body(system_prompt: str, tools: Sequence[Tool], prompts: Sequence[str])
 
 
 class FirstCount:
-    """Asks once per process and model (a server without ``/tokenize`` is not asked again)."""
+    """Asks once per process and model, and remembers across processes what the server
+    lacks (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, home: Path) -> None:
+        self.home = home
         self._asked: set[str] = set()
         self._tools_rendered: dict[str, bool] = {}
 
@@ -96,22 +110,67 @@ class FirstCount:
         if key in self._asked or not asks_server_counts(model, policy):
             return
         self._asked.add(key)
-        base, prompts = model.base_url or "", user_texts(messages)
+        prompts = user_texts(messages)
         chat, functions = chat_body(system_prompt, tools, prompts)
-        rendered = await asyncio.to_thread(rendered_prompt, base, model.id, chat, functions, api_key)
-        if rendered is not None and functions:
-            bare = await asyncio.to_thread(rendered_prompt, base, model.id, chat, [], api_key)
-            self._tools_rendered[key] = bare != rendered
-        if policy.calibrated:
-            return  # the session's ratio already counts like the server
+        template = remembered(self.home, model, TEMPLATE)
+        if template in ("drops-tools", "keeps-tools"):
+            self._tools_rendered[key] = template == "keeps-tools"
+        render = template is None
+        count = not policy.calibrated and remembered(self.home, model, TOKENIZE) is None
+        if not (render or count):
+            return
+        try:
+            async with probing(model.base_url or "", api_key, COUNT_DEADLINE_S, TOKENIZE_TIMEOUT_S) as prober:
+                if render:
+                    self._render(key, model, await self._renders(prober, model, chat, functions))
+                if count:
+                    await self._count(prober, model, policy, system_prompt, tools, prompts, key)
+        except NothingListening:
+            return  # the request that follows says nothing is listening
+
+    async def _renders(
+        self, prober: Prober, model: Model, chat: list[Any], functions: list[Any]
+    ) -> tuple[Answer, Answer | None]:
+        """The first request rendered with its tools, and without them when it has some."""
+        base = model.base_url or ""
+        full = await rendered_prompt(prober, base, model.id, chat, functions)
+        bare = await rendered_prompt(prober, base, model.id, chat, []) if full.kind == "ok" and functions else None
+        return full, bare
+
+    def _render(self, key: str, model: Model, renders: tuple[Answer, Answer | None]) -> None:
+        """What the renders show (the tools kept or dropped), remembered with what failed."""
+        full, bare = renders
+        if full.kind == "unknown":
+            remember(self.home, model, TEMPLATE, "unknown", RETRY_SECONDS)
+        elif full.kind == "missing":
+            remember(self.home, model, TEMPLATE, "missing")
+        elif bare is not None and bare.kind == "ok":
+            self._tools_rendered[key] = bare.value != full.value
+            remember(self.home, model, TEMPLATE, "keeps-tools" if self._tools_rendered[key] else "drops-tools")
+
+    async def _count(
+        self,
+        prober: Prober,
+        model: Model,
+        policy: ContextPolicy,
+        system_prompt: str,
+        tools: Sequence[Tool],
+        prompts: list[str],
+        key: str,
+    ) -> None:
+        """The server's count of what the request carries, folded into the calibration."""
         counted_tools = tools if self.counts_tools(key) else []
         text = "\n".join([fixed_text(system_prompt, counted_tools), *prompts])
-        count = await asyncio.to_thread(server_count, base, model.id, text, api_key)
-        if count is not None:
+        answer = await server_count(prober, model.base_url or "", model.id, text)
+        if answer.kind == "missing":
+            remember(self.home, model, TOKENIZE, "missing")
+        elif answer.kind == "unknown":
+            remember(self.home, model, TOKENIZE, "unknown", RETRY_SECONDS)
+        else:
             estimated = fixed_tokens(system_prompt, counted_tools) + sum(
                 math.ceil(len(t) / CHARS_PER_TOKEN) for t in prompts
             )
-            policy.fold_sample(calibration.sample(count, estimated))
+            policy.fold_sample(calibration.sample(answer.value, estimated))
 
 
 def user_texts(messages: Sequence[AgentMessage]) -> list[str]:

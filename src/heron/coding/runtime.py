@@ -52,6 +52,7 @@ from heron.coding.control import Control, StepInput
 from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
+    ContextWarningEvent,
     LedgerEvent,
     RetryEndEvent,
     SessionEvent,
@@ -148,7 +149,7 @@ class CodingSession(RecoveryHooks):
         self._date_override = date
         self._server = ServerRecorder()
         self._fixed_count: tuple[object, int] | None = None  # (system prompt and tools, their tokens)
-        self._first_count = FirstCount()  # a small local window: the server counts before the first request
+        self._first_count = FirstCount(self.home)  # a small local window: the server counts before the first request
         self.date = date or session_date(self.store)
 
         self.env = ToolEnv(
@@ -313,8 +314,14 @@ class CodingSession(RecoveryHooks):
     def set_model(self, model: Model, api_key: str | None = None) -> None:
         """Switch model; recorded as a ``model_change`` entry with the next message. A
         model whose window nobody configured gets its server's, as at the start
-        (:func:`~heron.coding.model_limits.with_limits`: cached, or one short probe)."""
-        model = with_limits(model, self.home, api_key if api_key is not None else self.api_key)
+        (:func:`~heron.coding.model_limits.with_limits`: cached, or a few seconds of probes at
+        most; a server that does not answer in time is said in a ``window_unknown`` warning)."""
+        model = with_limits(
+            model,
+            self.home,
+            api_key if api_key is not None else self.api_key,
+            notice=lambda text: self._emit(ContextWarningEvent(kind="window_unknown", message=text)),
+        )
         self.agent.set_model(model)
         if api_key is not None:
             self.api_key = api_key

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from heron.ai.types import Model, ThinkingLevel
+from heron.ai.types import Model, ThinkingLevel, UserMessage
 from heron.coding.model_choice import ResolvedModel
 
 if TYPE_CHECKING:  # types only: the spec is read before the agent (pydantic) is loaded
@@ -144,6 +144,9 @@ class SessionSpec:
     mcp_servers: tuple[ServerConfig, ...] = ()  # more servers (an ACP client's), started too
     extensions: bool = True  # load the Python extensions (a sub-agent shares its parent's)
     parent: ParentLink | None = None
+    # The prompt the caller will send first (``heron -p``'s task): written to the session
+    # file before the server is asked anything (heron.coding.first_prompt).
+    first_prompt: UserMessage | None = None
 
     @property
     def resolved(self) -> ResolvedModel:

@@ -15,6 +15,14 @@ Two ways on from such a session, and both keep the context rules:
   (kind ``unanswered``) naming the entry. The note is an entry of the path like any
   message, so the model sees it once, in its place, in every later request, and a resumed
   process rebuilds exactly the same context from the file. Nothing is dropped silently.
+
+A prompt that was never sent at all - only its journal entry was written, the run that
+wrote it stopped while it asked the server for its window
+(:func:`heron.session.unanswered.journal_prompt`) - goes the same two ways. Sent again,
+it is sent from the journal's parent like any other. Followed by something else, it is
+first written where it would have been, as the user message it was about to be, and the
+note follows it: the model sees that prompt, the note and the new one, as when the
+request had been sent and never answered.
 """
 
 from __future__ import annotations
@@ -41,8 +49,12 @@ def note_unanswered(session: CodingSession) -> ExtensionMessage | None:
     found = unanswered_prompt(session.store)
     if found is None:
         return None
+    entry_id = found.entry_id
+    if found.journaled:  # never sent: in the conversation first, where it would have been
+        entry_id = session.store.append_message(found.message).id
+        session.agent.state.messages.append(found.message)
     note = ExtensionMessage(
-        custom_type=UNANSWERED_TYPE, content=NOTE_TEXT, display=False, details={"entryId": found.entry_id}
+        custom_type=UNANSWERED_TYPE, content=NOTE_TEXT, display=False, details={"entryId": entry_id}
     )
     session.store.append_message(note)
     session.agent.state.messages.append(note)
@@ -50,10 +62,10 @@ def note_unanswered(session: CodingSession) -> ExtensionMessage | None:
     session.ledger.add(
         LedgerRecord(
             kind="unanswered",
-            ref=found.entry_id,
+            ref=entry_id,
             chars_before=chars,
             chars_after=chars,
-            recover=f"the prompt stays in the context (entry {found.entry_id}), a note after it",
+            recover=f"the prompt stays in the context (entry {entry_id}), a note after it",
         )
     )
     return note

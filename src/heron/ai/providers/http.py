@@ -64,8 +64,9 @@ def join_url(base: str, path: str) -> str:
 
 
 def display_url(url: str) -> str:
-    """``scheme://host[:port]`` of a URL: what a user needs to see which server failed."""
-    scheme, sep, rest = url.partition("://")
+    """``scheme://host[:port]`` of a URL: what a user needs to see which server failed (never
+    its ``user:password@``)."""
+    scheme, sep, rest = without_userinfo(url).partition("://")
     if not sep:
         return url
     return f"{scheme}://{rest.split('/', 1)[0]}"
