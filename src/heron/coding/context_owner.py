@@ -236,6 +236,8 @@ class ContextOwner:
                 session.requests.report(check_compaction(outcome.estimated_before, outcome.tokens_after))
             if reason == "manual":
                 session.policy.enable_auto_compaction("a manual compaction succeeded")
+            elif outcome.auto_disabled is None:  # one that had to run although it was off, and saved enough
+                session.policy.enable_auto_compaction("a compaction saved enough again")
         end = _end_event(reason, before, outcome)
         if end.entry_id is not None:
             self._turn_compacted = session._turn_prompt

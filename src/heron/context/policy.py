@@ -30,6 +30,7 @@ from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_to
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.calibrated import CalibratedCounts
+from heron.context.call_args import ShortenedCalls
 from heron.context.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
@@ -46,6 +47,7 @@ from heron.context.decisions import (
 from heron.context.frontier import FrontierSettings
 from heron.context.learned_window import LearnedWindows
 from heron.context.ledger import Ledger
+from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
 from heron.context.ordering import strictly_ordered
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
@@ -102,9 +104,10 @@ class PolicySettings:
     prune_cold_keep_turns: int = COLD_KEEP_TURNS  # ...and spares fewer results (heron.context.cold_cache)
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
+    tool_limits: ToolLimits = DEFAULT_LIMITS  # one result's budget bounds a call's arguments too (call_args)
 
 
-class ContextPolicy(LearnedWindows, CalibratedCounts):
+class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
     """Pruning, the compaction trigger, output caps, learned limits and the read index."""
 
     def __init__(
@@ -179,6 +182,10 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         configured = self.model.context_window
         learned = self.decisions.learned_window(self.model_key)
         return min(configured, learned) if learned else configured
+
+    @property
+    def tool_limits(self) -> ToolLimits:
+        return self.settings.tool_limits
 
     @property
     def compaction_settings(self) -> CompactionSettings:
@@ -334,6 +341,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         Whoever runs compactions (``heron.coding.context_owner``) runs it when one is, then
         calls :meth:`settle`."""
         self.over_threshold_reason = None
+        self.shorten_calls(messages)
         view = self.view(messages)
         tokens = self.count(view)
         load = self.load(view, tokens)  # what the decisions compare: never less than the count
@@ -362,7 +370,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
             view=view,
             tokens=tokens,
             pressed=pressed,
-            compact=pressed and self.auto_compaction,
+            compact=pressed and (self.auto_compaction or self._last_resort(tokens)),
             early=early and load <= self.threshold,
         )
 
@@ -467,7 +475,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         if leaf is None:
             return False
         path = self.store.path_to(leaf)
-        plan = prepare_compaction(path, self.plan_settings, self.tools)
+        plan = prepare_compaction(path, self.plan_settings, self.tools, self.decisions.call_args)
         if plan is None or not plan.has_work:
             return False
         framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
@@ -495,8 +503,18 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         return (
             f"the context ({tokens:,} tokens) does not fit the {window:,}-token window even after "
             f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
-            "start a new session or /compact with a narrower focus, or give the model a larger window"
+            "run /compact with a narrower focus (from a shell: heron compact --continue FOCUS), start a new "
+            "session, or give the model a larger window"
         )
+
+    def _last_resort(self, tokens: int) -> bool:
+        """Whether to compact although heron switched automatic compaction off itself (a
+        compaction saved too little): the request does not fit the window, so without one
+        nothing can be sent - every later turn would fail. Not when the user switched it
+        off, or turned compaction off in the settings."""
+        decisions = self.decisions
+        off_by_heron = not decisions.auto_compaction and not decisions.auto_compaction_by_user
+        return self.settings.compaction and off_by_heron and tokens + self.min_output > self.window
 
     def _why_over(self) -> str:
         if not self.settings.compaction:
@@ -571,10 +589,10 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         if self.decisions.background is not None:
             self._record(background_end_data(ended, reason))
 
-    def disable_auto_compaction(self, reason: str) -> None:
+    def disable_auto_compaction(self, reason: str, *, by_user: bool = False) -> None:
         if self.decisions.auto_compaction:
-            self._record(auto_compaction_data(False, reason))
+            self._record(auto_compaction_data(False, reason, by_user=by_user))
 
-    def enable_auto_compaction(self, reason: str) -> None:
+    def enable_auto_compaction(self, reason: str, *, by_user: bool = False) -> None:
         if not self.decisions.auto_compaction:
-            self._record(auto_compaction_data(True, reason))
+            self._record(auto_compaction_data(True, reason, by_user=by_user))
