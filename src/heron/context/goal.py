@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from heron.agent.messages import AgentMessage, ExtensionMessage
