@@ -40,7 +40,8 @@ from heron.context.budget import (
 )
 from heron.context.compaction import CompactionSettings, message_tokens
 from heron.context.limits import ToolLimits
-from heron.context.policy import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE, ContextFull
+from heron.context.output_room import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE
+from heron.context.policy import ContextFull
 from heron.context.summary_text import is_summary_request
 from heron.session.store import SessionStore
 

@@ -35,7 +35,8 @@ from tests.support.sandbox_fixtures import bubblewrap, no_bwrap
 __all__ = ["bubblewrap", "no_bwrap"]  # fixtures
 
 WINDOW = 16_384
-ACTIONS = ("read_big", "reread_big", "read_small", "reread_small", "bash_big", "edit", "todo", "text")
+ACTIONS = ("read_big", "reread_big", "read_small", "reread_small", "bash_big", "edit", "todo", "write_big", "text")
+WRITE_CHARS = 30_000  # a write whose arguments pass one result's budget: requests show them shortened
 
 
 def workspace(root: Path) -> None:
@@ -63,6 +64,9 @@ def calls_for(action: str, turn: int, step: int) -> FauxReply:
                 ]
             },
         )
+    if action == "write_big":
+        body = "".join(f"generated line {i} of turn {turn} step {step}\n" for i in range(WRITE_CHARS // 40))
+        return tool_call("write", {"path": f"out/{turn}-{step}.txt", "content": body})
     if action == "edit":
         return tool_call(
             "edit",
@@ -147,7 +151,7 @@ async def drive(
                     store=store,
                     settings=settings,
                     home=home,
-                    tools=["read", "bash", "edit", "todo"],
+                    tools=["read", "bash", "edit", "write", "todo"],
                 )
             await session.prompt(f"turn {t}: carry on with the task")
             if t in compact_after:
@@ -201,7 +205,7 @@ def test_a_restart_every_turn_sends_the_same_requests(
     turns = [
         ["read_big", "read_small", "todo"],
         ["reread_small", "bash_big"],
-        ["read_big", "edit"],
+        ["read_big", "edit", "write_big"],
         ["reread_small", "bash_big"],
         ["read_big"],
         ["reread_big", "read_small"],
@@ -214,6 +218,7 @@ def test_a_restart_every_turn_sends_the_same_requests(
     one = [r.replace(str(tmp_path / "solo"), "BASE") for r in one]
     many = [r.replace(str(tmp_path / "many"), "BASE") for r in many]
     assert len(one) == len(many) > len(turns)
+    assert any("more characters of this argument are not shown" in r for r in one), "a big write shown shortened"
     assert one == many
     joined = "\n".join(one)
     assert "[Pruned from the context" in joined  # the scenario really exercises pruning

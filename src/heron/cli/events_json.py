@@ -7,6 +7,7 @@ from typing import Any
 
 from heron.agent.events import agent_event_to_json
 from heron.cli.terminal_text import json_visible
+from heron.session.jsonl import clean_text
 
 
 def event_json(event: Any) -> dict[str, Any]:
@@ -75,8 +76,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Characters some line readers treat as line ends although they may sit inside a JSON
+# string unescaped (the control characters below U+0020 are always escaped by json).
+_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
 def dumps(data: dict[str, Any]) -> str:
-    """One JSON line; the C1 controls and bidirectional overrides the encoder leaves raw
-    are written as ``\\u`` escapes (the same value), so a line shown on a terminal cannot
-    drive it (:func:`heron.cli.terminal_text.json_visible`)."""
-    return json_visible(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str))
+    """Compact JSON, non-ASCII as is, always encodable as UTF-8: a lone surrogate - a file
+    name or a directory with a byte that is not UTF-8 (``os.fsdecode``), an rpc client's
+    ``"\\ud800"`` - becomes U+FFFD, as it does in the session file (heron.session.jsonl).
+    The C1 controls and bidirectional overrides the encoder leaves raw are written as
+    ``\\u`` escapes (the same value), so a line shown on a terminal cannot drive it
+    (:func:`heron.cli.terminal_text.json_visible`)."""
+    return json_visible(clean_text(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)))
+
+
+def output_line(data: dict[str, Any]) -> str:
+    """One line of heron's JSON output - json mode, rpc, and ACP's protocol messages: the
+    one encoder for all three (docs/rpc.md, "Framing"). :func:`dumps`, with U+2028, U+2029
+    and U+0085 as ``\\u`` escapes so a reader that splits on them still gets whole lines."""
+    return dumps(data).translate(_SEPARATORS) + "\n"
+
+
+def encode_line(data: dict[str, Any]) -> bytes:
+    """:func:`output_line` as the UTF-8 bytes written (it cannot fail: nothing unencodable is left)."""
+    return output_line(data).encode("utf-8")

@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A coding agent that manages its context window.",
         epilog="Other commands: `heron sessions --help` (list and inspect session files), "
         "`heron rewind --help` (undo turns: code, conversation or both), `heron mcp --help` (MCP servers), "
-        "`heron batch --help` (many tasks at once).",
+        "`heron batch --help` (many tasks at once), `heron compact --help` (summarise a session's history now).",
     )
     parser.add_argument("--version", action="version", version=f"heron {__version__}")
     _task_arguments(parser)
@@ -252,7 +252,10 @@ def _main(argv: list[str] | None) -> int:
         from heron.cli import batch_cmd
 
         return batch_cmd.main(args_list[1:])
-    args = build_parser().parse_args(args_list)
+    if args_list and args_list[0] == "compact":
+        args = compact_arguments(args_list[1:])
+    else:
+        args = build_parser().parse_args(args_list)
     if argv is None:
         _serve_dataclass_code()
     from heron.cli.app import run_app
@@ -261,6 +264,30 @@ def _main(argv: list[str] | None) -> int:
     if argv is None:  # the process is heron itself, not a test or a program calling main()
         skip_final_collection()
     return code
+
+
+def compact_arguments(argv: list[str]) -> argparse.Namespace:
+    """``heron compact [FOCUS...]``: the main command's options, run as ``heron -p
+    "/compact FOCUS"`` on the newest session of this directory unless ``--session`` names
+    another (docs/sessions.md, "Compacting from a shell")."""
+    parser = build_parser()
+    parser.prog = "heron compact"
+    parser.usage = "heron compact [FOCUS ...] [--session PATH|ID | --continue] [options]"
+    parser.description = (
+        "Summarise the older history of a session now, as /compact does: the newest session of this "
+        "directory (--continue, the default) or --session PATH|ID. FOCUS: what the summary must keep."
+    )
+    args = parser.parse_args(argv)
+    if args.print_prompt is not None:
+        parser.error("the focus is given as words, not with -p: heron compact keep the API decisions")
+    if args.mode not in (None, "print", "json"):
+        parser.error(f"--mode {args.mode}: compact runs in print or json mode")
+    if args.no_session or args.resume:
+        parser.error("name the session with --session PATH|ID, or leave it out for the newest (--continue)")
+    args.print_prompt = " ".join(["/compact", *args.messages])
+    args.messages = []
+    args.continue_session = args.continue_session or not args.session
+    return args
 
 
 def _serve_dataclass_code() -> None:

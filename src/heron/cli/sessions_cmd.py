@@ -366,6 +366,7 @@ def compact_plan(
     from heron.coding.tools import builtin_meta
     from heron.context.budget import estimate_context_tokens
     from heron.context.compaction import CompactionSettings, prepare_compaction
+    from heron.context.decisions import ContextDecisions
 
     defaults = CompactionSettings()
     settings = CompactionSettings(
@@ -376,7 +377,8 @@ def compact_plan(
     indices = store.path_indices() if leaf is not None else []
     path = store.path_to(leaf) if leaf is not None else []
     tokens_before = estimate_context_tokens(store.build_context().messages)
-    plan = prepare_compaction(path, settings, ToolCatalog(fallback=builtin_meta))  # the built-in tools' calls
+    shown = ContextDecisions.from_entries(path).call_args  # calls the session's requests show shortened
+    plan = prepare_compaction(path, settings, ToolCatalog(fallback=builtin_meta), shown)  # the built-in tools' calls
     out: dict[str, Any] = {
         "path": str(store.path) if store.path is not None else None,
         "leaf_index": store.leaf_index,

@@ -237,6 +237,9 @@ class ContextOwner:
                 session.requests.report(check_compaction(outcome.estimated_before, outcome.tokens_after))
             if reason == "manual":
                 session.policy.enable_auto_compaction("a manual compaction succeeded")
+            elif outcome.auto_disabled is None and not session.policy.decisions.auto_compaction_by_user:
+                # one that ran although heron had switched it off (the request did not fit), and saved enough
+                session.policy.enable_auto_compaction("a compaction saved enough again")
         end = _end_event(reason, before, outcome)
         if end.entry_id is not None:
             self._turn_compacted = session._turn_prompt

@@ -26,6 +26,7 @@ from heron.context.goal import (
     Goal,
     GoalError,
     budget_stop_text,
+    check_budget,
     check_text,
     goal_from_entry,
     goal_on_path,
@@ -116,7 +117,8 @@ class GoalKeeper:
 
     def set(self, text: str, budget: int | None = None) -> Goal:
         """A new goal (its budget counts from now)."""
-        return self._write(Goal(text=check_text(text), budget=budget))
+        checked = check_budget(budget) if budget is not None else None  # a number from the SDK is checked too
+        return self._write(Goal(text=check_text(text), budget=checked))
 
     def adopt(self, text: str, budget: int | None) -> None:
         """``--goal``: set, unless it is already the goal (``--continue`` with the same flag)."""

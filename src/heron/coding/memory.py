@@ -31,7 +31,8 @@ from heron.ai.options import StreamOptions
 from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
 from heron.coding.settings import MemorySettings
 from heron.context.ledger import Ledger, LedgerRecord
-from heron.context.policy import OUTPUT_MARGIN_SHARE, ContextPolicy
+from heron.context.output_room import OUTPUT_MARGIN_SHARE
+from heron.context.policy import ContextPolicy
 from heron.session.entries import CustomEntry
 from heron.session.paths import encode_cwd
 from heron.session.private_files import private_dir

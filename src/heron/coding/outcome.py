@@ -38,7 +38,7 @@ class RunFailure(StrEnum):
 
     SAVE_FAILED = "save_failed"  # the session could not be saved; the run was stopped
     NO_ANSWER = "no_answer"  # nothing answered (an extension command, a blocking hook)
-    INVALID_COMMAND = "invalid_command"  # a heron command (/goal) with bad input; nothing was sent
+    INVALID_COMMAND = "invalid_command"  # a heron command (/goal) with bad input, or one (/compact) that did nothing
     INTERNAL = "internal"  # an exception escaped the run (a bug)
 
 
@@ -111,9 +111,9 @@ def decide(
     """The one decision. In order: an exception, then a session that could not be saved
     (an error even when an answer came: the run was stopped, or the answer is not in the
     file), then an abort (asked for, or the last answer was cut by one), then the last
-    answer's own end. ``reply``: a heron command (``/goal``) answered in place of the
-    model - its text, and whether it refused bad input. ``goal``: how the goal loop ended,
-    when one ran (:class:`heron.coding.events.GoalLoopEvent`)."""
+    answer's own end. ``reply``: a heron command (``/goal``, ``/compact``) answered in
+    place of the model - its text, and whether it refused bad input or did nothing.
+    ``goal``: how the goal loop ended, when one ran (:class:`heron.coding.events.GoalLoopEvent`)."""
     last = answers[-1] if answers else None
     if isinstance(failure, SessionWriteError):  # a write outside the recorder (the prompt's own)
         save_error, failure = save_error or failure, None

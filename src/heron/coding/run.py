@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.events import MessageEndEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
+from heron.coding.compact_command import compact_focus, compaction_reply
 from heron.coding.events import GoalEvent, GoalLoopEvent
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
@@ -64,11 +65,22 @@ class Run:
         self._aborted = False
         self._force: asyncio.TimerHandle | None = None
         self._outcome: RunOutcome | None = None
-        self._reply: tuple[str, bool] | None = None  # a heron command's answer (/goal)
+        self._reply: tuple[str, bool] | None = None  # a heron command's answer (/goal, /compact)
         self._goal: dict[str, Any] | None = None  # how the goal loop ended, if one ran
         self._unsubscribe = session.subscribe(self._on_event)
-        start = pick_up(session) if resend else session.prompt(text, list(images))
+        focus = None if resend or images else compact_focus(text)
+        if resend:
+            start = pick_up(session)
+        elif focus is not None:
+            start = self._compact(focus)
+        else:
+            start = session.prompt(text, list(images))
         self.task: asyncio.Task[Any] = asyncio.ensure_future(start)
+
+    async def _compact(self, focus: str) -> None:
+        """``/compact [focus]``: a manual compaction, answered in place of the model."""
+        end = await self.session.context_owner.compact(focus or None, "manual")
+        self._reply = compaction_reply(end)
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):

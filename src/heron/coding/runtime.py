@@ -245,6 +245,7 @@ class CodingSession(RecoveryHooks):
                 prune_cache_ttl_s=self.settings.pruning.cache_ttl_seconds,
                 prune_cold_keep_turns=self.settings.pruning.cold_keep_turns,
                 frontier=self.settings.continuity,
+                tool_limits=self.settings.tool_limits,
                 native=NativeSettings(
                     native=compaction.native,
                     server_clearing=compaction.server_clearing,

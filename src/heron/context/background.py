@@ -63,7 +63,8 @@ from heron.ai.types import AssistantMessage, ToolResultMessage
 from heron.context.compaction import CompactionPlan, message_tokens, plan_keeping, prepare_compaction
 from heron.context.decisions import PendingSummary
 from heron.context.ledger import LedgerRecord
-from heron.context.policy import OUTPUT_MARGIN_SHARE, SHRINK_REQUIRED, SUMMARY_ALLOWANCE_TOKENS, ContextPolicy
+from heron.context.output_room import OUTPUT_MARGIN_SHARE
+from heron.context.policy import SHRINK_REQUIRED, SUMMARY_ALLOWANCE_TOKENS, ContextPolicy
 from heron.session.entries import MessageEntry
 
 if TYPE_CHECKING:  # the summariser loads with the first summary (none in a short run)
@@ -355,10 +356,11 @@ class BackgroundSummaries:
         if store.leaf_id is None:
             return False
         settings = dataclasses.replace(policy.plan_settings, keep_recent_tokens=keep)
-        plan = prepare_compaction(store.path_to(store.leaf_id), settings, policy.tools)
+        shown = policy.decisions.call_args
+        plan = prepare_compaction(store.path_to(store.leaf_id), settings, policy.tools, shown)
         if plan is None or not plan.has_work:
             return False
-        summarised = sum(message_tokens(m) for m in (*plan.messages_to_summarize, *plan.turn_prefix_messages))
+        summarised = sum(message_tokens(m, shown) for m in (*plan.messages_to_summarize, *plan.turn_prefix_messages))
         if summarised < policy.window * MIN_SUMMARISED_SHARE:
             return False  # right after a compaction: the summary would save too little to be written
         self._launch(policy.record_background(plan.first_kept_entry_id))
@@ -404,7 +406,8 @@ class BackgroundSummaries:
             if isinstance(entry, MessageEntry):
                 message = entry.message
                 stub = stubs.get(message.tool_call_id) if isinstance(message, ToolResultMessage) else None
-                total += math.ceil(len(stub) / 4) if stub is not None else message_tokens(message)
+                shown = policy.decisions.call_args
+                total += math.ceil(len(stub) / 4) if stub is not None else message_tokens(message, shown)
             if entry_id == pending.first_kept_entry_id:
                 return total
             entry_id = store.parent_id_of(entry_id)

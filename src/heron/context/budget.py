@@ -27,6 +27,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from heron.agent.messages import (
     AgentMessage,
@@ -51,6 +52,11 @@ CHARS_PER_TOKEN = 4
 IMAGE_CHARS = 4_800  # 1,200 tokens
 
 
+def arguments_chars(arguments: Any) -> int:
+    """The characters of a tool call's arguments: their compact JSON."""
+    return len(json.dumps(arguments, separators=(",", ":"), ensure_ascii=False))
+
+
 def message_chars(message: AgentMessage) -> int:
     """The characters of ``message`` that count towards its token estimate."""
     if isinstance(message, UserMessage):
@@ -68,7 +74,7 @@ def message_chars(message: AgentMessage) -> int:
                 chars += len(block.thinking)
             elif isinstance(block, ToolCall):
                 chars += len(block.name)
-                chars += len(json.dumps(block.arguments, separators=(",", ":"), ensure_ascii=False))
+                chars += arguments_chars(block.arguments)
         return chars
     if isinstance(message, ToolResultMessage | ExtensionMessage):
         blocks = message.content

@@ -14,7 +14,7 @@ of silently disappearing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from heron.agent.messages import AgentMessage, BranchSummaryMessage, ExtensionMe
 from heron.agent.tool_meta import EMPTY_CATALOG, ToolCatalog
 from heron.ai.types import AssistantMessage, UserMessage
 from heron.context.budget import estimate_message_tokens
+from heron.context.call_args import shown_message
 from heron.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -57,8 +58,13 @@ class CompactionSettings:
         )
 
 
-def message_tokens(message: AgentMessage) -> int:
-    """The estimate that places the cut (user images not counted, as pi does; docs/context.md, "Counting tokens")."""
+def message_tokens(message: AgentMessage, call_args: Mapping[str, dict[str, Any]] | None = None) -> int:
+    """The estimate that places the cut (user images not counted, as pi does; docs/context.md,
+    "Counting tokens"). ``call_args``: the tool calls requests show shortened
+    (:mod:`heron.context.call_args`), counted as shown - a 5 MB ``write`` counted whole
+    would fill the keep-recent budget alone and leave nothing to summarise."""
+    if call_args and isinstance(message, AssistantMessage) and any(c.id in call_args for c in message.tool_calls()):
+        return estimate_message_tokens(shown_message(message, dict(call_args)))
     return estimate_message_tokens(message)
 
 
@@ -131,11 +137,15 @@ def entry_message(entry: Entry) -> AgentMessage | None:
 
 
 def prepare_compaction(
-    path: Sequence[Entry], settings: CompactionSettings, tools: ToolCatalog = EMPTY_CATALOG
+    path: Sequence[Entry],
+    settings: CompactionSettings,
+    tools: ToolCatalog = EMPTY_CATALOG,
+    call_args: Mapping[str, dict[str, Any]] | None = None,
 ) -> CompactionPlan | None:
     """The cut for compacting ``path`` (root to leaf), or ``None`` when there is nothing
     to compact (the leaf is a compaction, or everything fits the keep-recent budget).
-    ``tools`` says which calls read or changed files (the plan's file lists)."""
+    ``tools`` says which calls read or changed files (the plan's file lists);
+    ``call_args``: the calls requests show shortened (the session's decisions)."""
     entries = list(path)
     if not entries or isinstance(entries[-1], CompactionEntry):
         return None
@@ -147,7 +157,7 @@ def prepare_compaction(
     for index in range(len(entries) - 1, region_start - 1, -1):
         entry = entries[index]
         if isinstance(entry, MessageEntry):
-            total += message_tokens(entry.message)
+            total += message_tokens(entry.message, call_args)
             if total >= settings.keep_recent_tokens:
                 reached = index
                 break

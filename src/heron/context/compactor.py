@@ -218,7 +218,9 @@ class Compactor:
         if keep_recent_tokens is not None:
             keep = min(settings.keep_recent_tokens, keep_recent_tokens)
             settings = dataclasses.replace(settings, keep_recent_tokens=keep)
-        plan = prepare_compaction(store.path_to(store.leaf_id), settings, self.policy.tools)
+        plan = prepare_compaction(
+            store.path_to(store.leaf_id), settings, self.policy.tools, self.policy.decisions.call_args
+        )
         return plan if plan is not None and plan.has_work else None
 
     def _draft(

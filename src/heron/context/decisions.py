@@ -34,6 +34,7 @@ OP_FLUSH = "flush"
 OP_CALIBRATION = "calibration"
 OP_NATIVE = "native"  # provider-native compaction off for a model (its server rejected the fields)
 OP_BACKGROUND = "background"  # a background summary started (its cut), or ended unused (why)
+OP_CALL_ARGS = "call_args"  # tool calls whose arguments requests show shortened (heron.context.call_args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +67,14 @@ class ContextDecisions:
 
     stubs: dict[str, str] = field(default_factory=dict)  # tool call id -> stub text
     stub_ms: dict[str, int] = field(default_factory=dict)  # tool call id -> when its stub was recorded
+    # tool call id -> how requests show its oversized arguments (heron.context.call_args)
+    call_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     notices: dict[str, str] = field(default_factory=dict)  # tool call id -> budget notice it carries
     notice_mark: int = 0  # the highest budget mark told since the latest compaction
     windows: dict[str, LearnedWindow] = field(default_factory=dict)  # model key -> latest
     auto_compaction: bool = True
     auto_compaction_reason: str = ""
+    auto_compaction_by_user: bool = False  # switched off by the user (not by heron after a compaction saved too little)
     last_view_change_ms: int = 0  # timestamp of the latest prune step
     todos: list[TodoItem] | None = None  # the latest task list on the path
     flushed: bool = False  # a memory flush ran (or was skipped) since the latest compaction
@@ -121,6 +125,8 @@ class ContextDecisions:
                         self.stubs[call_id] = text  # a stub never changes once sent
                         self.stub_ms[call_id] = timestamp_ms
                 self.last_view_change_ms = max(self.last_view_change_ms, timestamp_ms)
+        elif op == OP_CALL_ARGS:
+            self._call_args(data, timestamp_ms)
         elif op == OP_WINDOW:
             model, window = data.get("model"), data.get("window")
             if isinstance(model, str) and isinstance(window, int) and window > 0:
@@ -159,6 +165,18 @@ class ContextDecisions:
             if isinstance(enabled, bool):
                 self.auto_compaction = enabled
                 self.auto_compaction_reason = str(data.get("reason") or "")
+                self.auto_compaction_by_user = data.get("by") == "user"
+
+    def _call_args(self, data: dict[str, Any], timestamp_ms: int) -> None:
+        calls = data.get("calls")
+        if not isinstance(calls, dict):
+            return
+        for call_id, shown in calls.items():
+            if isinstance(call_id, str) and isinstance(shown, dict):
+                self.call_args.setdefault(call_id, shown)  # like a stub: never changes once sent
+        # the reply that carried the call whole is no longer what requests carry: its usage
+        # anchors no count (it counted the arguments whole), as after a pruning step
+        self.last_view_change_ms = max(self.last_view_change_ms, timestamp_ms)
 
     def _background(self, data: dict[str, Any], timestamp_ms: int) -> None:
         ended = data.get("ended")
@@ -201,8 +219,14 @@ def native_data(model: str, enabled: bool, reason: str) -> dict[str, Any]:
     return {"op": OP_NATIVE, "model": model, "enabled": enabled, "reason": reason}
 
 
-def auto_compaction_data(enabled: bool, reason: str) -> dict[str, Any]:
-    return {"op": OP_AUTO_COMPACTION, "enabled": enabled, "reason": reason}
+def auto_compaction_data(enabled: bool, reason: str, *, by_user: bool = False) -> dict[str, Any]:
+    """``by_user``: the user switched it (rpc ``set_auto_compaction``); heron's own switch-off
+    after a compaction that saved too little still compacts a request that cannot be sent
+    otherwise (docs/context.md, "Compaction", the 5% rule)."""
+    data: dict[str, Any] = {"op": OP_AUTO_COMPACTION, "enabled": enabled, "reason": reason}
+    if by_user:
+        data["by"] = "user"
+    return data
 
 
 def background_data(pending: PendingSummary) -> dict[str, Any]:

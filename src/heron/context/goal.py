@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from heron.agent.messages import AgentMessage, ExtensionMessage
@@ -30,6 +31,9 @@ GOAL_CUSTOM_TYPE = "heron.goal"
 GOAL_MESSAGE_TYPE = "heron.goal"
 MAX_GOAL_CHARS = 4_000  # a goal is a sentence or a paragraph; longer text belongs in a file
 MIN_BUDGET = 1_000
+# A trillion tokens: far beyond any session, and below 2**53, so a reader of the session
+# file that keeps numbers as doubles (pi, JavaScript) reads the budget exactly.
+MAX_BUDGET = 1_000_000_000_000
 _BUDGET = re.compile(r"^(\d+(?:\.\d+)?)\s*([km]?)$", re.IGNORECASE)
 
 
@@ -59,9 +63,26 @@ def parse_budget(raw: str) -> int:
     if match is None:
         raise GoalError(f"invalid token budget {raw!r}: give a number of tokens such as 200000, 200k or 1.5m")
     scale = {"": 1, "k": 1_000, "m": 1_000_000}[match.group(2).lower()]
-    value = int(float(match.group(1)) * scale)
+    # exact decimal arithmetic: a float turns 400 digits into infinity (OverflowError) and
+    # rounds 20 digits; the bound is checked before the value becomes an int
+    value = Decimal(match.group(1)) * scale
+    if value > MAX_BUDGET:
+        shown = raw if len(raw) <= 40 else f"{raw[:20]}...{raw[-8:]} ({len(raw)} characters)"
+        raise GoalError(f"token budget {shown!r} is too large: at most {MAX_BUDGET:,} tokens")
+    return check_budget(int(value), raw)
+
+
+def check_budget(value: int, raw: object = None) -> int:
+    """``value`` when it is a budget heron takes (:data:`MIN_BUDGET` to :data:`MAX_BUDGET`
+    tokens), else :class:`GoalError` - for a budget given as a number (the SDK's
+    ``goal.set``), as for one typed."""
+    shown = repr(raw) if raw is not None else f"{value:,}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GoalError(f"token budget {shown} is not a whole number of tokens")
     if value < MIN_BUDGET:
-        raise GoalError(f"token budget {raw!r} is too small: at least {MIN_BUDGET:,} tokens")
+        raise GoalError(f"token budget {shown} is too small: at least {MIN_BUDGET:,} tokens")
+    if value > MAX_BUDGET:
+        raise GoalError(f"token budget {shown} is too large: at most {MAX_BUDGET:,} tokens")
     return value
 
 

@@ -22,6 +22,7 @@ LedgerKind = Literal[
     "truncate",  # a tool cut its own output (read page, bash tail, grep limit)
     "spill",  # a result over budget was written to disk; the model got a preview
     "dedupe",  # a repeated read answered with a stub
+    "call_args",  # a tool call's oversized arguments shown shortened (the session keeps them whole)
     "prune",  # old tool results replaced by stubs in the request (not in the session)
     "compaction",  # history summarised
     "summary_fallback",  # the summariser's own input had to be reduced

@@ -30,6 +30,7 @@ from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_to
 from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
 from heron.context.budget_notice import NOTICE_FRAMING, notice_data
 from heron.context.calibrated import CalibratedCounts
+from heron.context.call_args import ShortenedCalls
 from heron.context.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
@@ -46,8 +47,10 @@ from heron.context.decisions import (
 from heron.context.frontier import FrontierSettings
 from heron.context.learned_window import LearnedWindows
 from heron.context.ledger import Ledger
+from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
 from heron.context.ordering import strictly_ordered
+from heron.context.output_room import does_not_fit, min_output, output_cap, output_limit
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
@@ -57,9 +60,6 @@ from heron.session.store import SessionStore
 
 SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) adds back, about
 PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share of the window
-OUTPUT_MARGIN_SHARE = 0.03  # estimates are chars/4: leave room for the provider's own count
-MIN_OUTPUT_TOKENS = 1_024
-MIN_OUTPUT_WINDOW_SHARE = 0.125
 SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
 
@@ -104,9 +104,10 @@ class PolicySettings:
     prune_cold_keep_turns: int = COLD_KEEP_TURNS  # ...and spares fewer results (heron.context.cold_cache)
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
+    tool_limits: ToolLimits = DEFAULT_LIMITS  # one result's budget bounds a call's arguments too (call_args)
 
 
-class ContextPolicy(LearnedWindows, CalibratedCounts):
+class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
     """Pruning, the compaction trigger, output caps, learned limits and the read index."""
 
     def __init__(
@@ -181,6 +182,10 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         configured = self.model.context_window
         learned = self.decisions.learned_window(self.model_key)
         return min(configured, learned) if learned else configured
+
+    @property
+    def tool_limits(self) -> ToolLimits:
+        return self.settings.tool_limits
 
     @property
     def compaction_settings(self) -> CompactionSettings:
@@ -319,28 +324,15 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
 
     @property
     def output_limit(self) -> int:
-        """The most a request may ask for: the model's ``max_tokens`` as configured, or -
-        when nobody configured it - at most a quarter of the window (a learned one too)."""
-        model = self.model
-        if model.max_tokens_configured:
-            return max(1, model.max_tokens)
-        return max(1, min(model.max_tokens, self.window // 4))
+        return output_limit(self.model, self.window)
 
     @property
     def min_output(self) -> int:
-        """The output a request needs room for at least: :data:`MIN_OUTPUT_TOKENS`, less
-        when the configured limit is less (it is honoured, so that much is enough) or the
-        window is small (an eighth of it: a 4k window keeps room for the prompt)."""
-        return max(1, min(MIN_OUTPUT_TOKENS, self.output_limit, int(self.window * MIN_OUTPUT_WINDOW_SHARE)))
+        return min_output(self.output_limit, self.window)
 
     def output_cap(self, tokens: int) -> int:
-        """``min(output limit, window - input - margin)``, at least :attr:`min_output` - unless
-        less is left and still some: then what is left, since the margin is what keeps a
-        request the server counts a little higher than heron within its window."""
-        window = self.window
-        room = window - tokens - int(window * OUTPUT_MARGIN_SHARE)
-        floor = min(self.min_output, room) if room > 0 else self.min_output
-        return max(floor, min(self.output_limit, room))
+        """The output cap of a request of ``tokens`` (heron.context.output_room)."""
+        return output_cap(tokens, self.window, self.output_limit, self.min_output)
 
     # --- before every request ----------------------------------------------------------------
 
@@ -350,6 +342,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         Whoever runs compactions (``heron.coding.context_owner``) runs it when one is, then
         calls :meth:`settle`."""
         self.over_threshold_reason = None
+        self.shorten_calls(messages)
         view = self.view(messages)
         tokens = self.count(view)
         load = self.load(view, tokens)  # what the decisions compare: never less than the count
@@ -378,7 +371,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
             view=view,
             tokens=tokens,
             pressed=pressed,
-            compact=pressed and self.auto_compaction,
+            compact=pressed and (self.auto_compaction or self._last_resort(tokens)),
             early=early and load <= self.threshold,
         )
 
@@ -483,7 +476,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         if leaf is None:
             return False
         path = self.store.path_to(leaf)
-        plan = prepare_compaction(path, self.plan_settings, self.tools)
+        plan = prepare_compaction(path, self.plan_settings, self.tools, self.decisions.call_args)
         if plan is None or not plan.has_work:
             return False
         framing = max(0.0, (tokens - self.estimate(view)) / max(1, len(view)))
@@ -499,20 +492,17 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         return removable >= max(excess, int(self.working_window * PRUNE_MIN_STEP_SHARE))
 
     def _full(self, tokens: int) -> str:
-        """Why a request cannot be sent, and what to change: the fixed part alone (system
-        prompt and tools) when that is what leaves no room, else the conversation."""
-        window, fixed = self.window, self.scaled(self.fixed_tokens())
-        if fixed + self.min_output > window:
-            return (
-                f"the system prompt and tool definitions alone take {fixed:,} tokens of the {window:,}-token "
-                f"window, with no room for an answer: give the model a larger window (llama-server -c, "
-                "Ollama num_ctx, --context-window), fewer tools (--tools read,bash) or a shorter --system-prompt"
-            )
-        return (
-            f"the context ({tokens:,} tokens) does not fit the {window:,}-token window even after "
-            f"pruning and compaction ({self.over_threshold_reason or 'nothing left to reduce'}); "
-            "start a new session or /compact with a narrower focus, or give the model a larger window"
-        )
+        fixed, why = self.scaled(self.fixed_tokens()), self.over_threshold_reason or "nothing left to reduce"
+        return does_not_fit(tokens, self.window, fixed, self.min_output, why)
+
+    def _last_resort(self, tokens: int) -> bool:
+        """Whether to compact although heron switched automatic compaction off itself (a
+        compaction saved too little): the request does not fit the window, so without one
+        nothing can be sent - every later turn would fail. Not when the user switched it
+        off, or turned compaction off in the settings."""
+        decisions = self.decisions
+        off_by_heron = not decisions.auto_compaction and not decisions.auto_compaction_by_user
+        return self.settings.compaction and off_by_heron and tokens + self.min_output > self.window
 
     def _why_over(self) -> str:
         if not self.settings.compaction:
@@ -587,10 +577,10 @@ class ContextPolicy(LearnedWindows, CalibratedCounts):
         if self.decisions.background is not None:
             self._record(background_end_data(ended, reason))
 
-    def disable_auto_compaction(self, reason: str) -> None:
+    def disable_auto_compaction(self, reason: str, *, by_user: bool = False) -> None:
         if self.decisions.auto_compaction:
-            self._record(auto_compaction_data(False, reason))
+            self._record(auto_compaction_data(False, reason, by_user=by_user))
 
-    def enable_auto_compaction(self, reason: str) -> None:
+    def enable_auto_compaction(self, reason: str, *, by_user: bool = False) -> None:
         if not self.decisions.auto_compaction:
-            self._record(auto_compaction_data(True, reason))
+            self._record(auto_compaction_data(True, reason, by_user=by_user))

@@ -38,6 +38,7 @@ from heron.agent.tool_meta import PathUse, ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.context.budget import RunningTally, Tally
 from heron.context.budget_notice import with_notice
+from heron.context.call_args import shown_message
 from heron.context.children import CHILDREN_MESSAGE_TYPE, clean_children, render_children
 from heron.context.decisions import ContextDecisions
 from heron.context.frontier import FRONTIER_TYPES, FrontierSettings, compaction_frontier
@@ -305,6 +306,7 @@ class _Built:
 
     stubs: dict[str, str]  # the recorded stubs it was built with (a copy)
     notices: dict[str, str] = field(default_factory=dict)  # the budget notices it was built with (a copy)
+    call_args: dict[str, dict[str, Any]] = field(default_factory=dict)  # the shortened calls (a copy)
     tools: int = 0  # the tool catalog's generation it was built with (kinds decide reads)
     inputs: list[AgentMessage] = field(default_factory=list)
     out: list[AgentMessage] = field(default_factory=list)
@@ -335,6 +337,7 @@ class ViewBuilder:
         self._stub_cache: dict[tuple[str, str], ToolResultMessage] = {}
         self._gone_cache: dict[str, ToolResultMessage] = {}
         self._missing_cache: dict[str, ToolResultMessage] = {}
+        self._shown_cache: dict[tuple[str, ...], tuple[AssistantMessage, AssistantMessage]] = {}
         self._keys: dict[str, tuple[ToolCall, ReadKey | None]] = {}
         self._built: _Built | None = None
 
@@ -342,6 +345,7 @@ class ViewBuilder:
         self._stub_cache.clear()
         self._gone_cache.clear()
         self._missing_cache.clear()
+        self._shown_cache.clear()
         self._keys.clear()
         self._built = None
 
@@ -353,10 +357,16 @@ class ViewBuilder:
             or len(built.inputs) > len(messages)
             or built.stubs != decisions.stubs
             or built.notices != decisions.notices
+            or built.call_args != decisions.call_args
             or built.tools != tools
             or not all(map(operator.is_, built.inputs, messages))
         ):
-            built = self._built = _Built(stubs=dict(decisions.stubs), notices=dict(decisions.notices), tools=tools)
+            built = self._built = _Built(
+                stubs=dict(decisions.stubs),
+                notices=dict(decisions.notices),
+                call_args=dict(decisions.call_args),
+                tools=tools,
+            )
         for message in messages[len(built.inputs) :]:
             self._step(built, message)
             built.inputs.append(message)
@@ -385,6 +395,8 @@ class ViewBuilder:
             built.unanswered, built.asked_at = _open_calls(message), getattr(message, "timestamp", 0)
             if isinstance(message, AssistantMessage):
                 built.calls.update((c.id, c) for c in message.tool_calls())
+                built.emit(self._shown(built, message))
+                return
             built.emit(message)
             return
         built.unanswered.pop(message.tool_call_id, None)
@@ -406,6 +418,20 @@ class ViewBuilder:
         if key is not None and whole is not None:
             built.reads[key] = ReadInView(key, message.tool_call_id, whole[0], whole[1], message.timestamp)
         built.emit(self._noticed(built, message))
+
+    def _shown(self, built: _Built, message: AssistantMessage) -> AssistantMessage:
+        """``message`` with its oversized tool-call arguments shortened as recorded (the
+        same object each time), or itself when none of its calls has such a decision."""
+        if not built.call_args:
+            return message
+        ids = tuple(c.id for c in message.tool_calls() if c.id in built.call_args)
+        if not ids:
+            return message
+        cached = self._shown_cache.get(ids)
+        if cached is None or cached[0] is not message:
+            cached = (message, shown_message(message, built.call_args))
+            self._shown_cache[ids] = cached
+        return cached[1]
 
     def _read_key(self, call: ToolCall) -> ReadKey | None:
         """The range a read call names (resolving a path costs more than the rest of a

@@ -24,7 +24,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,9 @@ class CatchUp:
     files_dropped: int = 0
     rows_added: int = 0
     rebuilt: bool = False
+    # files left out, each with why: one file the index cannot take (a name that is not
+    # UTF-8, say) must not make every other session unsearchable
+    skipped: list[str] = field(default_factory=list)
 
 
 def index_path(home: str | os.PathLike[str] | None = None) -> Path:
@@ -253,7 +256,13 @@ class RecallIndex:
                 self._drop_source(path)
                 stats.files_dropped += 1
         for path, kind in wanted.items():
-            added = self._sync_spill(path) if kind == "spill" else self._sync_session(path)
+            try:
+                added = self._sync_spill(path) if kind == "spill" else self._sync_session(path)
+            except UnicodeError as exc:  # rolled back: the file's rows stay as they were
+                shown = os.fsencode(path).decode("utf-8", "replace")
+                log.warning("recall index: %s left out (%s)", shown, exc)
+                stats.skipped.append(f"{shown} was left out of the index ({exc})")
+                continue
             if added is not None:
                 stats.files_indexed += 1
                 stats.rows_added += added
@@ -449,7 +458,8 @@ class RecallIndex:
         notes: list[str],
     ) -> None:
         try:
-            self.catch_up(scope, session_id=session_id, project=project, files=files)
+            stats = self.catch_up(scope, session_id=session_id, project=project, files=files)
+            notes.extend(stats.skipped)
         except sqlite3.OperationalError as exc:
             if _is_corruption(exc):
                 raise

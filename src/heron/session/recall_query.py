@@ -16,6 +16,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from heron.session.jsonl import clean_text
+
 Scope = Literal["session", "project", "all"]
 SCOPES: tuple[Scope, ...] = ("session", "project", "all")
 
@@ -77,7 +79,10 @@ class SearchResult:
 
 
 def fts_query(text: str) -> str:
-    """The FTS5 query for what a user or model typed (see the module docstring)."""
+    """The FTS5 query for what a user or model typed (see the module docstring). A byte
+    that is not UTF-8 (a lone surrogate from the command line) becomes U+FFFD, as it did
+    in the indexed text, since SQLite cannot take it."""
+    text = clean_text(text)
     stripped = text.strip()
     if not stripped:
         raise QueryError("the query is empty: give one or more words to search for")

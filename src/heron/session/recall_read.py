@@ -40,6 +40,7 @@ from heron.session.entries import (
     SessionHeader,
     entry_from_json,
 )
+from heron.session.jsonl import loads_line
 
 MAX_ENTRY_CHARS = 1_000_000  # text indexed per entry; the rest of a giant entry is left out
 SPILL_CHUNK_LINES = 100
@@ -163,7 +164,7 @@ class SessionReader:
         if not first.endswith(b"\n"):
             return  # not even a whole header yet
         try:
-            data = json.loads(first)
+            data = loads_line(first)
             if isinstance(data, dict) and data.get("type") == "session":
                 self.header = SessionHeader.from_json_dict(data)
         except (ValueError, UnicodeDecodeError):
@@ -214,7 +215,10 @@ class SessionReader:
             self.lines += 1
             self.done += len(raw)
             try:
-                entry = entry_from_json(json.loads(raw))
+                # decoded as the store decodes it: a lone surrogate (an escaped "\ud800" in
+                # an older file) or a byte that is not UTF-8 becomes U+FFFD, since SQLite
+                # cannot store text that UTF-8 cannot encode
+                entry = entry_from_json(loads_line(raw))
             except (ValueError, UnicodeDecodeError):
                 continue  # a malformed line: the store skips it too
             row = self._row(entry, self.lines)

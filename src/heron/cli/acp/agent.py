@@ -55,6 +55,7 @@ from heron.cli.acp.prompting import (
 from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
+from heron.coding.compact_command import compact_focus
 from heron.coding.outcome import decide
 from heron.coding.run import Run
 from heron.coding.settings import ResolvedModel, SetupError
@@ -373,10 +374,10 @@ class HeronAgent:
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
         state.cancelled = False
-        command = text.strip()
-        if command == "/compact" or command.startswith("/compact "):
+        focus = compact_focus(text)
+        if focus is not None:
             self._runs.pop(session_id, None)
-            state.run = asyncio.ensure_future(state.session.compact(command[len("/compact") :].strip() or None))
+            state.run = asyncio.ensure_future(state.session.compact(focus or None))
         else:
             run = Run(state.session, text, images, resolved=self._resolved(state))
             self._runs[session_id] = run

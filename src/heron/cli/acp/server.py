@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from typing import Any
 
 from heron.ai.models import ModelRegistry, heron_home
 from heron.cli.acp.guard import guarded
+from heron.cli.acp.output import CleanWriter
+from heron.cli.events_json import encode_line
 
 
 class UsageError(RuntimeError):
@@ -94,8 +95,10 @@ async def serve(args: argparse.Namespace, protocol_out: int) -> int:
     finally:
         sys.stdout = saved
 
+    writer = CleanWriter(writer)  # the SDK's lines through heron's one JSON encoder (heron.cli.acp.output)
+
     def reply(payload: dict[str, Any]) -> None:
-        writer.write(json.dumps(payload).encode() + b"\n")
+        writer.write(encode_line(payload))
 
     clean, pump = guarded(reader, reply, DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from heron.cli.app_state import App
 from heron.cli.delta_merge import DeltaMerger
-from heron.cli.events_json import dumps, event_json
+from heron.cli.events_json import event_json, output_line
 from heron.cli.modes.print_mode import discard_stdout, exit_code, failure_line, install_interrupt
 from heron.cli.modes.run_end import run_end_json
 from heron.cli.task_input import Task
@@ -31,7 +31,7 @@ async def run_json(app: App, task: Task) -> int:
         if reader_gone:
             return
         try:
-            out.write(redact(dumps(data)) + "\n")  # no key on stdout (docs/permissions.md)
+            out.write(redact(output_line(data)))  # no key on stdout (docs/permissions.md)
             out.flush()
         except BrokenPipeError:
             # Nobody reads the events any more (`| head`, a client that exited): stop the

@@ -247,9 +247,9 @@ class SessionCommands:
         if not isinstance(enabled, bool):
             raise CommandError('"enabled" must be true or false')
         if enabled:
-            self.session.policy.enable_auto_compaction("the rpc client asked for it")
+            self.session.policy.enable_auto_compaction("the rpc client asked for it", by_user=True)
         else:
-            self.session.policy.disable_auto_compaction("the rpc client asked for it")
+            self.session.policy.disable_auto_compaction("the rpc client asked for it", by_user=True)
         return {"autoCompactionEnabled": self.session.policy.auto_compaction}
 
     async def _reset_window(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:

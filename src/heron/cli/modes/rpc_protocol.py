@@ -14,27 +14,16 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import ImageContent, Model, TextContent
-from heron.cli.events_json import dumps
+from heron.cli.events_json import encode_line as encode_line  # the one output encoder (json mode, rpc, ACP)
 from heron.cli.task_input import IMAGE_TYPES
 from heron.session.jsonl import clean
 
 Write = Callable[[dict[str, Any]], None]
 CommandId = str | int | float | None
 
-# Characters some line readers treat as line ends although they may sit inside a JSON
-# string unescaped (the control characters below U+0020 are always escaped by json).
-_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
-
 
 class CommandError(Exception):
     """A command that cannot be served; the message goes back in the error response."""
-
-
-def encode_line(data: dict[str, Any]) -> bytes:
-    """One output line. Lone surrogates (a client may send ``"\\ud800"``) become their
-    ``\\u`` escape instead of making the UTF-8 encoding fail."""
-    text = dumps(data).translate(_SEPARATORS)
-    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 # --- reading the fields of a command ----------------------------------------------------------

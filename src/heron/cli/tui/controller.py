@@ -33,7 +33,7 @@ from heron.cli.tui.context_view import context_curve, context_file_lines, contex
 from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
-from heron.cli.tui.footer import Totals, footer_text, format_tokens
+from heron.cli.tui.footer import Totals, footer_text, format_tokens, window_label
 from heron.cli.tui.pick_items import Picker, model_items
 from heron.cli.tui.render import Renderer
 from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
@@ -124,7 +124,7 @@ class Controller(SessionCommands, ControlCommands):
             len(messages),
             id(messages[-1]) if messages else 0,
             s.model.ref,
-            s.model.context_window,
+            s.window,  # the learned window, when the server enforced less than the model's
             s.thinking_level,
             totals.input,
             totals.output,
@@ -133,7 +133,7 @@ class Controller(SessionCommands, ControlCommands):
         )
         if self._footer is None or self._footer[0] != key:
             tokens = s.estimate_request_tokens(messages)
-            text = footer_text(s.model.id, totals, tokens, s.model.context_window, s.threshold, s.thinking_level)
+            text = footer_text(s.model.id, totals, tokens, s.window, s.threshold, s.thinking_level)
             self._footer = (key, text)
         return self._footer[1].copy()
 
@@ -525,7 +525,9 @@ class Controller(SessionCommands, ControlCommands):
         if not ref:
             models = self.available_models()
             self.renderer.reset_section()
-            self._print(Text(f"model: {s.model.ref} (window {format_tokens(s.model.context_window)})", style="bold"))
+            self._print(
+                Text(f"model: {s.model.ref} (window {window_label(s.window, s.model.context_window)})", style="bold")
+            )
             for model in models[:MODELS_LISTED]:
                 mark = "*" if model is s.model or (model.provider, model.id) == (s.model.provider, s.model.id) else " "
                 extra = " reasoning" if model.reasoning else ""
@@ -541,7 +543,7 @@ class Controller(SessionCommands, ControlCommands):
             return None
         s.set_model(resolved.model, resolved.api_key)
         self.app.resolved = resolved  # what a refused key is explained from
-        self.note(f"model: {s.model.ref} (window {format_tokens(s.model.context_window)})", "green")
+        self.note(f"model: {s.model.ref} (window {window_label(s.window, s.model.context_window)})", "green")
         return None
 
     def _cmd_thinking(self, args: str) -> None:

@@ -79,7 +79,7 @@ def session_rows(s: CodingSession, totals: Totals) -> list[tuple[str, str]]:
             "tokens",
             f"in {totals.input:,} · out {totals.output:,} · cache read {totals.cache_read:,} · ${totals.cost:.4f}",
         ),
-        ("context", f"~{tokens:,} of {s.model.context_window:,} tokens in {len(s.messages)} messages"),
+        ("context", f"~{tokens:,} of {s.window:,} tokens in {len(s.messages)} messages"),
     ]
     if store.header.parent_session:
         rows.append(("forked from", store.header.parent_session))

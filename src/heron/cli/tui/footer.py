@@ -63,7 +63,9 @@ def footer_text(
     thinking: str | None = None,
 ) -> Text:
     """``model · ↑in ↓out · $cost · ctx 12% of 128k``: the context figure turns yellow
-    at 75% of the window and red above the compaction threshold."""
+    at 75% of the window and red above the compaction threshold. ``window`` is the one
+    heron plans for - a window learned from the server's rejection, when it enforces less
+    than the model's configured one (docs/context.md, "Learned windows")."""
     text = Text(style="dim")
     text.append(model, style="bold")
     if thinking and thinking != "off":
@@ -76,3 +78,11 @@ def footer_text(
     style = "red" if context_tokens > threshold else "yellow" if share >= WARN_SHARE else "dim"
     text.append(f"ctx {share * 100:.0f}% of {format_tokens(window)}", style=style)
     return text
+
+
+def window_label(window: int, configured: int) -> str:
+    """``16k (learned; configured 128k)`` when the server enforces less than the model's
+    window, else ``128k``: what the model commands and ``/session`` say of the window."""
+    if window < configured:
+        return f"{format_tokens(window)} (learned; configured {format_tokens(configured)})"
+    return format_tokens(window)
