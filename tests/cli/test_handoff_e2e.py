@@ -162,6 +162,26 @@ def test_search_history_in_the_child_reaches_the_parent(project: Project, local_
     assert "1 match(es)" in results[0]["content"] and MARKER in results[0]["content"]
     child = _check_files(project, parent)
     assert MARKER not in child.read_text().split('"s1"')[0]  # only the search brought it in
+    _check_link_shown(project, parent, child)
+
+
+def _check_link_shown(project: Project, parent: Path, child: Path) -> None:
+    """``heron sessions``, ``heron sessions tree`` (as ``/tree`` draws it) and the report
+    name the other end of the handoff."""
+    listing = project.run("sessions", "list")
+    assert listing.code == 0, listing.err
+    assert f"{child}\n    from {parent}" in listing.out
+    assert f"from {child}" not in listing.out
+    parent_tree = project.run("sessions", "tree", str(parent))
+    assert f"custom heron.handoff (handed off to {child})" in parent_tree.out
+    child_tree = project.run("sessions", "tree", str(child))
+    assert f"custom_message heron.handoff (handed off from {parent})" in child_tree.out
+    page = project.cwd / "parent.html"
+    assert project.run("sessions", "report", str(parent), "-o", str(page)).code == 0
+    assert "</a> handoff, started" in page.read_text()
+    page = project.cwd / "child.html"
+    assert project.run("sessions", "report", str(child), "-o", str(page)).code == 0
+    assert "<p id='parent'>handoff: <a" in page.read_text()
 
 
 def test_handoff_bad_input(project: Project, local_server: LocalServer) -> None:
