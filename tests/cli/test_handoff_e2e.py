@@ -189,20 +189,24 @@ def test_handoff_bad_input(project: Project, local_server: LocalServer) -> None:
     assert no_session.code == 2 and "--handoff needs the session to hand off" in no_session.err
     rpc = project.run("--mode", "rpc", "--continue", "--handoff", *openai_args(local_server))
     assert rpc.code == 2 and "use /handoff or the rpc handoff command" in rpc.err
-    in_memory = _rpc_no_session(project, local_server)
+    in_memory, bad_focus = _rpc_no_session(project, local_server)
     assert in_memory["success"] is False and "not recorded" in in_memory["error"]
+    assert bad_focus["success"] is False and '"focus" must be a string' in bad_focus["error"]
     assert project.session_files() == [] and local_server.requests == []
 
 
-def _rpc_no_session(project: Project, server: LocalServer) -> dict[str, Any]:
+def _rpc_no_session(project: Project, server: LocalServer) -> list[dict[str, Any]]:
     done = subprocess.run(
         [*heron_command(), "--mode", "rpc", "--no-session", *openai_args(server)],
         cwd=project.cwd,
         env=project.env,
-        input=json.dumps({"id": 1, "type": "handoff"}) + "\n",
+        input=json.dumps({"id": 1, "type": "handoff"})
+        + "\n"
+        + json.dumps({"id": 2, "type": "handoff", "focus": 5})
+        + "\n",
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
     )
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    return next(e for e in events if e.get("type") == "response" and e.get("id") == 1)
+    return [next(e for e in events if e.get("type") == "response" and e.get("id") == n) for n in (1, 2)]
