@@ -10,7 +10,9 @@ import pytest
 from heron.ai.providers.faux import FauxProvider, text, tool_call
 from heron.ai.types import UserMessage
 from heron.cli.tui.controller import Controller
-from heron.coding.handoff import DEFAULT_DRAFT
+from heron.coding.handoff import DEFAULT_DRAFT, hand_off, handoff_details, lineage
+from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before
+from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, skills_before
 from tests.cli.tui_helpers import make_app, recording_console, submit
 
 GOAL = "Keep the notes file tidy."
@@ -78,3 +80,22 @@ async def test_handoff_that_cannot_be_made_says_why(project: Path, home: Path, f
     await submit(memory, "hello")
     assert "not recorded" in await submit(memory, "/handoff")
     assert not (home / "sessions").exists() or not list((home / "sessions").glob("**/*.jsonl"))
+
+
+async def test_plan_and_skills_are_kept_as_entries_in_the_child(project: Path, home: Path, faux: FauxProvider) -> None:
+    """So that a compaction in the child carries them on, as it would have in the parent."""
+    faux.queue(text("hi"))
+    c = controller_for(project, home, faux)
+    await submit(c, "hello")
+    c.session.store.append_custom(PLAN_CUSTOM_TYPE, {"text": "1. sort\n2. dedupe"})
+    use = SkillUse("tidy", str(project / "skills" / "tidy" / "SKILL.md"), "Always sort first.")
+    c.session.store.append_custom(SKILL_CUSTOM_TYPE, use.to_data())
+    made = hand_off(c.session, None)
+    child = made.child
+    ids, types = child.lineage(child.leaf_id)
+    assert plan_before(child.get, ids, types, len(ids)) == "1. sort\n2. dedupe"
+    assert skills_before(child.get, ids, types, len(ids)) == [use]
+    assert "1. sort\n2. dedupe" in made.frontier and "Always sort first." in made.frontier
+    assert handoff_details(child) is not None and handoff_details(c.session.store) is None
+    assert lineage(child) == (c.session.store.session_id,)
+    child.close()

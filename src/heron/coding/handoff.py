@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.messages import AgentMessage
 from heron.context.compaction import collect_files, collect_user_requests
 from heron.context.goal import GOAL_CUSTOM_TYPE, Goal
-from heron.context.kept_plan import plan_before, render_plan
-from heron.context.kept_skills import render_skills, skills_before
+from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before, render_plan
+from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, render_skills, skills_before
 from heron.context.recent_steps import steps_before
 from heron.context.summary_text import file_lists_text
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem, render_todos
@@ -75,7 +75,20 @@ def draft_prompt(focus: str | None) -> str:
     return text if text else DEFAULT_DRAFT
 
 
-def frontier_text(session: CodingSession, goal: Goal | None) -> str:
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What the parent's path records that the child keeps as entries as well: the plan and
+    the skills (a compaction in the child then carries them on, as in the parent)."""
+
+    plan: str | None
+    skills: tuple[SkillUse, ...]
+
+
+def _kept(store: SessionStore, ids: Sequence[str], types: Sequence[str]) -> _Kept:
+    return _Kept(plan_before(store.get, ids, types, len(ids)), tuple(skills_before(store.get, ids, types, len(ids))))
+
+
+def frontier_text(session: CodingSession, goal: Goal | None, kept: _Kept) -> str:
     """The parent's frontier, rendered from its path (a pure function of the file)."""
     store = session.store
     ids, types = store.lineage(store.leaf_id)
@@ -84,12 +97,10 @@ def frontier_text(session: CodingSession, goal: Goal | None) -> str:
     blocks = [HEADER]
     if goal is not None:
         blocks.append(f"The goal (it also leads every request):\n{goal.text}")
-    plan = render_plan(plan_before(store.get, ids, types, stop), [])
+    plan = render_plan(kept.plan, [])
     if plan is not None:
         blocks.append(plan)
-    skills = render_skills(
-        skills_before(store.get, ids, types, stop), [], per_skill=settings.skill_tokens, total=settings.skills_tokens
-    )
+    skills = render_skills(kept.skills, [], per_skill=settings.skill_tokens, total=settings.skills_tokens)
     if skills is not None:
         blocks.append(skills)
     todos = session.todos
@@ -123,7 +134,8 @@ def hand_off(session: CodingSession, focus: str | None = None) -> Handoff:
     if parent.leaf_id is None:
         raise HandoffError("the session has no entries yet: nothing to hand off")
     goal, spent = session.goal.spent()
-    frontier = frontier_text(session, goal)
+    kept = _kept(parent, *parent.lineage(parent.leaf_id))
+    frontier = frontier_text(session, goal, kept)
     child = SessionStore.create(
         parent.header.cwd, home=session.home, parent_session=str(parent.path), fsync=parent.fsync
     )
@@ -133,22 +145,31 @@ def hand_off(session: CodingSession, focus: str | None = None) -> Handoff:
         HANDOFF_CUSTOM_TYPE,
         {"child": str(child.path), "childId": child.session_id, "focus": (focus or "").strip() or None},
     )
-    _seed_child(child, parent, goal, spent, session.todos, frontier)
+    _seed_child(child, goal, spent, session.todos, kept)
+    _introduce(child, parent, frontier)
     return Handoff(child=child, draft=draft_prompt(focus), frontier=frontier)
 
 
 def _seed_child(
     child: SessionStore,
-    parent: SessionStore,
     goal: Goal | None,
     spent: int,
     todos: Sequence[TodoItem],
-    frontier: str,
+    kept: _Kept,
 ) -> None:
+    """The entries the child's state is read from: goal, task list, plan, skills."""
     if goal is not None:
         child.append_custom(GOAL_CUSTOM_TYPE, {"text": goal.text, "budget": goal.budget, "spent": spent})
     if todos:
         child.append_custom(TODOS_CUSTOM_TYPE, {"todos": [dict(item) for item in todos]})
+    if kept.plan is not None:
+        child.append_custom(PLAN_CUSTOM_TYPE, {"text": kept.plan})
+    for use in kept.skills:
+        child.append_custom(SKILL_CUSTOM_TYPE, use.to_data())
+
+
+def _introduce(child: SessionStore, parent: SessionStore, frontier: str) -> None:
+    """The frontier message, naming the parent and the lineage; the file written at once."""
     details = {
         "parentSession": str(parent.path),
         "parentId": parent.session_id,
@@ -161,7 +182,9 @@ def _seed_child(
 
 def handoff_details(store: SessionStore) -> dict[str, Any] | None:
     """The details of the handoff that started ``store`` (None: it was not started by one)."""
-    for entry_id, kind in zip(store.ids()[:4], store.types()[:4], strict=False):
+    for entry_id, kind in zip(store.ids(), store.types(), strict=True):
+        if kind == "message":  # the frontier comes before the child's first message
+            return None
         if kind != "custom_message":
             continue
         entry = store.get(entry_id)
