@@ -165,6 +165,21 @@ def _prompt_text(value: str | None, cwd: Path) -> str | None:
     return clean_text(resolve_prompt_text(value, cwd)) if value is not None else None
 
 
+def _hand_off(app: App, task: Task) -> Task:
+    """``-p --continue --handoff [focus]``: the child of the continued session becomes the
+    session, and its draft first prompt (the focus, else the default) is the task: print
+    mode is not interactive, so the draft is sent as it is (docs/sessions.md, "Handoff")."""
+    from heron.coding.handoff import HandoffError, hand_off
+
+    try:
+        made = hand_off(app.session, task.text)
+    except HandoffError as exc:
+        raise UsageError(f"--handoff: {exc}") from None
+    app.switch(made.child)
+    print(visible(f"heron: handed off to {made.child.path}"), file=sys.stderr)
+    return Task(text=made.draft, images=task.images)
+
+
 def run_app(args: argparse.Namespace) -> int:
     mode = args.mode or ("print" if args.print_prompt is not None else "interactive")
     args.mode = mode
@@ -198,8 +213,11 @@ def run_app(args: argparse.Namespace) -> int:
             from heron.cli.tui.trust_question import maybe_ask_trust
 
             maybe_ask_trust(cwd.resolve(), heron_home(), getattr(args, "trust", False))
-        app = build_app(args, task if mode != "rpc" else None)
-        if mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
+        handoff = getattr(args, "handoff", False)  # the task is the child's first prompt, not the parent's
+        app = build_app(args, task if mode != "rpc" and not handoff else None)
+        if handoff:
+            task = _hand_off(app, task)
+        elif mode in ("print", "json") and not task:  # a resumed session: its unanswered prompt
             task = resend_task(app.session)
     except SetupError as exc:
         text = visible(str(exc))

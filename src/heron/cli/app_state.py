@@ -51,6 +51,16 @@ class App:
     def fork_store(self, entry_id: str | None) -> SessionStore:
         return self._open(StoreSpec.fork(self.session.store, entry_id))
 
+    def switch(self, store: SessionStore) -> None:
+        """Continue in ``store``; the store left behind is closed (its lock released), the
+        MCP servers' tools follow the session as in a new process."""
+        old = self.session.store
+        self.session.switch_store(store)
+        if old is not store:
+            old.close()
+        if self.mcp is not None:
+            self.mcp.switched(self.session.agent, store)
+
     def _open(self, spec: StoreSpec) -> SessionStore:
         from heron.coding.assembly import open_store  # the way every session's file is opened
 

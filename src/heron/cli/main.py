@@ -118,6 +118,11 @@ def _session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-r", "--resume", action="store_true", help="pick a session of this directory to resume")
     parser.add_argument("--session", default=None, metavar="PATH|ID", help="open a session file or id prefix")
     parser.add_argument("--no-session", action="store_true", help="keep everything in memory, write no file")
+    parser.add_argument(
+        "--handoff",
+        action="store_true",
+        help="with -p --continue: start a child session from the frontier and run the message (the focus) there",
+    )
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -149,6 +149,8 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
         where = f"  {s.cwd}" if args.all else ""
         print(f"{when}  {s.id[:8]}  {s.message_count:>5} msgs  {title}{where}", file=out)
         print(f"    {s.path}", file=out)
+        if s.parent_session:
+            print(f"    from {s.parent_session}", file=out)
     return 0
 
 
@@ -347,10 +349,20 @@ def _describe(entry: Entry, width: int) -> str:
     if isinstance(entry, CustomMessageEntry):
         content = entry.content
         text = content if isinstance(content, str) else "".join(b.text for b in content if isinstance(b, TextContent))
-        return f"custom_message {entry.custom_type}: {_one_line(text, width)}"
+        link = _handoff_link(entry.custom_type, entry.details, "parentSession", "handed off from")
+        return f"custom_message {entry.custom_type}{link}: {_one_line(text, width)}"
     if isinstance(entry, CustomEntry):
-        return f"custom {entry.custom_type}"
+        return f"custom {entry.custom_type}" + _handoff_link(entry.custom_type, entry.data, "child", "handed off to")
     return entry.type
+
+
+def _handoff_link(custom_type: str, data: Any, key: str, words: str) -> str:
+    """A handoff names the other session in ``/tree`` and ``heron sessions tree``: the
+    parent's record its child, the child's frontier message its parent."""
+    from heron.coding.handoff import HANDOFF_CUSTOM_TYPE
+
+    target = data.get(key) if custom_type == HANDOFF_CUSTOM_TYPE and isinstance(data, dict) else None
+    return f" ({words} {target})" if isinstance(target, str) else ""
 
 
 # --- compact-plan -------------------------------------------------------------------------

@@ -29,6 +29,8 @@ def check_arguments(args: argparse.Namespace, mode: str) -> None:
     ]
     if len(sources) > 1:
         raise UsageError(f"{' and '.join(sources)} cannot be used together: each picks the session to use")
+    if getattr(args, "handoff", False):
+        check_handoff(mode, sources)
     if mode == "rpc" and (args.messages or args.print_prompt is not None):
         raise UsageError("--mode rpc takes no task: send it as a prompt command on stdin (docs/rpc.md)")
     if args.base_url is not None:
@@ -41,6 +43,16 @@ def check_arguments(args: argparse.Namespace, mode: str) -> None:
     for flag, value in (("--system-prompt", args.system_prompt), ("--append-system-prompt", args.append_system_prompt)):
         if value is not None and looks_like_path(value) and not (base / os.path.expanduser(value.strip())).is_file():
             raise UsageError(f"{flag} {value}: no such file (give the prompt text itself, or an existing file)")
+
+
+def check_handoff(mode: str, sources: list[str]) -> None:
+    """``--handoff`` starts a child of the session it continues, in print or json mode."""
+    if mode not in ("print", "json"):
+        raise UsageError(
+            f"--handoff is for -p and --mode json; in --mode {mode} use /handoff or the rpc handoff command"
+        )
+    if not sources or sources == ["--no-session"]:
+        raise UsageError("--handoff needs the session to hand off: -c/--continue, -r/--resume or --session")
 
 
 MIN_CONTEXT_WINDOW = 512  # below this no request of heron's fits: a typo, not a window

@@ -17,7 +17,10 @@ A run that goes on writes the prompt's message as usual: the journal entry stays
 a record. One killed before that leaves a session whose unanswered prompt is the journal
 (docs/sessions.md, "An unanswered prompt"): ``heron -p --continue`` sends it, and a new
 prompt puts it in the conversation with a note first (:mod:`heron.coding.unanswered`).
-Only a run that will ask the network writes the journal (:func:`heron.coding.model_limits.probe_due`).
+Only a run that will ask the network writes the journal (:func:`heron.coding.model_limits.probe_due`),
+and only for a prompt the model is to get: a heron command (``/goal``, ``/compact``) is
+answered by heron and writes its own record, so it leaves no journal that a later
+``--continue`` would take for a prompt never sent.
 
 The control that redacts secrets from every line of a session file is installed with the
 session, after the probes; these two lines are redacted here with the values heron knows
@@ -47,6 +50,7 @@ def journal_first_prompt(
     store.scrub = lambda text: known.text(REDACTOR.text(text))
     try:
         ServerRecorder().record(store, model)
-        journal_prompt(store, prompt)
+        if not prompt.text().startswith("/"):
+            journal_prompt(store, prompt)
     finally:
         store.scrub = previous

@@ -62,6 +62,7 @@ from heron.coding.extensions import ExtensionHost
 from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
 from heron.coding.goal_loop import GoalLoop
+from heron.coding.handoff import lineage as handoff_lineage
 from heron.coding.memory import MemoryKeeper
 from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
@@ -87,7 +88,7 @@ from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.todos import TodoItem, clean_todos
 from heron.context.view import with_injections
 from heron.session.context import build_context
-from heron.session.entries import MessageEntry, iso_to_ms
+from heron.session.entries import iso_to_ms
 from heron.session.recorder import SessionRecorder
 from heron.session.store import SessionStore, SessionWriteError
 
@@ -155,13 +156,13 @@ class CodingSession(RecoveryHooks):
         self.env = ToolEnv(
             cwd=self.cwd,
             limits=self.settings.tool_limits.for_window(model.context_window),
-            session_id=self.store.session_id,
             home=self.home,
             shell=self.settings.shell_path,
             spill_max_bytes=self.settings.spill.max_bytes,
             script_max_timeout=self.settings.script.max_timeout_ms / 1000,
             script_max_calls=self.settings.script.max_calls,
         )
+        self._env_follows(self.store)
         self.env.reads.view_lookup = self._read_in_view
         self.tools: list[AgentTool[Any]] = [*create_tools(self.env, chosen_tools(tools, self.settings)), *extra_tools]
         self.subagents: SubagentManager | None = None  # the task tool's manager, given by the assembly
@@ -570,12 +571,18 @@ class CodingSession(RecoveryHooks):
         self.policy.reload(self.store)
         self.fit_tool_limits()  # its learnt window
 
+    def _env_follows(self, store: SessionStore) -> None:
+        """The tools' session: its id (spill files, search_history) and the sessions it was
+        handed off from (search_history reaches them: heron.coding.handoff)."""
+        self.env.session_id = store.session_id
+        self.env.lineage = handoff_lineage(store)
+
     def switch_store(self, store: SessionStore) -> None:
         """Continue in another session file (``/new``, ``/resume``, fork)."""
         self._recorder.close()
         store.scrub = store.scrub or self.store.scrub  # the secret redactor Control installed
         self.store = store
-        self.env.session_id = store.session_id
+        self._env_follows(store)
         self._recorder = SessionRecorder(self.agent, store)
         # The system prompt is the one a new process opening this session builds: its start
         # date and the memory text it recorded, not the previous session's.
@@ -585,15 +592,8 @@ class CodingSession(RecoveryHooks):
         self.system_prompt = self._build_system_prompt()
         self.agent.set_system_prompt(self.system_prompt)
 
-    # --- inspection ----------------------------------------------------------------------------
-
     def context_breakdown(self) -> ContextBreakdown:
         return context_breakdown(self)
-
-
-def message_entry_ids(store: SessionStore) -> list[str]:
-    """Ids of the message entries on the current path (for pickers)."""
-    return [e.id for e in store.path_to(store.leaf_id) if isinstance(e, MessageEntry)] if store.leaf_id else []
 
 
 __all__ = ["CodingSession", "ContextBreakdown", "ExtensionMessage", "session_date"]

@@ -83,6 +83,7 @@ class SessionSummary:
     modified: float  # seconds since the epoch
     message_count: int
     entry_count: int
+    parent_session: str | None = None  # a fork's, sub-agent's or handoff child's parent file
 
 
 def _session_files(directory: Path) -> list[Path]:
@@ -118,6 +119,7 @@ def summarize(path: Path) -> SessionSummary:
             modified=path.stat().st_mtime,
             message_count=message_count(types),
             entry_count=len(types),
+            parent_session=store.header.parent_session,
         )
 
 

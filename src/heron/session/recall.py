@@ -238,13 +238,15 @@ class RecallIndex:
         session_id: str | None = None,
         project: str | None = None,
         files: Sequence[str | os.PathLike[str]] = (),
+        lineage: Sequence[str] = (),
     ) -> CatchUp:
         """Bring the rows of the files in ``scope`` up to date with the files. ``files``:
-        session files to index as well (a session kept outside ``$HERON_HOME``)."""
+        session files to index as well (a session kept outside ``$HERON_HOME``);
+        ``lineage``: sessions scope ``session`` takes in (:func:`scope_filter`)."""
         check_scope(scope, session_id, project)
         stats = CatchUp()
-        known = self._known_sources(scope, session_id, project)
-        on_disk = self._files_on_disk(scope, session_id, project)
+        known = self._known_sources(scope, session_id, project, lineage)
+        on_disk = self._files_on_disk(scope, session_id, project, lineage)
         wanted: dict[str, str] = dict(on_disk)
         for extra in files:
             wanted.setdefault(os.path.abspath(os.fspath(extra)), "session")
@@ -268,20 +270,25 @@ class RecallIndex:
                 stats.rows_added += added
         return stats
 
-    def _known_sources(self, scope: Scope, session_id: str | None, project: str | None) -> dict[str, str]:
-        where, args = scope_filter(scope, session_id, project, "sources")
+    def _known_sources(
+        self, scope: Scope, session_id: str | None, project: str | None, lineage: Sequence[str]
+    ) -> dict[str, str]:
+        where, args = scope_filter(scope, session_id, project, "sources", lineage)
         rows = self._db.execute(f"SELECT path, kind FROM sources WHERE {where}", args).fetchall()
         return {str(p): str(k) for p, k in rows}
 
-    def _files_on_disk(self, scope: Scope, session_id: str | None, project: str | None) -> dict[str, str]:
+    def _files_on_disk(
+        self, scope: Scope, session_id: str | None, project: str | None, lineage: Sequence[str]
+    ) -> dict[str, str]:
         root = sessions_root(self.home)
+        sessions = {str(session_id), *lineage}
         folders = [root / str(project)] if scope == "project" else _subdirs(root)
         files: dict[str, str] = {}
         ids: set[str] = set()
         for folder in folders:
             for path in _files(folder, ".jsonl"):
                 sid = session_id_of(path)
-                if scope == "session" and sid != session_id:
+                if scope == "session" and sid not in sessions:
                     continue
                 files[str(path)] = "session"
                 ids.add(sid)
@@ -290,7 +297,7 @@ class RecallIndex:
             spill_dirs = _subdirs(spill_root)
         else:
             if scope == "session":
-                ids.add(str(session_id))
+                ids.update(sessions)
             spill_dirs = [spill_root / sid for sid in sorted(ids)]
         for folder in spill_dirs:
             for path in _files(folder, ""):
@@ -429,6 +436,7 @@ class RecallIndex:
         limit: int = 10,
         catch_up: bool = True,
         files: Sequence[str | os.PathLike[str]] = (),
+        lineage: Sequence[str] = (),
     ) -> SearchResult:
         """The best ``limit`` matches (FTS5's bm25 rank, newest first on ties). Raises
         :class:`QueryError` for a query FTS5 rejects."""
@@ -438,8 +446,9 @@ class RecallIndex:
         for attempt in range(2):
             try:
                 if catch_up:
-                    self._catch_up_quietly(scope, session_id, project, files, notes)
-                return SearchResult(find_hits(self._db, match, scope, session_id, project, limit), notes)
+                    self._catch_up_quietly(scope, session_id, project, files, notes, lineage)
+                hits = find_hits(self._db, match, scope, session_id, project, limit, lineage)
+                return SearchResult(hits, notes)
             except sqlite3.DatabaseError as exc:
                 if is_query_error(exc):
                     raise QueryError(f"invalid search query {query!r}: {exc}") from None
@@ -456,9 +465,10 @@ class RecallIndex:
         project: str | None,
         files: Sequence[str | os.PathLike[str]],
         notes: list[str],
+        lineage: Sequence[str] = (),
     ) -> None:
         try:
-            stats = self.catch_up(scope, session_id=session_id, project=project, files=files)
+            stats = self.catch_up(scope, session_id=session_id, project=project, files=files, lineage=lineage)
             notes.extend(stats.skipped)
         except sqlite3.OperationalError as exc:
             if _is_corruption(exc):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -103,9 +104,14 @@ def check_scope(scope: str, session_id: str | None, project: str | None) -> None
         raise RecallError("scope 'project' needs a project")
 
 
-def scope_filter(scope: Scope, session_id: str | None, project: str | None, table: str) -> tuple[str, tuple[str, ...]]:
+def scope_filter(
+    scope: Scope, session_id: str | None, project: str | None, table: str, lineage: Sequence[str] = ()
+) -> tuple[str, tuple[str, ...]]:
+    """The SQL condition for ``scope``; scope ``session`` takes in the sessions of
+    ``lineage`` too (those a handoff started this one from: its history goes on there)."""
     if scope == "session":
-        return f"{table}.session = ?", (str(session_id),)
+        ids = (str(session_id), *lineage)
+        return f"{table}.session IN ({', '.join('?' * len(ids))})", ids
     if scope == "project":
         return (f"{table}.session IN (SELECT session FROM sources WHERE kind='session' AND project=?)", (str(project),))
     return "1", ()
@@ -119,11 +125,17 @@ def is_query_error(exc: sqlite3.DatabaseError) -> bool:
 
 
 def find_hits(
-    db: sqlite3.Connection, match: str, scope: Scope, session_id: str | None, project: str | None, limit: int
+    db: sqlite3.Connection,
+    match: str,
+    scope: Scope,
+    session_id: str | None,
+    project: str | None,
+    limit: int,
+    lineage: Sequence[str] = (),
 ) -> list[Hit]:
     """The best ``limit`` rows for the FTS5 query ``match`` in ``scope``, as hits (a spill
     chunk names the tool result that wrote it, when that result was indexed)."""
-    where, args = scope_filter(scope, session_id, project, "s")
+    where, args = scope_filter(scope, session_id, project, "s", lineage)
     sql = (
         "SELECT s.kind, s.path, s.session, d.entry_id, d.role, d.tool, d.ts, d.line, d.nlines, d.spill, "
         f"snippet(fts, 0, '**', '**', '…', {SNIPPET_TOKENS}) "

@@ -64,6 +64,7 @@ class SessionCommands:
             "switch_session": self._switch_session,
             "fork": self._fork,
             "clone": self._clone,
+            "handoff": self._handoff,
             "get_fork_messages": self._get_fork_messages,
             "get_last_assistant_text": self._get_last_assistant_text,
             "set_session_name": self._set_session_name,
@@ -384,6 +385,25 @@ class SessionCommands:
         except (SessionError, KeyError, OSError) as exc:
             raise CommandError(f"cannot fork: {exc}") from exc
         return {**self._switch_to(forked), "parentSession": parent, "entryId": entry_id}
+
+    async def _handoff(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        """A child session started from this one's frontier (heron.coding.handoff); the
+        response names its file and the draft first prompt, which is not sent: the client
+        edits it and sends a ``prompt``."""
+        from heron.coding.handoff import HandoffError, hand_off
+
+        focus = string_field(fields, "focus", required=False, empty=True)
+        self._require_idle("hand off")
+        parent = self.session.store
+        try:
+            made = hand_off(self.session, focus)
+        except (HandoffError, SessionError, OSError) as exc:
+            raise CommandError(f"cannot hand off: {exc}") from exc
+        return {
+            **self._switch_to(made.child),
+            "parentSession": str(parent.path),
+            "draft": made.draft,
+        }
 
     async def _get_fork_messages(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         store: SessionStore = self.session.store

@@ -40,6 +40,11 @@ COMMANDS: dict[str, CommandSpec] = {
         ),
         CommandSpec("tree", "/tree [N [--summary]]", "show the session tree; move to entry N (with a branch summary)"),
         CommandSpec("fork", "/fork [N]", "continue in a new session file holding the path to entry N (or the leaf)"),
+        CommandSpec(
+            "handoff",
+            "/handoff [focus]",
+            "continue in a fresh child session started from the frontier; its first prompt opens for editing",
+        ),
         CommandSpec("new", "/new", "start a new session"),
         CommandSpec("resume", "/resume [N|id-prefix]", "list this directory's sessions, or switch to one"),
         CommandSpec("session", "/session", "file, id, name and counts of this session", while_running=True),

@@ -11,6 +11,7 @@ from typing import Any
 from heron.agent.messages import BashExecutionMessage
 from heron.cli.tui.call_text import result_text
 from heron.cli.tui.render import Totals
+from heron.coding.handoff import handoff_details
 from heron.coding.runtime import CodingSession
 from heron.session.store import SessionStore, count_by
 
@@ -82,5 +83,5 @@ def session_rows(s: CodingSession, totals: Totals) -> list[tuple[str, str]]:
         ("context", f"~{tokens:,} of {s.window:,} tokens in {len(s.messages)} messages"),
     ]
     if store.header.parent_session:
-        rows.append(("forked from", store.header.parent_session))
+        rows.append(("handed off from" if handoff_details(store) else "forked from", store.header.parent_session))
     return rows

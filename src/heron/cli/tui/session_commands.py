@@ -162,6 +162,19 @@ class SessionCommands:
             self.set_prefill(text)
         return None
 
+    def _cmd_handoff(self, args: str) -> None:
+        """A child session from the frontier (heron.coding.handoff); the draft first prompt
+        goes into the input box, to edit and send (never sent by itself)."""
+        from heron.coding.handoff import HandoffError, hand_off
+
+        try:
+            made = hand_off(self.session, args)
+        except (HandoffError, OSError) as exc:
+            self.error(f"cannot hand off: {exc}")
+            return
+        self._switch(made.child, "handed off")
+        self.set_prefill(made.draft)
+
     def _cmd_new(self, args: str) -> None:
         self._switch(self.app.new_store(), "new session")
 

@@ -18,7 +18,7 @@ from heron.coding.report.data import ReportData, WindowSource, collect
 from heron.coding.report.page import render
 from heron.coding.report.spark import sparkline
 from heron.coding.report.transcript import DEFAULT_BUDGET
-from heron.coding.report.tree import branch_rows, child_sessions
+from heron.coding.report.tree import branch_rows, child_sessions, parent_session
 from heron.session.store import SessionStore
 
 
@@ -33,6 +33,7 @@ def build_report(
     data = collect(store, windows=windows, reserve=reserve, transcript=transcript)
     data.branches = branch_rows(store)
     data.children = child_sessions(store)
+    data.parent = parent_session(store)
     return data
 
 

@@ -115,7 +115,8 @@ class ReportData:
     markers: list[Marker] = field(default_factory=list)
     turns: list[TurnRow] = field(default_factory=list)
     branches: list[BranchRow] = field(default_factory=list)
-    children: list[dict[str, str]] = field(default_factory=list)  # sub-agent and forked sessions
+    children: list[dict[str, str]] = field(default_factory=list)  # sub-agent, forked and handed-off sessions
+    parent: dict[str, str] | None = None  # the session this one came from: its file and how
     todos: list[dict[str, str]] = field(default_factory=list)
     memory: str = ""
     pruned: dict[str, tuple[str, int]] = field(default_factory=dict)  # call id -> (stub, first request without it)

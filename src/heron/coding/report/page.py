@@ -110,11 +110,18 @@ def _tree_section(data: ReportData) -> str:
             f"<td>{_t(row.fork_point or '—')}</td><td>{_t(row.first_prompt)}</td><td>{summaries}</td></tr>"
         )
     parts.append("</tbody></table>")
+    if data.parent:
+        uri = escape(Path(data.parent["path"]).as_uri(), quote=True)
+        parts.append(
+            f"<h2>Parent session</h2><p id='parent'>{_t(data.parent['kind'])}: "
+            f"<a href='{uri}'>{_t(data.parent['path'])}</a></p>"
+        )
     if data.children:
-        parts.append("<h2>Sub-agent and forked sessions</h2><ul id='children'>")
+        parts.append("<h2>Sub-agent, forked and handed-off sessions</h2><ul id='children'>")
         for child in data.children:
             uri = escape(Path(child["path"]).as_uri(), quote=True)
-            parts.append(f"<li><a href='{uri}'>{_t(child['id'])}</a> started {_t(child['started'])}</li>")
+            started = f"{_t(child['kind'])}, started {_t(child['started'])}"
+            parts.append(f"<li><a href='{uri}'>{_t(child['id'])}</a> {started}</li>")
         parts.append("</ul>")
     return "".join(parts)
 

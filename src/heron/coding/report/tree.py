@@ -4,7 +4,8 @@ A 100,000-entry session has a handful of branches; drawing every entry would mak
 nobody reads. The report lists each leaf instead: where it leaves the current path, how
 long it is, its first prompt, its label and the branch summaries on it; the current leaf is
 marked. Sub-agent sessions and forks record this session's file as their ``parentSession``
-(docs/subagents.md, docs/sessions.md): they are found by reading the first line of the
+(docs/subagents.md, docs/sessions.md), and so do the children of a handoff, which this
+session's own handoff records name: they are found by reading the first line of the
 other files in the same session folder.
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from heron.coding.handoff import HANDOFF_CUSTOM_TYPE, handoff_details
 from heron.coding.report.data import BranchRow, text_of
-from heron.session.entries import BranchSummaryEntry, MessageEntry
+from heron.session.entries import BranchSummaryEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 
 PROMPT_PREVIEW = 160
@@ -88,9 +90,31 @@ def child_sessions(store: SessionStore) -> list[dict[str, str]]:
     except OSError:
         return []
     found: list[dict[str, str]] = []
+    handed = _handed_off(store)
     for path in siblings[:MAX_CHILD_FILES]:
         header = _header(path)
         if header is None or str(header.get("parentSession") or "") != str(own):
             continue
-        found.append({"id": str(header.get("id") or ""), "path": str(path), "started": str(header.get("timestamp"))})
+        kind = "handoff" if str(path) in handed else "sub-agent or fork"
+        started = str(header.get("timestamp"))
+        found.append({"id": str(header.get("id") or ""), "path": str(path), "started": started, "kind": kind})
     return found
+
+
+def _handed_off(store: SessionStore) -> set[str]:
+    """The child files this session's handoff records name (heron.coding.handoff)."""
+    out: set[str] = set()
+    for entry_id, kind in zip(store.ids(), store.types(), strict=True):
+        if kind == "custom" and isinstance(entry := store.get(entry_id), CustomEntry):
+            data = entry.data if entry.custom_type == HANDOFF_CUSTOM_TYPE else None
+            if isinstance(data, dict) and isinstance(data.get("child"), str):
+                out.add(data["child"])
+    return out
+
+
+def parent_session(store: SessionStore) -> dict[str, str] | None:
+    """The session this one came from, and how (a handoff, or a sub-agent's or fork's parent)."""
+    parent = store.header.parent_session
+    if not parent:
+        return None
+    return {"path": parent, "kind": "handoff" if handoff_details(store) is not None else "sub-agent or fork"}

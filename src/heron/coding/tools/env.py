@@ -149,6 +149,8 @@ class ToolEnv:
     cwd: Path
     limits: ToolLimits = DEFAULT_LIMITS
     session_id: str | None = None
+    # The sessions this one was handed off from (nearest first): search_history's scope 'session' reaches them.
+    lineage: tuple[str, ...] = ()
     home: Path = field(default_factory=heron_home)
     reads: FileReadTracker = field(default_factory=FileReadTracker)
     shell: str | None = None  # None: $SHELL if it is bash/zsh/sh, else /bin/bash, else sh

@@ -63,6 +63,7 @@ class SearchHistoryTool(AgentTool["SearchHistoryParams"]):
                     session_id=self.env.session_id,
                     project=project,
                     limit=params.limit,
+                    lineage=self.env.lineage,
                 )
         except QueryError as exc:
             raise ToolError(

@@ -1,0 +1,204 @@
+"""Handoff: a fresh, short session for the next phase, started from the parent's frontier.
+
+A long session carries its whole transcript (or a summary of it) into every request. A
+handoff starts a new session instead, linked to its parent (header ``parentSession``),
+whose history begins with the frontier - what survives a compaction: the goal, the plan,
+the skills in use, the task list, the last steps, the files read and changed, the user's
+own requests - and not with a summary of the transcript. The old transcript stays in the
+parent's file, where ``search_history`` in the child still reaches it (:func:`lineage`).
+
+Everything the child's requests are derived from is in the child's file, so a process
+that reopens it sends the same bytes as the one that created it:
+
+- a ``heron.goal`` entry with the parent's goal (its budget and what was spent on it), so
+  the goal keeps leading every request and its budget keeps counting;
+- a ``heron.todos`` entry with the parent's task list (the ``todo`` tool continues it);
+- a ``custom_message`` of type ``heron.handoff`` whose content is the rendered frontier
+  (a user message in the request) and whose details name the parent and the lineage.
+
+The parent records the handoff too: a ``custom`` entry ``heron.handoff`` naming the child.
+Memory needs no copy: it is project memory, read into the child's system prompt as into
+every session's. The draft first prompt is the focus text (or a default); the caller
+decides whether it is sent (print mode) or edited first (interactive, rpc).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from heron.agent.messages import AgentMessage
+from heron.context.compaction import collect_files, collect_user_requests
+from heron.context.goal import GOAL_CUSTOM_TYPE, Goal
+from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before, render_plan
+from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, render_skills, skills_before
+from heron.context.recent_steps import steps_before
+from heron.context.summary_text import file_lists_text
+from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem, render_todos
+from heron.session.entries import CustomMessageEntry, MessageEntry
+from heron.session.store import SessionStore
+
+if TYPE_CHECKING:
+    from heron.coding.runtime import CodingSession
+
+HANDOFF_CUSTOM_TYPE = "heron.handoff"  # the parent's record, and the child's frontier message
+HANDOFF_COMMAND = "/handoff"
+DEFAULT_DRAFT = "Continue from the handoff above: take the next open step toward the goal."
+HEADER = (
+    "This session continues the work of an earlier session (a handoff: a fresh session for the next "
+    "phase). Its full history is not in this context; search_history finds anything in it. Where the "
+    "work stands:"
+)
+STEPS_HEADER = "The last steps of the earlier session (oldest first):"
+TODOS_HEADER = "The task list you were keeping (todo tool):"
+FILES_HEADER = "Files read and changed in the earlier session, and the user's own requests there:"
+LINEAGE_DEPTH = 64  # ancestors kept in a child's lineage (a chain of handoffs is never that long)
+
+
+class HandoffError(ValueError):
+    """A handoff that cannot be made (nothing recorded, nothing to hand off)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """The child session (open for writing) and its draft first prompt."""
+
+    child: SessionStore
+    draft: str
+    frontier: str
+
+
+def draft_prompt(focus: str | None) -> str:
+    """The first prompt offered in the child: the focus text, else a default."""
+    text = (focus or "").strip()
+    return text if text else DEFAULT_DRAFT
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What the parent's path records that the child keeps as entries as well: the plan and
+    the skills (a compaction in the child then carries them on, as in the parent)."""
+
+    plan: str | None
+    skills: tuple[SkillUse, ...]
+
+
+def _kept(store: SessionStore, ids: Sequence[str], types: Sequence[str]) -> _Kept:
+    return _Kept(plan_before(store.get, ids, types, len(ids)), tuple(skills_before(store.get, ids, types, len(ids))))
+
+
+def frontier_text(session: CodingSession, goal: Goal | None, kept: _Kept) -> str:
+    """The parent's frontier, rendered from its path (a pure function of the file)."""
+    store = session.store
+    ids, types = store.lineage(store.leaf_id)
+    stop = len(ids)
+    settings = session.settings.continuity
+    blocks = [HEADER]
+    if goal is not None:
+        blocks.append(f"The goal (it also leads every request):\n{goal.text}")
+    plan = render_plan(kept.plan, [])
+    if plan is not None:
+        blocks.append(plan)
+    skills = render_skills(kept.skills, [], per_skill=settings.skill_tokens, total=settings.skills_tokens)
+    if skills is not None:
+        blocks.append(skills)
+    todos = session.todos
+    if todos:
+        blocks.append(f"{TODOS_HEADER}\n{render_todos(todos)}")
+    steps = steps_before(store.get, ids, types, stop, settings.recent_steps)
+    if steps:
+        blocks.append("\n".join([STEPS_HEADER, *steps]))
+    messages = _path_messages(store, ids, types)
+    read, modified = collect_files(messages, {}, session.tool_catalog)
+    files = file_lists_text(read, modified, collect_user_requests(messages, {}))
+    if files:
+        blocks.append(f"{FILES_HEADER}\n{files}")
+    return "\n\n".join(blocks)
+
+
+def _path_messages(store: SessionStore, ids: Sequence[str], types: Sequence[str]) -> list[AgentMessage]:
+    out: list[AgentMessage] = []
+    for entry_id, kind in zip(ids, types, strict=True):
+        if kind == "message" and isinstance(entry := store.get(entry_id), MessageEntry):
+            out.append(entry.message)
+    return out
+
+
+def hand_off(session: CodingSession, focus: str | None = None) -> Handoff:
+    """Create the child of ``session``'s store (the caller switches to it) and record the
+    handoff in both files."""
+    parent = session.store
+    if parent.path is None:
+        raise HandoffError("this session is not recorded (--no-session): there is no parent file to link to")
+    if parent.leaf_id is None:
+        raise HandoffError("the session has no entries yet: nothing to hand off")
+    goal, spent = session.goal.spent()
+    kept = _kept(parent, *parent.lineage(parent.leaf_id))
+    frontier = frontier_text(session, goal, kept)
+    child = SessionStore.create(
+        parent.header.cwd, home=session.home, parent_session=str(parent.path), fsync=parent.fsync
+    )
+    child.scrub = parent.scrub  # the secret redactor, as a fork keeps it
+    # The parent's record first: the child, written last, is the newest file (`--continue`).
+    parent.append_custom(
+        HANDOFF_CUSTOM_TYPE,
+        {"child": str(child.path), "childId": child.session_id, "focus": (focus or "").strip() or None},
+    )
+    _seed_child(child, goal, spent, session.todos, kept)
+    _introduce(child, parent, frontier)
+    return Handoff(child=child, draft=draft_prompt(focus), frontier=frontier)
+
+
+def _seed_child(
+    child: SessionStore,
+    goal: Goal | None,
+    spent: int,
+    todos: Sequence[TodoItem],
+    kept: _Kept,
+) -> None:
+    """The entries the child's state is read from: goal, task list, plan, skills."""
+    if goal is not None:
+        child.append_custom(GOAL_CUSTOM_TYPE, {"text": goal.text, "budget": goal.budget, "spent": spent})
+    if todos:
+        child.append_custom(TODOS_CUSTOM_TYPE, {"todos": [dict(item) for item in todos]})
+    if kept.plan is not None:
+        child.append_custom(PLAN_CUSTOM_TYPE, {"text": kept.plan})
+    for use in kept.skills:
+        child.append_custom(SKILL_CUSTOM_TYPE, use.to_data())
+
+
+def _introduce(child: SessionStore, parent: SessionStore, frontier: str) -> None:
+    """The frontier message, naming the parent and the lineage; the file written at once."""
+    details = {
+        "parentSession": str(parent.path),
+        "parentId": parent.session_id,
+        "parentLeaf": parent.leaf_id,
+        "lineage": [parent.session_id, *lineage(parent)][:LINEAGE_DEPTH],
+    }
+    child.append_custom_message(HANDOFF_CUSTOM_TYPE, frontier, display=True, details=details)
+    child.materialize()  # the rpc response and `--continue` name this file before its first prompt
+
+
+def handoff_details(store: SessionStore) -> dict[str, Any] | None:
+    """The details of the handoff that started ``store`` (None: it was not started by one)."""
+    for entry_id, kind in zip(store.ids(), store.types(), strict=True):
+        if kind == "message":  # the frontier comes before the child's first message
+            return None
+        if kind != "custom_message":
+            continue
+        entry = store.get(entry_id)
+        if isinstance(entry, CustomMessageEntry) and entry.custom_type == HANDOFF_CUSTOM_TYPE:
+            details = entry.details
+            return details if isinstance(details, dict) else None
+    return None
+
+
+def lineage(store: SessionStore) -> tuple[str, ...]:
+    """The ids of the sessions ``store`` was handed off from, nearest first (search_history
+    searches them with the session itself)."""
+    details = handoff_details(store)
+    found = details.get("lineage") if details is not None else None
+    if not isinstance(found, list):
+        return ()
+    return tuple(item for item in found if isinstance(item, str) and item)
