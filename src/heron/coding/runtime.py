@@ -59,6 +59,7 @@ from heron.coding.events import (
 from heron.coding.extensions import ExtensionHost
 from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
+from heron.coding.idle import IdleKeeper
 from heron.coding.memory import MemoryKeeper
 from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
@@ -188,6 +189,7 @@ class CodingSession(RecoveryHooks):
         self.policy = self._make_policy()
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
         self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
+        self.idle = IdleKeeper(self)  # the idle policy's timer: the modes start and cancel it
         self.fit_tool_limits()  # a learnt window, the working budget too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)

@@ -30,6 +30,8 @@ from heron.ai.types import THINKING_LEVELS, ThinkingLevel
 from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
 from heron.context.cold_cache import COLD_KEEP_TURNS
 from heron.context.frontier import FrontierSettings
+from heron.context.idle import POLICIES as IDLE_POLICIES
+from heron.context.idle import IdlePolicy, parse_policy
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
@@ -198,6 +200,7 @@ class Settings:
     max_turns: int | None = None
     # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
+    idle_policy: IdlePolicy = "auto"  # idle.policy: before an idle session's cache expires (heron.context.idle)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -274,16 +277,13 @@ def _object(value: Any) -> dict[str, Any]:
     return value
 
 
-def _startup(value: Any) -> str:
-    if value not in ("eager", "lazy"):
-        raise BadSettingValue(f'must be "eager" or "lazy", not {value!r}')
-    return str(value)
+def _choice(*values: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in values:
+            raise BadSettingValue(f"must be {' or '.join(json.dumps(v) for v in values)}, not {json.dumps(value)}")
+        return str(value)
 
-
-def _summary_request(value: Any) -> str:
-    if value not in ("shared", "separate"):
-        raise BadSettingValue(f'must be "shared" or "separate", not {json.dumps(value)}')
-    return str(value)
+    return check
 
 
 def _working_budget(value: Any) -> WorkingBudgetSetting:
@@ -318,7 +318,7 @@ SCHEMA: dict[str, Any] = {
         "keepRecentTokens": _POSITIVE,
         "workingBudget": _working_budget,
         "softThreshold": _share,
-        "request": _summary_request,
+        "request": _choice("shared", "separate"),
         "native": _bool,
         "serverClearing": _bool,
         "nativeTrigger": _share,
@@ -352,7 +352,8 @@ SCHEMA: dict[str, Any] = {
     "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
     "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
     "checkpoints": {"keepDays": _POSITIVE, "exclude": _patterns},
-    "mcp": {"startup": _startup},
+    "mcp": {"startup": _choice("eager", "lazy")},
+    "idle": {"policy": _choice(*IDLE_POLICIES)},
     "limits": {"maxTurns": _POSITIVE},
     "continuity": {"recentSteps": _NON_NEGATIVE, "skillTokens": _POSITIVE, "skillsTokens": _NON_NEGATIVE},
 }
@@ -519,6 +520,7 @@ def settings_from_dict(
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
+        idle_policy=parse_policy(_sub(data, "idle").get("policy", "auto")),
         timeouts=TimeoutSettings(
             first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
             idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
