@@ -154,6 +154,7 @@ class HeronAgent:
         state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
         old, old_outbox = self.sessions.pop(sid, None), self.outboxes.pop(sid, None)
         if old is not None:
+            old.session.idle.cancel()
             old.close()
         if old_outbox is not None:
             old_outbox.close()
@@ -272,6 +273,7 @@ class HeronAgent:
         if run is not None and not run.done():
             await self.cancel(session_id)
             await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
+        state.session.idle.cancel()
         self.sessions.pop(session_id, None)
         self._runs.pop(session_id, None)
         self._models.pop(session_id, None)
@@ -365,6 +367,7 @@ class HeronAgent:
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
         state.cancelled = False
+        state.session.idle.cancel()  # the user is back: no warm-up or idle compaction now
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
             self._runs.pop(session_id, None)
@@ -379,6 +382,7 @@ class HeronAgent:
             return await self._finish(state, state.run)
         finally:
             turn.set_result(None)
+            state.session.idle.start()  # waiting for the next prompt: the idle policy watches the cache
 
     async def _finish(self, state: AcpSession, task: asyncio.Task[Any]) -> PromptResponse:
         """The prompt's answer once its run ended: the last updates sent, then the stop
@@ -455,6 +459,7 @@ class HeronAgent:
 
     def close(self) -> None:
         for state in self.sessions.values():
+            state.session.idle.cancel()
             state.close()
         for outbox in self.outboxes.values():
             outbox.close()

@@ -71,11 +71,14 @@ def run_interactive(app: App, task: Task) -> int:
 async def _submit(controller: Controller, text: str) -> None:
     """One line; a failure is reported and the session goes on (the UI must outlive a
     broken command)."""
+    controller.session.idle.cancel()  # the user is back: no warm-up or idle compaction now
     try:
         await controller.submit(text)
     except Exception as exc:  # shown to the user; the prompt comes back
         log.debug("submitting %r failed", text[:80], exc_info=True)
         controller.error(f"error: {type(exc).__name__}: {exc}")
+    finally:
+        controller.session.idle.start()  # waiting for the next line: the idle policy watches the cache
 
 
 def _isatty(stream: Any) -> bool:

@@ -68,6 +68,7 @@ async def run_rpc(app: App) -> int:
     reader = threading.Thread(target=read_lines, args=(stdin_fd, loop, lines), name="heron-rpc-stdin", daemon=True)
     reader.start()
     server.warm_up(app.session.model.api)
+    app.session.idle.start()  # a resumed session may be waiting with a warm cache already
     try:
         while True:
             line = await lines.get()

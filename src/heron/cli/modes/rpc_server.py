@@ -197,6 +197,7 @@ class RpcServer(SessionCommands):
             await asyncio.wait(set(self._waiters))
 
     def close(self) -> None:
+        self.session.idle.cancel()
         self._unsubscribe()
         if self.session.control.asker == self.asker.ask:
             self.session.control.asker = None
@@ -219,12 +220,14 @@ class RpcServer(SessionCommands):
             raise CommandError(f"a compaction is running; {what} after it ends")
 
     def _start(self, kind: str, work: Awaitable[None]) -> None:
+        self.session.idle.cancel()  # the user is back: no warm-up or idle compaction now
         self._task_kind = kind
         self._task = asyncio.ensure_future(work)
 
     def _done(self) -> None:
         self._task = None
         self._task_kind = None
+        self.session.idle.start()  # waiting for the next command: the idle policy watches the cache
 
     # --- running ----------------------------------------------------------------------------
 
