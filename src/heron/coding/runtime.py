@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -189,7 +190,6 @@ class CodingSession(RecoveryHooks):
         self.policy = self._make_policy()
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
         self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
-        self.idle = IdleKeeper(self)  # the idle policy's timer: the modes start and cancel it
         self.fit_tool_limits()  # a learnt window, the working budget too
         self._recorder = SessionRecorder(self.agent, self.store)
         self.agent.subscribe(self._on_agent_event)
@@ -256,6 +256,11 @@ class CodingSession(RecoveryHooks):
     @property
     def model(self) -> Model:
         return self.agent.state.model
+
+    @functools.cached_property
+    def idle(self) -> IdleKeeper:
+        """The idle policy's timer (heron.coding.idle): the modes start and cancel it."""
+        return IdleKeeper(self)
 
     @property
     def thinking_level(self) -> ThinkingLevel:

@@ -413,6 +413,7 @@ class Renderer:
             "overflow": "the provider said the context is too long",
             "manual": "requested",
             "native_switch": "the provider's own compaction is unreadable to this model",
+            "idle": "the session is idle and its prompt cache is about to expire",
         }.get(event.reason, event.reason)
         self.note(
             f"{self.bullet} compacting the context ({why}; ~{format_tokens(event.tokens_before)} tokens)…", "yellow"
