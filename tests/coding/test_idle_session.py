@@ -24,6 +24,7 @@ from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.cold_cache import cache_cold
 from heron.context.decisions import DECISION_CUSTOM_TYPE
+from heron.context.summary_text import is_summary_request
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.coding.test_request_path import recording
@@ -173,3 +174,34 @@ async def test_the_timer_runs_in_the_loop_and_the_user_coming_back_cancels_it(
     await off.prompt("first question")
     off.idle.start()
     assert off.idle._task is None  # idle.policy off: no timer at all
+
+
+async def test_an_idle_compaction_is_written_like_any_other_and_a_new_process_agrees(
+    setup: tuple[Path, list[tuple[Context, StreamOptions]]], faux: FauxProvider, clock: Clock
+) -> None:
+    """``idle.policy: compact``: before the cache expires the session compacts (reason
+    ``idle``), the period ends there, and a new process sends the same next request."""
+    tmp_path, seen = setup
+    faux.set_fallback(lambda context: text("## Goal\nthe summary") if is_summary_request(context) else text("ok " * 60))
+    store = SessionStore.create(tmp_path / "proj", home=tmp_path / "home")
+    session = session_on(tmp_path, store, idle={"policy": "compact"}, compaction={"keepRecentTokens": 50})
+    events: list[Any] = []
+    session.subscribe(events.append)
+    for i in range(4):
+        await session.prompt(f"question {i} " + "words " * 200)
+    clock.advance(275)
+    decision = await session.idle.step()
+    assert decision is not None and decision.action == "compact"
+    assert [e.reason for e in events if getattr(e, "type", "") == "compaction_end"] == ["idle"]
+    assert any(getattr(e, "type", "") == "compaction_end" and e.entry_id for e in events)
+    assert session.idle.due_in() is None  # the period ended with the compaction
+    assert store.path is not None
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(store.path, copy)
+    await session.prompt("after the pause")
+    one_process = body(seen[-1][0])
+    resumed = session_on(
+        tmp_path, SessionStore.open(copy), idle={"policy": "compact"}, compaction={"keepRecentTokens": 50}
+    )
+    await resumed.prompt("after the pause")
+    assert body(seen[-1][0]) == one_process and "the summary" in one_process

@@ -73,12 +73,20 @@ class IdleKeeper:
         """Stop waiting (the user is back). An action under way is aborted: its request
         ends, and an aborted warm-up is not recorded."""
         self._signal.abort()
+        if self._task is not None and not self._acting:
+            self._task.cancel()
+
+    async def stop(self) -> None:
+        """:meth:`cancel`, then wait until an action under way has ended (its request
+        aborted): a run must not start beside a warm-up or an idle compaction."""
+        self.cancel()
         task, self._task = self._task, None
-        if task is not None and not self._acting:
-            task.cancel()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def wait_done(self) -> None:
-        """Until the timer has nothing more to do (tests, a mode closing)."""
+        """Until the timer has nothing more to do (tests)."""
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -146,20 +154,18 @@ class IdleKeeper:
             return None
         from heron.context.sent_view import view_as_sent  # with the first idle step only
 
-        policy = session.policy
+        policy, setting = session.policy, session.settings.idle_policy
+        if setting == "off":
+            return None
         view, stubs = view_as_sent(policy, session.agent.state.messages)
         prefix = list(view)
         while prefix and isinstance(prefix[-1], AssistantMessage):
             prefix.pop()  # the last request ended where its answer began
-        decision = decide(
-            session.settings.idle_policy if session.settings.idle_policy != "off" else "auto",
-            session.model.cost,
-            context_tokens=policy.count(view),
-            kept_tokens=policy.compaction_settings.keep_recent_tokens,
-            warms=period.warms,
-        )
+        tokens = policy.count(view)
+        kept = policy.compaction_settings.keep_recent_tokens
+        decision = decide(setting, session.model.cost, context_tokens=tokens, kept_tokens=kept, warms=period.warms)
         signal = signal or AbortSignal()
-        detail: dict[str, Any] = {"ttlSeconds": policy.cache_ttl_s, "contextTokens": policy.count(view)}
+        detail: dict[str, Any] = {"ttlSeconds": policy.cache_ttl_s, "contextTokens": tokens}
         if decision.action == "warm":
             failed = await self._warm(prefix, stubs, signal)
             if signal.aborted:
@@ -167,8 +173,8 @@ class IdleKeeper:
             if failed:
                 detail["failed"] = failed
         self._record(decision, detail)
-        if decision.action == "compact":
-            await session.compact(reason="idle")
+        if decision.action == "compact":  # abortable: the user coming back ends its summary request
+            await session.context_owner.compact(None, "idle", signal=signal)
         return decision
 
     async def _warm(self, prefix: list[Any], stubs: dict[str, str], signal: AbortSignal) -> str | None:

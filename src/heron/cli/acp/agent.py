@@ -367,7 +367,7 @@ class HeronAgent:
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
         state.cancelled = False
-        state.session.idle.cancel()  # the user is back: no warm-up or idle compaction now
+        await state.session.idle.stop()  # the user is back: no warm-up or idle compaction now
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
             self._runs.pop(session_id, None)

@@ -71,7 +71,7 @@ def run_interactive(app: App, task: Task) -> int:
 async def _submit(controller: Controller, text: str) -> None:
     """One line; a failure is reported and the session goes on (the UI must outlive a
     broken command)."""
-    controller.session.idle.cancel()  # the user is back: no warm-up or idle compaction now
+    await controller.session.idle.stop()  # the user is back: no warm-up or idle compaction now
     try:
         await controller.submit(text)
     except Exception as exc:  # shown to the user; the prompt comes back

@@ -209,6 +209,7 @@ class RpcServer(SessionCommands):
         self._warming = start_warm_up(api, self.session)
 
     async def _ready(self) -> None:
+        await self.session.idle.stop()  # a warm-up or idle compaction under way ends first
         warming = self._warming
         if warming is not None and not warming.done():
             await asyncio.wrap_future(warming)
