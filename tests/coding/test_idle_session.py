@@ -205,3 +205,15 @@ async def test_an_idle_compaction_is_written_like_any_other_and_a_new_process_ag
     )
     await resumed.prompt("after the pause")
     assert body(seen[-1][0]) == one_process and "the summary" in one_process
+
+
+def test_the_interactive_mode_shows_each_decision() -> None:
+    from heron.cli.tui.render import Renderer
+    from tests.cli.tui_helpers import output, recording_console
+
+    renderer = Renderer(recording_console(width=200))
+    renderer.handle(IdleEvent(action="warm", reason="auto: cheapest of warm $0.0300, expire $0.3450"))
+    renderer.handle(IdleEvent(action="warm", reason="idle.policy is warm", failed="connection refused"))
+    shown = output(renderer.console)
+    assert "idle: warmed the prompt cache; auto: cheapest of warm $0.0300" in shown
+    assert "idle: warmed the prompt cache (failed: connection refused)" in shown
