@@ -20,6 +20,7 @@ from heron.ai.options import StreamOptions
 from heron.ai.providers.faux import FauxProvider, text
 from heron.ai.types import Context
 from heron.coding.events import IdleEvent
+from heron.coding.idle import idle_keeper
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.context.cold_cache import cache_cold
@@ -97,11 +98,11 @@ async def test_an_idle_session_warms_once_before_expiry_and_a_new_process_agrees
     session.subscribe(events.append)
     await session.prompt("first question")
     (turn,) = seen
-    assert session.idle.due_in() == pytest.approx(270, abs=2)  # 30 s before the 300 s lifetime
-    assert await session.idle.step() is None  # not due yet: nothing sent
+    assert idle_keeper(session).due_in() == pytest.approx(270, abs=2)  # 30 s before the 300 s lifetime
+    assert await idle_keeper(session).step() is None  # not due yet: nothing sent
     clock.advance(275)
-    assert session.idle.due_in() == 0
-    decision = await session.idle.step()
+    assert idle_keeper(session).due_in() == 0
+    decision = await idle_keeper(session).step()
     assert decision is not None and decision.action == "warm"
     warm_context, warm_options = seen[-1]
     assert len(seen) == 2 and body(warm_context) == body(turn[0])  # the last request's exact prefix
@@ -110,8 +111,8 @@ async def test_an_idle_session_warms_once_before_expiry_and_a_new_process_agrees
     (record,) = idle_records(store)
     assert record["action"] == "warm" and record["costs"]["warm"] < record["costs"]["expire"]
     assert [e.action for e in events if isinstance(e, IdleEvent)] == ["warm"]
-    assert session.idle.due_in() == pytest.approx(270, abs=2)  # the next one counts from the warm-up
-    assert await session.idle.step() is None  # once per lifetime
+    assert idle_keeper(session).due_in() == pytest.approx(270, abs=2)  # the next one counts from the warm-up
+    assert await idle_keeper(session).step() is None  # once per lifetime
     # Past the answer's lifetime but within the warm-up's: the cache is warm, not cold.
     clock.advance(100)
     messages = session.agent.state.messages
@@ -124,7 +125,7 @@ async def test_an_idle_session_warms_once_before_expiry_and_a_new_process_agrees
     await session.prompt("second question")
     one_process = body(seen[-1][0])
     resumed = session_on(tmp_path, SessionStore.open(copy))
-    assert resumed.idle.period() is not None and resumed.idle.period().warms == 1  # type: ignore[union-attr]
+    assert idle_keeper(resumed).period() is not None and idle_keeper(resumed).period().warms == 1  # type: ignore[union-attr]
     await resumed.prompt("second question")
     assert body(seen[-1][0]) == one_process
     assert "second question" in one_process and len(seen) == 4
@@ -139,17 +140,17 @@ async def test_a_resumed_idle_session_counts_the_warm_ups_of_its_idle_period(
     await session.prompt("first question")
     for _ in range(3):  # MAX_WARMS
         clock.advance(275)
-        assert (await session.idle.step()).action == "warm"  # type: ignore[union-attr]
+        assert (await idle_keeper(session).step()).action == "warm"  # type: ignore[union-attr]
     clock.advance(275)
     assert store.path is not None
     resumed = session_on(tmp_path, SessionStore.open(store.path, read_only=True))
-    assert resumed.idle.period().warms == 3  # type: ignore[union-attr]
-    late = await session.idle.step()
+    assert idle_keeper(resumed).period().warms == 3  # type: ignore[union-attr]
+    late = await idle_keeper(session).step()
     assert late is not None and late.action == "expire" and "away" in late.reason
     assert len(seen) == 4  # the turn and three warm-ups
-    assert session.idle.due_in() is None  # the idle period ended
+    assert idle_keeper(session).due_in() is None  # the idle period ended
     clock.advance(1_000)
-    assert session.idle.due_in() is None
+    assert idle_keeper(session).due_in() is None
 
 
 async def test_the_timer_runs_in_the_loop_and_the_user_coming_back_cancels_it(
@@ -160,20 +161,20 @@ async def test_the_timer_runs_in_the_loop_and_the_user_coming_back_cancels_it(
     store = SessionStore.create(tmp_path / "proj", home=tmp_path / "home")
     session = session_on(tmp_path, store, pruning={"cacheTtlSeconds": 2})
     await session.prompt("first question")
-    session.idle.start()
+    idle_keeper(session).start()
     deadline = time.monotonic() + 60  # generous: the machine is loaded
     while len(idle_records(store)) < 1 and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert [r["action"] for r in idle_records(store)] == ["warm"]
-    session.idle.cancel()  # the user is back
-    await session.idle.wait_done()
+    idle_keeper(session).cancel()  # the user is back
+    await idle_keeper(session).wait_done()
     count = len(seen)
     await asyncio.sleep(2.5)  # a second warm-up would have been due by now
     assert len(seen) == count
     off = session_on(tmp_path, SessionStore.create(tmp_path / "proj", home=tmp_path / "home"), idle={"policy": "off"})
     await off.prompt("first question")
-    off.idle.start()
-    assert off.idle._task is None  # idle.policy off: no timer at all
+    idle_keeper(off).start()
+    assert idle_keeper(off)._task is None  # idle.policy off: no timer at all
 
 
 async def test_an_idle_compaction_is_written_like_any_other_and_a_new_process_agrees(
@@ -190,11 +191,11 @@ async def test_an_idle_compaction_is_written_like_any_other_and_a_new_process_ag
     for i in range(4):
         await session.prompt(f"question {i} " + "words " * 200)
     clock.advance(275)
-    decision = await session.idle.step()
+    decision = await idle_keeper(session).step()
     assert decision is not None and decision.action == "compact"
     assert [e.reason for e in events if getattr(e, "type", "") == "compaction_end"] == ["idle"]
     assert any(getattr(e, "type", "") == "compaction_end" and e.entry_id for e in events)
-    assert session.idle.due_in() is None  # the period ended with the compaction
+    assert idle_keeper(session).due_in() is None  # the period ended with the compaction
     assert store.path is not None
     copy = tmp_path / "copy.jsonl"
     shutil.copy(store.path, copy)

@@ -16,6 +16,9 @@ that entry, so a resumed process prepares the same request as one that never sto
 compaction is written as every compaction is. Whether the timer is due is judged from the
 wall clock against the times in the session file, so a process that resumes an idle
 session takes up the same idle period (its warm-ups counted).
+
+One keeper per session (:func:`idle_keeper`), kept beside the session object rather than
+in it: ``heron.coding.runtime`` is at its size limit, and nothing in the session needs it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -204,3 +208,14 @@ class IdleKeeper:
                 failed=detail.get("failed"),
             )
         )
+
+
+_KEEPERS: weakref.WeakKeyDictionary[CodingSession, IdleKeeper] = weakref.WeakKeyDictionary()
+
+
+def idle_keeper(session: CodingSession) -> IdleKeeper:
+    """The idle timer of ``session``: the one place the modes start and stop it."""
+    keeper = _KEEPERS.get(session)
+    if keeper is None:
+        keeper = _KEEPERS[session] = IdleKeeper(session)
+    return keeper

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -60,7 +59,6 @@ from heron.coding.events import (
 from heron.coding.extensions import ExtensionHost
 from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
-from heron.coding.idle import IdleKeeper
 from heron.coding.memory import MemoryKeeper
 from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
@@ -256,11 +254,6 @@ class CodingSession(RecoveryHooks):
     @property
     def model(self) -> Model:
         return self.agent.state.model
-
-    @functools.cached_property
-    def idle(self) -> IdleKeeper:
-        """The idle policy's timer (heron.coding.idle): the modes start and cancel it."""
-        return IdleKeeper(self)
 
     @property
     def thinking_level(self) -> ThinkingLevel:

@@ -47,6 +47,7 @@ from heron.cli.acp.prompting import Outbox, PromptError, prompt_content, stop_re
 from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
+from heron.coding.idle import idle_keeper
 from heron.coding.outcome import decide
 from heron.coding.run import Run
 from heron.coding.settings import ResolvedModel, SetupError
@@ -154,7 +155,7 @@ class HeronAgent:
         state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
         old, old_outbox = self.sessions.pop(sid, None), self.outboxes.pop(sid, None)
         if old is not None:
-            old.session.idle.cancel()
+            idle_keeper(old.session).cancel()
             old.close()
         if old_outbox is not None:
             old_outbox.close()
@@ -273,7 +274,7 @@ class HeronAgent:
         if run is not None and not run.done():
             await self.cancel(session_id)
             await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
-        state.session.idle.cancel()
+        idle_keeper(state.session).cancel()
         self.sessions.pop(session_id, None)
         self._runs.pop(session_id, None)
         self._models.pop(session_id, None)
@@ -367,7 +368,7 @@ class HeronAgent:
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
         state.cancelled = False
-        await state.session.idle.stop()  # the user is back: no warm-up or idle compaction now
+        await idle_keeper(state.session).stop()  # the user is back: no warm-up or idle compaction now
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
             self._runs.pop(session_id, None)
@@ -382,7 +383,7 @@ class HeronAgent:
             return await self._finish(state, state.run)
         finally:
             turn.set_result(None)
-            state.session.idle.start()  # waiting for the next prompt: the idle policy watches the cache
+            idle_keeper(state.session).start()  # waiting for the next prompt: the idle policy watches the cache
 
     async def _finish(self, state: AcpSession, task: asyncio.Task[Any]) -> PromptResponse:
         """The prompt's answer once its run ended: the last updates sent, then the stop
@@ -459,7 +460,7 @@ class HeronAgent:
 
     def close(self) -> None:
         for state in self.sessions.values():
-            state.session.idle.cancel()
+            idle_keeper(state.session).cancel()
             state.close()
         for outbox in self.outboxes.values():
             outbox.close()
