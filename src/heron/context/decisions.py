@@ -30,11 +30,11 @@ OP_PRUNE = "prune"
 OP_WINDOW = "window"
 OP_WINDOW_RESET = "window_reset"  # a learned window dropped: by the user, or a larger request was served
 OP_AUTO_COMPACTION = "auto_compaction"
+OP_IDLE = "idle"  # the idle policy's decision before the prompt cache expired (heron.context.idle)
 OP_FLUSH = "flush"
 OP_CALIBRATION = "calibration"
 OP_NATIVE = "native"  # provider-native compaction off for a model (its server rejected the fields)
 OP_BACKGROUND = "background"  # a background summary started (its cut), or ended unused (why)
-OP_IDLE = "idle"  # the idle policy's decision before the prompt cache expired (heron.context.idle)
 
 
 @dataclass(frozen=True, slots=True)

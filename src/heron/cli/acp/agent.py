@@ -367,8 +367,8 @@ class HeronAgent:
             raise _invalid(str(exc)) from exc
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
-        state.cancelled = False
         await idle_keeper(state.session).stop()  # the user is back: no warm-up or idle compaction now
+        state.cancelled = False
         command = text.strip()
         if command == "/compact" or command.startswith("/compact "):
             self._runs.pop(session_id, None)

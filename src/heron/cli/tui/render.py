@@ -456,18 +456,18 @@ class Renderer:
         for line in event.reply.splitlines() or [""]:
             self.note(line, "red" if event.error else "magenta")
 
-    def _on_idle(self, event: Any) -> None:
-        """The idle policy acted while the session waited (docs/context.md, "The idle policy")."""
-        done = {"warm": "warmed the prompt cache", "compact": "compacting", "expire": "letting the prompt cache expire"}
-        failed = f" (failed: {event.failed})" if event.failed else ""
-        self.note(f"idle: {done.get(event.action, event.action)}{failed}; {event.reason}", "dim")
-
     def _on_context_warning(self, event: Any) -> None:
         """One line per warning the runtime raises about the context (docs/interactive.md)."""
         self.note(f"context: {event.message}", "yellow")
         if event.kind == "auto_compaction_off":
             # the compaction_end that follows carries the same reason: say it once
             self._warned.add(event.message.removeprefix("automatic compaction is off: "))
+
+    def _on_idle(self, event: Any) -> None:
+        """The idle policy acted while the session waited (docs/context.md, "The idle policy")."""
+        done = {"warm": "warmed the prompt cache", "compact": "compacting", "expire": "letting the prompt cache expire"}
+        failed = f" (failed: {event.failed})" if event.failed else ""
+        self.note(f"idle: {done.get(event.action, event.action)}{failed}; {event.reason}", "dim")
 
     def _retry_note(self, text: str, kind: str) -> None:
         style = {"retry": "yellow", "ok": "dim", "cancelled": "yellow", "failed": "bold red"}.get(kind, "")
