@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from heron.context.shared_summary import SharedPrefix
     from heron.context.summariser import SummaryResult
 
-BACKGROUND_REASONS = ("threshold", "boundary", "overflow")  # the automatic compactions a background summary serves
+BACKGROUND_REASONS = (
+    "threshold",
+    "boundary",
+    "overflow",
+    "idle",
+)  # the automatic compactions a background summary serves
 BOUNDARY_KEEP_SHARE = 0.5  # of keep_recent_tokens, kept by a compaction at a step boundary
 NATIVE_SWITCH = "heron:native-switch"  # recorded as the compaction's chooser
 BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)

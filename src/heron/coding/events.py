@@ -9,7 +9,7 @@ from heron.agent.events import AgentEvent
 from heron.context.ledger import LedgerRecord
 
 # native_switch: heron's summary of what a provider-native compaction covered, for another provider
-CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "manual", "native_switch"]
+CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "manual", "native_switch", "idle"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -168,6 +168,20 @@ class SubagentEvent:
     type: Literal["subagent"] = "subagent"
 
 
+@dataclass(slots=True, kw_only=True)
+class IdleEvent:
+    """The idle policy decided, before the prompt cache of a waiting session expired, to
+    warm it, compact or let it expire (docs/context.md, "The idle policy"); ``costs``:
+    the dollars each option would add (None: an unpriced model); ``failed``: why a
+    warm-up did not go through."""
+
+    action: str
+    reason: str
+    costs: dict[str, float] | None = None
+    failed: str | None = None
+    type: Literal["idle"] = "idle"
+
+
 SessionEvent = (
     AgentEvent
     | CompactionStartEvent
@@ -180,4 +194,5 @@ SessionEvent = (
     | GoalEvent
     | GoalLoopEvent
     | SubagentEvent
+    | IdleEvent
 )

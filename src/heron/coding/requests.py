@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUMMARY_CACHE_SUFFIX = "/summary"
-RequestKind = Literal["turn", "summary", "branch_summary", "flush", "goal_check"]
+RequestKind = Literal["turn", "summary", "branch_summary", "flush", "goal_check", "warm"]  # warm: heron.coding.idle
 RequestEnd = Callable[[AssistantMessage], None]
 
 

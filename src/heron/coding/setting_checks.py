@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from heron.ai.types import THINKING_LEVELS
+from heron.context.idle import parse_policy
 from heron.context.working_budget import WorkingBudgetSetting, parse_setting
 
 
@@ -105,3 +106,10 @@ def check_share(value: Any) -> float:
 
 POSITIVE = check_int(1)
 NON_NEGATIVE = check_int(0)
+
+
+def check_idle_policy(value: Any) -> str:
+    try:
+        return parse_policy(value)
+    except ValueError:
+        raise BadSettingValue(f'must be "auto", "warm", "compact" or "off", not {json.dumps(value)}') from None

@@ -32,6 +32,7 @@ from heron.coding.setting_checks import (
     POSITIVE,
     BadSettingValue,
     check_bool,
+    check_idle_policy,
     check_int,
     check_object,
     check_patterns,
@@ -48,6 +49,7 @@ from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
 from heron.context.cold_cache import COLD_KEEP_TURNS
 from heron.context.frontier import FrontierSettings
 from heron.context.goal_loop import GoalSettings, goal_settings
+from heron.context.idle import IdlePolicy, parse_policy
 from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NATIVE_TRIGGER_SHARE
 from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
@@ -217,6 +219,7 @@ class Settings:
     # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
     goal: GoalSettings = field(default_factory=GoalSettings)  # goal.*: the goal loop (heron.context.goal_loop)
+    idle_policy: IdlePolicy = "auto"  # idle.policy: before an idle session's cache expires (heron.context.idle)
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -288,6 +291,7 @@ SCHEMA: dict[str, Any] = {
     "limits": {"maxTurns": POSITIVE},
     "continuity": {"recentSteps": NON_NEGATIVE, "skillTokens": POSITIVE, "skillsTokens": NON_NEGATIVE},
     "goal": {"maxTurns": NON_NEGATIVE, "evaluator": check_string},
+    "idle": {"policy": check_idle_policy},
 }
 
 
@@ -462,6 +466,7 @@ def settings_from_dict(
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
         goal=goal_settings(_sub(data, "goal")),
+        idle_policy=parse_policy(_sub(data, "idle").get("policy", "auto")),
         timeouts=_timeouts(_sub(data, "timeouts")),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),

@@ -52,22 +52,26 @@ def cache_lifetime(model: Model, configured: int | None) -> int:
     return DEFAULT_CACHE_TTL_S
 
 
-def idle_seconds(messages: Sequence[AgentMessage], now_ms: int | None = None) -> float | None:
+def idle_seconds(messages: Sequence[AgentMessage], now_ms: int | None = None, warmed_ms: int = 0) -> float | None:
     """Seconds since the last reply in ``messages`` (None: no reply yet, or one without a
-    time): how long the provider's cache of this conversation has gone unused."""
+    time), or since the latest warm-up of the idle policy (``warmed_ms``, recorded in the
+    session: docs/context.md, "The idle policy") when that came later: how long the
+    provider's cache of this conversation has gone unused."""
     for message in reversed(messages):
         if isinstance(message, AssistantMessage):
             if message.timestamp <= 0:
                 return None
             now = int(time.time() * 1000) if now_ms is None else now_ms
-            return max(0.0, (now - message.timestamp) / 1000)
+            return max(0.0, (now - max(message.timestamp, warmed_ms)) / 1000)
     return None
 
 
-def cache_cold(messages: Sequence[AgentMessage], ttl_s: int, now_ms: int | None = None) -> float | None:
+def cache_cold(
+    messages: Sequence[AgentMessage], ttl_s: int, now_ms: int | None = None, warmed_ms: int = 0
+) -> float | None:
     """The idle seconds when the cache of this conversation has expired (more than
-    ``ttl_s`` since the last reply), else None. ``ttl_s`` 0: never (the setting is off)."""
+    ``ttl_s`` since the last reply or warm-up), else None. ``ttl_s`` 0: never (the setting is off)."""
     if ttl_s <= 0:
         return None
-    idle = idle_seconds(messages, now_ms)
+    idle = idle_seconds(messages, now_ms, warmed_ms)
     return idle if idle is not None and idle > ttl_s else None

@@ -30,6 +30,7 @@ OP_PRUNE = "prune"
 OP_WINDOW = "window"
 OP_WINDOW_RESET = "window_reset"  # a learned window dropped: by the user, or a larger request was served
 OP_AUTO_COMPACTION = "auto_compaction"
+OP_IDLE = "idle"  # the idle policy's decision before the prompt cache expired (heron.context.idle)
 OP_FLUSH = "flush"
 OP_CALIBRATION = "calibration"
 OP_NATIVE = "native"  # provider-native compaction off for a model (its server rejected the fields)
@@ -83,6 +84,7 @@ class ContextDecisions:
     native_off: dict[str, str] = field(default_factory=dict)  # model key -> why native compaction is off
     background: PendingSummary | None = None  # the background summary started since the latest compaction
     background_failed: bool = False  # one failed since the latest compaction: none starts until the next
+    warmed_ms: int = 0  # when the latest warm-up refreshed the prompt cache (its answer came)
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> ContextDecisions:
@@ -160,6 +162,8 @@ class ContextDecisions:
                 self.native_off.pop(model, None)
         elif op == OP_BACKGROUND:
             self._background(data, timestamp_ms)
+        elif op == OP_IDLE and data.get("action") == "warm" and not data.get("failed"):
+            self.warmed_ms = max(self.warmed_ms, timestamp_ms)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):

@@ -35,6 +35,7 @@ from heron.context.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
 from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
 from heron.context.decisions import (
     DECISION_CUSTOM_TYPE,
+    OP_IDLE,
     ContextDecisions,
     PendingSummary,
     auto_compaction_data,
@@ -348,7 +349,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
         load = self.load(view, tokens)  # what the decisions compare: never less than the count
         high, low = self.prune_marks
         stepped = False
-        cold = cache_cold(messages, self.cache_ttl_s) if self.pruning else None
+        cold = cache_cold(messages, self.cache_ttl_s, warmed_ms=self.decisions.warmed_ms) if self.pruning else None
         if self.pruning and (load > high or (cold is not None and load > low)):
             # Small steps only when they might spare a compaction (each is a cache miss).
             min_saving = 0 if load > self.threshold else int(self.working_window * PRUNE_MIN_STEP_SHARE)
@@ -551,6 +552,9 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
     def find_read(self, path: str, offset: int | None, limit: int | None) -> ReadInView | None:
         """The earlier read of this range present whole in the view last sent, if any."""
         return self.reads.find(path, offset, limit)
+
+    def record_idle(self, data: dict[str, Any]) -> None:
+        self._record({"op": OP_IDLE, **data})  # the idle policy's decision (heron.coding.idle)
 
     def record_todos(self, todos: list[TodoItem]) -> None:
         """A new task list (the todo tool ran): stored, and carried into later compactions."""

@@ -56,6 +56,7 @@ from heron.cli.acp.replay import replay
 from heron.cli.acp.sessions import AcpSession, build_session
 from heron.cli.acp.updates import EventTranslator, terminal_shown
 from heron.coding.compact_command import compact_focus
+from heron.coding.idle import idle_keeper
 from heron.coding.outcome import decide
 from heron.coding.run import Run
 from heron.coding.settings import ResolvedModel, SetupError
@@ -163,6 +164,7 @@ class HeronAgent:
         state.unsubscribe.append(session.subscribe(lambda event: self._on_event(state, outbox, event)))
         old, old_outbox = self.sessions.pop(sid, None), self.outboxes.pop(sid, None)
         if old is not None:
+            idle_keeper(old.session).cancel()
             old.close()
         if old_outbox is not None:
             old_outbox.close()
@@ -281,6 +283,7 @@ class HeronAgent:
         if run is not None and not run.done():
             await self.cancel(session_id)
             await asyncio.wait([run], timeout=CANCEL_GRACE_SECONDS + 2)
+        idle_keeper(state.session).cancel()
         self.sessions.pop(session_id, None)
         self._runs.pop(session_id, None)
         self._models.pop(session_id, None)
@@ -373,6 +376,7 @@ class HeronAgent:
             raise _invalid(str(exc)) from exc
         if not text.strip() and not images:
             raise _invalid("the prompt is empty")
+        await idle_keeper(state.session).stop()  # the user is back: no warm-up or idle compaction now
         state.cancelled = False
         focus = compact_focus(text)
         if focus is not None:
@@ -388,6 +392,7 @@ class HeronAgent:
             return await self._finish(state, state.run)
         finally:
             turn.set_result(None)
+            idle_keeper(state.session).start()  # waiting for the next prompt: the idle policy watches the cache
 
     async def _finish(self, state: AcpSession, task: asyncio.Task[Any]) -> PromptResponse:
         """The prompt's answer once its run ended: the last updates sent, then the stop
@@ -468,6 +473,7 @@ class HeronAgent:
 
     def close(self) -> None:
         for state in self.sessions.values():
+            idle_keeper(state.session).cancel()
             state.close()
         for outbox in self.outboxes.values():
             outbox.close()

@@ -40,6 +40,7 @@ from heron.cli.tui.controller import THINKING_LEVELS, Controller
 from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
+from heron.coding.idle import idle_keeper
 from heron.coding.permissions.modes import MODES
 from heron.session.private_files import ensure_private_file
 
@@ -71,11 +72,14 @@ def run_interactive(app: App, task: Task) -> int:
 async def _submit(controller: Controller, text: str) -> None:
     """One line; a failure is reported and the session goes on (the UI must outlive a
     broken command)."""
+    await idle_keeper(controller.session).stop()  # the user is back: no warm-up or idle compaction now
     try:
         await controller.submit(text)
     except Exception as exc:  # shown to the user; the prompt comes back
         log.debug("submitting %r failed", text[:80], exc_info=True)
         controller.error(f"error: {type(exc).__name__}: {exc}")
+    finally:
+        idle_keeper(controller.session).start()  # waiting for the next line: the idle policy watches the cache
 
 
 def _isatty(stream: Any) -> bool:

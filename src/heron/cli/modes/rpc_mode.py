@@ -32,6 +32,7 @@ from heron.cli.modes.rpc_io import Output as _Output
 from heron.cli.modes.rpc_io import split_lines as split_lines
 from heron.cli.modes.rpc_protocol import encode_line as encode_line
 from heron.cli.modes.rpc_server import RpcServer
+from heron.coding.idle import idle_keeper
 
 __all__ = ["RpcServer", "_Output", "encode_line", "run_rpc", "split_lines"]
 
@@ -68,6 +69,7 @@ async def run_rpc(app: App) -> int:
     reader = threading.Thread(target=read_lines, args=(stdin_fd, loop, lines), name="heron-rpc-stdin", daemon=True)
     reader.start()
     server.warm_up(app.session.model.api)
+    idle_keeper(app.session).start()  # a resumed session may be waiting with a warm cache already
     try:
         while True:
             line = await lines.get()

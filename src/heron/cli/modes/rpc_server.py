@@ -32,6 +32,7 @@ from heron.cli.modes.rpc_protocol import (
 )
 from heron.cli.modes.run_end import run_end_json
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, SessionEvent
+from heron.coding.idle import idle_keeper
 from heron.coding.outcome import decide
 from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
@@ -197,6 +198,7 @@ class RpcServer(SessionCommands):
             await asyncio.wait(set(self._waiters))
 
     def close(self) -> None:
+        idle_keeper(self.session).cancel()
         self._unsubscribe()
         if self.session.control.asker == self.asker.ask:
             self.session.control.asker = None
@@ -208,6 +210,7 @@ class RpcServer(SessionCommands):
         self._warming = start_warm_up(api, self.session)
 
     async def _ready(self) -> None:
+        await idle_keeper(self.session).stop()  # a warm-up or idle compaction under way ends first
         warming = self._warming
         if warming is not None and not warming.done():
             await asyncio.wrap_future(warming)
@@ -219,12 +222,14 @@ class RpcServer(SessionCommands):
             raise CommandError(f"a compaction is running; {what} after it ends")
 
     def _start(self, kind: str, work: Awaitable[None]) -> None:
+        idle_keeper(self.session).cancel()  # the user is back: no warm-up or idle compaction now
         self._task_kind = kind
         self._task = asyncio.ensure_future(work)
 
     def _done(self) -> None:
         self._task = None
         self._task_kind = None
+        idle_keeper(self.session).start()  # waiting for the next command: the idle policy watches the cache
 
     # --- running ----------------------------------------------------------------------------
 

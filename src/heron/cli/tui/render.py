@@ -413,6 +413,7 @@ class Renderer:
             "overflow": "the provider said the context is too long",
             "manual": "requested",
             "native_switch": "the provider's own compaction is unreadable to this model",
+            "idle": "the session is idle and its prompt cache is about to expire",
         }.get(event.reason, event.reason)
         self.note(
             f"{self.bullet} compacting the context ({why}; ~{format_tokens(event.tokens_before)} tokens)…", "yellow"
@@ -466,6 +467,12 @@ class Renderer:
         if event.kind == "auto_compaction_off":
             # the compaction_end that follows carries the same reason: say it once
             self._warned.add(event.message.removeprefix("automatic compaction is off: "))
+
+    def _on_idle(self, event: Any) -> None:
+        """The idle policy acted while the session waited (docs/context.md, "The idle policy")."""
+        done = {"warm": "warmed the prompt cache", "compact": "compacting", "expire": "letting the prompt cache expire"}
+        failed = f" (failed: {event.failed})" if event.failed else ""
+        self.note(f"idle: {done.get(event.action, event.action)}{failed}; {event.reason}", "dim")
 
     def _retry_note(self, text: str, kind: str) -> None:
         style = {"retry": "yellow", "ok": "dim", "cancelled": "yellow", "failed": "bold red"}.get(kind, "")
