@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import os
 import socket
 import tarfile
@@ -52,10 +51,34 @@ DENY = ["Bash(rm:*)", "Edit(locked/**)"]
 # Allow rules for every program the tricks start with: none of them may let a trick through.
 ALLOWS = [
     f"Bash({program}:*)"
-    for program in (
-        "find unlink make bash sh eval xargs python3 perl node shred printf echo cat tar cp cd rsync unzip "
-        "patch awk sed truncate parallel . source"
-    ).split()
+    for program in [
+        "find",
+        "unlink",
+        "make",
+        "bash",
+        "sh",
+        "eval",
+        "xargs",
+        "python3",
+        "perl",
+        "node",
+        "shred",
+        "printf",
+        "echo",
+        "cat",
+        "tar",
+        "cp",
+        "cd",
+        "rsync",
+        "unzip",
+        "patch",
+        "awk",
+        "sed",
+        "truncate",
+        "parallel",
+        ".",
+        "source",
+    ]
 ]
 MODES = ["sandbox", "sandbox-off", "no-bwrap"]
 
@@ -98,8 +121,8 @@ RM_TRICKS = [
 # project, {F}: a tar with a member `f`, {T}: a tar with `locked/f`, {Z}: a zip with `f`,
 # {P}: a patch changing `locked/f`, {S}: a directory holding `locked/f`.
 PATH_TRICKS = [
-    "python3 -c 'import shutil; shutil.copy(\"/etc/hostname\", \"{L}\")'",
-    "python3 -c 'import shutil; shutil.copyfile(\"/etc/hostname\", \"{L}\")'",
+    'python3 -c \'import shutil; shutil.copy("/etc/hostname", "{L}")\'',
+    'python3 -c \'import shutil; shutil.copyfile("/etc/hostname", "{L}")\'',
     "python3 - <<'EOF'\nimport shutil\nshutil.copy('/etc/hostname', '{L}')\nEOF",
     "tar -x -C locked -f {F}",
     "tar -xf {F} -C locked",
@@ -117,11 +140,11 @@ PATH_TRICKS = [
     "sed -i s/keep/gone/ {H}",
     "find locked -name f -exec cp /etc/hostname {{}} \\;",
     "echo {L} | xargs cp /etc/hostname",
-    "awk 'BEGIN {{ f = \"{L}\"; print \"gone\" > f }}'",
-    "perl -e 'open(my $f, \">\", \"{L}\"); print $f \"gone\"'",
-    "ruby -e 'File.write(\"{L}\", \"gone\")'",
-    "node -e 'require(\"fs\").writeFileSync(\"{L}\", \"gone\")'",
-    "echo 'open(\"{L}\", \"w\").write(\"gone\")' | python3",
+    'awk \'BEGIN {{ f = "{L}"; print "gone" > f }}\'',
+    'perl -e \'open(my $f, ">", "{L}"); print $f "gone"\'',
+    'ruby -e \'File.write("{L}", "gone")\'',
+    'node -e \'require("fs").writeFileSync("{L}", "gone")\'',
+    'echo \'open("{L}", "w").write("gone")\' | python3',
 ]
 # The edit and write tools through a hard link in the project to the locked file.
 TOOL_TRICKS = [
@@ -351,7 +374,9 @@ def test_the_file_tools_check_every_name_of_the_file(
         assert "locked" in decision.message or "link" in decision.message, decision.message
         return
     tools = {t.name: t for t in create_tools(_tool_env(place, scopes, engine), None)}
-    asyncio.run(tools["read"].execute("r", tools["read"].parameters(path=filled["path"]), AbortSignal(), lambda _: None))
+    asyncio.run(
+        tools["read"].execute("r", tools["read"].parameters(path=filled["path"]), AbortSignal(), lambda _: None)
+    )
     params = EditParams(**filled) if tool == "edit" else WriteParams(**filled)
     asyncio.run(tools[tool].execute("c", params, AbortSignal(), lambda _: None))
     lost = "and the protected file was changed" if not place.intact() else "(the file survived)"
@@ -359,9 +384,7 @@ def test_the_file_tools_check_every_name_of_the_file(
 
 
 @pytest.mark.parametrize("trick", ECHO_TRICKS)
-def test_a_command_rule_does_not_cover_a_redirection_out_of_the_project(
-    place: Place, sandbox: str, trick: str
-) -> None:
+def test_a_command_rule_does_not_cover_a_redirection_out_of_the_project(place: Place, sandbox: str, trick: str) -> None:
     command = place.fill(trick)
     if sandbox == "sandbox":
         scopes = _settings({"allow": ["Unsandboxed(echo:*)"]}, sandbox, place)
@@ -399,3 +422,122 @@ def test_the_echo_rule_still_covers_echo_in_the_project(place: Place, command: s
     assert escalation_decision(engine.rules, "default", command, None, engine=engine).behavior == "allow"
     engine.mode = "plan"
     assert engine.decide("bash", {"command": command}).behavior == "allow", command
+
+
+@pytest.mark.parametrize("trick", ECHO_TRICKS)
+def test_the_suggested_rule_allows_that_call_and_no_other(place: Place, trick: str) -> None:
+    """The rule heron offers to save is never broader than the call: saved, it lets that very
+    command out of the sandbox, and none of the other tricks."""
+    engine = _engine(place, _settings({}, "sandbox", place))
+    command = place.fill(trick)
+    asked = escalation_decision(engine.rules, "default", command, None, engine=engine)
+    assert asked.behavior == "ask" and asked.suggestion is not None
+    assert asked.suggestion != "Unsandboxed(echo:*)", asked.suggestion
+    engine.add_rules("allow", [asked.suggestion], "t")
+    assert escalation_decision(engine.rules, "default", command, None, engine=engine).behavior == "allow"
+    for other in ECHO_TRICKS:
+        if other != trick:
+            decision = escalation_decision(engine.rules, "default", place.fill(other), None, engine=engine)
+            assert decision.behavior == "ask", (asked.suggestion, other)
+
+
+@pytest.mark.parametrize("trick", RM_TRICKS + PATH_TRICKS)
+def test_following_the_hint_lets_the_command_run(place: Place, trick: str) -> None:
+    """An ask names a rule that settles it (print mode's "--allow …" hint is true), and that
+    rule is the exact line: it does not open the way for the other tricks."""
+    engine = _engine(place, _settings({"deny": DENY}, "sandbox", place))
+    command = place.fill(trick)
+    decision = engine.decide("bash", {"command": command})
+    if decision.behavior == "deny":
+        return
+    assert decision.suggestion == "Bash(" + " ".join(command.split()) + ")", decision.suggestion
+    engine.add_rules("allow", [decision.suggestion], "--allow")
+    assert engine.decide("bash", {"command": command}).behavior == "allow"
+    others = [place.fill(t) for t in RM_TRICKS + PATH_TRICKS if t != trick]
+    assert all(engine.decide("bash", {"command": c}).behavior != "allow" for c in others)
+
+
+# --- the real heron -p: a process per run, the model's tool calls, the results it reads ------------
+
+E2E_RM = [
+    "find . -name {K} -delete",
+    "unlink {K}",
+    "printf 'all:\\n\\trm {K}\\n' | make -f -",
+    "bash <(echo rm {K})",
+    "python3 - <<'EOF'\nimport os\nos.remove('{K}')\nEOF",
+    "find . -name {K} -exec rm {{}} \\;",
+    "echo {K} | xargs rm",
+]
+
+
+def _e2e_project(project: Project, sandbox: str) -> tuple[list[Path], list[Path]]:
+    settings: dict[str, Any] = {"permissions": {"deny": DENY, "allow": ALLOWS}}
+    if sandbox == "sandbox-off":
+        settings["sandbox"] = {"mode": "off"}
+    project.write_settings(settings)
+    keep = [project.cwd / f"k{n}.txt" for n in range(len(E2E_RM))]
+    locked = [project.cwd / "locked" / f"f{n}" for n in range(5)]
+    (project.cwd / "locked").mkdir()
+    for path in keep + locked:
+        path.write_text("keep\n")
+    os.link(locked[2], project.cwd / "hl2")
+    os.link(locked[3], project.cwd / "hl3")
+    os.link(locked[4], project.cwd / "hl4")
+    with tarfile.open(project.cwd.parent / "f1.tar", "w") as tar:
+        info = tarfile.TarInfo("f1")
+        info.size = 5
+        tar.addfile(info, io.BytesIO(b"gone\n"))
+    return keep, locked
+
+
+@pytest.mark.parametrize("sandbox", ["sandbox", "sandbox-off"])
+def test_heron_p_runs_none_of_the_tricks(project: Project, local_server: LocalServer, sandbox: str) -> None:
+    if sandbox == "sandbox" and not availability().ok:
+        pytest.fail(f"the sandbox must run on Linux CI machines: {availability().reason}")
+    keep, locked = _e2e_project(project, sandbox)
+    rm_calls = [(f"rm{n}", "bash", {"command": trick.format(K=keep[n].name)}) for n, trick in enumerate(E2E_RM)]
+    local_server.queue(openai_reply("", rm_calls), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "-p", "go")
+    assert result.code == 0, result.err
+    seen = openai_tool_results(local_server.requests[-1])
+    assert sorted(seen) == sorted(call[0] for call in rm_calls)
+    # a process per turn: the path tricks in a second run that continues the session
+    path_calls = [
+        ("p0", "bash", {"command": 'python3 -c \'import shutil; shutil.copy("/etc/hostname", "locked/f0")\''}),
+        ("p1", "bash", {"command": f"tar -xf {project.cwd.parent / 'f1.tar'} -C locked"}),
+        ("p2", "edit", {"path": "hl2", "old_text": "keep", "new_text": "gone"}),
+        ("p3", "write", {"path": "hl3", "content": "gone\n"}),
+        ("p4", "bash", {"command": "echo gone > hl4"}),
+    ]
+    local_server.queue(openai_reply("", path_calls), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "-p", "--continue", "go on")
+    assert result.code == 0, result.err
+    seen |= openai_tool_results(local_server.requests[-1])
+    for call_id, text in seen.items():
+        assert text.startswith(("Permission needed", "Permission denied")), (call_id, text)
+    assert "--allow 'Bash(python3 - <<'\"'\"'EOF'\"'\"' import os" in seen["rm4"]  # the exact line, quoted
+    assert [p.read_text() for p in keep + locked] == ["keep\n"] * (len(keep) + len(locked))
+
+
+def test_heron_p_keeps_echo_to_the_network_in_the_sandbox(
+    place: Place, project: Project, local_server: LocalServer
+) -> None:
+    if not availability().ok:
+        pytest.fail(f"the sandbox must run on Linux CI machines: {availability().reason}")
+    leak = f"echo leaked > /dev/tcp/127.0.0.1/{place.port}"
+    outside = place.outside / "x"
+    calls = [
+        ("t1", "bash", {"command": leak, "outside_sandbox": True, "justification": "a test"}),
+        ("t2", "bash", {"command": f"echo leaked > {outside}", "outside_sandbox": True, "justification": "a test"}),
+        ("t3", "bash", {"command": "echo hi > ./out.txt", "outside_sandbox": True, "justification": "a test"}),
+    ]
+    local_server.queue(openai_reply("", calls), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "--allow", "Unsandboxed(echo:*)", "-p", "go")
+    assert result.code == 0, result.err
+    seen = openai_tool_results(local_server.requests[-1])
+    assert seen["t1"].startswith("Permission needed") and seen["t2"].startswith("Permission needed")
+    assert "Unsandboxed(echo leaked > /dev/tcp/127.0.0.1/" in seen["t1"]
+    assert not place.received() and not outside.exists()
+    assert (project.cwd / "out.txt").read_text() == "hi\n"  # inside the project: the rule covers it
+    sessions = [p.read_text().replace(" ", "") for p in (project.home / "sessions").rglob("*.jsonl")]
+    assert any('"escalated":true' in text for text in sessions)

@@ -41,6 +41,7 @@ class Language:
     script: frozenset[str] = frozenset()  # options naming the script file: php's -f
     preludes: frozenset[str] = frozenset()  # options whose value is code run first: perl's -M
     interactive: frozenset[str] = frozenset()  # options that read more code from standard input: -i
+    digits: str = ""  # one-letter options whose value is the digits after them (perl's -l, -0)
 
 
 _PYTHON = re.compile(
@@ -79,16 +80,18 @@ LANGUAGES: dict[str, Language] = {
     "perl": Language(
         code=frozenset({"-e", "-E"}),
         values=frozenset({"-I"}),
-        attached="ilx0FCdDIMm",
+        attached="ixFCdDIMm",
         modules=frozenset(),
         harmless=_VERSION,
         markers=_PERL,
+        digits="l0",
         preludes=frozenset({"-M", "-m"}),
     ),
     "ruby": Language(
         code=frozenset({"-e"}),
         values=frozenset({"-I", "-r", "-C", "-E", "--encoding"}),
-        attached="IrCEFKTW0lx",
+        attached="IrCEFKTWx",
+        digits="0",
         modules=frozenset(),
         harmless=_VERSION,
         markers=_RUBY,
@@ -183,8 +186,14 @@ def _take(language: Language, option: str, value: str, found: _Program) -> None:
 
 def _cluster(language: Language, word: str, following: str | None, found: _Program) -> int:
     """``-Bc 'code'``, ``-lne 'code'``, ``-i.bak``: how many words the option cluster takes."""
-    for i, char in enumerate(word[1:], 1):
+    i = 0
+    while (i := i + 1) < len(word):
+        char = word[i]
         option, rest = "-" + char, word[i + 1 :]
+        if char in language.digits:
+            while i + 1 < len(word) and word[i + 1] in "0123456789":
+                i += 1
+            continue
         found.interactive |= option in language.interactive
         if option in language.code or option in language.preludes or option in language.values:
             _take(language, option, rest or following or "", found)

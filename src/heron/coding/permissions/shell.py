@@ -81,6 +81,7 @@ class _Parser:
         self.current = SimpleCommand()
         self.heredocs: list[tuple[str, bool]] = []  # (delimiter, expands)
         self.pending_redirect: str | None = None
+        self.pending_fd = ""  # the descriptor a pending redirection names (`2>`): kept for how a rule spells it
         self.cd: str | None = None  # the directory an earlier `cd dir` of this line moved to
 
     # --- driving ---
@@ -133,6 +134,7 @@ class _Parser:
             raise ShellParseError("two redirections in a row")
         self.i += len(redirect)
         self.pending_redirect = redirect.lstrip("0123456789")
+        self.pending_fd = redirect[: len(redirect) - len(self.pending_redirect)]
 
     def _add_word(self, word: Word) -> None:
         redirect, self.pending_redirect = self.pending_redirect, None
@@ -155,7 +157,7 @@ class _Parser:
         if redirect == "<<<" or (redirect.endswith("&") and (word.text.isdigit() or word.text == "-")):
             return  # a here-string, or a copy of a descriptor: no file
         if word.text not in _HARMLESS_TARGETS:
-            self.current.redirects.append((redirect, word))
+            self.current.redirects.append((self.pending_fd + redirect, word))
         if ">" in redirect and word.text not in _HARMLESS_TARGETS:
             self.current.writes_files = True
             self.current.targets.append(word)
