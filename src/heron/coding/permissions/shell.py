@@ -296,7 +296,7 @@ class _Parser:
             while j < len(words) and words[j].text not in (";", "+"):
                 j += 1
             inner = SimpleCommand(
-                words=[Word(w.text, w.dynamic or "{}" in w.text) for w in words[i + 1 : j] if w.text != "{}"],
+                words=[Word(w.text, w.dynamic or "{}" in w.text) for w in words[i + 1 : j]],
                 cwd=self.cd,
                 fed=[Word(root) for root in find_roots([w.text for w in words])],
             )

@@ -58,7 +58,7 @@ def _tar(words: list[str], found: Hidden) -> None:
     ) or (bool(first) and not first.startswith("-") and "x" in first)
     if not extracting or any(w in ("-O", "--to-stdout") for w in words):
         return
-    if any(w in ("-P", "--absolute-names") for w in words):
+    if any(w == "--absolute-names" or (w.startswith("-") and not w.startswith("--") and "P" in w) for w in words):
         found.trees.append("/")  # members may name any absolute path
     found.trees.extend(option_value(words, "-C", "--directory") or ["."])
 
