@@ -60,8 +60,9 @@ def decide(engine: PermissionEngine, command: str) -> str:
         "unzip -l a.zip",
         "cp -r src dst",
         "find . -name '*.py' -exec grep -l x {} +",
-        "find . -name '*.py' | xargs grep x",
         "echo hi | xargs echo",
+        "grep -r key src",
+        "grep -r key .",  # secrets/ holds nothing yet
         "GIT_PAGER=cat git log",
         "cat < notes.txt",
     ],
@@ -157,6 +158,34 @@ def test_deleting_programs_count_as_rm(engine: PermissionEngine, command: str, p
     ],
 )
 def test_writes_beneath_a_directory_and_computed_targets(engine: PermissionEngine, command: str, expected: str) -> None:
+    decision = engine.decide("bash", {"command": command})
+    assert decision.behavior == expected, (command, decision.message)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("grep -r key .", "ask"),
+        ("grep -rl key", "ask"),
+        ("grep -e key -R . src", "ask"),
+        ("rg key", "ask"),
+        ("grep key *", "deny"),  # the glob names secrets/ itself
+        ("grep -r key src", "allow"),
+        ("tar -czf /tmp/out.tgz .", "ask"),
+        ("tar -czf /tmp/out.tgz src", "allow"),
+        ("tar -cf - -C secrets .", "deny"),
+        ("zip -r /tmp/out.zip .", "ask"),
+        ("cp -r . /tmp/copy", "ask"),
+        ("cp -r secrets /tmp/copy", "deny"),
+        ("rsync -a ./ /tmp/copy/", "ask"),
+        ("find . -type f -exec cat {} +", "ask"),
+        ("find src -type f -exec cat {} +", "allow"),
+        ("find . -type f | xargs cat", "ask"),
+    ],
+)
+def test_a_read_of_everything_beneath_a_directory(engine: PermissionEngine, command: str, expected: str) -> None:
+    (engine.cwd / "secrets" / "key").write_text("k\n")
+    (engine.cwd / "src").mkdir()
     decision = engine.decide("bash", {"command": command})
     assert decision.behavior == expected, (command, decision.message)
 

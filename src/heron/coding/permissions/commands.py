@@ -3,7 +3,7 @@
 A command line is allowed only if every command in it is (:mod:`.shell` splits it). Each
 command is checked, in order, against the Bash deny and ask rules (also as the program it
 finally runs: ``sudo rm`` is ``rm``); the path rules for the files it writes by redirection,
-names as arguments, or may write beneath a directory (:mod:`.writers`), and for the other
+names as arguments, or may write beneath a directory (:mod:`.trees`), and for the other
 names of a hard-linked file it touches (:mod:`.links`); then whether its effect can be
 bounded at all - a command that cannot (an interpreter reading its program from standard
 input, ``make -f -``, ``bash <(…)``) is asked about wherever a rule could be got around, and
@@ -44,7 +44,10 @@ from heron.coding.tools.env import resolve_path
 if TYPE_CHECKING:  # the shell parser loads with the first bash command judged, not at start
     from heron.coding.permissions.shell import SimpleCommand, Word
 
-MAX_GLOB_MATCHES = 1000  # files of one glob argument checked against the path rules
+MAX_GLOB_MATCHES = 1000
+_NO_FILES = frozenset(
+    {"echo", "printf", "true", "false", "test", "["}
+)  # programs that open no file they are given  # files of one glob argument checked against the path rules
 
 
 class CommandRules(RuleBook):
@@ -203,41 +206,56 @@ class CommandRules(RuleBook):
                     decision = self._file_rules(meta, meta.kind, resolve_path(text, self._runs_in(part)), specific=True)
                     if decision is not None:
                         return decision
-        if writes and WRITING in accesses and part.fed is not None and not part.fed:
-            rule = self._path_rules(("deny", "ask"), WRITING)[0]
-            return self._computed(part, "the files xargs gives it", rule, "writes to")
+        if part.fed is not None and not part.fed and (writes or program not in _NO_FILES | {"xargs", "parallel"}):
+            meta = WRITING if writes and WRITING in accesses else READING
+            verb = "writes to" if meta is WRITING else "reads"
+            return self._computed(
+                part, "the files xargs (or parallel) gives it", self._path_rules(("deny", "ask"), meta)[0], verb
+            )
         return None
 
     def _tree_rules(self, part: SimpleCommand) -> Decision | None:
         """A command that may write anything beneath a directory (``tar -x -C d``, ``cp -r a d``,
-        ``rm -r d``, ``find d -exec cp x {} ;``): the Edit/Write rule whose place lies in that
-        directory (or that matches it) cannot be checked file by file, so it asks (or denies)."""
+        ``rm -r d``, ``find d -exec cp x {} ;``) or reads everything beneath one (``grep -r x d``,
+        ``tar -c d``, ``find d -exec cat {} +``): a path rule whose place lies in that directory
+        (or that matches it) cannot be checked file by file, so it asks (or the rule decides)."""
         from heron.coding.permissions.coverage import WRITING_PROGRAMS
 
-        trees = list(part.trees)
-        if part.fed and part.words and part.words[0].text.rsplit("/", 1)[-1] in WRITING_PROGRAMS:
-            trees += part.fed  # `find d -exec cp x {} ;` writes what it finds under d
-        rules = self._path_rules(("deny", "ask"), WRITING)
-        if not trees or not rules:
-            return None
-        for tree in trees:
-            if tree.dynamic and self.mode != "bypass":
-                return self._computed(part, tree.text, rules[0], "writes beneath")
-            path = resolve_path(tree.text, self._runs_in(part))
-            if (decision := self._file_rules(WRITING, "write", path, specific=True)) is not None:
-                return decision
-            real = Path(os.path.realpath(path))
-            for rule in rules:
-                base = pattern_base(rule.specifier or "", self.cwd)
-                if self._inside(base, real) or self._inside(real, base):
-                    return Decision(
-                        "ask",
-                        f'the command "{short(part.text)}" may write anything beneath {real}, where the '
-                        f'{rule.behavior} rule "{rule.text}" ({rule.source}) protects {base}: which files '
-                        "it writes is known only when it runs",
-                        rule=rule,
-                        reason="tree",
-                    )
+        writes, reads = list(part.trees), list(part.read_trees)
+        if part.fed:  # `find d -exec CMD {} ;` runs CMD on what it finds under d
+            reads += part.fed
+            if part.words and part.words[0].text.rsplit("/", 1)[-1] in WRITING_PROGRAMS:
+                writes += part.fed
+        for meta, trees in ((WRITING, writes), (READING, reads)):
+            rules = self._path_rules(("deny", "ask"), meta)
+            for tree in trees if rules else []:
+                if (decision := self._tree(part, meta, tree, rules)) is not None:
+                    return decision
+        return None
+
+    def _tree(self, part: SimpleCommand, meta: ToolMeta, tree: Word, rules: list[Rule]) -> Decision | None:
+        verb = "reads everything" if meta is READING else "may write anything"
+        if tree.dynamic:
+            where = "reads beneath" if meta is READING else "writes beneath"
+            return self._computed(part, tree.text, rules[0], where) if self.mode != "bypass" else None
+        path = resolve_path(tree.text, self._runs_in(part))
+        if (decision := self._file_rules(meta, meta.kind, path, specific=True)) is not None:
+            return decision
+        real = Path(os.path.realpath(path))
+        for rule in rules:
+            base = pattern_base(rule.specifier or "", self.cwd)
+            if not (self._inside(base, real) or self._inside(real, base)):
+                continue
+            if meta is READING and not _holds_match(max(base, real, key=lambda p: len(p.parts)), rule, self.cwd):
+                continue  # nothing there the rule protects: nothing to read
+            return Decision(
+                "ask",
+                f'the command "{short(part.text)}" {verb} beneath {real}, where the {rule.behavior} rule '
+                f'"{rule.text}" ({rule.source}) protects {base}: which files it touches there is known '
+                "only when it runs",
+                rule=rule,
+                reason="tree",
+            )
         return None
 
     def _runs_in(self, part: SimpleCommand) -> Path:
@@ -310,3 +328,15 @@ def _variants(part: SimpleCommand) -> list[tuple[list[str], frozenset[int]]]:
             dropped = len(rest) - len(git)
             out.append((git, frozenset(i - dropped for i in shifted if i - dropped >= 1)))
     return out
+
+
+def _holds_match(root: Path, rule: Rule, project: Path, budget: int = 20_000) -> bool:
+    """Whether a file under ``root`` matches the path rule (or the search ran out of budget)."""
+    pattern = path_pattern(rule.specifier or "", project)
+    if pattern.match(str(root)):
+        return True
+    for directory, dirs, files in os.walk(root):
+        budget -= len(dirs) + len(files)
+        if budget <= 0 or any(pattern.match(os.path.join(directory, name)) for name in files + dirs):
+            return True
+    return False

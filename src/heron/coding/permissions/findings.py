@@ -1,6 +1,6 @@
 """What reading one command's arguments found: the shared vocabulary of the readers.
 
-The readers (:mod:`.hidden` for programs that run commands, :mod:`.writers` for programs
+The readers (:mod:`.hidden` for programs that run commands, :mod:`.trees` for programs
 that write or delete files beyond their named arguments, :mod:`.interpreters` for code given
 to an interpreter) each fill a :class:`Hidden`. When a reader meets what no reading can
 settle it says so: :class:`ShellParseError` for a line the checker cannot follow at all,
@@ -27,6 +27,7 @@ class Hidden:
     programs: list[list[str]] = field(default_factory=list)  # programs it runs, as words
     targets: list[str] = field(default_factory=list)  # files (or ``dir/-``: a directory's files) it writes
     trees: list[str] = field(default_factory=list)  # directories it may write anything beneath (``tar -x -C d``)
+    read_trees: list[str] = field(default_factory=list)  # directories it reads everything beneath (``grep -r``)
     implied: list[str] = field(default_factory=list)  # values it may run as commands (``make CC=…``)
     opaque: str | None = None  # why its effect cannot be bounded, when it cannot
 

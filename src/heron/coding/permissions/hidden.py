@@ -8,7 +8,7 @@ arguments, and each was a way around a deny rule: ``env -S 'rm f'``, ``trap 'rm 
 ``sort -o f``, ``make -f -``, a variable that names a command (``GIT_PAGER='rm f' git log``),
 an interpreter's one-line ``os.remove("f")``. This module reads those arguments and says
 what they hide: scripts to check like any command line, programs that will run (``rm`` for
-``tar --remove-files``), and files that will be written; :mod:`.writers` reads the programs
+``tar --remove-files``), and files that will be written; :mod:`.trees` reads the programs
 that delete or write beneath a directory, :mod:`.interpreters` the code given to an
 interpreter.
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from heron.coding.permissions.findings import Hidden, ShellParseError, operands, option_value, unseen_source
 from heron.coding.permissions.interpreters import CODE_READERS, interpreter, interpreter_name
-from heron.coding.permissions.writers import WRITERS, git_work_tree
+from heron.coding.permissions.trees import WRITERS, git_work_tree
 
 __all__ = ["SHELL_STARTUP_VARIABLES", "Hidden", "ShellParseError", "hidden_in", "variable_hides"]
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from heron.coding.permissions.findings import Hidden
 from heron.coding.permissions.hidden import SHELL_STARTUP_VARIABLES, ShellParseError, hidden_in, variable_hides
+from heron.coding.permissions.trees import find_roots
 from heron.coding.permissions.wrappers import SCRIPT_OPTION_PROGRAMS, unwrap
-from heron.coding.permissions.writers import find_roots
 
 MAX_DEPTH = 8
 __all__ = ["ShellParseError", "SimpleCommand", "Word", "split_commands"]
@@ -42,7 +42,8 @@ class SimpleCommand:
     targets: list[Word] = field(default_factory=list)  # the files output redirections write
     cwd: str | None = None  # where it runs, when an earlier ``cd`` of the line moved (relative: to the start)
     redirects: list[tuple[str, Word]] = field(default_factory=list)  # every file redirection: (operator, file)
-    trees: list[Word] = field(default_factory=list)  # directories it may write anything beneath (writers.py)
+    trees: list[Word] = field(default_factory=list)  # directories it may write anything beneath (trees.py)
+    read_trees: list[Word] = field(default_factory=list)  # directories it reads everything beneath (trees.py)
     opaque: str | None = None  # why the checker cannot bound what it does (an interpreter's stdin program …)
     fed: list[Word] | None = None  # given arguments it cannot see: by xargs ([]), by find -exec (its roots)
     implied: bool = False  # a command it may run (``make CC=rm``): checked against deny and ask rules only
@@ -215,6 +216,7 @@ class _Parser:
             cmd.writes_files = True
             cmd.targets.extend(Word(target) for target in found.targets)
         cmd.trees.extend(Word(tree) for tree in found.trees)
+        cmd.read_trees.extend(Word(tree) for tree in found.read_trees)
         cmd.opaque = cmd.opaque or found.opaque
 
     def _fed(self, cmd: SimpleCommand) -> None:

@@ -1,13 +1,15 @@
-"""Programs that delete files, or write files their arguments do not name.
+"""Programs that delete files, or touch every file beneath a directory.
 
 A ``Bash(rm:*)`` deny rule is about deleting files, so the programs that delete as their
 job count as ``rm`` for it: ``unlink f``, ``shred -u f``, ``find … -delete``, ``rsync
---remove-source-files``. And a path rule (``Edit(locked/**)``) is about the files under
-it, so a program that writes whatever lands beneath a directory - an archive extracted
-(``tar -x``, ``unzip``, ``cpio -i``), a recursive copy (``cp -r``, ``rsync``), a patch, a
-recursive ``rm``/``chmod``, git changing the work tree - names that directory as a
-*tree*: the engine asks when a tree holds a place a path rule protects, since which files
-will land there is known only when it runs.
+--remove-source-files``. And a path rule (``Edit(locked/**)``, ``Read(./secrets/**)``) is
+about the files under it, so a program that writes whatever lands beneath a directory - an
+archive extracted (``tar -x``, ``unzip``, ``cpio -i``), a recursive copy (``cp -r``,
+``rsync``), a patch, a recursive ``rm``/``chmod``, git changing the work tree - names that
+directory as a *tree*, and one that reads everything beneath one (``grep -r``, ``rg``,
+``tar -c``, ``zip -r``, the source of ``cp -r``) as a *read tree*: the engine asks when a
+tree holds a place a path rule protects, since which files it touches there is known only
+when it runs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Callable
 
 from heron.coding.permissions.findings import Hidden, operands, option_value
 
+_TAR_VALUE_OPTIONS = frozenset({"-f", "--file", "-C", "--directory", "-T", "--files-from", "-X", "--exclude-from"})
+_GREP_VALUE_OPTIONS = frozenset({"-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude"})
 _CP_VALUE_OPTIONS = frozenset({"-t", "--target-directory", "-S", "--suffix"})
 _RSYNC_VALUE_OPTIONS = frozenset({"-e", "--rsh", "-f", "--filter", "--exclude", "--include", "-T", "--temp-dir"})
 # git commands that change the files of the work tree
@@ -50,13 +54,19 @@ def _recursive(words: list[str]) -> bool:
     )
 
 
-def _tar(words: list[str], found: Hidden) -> None:
+def _mode(words: list[str], letter: str, long: tuple[str, ...]) -> bool:
+    """Whether tar's command line asks for the operation ``letter`` (``-x``, ``xf``, ``-cvf``)."""
     first = words[1] if len(words) > 1 else ""
-    extracting = any(
-        w in ("-x", "--extract", "--get") or (w.startswith("-") and not w.startswith("--") and "x" in w[1:])
-        for w in words[1:]
-    ) or (bool(first) and not first.startswith("-") and "x" in first)
-    if not extracting or any(w in ("-O", "--to-stdout") for w in words):
+    return any(w in long or (w.startswith("-") and not w.startswith("--") and letter in w[1:]) for w in words[1:]) or (
+        bool(first) and not first.startswith("-") and letter in first
+    )
+
+
+def _tar(words: list[str], found: Hidden) -> None:
+    if _mode(words, "c", ("--create",)) or _mode(words, "r", ("--append",)) or _mode(words, "u", ("--update",)):
+        found.read_trees.extend(option_value(words, "-C", "--directory"))
+        found.read_trees.extend(operands(words, _TAR_VALUE_OPTIONS) or ["."])
+    if not _mode(words, "x", ("--extract", "--get")) or any(w in ("-O", "--to-stdout") for w in words):
         return
     if any(w == "--absolute-names" or (w.startswith("-") and not w.startswith("--") and "P" in w) for w in words):
         found.trees.append("/")  # members may name any absolute path
@@ -81,13 +91,17 @@ def _copy(words: list[str], found: Hidden) -> None:
     """``cp -r src dest``: everything under ``src`` lands under ``dest``."""
     if not _recursive(words):
         return
-    found.trees.extend(option_value(words, "-t", "--target-directory") or operands(words, _CP_VALUE_OPTIONS)[-1:])
+    named = operands(words, _CP_VALUE_OPTIONS)
+    target = option_value(words, "-t", "--target-directory")
+    found.trees.extend(target or named[-1:])
+    found.read_trees.extend(named if target else named[:-1])
 
 
 def _rsync(words: list[str], found: Hidden) -> None:
     named = operands(words, _RSYNC_VALUE_OPTIONS)
     if len(named) >= 2:
         found.trees.append(named[-1].split(":", 1)[-1] if ":" in named[-1] else named[-1])
+        found.read_trees.extend(n for n in named[:-1] if ":" not in n)
     if "--remove-source-files" in words:
         found.programs.append(["rm", *named[:-1]])
 
@@ -133,6 +147,25 @@ def find_roots(words: list[str]) -> list[str]:
     return roots or ["."]
 
 
+def _grep(words: list[str], found: Hidden) -> None:
+    """``grep -r PATTERN dir`` (``rgrep``, ``rg``, ``ag``, ``ack``: recursive anyway) reads every file under dir."""
+    name = words[0].rsplit("/", 1)[-1]
+    if name in ("grep", "egrep", "fgrep") and not any(
+        w in ("-r", "-R", "--recursive", "--dereference-recursive")
+        or (w.startswith("-") and not w.startswith("--") and ("r" in w[1:] or "R" in w[1:]))
+        for w in words[1:]
+    ):
+        return
+    named = operands(words, _GREP_VALUE_OPTIONS)
+    given = any(w in ("-e", "-f", "--regexp", "--file") or w.startswith(("--regexp=", "--file=")) for w in words)
+    found.read_trees.extend((named if given else named[1:]) or ["."])
+
+
+def _zip(words: list[str], found: Hidden) -> None:
+    if _recursive(words):
+        found.read_trees.extend(operands(words)[1:])
+
+
 def _unlink(words: list[str], found: Hidden) -> None:
     found.programs.append(["rm", *words[1:]])
 
@@ -166,6 +199,8 @@ WRITERS: dict[str, Callable[[list[str], Hidden], None]] = {
     "chown": _change_mode,
     "chgrp": _change_mode,
     "find": _find,
+    "zip": _zip,
+    **dict.fromkeys(("grep", "egrep", "fgrep", "rgrep", "rg", "ag", "ack"), _grep),
     "unlink": _unlink,
     "shred": _shred,
 }
