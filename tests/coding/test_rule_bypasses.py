@@ -63,6 +63,11 @@ ALLOWS = [
         "perl",
         "node",
         "shred",
+        "gzip",
+        "zip",
+        "chrt",
+        "shopt",
+        "alias",
         "printf",
         "echo",
         "cat",
@@ -116,6 +121,16 @@ RM_TRICKS = [
     "node - <<'EOF'\nrequire('fs').unlinkSync('{K}')\nEOF",
     "awk 'BEGIN {{ c = \"rm {K}\"; c | getline }}'",
     "rsync --remove-source-files {K} {W}/",
+    "rsync -r --delete {W}/tree/ ./",
+    "gzip {K}",
+    "zip -qm {W}/k.zip {K}",
+    "shopt -s expand_aliases\nalias zap=rm\nzap {K}",
+    "chrt 0 rm {K}",
+    "printf 'rm {K}\\n' > {W}/x.sh; bash {W}/x.sh",
+    "printf 'all:\\n\\trm {K}\\n' > {W}/mk; make -f {W}/mk",
+    "cp {W}/evil.sh ./run.sh && ./run.sh",
+    "bash {W}/evil.sh",
+    "{W}/evil.sh",
 ]
 # {L}: a file under `Edit(locked/**)` (read-only in the sandbox); {H}: a hard link to it in the
 # project, {F}: a tar with a member `f`, {T}: a tar with `locked/f`, {Z}: a zip with `f`,
@@ -287,6 +302,8 @@ def _layout(tmp_path: Path, outside: Path, listener: socket.socket) -> Place:
     with zipfile.ZipFile(scratch / "f.zip", "w") as archive:
         archive.writestr("f", "gone\n")
     (scratch / "locked.diff").write_text("--- locked/f\n+++ locked/f\n@@ -1 +1 @@\n-keep\n+gone\n")
+    (scratch / "evil.sh").write_text("#!/bin/sh\nrm keep.txt\n")
+    (scratch / "evil.sh").chmod(0o755)
     return Place(project, home, scratch, outside, listener)
 
 

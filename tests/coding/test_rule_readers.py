@@ -64,10 +64,19 @@ def decide(engine: PermissionEngine, command: str) -> str:
         "grep -r key src",
         "grep -r key .",  # secrets/ holds nothing yet
         "GIT_PAGER=cat git log",
+        "git rm --cached f",
+        "gzip -k f",
+        "gzip -dc f.gz",
+        "zstd f",
+        "bash ok.sh",
+        "./ok.sh",
+        "python3 tool.py",
         "cat < notes.txt",
     ],
 )
 def test_what_the_rules_vouch_for(engine: PermissionEngine, command: str) -> None:
+    (engine.cwd / "ok.sh").write_text("#!/bin/sh\nls\n")
+    (engine.cwd / "tool.py").write_text("#!/usr/bin/env python3\nimport os\nos.remove('f')\n")
     assert decide(engine, command) == "allow", engine.decide("bash", {"command": command}).message
 
 
@@ -122,6 +131,16 @@ def test_what_cannot_be_bounded_is_asked_about_and_says_why(engine: PermissionEn
         ("make 'CC=sh -c \"rm f\"'", "rm f"),
         ("echo rm | xargs -I{} {} f", "xargs -I{} {} f"),
         ("find . -exec {} f \\;", "{} f"),
+        ("git rm -q f", "rm f"),
+        ("git clean -fdx", "rm -r ."),
+        ("rsync -a --delete empty/ ./", "rm -r ./"),
+        ("zip -m a.zip f", "rm f"),
+        ("gzip f", "rm f"),
+        ("xz -d f.xz", "rm f.xz"),
+        ("zstd --rm f", "rm f"),
+        ("shopt -s expand_aliases; alias zap=rm", "rm"),
+        ("taskset 1 rm f", "taskset 1 rm f"),
+        ("strace -f -o /dev/null rm f", "strace -f -o /dev/null rm f"),
     ],
 )
 def test_deleting_programs_count_as_rm(engine: PermissionEngine, command: str, program: str) -> None:
@@ -188,6 +207,47 @@ def test_a_read_of_everything_beneath_a_directory(engine: PermissionEngine, comm
     (engine.cwd / "src").mkdir()
     decision = engine.decide("bash", {"command": command})
     assert decision.behavior == expected, (command, decision.message)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("bash evil.sh", "deny"),
+        ("sh ./evil.sh arg", "deny"),
+        ("./evil.sh", "deny"),
+        (". evil.sh", "deny"),
+        ("source ./evil.sh", "deny"),
+        ("bash outer.sh", "deny"),  # a script that runs a script
+        ("bash tangled.sh", "ask"),  # cannot be followed
+        ("bash big.sh", "ask"),  # too long to read
+        ("printf 'rm f' > x.sh; bash x.sh", "ask"),
+        ("cat > x.sh <<'EOF'\nrm f\nEOF\nbash x.sh", "ask"),
+        ("printf 'all:\\n\\trm f\\n' > mk; make -f mk", "ask"),
+        ("printf 'all:\\n\\trm f\\n' > Makefile && make", "ask"),
+        ("cp /tmp/a.sh run.sh && ./run.sh", "ask"),
+        ("cp /tmp/a.sh sub/ && bash sub/a.sh", "ask"),
+        ("echo x > $OUT; bash ok.sh", "ask"),
+        ("tar -xf a.tar -C /tmp/t && bash /tmp/t/a.sh", "ask"),
+        ("echo x > log.txt && bash ok.sh", "allow"),
+    ],
+)
+def test_the_scripts_a_line_runs(engine: PermissionEngine, command: str, expected: str) -> None:
+    (engine.cwd / "sub").mkdir()
+    (engine.cwd / "ok.sh").write_text("ls\n")
+    (engine.cwd / "evil.sh").write_text("#!/bin/bash\necho hi\nrm f\n")
+    (engine.cwd / "evil.sh").chmod(0o755)
+    (engine.cwd / "outer.sh").write_text("bash evil.sh\n")
+    (engine.cwd / "tangled.sh").write_text("case $1 in a) ls;; esac\n")
+    (engine.cwd / "big.sh").write_text("ls\n" * 30_000)
+    decision = engine.decide("bash", {"command": command})
+    assert decision.behavior == expected, (command, decision.message)
+
+
+def test_code_git_brings_is_the_projects(tmp_path: Path) -> None:
+    engine = PermissionEngine(cwd=tmp_path, home=tmp_path / "home")
+    engine.add_rules("deny", ["Bash(rm:*)"], "t")
+    assert decide(engine, "git pull && make") == "allow"
+    assert decide(engine, "tar -xf a.tar && make") == "ask"
 
 
 def test_a_path_rule_alone_makes_what_cannot_be_checked_ask(tmp_path: Path) -> None:

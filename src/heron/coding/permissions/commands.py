@@ -54,12 +54,15 @@ class CommandRules(RuleBook):
     """The shell-command half of the engine (module docstring)."""
 
     def _bash(self, tool: str, meta: ToolMeta, command: str) -> Decision:
+        from heron.coding.permissions.scripts import script_parts, written_then_run
         from heron.coding.permissions.shell import ShellParseError, split_commands
 
         try:
             parts = split_commands(command)
         except ShellParseError as exc:
             return self.cannot_vouch(tool, meta, command, str(exc))
+        parts += script_parts(parts, self._runs_in)
+        written_then_run(parts, self._runs_in)
         decisions = [self._bash_part(tool, meta, part, command) for part in parts]
         for behavior in ("deny", "ask"):
             for decision in decisions:

@@ -29,6 +29,8 @@ class Hidden:
     trees: list[str] = field(default_factory=list)  # directories it may write anything beneath (``tar -x -C d``)
     read_trees: list[str] = field(default_factory=list)  # directories it reads everything beneath (``grep -r``)
     implied: list[str] = field(default_factory=list)  # values it may run as commands (``make CC=…``)
+    code_files: list[str] = field(default_factory=list)  # files it runs as code (a script, a makefile)
+    shell_files: list[str] = field(default_factory=list)  # of those, the ones a shell may run: read when they exist
     opaque: str | None = None  # why its effect cannot be bounded, when it cannot
 
     def cannot_bound(self, why: str) -> None:

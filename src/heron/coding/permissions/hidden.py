@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from heron.coding.permissions.findings import Hidden, ShellParseError, operands, option_value, unseen_source
 from heron.coding.permissions.interpreters import CODE_READERS, interpreter, interpreter_name
-from heron.coding.permissions.trees import WRITERS, git_work_tree
+from heron.coding.permissions.trees import WRITERS, git_removes, git_work_tree
 
 __all__ = ["SHELL_STARTUP_VARIABLES", "Hidden", "ShellParseError", "hidden_in", "variable_hides"]
 
@@ -82,6 +82,9 @@ def hidden_in(words: list[str]) -> Hidden:
     if not words:
         return found
     name = words[0].rsplit("/", 1)[-1]
+    if "/" in words[0] and not words[0].startswith(("/bin/", "/usr/", "/sbin/")):
+        found.code_files.append(words[0])  # `./build.sh`: a file of the project, or one just written
+        found.shell_files.append(words[0])
     for reader in (_READERS.get(name), WRITERS.get(name), CODE_READERS.get(name)):
         if reader is not None:
             reader(words, found)
@@ -125,6 +128,8 @@ def _source(words: list[str], found: Hidden) -> None:
     target = words[1] if len(words) > 1 else ""
     if target.startswith(("/dev/fd/", "/proc/self/fd/", "/dev/stdin")) or target in ("-", ""):
         raise ShellParseError(f"`{words[0]}` runs a script the checker cannot see ({target or 'its input'})")
+    found.code_files.append(target)
+    found.shell_files.append(target)
 
 
 def _hash(words: list[str], found: Hidden) -> None:
@@ -150,6 +155,7 @@ def _git(words: list[str], found: Hidden) -> None:
             _git_setting(following if word == "-c" else word[2:], found)
         n += 2 if word in _GIT_VALUE_OPTIONS else 1
     git_work_tree(["git", *words[n:]], found, where)
+    git_removes(["git", *words[n:]], found)
 
 
 def _git_setting(setting: str, found: Hidden) -> None:
@@ -172,6 +178,7 @@ def _sed(words: list[str], found: Hidden) -> None:
     for script_file in option_value(words, "-f", "--file"):
         if unseen_source(script_file):
             found.cannot_bound(f"sed runs a script it reads from {script_file}, which no checker can see")
+        found.code_files.append(script_file)
     scripts = [words[n + 1] for n, w in enumerate(words[:-1]) if w in ("-e", "--expression")]
     if not scripts:
         scripts = [w for w in words[1:] if not w.startswith("-")][:1]
@@ -222,17 +229,32 @@ def _shell(words: list[str], found: Hidden) -> None:
         return
     if named and unseen_source(named[0]):
         found.cannot_bound(f"`{words[0]}` runs a script it reads from {named[0]}, which no checker can see")
+    elif named:
+        found.code_files.append(named[0])
+        found.shell_files.append(named[0])
     for option in ("--rcfile", "--init-file"):
         if any(unseen_source(value) for value in option_value(words, None, option)):
             found.cannot_bound(f"`{words[0]}` runs a startup file the checker cannot see")
 
 
+def _alias(words: list[str], found: Hidden) -> None:
+    """``alias x=rm``: later ``x f`` runs ``rm f`` (a script can turn aliases on)."""
+    for word in words[1:]:
+        if "=" in word and not word.startswith("-"):
+            found.implied.append(word.split("=", 1)[1])
+
+
 def _make(words: list[str], found: Hidden) -> None:
     """``make -f -`` (a makefile from standard input or ``<(…)``) and ``--eval`` run rules no
     checker sees; ``make CC=rm`` runs the value of a variable in the Makefile's recipes."""
-    for makefile in option_value(words, "-f", "--file") + option_value(words, None, "--makefile"):
+    makefiles = option_value(words, "-f", "--file") + option_value(words, None, "--makefile")
+    for makefile in makefiles:
         if unseen_source(makefile):
             found.cannot_bound(f"make reads a makefile from {makefile}, which no checker can see")
+    where = (option_value(words, "-C", "--directory") or ["."])[-1]
+    defaults = [f"{where}/{name}" for name in ("GNUmakefile", "makefile", "Makefile")]
+    found.code_files.extend(f"{where}/{m}" if not m.startswith("/") and where != "." else m for m in makefiles)
+    found.code_files.extend(defaults if not makefiles else [])
     if any(w in ("-E", "--eval") or w.startswith(("--eval=", "-E")) for w in words[1:]):
         found.cannot_bound("make --eval runs rules given on the command line")
     for word in operands(words, frozenset({"-f", "--file", "--makefile", "-C", "--directory", "-I", "-o", "-W", "-j"})):
@@ -262,6 +284,7 @@ _READERS: dict[str, Callable[[list[str], Hidden], None]] = {
     "bsdtar": _tar,
     "sort": _sort,
     "make": _make,
+    "alias": _alias,
     **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh"), _shell),
     "gmake": _make,
 }

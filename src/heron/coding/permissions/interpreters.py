@@ -220,6 +220,8 @@ def interpreter(name: str, words: list[str], found: Hidden) -> None:
     if program.script is not None:
         if unseen_source(program.script):
             found.cannot_bound(f"`{name}` runs a program it reads from {program.script}, which no checker can see")
+        else:
+            found.code_files.append(program.script)
         return
     if program.stdin:
         found.cannot_bound(f"`{name}` reads the program it runs from its standard input, which no checker can see")
@@ -271,6 +273,8 @@ def awk(words: list[str], found: Hidden) -> None:
     for n, word in enumerate(words[1:-1], 1):
         if word in ("-f", "--file") and unseen_source(words[n + 1]):
             found.cannot_bound(f"awk runs a program it reads from {words[n + 1]}, which no checker can see")
+        elif word in ("-f", "--file"):
+            found.code_files.append(words[n + 1])
     program = next((w for w in words[1:] if not w.startswith("-")), "")
     if "@load" in program:
         found.cannot_bound("the awk program loads an extension (@load)")

@@ -48,6 +48,8 @@ class SimpleCommand:
     fed: list[Word] | None = None  # given arguments it cannot see: by xargs ([]), by find -exec (its roots)
     implied: bool = False  # a command it may run (``make CC=rm``): checked against deny and ask rules only
     assigned: list[str] = field(default_factory=list)  # its leading ``NAME=value`` assignments
+    code_files: list[str] = field(default_factory=list)  # files it runs as code (hidden.py)
+    shell_files: list[str] = field(default_factory=list)  # of those, the ones a shell may run
 
     @property
     def text(self) -> str:
@@ -217,6 +219,8 @@ class _Parser:
             cmd.targets.extend(Word(target) for target in found.targets)
         cmd.trees.extend(Word(tree) for tree in found.trees)
         cmd.read_trees.extend(Word(tree) for tree in found.read_trees)
+        cmd.code_files.extend(found.code_files)
+        cmd.shell_files.extend(found.shell_files)
         cmd.opaque = cmd.opaque or found.opaque
 
     def _fed(self, cmd: SimpleCommand) -> None:

@@ -38,7 +38,6 @@ _GIT_WORK_TREE = frozenset(
         "cherry-pick",
         "revert",
         "clean",
-        "rm",
         "mv",
         "read-tree",
         "checkout-index",
@@ -104,6 +103,8 @@ def _rsync(words: list[str], found: Hidden) -> None:
         found.read_trees.extend(n for n in named[:-1] if ":" not in n)
     if "--remove-source-files" in words:
         found.programs.append(["rm", *named[:-1]])
+    if len(named) >= 2 and any(w.startswith("--delete") or w.startswith("--del") for w in words):
+        found.programs.append(["rm", "-r", named[-1]])  # removes what the source does not have
 
 
 def _patch(words: list[str], found: Hidden) -> None:
@@ -162,8 +163,38 @@ def _grep(words: list[str], found: Hidden) -> None:
 
 
 def _zip(words: list[str], found: Hidden) -> None:
+    named = operands(words)
     if _recursive(words):
-        found.read_trees.extend(operands(words)[1:])
+        found.read_trees.extend(named[1:])
+    if any(w in ("-m", "--move") or (w.startswith("-") and not w.startswith("--") and "m" in w[1:]) for w in words):
+        found.programs.append(["rm", *named[1:]])  # the files it zipped are removed
+
+
+def _compressor(words: list[str], found: Hidden) -> None:
+    """``gzip f`` replaces ``f`` with ``f.gz`` (``gunzip``, ``bzip2``, ``xz``, … alike): the original
+    is removed unless kept (``-k``) or the output goes to standard output (``-c``)."""
+    name = words[0].rsplit("/", 1)[-1]
+    flags = "".join(w[1:] for w in words[1:] if w.startswith("-") and not w.startswith("--"))
+    longs = [w for w in words[1:] if w.startswith("--")]
+    keeps = any(c in flags for c in "kclt") or any(
+        w in ("--keep", "--stdout", "--to-stdout", "--list", "--test") for w in longs
+    )
+    if name == "zstd" and "--rm" not in longs:
+        return  # zstd keeps its input unless told
+    named = [w for w in operands(words) if w != "-"]
+    if not keeps and named:
+        found.programs.append(["rm", *named])
+
+
+def git_removes(words: list[str], found: Hidden) -> None:
+    """``git rm f`` deletes ``f`` (unless ``--cached``), ``git clean -f`` the untracked files:
+    ``rm`` for a deny rule."""
+    if len(words) < 2 or any(w in ("--cached", "-n", "--dry-run") for w in words):
+        return
+    if words[1] == "rm":
+        found.programs.append(["rm", *operands(words)[1:]])
+    elif words[1] == "clean":
+        found.programs.append(["rm", "-r", *(operands(words)[1:] or ["."])])
 
 
 def _unlink(words: list[str], found: Hidden) -> None:
@@ -200,6 +231,9 @@ WRITERS: dict[str, Callable[[list[str], Hidden], None]] = {
     "chgrp": _change_mode,
     "find": _find,
     "zip": _zip,
+    **dict.fromkeys(
+        ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "lzip", "zstd"), _compressor
+    ),
     **dict.fromkeys(("grep", "egrep", "fgrep", "rgrep", "rg", "ag", "ack"), _grep),
     "unlink": _unlink,
     "shred": _shred,
