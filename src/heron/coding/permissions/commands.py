@@ -187,13 +187,13 @@ class CommandRules(RuleBook):
         tools), and the mode's own asks (sensitive places, outside the project) do not apply.
         A changing program's argument computed when it runs (``cp x $D``), or given by ``xargs``,
         is asked about when an Edit/Write rule with a path exists."""
-        from heron.coding.permissions.coverage import WRITING_PROGRAMS
+        from heron.coding.permissions.coverage import changes_operands
         from heron.coding.permissions.wrappers import unwrap
 
         texts = [w.text for w in part.words]
         start = unwrap(texts)[-1] if texts else 0
         program = texts[start].rsplit("/", 1)[-1] if start < len(texts) else ""
-        writes = program in WRITING_PROGRAMS and not (program == "sed" and is_read_only(texts[start:]))
+        writes = changes_operands(texts[start:])
         accesses = [m for m in ((READING, WRITING) if writes else (READING,)) if self._path_rules(("deny", "ask"), m)]
         if not accesses:
             return None
@@ -222,12 +222,12 @@ class CommandRules(RuleBook):
         ``rm -r d``, ``find d -exec cp x {} ;``) or reads everything beneath one (``grep -r x d``,
         ``tar -c d``, ``find d -exec cat {} +``): a path rule whose place lies in that directory
         (or that matches it) cannot be checked file by file, so it asks (or the rule decides)."""
-        from heron.coding.permissions.coverage import WRITING_PROGRAMS
+        from heron.coding.permissions.coverage import changes_operands
 
         writes, reads = list(part.trees), list(part.read_trees)
         if part.fed:  # `find d -exec CMD {} ;` runs CMD on what it finds under d
             reads += part.fed
-            if part.words and part.words[0].text.rsplit("/", 1)[-1] in WRITING_PROGRAMS:
+            if changes_operands([w.text for w in part.words]):
                 writes += part.fed
         for meta, trees in ((WRITING, writes), (READING, reads)):
             rules = self._path_rules(("deny", "ask"), meta)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from heron.coding.permissions.base import exact_rule, same_command
 from heron.coding.permissions.findings import operands, option_value
+from heron.coding.permissions.modes import is_read_only
 from heron.coding.permissions.rules import command_matches, suggest_bash_rule
 from heron.coding.permissions.wrappers import unwrap
 from heron.coding.tools.env import resolve_path
@@ -90,7 +91,7 @@ class Reach:
         written = [t.text.removesuffix("/-") for t in part.targets] + [t.text for t in part.trees]
         words = [w.text for w in part.words]
         start = unwrap(words)[-1] if words else 0
-        if words[start:] and words[start].rsplit("/", 1)[-1] in WRITING_PROGRAMS:
+        if changes_operands(words[start:]):
             written += written_operands(words[start:])
             if part.fed is not None and not part.fed:
                 out.append("")
@@ -100,6 +101,17 @@ class Reach:
             if text in dynamic or "$" in text or not self.allows(resolve_path(text, runs_in)):
                 out.append(text)
         return list(dict.fromkeys(out))
+
+
+def changes_operands(words: list[str]) -> bool:
+    """Whether the command (its program first) changes the files it names: ``cp``, ``tee``,
+    ``rm`` …, and ``sed``/``perl`` only when they edit in place (``-i``)."""
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    if program == "sed":
+        return not is_read_only(words)
+    if program == "perl":
+        return any(w.startswith("-") and not w.startswith("--") and "i" in w[1:] for w in words[1:])
+    return program in WRITING_PROGRAMS
 
 
 def written_operands(words: list[str]) -> list[str]:

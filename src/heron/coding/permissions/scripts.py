@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heron.coding.permissions.coverage import WRITING_PROGRAMS, written_operands
+from heron.coding.permissions.coverage import changes_operands, written_operands
 from heron.coding.permissions.shell import ShellParseError, split_commands
 from heron.coding.permissions.wrappers import unwrap
 from heron.coding.tools.env import resolve_path
@@ -49,6 +49,7 @@ def script_parts(parts: list[SimpleCommand], runs_in: RunsIn, depth: int = 0) ->
                 part.opaque = part.opaque or f"it runs the script {name}, which the checker cannot follow ({exc})"
                 continue
             for command in inner:
+                command.implied = True  # the project's code: the deny, ask and path rules apply, not the mode
                 command.cwd = (
                     os.path.join(part.cwd, command.cwd) if part.cwd and command.cwd else part.cwd or command.cwd
                 )
@@ -86,7 +87,7 @@ def written_then_run(parts: list[SimpleCommand], runs_in: RunsIn) -> None:
         program = words[start].rsplit("/", 1)[-1] if words[start:] else ""
         if program != "git":  # git updating the work tree brings the project's own code
             trees += [_at(w.text, where) for w in part.trees if not w.dynamic]
-        if program in WRITING_PROGRAMS:
+        if changes_operands(words[start:]):
             for path in (_at(text, where) for text in written_operands(words[start:])):
                 (trees.append(path) if path.is_dir() else written.add(path))
     for part in parts:
