@@ -385,8 +385,12 @@ def test_a_write_to_a_file_with_unseen_names_asks(tmp_path: Path) -> None:
     engine = PermissionEngine(cwd=project, home=tmp_path / "home")
     decision = engine.decide("write", {"path": "f"})
     assert decision.behavior == "ask" and decision.reason == "links" and "2 names" in decision.message
-    engine.add_rules("allow", ["Edit", "Write"], "t")
-    assert engine.decide("edit", {"path": "f"}).behavior == "ask"  # no allow rule vouches for an unseen name
+    engine.add_rules("allow", ["Edit", "Write", "Edit(**)"], "t")
+    assert engine.decide("edit", {"path": "f"}).behavior == "ask"  # no pattern vouches for an unseen name
+    assert decision.suggestion == f"Edit({project / 'f'})"
+    engine.add_rules("allow", [decision.suggestion], "settings.json")  # the file itself, as suggested
+    assert engine.decide("edit", {"path": "f"}).behavior == "allow"
+    engine.rules = [r for r in engine.rules if r.text != decision.suggestion]
     assert engine.decide("read", {"path": "f"}).behavior == "allow"  # reading it elsewhere is allowed anyway
     engine.mode = "bypass"
     assert engine.decide("write", {"path": "f"}).behavior == "allow"

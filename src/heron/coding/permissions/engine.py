@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,8 +185,8 @@ class PermissionEngine(CommandRules):
                 f"plan mode is read-only, so {what} is not allowed; leave plan mode "
                 "(--permission-mode default, or /mode default) to make changes",
             )
-        if (doubt := self._link_doubt(what, names, reads)) is not None:
-            return doubt
+        if (doubt := self._link_doubt(what, names, reads)) is not None and not self._names_file(tool, meta, real):
+            return replace(doubt, suggestion=suggestion)
         for rule in self._rules("allow", tool, meta):
             if rule.specifier is None or path_pattern(rule.specifier, self.cwd).match(str(real)):
                 return Decision("allow", "", rule=rule, reason="rule")
@@ -225,6 +225,23 @@ class PermissionEngine(CommandRules):
         if not reads:
             places += [self.cwd, *self._protected_places()]
         return other_names(real, places)
+
+    def _names_file(self, tool: str, meta: ToolMeta, real: Path) -> bool:
+        """Whether an allow rule names this very file (no wildcard): the user's word for it,
+        whatever its other names - a pattern (``Edit(src/**)``) is not."""
+        return any(
+            r.specifier
+            and not any(c in r.specifier for c in "*?")
+            and Path(
+                os.path.realpath(
+                    resolve_path(
+                        r.specifier.removeprefix("/") if r.specifier.startswith("//") else r.specifier, self.cwd
+                    )
+                )
+            )
+            == real
+            for r in self._rules("allow", tool, meta)
+        )
 
     def _link_doubt(self, what: str, names: Names, reads: bool) -> Decision | None:
         """A file whose other names the mode would ask about, or that has names heron did not find."""
