@@ -82,11 +82,18 @@ def test_print_mode_denies_it_with_the_way_to_allow_it(
     assert result.code == 0, result.err
     seen = openai_tool_results(local_server.requests[-1])["c1"]
     assert "asks to run outside the sandbox" in seen and "the user asked for a file" in seen
-    assert "--allow 'Unsandboxed(touch:*)'" in seen and not target.exists()
-
-    # pre-approved by an allow rule: it runs outside, and says so
+    # `touch` writes outside the project, which `Unsandboxed(touch:*)` does not cover: the
+    # way to allow it names the line (docs/permissions.md, "What a command rule covers")
+    exact = f"Unsandboxed(touch {target})"
+    assert f"--allow '{exact}'" in seen and not target.exists()
     local_server.queue(openai_reply("", [call(target, **why)]), openai_reply("done"))
     result = project.run(*openai_args(local_server), "--allow", "Unsandboxed(touch:*)", "-p", "go")
+    assert result.code == 0, result.err
+    assert not target.exists() and "asks to run outside" in openai_tool_results(local_server.requests[-1])["c1"]
+
+    # pre-approved by an allow rule naming it: it runs outside, and says so
+    local_server.queue(openai_reply("", [call(target, **why)]), openai_reply("done"))
+    result = project.run(*openai_args(local_server), "--allow", exact, "-p", "go")
     assert result.code == 0, result.err
     assert target.exists()
     sessions = [p.read_text().replace(" ", "") for p in (project.home / "sessions").rglob("*.jsonl")]
@@ -124,12 +131,12 @@ def test_rpc_asks_the_client_and_allow_always_saves_the_rule(
         client.call({"type": "prompt", "message": "go"})
         asked = client.until(lambda o: o["type"] == "permission_request")
         assert "asks to run outside the sandbox" in asked["message"]
-        assert asked["suggestion"] == "Unsandboxed(touch:*)" and not target.exists()
+        assert asked["suggestion"] == f"Unsandboxed(touch {target})" and not target.exists()
         client.send({"type": "permission_response", "id": asked["id"], "decision": "allow_always"})
         assert answer_at(client.seen, client.until(lambda o: o["type"] == "run_end")) == "Made it."
         assert target.exists()
         saved = json.loads((work / ".heron" / "settings.local.json").read_text())
-        assert "Unsandboxed(touch:*)" in saved["permissions"]["allow"]
+        assert f"Unsandboxed(touch {target})" in saved["permissions"]["allow"]
     finally:
         client.kill()
     assert os.path.exists(target)

@@ -358,6 +358,7 @@ class Control:
             self.permissions.mode,
             command,
             justification if isinstance(justification, str) else None,
+            engine=self.permissions,
         )
         detail = {**decision.to_json(), "mode": self.permissions.mode, "outside_sandbox": True}
         self._record("permission", call_id, tool, decision.message, detail)

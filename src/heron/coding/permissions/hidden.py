@@ -5,60 +5,75 @@
 arguments, and each was a way around a deny rule: ``env -S 'rm f'``, ``trap 'rm f' EXIT``,
 ``git -c alias.x='!rm f' x``, awk's ``system("rm f")``, sed's ``e``, tar's
 ``--remove-files``, ``hash -p /bin/rm x``, a link to ``/bin/rm`` under another name,
-``sort -o f``, ``tar -x -C dir``, an interpreter's one-line ``os.remove("f")``. This module
-reads those arguments and says what they hide: scripts to check like any command line,
-programs that will run (``rm`` for ``tar --remove-files``), and files that will be written.
+``sort -o f``, ``make -f -``, a variable that names a command (``GIT_PAGER='rm f' git log``),
+an interpreter's one-line ``os.remove("f")``. This module reads those arguments and says
+what they hide: scripts to check like any command line, programs that will run (``rm`` for
+``tar --remove-files``), and files that will be written; :mod:`.trees` reads the programs
+that delete or write beneath a directory, :mod:`.interpreters` the code given to an
+interpreter.
 
 What no reading can settle - a script sourced from a process substitution, ``BASH_ENV``,
-an interpreter's code that deletes or runs something computed at run time - raises
-:class:`ShellParseError`: the rules cannot vouch for it and the engine asks, saying why.
-The rules remain an explainable first line; the sandbox (docs/permissions.md) is the boundary.
+a makefile read from standard input, an interpreter's code that reaches for the system -
+is a command the rules cannot vouch for (:class:`ShellParseError`, or ``Hidden.opaque`` for
+one command), and the engine asks, saying why. The sandbox (docs/permissions.md) is the
+boundary; the rules are an explainable first line that does not let a trick through quietly.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
+from heron.coding.permissions.findings import Hidden, ShellParseError, operands, option_value, unseen_source
+from heron.coding.permissions.interpreters import CODE_READERS, interpreter, interpreter_name
+from heron.coding.permissions.trees import WRITERS, git_removes, git_work_tree
 
-class ShellParseError(ValueError):
-    """The command uses shell syntax the checker cannot follow with certainty."""
+__all__ = ["SHELL_STARTUP_VARIABLES", "Hidden", "ShellParseError", "hidden_in", "variable_hides"]
 
-
-@dataclass(slots=True)
-class Hidden:
-    """What one simple command hides in its arguments."""
-
-    scripts: list[str] = field(default_factory=list)  # command lines it runs
-    programs: list[list[str]] = field(default_factory=list)  # programs it runs, as words
-    targets: list[str] = field(default_factory=list)  # files (or ``dir/-``: a directory's files) it writes
-
-
-_AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
-_INTERPRETERS = {"python", "python3", "python2", "perl", "ruby", "node", "nodejs", "php"}
-_CODE_OPTIONS = {"-c", "-e", "-E", "-r", "--eval", "-p"}
 _BIN_DIRS = ("/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/")
 # the environment variables that make a shell run a file before the command
 SHELL_STARTUP_VARIABLES = ("BASH_ENV", "ENV", "PROMPT_COMMAND")
-
-_STRING = r"""(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')"""
-_AWK_SYSTEM = re.compile(r"\bsystem\s*\(\s*(?:" + _STRING + r"|([^)]*))\s*\)")
-_AWK_PIPE = re.compile(_STRING + r"\s*\|\s*getline|\|\s*" + _STRING)
-_AWK_OUTPUT = re.compile(r"(?<![<>=!])>>?\s*" + _STRING)
-_SED_EXEC = re.compile(r"(?:^|[;{}\n]|[0-9$/!])\s*e(?:\s+([^;\n}]*)|\s*(?=[;\n}]|$))")
-_SED_S_EXEC = re.compile(r"s(.).*?\1.*?\1[gpiImM0-9]*e")
-_CODE_CALL = re.compile(
-    r"\b(?:os\.(?:remove|unlink|rmdir|removedirs|system|popen|exec\w*|spawn\w*)|shutil\.(?:rmtree|move)|"
-    r"subprocess\.\w+|Path\([^)]*\)\.(?:unlink|rmdir|write_\w+)|unlink|rmdir|system|exec|spawnSync|execSync|"
-    r"rmSync|unlinkSync|writeFileSync|File\.delete|FileUtils\.rm\w*)(?:\s*\(\s*|\s+)(" + _STRING + r")?"
+# variables whose value is a command another program runs (`GIT_PAGER='rm f' git log`)
+_COMMAND_VARIABLES = frozenset(
+    {
+        "GIT_SSH_COMMAND",
+        "GIT_SSH",
+        "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR",
+        "GIT_PAGER",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "PAGER",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "LESSOPEN",
+        "LESSCLOSE",
+    }
 )
-_OPEN_WRITE = re.compile(r"\bopen\s*\(\s*" + _STRING + r"\s*,\s*['\"][^'\"]*[wax+]")
-
-
-def _literal(match: re.Match[str], first: int = 1) -> str | None:
-    """The text of the quoted string a pattern captured (double or single quoted)."""
-    double, single = match.group(first), match.group(first + 1)
-    return double if double is not None else single
+# variables that hand a program options or code the checker does not follow
+_INJECTING_VARIABLES = frozenset(
+    {
+        "MAKEFLAGS",
+        "GNUMAKEFLAGS",
+        "MAKEFILES",
+        "PERL5OPT",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+        "TAR_OPTIONS",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "LD_PRELOAD",
+        "LD_AUDIT",
+        "PS4",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PYTHONSTARTUP",
+        "PYTHONINSPECT",
+    }
+)
+_MAKE_INJECTING = frozenset({"SHELL", ".SHELLFLAGS", "MAKEFLAGS", "MAKEFILES", "MAKE", ".DEFAULT_GOAL"})
 
 
 def hidden_in(words: list[str]) -> Hidden:
@@ -67,14 +82,29 @@ def hidden_in(words: list[str]) -> Hidden:
     if not words:
         return found
     name = words[0].rsplit("/", 1)[-1]
-    reader = _READERS.get(name)
-    if reader is not None:
-        reader(words, found)
-    elif name in _AWKS:
-        _awk(words, found)
-    elif name.rstrip("0123456789.") in _INTERPRETERS:
-        _interpreter(name, words, found)
+    if "/" in words[0] and not words[0].startswith(("/bin/", "/usr/", "/sbin/")):
+        found.code_files.append(words[0])  # `./build.sh`: a file of the project, or one just written
+        found.shell_files.append(words[0])
+    for reader in (_READERS.get(name), WRITERS.get(name), CODE_READERS.get(name)):
+        if reader is not None:
+            reader(words, found)
+    if interpreter_name(name) is not None:
+        interpreter(name, words, found)
+    for word in words[1:] if name in ("export", "declare", "typeset", "env", "local", "readonly") else []:
+        if "=" in word:
+            variable_hides(word, found)
     return found
+
+
+def variable_hides(assignment: str, found: Hidden) -> None:
+    """``NAME=value`` before a command (or exported): a value that is a command another
+    program will run is checked as one; a variable that injects options or code cannot be
+    bounded."""
+    name, _, value = assignment.partition("=")
+    if name in _COMMAND_VARIABLES and value:
+        found.implied.append(value.lstrip("|").replace("%s", "x"))
+    elif name in _INJECTING_VARIABLES or name.startswith("GIT_CONFIG_"):
+        found.cannot_bound(f"{name} hands the program options or code the checker does not follow")
 
 
 def _env(words: list[str], found: Hidden) -> None:
@@ -89,15 +119,17 @@ def _env(words: list[str], found: Hidden) -> None:
 
 
 def _trap(words: list[str], found: Hidden) -> None:
-    operands = [w for w in words[1:] if not w.startswith("-")]
-    if len(operands) >= 2 and operands[0]:
-        found.scripts.append(operands[0])
+    named = [w for w in words[1:] if not w.startswith("-")]
+    if len(named) >= 2 and named[0]:
+        found.scripts.append(named[0])
 
 
 def _source(words: list[str], found: Hidden) -> None:
     target = words[1] if len(words) > 1 else ""
     if target.startswith(("/dev/fd/", "/proc/self/fd/", "/dev/stdin")) or target in ("-", ""):
         raise ShellParseError(f"`{words[0]}` runs a script the checker cannot see ({target or 'its input'})")
+    found.code_files.append(target)
+    found.shell_files.append(target)
 
 
 def _hash(words: list[str], found: Hidden) -> None:
@@ -114,16 +146,39 @@ def _link(words: list[str], found: Hidden) -> None:
 
 
 def _git(words: list[str], found: Hidden) -> None:
-    for n, word in enumerate(words[1:], 1):
-        value = words[n + 1] if word == "-c" and n + 1 < len(words) else word[2:] if word.startswith("-c") else ""
-        key, _, script = value.partition("=")
-        if key.lower().startswith("alias.") and script.startswith("!"):
-            found.scripts.append(script[1:])
-        elif key.lower() in ("core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "diff.external"):
-            found.scripts.append(script)
+    n, where = 1, "."
+    while n < len(words) and words[n].startswith("-"):
+        word, following = words[n], (words[n + 1] if n + 1 < len(words) else "")
+        if word == "-C":
+            where = following if where == "." or following.startswith("/") else f"{where}/{following}"
+        elif word.startswith("-c"):
+            _git_setting(following if word == "-c" else word[2:], found)
+        n += 2 if word in _GIT_VALUE_OPTIONS else 1
+    git_work_tree(["git", *words[n:]], found, where)
+    git_removes(["git", *words[n:]], found)
+
+
+def _git_setting(setting: str, found: Hidden) -> None:
+    key, _, script = setting.partition("=")
+    key = key.lower()
+    if key.startswith("alias.") and script.startswith("!"):
+        found.scripts.append(script[1:])
+    elif key in ("core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "diff.external"):
+        found.scripts.append(script)
+    elif key.startswith(("core.hookspath", "include.", "includeif.")):
+        found.cannot_bound(f"git -c {key} makes git run or read what the checker does not follow")
+
+
+_GIT_VALUE_OPTIONS = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix"}
+)
 
 
 def _sed(words: list[str], found: Hidden) -> None:
+    for script_file in option_value(words, "-f", "--file"):
+        if unseen_source(script_file):
+            found.cannot_bound(f"sed runs a script it reads from {script_file}, which no checker can see")
+        found.code_files.append(script_file)
     scripts = [words[n + 1] for n, w in enumerate(words[:-1]) if w in ("-e", "--expression")]
     if not scripts:
         scripts = [w for w in words[1:] if not w.startswith("-")][:1]
@@ -139,9 +194,11 @@ def _sed(words: list[str], found: Hidden) -> None:
             found.targets.append(match.group(1))
 
 
+_SED_EXEC = re.compile(r"(?:^|[;{}\n]|[0-9$/!])\s*e(?:\s+([^;\n}]*)|\s*(?=[;\n}]|$))")
+_SED_S_EXEC = re.compile(r"s(.).*?\1.*?\1[gpiImM0-9]*e")
+
+
 def _tar(words: list[str], found: Hidden) -> None:
-    first = words[1] if len(words) > 1 else ""
-    extracting = any(w in ("-x", "--extract", "--get") for w in words) or (not first.startswith("-") and "x" in first)
     for n, word in enumerate(words[1:], 1):
         following = words[n + 1] if n + 1 < len(words) else ""
         if word == "--remove-files":
@@ -152,10 +209,6 @@ def _tar(words: list[str], found: Hidden) -> None:
             found.scripts.append(following)
         elif word.startswith("--checkpoint-action=exec="):
             found.scripts.append(word.split("exec=", 1)[1])
-        elif extracting and word in ("-C", "--directory") and following:
-            found.targets.append(following.rstrip("/") + "/-")
-        elif extracting and word.startswith("--directory="):
-            found.targets.append(word.split("=", 1)[1].rstrip("/") + "/-")
 
 
 def _sort(words: list[str], found: Hidden) -> None:
@@ -168,47 +221,54 @@ def _sort(words: list[str], found: Hidden) -> None:
             found.targets.append(word[2:])
 
 
-def _awk(words: list[str], found: Hidden) -> None:
-    program = next((w for w in words[1:] if not w.startswith("-")), "")
-    for match in _AWK_SYSTEM.finditer(program):
-        literal = _literal(match)
-        if literal is None:
-            raise ShellParseError("awk's system() runs a command built at run time")
-        found.scripts.append(literal)
-    for match in _AWK_PIPE.finditer(program):
-        literal = _literal(match) if match.group(1) is not None or match.group(2) is not None else _literal(match, 3)
-        if literal:
-            found.scripts.append(literal)
-    for match in _AWK_OUTPUT.finditer(program):
-        literal = _literal(match)
-        if literal:
-            found.targets.append(literal)
-
-
-def _interpreter(name: str, words: list[str], found: Hidden) -> None:
-    """One-line code (``python -c``, ``perl -e``, ``node -e``): what it deletes, writes or runs,
-    when it names it as a literal; when it computes it, the rules cannot vouch for it."""
-    code = next((words[n + 1] for n, w in enumerate(words[:-1]) if w in _CODE_OPTIONS), None)
-    if code is None:
+def _shell(words: list[str], found: Hidden) -> None:
+    """``bash <(echo rm f)``, ``sh /dev/stdin``: a script file no checker can read first
+    (``bash -c`` and a shell reading its input are the splitter's)."""
+    named = operands(words, frozenset({"-o", "-O", "+o", "+O", "--rcfile", "--init-file"}))
+    if any(w.startswith("-") and "c" in w[1:] and not w.startswith("--") for w in words[1:]):
         return
-    for match in _CODE_CALL.finditer(code):
-        call = match.group(0)
-        literal = _literal(match, 2) if match.group(1) else None
-        if literal is None:
-            raise ShellParseError(f"the {name} code deletes, writes or runs something computed when it runs")
-        if re.search(r"system|exec|spawn|popen|subprocess", call, re.IGNORECASE):
-            found.scripts.append(literal)
-        elif re.search(r"write|shutil\.move", call, re.IGNORECASE):
-            found.targets.append(literal)
-        else:
-            found.programs.append(["rm", literal])
-    for match in _OPEN_WRITE.finditer(code):
-        literal = _literal(match)
-        if literal:
-            found.targets.append(literal)
+    if named and unseen_source(named[0]):
+        found.cannot_bound(f"`{words[0]}` runs a script it reads from {named[0]}, which no checker can see")
+    elif named:
+        found.code_files.append(named[0])
+        found.shell_files.append(named[0])
+    for option in ("--rcfile", "--init-file"):
+        if any(unseen_source(value) for value in option_value(words, None, option)):
+            found.cannot_bound(f"`{words[0]}` runs a startup file the checker cannot see")
 
 
-_READERS = {
+def _alias(words: list[str], found: Hidden) -> None:
+    """``alias x=rm``: later ``x f`` runs ``rm f`` (a script can turn aliases on)."""
+    for word in words[1:]:
+        if "=" in word and not word.startswith("-"):
+            found.implied.append(word.split("=", 1)[1])
+
+
+def _make(words: list[str], found: Hidden) -> None:
+    """``make -f -`` (a makefile from standard input or ``<(…)``) and ``--eval`` run rules no
+    checker sees; ``make CC=rm`` runs the value of a variable in the Makefile's recipes."""
+    makefiles = option_value(words, "-f", "--file") + option_value(words, None, "--makefile")
+    for makefile in makefiles:
+        if unseen_source(makefile):
+            found.cannot_bound(f"make reads a makefile from {makefile}, which no checker can see")
+    where = (option_value(words, "-C", "--directory") or ["."])[-1]
+    defaults = [f"{where}/{name}" for name in ("GNUmakefile", "makefile", "Makefile")]
+    found.code_files.extend(f"{where}/{m}" if not m.startswith("/") and where != "." else m for m in makefiles)
+    found.code_files.extend(defaults if not makefiles else [])
+    if any(w in ("-E", "--eval") or w.startswith(("--eval=", "-E")) for w in words[1:]):
+        found.cannot_bound("make --eval runs rules given on the command line")
+    for word in operands(words, frozenset({"-f", "--file", "--makefile", "-C", "--directory", "-I", "-o", "-W", "-j"})):
+        name, equals, value = word.partition("=")
+        if not equals:
+            continue
+        name = name.rstrip(":+?!")
+        if name in _MAKE_INJECTING:
+            found.cannot_bound(f"make's {name} changes how every recipe runs")
+        elif value:
+            found.implied.append(value)
+
+
+_READERS: dict[str, Callable[[list[str], Hidden], None]] = {
     "env": _env,
     "trap": _trap,
     ".": _source,
@@ -223,4 +283,8 @@ _READERS = {
     "tar": _tar,
     "bsdtar": _tar,
     "sort": _sort,
+    "make": _make,
+    "alias": _alias,
+    **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh"), _shell),
+    "gmake": _make,
 }

@@ -167,6 +167,28 @@ def path_pattern(specifier: str, root: Path) -> re.Pattern[str]:
     return re.compile(f"^{prefix}{body}(?:/.*)?$", re.DOTALL)
 
 
+def pattern_base(specifier: str, root: Path) -> Path:
+    """Where every path a path rule matches lies: the literal beginning of its pattern
+    (``locked/**`` -> the project's ``locked``, ``/etc/*.conf`` -> ``/etc``; a name without a
+    slash, ``*.lock``, matches at any depth, so the project itself)."""
+    spec = specifier
+    if spec.startswith("~/") or spec == "~":
+        base, spec = os.path.expanduser("~"), spec[2:]
+    elif spec.startswith("/"):
+        base, spec = "/", spec.lstrip("/")
+    else:
+        base, spec = str(root), spec[2:] if spec.startswith("./") else spec
+    spec = spec.rstrip("/")
+    if "/" not in spec:
+        return Path(base)
+    literal: list[str] = []
+    for part in spec.split("/"):
+        if "*" in part or "?" in part:
+            break
+        literal.append(part)
+    return Path(os.path.normpath(os.path.join(base, *literal)))
+
+
 def _glob_to_regex(glob: str) -> str:
     out: list[str] = []
     i = 0

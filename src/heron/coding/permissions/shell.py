@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from heron.coding.permissions.hidden import SHELL_STARTUP_VARIABLES, ShellParseError, hidden_in
+from heron.coding.permissions.findings import Hidden
+from heron.coding.permissions.hidden import SHELL_STARTUP_VARIABLES, ShellParseError, hidden_in, variable_hides
+from heron.coding.permissions.trees import find_roots
 from heron.coding.permissions.wrappers import SCRIPT_OPTION_PROGRAMS, unwrap
 
 MAX_DEPTH = 8
@@ -39,6 +41,15 @@ class SimpleCommand:
     writes_files: bool = False  # an output redirection to a file (not /dev/null, not a descriptor)
     targets: list[Word] = field(default_factory=list)  # the files output redirections write
     cwd: str | None = None  # where it runs, when an earlier ``cd`` of the line moved (relative: to the start)
+    redirects: list[tuple[str, Word]] = field(default_factory=list)  # every file redirection: (operator, file)
+    trees: list[Word] = field(default_factory=list)  # directories it may write anything beneath (trees.py)
+    read_trees: list[Word] = field(default_factory=list)  # directories it reads everything beneath (trees.py)
+    opaque: str | None = None  # why the checker cannot bound what it does (an interpreter's stdin program …)
+    fed: list[Word] | None = None  # given arguments it cannot see: by xargs ([]), by find -exec (its roots)
+    implied: bool = False  # a command it may run (``make CC=rm``): checked against deny and ask rules only
+    assigned: list[str] = field(default_factory=list)  # its leading ``NAME=value`` assignments
+    code_files: list[str] = field(default_factory=list)  # files it runs as code (hidden.py)
+    shell_files: list[str] = field(default_factory=list)  # of those, the ones a shell may run
 
     @property
     def text(self) -> str:
@@ -73,6 +84,7 @@ class _Parser:
         self.current = SimpleCommand()
         self.heredocs: list[tuple[str, bool]] = []  # (delimiter, expands)
         self.pending_redirect: str | None = None
+        self.pending_fd = ""  # the descriptor a pending redirection names (`2>`): kept for how a rule spells it
         self.cd: str | None = None  # the directory an earlier `cd dir` of this line moved to
 
     # --- driving ---
@@ -125,6 +137,7 @@ class _Parser:
             raise ShellParseError("two redirections in a row")
         self.i += len(redirect)
         self.pending_redirect = redirect.lstrip("0123456789")
+        self.pending_fd = redirect[: len(redirect) - len(self.pending_redirect)]
 
     def _add_word(self, word: Word) -> None:
         redirect, self.pending_redirect = self.pending_redirect, None
@@ -135,6 +148,7 @@ class _Parser:
         if not cmd.words and "=" in word.text and _is_assignment(word.text):
             if word.text.split("=", 1)[0] in SHELL_STARTUP_VARIABLES:
                 raise ShellParseError(f"{word.text.split('=', 1)[0]} makes a shell run a file the checker cannot see")
+            cmd.assigned.append(word.text)
             return
         cmd.words.append(word)
 
@@ -143,9 +157,11 @@ class _Parser:
             raw = word.text
             self.heredocs.append((raw, not self._last_word_quoted))
             return
-        if ">" in redirect and not (
-            word.text in _HARMLESS_TARGETS or (redirect.endswith("&") and word.text.isdigit()) or word.text == "-"
-        ):
+        if redirect == "<<<" or (redirect.endswith("&") and (word.text.isdigit() or word.text == "-")):
+            return  # a here-string, or a copy of a descriptor: no file
+        if word.text not in _HARMLESS_TARGETS:
+            self.current.redirects.append((self.pending_fd + redirect, word))
+        if ">" in redirect and word.text not in _HARMLESS_TARGETS:
             self.current.writes_files = True
             self.current.targets.append(word)
 
@@ -164,6 +180,7 @@ class _Parser:
             return  # `for x in a b`: the list is words, not a command; substitutions were already split
         cmd.cwd = self.cd
         self.out.append(cmd)
+        self._fed(cmd)
         self._nested_scripts(cmd)
         self._hidden(cmd)
         self._follow_cd(cmd)
@@ -175,15 +192,55 @@ class _Parser:
             raise ShellParseError(f"`{texts[0]}` runs a script built at run time")
         if any(t.startswith(f"{name}=") for t in texts for name in SHELL_STARTUP_VARIABLES):
             raise ShellParseError("the command sets a variable that makes a shell run a file the checker cannot see")
+        assigned = Hidden()
+        for assignment in cmd.assigned:
+            variable_hides(assignment, assigned)
+        self._found(cmd, assigned)
         for start in unwrap(texts):
-            found = hidden_in(texts[start:])
-            for script in found.scripts:
-                self.out.extend(_Parser(script, self.depth + 1).parse())
-            for program in found.programs:
-                self.out.append(SimpleCommand(words=[Word(word) for word in program], cwd=self.cd))
-            if found.targets:
-                cmd.writes_files = True
-                cmd.targets.extend(Word(target) for target in found.targets)
+            self._found(cmd, hidden_in(texts[start:]))
+
+    def _found(self, cmd: SimpleCommand, found: Hidden) -> None:
+        """What a reader of hidden.py found in ``cmd``: commands to check, files it writes."""
+        for script in found.scripts:
+            self.out.extend(_Parser(script, self.depth + 1).parse())
+        for program in found.programs:
+            self.out.append(SimpleCommand(words=[Word(word) for word in program], cwd=self.cd))
+        for value in found.implied:
+            try:
+                implied = _Parser(value, self.depth + 1).parse()
+            except ShellParseError as exc:
+                cmd.opaque = cmd.opaque or f"it runs {value!r}, which the checker cannot follow ({exc})"
+                continue
+            for part in implied:
+                part.implied = True
+            self.out.extend(implied)
+        if found.targets:
+            cmd.writes_files = True
+            cmd.targets.extend(Word(target) for target in found.targets)
+        cmd.trees.extend(Word(tree) for tree in found.trees)
+        cmd.read_trees.extend(Word(tree) for tree in found.read_trees)
+        cmd.code_files.extend(found.code_files)
+        cmd.shell_files.extend(found.shell_files)
+        cmd.opaque = cmd.opaque or found.opaque
+
+    def _fed(self, cmd: SimpleCommand) -> None:
+        """``xargs CMD``, ``parallel CMD``: CMD gets arguments no checker sees, and a word holding
+        the replace string (``{}``, ``-I X``) is only known when it runs; ``parallel`` with no
+        command runs the lines it reads."""
+        texts = [w.text for w in cmd.words]
+        starts = unwrap(texts)
+        for at, start in enumerate(starts):
+            name = texts[start].rsplit("/", 1)[-1]
+            if name not in ("xargs", "parallel"):
+                continue
+            program = starts[at + 1] if at + 1 < len(starts) else len(texts)
+            if name == "parallel" and (program >= len(texts) or texts[program].startswith(":::")):
+                cmd.opaque = "parallel runs the command lines it reads, which no checker can see"
+            marks = _replace_strings(texts[start:program]) if name == "xargs" else ("{", "}")
+            cmd.words[program:] = [
+                Word(w.text, True) if marks and all(m in w.text for m in marks) else w for w in cmd.words[program:]
+            ]
+            cmd.fed = []
 
     def _follow_cd(self, cmd: SimpleCommand) -> None:
         """``cd dir && echo x > f`` writes ``dir/f``: later commands of the line run in ``dir``."""
@@ -244,7 +301,11 @@ class _Parser:
             j = i + 1
             while j < len(words) and words[j].text not in (";", "+"):
                 j += 1
-            inner = SimpleCommand(words=[w for w in words[i + 1 : j] if w.text != "{}"], cwd=self.cd)
+            inner = SimpleCommand(
+                words=[Word(w.text, w.dynamic or "{}" in w.text) for w in words[i + 1 : j]],
+                cwd=self.cd,
+                fed=[Word(root) for root in find_roots([w.text for w in words])],
+            )
             if inner.words:
                 self.out.append(inner)
                 self._nested_scripts(inner)
@@ -380,6 +441,19 @@ class _Parser:
             return "$"  # a lone dollar sign is literal
         self.i = j
         return s[start:j]
+
+
+def _replace_strings(xargs: list[str]) -> tuple[str, ...]:
+    """The replace string of ``xargs -I X`` (``-i``, ``--replace``: ``{}``); none: nothing."""
+    for n, word in enumerate(xargs):
+        if word == "-I" and n + 1 < len(xargs):
+            return (xargs[n + 1],)
+        if word.startswith("-I") and len(word) > 2:
+            return (word[2:],)
+        if word.startswith(("-i", "--replace")):
+            given = word.split("=", 1)[1] if "=" in word else word[2:] if word.startswith("-i") else ""
+            return (given or "{}",)
+    return ()
 
 
 def _matching(s: str, open_at: int, opening: str, closing: str) -> int:

@@ -49,9 +49,31 @@ WRAPPER_OPTIONS: dict[str, frozenset[str]] = {
     "busybox": frozenset(),
     "watch": frozenset({"-n", "-d", "--interval"}),
     "parallel": frozenset({"-j", "--jobs"}),
+    "chrt": frozenset(),
+    "taskset": frozenset(),
+    "numactl": frozenset({"-C", "-N", "-m", "-i", "-p", "--physcpubind", "--cpunodebind", "--membind"}),
+    "fakeroot": frozenset({"-l", "-s", "-i", "--lib", "--faked"}),
+    "unshare": frozenset({"-S", "-G", "-R", "-w", "--setuid", "--setgid", "--root", "--wd"}),
+    "nsenter": frozenset({"-t", "-S", "-G", "-r", "-w", "--target", "--setuid", "--setgid", "--root", "--wd"}),
+    "setpriv": frozenset({"--reuid", "--regid", "--groups", "--inh-caps", "--bounding-set"}),
+    "prlimit": frozenset({"-p", "--pid"}),
+    "strace": frozenset({"-e", "-o", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-S", "-O", "-X"}),
+    "ltrace": frozenset({"-e", "-o", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-l", "-w"}),
+    "valgrind": frozenset(),
+    "runuser": frozenset({"-u", "-g", "-G", "--user", "--group", "--supp-group"}),
+    "sg": frozenset(),
+    "eatmydata": frozenset(),
+    "torsocks": frozenset(),
+    "proxychains": frozenset({"-f"}),
+    "proxychains4": frozenset({"-f"}),
+    "catchsegv": frozenset(),
+    "pkexec": frozenset({"--user"}),
+    "systemd-run": frozenset({"-p", "-u", "-E", "--unit", "--property", "--setenv", "--uid", "--gid", "--slice"}),
+    "firejail": frozenset(),
+    "faketime": frozenset({"-m", "-f"}),
 }
 # wrappers whose first operand is not the program: `timeout 5 CMD`, `chroot DIR CMD`, `flock FILE CMD`
-_FIRST_OPERAND = frozenset({"timeout", "chroot", "flock"})
+_FIRST_OPERAND = frozenset({"timeout", "chroot", "flock", "chrt", "taskset", "sg", "faketime"})
 WRAPPERS = frozenset(WRAPPER_OPTIONS) | _FIRST_OPERAND
 # programs whose `-c SCRIPT` is a shell script: `su -c '…'`, `script -c '…'`, `flock -c '…'`
 SCRIPT_OPTION_PROGRAMS = frozenset({"su", "script", "flock"})
