@@ -121,6 +121,7 @@ class TimeoutSettings:
     first_byte_ms: int = 60_000  # no byte of the response yet
     idle_ms: int = 120_000  # no content (keep-alives do not count)
     request_ms: int = 900_000  # the whole request
+    reading_tokens_per_second: int = 20  # a local server's reading speed until one is measured
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -337,7 +338,12 @@ SCHEMA: dict[str, Any] = {
     "env": {"passThrough": _tools},
     "resume": {"turns": _NON_NEGATIVE},
     "memory": {"enabled": _bool, "directory": _string, "flush": _bool},
-    "timeouts": {"firstByteMs": _int(1_000), "idleMs": _int(1_000), "requestMs": _int(1_000)},
+    "timeouts": {
+        "firstByteMs": _int(1_000),
+        "idleMs": _int(1_000),
+        "requestMs": _int(1_000),
+        "readingTokensPerSecond": _POSITIVE,
+    },
     "subagents": {"maxDepth": _NON_NEGATIVE, "maxParallel": _POSITIVE},
     "checkpoints": {"keepDays": _POSITIVE, "exclude": _patterns},
     "mcp": {"startup": _startup},
@@ -504,6 +510,9 @@ def settings_from_dict(
             first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
             idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
             request_ms=_sub(data, "timeouts").get("requestMs", TimeoutSettings().request_ms),
+            reading_tokens_per_second=_sub(data, "timeouts").get(
+                "readingTokensPerSecond", TimeoutSettings().reading_tokens_per_second
+            ),
         ),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
