@@ -443,6 +443,10 @@ def _continuity(data: Mapping[str, Any]) -> FrontierSettings:
     )
 
 
+def _timeouts(data: Mapping[str, Any]) -> TimeoutSettings:
+    return TimeoutSettings(**{f.name: data.get(_camel(f.name), f.default) for f in dataclasses.fields(TimeoutSettings)})
+
+
 def settings_from_dict(
     data: Mapping[str, Any], warnings: tuple[str, ...] = (), sources: tuple[Path, ...] = ()
 ) -> Settings:
@@ -506,14 +510,7 @@ def settings_from_dict(
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
-        timeouts=TimeoutSettings(
-            first_byte_ms=_sub(data, "timeouts").get("firstByteMs", TimeoutSettings().first_byte_ms),
-            idle_ms=_sub(data, "timeouts").get("idleMs", TimeoutSettings().idle_ms),
-            request_ms=_sub(data, "timeouts").get("requestMs", TimeoutSettings().request_ms),
-            reading_tokens_per_second=_sub(data, "timeouts").get(
-                "readingTokensPerSecond", TimeoutSettings().reading_tokens_per_second
-            ),
-        ),
+        timeouts=_timeouts(_sub(data, "timeouts")),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
