@@ -498,6 +498,12 @@ class CodingSession(RecoveryHooks):
         self._recovery_abort.abort()
         self.context_owner.cancel_background()
 
+    async def finish_background(self, wait: bool = True) -> None:
+        """Before the process ends: the background summary whose request is out is waited
+        for (``wait``: a one-shot process) and its answer kept in the session, so no later
+        process asks for it again (``heron.context.background``; :meth:`abort` ends the wait)."""
+        await self.context_owner.background.finish(wait=wait)
+
     # --- compaction (decided and run by the context owner) --------------------------------
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:

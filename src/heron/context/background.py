@@ -101,9 +101,24 @@ def answers_since(messages: Sequence[AgentMessage], started_ms: int) -> int:
 
 
 class Running:
-    """One background summary: its task, its plan, and how long it took."""
+    """One background summary: its task, its plan, and how long it took.
 
-    def __init__(self, pending: PendingSummary, plan: CompactionPlan, summarise: SummariseFn, store: object) -> None:
+    ``on_send``: told when its request goes out. ``held``: its request went out from a
+    process that ended without the answer - sent again only when a compaction waits for it.
+    ``kept``: the answer a process that ended before the compaction wrote to the session
+    (:mod:`heron.context.background_record`) - no request at all."""
+
+    def __init__(
+        self,
+        pending: PendingSummary,
+        plan: CompactionPlan,
+        summarise: SummariseFn,
+        store: object,
+        *,
+        on_send: Callable[[PendingSummary], None] | None = None,
+        held: bool = False,
+        kept: dict[str, Any] | None = None,
+    ) -> None:
         self.pending = pending
         self.plan = plan  # on the path as it is now (``take`` moves it to the current leaf)
         self.store = store  # the session it belongs to
@@ -116,17 +131,35 @@ class Running:
         self.failure_noted = False
         self._waited = 0.0
         self._was_ready = False
+        self.held = held
+        self.kept = kept is not None
         # Opened when the answer to the request this summary repeats has begun, or when a
         # compaction needs the summary now: see :meth:`BackgroundSummaries.answer_begun`.
         self.gate = asyncio.Event()
-        self.task = asyncio.create_task(self._run(summarise, plan))
+        if kept is not None:
+            self.gate.set()
+        self.task = asyncio.create_task(self._run(summarise, plan, on_send, kept))
 
-    async def _run(self, summarise: SummariseFn, plan: CompactionPlan) -> None:
+    async def _run(
+        self,
+        summarise: SummariseFn,
+        plan: CompactionPlan,
+        on_send: Callable[[PendingSummary], None] | None,
+        kept: dict[str, Any] | None,
+    ) -> None:
         from heron.context.summariser import SummaryFailed
 
         try:
             await self.gate.wait()
             self.started = time.perf_counter()  # its own duration, from its request on
+            if kept is not None:
+                from heron.context.background_record import result_from
+
+                found = result_from(kept)
+                self.result, self.error = (None, found) if isinstance(found, str) else (found, None)
+                return
+            if on_send is not None and not self.pending.sent:
+                on_send(self.pending)
             self.result = await summarise(plan, self.signal)
         except SummaryFailed as exc:
             self.error = str(exc)
@@ -158,8 +191,8 @@ class Running:
         """Its summary, waiting while it runs; None when it failed or was cancelled."""
         self.gate.set()  # the compaction needs it now: no longer waits for an answer to begin
         start = time.perf_counter()
-        self._was_ready = self.task.done()
-        if not self._was_ready:
+        self._was_ready = self.task.done() or self.kept  # a kept answer is ready (its task reads it at once)
+        if not self.task.done():
             await asyncio.wait({self.task})  # never raises: a cancelled task is only done
         self._waited = time.perf_counter() - start
         return self.result
@@ -225,8 +258,26 @@ class BackgroundSummaries:
         cache can serve a request only from one whose answer has begun - sent beside it,
         the summary would pay for the whole prefix (docs/context.md, "Background
         compaction"). The wait is one time-to-first-token, off the turn's path."""
-        if self.running is not None:
+        if self.running is not None and not self.running.held:
             self.running.gate.set()
+
+    async def finish(self, wait: bool) -> None:
+        """The process is ending (``heron -p`` after its answer): a summary whose request
+        is out is waited for (``wait``; its request has its own bounds, an abort cancels
+        it) and, when no compaction used it yet, its answer - or its error - is written to
+        the session for the process that compacts (:mod:`heron.context.background_record`):
+        each summary request is sent once per session, not once per process. A summary not
+        sent yet is only cancelled (the next process sends it)."""
+        running, policy = self.running, self.policy
+        if running is None or running.used or running.store is not policy.store:
+            return
+        if wait and running.gate.is_set() and not running.done:
+            await asyncio.wait({running.task})
+        if running.done and not running.aborted and not running.kept:
+            from heron.context.background_record import result_data
+
+            policy.note_background(running.pending, result_data(running.result, running.error))
+        running.cancel()
 
     def note_failure(self, running: Running) -> None:
         """A failed summary: recorded (none starts again until the next compaction)."""
@@ -370,7 +421,15 @@ class BackgroundSummaries:
         if plan is None or not plan.has_work:
             self._discard(pending, "its cut is no longer in the history to compact")
             return
-        self.running = Running(pending, plan, self._summarise, store)
+        self.running = Running(
+            pending,
+            plan,
+            self._summarise,
+            store,
+            on_send=self.policy.note_background,
+            held=pending.sent and pending.result is None,
+            kept=pending.result,
+        )
 
     def _stale(self, pending: PendingSummary) -> bool:
         """Whether what the summary leaves verbatim has grown past 70% of the threshold (or

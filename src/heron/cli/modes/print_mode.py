@@ -70,10 +70,21 @@ async def run_print(app: App, task: Task) -> int:
     line = failure_line(outcome)
     if line is not None:
         print(line, file=sys.stderr)
+        await finish_background(app)
         return 1
     try:
         print(redact(outcome.answer or ""), flush=True)
     except BrokenPipeError:  # the answer was not all read: not a success for a pipeline
         discard_stdout()
         return 1
+    await finish_background(app)
     return 0
+
+
+async def finish_background(app: App) -> None:
+    """After the answer: a background summary whose request is out is waited for and kept
+    in the session (each summary is asked for once per session); Ctrl+C stops the wait."""
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, app.session.abort)
+    await app.session.finish_background()
