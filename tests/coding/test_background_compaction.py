@@ -413,3 +413,22 @@ async def test_the_summary_is_sent_once_the_answer_to_the_request_it_repeats_has
     first = next(i for i, (_, summary) in enumerate(arrivals) if summary)
     main_before = max(when for when, summary in arrivals[:first] if not summary)
     assert arrivals[first][0] - main_before >= 0.25, "sent before the answer it shares a prefix with began"
+
+
+def test_a_kept_answer_reads_back_and_a_damaged_one_reads_as_a_failure() -> None:
+    from heron.context.background_record import result_data, result_from
+    from heron.context.shared_summary import SummaryUsage
+    from heron.context.summariser import SummaryResult
+
+    record = LedgerRecord(kind="summary_fallback", chars_before=40, chars_after=10, detail={"step": "separate"})
+    usage = SummaryUsage(mode="shared", requests=1, input_tokens=900, cached_tokens=800, reported=True)
+    result = SummaryResult(summary=SUMMARY, details={"readFiles": ["a.py"]}, records=[record], usage=usage)
+    back = result_from(result_data(result, None))
+    assert isinstance(back, SummaryResult)
+    assert (back.summary, back.details, back.usage) == (SUMMARY, {"readFiles": ["a.py"]}, usage)
+    assert back.records[0].to_json_dict() == record.to_json_dict()
+    assert result_from(result_data(None, "upstream failed")) == "upstream failed"
+    for damaged in ({}, {"summary": "  "}, {"summary": 3, "error": 4}):
+        assert isinstance(result_from(damaged), str)
+    odd = result_from({"summary": "kept", "details": "x", "records": "y", "usage": {"requests": -2}})
+    assert isinstance(odd, SummaryResult) and odd.details == {} and odd.records == [] and odd.usage.requests == 0

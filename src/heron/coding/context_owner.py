@@ -215,7 +215,7 @@ class ContextOwner:
             early=early,
             before_write=flush,
             keep_recent_tokens=keep,
-            choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus)),
+            choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus, signal)),
             shared=lambda: self.shared_prefix(signal),  # only when a summary is asked for now
             ready=ready,
         )

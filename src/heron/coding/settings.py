@@ -195,6 +195,8 @@ class Settings:
     max_turns: int | None = None
     # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
+    # extensions.handlerTimeoutMs: how long one extension handler may run before it is abandoned
+    extension_timeout_ms: int = 30_000
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -349,6 +351,7 @@ SCHEMA: dict[str, Any] = {
     "mcp": {"startup": _startup},
     "limits": {"maxTurns": _POSITIVE},
     "continuity": {"recentSteps": _NON_NEGATIVE, "skillTokens": _POSITIVE, "skillsTokens": _NON_NEGATIVE},
+    "extensions": {"handlerTimeoutMs": _int(100)},
 }
 
 
@@ -510,6 +513,7 @@ def settings_from_dict(
         mcp_startup=_sub(data, "mcp").get("startup", "eager"),
         max_turns=_sub(data, "limits").get("maxTurns"),
         continuity=_continuity(_sub(data, "continuity")),
+        extension_timeout_ms=_sub(data, "extensions").get("handlerTimeoutMs", 30_000),
         timeouts=_timeouts(_sub(data, "timeouts")),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),

@@ -32,16 +32,20 @@ never from whether the summary has arrived, so a resumed process decides the sam
 
 Restart equivalence (docs/context.md, "One view, derived from the session"). Only the
 start is written to the session - a ``heron.context`` entry ``op: "background"`` with
-the cut, the model and the window - and it never reaches a request. The summary itself,
-and its fallbacks' ledger records, stay in memory until the compaction entry is written.
-A process that opens the session with a pending record (the one that started it was
-killed, or ended, mid-summary) asks for the same summary again: same cut, same request.
-So a kill loses only the summary, and every later request is the one a process that never
-stopped sends.
+the cut, the model and the window - and it never reaches a request; every rule above
+reads the records, never whether the summary has arrived.
+
+Each summary request once per session. When its request goes out, that is recorded
+(``op: "background_sent"``). A one-shot process waits after its answer for the summary
+whose request is out and keeps the answer it did not use (``op: "background_result"``,
+:meth:`BackgroundSummaries.finish`); the process that compacts splices it in without a
+request. A process that opens the session with a pending record it is not running starts
+it again when its request never went out; one sent without a kept answer (the process
+was killed, or aborted it) is *held*: sent again only when a compaction waits for it.
 
 The summary request is the one the foreground path sends: both call
 :meth:`heron.context.compactor.Compactor.summarise`. An abort (Esc, rpc ``abort``)
-cancels the task; the next request asks for it again. A failed one is recorded
+cancels the task; it is asked for again when the compaction needs it. A failed one is recorded
 (``ended: "failed"``) and the compaction runs in the foreground; no other starts until
 the next compaction is written.
 """
