@@ -13,6 +13,7 @@ the same request). The child processes run with ``HERON_CHECK_CONTEXT=strict``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,37 @@ def test_a_process_killed_mid_summary_then_continued_sends_what_one_process_send
         if line["data"].get("kind") == "compaction" and line["data"].get("ref") == compactions[0]["id"]
     ]
     assert records and records[0]["detail"]["background"] in ("ready", "waited")
+
+
+def test_each_summary_request_is_sent_once_by_a_process_per_turn(tmp_path: Path, servers: list[LocalServer]) -> None:
+    """Issue 37: a ``heron -p --continue`` process whose turn started a background summary
+    waits for it after its answer and keeps it in the session; the process that compacts
+    splices it in. No summary request is sent twice, and the turns are the ones a single
+    process sends."""
+    one, per_turn = PlanServer(PLAN, LIMITS), PlanServer(PLAN, LIMITS)
+    cwd_one, env_one = make_project(tmp_path / "rpc1", serve(servers, one), [SMALL], SETTINGS)
+    cwd_two, env_two = make_project(tmp_path / "prnt", serve(servers, per_turn), [SMALL], SETTINGS)
+    rpc = Rpc(cwd_one, env_one, "local/small")
+    try:
+        answers = [rpc.turn(one, n) for n in sorted(PLAN)]
+    finally:
+        rpc.close()
+    assert answers == [f"done with turn {n}" for n in sorted(PLAN)]
+    for n in sorted(PLAN):
+        assert run_print(cwd_two, env_two, per_turn, n, "local/small", first=n == 0) == f"done with turn {n}"
+
+    assert one.rejected == per_turn.rejected == 0
+    assert audit(one) == [] and audit(per_turn) == []
+    own_one, summaries_one = split(one)
+    own_two, summaries_two = split(per_turn)
+    root_one, root_two = tmp_path / "rpc1", tmp_path / "prnt"
+    assert normalised(own_one, root_one) == normalised(own_two, root_two)
+    assert summaries_two, "the plan compacts"
+    sent = Counter(normalised(summaries_two, root_two))
+    assert max(sent.values()) == 1, f"a summary request was sent {max(sent.values())} times"
+    assert set(sent) == set(normalised(summaries_one, root_one))
+    lines = session_file(cwd_two, root_two / "home")
+    kept = [
+        line["data"] for line in lines if line.get("type") == "custom" and line["data"].get("op") == "background_result"
+    ]
+    assert kept, "a process ended before the compaction and kept the summary"

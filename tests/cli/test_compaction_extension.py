@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.cli.audit_harness import PlanServer, Step, audit, read, run_print
+from tests.cli.audit_harness import PlanServer, Rpc, Step, audit, prompt, read, run_print
 from tests.cli.test_compact_on_request import SUMMARY_LINE, main_bodies, session_entries, start, summary_bodies
 from tests.cli.test_compact_on_request import served as served  # the fixture
 from tests.support.http_server import LocalServer
@@ -116,3 +116,60 @@ def test_an_extension_may_cancel_or_keep_another_range(served: list[LocalServer]
     assert entry["firstKeptEntryId"] == calls[0]  # the last cut point then: the compact call itself
     assert entry["summary"].startswith("short summary")
     assert audit(other) == []
+
+
+EXITS = """
+import sys
+
+def register(api):
+    @api.before_compact
+    def leave(data):
+        sys.exit("the handler wanted heron gone")
+"""
+EXITS_ON_A_CALL = """
+def register(api):
+    @api.before_tool_call
+    def leave(call):
+        raise SystemExit(2)
+"""
+BLOCKS = """
+import time
+
+def register(api):
+    @api.before_compact
+    def stuck(data):
+        time.sleep(3600)
+"""
+
+
+def test_a_handler_that_exits_or_blocks_does_not_end_or_freeze_the_rpc_process(
+    served: list[LocalServer], tmp_path: Path
+) -> None:
+    """Issue 37: ``SystemExit`` from handlers (a tool call's, a compaction's) disables the
+    extension and the rpc process serves the next commands; a ``before_compact`` that blocks
+    is abandoned at ``extensions.handlerTimeoutMs`` and the compaction goes on."""
+    server, cwd, env = start(served, tmp_path, PLANS, extensions={"handlerTimeoutMs": 1_000})
+    extension(cwd, "quitter", EXITS)
+    extension(cwd, "caller", EXITS_ON_A_CALL)
+    extension(cwd, "sleeper", BLOCKS)
+    rpc = Rpc(cwd, env, "local/m")
+    try:
+        server.turn = 0
+        events = rpc.command(
+            {"type": "prompt", "message": prompt(0)}, lambda e: e.get("type") == "run_end" and e.get("id") == "c1"
+        )
+        assert events[-1]["type"] == "run_end" and events[-1].get("error") is None, events[-1]
+        state = rpc.command({"type": "get_state"}, lambda e: e.get("type") == "response" and e.get("id") == "c2")
+        assert state[-1]["success"] is True
+        assert rpc.turn(server, 1) == "done with turn 1"
+    finally:
+        rpc.close()
+    assert rpc.child.returncode == 0
+    said = "\n".join(str(e.get("message")) for e in events if e.get("type") == "context_warning")
+    assert "extension caller" in said and "SystemExit: 2" in said, said
+    assert "extension quitter" in said and "SystemExit: the handler wanted heron gone" in said, said
+    assert "extension sleeper" in said and "did not return within 1 s" in said, said
+    [entry] = compactions(cwd)  # heron's own
+    assert "heronChosenBy" not in entry["details"]
+    assert summary_bodies(server)
+    assert audit(server) == []

@@ -217,11 +217,14 @@ def test_rpc_and_continue_per_turn_send_the_same_requests(tmp_path: Path, server
     assert any(SHARED_SUMMARY_MARK in json.dumps(b) for b in one.bodies), "with shared summary requests"
     # the two drives ran in folders of the same length; only those and the session ids differ.
     # A compaction's two summary requests (history, turn prefix) run concurrently: compare
-    # the session's own requests in order, the summary requests as a set (a background
-    # summary a ``-p`` process ended before it answered is asked for again by the next one).
+    # the session's own requests in order, the summary requests as a set - and each of them
+    # once: a ``-p`` process waits for the background summary it started and keeps it in the
+    # session for the process that compacts.
     rpc_bodies, print_bodies = normalised(one.bodies, tmp_path / "rpc1"), normalised(many.bodies, tmp_path / "prnt")
     assert [b for b in rpc_bodies if not is_summary_text(b)] == [b for b in print_bodies if not is_summary_text(b)]
     assert {b for b in rpc_bodies if is_summary_text(b)} == {b for b in print_bodies if is_summary_text(b)}
+    summaries = [b for b in print_bodies if is_summary_text(b)]
+    assert len(summaries) == len(set(summaries)), "a summary request was sent twice"
 
 
 COLD_TTL = 10  # seconds: above a ``-p`` process's start-up on a loaded machine

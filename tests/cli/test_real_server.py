@@ -184,11 +184,11 @@ def test_twelve_turns_compact_resume_and_count_like_the_server(server: Recording
         assert not rejected, f"turn {turn}: {len(rejected)} request(s) rejected"
         assert all(0 < asked(e) <= WINDOW // 4 for e in sent), [asked(e) for e in sent]
         # The proxy records an exchange when its answer ends (or its client leaves). A
-        # background summary is asked for beside the turn, and a `-p` process that ends
-        # first drops it (the next process asks for the same again: docs/context.md,
-        # "Background compaction"); the proxy may record it during the next turn. So the
-        # server sees exactly heron's turn requests, whose plans are paired with them in
-        # order, and over the session at most the side requests heron logged.
+        # background summary is asked for beside the turn, and a `-p` process waits for it
+        # after its answer and keeps it for the process that compacts (docs/context.md,
+        # "Background compaction"). So the server sees exactly heron's turn requests, whose
+        # plans are paired with them in order, and over the session at most the side
+        # requests heron logged.
         side_logged += sum(": request turn" not in line for line in request_lines(done.stderr))
         turns = [e for e in sent if not is_summary_body(e.body)]
         assert not any(e.aborted for e in turns), f"turn {turn}: a turn request was left unfinished"

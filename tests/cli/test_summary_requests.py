@@ -38,7 +38,9 @@ from tests.cli.audit_harness import (
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.summaries import is_summary_body
 
-MODEL = {"id": "m", "contextWindow": 32_768, "maxTokens": 4_096}
+# Served as a hosted server is (a local one waits as long as its prompt needs, and a
+# request it may still be reading is not sent again: tests/cli/test_local_reading_e2e.py).
+MODEL = {"id": "m", "contextWindow": 32_768, "maxTokens": 4_096, "compat": {"localServer": False}}
 FIRST_BYTE_MS = 2_000
 SETTINGS: dict[str, Any] = {
     "timeouts": {"firstByteMs": FIRST_BYTE_MS},

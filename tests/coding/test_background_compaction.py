@@ -89,11 +89,11 @@ def background_records(s: CodingSession) -> list[LedgerRecord]:
     return [r for r in s.ledger.records if r.kind == "compaction" and "background" in r.detail]
 
 
-def decisions(s: CodingSession) -> list[dict[str, Any]]:
+def decisions(s: CodingSession, op: str = "background") -> list[dict[str, Any]]:
     return [
         e.data
         for e in s.store.entries()
-        if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE and e.data.get("op") == "background"
+        if isinstance(e, CustomEntry) and e.custom_type == DECISION_CUSTOM_TYPE and e.data.get("op") == op
     ]
 
 
@@ -169,23 +169,38 @@ async def test_a_manual_compaction_discards_the_background_summary(tmp_path: Pat
     assert len(discarded) == 1
 
 
-async def test_an_abort_cancels_the_background_summary_and_the_next_request_asks_again(
+async def until_compacted(s: CodingSession, first: int, turns: int = 14) -> CompactionEntry:
+    """Turns from ``first`` until one compacts; that compaction's entry."""
+    for n in range(first, first + turns):
+        await s.prompt(f"turn {n}: go on")
+        entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
+        if entries:
+            return entries[0]
+    raise AssertionError("no compaction")
+
+
+async def test_an_abort_cancels_the_background_summary_and_only_the_compaction_asks_again(
     tmp_path: Path, faux: FauxProvider
 ) -> None:
     script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=30 if n == 1 else 0))
     s = open_session(tmp_path, faux, script)
-    await until_started(s, script)
+    started = await until_started(s, script)
     asked = len(script.summaries)  # the history, and the prefix of the turn its cut splits
     running = s.context_owner.background.running
     assert running is not None and not running.done
     s.abort()
     await asyncio.wait_for(asyncio.wait({running.task}), timeout=2)
     assert running.task.done() and running.aborted
-    assert not background_records(s), "an abort is not a discard: the summary is asked for again"
+    assert not background_records(s), "an abort is not a discard: the summary is still the one to use"
+    assert any(d.get("op") == "background_sent" for d in decisions(s, "background_sent")), "its request went out"
     await s.prompt("next")
-    assert sorted(script.summaries[asked : 2 * asked]) == sorted(script.summaries[:asked]), "the same requests again"
-    restarted = s.context_owner.background.running
-    assert restarted is not None and restarted is not running
+    assert len(script.summaries) == asked, "it is not sent again beside the next turn"
+    entry = await until_compacted(s, started + 1)
+    # sent again once, when the compaction needed it: the same requests
+    assert sorted(script.summaries[asked:]) == sorted(script.summaries[:asked])
+    assert SUMMARY in entry.summary
+    written = [r for r in background_records(s) if r.ref == entry.id]
+    assert written and written[0].detail["background"] == "waited"
 
 
 async def test_a_failed_background_summary_falls_back_to_the_foreground_path(
@@ -210,21 +225,75 @@ async def test_a_failed_background_summary_falls_back_to_the_foreground_path(
     assert foreground[0].detail["waited_s"] == foreground[0].detail["summary_s"]
 
 
-async def test_a_new_process_asks_for_the_same_summary(tmp_path: Path, faux: FauxProvider) -> None:
-    """The first process is gone mid-summary: the next one opening the file restarts it."""
+async def test_a_new_process_does_not_send_again_what_its_predecessor_sent(tmp_path: Path, faux: FauxProvider) -> None:
+    """The first process is gone mid-summary (killed): the next one opening the file sends
+    that summary once more only when its compaction needs it, never beside each turn."""
     script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=30 if n == 1 else 0))
     s = open_session(tmp_path, faux, script)
-    await until_started(s, script)
+    started = await until_started(s, script)
     asked = len(script.summaries)
     first = s.context_owner.background.running
     assert first is not None
-    first.cancel()  # what the end of the process does to it
+    first.cancel()  # what a killed process leaves: the request went out, no answer kept
     path = s.store.path
     assert path is not None
     s.store.close()
     again = resume(tmp_path, faux, SessionStore.open(path))
     await again.prompt("the next turn, in a new process")
-    assert sorted(script.summaries[asked : 2 * asked]) == sorted(script.summaries[:asked])
+    assert len(script.summaries) == asked
+    entry = await until_compacted(again, started + 1)
+    assert sorted(script.summaries[asked:]) == sorted(script.summaries[:asked])
+    assert SUMMARY in entry.summary
+
+
+async def test_a_process_that_ends_keeps_the_summary_for_the_one_that_compacts(
+    tmp_path: Path, faux: FauxProvider
+) -> None:
+    """A one-shot process waits for its summary after its turn and keeps it in the session:
+    the process that compacts later splices it in and asks for nothing."""
+    script = Script(lambda n: FauxReply(content=text(SUMMARY).content, delay=0.3))
+    s = open_session(tmp_path, faux, script)
+    started = await until_started(s, script)
+    asked = len(script.summaries)
+    await s.context_owner.finish_background()  # what `heron -p` does after printing its answer
+    kept = decisions(s, "background_result")
+    assert len(kept) == 1 and SUMMARY in kept[0]["result"]["summary"]
+    path = s.store.path
+    assert path is not None
+    s.store.close()
+    processes = [resume(tmp_path, faux, SessionStore.open(path))]
+    entry: CompactionEntry | None = None
+    for n in range(started, started + 14):  # a process per turn, each ending the same way
+        current = processes[-1]
+        await current.prompt(f"turn {n}: go on")
+        await current.context_owner.finish_background()
+        entries = [e for e in current.store.entries() if isinstance(e, CompactionEntry)]
+        if entries:
+            entry = entries[0]
+            break
+        assert current.store.path is not None
+        current.store.close()
+        processes.append(resume(tmp_path, faux, SessionStore.open(current.store.path)))
+    assert entry is not None and SUMMARY in entry.summary
+    assert len(script.summaries) == asked, "no process asked for the kept summary again"
+    written = [r for r in background_records(processes[-1]) if r.ref == entry.id]
+    assert written and written[0].detail["background"] == "ready"
+
+
+async def test_a_kept_failure_falls_back_like_one_process(tmp_path: Path, faux: FauxProvider) -> None:
+    script = Script(lambda n: error("upstream failed", 500) if n == 1 else text(SUMMARY))
+    s = open_session(tmp_path, faux, script)
+    started = await until_started(s, script)
+    await s.context_owner.finish_background()
+    kept = decisions(s, "background_result")
+    assert len(kept) == 1 and "upstream failed" in kept[0]["result"]["error"]
+    assert s.store.path is not None
+    s.store.close()
+    again = resume(tmp_path, faux, SessionStore.open(s.store.path))
+    entry = await until_compacted(again, started)
+    failed = [r for r in background_records(again) if r.detail["background"] == "failed" and r.ref is None]
+    assert len(failed) == 1 and "upstream failed" in failed[0].detail["reason"]
+    assert SUMMARY in entry.summary  # asked for in the foreground, as one process does
 
 
 async def test_background_compaction_can_be_turned_off(tmp_path: Path, faux: FauxProvider) -> None:
@@ -344,3 +413,22 @@ async def test_the_summary_is_sent_once_the_answer_to_the_request_it_repeats_has
     first = next(i for i, (_, summary) in enumerate(arrivals) if summary)
     main_before = max(when for when, summary in arrivals[:first] if not summary)
     assert arrivals[first][0] - main_before >= 0.25, "sent before the answer it shares a prefix with began"
+
+
+def test_a_kept_answer_reads_back_and_a_damaged_one_reads_as_a_failure() -> None:
+    from heron.context.background_record import result_data, result_from
+    from heron.context.shared_summary import SummaryUsage
+    from heron.context.summariser import SummaryResult
+
+    record = LedgerRecord(kind="summary_fallback", chars_before=40, chars_after=10, detail={"step": "separate"})
+    usage = SummaryUsage(mode="shared", requests=1, input_tokens=900, cached_tokens=800, reported=True)
+    result = SummaryResult(summary=SUMMARY, details={"readFiles": ["a.py"]}, records=[record], usage=usage)
+    back = result_from(result_data(result, None))
+    assert isinstance(back, SummaryResult)
+    assert (back.summary, back.details, back.usage) == (SUMMARY, {"readFiles": ["a.py"]}, usage)
+    assert back.records[0].to_json_dict() == record.to_json_dict()
+    assert result_from(result_data(None, "upstream failed")) == "upstream failed"
+    for damaged in ({}, {"summary": "  "}, {"summary": 3, "error": 4}):
+        assert isinstance(result_from(damaged), str)
+    odd = result_from({"summary": "kept", "details": "x", "records": "y", "usage": {"requests": -2}})
+    assert isinstance(odd, SummaryResult) and odd.details == {} and odd.records == [] and odd.usage.requests == 0

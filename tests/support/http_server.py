@@ -37,6 +37,9 @@ class Reply:
     # ``trickle_s``, which no per-read timeout ever catches.
     stall: str | None = None
     trickle_s: float = 0.5
+    # The body as pieces, each written after its pause in seconds (the headers go at once):
+    # a server that streams some events, is silent a while, then streams more. Replaces ``body``.
+    schedule: list[tuple[float, bytes]] | None = None
 
     def body_bytes(self) -> bytes:
         return self.body.encode() if isinstance(self.body, str) else self.body
@@ -162,6 +165,9 @@ class LocalServer:
                     self.send_header(key, value)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
+                if reply.schedule is not None:
+                    self._scheduled(reply.schedule)
+                    return
                 size = reply.chunk_size or max(1, len(payload))
                 sent = 0
                 try:
@@ -183,6 +189,18 @@ class LocalServer:
                         self.connection.shutdown(socket.SHUT_RDWR)
                         self.close_connection = True
                         return
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    self.close_connection = True
+
+            def _scheduled(self, schedule: list[tuple[float, bytes]]) -> None:
+                self.wfile.flush()
+                try:
+                    for pause, piece in schedule:
+                        time.sleep(pause)
+                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                        self.wfile.flush()
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError, OSError):

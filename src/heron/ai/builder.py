@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.ai.events import (
     AssistantEvent,
@@ -37,6 +37,9 @@ from heron.ai.types import (
     ToolCall,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from heron.ai.reading import PromptProgress
 
 PARSE_EVERY_DELTA_BELOW = 4_096
 
@@ -75,6 +78,31 @@ class MessageBuilder:
         # (time.monotonic): read by the stream's timers (StreamOptions.*_ms).
         self.responded_at: float | None = None
         self.active_at: float | None = None
+        # A server reading the prompt (heron.ai.reading): its latest progress report, when
+        # that last advanced, how many reports came, when the answer itself began, and the
+        # reading's tokens and milliseconds as the server timed them.
+        self.progress: PromptProgress | None = None
+        self.progress_at: float | None = None
+        self.progress_reports = 0
+        self.answering_at: float | None = None
+        self.prompt_timing: tuple[int, float] | None = None
+
+    def note_progress(self, progress: PromptProgress) -> None:
+        """The server reported how far it has read the prompt (not content of the answer)."""
+        self.progress_reports += 1
+        previous = self.progress
+        if previous is None or progress.processed > previous.processed or progress.total != previous.total:
+            self.progress_at = time.monotonic()
+        self.progress = progress
+
+    def note_answering(self) -> None:
+        """An event of the answer itself arrived: the server has read the prompt."""
+        if self.answering_at is None:
+            self.answering_at = time.monotonic()
+
+    def note_prompt_timing(self, tokens: int, milliseconds: float) -> None:
+        """The server's own timing of its reading of the prompt (llama.cpp's ``timings``)."""
+        self.prompt_timing = (tokens, milliseconds)
 
     def note_response(self) -> None:
         """The server started answering (its status line and headers arrived)."""

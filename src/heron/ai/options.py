@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from heron.ai.abort import AbortSignal
 from heron.ai.events import RetryEvent
 from heron.ai.types import ThinkingLevel
+
+if TYPE_CHECKING:
+    from heron.ai.reading import ReadingSample
 
 CacheRetention = Literal["none", "short", "long"]
 
@@ -40,6 +43,9 @@ FIRST_BYTE_MS = 60_000
 IDLE_MS = 120_000
 REQUEST_MS = 900_000
 MIN_TIMEOUT_MS = 1_000
+# A local server's prompt-reading speed (tokens per second) assumed until one is measured
+# (the setting ``timeouts.readingTokensPerSecond``; heron.ai.reading).
+READING_TOKENS_PER_SECOND = 20
 
 # The setting each timer is configured by, as a user writes it: named in the error.
 TIMEOUT_SETTINGS = {
@@ -99,6 +105,11 @@ class StreamOptions:
     idle_ms: int = IDLE_MS
     # The whole request, from sending it to its last event.
     request_ms: int = REQUEST_MS
+    # A local server (heron.ai.reading): its prompt-reading speed measured before (tokens per
+    # second; None: not yet), the speed assumed until then, and where a new measurement goes.
+    reading_speed: float | None = None
+    assumed_reading_speed: float = READING_TOKENS_PER_SECOND
+    on_reading: Callable[[ReadingSample], None] | None = None
     # Kept for callers of earlier versions; the three bounds above are what is enforced.
     timeout: float = 600.0
 
@@ -110,3 +121,7 @@ class StreamOptions:
                     f"{TIMEOUT_SETTINGS[name]} must be a whole number of milliseconds "
                     f">= {MIN_TIMEOUT_MS}, got {value!r}"
                 )
+        for name in ("reading_speed", "assumed_reading_speed"):
+            speed = getattr(self, name)
+            if speed is not None and (isinstance(speed, bool) or not isinstance(speed, int | float) or speed <= 0):
+                raise ValueError(f"{name} must be a number of tokens per second > 0, got {speed!r}")

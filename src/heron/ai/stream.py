@@ -14,7 +14,7 @@ import dataclasses
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.ai.abort import sleep_or_abort
 from heron.ai.builder import MessageBuilder
@@ -24,6 +24,9 @@ from heron.ai.overflow import RETRYABLE, ErrorKind, ProviderError
 from heron.ai.providers.http import connection_error, display_url, incomplete, malformed
 from heron.ai.tokens import calculate_cost
 from heron.ai.types import AssistantMessage, Context, Model, Usage
+
+if TYPE_CHECKING:
+    from heron.ai.reading import ReadingWait
 
 
 class Provider(Protocol):
@@ -105,15 +108,26 @@ class _Watchdog:
     bound passes while the task waits on the provider, the task is cancelled, the same way
     abort interrupts a pending read, and the attempt fails with a transient error naming
     the setting. Time the consumer spends between events is not the server's.
+
+    A local server that may still be reading the prompt (``reading``) gets the time the
+    prompt needs instead, and a timeout then is not retried (:mod:`heron.ai.reading`).
     """
 
-    def __init__(self, options: StreamOptions, builder: MessageBuilder, task: Any, where: str | None) -> None:
+    def __init__(
+        self,
+        options: StreamOptions,
+        builder: MessageBuilder,
+        task: Any,
+        where: str | None,
+        reading: ReadingWait | None = None,
+    ) -> None:
         import asyncio
 
         self._options = options
         self._builder = builder
         self._task = task
         self._where = where
+        self.reading = reading  # a local server: the wait while it reads (heron.ai.reading)
         self._loop = asyncio.get_running_loop()
         self._started = time.monotonic()
         self._handle: Any = None
@@ -121,8 +135,9 @@ class _Watchdog:
         self.fired: str | None = None
 
     def start(self) -> None:
-        self._builder.responded_at = None
-        self._builder.active_at = None
+        builder = self._builder
+        builder.responded_at = builder.active_at = None
+        builder.progress = builder.progress_at = builder.answering_at = builder.prompt_timing = None
         self._schedule()
 
     def stop(self) -> None:
@@ -131,8 +146,12 @@ class _Watchdog:
             self._handle = None
 
     def _deadline(self) -> tuple[float, str]:
-        options, builder = self._options, self._builder
-        whole = (self._started + options.request_ms / 1000, "request_ms")
+        options, builder, reading = self._options, self._builder, self._reading_now()
+        if reading is not None:  # the server may still be reading: its own bound, not requestMs
+            name = "first_byte_ms" if builder.responded_at is None else "idle_ms"
+            return reading.deadline(builder, getattr(options, name) / 1000), name
+        start = builder.answering_at if self.reading is not None and builder.answering_at else self._started
+        whole = (start + options.request_ms / 1000, "request_ms")
         if builder.responded_at is None:
             wait = (self._started + options.first_byte_ms / 1000, "first_byte_ms")
         else:
@@ -157,11 +176,19 @@ class _Watchdog:
             self.fired = name
             self._task.cancel()
 
+    def _reading_now(self) -> ReadingWait | None:
+        reading = self.reading
+        return reading if reading is not None and reading.reading(self._builder) else None
+
     def error(self) -> ProviderError:
         name = self.fired or "request_ms"
         limit = getattr(self._options, name) / 1000
         where = self._where or "the server"
         setting = TIMEOUT_SETTINGS[name]
+        reading = self._reading_now()
+        if reading is not None:  # never sent again: the retry would queue behind the copy being read
+            text = reading.timeout_text(where, self._builder, setting)
+            return ProviderError(text, kind=ErrorKind.TRANSIENT, url=self._where, retryable=False)
         if name == "first_byte_ms":
             text = f"no response from {where} within {limit:g} s"
         elif name == "idle_ms":
@@ -207,8 +234,9 @@ async def _attempt(
     signal = options.signal
     task = asyncio.current_task()
     where = server_of(provider, model)
+    reading = _reading_wait(model, context, options)
     events = provider.stream(model, context, options, builder)
-    watchdog = _Watchdog(options, builder, task, where)
+    watchdog = _Watchdog(options, builder, task, where, reading)
     interrupted = False
 
     def on_abort() -> None:
@@ -232,6 +260,7 @@ async def _attempt(
             finally:
                 watchdog.in_provider = False
             builder.note_activity()
+            builder.note_answering()
             if event.type.endswith("_start") and event.type != "start":
                 outcome.announced = max(outcome.announced, event.content_index + 1)  # type: ignore[union-attr]
             yield event
@@ -257,6 +286,21 @@ async def _attempt(
         if unsubscribe is not None:
             unsubscribe()
     await _close(events)
+    if outcome.failure is None and reading is not None and options.on_reading is not None:
+        from heron.ai.reading import sample_of
+
+        sample = sample_of(reading, builder)
+        if sample is not None:
+            options.on_reading(sample)
+
+
+def _reading_wait(model: Model, context: Context, options: StreamOptions) -> ReadingWait | None:
+    """The wait on a local server reading the prompt (None: another server)."""
+    from heron.ai.reading import ReadingWait, is_local_server
+
+    if not is_local_server(model):
+        return None
+    return ReadingWait(context, options.reading_speed, options.assumed_reading_speed)
 
 
 def _name_server(failure: ProviderError, where: str | None) -> ProviderError:

@@ -132,6 +132,13 @@ class ContextOwner:
         """An abort (Esc, rpc ``abort``): the background summary stops cleanly."""
         self.background.cancel()
 
+    async def finish_background(self, wait: bool = True) -> None:
+        """Before the process ends: the background summary whose request is out is waited
+        for (``wait``: a one-shot process) and its answer kept in the session, so no later
+        process asks for it again (``heron.context.background``; the session's ``abort``
+        ends the wait)."""
+        await self.background.finish(wait=wait)
+
     async def _native_switch(self, messages: list[AgentMessage], signal: AbortSignal) -> bool:
         """Heron's own summary of what a provider-native compaction covered, the first time
         a request goes to a model that cannot read that block (docs/context.md): a
@@ -221,7 +228,7 @@ class ContextOwner:
             early=early,
             before_write=flush,
             keep_recent_tokens=keep,
-            choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus)),
+            choose=choose or (lambda plan: session.extensions.before_compact(plan, reason, focus, signal)),
             shared=lambda: self.shared_prefix(signal),  # only when a summary is asked for now
             ready=ready,
         )

@@ -6,8 +6,10 @@ running turn's prefix, chunks and their merge), a branch summary when leaving a 
 and the turns of the silent memory flush before an automatic compaction. All of them:
 
 - carry typed :class:`StreamOptions` built here: the session's api key and id, the
-  configured timeouts (``timeouts.firstByteMs``, ``idleMs``, ``requestMs``) and retry
-  policy (``retry.*``), and a retry callback that emits ``retry_start`` / ``retry_end``;
+  configured timeouts (``timeouts.firstByteMs``, ``idleMs``, ``requestMs``,
+  ``readingTokensPerSecond``) and retry policy (``retry.*``), a retry callback that emits
+  ``retry_start`` / ``retry_end``, and for a local server the prompt-reading speed
+  measured by earlier answers (kept across processes);
 - are sent by the same function (the agent's send, captured once), after the context
   rules are checked on what is sent (:mod:`heron.context.invariants`);
 - are announced to the request observers (:class:`RequestObserver`: tracing makes one
@@ -31,6 +33,7 @@ from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.events import AssistantEvent, DoneEvent, ErrorEvent, RetryEvent
 from heron.ai.options import RetryPolicy, StreamOptions
+from heron.ai.reading import is_local_server
 from heron.ai.stream import AssistantEventStream
 from heron.ai.types import AssistantMessage, Context, Model, StopReason
 from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent
@@ -85,9 +88,10 @@ class RequestPath:
         on_retry: Callable[[RetryEvent], None] | None = None,
         signal: AbortSignal | None = None,
     ) -> StreamOptions:
-        """Typed options with the session's key, id, timeouts and retry policy."""
+        """Typed options with the session's key, id, timeouts and retry policy, and for a
+        local server the reading speed measured before (:mod:`heron.coding.reading_speeds`)."""
         session, timeouts = self.session, self.session.settings.timeouts
-        return StreamOptions(
+        options = StreamOptions(
             api_key=session.api_key,
             session_id=session.store.session_id,
             max_tokens=max_tokens,
@@ -97,7 +101,16 @@ class RequestPath:
             first_byte_ms=timeouts.first_byte_ms,
             idle_ms=timeouts.idle_ms,
             request_ms=timeouts.request_ms,
+            assumed_reading_speed=timeouts.reading_tokens_per_second,
         )
+        model = session.model
+        if is_local_server(model):
+            from heron.coding.reading_speeds import measured_speed, record_sample
+
+            home = session.home
+            options.reading_speed = measured_speed(home, model)
+            options.on_reading = lambda sample: record_sample(home, model, sample)
+        return options
 
     def turn_options(self, context: Context) -> StreamOptions:
         """The agent's options: the output cap the policy computed for this view."""

@@ -145,6 +145,7 @@ class TimeoutSettings:
     first_byte_ms: int = 60_000  # no byte of the response yet
     idle_ms: int = 120_000  # no content (keep-alives do not count)
     request_ms: int = 900_000  # the whole request
+    reading_tokens_per_second: int = 20  # a local server's reading speed until one is measured
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -220,6 +221,8 @@ class Settings:
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
     goal: GoalSettings = field(default_factory=GoalSettings)  # goal.*: the goal loop (heron.context.goal_loop)
     idle_policy: IdlePolicy = "auto"  # idle.policy: before an idle session's cache expires (heron.context.idle)
+    # extensions.handlerTimeoutMs: how long one extension handler may run before it is abandoned
+    extension_timeout_ms: int = 30_000
     # What loading found: problems to show the user, and the files that were read.
     warnings: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
@@ -284,7 +287,12 @@ SCHEMA: dict[str, Any] = {
     "env": {"passThrough": check_tools},
     "resume": {"turns": NON_NEGATIVE},
     "memory": {"enabled": check_bool, "directory": check_string, "flush": check_bool},
-    "timeouts": {"firstByteMs": check_int(1_000), "idleMs": check_int(1_000), "requestMs": check_int(1_000)},
+    "timeouts": {
+        "firstByteMs": check_int(1_000),
+        "idleMs": check_int(1_000),
+        "requestMs": check_int(1_000),
+        "readingTokensPerSecond": POSITIVE,
+    },
     "subagents": {"maxDepth": NON_NEGATIVE, "maxParallel": POSITIVE},
     "checkpoints": {"keepDays": POSITIVE, "exclude": check_patterns},
     "mcp": {"startup": check_startup},
@@ -292,6 +300,7 @@ SCHEMA: dict[str, Any] = {
     "continuity": {"recentSteps": NON_NEGATIVE, "skillTokens": POSITIVE, "skillsTokens": NON_NEGATIVE},
     "goal": {"maxTurns": NON_NEGATIVE, "evaluator": check_string},
     "idle": {"policy": check_idle_policy},
+    "extensions": {"handlerTimeoutMs": check_int(100)},
 }
 
 
@@ -406,12 +415,7 @@ def _compaction(compaction: Mapping[str, Any]) -> CompactionSettings:
 
 
 def _timeouts(data: Mapping[str, Any]) -> TimeoutSettings:
-    default = TimeoutSettings()
-    return TimeoutSettings(
-        first_byte_ms=data.get("firstByteMs", default.first_byte_ms),
-        idle_ms=data.get("idleMs", default.idle_ms),
-        request_ms=data.get("requestMs", default.request_ms),
-    )
+    return TimeoutSettings(**{f.name: data.get(_camel(f.name), f.default) for f in dataclasses.fields(TimeoutSettings)})
 
 
 def settings_from_dict(
@@ -467,6 +471,7 @@ def settings_from_dict(
         continuity=_continuity(_sub(data, "continuity")),
         goal=goal_settings(_sub(data, "goal")),
         idle_policy=parse_policy(_sub(data, "idle").get("policy", "auto")),
+        extension_timeout_ms=_sub(data, "extensions").get("handlerTimeoutMs", 30_000),
         timeouts=_timeouts(_sub(data, "timeouts")),
         memory=MemorySettings(
             enabled=_sub(data, "memory").get("enabled", True),

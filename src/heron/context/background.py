@@ -32,16 +32,20 @@ never from whether the summary has arrived, so a resumed process decides the sam
 
 Restart equivalence (docs/context.md, "One view, derived from the session"). Only the
 start is written to the session - a ``heron.context`` entry ``op: "background"`` with
-the cut, the model and the window - and it never reaches a request. The summary itself,
-and its fallbacks' ledger records, stay in memory until the compaction entry is written.
-A process that opens the session with a pending record (the one that started it was
-killed, or ended, mid-summary) asks for the same summary again: same cut, same request.
-So a kill loses only the summary, and every later request is the one a process that never
-stopped sends.
+the cut, the model and the window - and it never reaches a request; every rule above
+reads the records, never whether the summary has arrived.
+
+Each summary request once per session. When its request goes out, that is recorded
+(``op: "background_sent"``). A one-shot process waits after its answer for the summary
+whose request is out and keeps the answer it did not use (``op: "background_result"``,
+:meth:`BackgroundSummaries.finish`); the process that compacts splices it in without a
+request. A process that opens the session with a pending record it is not running starts
+it again when its request never went out; one sent without a kept answer (the process
+was killed, or aborted it) is *held*: sent again only when a compaction waits for it.
 
 The summary request is the one the foreground path sends: both call
 :meth:`heron.context.compactor.Compactor.summarise`. An abort (Esc, rpc ``abort``)
-cancels the task; the next request asks for it again. A failed one is recorded
+cancels the task; it is asked for again when the compaction needs it. A failed one is recorded
 (``ended: "failed"``) and the compaction runs in the foreground; no other starts until
 the next compaction is written.
 """
@@ -102,9 +106,24 @@ def answers_since(messages: Sequence[AgentMessage], started_ms: int) -> int:
 
 
 class Running:
-    """One background summary: its task, its plan, and how long it took."""
+    """One background summary: its task, its plan, and how long it took.
 
-    def __init__(self, pending: PendingSummary, plan: CompactionPlan, summarise: SummariseFn, store: object) -> None:
+    ``on_send``: told when its request goes out. ``held``: its request went out from a
+    process that ended without the answer - sent again only when a compaction waits for it.
+    ``kept``: the answer a process that ended before the compaction wrote to the session
+    (:mod:`heron.context.background_record`) - no request at all."""
+
+    def __init__(
+        self,
+        pending: PendingSummary,
+        plan: CompactionPlan,
+        summarise: SummariseFn,
+        store: object,
+        *,
+        on_send: Callable[[PendingSummary], None] | None = None,
+        held: bool = False,
+        kept: dict[str, Any] | None = None,
+    ) -> None:
         self.pending = pending
         self.plan = plan  # on the path as it is now (``take`` moves it to the current leaf)
         self.store = store  # the session it belongs to
@@ -117,17 +136,35 @@ class Running:
         self.failure_noted = False
         self._waited = 0.0
         self._was_ready = False
+        self.held = held
+        self.kept = kept is not None
         # Opened when the answer to the request this summary repeats has begun, or when a
         # compaction needs the summary now: see :meth:`BackgroundSummaries.answer_begun`.
         self.gate = asyncio.Event()
-        self.task = asyncio.create_task(self._run(summarise, plan))
+        if kept is not None:
+            self.gate.set()
+        self.task = asyncio.create_task(self._run(summarise, plan, on_send, kept))
 
-    async def _run(self, summarise: SummariseFn, plan: CompactionPlan) -> None:
+    async def _run(
+        self,
+        summarise: SummariseFn,
+        plan: CompactionPlan,
+        on_send: Callable[[PendingSummary], None] | None,
+        kept: dict[str, Any] | None,
+    ) -> None:
         from heron.context.summariser import SummaryFailed
 
         try:
             await self.gate.wait()
             self.started = time.perf_counter()  # its own duration, from its request on
+            if kept is not None:
+                from heron.context.background_record import result_from
+
+                found = result_from(kept)
+                self.result, self.error = (None, found) if isinstance(found, str) else (found, None)
+                return
+            if on_send is not None and not self.pending.sent:
+                on_send(self.pending)
             self.result = await summarise(plan, self.signal)
         except SummaryFailed as exc:
             self.error = str(exc)
@@ -159,8 +196,8 @@ class Running:
         """Its summary, waiting while it runs; None when it failed or was cancelled."""
         self.gate.set()  # the compaction needs it now: no longer waits for an answer to begin
         start = time.perf_counter()
-        self._was_ready = self.task.done()
-        if not self._was_ready:
+        self._was_ready = self.task.done() or self.kept  # a kept answer is ready (its task reads it at once)
+        if not self.task.done():
             await asyncio.wait({self.task})  # never raises: a cancelled task is only done
         self._waited = time.perf_counter() - start
         return self.result
@@ -226,8 +263,26 @@ class BackgroundSummaries:
         cache can serve a request only from one whose answer has begun - sent beside it,
         the summary would pay for the whole prefix (docs/context.md, "Background
         compaction"). The wait is one time-to-first-token, off the turn's path."""
-        if self.running is not None:
+        if self.running is not None and not self.running.held:
             self.running.gate.set()
+
+    async def finish(self, wait: bool) -> None:
+        """The process is ending (``heron -p`` after its answer): a summary whose request
+        is out is waited for (``wait``; its request has its own bounds, an abort cancels
+        it) and, when no compaction used it yet, its answer - or its error - is written to
+        the session for the process that compacts (:mod:`heron.context.background_record`):
+        each summary request is sent once per session, not once per process. A summary not
+        sent yet is only cancelled (the next process sends it)."""
+        running, policy = self.running, self.policy
+        if running is None or running.used or running.store is not policy.store:
+            return
+        if wait and running.gate.is_set() and not running.done:
+            await asyncio.wait({running.task})
+        if running.done and not running.aborted and not running.kept:
+            from heron.context.background_record import result_data
+
+            policy.note_background(running.pending, result_data(running.result, running.error))
+        running.cancel()
 
     def note_failure(self, running: Running) -> None:
         """A failed summary: recorded (none starts again until the next compaction)."""
@@ -372,7 +427,15 @@ class BackgroundSummaries:
         if plan is None or not plan.has_work:
             self._discard(pending, "its cut is no longer in the history to compact")
             return
-        self.running = Running(pending, plan, self._summarise, store)
+        self.running = Running(
+            pending,
+            plan,
+            self._summarise,
+            store,
+            on_send=self.policy.note_background,
+            held=pending.sent and pending.result is None,
+            kept=pending.result,
+        )
 
     def _stale(self, pending: PendingSummary) -> bool:
         """Whether what the summary leaves verbatim has grown past 70% of the threshold (or

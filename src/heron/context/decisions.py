@@ -17,7 +17,7 @@ decisions of the branch behind, as it leaves its messages.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from heron.context.budget_notice import OP_BUDGET_NOTICE
@@ -36,6 +36,8 @@ OP_CALIBRATION = "calibration"
 OP_NATIVE = "native"  # provider-native compaction off for a model (its server rejected the fields)
 OP_BACKGROUND = "background"  # a background summary started (its cut), or ended unused (why)
 OP_CALL_ARGS = "call_args"  # tool calls whose arguments requests show shortened (heron.context.call_args)
+OP_BACKGROUND_SENT = "background_sent"  # its request went out (a later process does not send it again)
+OP_BACKGROUND_RESULT = "background_result"  # what it answered, kept by a process that ended before using it
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,10 @@ class PendingSummary:
     window: int
     # when it was recorded: a restarted process asks for it with the view of that moment
     started_ms: int = field(default=0, compare=False)
+    # its request went out (OP_BACKGROUND_SENT), and what came back when a process that
+    # ended before the compaction kept it (OP_BACKGROUND_RESULT: heron.context.background_record)
+    sent: bool = field(default=False, compare=False)
+    result: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False, repr=False)
@@ -164,6 +170,8 @@ class ContextDecisions:
             self._background(data, timestamp_ms)
         elif op == OP_IDLE and data.get("action") == "warm" and not data.get("failed"):
             self.warmed_ms = max(self.warmed_ms, timestamp_ms)
+        elif op in (OP_BACKGROUND_SENT, OP_BACKGROUND_RESULT):
+            self._background_outcome(op, data)
         elif op == OP_AUTO_COMPACTION:
             enabled = data.get("enabled")
             if isinstance(enabled, bool):
@@ -191,6 +199,19 @@ class ContextDecisions:
         cut, model, window = data.get("firstKeptEntryId"), data.get("model"), data.get("window")
         if isinstance(cut, str) and isinstance(model, str) and isinstance(window, int):
             self.background = PendingSummary(cut, model, window, started_ms=timestamp_ms)
+
+    def _background_outcome(self, op: str, data: dict[str, Any]) -> None:
+        """The pending summary's request went out, or its answer was kept (only for the
+        summary of the same cut: a record of an earlier one is spent)."""
+        pending = self.background
+        if pending is None or data.get("firstKeptEntryId") != pending.first_kept_entry_id:
+            return
+        if op == OP_BACKGROUND_SENT:
+            self.background = replace(pending, sent=True)
+            return
+        result = data.get("result")
+        if isinstance(result, dict):
+            self.background = replace(pending, sent=True, result=result)
 
     def learned_window(self, model_key: str) -> int | None:
         learned = self.windows.get(model_key)
@@ -240,6 +261,14 @@ def background_data(pending: PendingSummary) -> dict[str, Any]:
         "model": pending.model,
         "window": pending.window,
     }
+
+
+def background_sent_data(pending: PendingSummary) -> dict[str, Any]:
+    return {"op": OP_BACKGROUND_SENT, "firstKeptEntryId": pending.first_kept_entry_id}
+
+
+def background_result_data(pending: PendingSummary, result: dict[str, Any]) -> dict[str, Any]:
+    return {"op": OP_BACKGROUND_RESULT, "firstKeptEntryId": pending.first_kept_entry_id, "result": result}
 
 
 def background_end_data(ended: str, reason: str) -> dict[str, Any]:

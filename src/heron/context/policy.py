@@ -41,6 +41,8 @@ from heron.context.decisions import (
     auto_compaction_data,
     background_data,
     background_end_data,
+    background_result_data,
+    background_sent_data,
     flush_data,
     native_data,
     prune_data,
@@ -575,6 +577,12 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
         key, window = self.model_key, self.window
         entry = self._record(background_data(PendingSummary(first_kept_entry_id, key, window)))
         return PendingSummary(first_kept_entry_id, key, window, started_ms=iso_to_ms(entry.timestamp))
+
+    def note_background(self, pending: PendingSummary, result: dict[str, Any] | None = None) -> None:
+        """The pending background summary's request went out, or (``result``) its answer is
+        kept for a later process: recorded while it is still the pending one."""
+        if self.decisions.background == pending:
+            self._record(background_sent_data(pending) if result is None else background_result_data(pending, result))
 
     def end_background(self, ended: str, reason: str) -> None:
         """The pending background summary is given up (``ended``: "failed" or "discarded")."""

@@ -199,7 +199,11 @@ class HttpProvider:
             except ValueError as exc:
                 raise http.malformed(exc) from exc
             if isinstance(event, dict):
-                for out in translator.event(event, sse.event):
+                reports = builder.progress_reports
+                outs = translator.event(event, sse.event)
+                if builder.progress_reports == reports:
+                    builder.note_answering()  # not a progress report: the server has read the prompt
+                for out in outs:
                     yield out
         for out in translator.end():
             yield out

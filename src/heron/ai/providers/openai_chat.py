@@ -29,6 +29,11 @@ messages are built once (:mod:`heron.ai.providers.wire`).
 - ``reasoning_effort`` (bool, default true): send ``reasoning_effort`` to reasoning models;
 - ``extra_body`` (object): merged into the request body (provider routing, chat-template
   arguments...).
+
+A local server (:func:`heron.ai.reading.asks_progress`) is asked for its prompt progress
+(``"return_progress": true``, which llama.cpp answers with ``prompt_progress`` chunks while
+it reads and other servers ignore); those chunks and the final chunk's ``timings`` go to
+the builder, for the wait on a server still reading (:mod:`heron.ai.reading`).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from heron.ai.providers import http
 from heron.ai.providers.base import IMAGE_OMITTED, HttpProvider, StreamTranslator, set_usage
 from heron.ai.providers.openai_errors import error_message as _error_message
 from heron.ai.providers.openai_errors import status_error, stream_error
+from heron.ai.reading import asks_progress, progress_of
 from heron.ai.thinking import OPENAI_EFFORT
 from heron.ai.types import (
     AssistantMessage,
@@ -120,6 +126,8 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> JSO
         body["reasoning_effort"] = OPENAI_EFFORT[options.thinking]
     if options.session_id and compat.get("prompt_cache_key", is_openai_url(model.base_url)):
         body["prompt_cache_key"] = options.session_id
+    if asks_progress(model):
+        body["return_progress"] = True
     extra = compat.get("extra_body")
     if isinstance(extra, dict):
         body.update(extra)
@@ -305,6 +313,7 @@ class _Translator(StreamTranslator):
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = usage
+        self._reading(chunk)
         events: list[AssistantEvent] = []
         for choice in getattr(chunk, "choices", None) or []:
             if getattr(choice, "index", 0) not in (0, None):
@@ -319,6 +328,18 @@ class _Translator(StreamTranslator):
                     raise ProviderError(_error_message(error) or "the server ended the response with an error")
                 self.finish_reason = finish
         return events
+
+    def _reading(self, chunk: Any) -> None:
+        """llama.cpp's report of its reading of the prompt: progress while it reads, the
+        final chunk's timing of the whole reading."""
+        progress = progress_of(_extra(chunk, "prompt_progress"))
+        if progress is not None:
+            self.builder.note_progress(progress)
+        timings = _extra(chunk, "timings")
+        if isinstance(timings, dict):
+            tokens, ms = timings.get("prompt_n"), timings.get("prompt_ms")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and isinstance(ms, int | float):
+                self.builder.note_prompt_timing(tokens, float(ms))
 
     def _delta(self, delta: Any) -> list[AssistantEvent]:
         events: list[AssistantEvent] = []

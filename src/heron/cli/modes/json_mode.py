@@ -14,7 +14,7 @@ from typing import Any
 from heron.cli.app_state import App
 from heron.cli.delta_merge import DeltaMerger
 from heron.cli.events_json import event_json, output_line
-from heron.cli.modes.print_mode import discard_stdout, exit_code, failure_line, install_interrupt
+from heron.cli.modes.print_mode import discard_stdout, exit_code, failure_line, finish_background, install_interrupt
 from heron.cli.modes.run_end import run_end_json
 from heron.cli.task_input import Task
 from heron.coding.run import Run
@@ -45,14 +45,16 @@ async def run_json(app: App, task: Task) -> int:
     emit(app.session.store.header.to_json_dict() if app.session.store.header else {})
     if reader_gone:
         return 1
-    app.session.subscribe(lambda event: merger.write(event_json(event)))
+    unsubscribe = app.session.subscribe(lambda event: merger.write(event_json(event)))
     run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
     install_interrupt(app, run)
     outcome = await run.outcome()
     merger.write(run_end_json(outcome))
     if reader_gone:
         return 1
+    unsubscribe()  # the run's end is the last event written
     line = failure_line(outcome)
     if line is not None:
         print(line, file=sys.stderr)
+    await finish_background(app)
     return exit_code(outcome)

@@ -100,6 +100,9 @@ def discard_stdout() -> None:
     os.close(devnull)
 
 
+WAIT_NOTE_S = 2.0  # a longer wait for the background summary after the answer is said on stderr
+
+
 async def run_print(app: App, task: Task) -> int:
     run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
     install_interrupt(app, run, warnings=True)
@@ -109,6 +112,7 @@ async def run_print(app: App, task: Task) -> int:
         print(line, file=sys.stderr)
         if goal is not None:
             print(goal, file=sys.stderr)
+        await finish_background(app)
         return exit_code(outcome)
     try:
         print(answer_text(outcome.answer or "", sys.stdout), flush=True)
@@ -117,4 +121,21 @@ async def run_print(app: App, task: Task) -> int:
         return 1
     if goal is not None:
         print(goal, file=sys.stderr)
+    await finish_background(app)
     return 0
+
+
+async def finish_background(app: App) -> None:
+    """After the answer: a background summary whose request is out is waited for and kept
+    in the session (each summary is asked for once per session); Ctrl+C stops the wait.
+    A wait longer than :data:`WAIT_NOTE_S` is said on stderr, so a lingering process is
+    not a mystery."""
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, app.session.abort)
+    waiting = asyncio.ensure_future(app.session.context_owner.finish_background())
+    done, _ = await asyncio.wait({waiting}, timeout=WAIT_NOTE_S)
+    if not done:
+        note = "waiting for the background summary to finish (the next heron --continue uses it; Ctrl+C stops)"
+        print(f"heron: {note}", file=sys.stderr, flush=True)
+    await waiting

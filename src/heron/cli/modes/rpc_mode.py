@@ -80,6 +80,7 @@ async def run_rpc(app: App) -> int:
             if app.session.store.write_error is not None:
                 break
         await server.finish()
+        await app.session.context_owner.finish_background(wait=False)  # a summary that came back is kept
     finally:
         server.close()
         unsubscribe()

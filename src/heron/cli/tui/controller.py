@@ -308,6 +308,7 @@ class Controller(SessionCommands, ControlCommands):
             self.job.abort()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.wait(), timeout=10)
+        await self.session.context_owner.finish_background(wait=False)  # a summary that came back is kept
 
     def set_prefill(self, text: str) -> None:
         if self.place_in_input is not None and self.place_in_input(text):

@@ -18,11 +18,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from heron.agent.tools import AfterToolCallResult, AgentTool, BeforeToolCallResult, ToolCallContext, ToolResult
+from heron.ai.abort import AbortSignal
 from heron.coding.events import ContextWarningEvent
+from heron.coding.extensions import guard
 from heron.coding.extensions.commands import CommandRegistry, add_templates
 from heron.coding.extensions.loader import Candidate, find_extensions
 from heron.coding.tools import ALL_TOOLS, GOAL_TOOL
@@ -47,10 +51,8 @@ class Extension:
     registration: Registration
     enabled: bool = True
     error: str | None = None
-
-
-async def _settle(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+    # its plain handlers run one at a time, each in a thread of its own (extensions.guard)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def _arguments(ctx: ToolCallContext) -> dict[str, Any]:
@@ -168,17 +170,43 @@ class ExtensionHost:
 
     # --- events ----------------------------------------------------------------------------
 
+    @property
+    def timeout(self) -> float:
+        """How long one handler may run (``extensions.handlerTimeoutMs``), in seconds."""
+        settings = getattr(self.session, "settings", None)
+        return int(getattr(settings, "extension_timeout_ms", 30_000)) / 1000
+
+    def _failed(self, extension: Extension, where: str, out: guard.Outcome) -> bool:
+        """Whether the handler failed (it raised, or overran: the extension is disabled)."""
+        if out.failure is None:
+            return False
+        raised = isinstance(out.failure, BaseException)
+        self.disable(extension, f"its {where} handler {'raised' if raised else 'failed'}", out.failure)
+        return True
+
+    async def _call(
+        self, extension: Extension, handler: Callable[..., Any], args: Sequence[Any], signal: AbortSignal | None = None
+    ) -> guard.Outcome:
+        return await guard.call(handler, args, timeout=self.timeout, lock=extension.lock, signal=signal)
+
     def _on_event(self, event: Any) -> None:
         kind = getattr(event, "type", None)
         for extension in self._active():
             for wanted, handler in extension.registration.events:
                 if wanted not in ("*", kind) or not extension.enabled:
                     continue
-                try:
-                    result = handler(event)
-                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
-                    self.disable(extension, f"its {wanted!r} event handler raised", exc)
-                    continue
+                where = f"{wanted!r} event"
+                if guard.is_async(handler):
+                    try:
+                        result = handler(event)
+                    except BaseException as exc:  # noqa: BLE001 - an extension's fault disables it
+                        self._failed(extension, where, guard.Outcome(failure=exc))
+                        continue
+                else:
+                    out = guard.call_now(handler, (event,), timeout=self.timeout, lock=extension.lock)
+                    if self._failed(extension, where, out):
+                        continue
+                    result = out.value
                 if inspect.isawaitable(result):
                     self._schedule(extension, wanted, result)
 
@@ -196,10 +224,7 @@ class ExtensionHost:
         task.add_done_callback(self._pending.discard)
 
     async def _finish(self, extension: Extension, wanted: str, pending: Any) -> None:
-        try:
-            await pending
-        except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
-            self.disable(extension, f"its {wanted!r} event handler raised", exc)
+        self._failed(extension, f"{wanted!r} event", await guard.settle(pending, timeout=self.timeout))
 
     # --- tool calls ------------------------------------------------------------------------
 
@@ -244,11 +269,10 @@ class ExtensionHost:
         changed = verdict is not None and verdict.arguments is not None
         for extension in self._active():
             for handler in extension.registration.before:
-                try:
-                    answer = await _settle(handler(info))
-                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
-                    self.disable(extension, "its before_tool_call handler raised", exc)
+                out = await self._call(extension, handler, (info,))
+                if self._failed(extension, "before_tool_call", out):
                     break
+                answer = out.value
                 if answer is None:
                     continue
                 if not isinstance(answer, BeforeToolCallResult):
@@ -272,11 +296,10 @@ class ExtensionHost:
         current = result
         for extension in self._active():
             for handler in extension.registration.after:
-                try:
-                    answer = await _settle(handler(info, current))
-                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
-                    self.disable(extension, "its after_tool_call handler raised", exc)
+                out = await self._call(extension, handler, (info, current))
+                if self._failed(extension, "after_tool_call", out):
                     break
+                answer = out.value
                 if isinstance(answer, ToolResult):
                     current = answer
                 elif isinstance(answer, AfterToolCallResult):
@@ -301,11 +324,10 @@ class ExtensionHost:
         result that breaks a context rule is not used for this request (warned)."""
         for extension in self._active():
             for handler in extension.registration.transforms:
-                try:
-                    out = await _settle(handler(list(view)))
-                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
-                    self.disable(extension, "its transform_context handler raised", exc)
+                called = await self._call(extension, handler, (list(view),))
+                if self._failed(extension, "transform_context", called):
                     break
+                out = called.value
                 if out is None:
                     continue
                 from heron.coding.extensions.verify import is_message_list, view_problems
@@ -334,21 +356,29 @@ class ExtensionHost:
         compaction then stays off: the handler decides on the plan of the moment)."""
         return any(e.registration.compaction for e in self._active())
 
-    async def before_compact(self, plan: CompactionPlan, reason: str, focus: str | None) -> CompactionChoice | None:
+    async def before_compact(
+        self, plan: CompactionPlan, reason: str, focus: str | None, signal: AbortSignal | None = None
+    ) -> CompactionChoice | None:
         """The first ``before_compact`` answer of the enabled extensions, as the compactor's
-        choice; an extension whose handler raises or answers nonsense is disabled and the
-        next one (in the end, heron's own compaction) decides."""
+        choice; an extension whose handler raises, overruns its deadline or answers
+        nonsense is disabled and the next one (in the end, heron's own compaction) decides.
+        An abort (``signal``) while a handler runs cancels the compaction."""
         if not any(e.registration.compaction for e in self._active()):
             return None
         from heron.coding.extensions.compaction import choice_from, compaction_input
+        from heron.context.compaction import CompactionChoice
 
         seen = compaction_input(plan, reason, focus)
         for extension in self._active():
             for handler in extension.registration.compaction:
+                out = await self._call(extension, handler, (seen,), signal)
+                if out.aborted:
+                    return CompactionChoice(source="an abort", cancel=True)
+                if self._failed(extension, "before_compact", out):
+                    break
                 try:
-                    answer = await _settle(handler(seen))
-                    choice = choice_from(answer, plan, f"extension {extension.name}", self.session.tool_catalog)
-                except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+                    choice = choice_from(out.value, plan, f"extension {extension.name}", self.session.tool_catalog)
+                except ValueError as exc:
                     self.disable(extension, "its before_compact handler failed", exc)
                     break
                 if choice is not None:
@@ -366,12 +396,15 @@ class ExtensionHost:
         if extension is not None and not extension.enabled:
             self.warn(f"/{command.name} is not available: {extension.error}")
             return None
-        try:
-            out = await _settle(command.handler(args))
-        except Exception as exc:  # noqa: BLE001 - an extension's fault disables it
+        lock = extension.lock if extension is not None else threading.Lock()
+        called = await guard.call(command.handler, (args,), timeout=self.timeout, lock=lock)
+        if called.failure is not None:
+            raised = isinstance(called.failure, BaseException)
             if extension is not None:
-                self.disable(extension, f"its /{command.name} command raised", exc)
+                how = "raised" if raised else "failed"
+                self.disable(extension, f"its /{command.name} command {how}", called.failure)
             return None
+        out = called.value
         return out if isinstance(out, str) and out.strip() else None
 
     def tools_of(self, extension: Extension) -> list[AgentTool[Any]]:
