@@ -36,7 +36,7 @@ from _idle_drive import idle_actions, idle_pause, timed_figures
 from _pi import NOT_INSTALLED
 from _prompt_cache import pauses
 from _sim_clock import WallClock
-from _window_pi import pi_run
+from _window_pi import PI, counts, http_run
 from context_longrun import SEED, SUMMARY, TurnPlan, edit_arguments, make_project, plan_turn
 from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_request, text
 from heron.ai.registry import unregister_provider
@@ -233,29 +233,24 @@ def priced(cached_chars: float, uncached_chars: float, output_tokens: int) -> di
     return {k: round(v, 2) for k, v in cost.items()}
 
 
-def pi_outcomes(turns: int) -> list[dict[str, Any]]:
-    """pi 1.6.0 over HTTP on each window (``_window_pi``); empty when pi is not installed."""
+def http_outcomes(turns: int) -> list[dict[str, Any]]:
+    """pi 1.6.0, and heron beside it, over HTTP on each window (``_window_pi``); pi's rows
+    are left out when pi is not installed."""
+    prices = {"input": PRICES.input, "output": PRICES.output, "cacheRead": PRICES.cache_read}
+    prices["cacheWrite"] = PRICES.cache_write
     out = []
     for window in WINDOWS:
-        done = pi_run(turns, window, MAX_TOKENS)
-        if done is None:
-            return []
-        counts, run = done
-        five = run.cache["5min"]
-        kinds = [r.kind for r in run.received if r.kind in ("turn", "summary", "warm")]
-        output = sum(SUMMARY_TOKENS if k == "summary" else 1 if k == "warm" else ANSWER_TOKENS for k in kinds)
-        out.append(
-            {
-                "name": f"pi 1.6.0, {window // 1000}k window",
-                "window": window,
-                **counts,
-                "cost": priced(five.cached, five.uncached, output),
-            }
-        )
+        for name in (PI, "heron"):
+            run = http_run(name, turns, window, MAX_TOKENS, prices)
+            if run is not None:
+                figures = counts(run, priced, ANSWER_TOKENS, SUMMARY_TOKENS)
+                out.append(
+                    {"name": f"{name} over HTTP, {window // 1000}k window", "agent": name, "window": window, **figures}
+                )
     return out
 
 
-def report(turns: int, outcomes: list[Outcome], pi: list[dict[str, Any]]) -> dict[str, Any]:
+def report(turns: int, outcomes: list[Outcome], http: list[dict[str, Any]]) -> dict[str, Any]:
     """Print the table and ratios; the ratios for the JSON."""
     rows = [
         [
@@ -271,12 +266,12 @@ def report(turns: int, outcomes: list[Outcome], pi: list[dict[str, Any]]) -> dic
         ]
         for o in outcomes
     ]
-    for r in pi:
+    for r in http:
         stopped = f" (stopped: {r['error'][:50]})" if r["error"] else ""
         rows.append(
             [
                 r["name"] + stopped,
-                "pi default",
+                "pi default" if r["agent"] == PI else "auto",
                 f"{r['input_tokens']:,}",
                 f"{r['largest_request']:,}",
                 r["requests"],
@@ -290,7 +285,7 @@ def report(turns: int, outcomes: list[Outcome], pi: list[dict[str, Any]]) -> dic
     headers += ["idle: warm-ups / compactions / expired", "rejected", "cost"]
     print(f"{turns} turns, Sonnet prices, simulated 5-minute cache:")
     print(table(headers, rows))
-    if not pi:
+    if not any(r["agent"] == PI for r in http):
         print(NOT_INSTALLED)
     verdicts: dict[str, Any] = {}
     for window in WINDOWS:
@@ -320,8 +315,8 @@ def main() -> None:
     turns = TURNS_QUICK if args.quick else TURNS
     load_before = os.getloadavg()[0]
     outcomes = asyncio.run(main_async(turns))
-    pi = pi_outcomes(turns)
-    verdicts = report(turns, outcomes, pi)
+    http = http_outcomes(turns)
+    verdicts = report(turns, outcomes, http)
     load = os.getloadavg()[0]
     print(f"load average {load_before:.2f} before, {load:.2f} after")
     data = {
@@ -329,7 +324,8 @@ def main() -> None:
         "load": load,
         "load_before": load_before,
         "runs": [o.__dict__ for o in outcomes],
-        "pi": pi or NOT_INSTALLED,
+        "http": http,
+        "pi": "installed" if any(r["agent"] == PI for r in http) else NOT_INSTALLED,
         "ratios": verdicts,
     }
     target = write_json("long_window_cost", data, args.json, args.quick)
