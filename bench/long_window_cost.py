@@ -13,7 +13,18 @@ window less the reserve, as before) and with the default ``"auto"``: input token
 over the session (every request's tokens, summary requests included), the largest
 request, compactions, and the priced cost with a simulated 5-minute prompt cache
 (``_prompt_cache.py``: a request's cached prefix is billed as a cache read, the rest as a
-cache write, output at the output price). ``--quick``: 30 turns.
+cache write, output at the output price).
+
+A third run per window adds the idle policy (``idle.policy: "auto"``, docs/context.md,
+"The idle policy") to the ``"auto"`` budget: in each user pause the real idle keeper
+decides and acts at the moment its timer would fire, on the simulated clock
+(``_idle_drive.py``); its warm-ups (billed: the prefix as cache reads or writes, one output
+token) and idle compactions are counted and priced with the rest. The other runs have the
+idle policy off.
+
+Then pi 1.6.0 (when installed: ``_pi.py``) and heron (budget ``"auto"``) play the same
+traffic without the edits over HTTP, each window, priced alike (``_window_pi.py``); pi's
+rows say "pi: not installed" otherwise. ``--quick``: 30 turns.
 """
 
 from __future__ import annotations
