@@ -263,7 +263,8 @@ class RecordingProxy:
         self._httpd.server_close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -361,7 +362,7 @@ def start_llama_server(binary: str, model: str, log: Path, *, n_ctx: int = 4_096
     end-of-sequence token favoured, once its ``/health`` says the model is loaded (raises
     with the log's tail when it never does). Loading took 2-4 s on the loaded 2 cores;
     ``timeout`` only stops a server that never becomes ready."""
-    port = _free_port()
+    port = free_port()
     command = [
         binary,
         "--model", model,
