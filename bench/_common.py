@@ -11,6 +11,27 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+# The exit status of a benchmark that cannot run here because data it needs is missing:
+# `.ci/run` reports it as skipped, with the reason the script printed.
+SKIPPED = 77
+
+
+def shared_path(*parts: str) -> Path:
+    """A path in the shared data beside the repository (``../shared``, or wherever
+    ``HERON_SHARED`` points), resolved where the tests resolve it
+    (``tests.support.fixtures``); when it is absent the benchmark ends with
+    :data:`SKIPPED`, naming the path, instead of crashing half-way."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.support.fixtures import SHARED, missing_reason
+
+    path = SHARED.joinpath(*parts)
+    reason = missing_reason(path)
+    if reason is not None:
+        print(f"skipped: {reason}", file=sys.stderr)
+        raise SystemExit(SKIPPED)
+    return path
 
 
 def parser(description: str) -> argparse.ArgumentParser:

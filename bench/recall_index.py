@@ -24,10 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parser, table, write_json
+from _common import parser, shared_path, table, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-GENERATOR = ROOT.parent / "shared" / "tools" / "gen_pi_session.py"
 CACHE = Path(tempfile.gettempdir()) / "heron-bench"
 MARKER = "MARKER-bench-9c1d"
 QUERIES = [
@@ -43,12 +41,13 @@ QUERIES = [
 
 
 def generated(entries: int) -> Path:
+    generator = shared_path("tools", "gen_pi_session.py")  # without it: skipped, naming it
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"s{entries}.jsonl"
     if not path.exists():
         tmp = path.with_suffix(".tmp")
         subprocess.run(
-            [sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(tmp)],
+            [sys.executable, str(generator), "--entries", str(entries), "--out", str(tmp)],
             check=True,
             capture_output=True,
         )

@@ -34,12 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parser, table, write_json
+from _common import ROOT, parser, shared_path, table, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-GENERATOR = SHARED / "tools" / "gen_pi_session.py"
-PI_SESSIONS = SHARED / "fixtures" / "pi" / "sessions"
 CACHE = Path(tempfile.gettempdir()) / "heron-bench"
 
 
@@ -151,12 +147,13 @@ def in_child(*args: str) -> dict[str, Any]:
 
 
 def generated(entries: int) -> Path:
+    generator = shared_path("tools", "gen_pi_session.py")  # without it: skipped, naming it
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"s{entries}.jsonl"
     if not path.exists():
         tmp = path.with_suffix(".tmp")
         subprocess.run(
-            [sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(tmp)],
+            [sys.executable, str(generator), "--entries", str(entries), "--out", str(tmp)],
             check=True,
             capture_output=True,
         )
@@ -211,7 +208,12 @@ def main() -> int:
     entries = args.entries or (5_000 if args.quick else 100_000)
     runs = args.runs or (2 if args.quick else 5)
     appends, fsync_appends = (300, 30) if args.quick else (3_000, 300)
-    files = [generated(entries), PI_SESSIONS / "large-session.jsonl", PI_SESSIONS / "before-compaction.jsonl"]
+    pi_sessions = ("fixtures", "pi", "sessions")
+    files = [
+        generated(entries),
+        shared_path(*pi_sessions, "large-session.jsonl"),
+        shared_path(*pi_sessions, "before-compaction.jsonl"),
+    ]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     results = [measure(path, runs, appends, fsync_appends) for path in files]
     rows = []

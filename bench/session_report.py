@@ -23,19 +23,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parser, table, write_json
+from _common import parser, shared_path, table, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-GENERATOR = ROOT.parent / "shared" / "tools" / "gen_pi_session.py"
 CACHE = Path(tempfile.gettempdir()) / "heron-bench"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
 
 def session_file(entries: int) -> Path:
+    generator = shared_path("tools", "gen_pi_session.py")  # without it: skipped, naming it
     target = CACHE / f"gen-{entries}.jsonl"
     if not target.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, str(GENERATOR), "--entries", str(entries), "--out", str(target)]
+        cmd = [sys.executable, str(generator), "--entries", str(entries), "--out", str(target)]
         subprocess.run(cmd, check=True, capture_output=True)
     return target
 

@@ -13,12 +13,18 @@ unchanged, streaming included, while it records what the server was asked and an
 the status (a rejected request is a 4xx), the request body, and the prompt tokens the
 server reports (an answer's ``usage``, a rejection's ``n_prompt_tokens``). That is how the
 tests count rejected requests and compare the server's counts with heron's plan.
+
+:class:`Pace` is how long the tests let anything take: the server's speed is measured when
+the suite starts (:func:`measure_speed`: a short completion, prompt and generated tokens a
+second) and slowed to the slowest the server reports for any later request (llama.cpp's
+``timings``), so a deadline follows the machine's load instead of a fixed number of seconds.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import math
 import socket
 import subprocess
 import threading
@@ -34,6 +40,12 @@ from urllib.parse import urlsplit
 # in 12 s) where unbiased they ran to the limit at 5-17 tokens/s.
 END_TOKEN = 1
 END_BIAS = 6
+# How much slower than the measured pace anything may be before it counts as hung: the load
+# on a shared machine moves while the suite runs (the measured speeds varied 2-3x with it).
+MARGIN = 3.0
+# A measurement over fewer tokens is mostly fixed cost, not speed: ignored by Pace.observe.
+_MIN_PROMPT_N = 64
+_MIN_PREDICTED_N = 8
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "proxy-connection"}
 
 
@@ -47,6 +59,7 @@ class Exchange:
     body: Any
     prompt_tokens: int | None = None
     aborted: bool = False  # the client left before the answer ended
+    timings: dict[str, Any] | None = None  # llama.cpp's own account of the work, when it gave one
 
     @property
     def is_chat(self) -> bool:
@@ -56,20 +69,42 @@ class Exchange:
     def rejected(self) -> bool:
         return self.status >= 400
 
+    @property
+    def server_seconds(self) -> float | None:
+        """The time the server says it spent reading the prompt and generating."""
+        if not self.timings:
+            return None
+        return (float(self.timings.get("prompt_ms", 0)) + float(self.timings.get("predicted_ms", 0))) / 1000
+
+
+def _documents(payload: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of an answer: each ``data:`` line of a stream, or the whole body."""
+    text = payload.decode("utf-8", "replace")
+    found: list[dict[str, Any]] = []
+    for document in [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]:
+        try:
+            data = json.loads(document)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
+
+
+def reported_timings(payload: bytes) -> dict[str, Any] | None:
+    """llama.cpp's ``timings`` of an answer (the last streamed chunk carries them)."""
+    found: dict[str, Any] | None = None
+    for data in _documents(payload):
+        if isinstance(data.get("timings"), dict):
+            found = data["timings"]
+    return found
+
 
 def reported_prompt_tokens(payload: bytes) -> int | None:
     """The prompt tokens a chat response reports: the streamed ``usage`` chunk's (or a
     JSON answer's), or a rejection's ``n_prompt_tokens``."""
     found: int | None = None
-    text = payload.decode("utf-8", "replace")
-    documents = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]
-    for document in documents:
-        try:
-            data = json.loads(document)
-        except ValueError:
-            continue
-        if not isinstance(data, dict):
-            continue
+    for data in _documents(payload):
         usage = data.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
             found = usage["prompt_tokens"]
@@ -79,14 +114,71 @@ def reported_prompt_tokens(payload: bytes) -> int | None:
     return found
 
 
-class RecordingProxy:
-    """Forwards ``http://127.0.0.1:<port>/…`` to ``upstream`` and records each exchange."""
+@dataclass
+class Pace:
+    """The measured speed of the server (and of heron's start), and the deadlines derived
+    from it: a wait that outlasts its deadline is a hang, not a slow machine."""
 
-    def __init__(self, upstream: str) -> None:
+    prompt_tps: float  # prompt tokens the server reads a second
+    predicted_tps: float  # tokens it generates a second
+    n_ctx: int  # the server's window: a request reads at most this many tokens
+    startup_s: float = 0.0  # a heron process's start, measured by the suite
+
+    def request_s(self, prompt_tokens: int, predicted_tokens: int) -> float:
+        return prompt_tokens / self.prompt_tps + predicted_tokens / self.predicted_tps
+
+    @property
+    def longest_request_s(self) -> float:
+        """The longest one request can keep the server busy: a full window read and an
+        answer at heron's output limit (a quarter of the window; the tests check that)."""
+        return self.request_s(self.n_ctx, self.n_ctx // 4)
+
+    def process_deadline(self, requests: int) -> float:
+        """How long a heron process making at most ``requests`` requests may take."""
+        return MARGIN * (self.startup_s + requests * self.longest_request_s)
+
+    def explained(self, exchanges: list[Exchange]) -> float:
+        """The most a heron process whose requests were ``exchanges`` should take: its start
+        and the server's own time for each request (from its ``timings``, or the longest
+        a request can take when it gave none), times :data:`MARGIN`."""
+        work = 0.0
+        for exchange in exchanges:
+            seconds = exchange.server_seconds
+            work += self.longest_request_s if seconds is None else seconds
+        return MARGIN * (self.startup_s + work)
+
+    def observe(self, timings: dict[str, Any]) -> None:
+        """Slow down to a later request's speed, when it was measured over enough tokens
+        (a handful of tokens measures the fixed cost of a request, not the speed)."""
+        prompt_n, prompt_rate = timings.get("prompt_n", 0), timings.get("prompt_per_second", 0)
+        if isinstance(prompt_n, int) and prompt_n >= _MIN_PROMPT_N and _positive(prompt_rate):
+            self.prompt_tps = min(self.prompt_tps, float(prompt_rate))
+        predicted_n, predicted_rate = timings.get("predicted_n", 0), timings.get("predicted_per_second", 0)
+        if isinstance(predicted_n, int) and predicted_n >= _MIN_PREDICTED_N and _positive(predicted_rate):
+            self.predicted_tps = min(self.predicted_tps, float(predicted_rate))
+
+    def describe(self) -> str:
+        return (
+            f"{self.prompt_tps:.0f} prompt tokens/s, {self.predicted_tps:.1f} generated tokens/s, "
+            f"heron starts in {self.startup_s:.1f} s, margin {MARGIN:g}x"
+        )
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+class RecordingProxy:
+    """Forwards ``http://127.0.0.1:<port>/…`` to ``upstream`` and records each exchange;
+    with a ``pace``, each answer's ``timings`` slow it to the speed the server reports, and
+    the wait for the server's next byte is bounded by it (a prompt is read in silence)."""
+
+    def __init__(self, upstream: str, pace: Pace | None = None) -> None:
         parts = urlsplit(upstream)
         self.upstream_host = parts.hostname or "127.0.0.1"
         self.upstream_port = parts.port or 80
         self.exchanges: list[Exchange] = []
+        self.pace = pace
         self._lock = threading.Lock()
         proxy = self
 
@@ -100,7 +192,8 @@ class RecordingProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
-                upstream = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=600)
+                wait = MARGIN * proxy.pace.longest_request_s if proxy.pace else 600
+                upstream = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=wait)
                 try:
                     upstream.request(self.command, self.path, body=body or None, headers=headers)
                     response = upstream.getresponse()
@@ -146,8 +239,11 @@ class RecordingProxy:
         exchange = Exchange(method, path.split("?")[0], status, parsed, aborted=aborted)
         if exchange.is_chat:
             exchange.prompt_tokens = reported_prompt_tokens(answer)
+            exchange.timings = reported_timings(answer)
         with self._lock:
             self.exchanges.append(exchange)
+            if self.pace is not None and exchange.timings:
+                self.pace.observe(exchange.timings)
 
     @property
     def url(self) -> str:
@@ -167,7 +263,8 @@ class RecordingProxy:
         self._httpd.server_close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -197,8 +294,9 @@ class LlamaProcess:
             return ""
 
 
-def _get_json(port: int, method: str, path: str, body: Any = None) -> Any:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def _get_json(url: str, method: str, path: str, body: Any = None, *, timeout: float = 60) -> Any:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
     try:
         connection.request(method, path, body=None if body is None else json.dumps(body))
         return json.loads(connection.getresponse().read())
@@ -206,21 +304,65 @@ def _get_json(port: int, method: str, path: str, body: Any = None) -> Any:
         connection.close()
 
 
-def _check_end_token(running: LlamaProcess, port: int) -> None:
+# About 300 tokens of plain words: long enough that reading it measures the prompt speed.
+_SPEED_PROMPT = "Measure the speed: " + " ".join(["the river runs past the old mill by the bridge"] * 30)
+_SPEED_PREDICT = 32
+
+
+def measure_speed(url: str, n_ctx: int, *, runs: int = 2, timeout: float = 600) -> Pace:
+    """The server's speed from ``runs`` short completions (about 300 prompt tokens read,
+    32 generated with the end token ignored, nothing cached): the slowest of them, the
+    first including the server's warm-up. ``timeout`` only stops a server that never
+    answers; nothing is known of its speed yet."""
+    body = {
+        "prompt": _SPEED_PROMPT,
+        "n_predict": _SPEED_PREDICT,
+        "ignore_eos": True,
+        "cache_prompt": False,
+        "temperature": 0,
+        "seed": 1,
+    }
+    prompt_rates, predicted_rates = [], []
+    for _ in range(runs):
+        timings = _get_json(url, "POST", "/completion", body, timeout=timeout).get("timings") or {}
+        prompt_rate, predicted_rate = timings.get("prompt_per_second"), timings.get("predicted_per_second")
+        if not (_positive(prompt_rate) and _positive(predicted_rate)):
+            raise RuntimeError(f"the server reported no speed for a completion: timings {timings}")
+        prompt_rates.append(float(prompt_rate))
+        predicted_rates.append(float(predicted_rate))
+    return Pace(min(prompt_rates), min(predicted_rates), n_ctx)
+
+
+def wait_idle(url: str, deadline: float) -> None:
+    """Wait until no slot of the server is working (a server the suite did not start, and
+    cannot restart: what an earlier test left running must not eat the next one's time)."""
+    end = time.monotonic() + deadline
+    busy: list[Any] = []
+    while time.monotonic() < end:
+        slots = _get_json(url, "GET", "/slots")
+        busy = [slot.get("id") for slot in slots if isinstance(slot, dict) and slot.get("is_processing")]
+        if not busy:
+            return
+        time.sleep(1)
+    raise RuntimeError(f"the server's slots {busy} were still busy after {deadline:.0f} s")
+
+
+def _check_end_token(running: LlamaProcess) -> None:
     """The biased token must be the model's end-of-sequence token (a model whose token
     differs would be biased towards some word instead: a clear error, not slow tests)."""
-    eos = _get_json(port, "GET", "/props").get("eos_token")
-    tokens = _get_json(port, "POST", "/tokenize", {"content": eos, "parse_special": True}).get("tokens")
+    eos = _get_json(running.url, "GET", "/props").get("eos_token")
+    tokens = _get_json(running.url, "POST", "/tokenize", {"content": eos, "parse_special": True}).get("tokens")
     if tokens != [END_TOKEN]:
         running.stop()
         raise RuntimeError(f"the model's end-of-sequence token {eos!r} is {tokens}, not {END_TOKEN}: set END_TOKEN")
 
 
-def start_llama_server(binary: str, model: str, log: Path, *, n_ctx: int = 4_096, timeout: float = 180) -> LlamaProcess:
+def start_llama_server(binary: str, model: str, log: Path, *, n_ctx: int = 4_096, timeout: float = 600) -> LlamaProcess:
     """``llama-server`` on ``model`` with an ``n_ctx``-token window, one slot and the
     end-of-sequence token favoured, once its ``/health`` says the model is loaded (raises
-    with the log's tail when it never does)."""
-    port = _free_port()
+    with the log's tail when it never does). Loading took 2-4 s on the loaded 2 cores;
+    ``timeout`` only stops a server that never becomes ready."""
+    port = free_port()
     command = [
         binary,
         "--model", model,
@@ -244,7 +386,7 @@ def start_llama_server(binary: str, model: str, log: Path, *, n_ctx: int = 4_096
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             connection.request("GET", "/health")
             if connection.getresponse().status == 200:
-                _check_end_token(running, port)
+                _check_end_token(running)
                 return running
         except OSError:
             pass
