@@ -257,7 +257,8 @@ def test_formatter_is_shared_with_a_live_session(
     session.agent.state.messages[:] = [user("q" * 400)]
     lines = sessions_context.format_context_breakdown(session.context_breakdown())
     assert lines[0].startswith("window 32,000 tokens; compaction above 24,000; in use ")
-    names = [line[:40].strip() for line in lines[1:5]]
+    assert lines[1].startswith("working budget ")  # priced: the budget, why, and its break-even
+    names = [line[:40].strip() for line in lines[2:6]]
     assert names == ["system prompt", "of which context files", "tools", "of which the script tool"]
     assert any(line.split()[:3] == ["messages:", "user", "100"] for line in lines)
     data = sessions_context.breakdown_json(session.context_breakdown())
