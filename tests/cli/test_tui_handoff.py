@@ -10,7 +10,8 @@ import pytest
 from heron.ai.providers.faux import FauxProvider, text, tool_call
 from heron.ai.types import UserMessage
 from heron.cli.tui.controller import Controller
-from heron.coding.handoff import DEFAULT_DRAFT, hand_off, handoff_details, lineage
+from heron.coding.handoff import DEFAULT_DRAFT, hand_off
+from heron.coding.handoff_link import handoff_details, lineage
 from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before
 from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, skills_before
 from tests.cli.tui_helpers import make_app, recording_console, submit

@@ -359,7 +359,7 @@ def _describe(entry: Entry, width: int) -> str:
 def _handoff_link(custom_type: str, data: Any, key: str, words: str) -> str:
     """A handoff names the other session in ``/tree`` and ``heron sessions tree``: the
     parent's record its child, the child's frontier message its parent."""
-    from heron.coding.handoff import HANDOFF_CUSTOM_TYPE
+    from heron.coding.handoff_link import HANDOFF_CUSTOM_TYPE
 
     target = data.get(key) if custom_type == HANDOFF_CUSTOM_TYPE and isinstance(data, dict) else None
     return f" ({words} {target})" if isinstance(target, str) else ""

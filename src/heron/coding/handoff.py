@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
+from heron.coding.handoff_link import HANDOFF_CUSTOM_TYPE, lineage
 from heron.context.compaction import collect_files, collect_user_requests
 from heron.context.goal import GOAL_CUSTOM_TYPE, Goal
 from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before, render_plan
@@ -36,13 +37,12 @@ from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, render_skills
 from heron.context.recent_steps import steps_before
 from heron.context.summary_text import file_lists_text
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem, render_todos
-from heron.session.entries import CustomMessageEntry, MessageEntry
+from heron.session.entries import MessageEntry
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
 
-HANDOFF_CUSTOM_TYPE = "heron.handoff"  # the parent's record, and the child's frontier message
 HANDOFF_COMMAND = "/handoff"
 DEFAULT_DRAFT = "Continue from the handoff above: take the next open step toward the goal."
 HEADER = (
@@ -178,27 +178,3 @@ def _introduce(child: SessionStore, parent: SessionStore, frontier: str) -> None
     }
     child.append_custom_message(HANDOFF_CUSTOM_TYPE, frontier, display=True, details=details)
     child.materialize()  # the rpc response and `--continue` name this file before its first prompt
-
-
-def handoff_details(store: SessionStore) -> dict[str, Any] | None:
-    """The details of the handoff that started ``store`` (None: it was not started by one)."""
-    for entry_id, kind in zip(store.ids(), store.types(), strict=True):
-        if kind == "message":  # the frontier comes before the child's first message
-            return None
-        if kind != "custom_message":
-            continue
-        entry = store.get(entry_id)
-        if isinstance(entry, CustomMessageEntry) and entry.custom_type == HANDOFF_CUSTOM_TYPE:
-            details = entry.details
-            return details if isinstance(details, dict) else None
-    return None
-
-
-def lineage(store: SessionStore) -> tuple[str, ...]:
-    """The ids of the sessions ``store`` was handed off from, nearest first (search_history
-    searches them with the session itself)."""
-    details = handoff_details(store)
-    found = details.get("lineage") if details is not None else None
-    if not isinstance(found, list):
-        return ()
-    return tuple(item for item in found if isinstance(item, str) and item)

@@ -62,7 +62,7 @@ from heron.coding.extensions import ExtensionHost
 from heron.coding.first_count import FirstCount
 from heron.coding.goal import GoalKeeper, goal_command, is_goal_command
 from heron.coding.goal_loop import GoalLoop
-from heron.coding.handoff import lineage as handoff_lineage
+from heron.coding.handoff_link import lineage as handoff_lineage
 from heron.coding.memory import MemoryKeeper
 from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt

@@ -70,6 +70,8 @@ def goal_settings(data: Mapping[str, Any]) -> GoalSettings:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """What the goal evaluator said of a step: met or not, and why (its reason steers the next)."""
+
     status: VerdictStatus
     evidence: str
     source: str = "tool"  # "tool" (the model) or "evaluator"

@@ -11,7 +11,7 @@ from typing import Any
 from heron.agent.messages import BashExecutionMessage
 from heron.cli.tui.call_text import result_text
 from heron.cli.tui.render import Totals
-from heron.coding.handoff import handoff_details
+from heron.coding.handoff_link import handoff_details
 from heron.coding.runtime import CodingSession
 from heron.session.store import SessionStore, count_by
 

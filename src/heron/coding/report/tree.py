@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from heron.coding.handoff import HANDOFF_CUSTOM_TYPE, handoff_details
+from heron.coding.handoff_link import HANDOFF_CUSTOM_TYPE, handoff_details
 from heron.coding.report.data import BranchRow, text_of
 from heron.session.entries import BranchSummaryEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
