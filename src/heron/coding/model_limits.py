@@ -35,6 +35,7 @@ from typing import Any
 from heron.ai.providers.http import display_url, without_userinfo
 from heron.ai.server_window import PROBE_DEADLINE_S, ServerWindow
 from heron.ai.types import WINDOW_ASSUMED, Model
+from heron.coding.reading_speeds import server_key
 from heron.session.private_files import write_private_text
 
 CACHE_SECONDS = 600  # an answer (a window, "not found") is asked for again after this
@@ -56,11 +57,6 @@ def _log_notice(text: str) -> None:
 def output_share_limit(window: int) -> int:
     """The output cap of a model whose ``max_tokens`` nobody configured: a quarter of the window."""
     return max(1, window // 4)
-
-
-def _cache_key(model: Model) -> str:
-    """The server without its ``user:password@`` (a cache holds no credential) and the model."""
-    return f"{without_userinfo(model.base_url or '').rstrip('/')} {model.id}"
 
 
 def _read_cache(path: Path) -> dict[str, object]:
@@ -101,7 +97,7 @@ def cached_window(home: Path, model: Model, now: float | None = None) -> ServerW
     """The window (output limit, slots) cached for ``model``'s server while it is fresh; a
     window of 0 is a server that said nothing (source ``""``) or did not answer in time
     (source :data:`UNANSWERED`)."""
-    entry = _read_cache(home / CACHE_FILE).get(_cache_key(model))
+    entry = _read_cache(home / CACHE_FILE).get(server_key(model))
     if not isinstance(entry, dict) or not _fresh(entry, time.time() if now is None else now):
         return None
     window, source = entry.get("window"), entry.get("source")
@@ -121,13 +117,13 @@ def store_window(
 ) -> None:
     """Remember a server's answer for ``ttl`` seconds."""
     record = {"window": window, "source": source, "output": output, "slots": slots}
-    _store_record(home, CACHE_FILE, _cache_key(model), record, ttl)
+    _store_record(home, CACHE_FILE, server_key(model), record, ttl)
 
 
 def remembered(home: Path, model: Model, question: str, now: float | None = None) -> str | None:
     """What ``model``'s server answered ``question`` (an endpoint: ``"/tokenize"``...) in
     an earlier process, while that answer is fresh."""
-    entry = _read_cache(home / ANSWERS_FILE).get(f"{_cache_key(model)} {question}")
+    entry = _read_cache(home / ANSWERS_FILE).get(f"{server_key(model)} {question}")
     if not isinstance(entry, dict) or not _fresh(entry, time.time() if now is None else now):
         return None
     answer = entry.get("answer")
@@ -136,7 +132,7 @@ def remembered(home: Path, model: Model, question: str, now: float | None = None
 
 def remember(home: Path, model: Model, question: str, answer: str, ttl: float = CACHE_SECONDS) -> None:
     """Remember ``answer`` to ``question`` for the next processes (:func:`remembered`)."""
-    _store_record(home, ANSWERS_FILE, f"{_cache_key(model)} {question}", {"answer": answer}, ttl)
+    _store_record(home, ANSWERS_FILE, f"{server_key(model)} {question}", {"answer": answer}, ttl)
 
 
 def asks_server(model: Model) -> bool:

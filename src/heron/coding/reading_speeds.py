@@ -20,8 +20,8 @@ import json
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from heron.ai.providers.http import without_userinfo
 from heron.ai.reading import ReadingSample
 from heron.ai.types import Model
 from heron.session.private_files import write_private_text
@@ -32,15 +32,9 @@ MAX_AGE_SECONDS = 30 * 24 * 3600
 
 
 def server_key(model: Model) -> str:
-    """The server and model a speed belongs to: the base URL without user or password."""
-    base = (model.base_url or "").rstrip("/")
-    parts = urlsplit(base)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    clean = urlunsplit((parts.scheme, netloc, parts.path, "", "")) if parts.scheme else base
-    return f"{clean} {model.id}"
+    """The server and model a speed belongs to: the base URL without its ``user:password@``
+    (no cache holds a credential), as every cache of a server's answers keys it."""
+    return f"{without_userinfo(model.base_url or '').rstrip('/')} {model.id}"
 
 
 def _read(path: Path) -> dict[str, Any]:
