@@ -226,7 +226,7 @@ def _slow_line(raw: bytes, offset: int, line_no: int, out: RawIndex) -> bool:
     try:
         data = _loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        _malformed(raw, line_no, f"not valid JSON ({_reason(exc)})", out)
+        _malformed(raw, line_no, f"not valid JSON ({error_reason(exc)})", out)
         return False
     if not isinstance(data, dict):
         _malformed(raw, line_no, "not a JSON object", out)
@@ -284,6 +284,6 @@ def _last_line(mm: mmap.mmap, pos: int, size: int, line_no: int, out: RawIndex) 
     )
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= 80 else text[:77] + "..."
