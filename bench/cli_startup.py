@@ -82,8 +82,8 @@ def heron_command() -> list[str]:
 
 
 def clean_env(home: Path) -> dict[str, str]:
-    # PYTHONDONTWRITEBYTECODE is kept as the machine sets it (here: 1): heron must not
-    # recompile its own modules on every start even then (heron/cli/bytecode.py).
+    # PYTHONDONTWRITEBYTECODE is kept as the machine sets it: heron respects it (heron/cli/boot.py),
+    # so under it every start compiles heron's modules from source.
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("HERON_")}
     env["HERON_HOME"] = str(home)
     return env
@@ -153,7 +153,16 @@ def stale_heron_modules(command: list[str], env: dict[str, str], cwd: Path, serv
         "import runpy, sys, json, importlib.util, os\n"
         "sys.argv = ['heron', *json.loads(os.environ['HERON_PROBE_ARGS'])]\n"
         "try:\n    runpy.run_module('heron.cli.main', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "from heron.cli.bytecode import is_current\n"
+        "def is_current(source):\n"
+        "    cache = importlib.util.cache_from_source(source)\n"
+        "    stat = os.stat(source)\n"
+        "    mtime = (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little')\n"
+        "    size = (stat.st_size & 0xFFFFFFFF).to_bytes(4, 'little')\n"
+        "    try:\n"
+        "        with open(cache, 'rb') as f:\n"
+        "            return f.read(16) == importlib.util.MAGIC_NUMBER + bytes(4) + mtime + size\n"
+        "    except OSError:\n"
+        "        return False\n"
         "files = [m.__file__ for n, m in list(sys.modules.items()) if n.split('.')[0] == 'heron' "
         "and getattr(m, '__file__', '') and m.__file__.endswith('.py')]\n"
         "print(sum(not is_current(f) for f in files))\n"

@@ -106,7 +106,7 @@ def test_the_table_is_saved_and_a_second_start_compiles_nothing(tmp_path: Path) 
         sys.modules["shapes"] = module
         exec({SHAPES!r}, vars(module))
         import heron.ai.types
-        print(dataclass_code._table.new)
+        print(dataclass_code.compiled())
     """)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
 
@@ -138,7 +138,7 @@ def test_a_damaged_or_foreign_table_is_compiled_again_and_replaced(tmp_path: Pat
     dataclass_code.install(str(path))
     try:
         _shapes()
-        assert dataclass_code._table is not None and dataclass_code._table.new == 0
+        assert dataclass_code.compiled() == 0
     finally:
         dataclass_code.uninstall()
 

@@ -168,7 +168,7 @@ def test_version_still_works_and_stays_light() -> None:
         "from heron.cli.main import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('heron.') and m not in ('heron.cli', 'heron.cli.main',"
-        " 'heron.cli.sessions_cmd', 'heron.cli.bytecode',"
+        " 'heron.cli.sessions_cmd', 'heron.cli.boot',"
         # the tool names of --tools' help: a module without imports, in a package that loads lazily
         " 'heron.coding', 'heron.coding.tool_names')))\n"
     )

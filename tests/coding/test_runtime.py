@@ -104,7 +104,16 @@ async def test_pruning_stubs_old_results_in_memory_only(project: Path, faux: Fau
     assert stubs, "old results were pruned in the request"
     stored = [e.message for e in s.store.entries() if isinstance(e, MessageEntry)]
     assert not any(isinstance(m, ToolResultMessage) and "[Pruned" in m.text() for m in stored)
-    assert all(isinstance(m, ToolResultMessage) for m in stubs)
+    # the oldest results are the ones stubbed, each naming how to read its text again; the
+    # newest go out whole, and every call of the file still has its result in the request
+    sent = [m for m in last_request.messages if isinstance(m, ToolResultMessage)]
+    kept = [m for m in stored if isinstance(m, ToolResultMessage)]
+    assert [m.tool_call_id for m in sent] == [m.tool_call_id for m in kept] and len(sent) == 8
+    assert sent[: len(stubs)] == stubs and len(stubs) < len(sent)
+    for index, stub in enumerate(stubs):
+        assert f"Read big.txt with offset={1 + index * 200} " in stub.text() and len(stub.text()) < 300
+    assert sent[-1].text().startswith("line 1401 of a long file")
+    assert all(m.text().startswith(f"line {1 + i * 200} of a long file") for i, m in enumerate(kept))
 
 
 async def test_overflow_error_compacts_and_retries_once(project: Path, faux: FauxProvider) -> None:

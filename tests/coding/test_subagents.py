@@ -115,12 +115,10 @@ async def test_isolated_child_sees_only_its_prompt(project: Path, faux: FauxProv
     assert "read" in [t.name for t in child_first.tools or []]
     result = results(parent)[0]
     assert result.text() == "the notes say alpha and beta" and not result.is_error
-    # the parent's next request carries the result
-    assert router.requests["summarise the notes"][1].messages[-1] is not None
-    assert any(
-        isinstance(m, ToolResultMessage) and m.text() == "the notes say alpha and beta"
-        for m in router.requests["summarise the notes"][1].messages
-    )
+    # the parent's next request ends with the result, answering the task call
+    answered = router.requests["summarise the notes"][1].messages[-1]
+    assert isinstance(answered, ToolResultMessage) and answered.tool_call_id == "c1"
+    assert answered.tool_name == "task" and answered.text() == "the notes say alpha and beta" and not answered.is_error
     # linked both ways: the child's header names the parent, the parent has registry entries
     child_path = Path(result.details["session"])
     child_store = SessionStore.open(child_path, read_only=True)

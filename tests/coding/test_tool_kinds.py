@@ -65,7 +65,7 @@ def renamed(s: CodingSession) -> tuple[str, str]:
     the system prompt that names it."""
     s.tools = [ViewFile(s.env), *(t for t in s.tools if not isinstance(t, ReadTool))]
     s.agent.set_tools(s.tools)
-    s.system_prompt = s._build_system_prompt()
+    s.system_prompt = s.render_system_prompt()
     s.agent.set_system_prompt(s.system_prompt)
     return "view_file", "path"
 

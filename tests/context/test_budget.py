@@ -211,13 +211,23 @@ def test_reserve_and_keep_recent_are_capped_at_a_quarter_of_the_window(window: i
     assert CompactionSettings().for_window(window) == CompactionSettings(reserve, keep)
 
 
-@pytest.mark.parametrize("window", [8_192, 16_384, 32_768, 64_000, 128_000, 200_000, 1_000_000])
-def test_tool_limits_scale_with_the_window(window: int) -> None:
+# Worked out by hand from docs/context.md's rule (a window of N tokens is 4N chars; one result
+# gets min(50 KB, 7.5%), read/bash the same share under 50 KiB, a turn's results min(200 KB, 50%)).
+@pytest.mark.parametrize(
+    ("window", "result_chars", "max_bytes", "turn_chars"),
+    [
+        (8_192, 2_457, 2_457, 16_384),
+        (16_384, 4_915, 4_915, 32_768),
+        (32_768, 9_830, 9_830, 65_536),
+        (64_000, 19_200, 19_200, 128_000),
+        (128_000, 38_400, 38_400, 200_000),
+        (200_000, 50_000, 51_200, 200_000),
+        (1_000_000, 50_000, 51_200, 200_000),
+    ],
+)
+def test_tool_limits_scale_with_the_window(window: int, result_chars: int, max_bytes: int, turn_chars: int) -> None:
     limits = ToolLimits().for_window(window)
-    chars = window * 4
-    assert limits.result_chars == min(50_000, int(chars * 0.075))  # one result: min(50 KB, 7.5%)
-    assert limits.max_bytes == min(51_200, int(chars * 0.075))  # read/bash cut to the same share
-    assert limits.turn_chars == min(200_000, int(chars * 0.50))  # all results of a turn: 50%
+    assert (limits.result_chars, limits.max_bytes, limits.turn_chars) == (result_chars, max_bytes, turn_chars)
     assert limits.preview_chars <= 2_000 and limits.preview_chars <= limits.result_chars
     assert ToolLimits().for_window(window).max_lines == 2_000
 

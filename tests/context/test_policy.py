@@ -462,7 +462,8 @@ def test_prepare_does_not_compact_below_the_threshold(session_for: Callable[...,
     def compact() -> list[AgentMessage]:
         raise AssertionError("no compaction below the threshold")
 
-    s.prepare(compact=compact)
+    assert wire(s.prepare(compact=compact)) == wire(s.messages())  # the history, sent as it is
+    assert s.policy.over_threshold_reason is None
 
 
 def test_prepare_says_why_a_request_over_the_threshold_is_sent(session_for: Callable[..., Session]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import heron.session.entries as entries_module
 from heron.agent.messages import ExtensionMessage, OpaqueMessage
 from heron.ai.types import ImageContent, TextContent
 from heron.session.entries import (
@@ -180,6 +181,19 @@ def test_ids_and_timestamps_have_pi_shapes() -> None:
     assert ISO_MS.match(iso_now())
     assert iso_to_ms("2025-11-20T23:33:50.805Z") == 1763681630805
     assert iso_to_ms("garbage") == 0
+
+
+def test_a_new_entry_id_is_drawn_again_while_it_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = iter([bytes.fromhex("0000000a"), bytes.fromhex("0000000b"), bytes.fromhex("0000000c")])
+    asked: list[int] = []
+
+    def scripted(size: int) -> bytes:
+        asked.append(size)
+        return next(draws)
+
+    monkeypatch.setattr(entries_module.os, "urandom", scripted)
+    assert new_entry_id({"0000000a", "0000000b"}) == "0000000c"  # two collisions, then a free id
+    assert asked == [4, 4, 4]
 
 
 def test_session_ids_are_version_4_uuids_in_their_text_form() -> None:

@@ -246,6 +246,10 @@ class Agent:
         """A steering or follow-up message waits to be delivered."""
         return bool(self._queues.steering or self._queues.follow_up)
 
+    def queued_counts(self) -> tuple[int, int]:
+        """How many (steering, follow-up) messages wait to be delivered."""
+        return len(self._queues.steering), len(self._queues.follow_up)
+
     def clear_queues(self) -> list[AgentMessage]:
         return self._queues.take_steering() + self._queues.take_follow_up()
 

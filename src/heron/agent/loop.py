@@ -66,7 +66,6 @@ log = logging.getLogger(__name__)
 
 SKIPPED_FOR_STEERING = "Skipped due to queued user message."
 ABORTED_TOOL = "Tool execution was aborted."
-ABORTED_REQUEST = "Request was aborted"
 DEFAULT_MAX_PARALLEL = 8
 
 Emit = Callable[[AgentEvent], None]

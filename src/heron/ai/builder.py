@@ -135,9 +135,6 @@ class MessageBuilder:
     def index_of(self, key: Hashable) -> int:
         return self._open[key]
 
-    def open_keys(self) -> list[Hashable]:
-        return list(self._open)
-
     def tool_call(self, key: Hashable) -> ToolCall:
         block = self.message.content[self._open[key]]
         assert isinstance(block, ToolCall)

@@ -11,7 +11,6 @@ succeed never needs them (2 ms of a start; docs/benchmarks.md, "The command").
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Mapping
@@ -67,16 +66,6 @@ _TRANSIENT_WORDING = (
 )
 
 
-@functools.cache
-def _overflow_patterns() -> re.Pattern[str]:
-    return re.compile(_OVERFLOW_WORDING, re.IGNORECASE)
-
-
-@functools.cache
-def _transient_patterns() -> re.Pattern[str]:
-    return re.compile(_TRANSIENT_WORDING, re.IGNORECASE)
-
-
 def classify(status: int | None, message: str) -> ErrorKind:
     """Kind of a provider failure from its HTTP status (if any) and error text."""
     if status == 429:
@@ -84,13 +73,13 @@ def classify(status: int | None, message: str) -> ErrorKind:
     if status in (401, 403):
         return ErrorKind.AUTH
     if status in (400, 413, 422) or status is None:
-        if _overflow_patterns().search(message):
+        if re.search(_OVERFLOW_WORDING, message, re.IGNORECASE):
             return ErrorKind.OVERFLOW
         if status == 413 or (status == 400 and not message.strip()):
             return ErrorKind.OVERFLOW  # a 400/413 with no body is how some proxies say it
     if status is not None and (status >= 500 or status in (408, 409)):
         return ErrorKind.TRANSIENT
-    if status is None and _transient_patterns().search(message):
+    if status is None and re.search(_TRANSIENT_WORDING, message, re.IGNORECASE):
         return ErrorKind.TRANSIENT
     if status is not None and 400 <= status < 500:
         return ErrorKind.INVALID_REQUEST
@@ -108,7 +97,7 @@ def is_context_overflow(message: AssistantMessage, context_window: int | None = 
         text = message.error_message or ""
         if re.search(r"\b429\b|rate.?limit", text, re.IGNORECASE):
             return False
-        return bool(_overflow_patterns().search(text))
+        return bool(re.search(_OVERFLOW_WORDING, text, re.IGNORECASE))
     if context_window and message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE):
         usage = message.usage
         return usage.input + usage.cache_read > context_window

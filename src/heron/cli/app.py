@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from heron.ai.models import ModelRegistry, heron_home
 from heron.ai.types import TextContent, UserMessage
-from heron.cli import startup_gc
+from heron.cli import boot
 from heron.cli.app_state import App, store_spec
 from heron.cli.clean_input import clean_arguments
 from heron.cli.task_input import Task, gather_task, resend_task
@@ -226,7 +226,7 @@ def run_app(args: argparse.Namespace) -> int:
     except (UsageError, SessionError, LookupError, ValueError) as exc:
         print(visible(f"heron: {exc}"), file=sys.stderr)
         return 2
-    startup_gc.resume()  # the session is built: what start-up made is frozen, collection resumes
+    boot.session_built()  # what start-up made is frozen, collection resumes
     if mode == "print":
         from heron.cli.modes.print_mode import run_print
 

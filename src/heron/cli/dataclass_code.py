@@ -19,8 +19,8 @@ dataclasses still does all of its own checks.
 The standard library offers no hook for this; replacing the name ``exec`` in the module's
 namespace is the narrowest change that reaches it, on every version heron supports
 (3.11-3.13 all compile the generated text with a plain ``exec`` call). Only the ``heron``
-command installs it, before its modules load; heron used as a library leaves the standard
-library untouched.
+command installs it (:mod:`heron.cli.boot`), before its modules load; heron used as a library
+leaves the standard library untouched.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ class _CodeTable:
     """Texts of generated functions and their code, marshalled one by one: a start unmarshals
     only the code of the classes it defines, not the whole table (~10 ms for ~600 texts)."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, writable: bool = True) -> None:
         self.path = path
+        self.writable = writable
         self.stored: dict[str, bytes] = _read(path) if path is not None else {}
         self.used: set[str] = set()
         self.new = 0
@@ -68,7 +69,7 @@ class _CodeTable:
 
     def save(self) -> None:
         """Write the table when this process compiled a text it did not find (atomically)."""
-        if self.path is None or not self.new:
+        if self.path is None or not self.new or not self.writable:
             return
         kept = self.stored
         if len(kept) > MAX_TEXTS:
@@ -124,13 +125,22 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
 
 def install(path: str | None = None) -> None:
     """Serve ``dataclasses``' generated code from the table at ``path`` (default
-    :func:`table_path`); saved at exit when it gained a text. Installing twice does nothing."""
+    :func:`table_path`); saved at exit when it gained a text. Installing twice does nothing.
+    The default table sits in heron's ``__pycache__``, so it follows Python's byte-code switch:
+    under ``PYTHONDONTWRITEBYTECODE`` (or ``-B``) it is read when present, never written."""
     global _table
     if _table is not None:
         return
-    _table = _CodeTable(table_path() if path is None else path)
+    default = path is None
+    _table = _CodeTable(table_path() if default else path, writable=not (default and sys.dont_write_bytecode))
     dataclasses.exec = _exec  # type: ignore[attr-defined]
     atexit.register(_table.save)
+
+
+def compiled() -> int:
+    """How many generated texts this process compiled since the table was last saved, because
+    the table did not hold them (0 when not installed)."""
+    return _table.new if _table is not None else 0
 
 
 def uninstall() -> None:

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import NoReturn
 
+from heron.cli import boot
+
 MODES = ("interactive", "print", "json", "rpc", "acp")
 # The same as heron.coding.settings.API_CHOICES, repeated so `heron --help` imports nothing.
 API_CHOICES = ("openai-chat", "openai-responses", "anthropic-messages", "google-gemini")
@@ -216,26 +218,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from heron.cli.bytecode import keep_own_bytecode
-
-    if argv is None:  # heron's own process, not a test or a program calling main()
-        from heron.cli import startup_gc
-
-        startup_gc.pause()  # resumed once the session is built (run_app), or before another command runs
-    keep_own_bytecode()  # before heron's other modules load: no recompiling on every start
-    # httpx imports its own command-line client when rich/click/pygments are installed (they are,
-    # for heron's screen): ~40-150 ms of a start, for a CLI this process never runs. Marking it
-    # absent makes httpx fall back to its stub; heron's library use (heron.ai) is untouched.
-    if "httpx" not in sys.modules:
-        sys.modules["httpx._main"] = None  # type: ignore[assignment]
-    if argv is None:  # heron's own process: its keys out of /proc/<pid>/environ and cmdline
+    own_process = argv is None  # heron's own process, not a test or a program calling main()
+    if own_process:
+        boot.begin()  # the process-wide start-up tricks (heron.cli.boot), before heavy imports
         from heron.cli.proc_scrub import scrub_process_block
 
-        scrub_process_block()
+        scrub_process_block()  # its keys out of /proc/<pid>/environ and cmdline
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if argv is None and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch"):
-        startup_gc.resume()
-        _serve_dataclass_code()
+    if own_process and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch"):
+        boot.session_built()  # these commands build no coding session: collect as usual
+        boot.serve_dataclass_code()
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd
 
@@ -261,13 +253,13 @@ def _main(argv: list[str] | None) -> int:
         args = compact_arguments(args_list[1:])
     else:
         args = build_parser().parse_args(args_list)
-    if argv is None:
-        _serve_dataclass_code()
+    if own_process:
+        boot.serve_dataclass_code()
     from heron.cli.app import run_app
 
     code = run_app(args)
-    if argv is None:  # the process is heron itself, not a test or a program calling main()
-        skip_final_collection()
+    if own_process:
+        boot.end()
     return code
 
 
@@ -293,30 +285,6 @@ def compact_arguments(argv: list[str]) -> argparse.Namespace:
     args.messages = []
     args.continue_session = args.continue_session or not args.session
     return args
-
-
-def _serve_dataclass_code() -> None:
-    """In heron's own process, before the modules that define its classes: the code
-    ``@dataclass`` generates is compiled once, not on every start (heron.cli.dataclass_code).
-    Not earlier: ``heron --version`` and ``--help`` define no class and would only pay for
-    importing ``dataclasses``."""
-    from heron.cli import dataclass_code
-
-    dataclass_code.install()
-
-
-def skip_final_collection() -> None:
-    """Let the interpreter exit without a last garbage collection over everything loaded.
-
-    The provider SDKs and pydantic leave a large graph of cyclic objects; collecting it at
-    exit took 1.4-2 s on a busy 2-vCPU machine after ``heron -p`` had printed its answer
-    (bench/cli_startup.py). Nothing needs that collection: files are closed and atexit
-    handlers still run; only unreachable cycles are left for the OS to reclaim.
-    """
-    import gc
-
-    gc.disable()
-    gc.freeze()
 
 
 if __name__ == "__main__":

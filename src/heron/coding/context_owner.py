@@ -216,7 +216,7 @@ class ContextOwner:
         choose = self._keeping(keep_from) if keep_from is not None else None
         if keep_from is not None:
             keep = 0  # any plan with work; ``choose`` moves its cut to ``keep_from``
-        session._emit(CompactionStartEvent(reason=reason, tokens_before=before))
+        session.emit(CompactionStartEvent(reason=reason, tokens_before=before))
         ready = self.background.take(signal) if reason in BACKGROUND_REASONS and focus is None else None
         outcome = await self.compactor.run(
             session.agent.state.messages,
@@ -237,10 +237,10 @@ class ContextOwner:
         aborted = signal is not None and signal.aborted
         if outcome.error and reason != "manual" and not aborted:  # a manual one answers with the error
             message = f"the automatic compaction failed: {outcome.error}; the session goes on without it"
-            session._emit(ContextWarningEvent(kind="compaction_failed", message=message))
+            session.emit(ContextWarningEvent(kind="compaction_failed", message=message))
         if outcome.auto_disabled:
             message = f"automatic compaction is off: {outcome.auto_disabled}"
-            session._emit(ContextWarningEvent(kind="auto_compaction_off", message=message))
+            session.emit(ContextWarningEvent(kind="auto_compaction_off", message=message))
         if outcome.messages is not None:
             session.agent.state.messages[:] = outcome.messages
             if session.requests.check_mode != "off":
@@ -255,7 +255,7 @@ class ContextOwner:
         end = _end_event(reason, before, outcome)
         if end.entry_id is not None:
             self._turn_compacted = session._turn_prompt
-        session._emit(end)
+        session.emit(end)
         return end
 
     def shared_prefix(self, signal: AbortSignal | None = None, before_ms: int | None = None) -> SharedPrefix | None:

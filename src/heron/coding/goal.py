@@ -219,7 +219,7 @@ def goal_command(session: CodingSession, text: str) -> list[AgentMessage]:
     except GoalError as exc:
         reply, error = f"/goal: {exc}", True
     goal, spent = session.goal.spent()
-    session._emit(
+    session.emit(
         GoalEvent(
             reply=reply,
             error=error,

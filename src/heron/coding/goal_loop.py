@@ -232,7 +232,7 @@ class GoalLoop:
                 last = _last_answer(step)
         finally:
             self.running = False
-        session._emit(end)
+        session.emit(end)
         return added
 
     async def _decide(self, last: AssistantMessage | None) -> GoalLoopEvent | None:
@@ -255,7 +255,7 @@ class GoalLoop:
         reason = state.evaluation.reason if state.evaluation is not None else None
         error, self._evaluator_error = self._evaluator_error, None
         event = self._event("step", state.continuations + 1, evaluation=reason, evaluator_error=error)
-        self.session._emit(event)
+        self.session.emit(event)
         return await self.session.run_step(continuation(state.evaluation))
 
     def _event(self, state: str, steps: int, **fields: str | None) -> GoalLoopEvent:

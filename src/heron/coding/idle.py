@@ -200,7 +200,7 @@ class IdleKeeper:
 
     def _record(self, decision: IdleDecision, detail: dict[str, Any]) -> None:
         self.session.policy.record_idle({**decision.to_data(), **detail})
-        self.session._emit(
+        self.session.emit(
             IdleEvent(
                 action=decision.action,
                 reason=decision.reason,

@@ -124,7 +124,7 @@ class RequestPath:
 
     def _turn_retry(self, event: RetryEvent) -> None:
         self.session.note_retry(event.attempt)  # its retry_end comes with the answer's message_end
-        self.session._emit(_retry_start(event))
+        self.session.emit(_retry_start(event))
 
     # --- sending -----------------------------------------------------------------------------
 
@@ -190,7 +190,7 @@ class RequestPath:
 
             def on_retry(event: RetryEvent) -> None:
                 retries.append(event)
-                self.session._emit(_retry_start(event))
+                self.session.emit(_retry_start(event))
 
             options.on_retry = on_retry
             stream = self._send(model, context, options)
@@ -253,7 +253,7 @@ class RequestPath:
         if not retries:
             return
         success = message.stop_reason != StopReason.ERROR
-        self.session._emit(
+        self.session.emit(
             RetryEndEvent(success=success, attempt=len(retries), final_error=None if success else message.error_message)
         )
 
@@ -309,7 +309,7 @@ class RequestPath:
             session.ledger.add(
                 LedgerRecord(kind="invariant", recover=violation.message, detail={"rule": violation.rule})
             )
-            session._emit(ContextWarningEvent(kind="invariant", message=str(violation)))
+            session.emit(ContextWarningEvent(kind="invariant", message=str(violation)))
         if self.check_mode == "strict" and violations:
             from heron.context.invariants import STRICT_LOG, ContextInvariantError
 

@@ -180,7 +180,7 @@ class CodingSession(RecoveryHooks):
         self._project_prompt = project_prompt
         self._whole_system_prompt = whole_system_prompt
         self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=self.store)
-        self.system_prompt = self._build_system_prompt()
+        self.system_prompt = self.render_system_prompt()
 
         self.agent = self._make_agent(model, thinking_level)
         # What each tool name in the conversation is, from the tools the agent holds now (an
@@ -288,7 +288,7 @@ class CodingSession(RecoveryHooks):
         """The window heron plans for (the model's, or a smaller one the server enforced)."""
         return self.policy.window
 
-    def _build_system_prompt(self) -> str:
+    def render_system_prompt(self) -> str:
         if self._whole_system_prompt is not None:
             return self._whole_system_prompt
         specs = [(tool.name, tool.description) for tool in self.tools]
@@ -310,7 +310,7 @@ class CodingSession(RecoveryHooks):
         self.tools[:] = tools
         self.agent.set_tools(self.tools)
         self.fit_tool_limits()
-        self.system_prompt = self._build_system_prompt()
+        self.system_prompt = self.render_system_prompt()
         self.agent.set_system_prompt(self.system_prompt)
 
     def set_model(self, model: Model, api_key: str | None = None) -> None:
@@ -322,7 +322,7 @@ class CodingSession(RecoveryHooks):
             model,
             self.home,
             api_key if api_key is not None else self.api_key,
-            notice=lambda text: self._emit(ContextWarningEvent(kind="window_unknown", message=text)),
+            notice=lambda text: self.emit(ContextWarningEvent(kind="window_unknown", message=text)),
         )
         self.agent.set_model(model)
         if api_key is not None:
@@ -340,7 +340,8 @@ class CodingSession(RecoveryHooks):
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         return self._events.subscribe(listener)
 
-    def _emit(self, event: SessionEvent) -> None:
+    def emit(self, event: SessionEvent) -> None:
+        """Tell the session's listeners (the presenters, extensions): the one way its helpers publish an event."""
         self._events.emit(event)
 
     def _on_agent_event(self, event: Any) -> None:
@@ -351,7 +352,7 @@ class CodingSession(RecoveryHooks):
             self.policy.observe(event.message)  # what the provider compacted or cleared itself
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
-            self._emit(
+            self.emit(
                 RetryEndEvent(
                     success=success,
                     attempt=self._retrying,
@@ -364,7 +365,7 @@ class CodingSession(RecoveryHooks):
             if self.tool_catalog.kind(event.tool_name) == "todo" and not event.is_error:
                 self._todos_changed(event.result.details)
             record_skill_read(self, event)
-        self._emit(event)
+        self.emit(event)
 
     @property
     def todos(self) -> list[TodoItem]:
@@ -376,7 +377,7 @@ class CodingSession(RecoveryHooks):
         if todos is None:
             return
         self.policy.record_todos(todos)
-        self._emit(TodosEvent(todos=[{"content": t["content"], "status": t["status"]} for t in todos]))
+        self.emit(TodosEvent(todos=[{"content": t["content"], "status": t["status"]} for t in todos]))
 
     def _on_ledger_record(self, record: LedgerRecord) -> None:
         try:
@@ -385,7 +386,7 @@ class CodingSession(RecoveryHooks):
             pass
         except Exception:  # the ledger must never break a run
             log.exception("could not store a ledger record")
-        self._emit(LedgerEvent(record=record))
+        self.emit(LedgerEvent(record=record))
 
     def _ledger_from_tool(self, event: ToolExecutionEndEvent) -> None:
         chars = sum(len(b.text) for b in event.result.content if isinstance(b, TextContent))
@@ -511,7 +512,7 @@ class CodingSession(RecoveryHooks):
         agent = self.agent
         added = await (agent.continue_() if message is None else agent.prompt(message, keep_count=keep_count))
         policy = self.requests.retry_policy()
-        return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self._emit)
+        return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self.emit)
 
     async def run_step(self, message: StepInput) -> list[AgentMessage]:
         """One step of the goal loop, as a prompt's turn runs (Stop hooks, recovery), its
@@ -589,7 +590,7 @@ class CodingSession(RecoveryHooks):
         self.date = self._date_override or session_date(store)
         self.memory = MemoryKeeper(self.settings.memory, home=self.home, cwd=self.cwd, store=store)
         self._reload()
-        self.system_prompt = self._build_system_prompt()
+        self.system_prompt = self.render_system_prompt()
         self.agent.set_system_prompt(self.system_prompt)
 
     def context_breakdown(self) -> ContextBreakdown:

@@ -19,7 +19,6 @@ a module of its own; the error texts it reads are parsed by the functions below.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +34,7 @@ MIN_LEARNED_WINDOW = 2_048
 _FAILED = (StopReason.ERROR, StopReason.ABORTED)
 
 # The limit a server states when it rejects a request, in the wordings seen in the wild
-# (compiled with the first rejection to read, not at start).
+# (compiled by ``re``, which caches it, with the first rejection to read: not at start).
 _LIMIT_PATTERNS = (
     r"maximum context length is (\d+)",
     r"\d+\s*tokens?\s*>\s*(\d+)\s*maximum",
@@ -46,15 +45,10 @@ _LIMIT_PATTERNS = (
 )
 
 
-@functools.cache
-def _limit_patterns() -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in _LIMIT_PATTERNS)
-
-
 def stated_limit(text: str, window: int) -> int | None:
     """The token limit an overflow error names, when it names a plausible one."""
-    for pattern in _limit_patterns():
-        match = pattern.search(text)
+    for pattern in _LIMIT_PATTERNS:
+        match = re.search(pattern, text, re.IGNORECASE)
         if match:
             value = int(match.group(1))
             if 1_024 <= value < window:
@@ -67,29 +61,21 @@ _COUNTED_TOTAL = r"(?:you )?requested (\d+) tokens"
 _COUNTED_INPUT = r"n_prompt_tokens\"?\s*[:=]\s*(\d+)|prompt is too long: (\d+) tokens"
 
 
-@functools.cache
-def _counted() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The (total, input) patterns."""
-    return re.compile(_COUNTED_TOTAL, re.IGNORECASE), re.compile(_COUNTED_INPUT, re.IGNORECASE)
-
-
 def server_count(text: str) -> int | None:
     """The size the server says it counted for the rejected request (total, else input)."""
-    counted_total, counted_input = _counted()
-    total = counted_total.search(text)
+    total = re.search(_COUNTED_TOTAL, text, re.IGNORECASE)
     if total:
         return int(total.group(1))
-    counted = counted_input.search(text)
+    counted = re.search(_COUNTED_INPUT, text, re.IGNORECASE)
     return int(counted.group(1) or counted.group(2)) if counted else None
 
 
 def counted_ratio(text: str, *, heron_input: int, heron_total: int) -> float:
     """heron's count over the server's, for the request an error describes (1.0: unknown)."""
-    counted_total, counted_input = _counted()
-    total = counted_total.search(text)
+    total = re.search(_COUNTED_TOTAL, text, re.IGNORECASE)
     if total and heron_total > 0:
         return heron_total / max(1, int(total.group(1)))
-    counted = counted_input.search(text)
+    counted = re.search(_COUNTED_INPUT, text, re.IGNORECASE)
     if counted and heron_input > 0:
         value = int(counted.group(1) or counted.group(2))
         return heron_input / max(1, value)

@@ -20,7 +20,6 @@ rewrites ids and parents, so every line of those is decoded at once (``full``).
 from __future__ import annotations
 
 import contextlib
-import functools
 import mmap
 import os
 import re
@@ -42,13 +41,6 @@ _LINE_ROLE = rb"\n(?:" + _PREFIX + rb")?"
 PREFIX_BYTES = 400  # how much of a line the per-line regex looks at
 _SALVAGE_ID = rb'"id"\s*:\s*"([^"\\]{1,64})"'
 _SALVAGE_PARENT = rb'"parentId"\s*:\s*(?:"([^"\\]{1,64})"|null)'
-
-
-@functools.cache
-def _regex(source: bytes) -> re.Pattern[bytes]:
-    """One of the patterns above, compiled when the first file is read: a run that starts a
-    new session reads none (5 regexes, 1-5 ms of a start; docs/benchmarks.md, "The command")."""
-    return re.compile(source)
 
 
 # The file is indexed in windows of about this many bytes; the mapped pages of a window are
@@ -166,7 +158,7 @@ def _window(mm: mmap.mmap, pos: int, stop: int, line_no: int, out: RawIndex, ful
     one); returns the next line number."""
     if not full:
         # the newline before each line, from the one before pos up to (not including) the last
-        found = _regex(_LINE).findall(mm, pos - 1, stop - 1)
+        found = re.compile(_LINE).findall(mm, pos - 1, stop - 1)
         count = len(found)
         kinds, ids, parents = zip(*found, strict=True) if count else ((), (), ())
         if count and b"" not in kinds and b"" not in ids:
@@ -187,7 +179,7 @@ def _window(mm: mmap.mmap, pos: int, stop: int, line_no: int, out: RawIndex, ful
 def _lines(mm: mmap.mmap, pos: int, stop: int, line_no: int, out: RawIndex, full: bool) -> int:
     """Index the lines in ``[pos, stop)`` one by one."""
     find = mm.find
-    match = _regex(_PREFIX).match
+    match = re.compile(_PREFIX).match
     window = PREFIX_BYTES
     while pos < stop:
         end = find(b"\n", pos, stop)
@@ -214,7 +206,7 @@ def window_roles(fd: int, window: tuple[int, int, int, int]) -> list[str | None]
     """The message role of each line of a window indexed without roles."""
     start, stop, _first, count = window
     data = os.pread(fd, stop - start, start)
-    found = _regex(_LINE_ROLE).findall(b"\n" + data, 0, stop - start)  # the newline before each line
+    found = re.compile(_LINE_ROLE).findall(b"\n" + data, 0, stop - start)  # the newline before each line
     if len(found) != count:
         return [None] * count
     return [f[3].decode("utf-8", "replace") or None for f in found]
@@ -234,7 +226,7 @@ def _slow_line(raw: bytes, offset: int, line_no: int, out: RawIndex) -> bool:
     try:
         data = _loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        _malformed(raw, line_no, f"not valid JSON ({_reason(exc)})", out)
+        _malformed(raw, line_no, f"not valid JSON ({error_reason(exc)})", out)
         return False
     if not isinstance(data, dict):
         _malformed(raw, line_no, "not a JSON object", out)
@@ -264,10 +256,10 @@ def _slow_line(raw: bytes, offset: int, line_no: int, out: RawIndex) -> bool:
 
 def _malformed(raw: bytes, line_no: int, why: str, out: RawIndex) -> None:
     head = raw[:PREFIX_BYTES]
-    found = _regex(_SALVAGE_ID).search(head)
+    found = re.search(_SALVAGE_ID, head)
     note = ""
     if found is not None:
-        parent = _regex(_SALVAGE_PARENT).search(head)
+        parent = re.search(_SALVAGE_PARENT, head)
         if parent is not None:
             eid = found.group(1).decode("utf-8", "replace")
             out.bridges[eid] = None if parent.group(1) is None else parent.group(1).decode("utf-8", "replace")
@@ -292,6 +284,6 @@ def _last_line(mm: mmap.mmap, pos: int, size: int, line_no: int, out: RawIndex) 
     )
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -334,7 +334,7 @@ class SessionStore(EntryAppends):
             entry = entry_from_json(loads_line(self._index.read(self._rfd, index)))
         except ValueError as exc:
             repairs.bad.add(index)
-            self._warn(f"line {line_no}: malformed entry skipped: {_scan._reason(exc)}")
+            self._warn(f"line {line_no}: malformed entry skipped: {_scan.error_reason(exc)}")
             return None
         expected = repairs.expected_id(index, self._index.ids)
         if entry.id != expected:

@@ -80,8 +80,8 @@ class SessionCommands:
     # --- state --------------------------------------------------------------------------------
 
     def _pending(self) -> dict[str, Any]:
-        queues = self.session.agent._queues  # private to the agent: only counted here
-        return {"pending": {"steering": len(queues.steering), "followUp": len(queues.follow_up)}}
+        steering, follow_up = self.session.agent.queued_counts()
+        return {"pending": {"steering": steering, "followUp": follow_up}}
 
     def _context(self) -> dict[str, Any]:
         session = self.session

@@ -121,7 +121,7 @@ class ExtensionHost:
 
             session.tools.extend(GuardedTool(t, extension) for t in reg.tools)
             session.agent.set_tools(session.tools)
-            session.system_prompt = session._build_system_prompt()  # the tool list is in it
+            session.system_prompt = session.render_system_prompt()  # the tool list is in it
             session.agent.set_system_prompt(session.system_prompt)
         problems = [f"extension {extension.name}: {p}" for p in self.commands.add(reg.commands)]
         problems += [
@@ -163,7 +163,7 @@ class ExtensionHost:
             self._parent.warn(message)
             return
         self.warnings.append(message)
-        self.session._emit(ContextWarningEvent(kind="extension", message=message))
+        self.session.emit(ContextWarningEvent(kind="extension", message=message))
 
     def _active(self) -> list[Extension]:
         return [e for e in self.extensions if e.enabled]

@@ -13,7 +13,6 @@ first such output (a start needs none of them).
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 import sys
@@ -38,16 +37,6 @@ _NO_NETWORK = (
     r"Name or service not known|getaddrinfo|Failed to establish a new network connection|ENETUNREACH|EAI_AGAIN"
 )
 _READ_ONLY = r"Read-only file system|EROFS"
-
-
-@functools.cache
-def _no_network() -> re.Pattern[str]:
-    return re.compile(_NO_NETWORK, re.IGNORECASE)
-
-
-@functools.cache
-def _read_only() -> re.Pattern[str]:
-    return re.compile(_READ_ONLY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +91,14 @@ class Confinement:
         model can tell the user what would let it through instead of guessing."""
         if not self.confined:
             return None
-        if not self.network and _no_network().search(text):
+        if not self.network and re.search(_NO_NETWORK, text, re.IGNORECASE):
             return (
                 "[The sandbox gives commands no network. The user can allow it with the setting "
                 '"sandbox": {"network": true}, or run heron with --sandbox off; or call bash again with '
                 '"outside_sandbox": true and a "justification", which asks the user to run this one command '
                 "outside the sandbox.]"
             )
-        if _read_only().search(text):
+        if re.search(_READ_ONLY, text):
             return (
                 "[The sandbox lets commands write only the project and the temp directory. The user can "
                 'add a path with "sandbox": {"writable": [PATH]}, or run heron with --sandbox off; or call bash '

@@ -134,7 +134,7 @@ class SubagentManager:
             elif isinstance(event, ToolExecutionStartEvent):
                 on_update(ToolResult.text(f"[{params.description}] {event.tool_name}"))
             if not isinstance(event, MessageUpdateEvent):
-                self.session._emit(SubagentEvent(session_id=record["id"], tool_call_id=call_id, event=event))
+                self.session.emit(SubagentEvent(session_id=record["id"], tool_call_id=call_id, event=event))
 
         unsubscribe = child.subscribe(forward)
         remove = signal.add_listener(child.abort)
