@@ -47,6 +47,8 @@ def test_expire_is_priced_from_what_the_cold_request_sends() -> None:
     assert costs.expire == pytest.approx((10_000 * 3.75 - 100_000 * 0.3) / 1e6)  # less than a warm request
     decision = decided("auto", SONNET, 100_000, cold=10_000)
     assert decision.action == "expire" and "10,000 once the cache has expired" in decision.reason
+    shed = decided("auto", SONNET, 100_000, cold=4_000)  # cheaper than the warm next request itself
+    assert shed.costs is not None and shed.costs.expire < 0 and "expire -$0.0150" in shed.reason
     # a little pruning does not outweigh re-writing the rest: warming stays cheaper
     some = decided("auto", SONNET, 100_000, cold=60_000)
     assert some.action == "warm"

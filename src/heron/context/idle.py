@@ -108,7 +108,7 @@ def decide(
     if context_tokens > kept_tokens + FIXED_ALLOWANCE_TOKENS:
         options["compact"] = costs.compact  # a compaction that keeps everything saves nothing
     action = min(options, key=lambda name: options[name])
-    compared = ", ".join(f"{name} ${value:.4f}" for name, value in options.items())
+    compared = ", ".join(f"{name} {'-' if value < 0 else ''}${abs(value):.4f}" for name, value in options.items())
     tokens = f"{context_tokens:,} tokens"
     if cold_tokens < context_tokens:
         tokens += f" ({max(0, cold_tokens):,} once the cache has expired and old results are pruned)"
