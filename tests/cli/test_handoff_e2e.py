@@ -81,7 +81,8 @@ def _rpc(project: Project, server: LocalServer, commands: list[dict[str, Any]]) 
 
 def _check_first_child_request(body: dict[str, Any]) -> None:
     text = json.dumps(body["messages"])
-    assert GOAL in text
+    assert json.dumps(body).count(GOAL) == 1, "the goal once: at the head, not again in the frontier"
+    assert GOAL in json.dumps(body["messages"][1])  # the goal leads the conversation (after the system prompt)
     for item in TODOS:
         assert f"[{item['status']}] {item['content']}" in text
     assert "<modified-files>\\ngreet.py\\n</modified-files>" in text

@@ -58,6 +58,7 @@ async def test_handoff_opens_the_draft_for_editing_in_a_linked_child(
     await submit(c, "sort the notes now")
     first = faux.requests[-1]
     said = "\n".join(m.text() for m in first.messages if isinstance(m, UserMessage))
+    assert said.count(GOAL) == 1  # at the head only: the frontier message does not repeat it
     assert GOAL in said and "[pending] sort the notes" in said and "<read-files>\nnotes.txt" in said
     assert "Planning the old way." not in said and "look at the notes" in said  # the user's request, listed
     assert [m.role for m in first.messages] == ["user"] * len(first.messages)

@@ -50,10 +50,10 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
     yield Clock(monkeypatch)
 
 
-def session_on(tmp_path: Path, store: SessionStore, **settings: Any) -> CodingSession:
+def session_on(tmp_path: Path, store: SessionStore, model: Any = None, **settings: Any) -> CodingSession:
     return CodingSession(
         cwd=tmp_path / "proj",
-        model=FAUX_MODEL,
+        model=model or FAUX_MODEL,
         store=store,
         home=tmp_path / "home",
         settings=settings_from_dict({"pruning": {"cacheTtlSeconds": 300}, **settings}),
@@ -218,3 +218,64 @@ def test_the_interactive_mode_shows_each_decision() -> None:
     shown = output(renderer.console)
     assert "idle: warmed the prompt cache; auto: cheapest of warm $0.0300" in shown
     assert "idle: warmed the prompt cache (failed: connection refused)" in shown
+
+
+def reads_then_answers(files: list[str]) -> Any:
+    """A model that reads ``files`` one a turn (one ``read`` call, then an answer)."""
+    from heron.ai.providers.faux import FauxReply
+    from heron.ai.types import ToolCall, ToolResultMessage
+
+    def reply(context: Context) -> Any:
+        if is_summary_request(context):
+            return text("## Goal\nthe summary")
+        last = context.messages[-1]
+        if isinstance(last, ToolResultMessage):
+            return text("read it")
+        turn = sum(1 for m in context.messages if m.role == "user")
+        if turn > len(files):
+            return text("ok")
+        return FauxReply(content=[ToolCall(id=f"r{turn}", name="read", arguments={"path": files[turn - 1]})])
+
+    return reply
+
+
+async def test_expire_is_priced_from_the_pruned_cold_request_and_the_next_request_is_that_one(
+    setup: tuple[Path, list[tuple[Context, StreamOptions]]], faux: FauxProvider, clock: Clock
+) -> None:
+    """Old file reads fill the context: once the cache has expired, cold-cache pruning
+    stubs them, so the request after the pause is small. The idle decision plans that
+    step (recording nothing), finds expiring cheaper than a warm-up that re-reads it all,
+    lets the cache expire - and the next request is the pruned one it priced; a new
+    process on the same file sends the same bytes."""
+    tmp_path, seen = setup
+    files = [f"big{i}.txt" for i in range(4)]
+    for i, name in enumerate(files):
+        (tmp_path / "proj" / name).write_text("".join(f"line {n} of file {i} " * 3 + "\n" for n in range(1_500)))
+    faux.set_fallback(reads_then_answers(files))
+    model = faux.model(context_window=200_000, max_tokens=2_000)
+    store = SessionStore.create(tmp_path / "proj", home=tmp_path / "home")
+    session = session_on(tmp_path, store, model)
+    for i in range(len(files)):
+        await session.prompt(f"read {files[i]}")
+        clock.advance(20)
+    prunes_before = len(session.policy.decisions.stubs)
+    clock.advance(250)
+    decision = await idle_keeper(session).step()
+    assert decision is not None and decision.action == "expire", decision
+    (record,) = idle_records(store)
+    assert record["coldTokens"] < record["contextTokens"] / 4  # the planned cold step sheds the reads
+    assert record["costs"]["expire"] < record["costs"]["warm"]
+    assert "once the cache has expired" in record["reason"]
+    assert len(session.policy.decisions.stubs) == prunes_before  # planned only: no stub recorded
+    sent = len(seen)
+    assert store.path is not None
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(store.path, copy)
+    clock.advance(600)  # the user comes back after the cache expired
+    await session.prompt("and now?")
+    one_process = body(seen[sent][0])
+    assert "line 10 of file 0" not in one_process  # the cold request carries stubs, not the reads
+    assert session.policy.last_tokens <= record["coldTokens"] + 200  # about the size priced
+    resumed = session_on(tmp_path, SessionStore.open(copy), model)
+    await resumed.prompt("and now?")
+    assert len(seen) == sent + 2 and body(seen[-1][0]) == one_process

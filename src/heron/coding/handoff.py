@@ -11,7 +11,8 @@ Everything the child's requests are derived from is in the child's file, so a pr
 that reopens it sends the same bytes as the one that created it:
 
 - a ``heron.goal`` entry with the parent's goal (its budget and what was spent on it), so
-  the goal keeps leading every request and its budget keeps counting;
+  the goal keeps leading every request and its budget keeps counting (the frontier
+  message leaves it out: the request carries it once, at its head);
 - a ``heron.todos`` entry with the parent's task list (the ``todo`` tool continues it);
 - a ``custom_message`` of type ``heron.handoff`` whose content is the rendered frontier
   (a user message in the request) and whose details name the parent and the lineage.
@@ -88,15 +89,16 @@ def _kept(store: SessionStore, ids: Sequence[str], types: Sequence[str]) -> _Kep
     return _Kept(plan_before(store.get, ids, types, len(ids)), tuple(skills_before(store.get, ids, types, len(ids))))
 
 
-def frontier_text(session: CodingSession, goal: Goal | None, kept: _Kept) -> str:
-    """The parent's frontier, rendered from its path (a pure function of the file)."""
+def frontier_text(session: CodingSession, kept: _Kept) -> str:
+    """The parent's frontier, rendered from its path (a pure function of the file). The
+    goal is not in it: the child's ``heron.goal`` entry already puts the goal at the head
+    of every request (:mod:`heron.context.goal`), and a second copy here would only make
+    the first request carry it twice."""
     store = session.store
     ids, types = store.lineage(store.leaf_id)
     stop = len(ids)
     settings = session.settings.continuity
     blocks = [HEADER]
-    if goal is not None:
-        blocks.append(f"The goal (it also leads every request):\n{goal.text}")
     plan = render_plan(kept.plan, [])
     if plan is not None:
         blocks.append(plan)
@@ -135,7 +137,7 @@ def hand_off(session: CodingSession, focus: str | None = None) -> Handoff:
         raise HandoffError("the session has no entries yet: nothing to hand off")
     goal, spent = session.goal.spent()
     kept = _kept(parent, *parent.lineage(parent.leaf_id))
-    frontier = frontier_text(session, goal, kept)
+    frontier = frontier_text(session, kept)
     child = SessionStore.create(
         parent.header.cwd, home=session.home, parent_session=str(parent.path), fsync=parent.fsync
     )

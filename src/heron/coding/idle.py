@@ -167,9 +167,12 @@ class IdleKeeper:
             prefix.pop()  # the last request ended where its answer began
         tokens = policy.count(view)
         kept = policy.compaction_settings.keep_recent_tokens
-        decision = decide(setting, session.model.cost, context_tokens=tokens, kept_tokens=kept, warms=period.warms)
+        cold = policy.cold_request_tokens(session.agent.state.messages)  # what expiring leads to
+        decision = decide(
+            setting, session.model.cost, context_tokens=tokens, kept_tokens=kept, cold_tokens=cold, warms=period.warms
+        )
         signal = signal or AbortSignal()
-        detail: dict[str, Any] = {"ttlSeconds": policy.cache_ttl_s, "contextTokens": tokens}
+        detail: dict[str, Any] = {"ttlSeconds": policy.cache_ttl_s, "contextTokens": tokens, "coldTokens": cold}
         if decision.action == "warm":
             failed = await self._warm(prefix, stubs, signal)
             if signal.aborted:

@@ -7,8 +7,13 @@ adds, before the user's next request, to a next request that finds the prefix ca
 
 - **warm**: one warm-up request re-reads the context (``T`` tokens at the cache-read
   price ``r``) and writes one output token; the next request is then a cache hit;
-- **expire**: nothing now; the next request writes the whole prefix to the cache again
-  instead of reading it: ``T (w - r)``;
+- **expire**: nothing now; the next request finds the cache cold, so heron's cold-cache
+  pruning (:mod:`heron.context.cold_cache`) stubs the old results first, and it writes
+  what is left, ``C`` tokens, to the cache instead of reading ``T``: ``C w - T r``. ``C``
+  is the step :meth:`ContextPolicy.pressure` would take then, planned by the one rule
+  that takes it (:meth:`~heron.context.pruning_steps.PruningSteps.cold_request_tokens`);
+  with nothing to stub ``C = T`` and this is ``T (w - r)``. It can be negative: a cold
+  request that sheds most of the context costs less than a warm one that carries it all;
 - **compact**: the summary request rides the still warm cache (``T r``) and writes the
   summary (``O`` output tokens at ``o``); the next request then writes the shorter prefix
   ``S`` instead of reading ``T``: ``T r + O o + S w - T r``.
@@ -67,9 +72,10 @@ class IdleDecision:
         return data
 
 
-def idle_costs(cost: ModelCost, context_tokens: int, kept_tokens: int) -> IdleCosts | None:
+def idle_costs(cost: ModelCost, context_tokens: int, kept_tokens: int, cold_tokens: int) -> IdleCosts | None:
     """The three options' costs for a context of ``context_tokens``, of which a compaction
-    keeps ``kept_tokens`` verbatim; None for a model without prices."""
+    keeps ``kept_tokens`` verbatim and a request after the cache expired sends
+    ``cold_tokens``; None for a model without prices."""
     read = cost.cache_read or cost.input  # a provider without a cache price re-reads at the input price
     if read <= 0:
         return None
@@ -80,14 +86,16 @@ def idle_costs(cost: ModelCost, context_tokens: int, kept_tokens: int) -> IdleCo
     return IdleCosts(
         warm=(tokens * read + WARM_OUTPUT_TOKENS * cost.output) * per,
         compact=(SUMMARY_OUTPUT_TOKENS * cost.output + survivors * write) * per,
-        expire=tokens * max(0.0, write - read) * per,
+        expire=(min(tokens, max(0, cold_tokens)) * write - tokens * read) * per,
     )
 
 
-def decide(policy: IdlePolicy, cost: ModelCost, *, context_tokens: int, kept_tokens: int, warms: int) -> IdleDecision:
+def decide(
+    policy: IdlePolicy, cost: ModelCost, *, context_tokens: int, kept_tokens: int, cold_tokens: int, warms: int
+) -> IdleDecision:
     """The action for an idle session whose cache is about to expire, after ``warms``
     warm-ups in this idle period. ``policy`` "off" never gets here (no timer runs)."""
-    costs = idle_costs(cost, context_tokens, kept_tokens)
+    costs = idle_costs(cost, context_tokens, kept_tokens, cold_tokens)
     if policy == "compact":
         return IdleDecision("compact", "idle.policy is compact", costs)
     if warms >= MAX_WARMS:
@@ -100,8 +108,11 @@ def decide(policy: IdlePolicy, cost: ModelCost, *, context_tokens: int, kept_tok
     if context_tokens > kept_tokens + FIXED_ALLOWANCE_TOKENS:
         options["compact"] = costs.compact  # a compaction that keeps everything saves nothing
     action = min(options, key=lambda name: options[name])
-    compared = ", ".join(f"{name} ${value:.4f}" for name, value in options.items())
-    return IdleDecision(action, f"auto: cheapest of {compared} for {context_tokens:,} tokens", costs)
+    compared = ", ".join(f"{name} {'-' if value < 0 else ''}${abs(value):.4f}" for name, value in options.items())
+    tokens = f"{context_tokens:,} tokens"
+    if cold_tokens < context_tokens:
+        tokens += f" ({max(0, cold_tokens):,} once the cache has expired and old results are pruned)"
+    return IdleDecision(action, f"auto: cheapest of {compared} for {tokens}", costs)
 
 
 def lead_seconds(ttl_s: float) -> float:

@@ -45,7 +45,6 @@ from heron.context.decisions import (
     background_sent_data,
     flush_data,
     native_data,
-    prune_data,
 )
 from heron.context.frontier import FrontierSettings
 from heron.context.learned_window import LearnedWindows
@@ -54,7 +53,8 @@ from heron.context.limits import DEFAULT_LIMITS, ToolLimits
 from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
 from heron.context.ordering import strictly_ordered
 from heron.context.output_room import does_not_fit, min_output, output_cap, output_limit
-from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
+from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
+from heron.context.pruning_steps import PRUNE_MIN_STEP_SHARE, PruningSteps
 from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
 from heron.context.working_budget import AUTO, WorkingBudget, WorkingBudgetSetting, working_budget
@@ -62,7 +62,6 @@ from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
 
 SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) adds back, about
-PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share of the window
 SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
 
@@ -110,7 +109,7 @@ class PolicySettings:
     tool_limits: ToolLimits = DEFAULT_LIMITS  # one result's budget bounds a call's arguments too (call_args)
 
 
-class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
+class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls, PruningSteps):
     """Pruning, the compaction trigger, output caps, learned limits and the read index."""
 
     def __init__(
@@ -352,10 +351,9 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
         high, low = self.prune_marks
         stepped = False
         cold = cache_cold(messages, self.cache_ttl_s, warmed_ms=self.decisions.warmed_ms) if self.pruning else None
-        if self.pruning and (load > high or (cold is not None and load > low)):
-            # Small steps only when they might spare a compaction (each is a cache miss).
-            min_saving = 0 if load > self.threshold else int(self.working_window * PRUNE_MIN_STEP_SHARE)
-            saved = self._prune_step(messages, min_saving, load - low, cold)
+        plan = self.step_plan(load, cold)
+        if plan is not None:
+            saved = self.take_step(messages, plan)
             if saved:
                 view = self.view(messages)
                 tokens = self.count(view)
@@ -402,34 +400,6 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
         if self.pruning:  # the step the threshold would take first: the kept messages carry it
             self.prune(messages, 0, target_saving_tokens=load - self.prune_marks[1])
         return True
-
-    def pruning_spares(self, messages: Sequence[AgentMessage], predicted: int) -> bool:
-        """Whether the pruning step taken at a view of ``predicted`` tokens would get it
-        below the marks' middle, so that no compaction runs there (nothing is recorded)."""
-        if not self.pruning:
-            return False
-        return self.unprunable(messages, predicted) <= self.compaction_bar
-
-    def unprunable(self, messages: Sequence[AgentMessage], tokens: int) -> int:
-        """``tokens`` less what the pruning step taken at that size could stub now (all
-        of it with pruning off): the part of the view only a compaction reduces."""
-        if not self.pruning:
-            return tokens
-        low = self.prune_marks[1]
-        _, records = prune_step(
-            messages, self.decisions.stubs, self.settings.prune_keep_turns, 0, tokens - low, tools=self.tools
-        )
-        return tokens - sum(r.chars_before - r.chars_after for r in records) // 4
-
-    @property
-    def compaction_bar(self) -> int:
-        """What :meth:`unprunable` is compared with to know whether the threshold will
-        compact: the marks' middle when pruning runs first there, the threshold itself
-        when pruning is off."""
-        if not self.pruning:
-            return self.threshold
-        high, low = self.prune_marks
-        return (high + low) // 2
 
     def settle(
         self,
@@ -513,41 +483,6 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls):
         if not self.decisions.auto_compaction:
             return f"automatic compaction is off: {self.decisions.auto_compaction_reason}"
         return "the kept recent messages alone exceed the threshold"
-
-    def _prune_step(self, messages: Sequence[AgentMessage], min_saving: int, target: int, cold: float | None) -> int:
-        """The step :meth:`pressure` takes: down to the low-water mark, sparing the last
-        ``keepTurns`` assistant messages; at a cold moment (the prompt cache has expired,
-        so the request is paid in full whatever it keeps) every prunable result but those
-        of the last ``coldKeepTurns`` (heron.context.cold_cache)."""
-        if cold is None:
-            return self.prune(messages, min_saving, target_saving_tokens=target)
-        keep = min(self.settings.prune_cold_keep_turns, self.settings.prune_keep_turns)
-        return self.prune(messages, min_saving, keep_turns=keep, cold=cold)
-
-    def prune(
-        self,
-        messages: Sequence[AgentMessage],
-        min_saving_tokens: int,
-        keep_turns: int | None = None,
-        target_saving_tokens: int | None = None,
-        cold: float | None = None,
-    ) -> int:
-        """One pruning step, recorded in the session: the tokens it saved (0: nothing was
-        pruned). ``target_saving_tokens``: stop once the stubs save that much (None: all);
-        ``cold``: the idle seconds that made the prompt cache cold, when that is why."""
-        keep = self.settings.prune_keep_turns if keep_turns is None else keep_turns
-        messages = native_view(messages, self.model, self.natives.index(messages))  # unread by the provider: no stub
-        stubs, records = prune_step(
-            messages, self.decisions.stubs, keep, min_saving_tokens, target_saving_tokens, tools=self.tools
-        )
-        if not stubs:
-            return 0
-        self._record(prune_data(stubs))
-        for record in records:
-            if cold is not None:
-                record.detail["cacheCold"] = {"idleSeconds": round(cold), "ttlSeconds": self.cache_ttl_s}
-            self.ledger.add(record)
-        return max(1, sum(r.chars_before - r.chars_after for r in records) // 4)
 
     # --- the read tool's question ---------------------------------------------------------------
 

@@ -79,7 +79,19 @@ async def _submit(controller: Controller, text: str) -> None:
         log.debug("submitting %r failed", text[:80], exc_info=True)
         controller.error(f"error: {type(exc).__name__}: {exc}")
     finally:
-        idle_keeper(controller.session).start()  # waiting for the next line: the idle policy watches the cache
+        _watch_idle(controller)  # waiting for the next line: the idle policy watches the cache
+
+
+def _watch_idle(controller: Controller) -> None:
+    """Start the idle timer once heron waits for input: now, or when the job under way has
+    ended. A line that starts a run returns at once here (the run goes on beside the input
+    line, which steers it): the timer started then would find the run under way and stop,
+    so it starts from the job's end instead - and again after a job that follows it."""
+    job = controller.job
+    if job is None:
+        idle_keeper(controller.session).start()
+    else:  # the controller's own callback, added first, has ended the job by the time this runs
+        job.task.add_done_callback(lambda _task: _watch_idle(controller))
 
 
 def _isatty(stream: Any) -> bool:
@@ -138,6 +150,7 @@ async def _run_terminal(app: App, task: Task) -> int:
             controller.start_run(task.text, task.images)
         else:  # a resumed session whose last prompt was never answered: send it again?
             offer_resend(controller)
+        _watch_idle(controller)  # a resumed session may wait with a warm cache already
         while not controller.quit_requested:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signal.SIGINT, sigint)
