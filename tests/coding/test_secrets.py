@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from heron.coding.secrets import SecretPolicy, child_environment, is_secret_name, models_json_names
 
 
@@ -93,3 +95,24 @@ def test_encoded_forms_of_a_key_are_redacted_too() -> None:
     assert redactor.text(key.encode().hex()) == "[redacted]"
     innocent = "a line of text\nYWJjZGVmZ2hpamtsbW5vcA==\nQUJDREVGR0hJSktMTU5PUA==\n"
     assert redactor.text(innocent) == innocent  # base64 of other text is left alone
+
+
+@pytest.mark.timeout(120)
+def test_long_lines_cost_time_linear_in_their_length() -> None:
+    """A 5 MB line of letters and then a newline (a minified file, a big write) once took
+    hours to redact - quadratic in the line - whenever a key was known: it hung the test
+    suite in CI. The same wrapped key inside such text is still found. (The timeout is
+    thousands of times what a linear pass takes; the quadratic pass never ends within it.)"""
+    import base64
+
+    from heron.coding.secrets import Redactor, url_passwords
+
+    key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij/+="
+    redactor = Redactor()
+    redactor.add([key])
+    for letter in ("x", "a/", "1"):
+        long_line = letter * (5_000_000 // len(letter))
+        assert redactor.text(long_line + "\nend") == long_line + "\nend"
+        assert url_passwords(long_line + " http://me:pw-123456@proxy") == {"pw-123456"}
+    wrapped = base64.encodebytes(("x" * 70 + key).encode()).decode()
+    assert "[redacted]" in redactor.text("y" * 1_000_000 + " then\n" + wrapped + "done")

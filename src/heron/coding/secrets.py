@@ -201,8 +201,11 @@ class Redactor:
 
 REDACTOR = Redactor()
 
-# Two or more lines of base64 alphabet, as `base64` and `openssl base64` wrap them.
-_WRAPPED_BASE64 = re.compile(r"(?:[A-Za-z0-9+/=_-]{16,}\n){1,}[A-Za-z0-9+/=_-]{4,}\n?")
+# Two or more lines of base64 alphabet, as `base64` and `openssl base64` wrap them. A match
+# starts only where a run of the alphabet starts, and a line's run is never given back
+# (``{16,}+``): without both, a long line of letters (a minified file, a 5 MB write) costs
+# time quadratic in its length - hours, for every text heron writes while it knows a key.
+_WRAPPED_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])(?:[A-Za-z0-9+/=_-]{16,}+\n){1,}[A-Za-z0-9+/=_-]{4,}+\n?")
 MIN_ENCODED_CHARS = 12  # a shorter stable part of an encoding would match innocent text
 
 
@@ -250,7 +253,10 @@ def models_json_literals(path: Path) -> set[str]:
 
 
 # ``scheme://user:password@host``: the password part (a proxy or a base URL with credentials).
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:([^\s/@]+)@")
+# The scheme is read from where its run of characters starts, never given back: linear in
+# the text (a long word without ``://`` was quadratic). It may start with a digit - more
+# text taken for a URL is only more redaction.
+_URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z0-9+.-]++://[^\s/:@]*+:([^\s/@]+)@")
 
 
 def url_passwords(text: str | None) -> set[str]:

@@ -190,7 +190,7 @@ def _sed(words: list[str], found: Hidden) -> None:
             if not command:
                 raise ShellParseError("sed's `e` command runs the pattern space as a command")
             found.scripts.append(command)
-        for match in re.finditer(r"(?:^|[;\n}])\s*[0-9$/]*\s*w\s+(\S+)", script):
+        for match in re.finditer(r"(?:^|[;\n}])\s*+[0-9$/]*+\s*+w\s++(\S+)", script):
             found.targets.append(match.group(1))
 
 
