@@ -233,15 +233,15 @@ def _main(argv: list[str] | None) -> int:
 
         scrub_process_block()
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if argv is None and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch"):
+    if argv is None and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch", "memory"):
         startup_gc.resume()
         _serve_dataclass_code()
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd
 
         return rewind_cmd.main(args_list[1:])
-    if args_list and args_list[0] in ("sessions", "mcp"):
-        from heron.cli import mcp_cmd, sessions_cmd
+    if args_list and args_list[0] in ("sessions", "mcp", "memory"):
+        from heron.cli import mcp_cmd, memory_cmd, sessions_cmd
 
         if args_list[:2] == ["mcp", "add"]:  # `mcp add fs python3 -m mod`: -m is the command's
             args_list = args_list[:2] + mcp_cmd.add_argv(args_list[2:])
@@ -249,7 +249,7 @@ def _main(argv: list[str] | None) -> int:
             args_list.append("list")
         sub = argparse.ArgumentParser(prog="heron")
         commands = sub.add_subparsers(dest="command", metavar="COMMAND")
-        (sessions_cmd if args_list[0] == "sessions" else mcp_cmd).add_parser(commands)
+        {"sessions": sessions_cmd, "mcp": mcp_cmd, "memory": memory_cmd}[args_list[0]].add_parser(commands)
         parsed = sub.parse_args(args_list)
         result: int = parsed.handler(parsed)
         return result

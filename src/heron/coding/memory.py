@@ -17,7 +17,9 @@ just before the entry - and never when no compaction follows.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +31,14 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
 from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
+from heron.coding.memory_history import MemoryChange, MemoryHistory, MemoryHistoryError
+from heron.coding.memory_notes import note_ages, render_ages, session_starts, set_marks
 from heron.coding.settings import MemorySettings
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.output_room import OUTPUT_MARGIN_SHARE
 from heron.context.policy import ContextPolicy
 from heron.session.entries import CustomEntry
-from heron.session.paths import encode_cwd
+from heron.session.paths import encode_cwd, session_dir
 from heron.session.private_files import private_dir
 from heron.session.store import SessionStore
 
@@ -75,8 +79,9 @@ def read_index(directory: Path) -> str:
     return "".join(lines[:MAX_LINES]).rstrip("\n")
 
 
-def recorded_memory(store: SessionStore) -> str | None:
-    """The memory text this session's system prompt was built with, if it was recorded."""
+def recorded_memory(store: SessionStore) -> dict[str, Any] | None:
+    """What this session's system prompt was built with (``text``: the index; ``notes``: the
+    notes with their age, as of ``today``), if it was recorded."""
     leaf = store.leaf_id
     if leaf is None:
         return None
@@ -87,17 +92,19 @@ def recorded_memory(store: SessionStore) -> str | None:
         entry = store.get(entry_id)
         if isinstance(entry, CustomEntry) and entry.custom_type == MEMORY_CUSTOM_TYPE:
             data: Any = entry.data
-            text = data.get("text") if isinstance(data, dict) else None
-            return text if isinstance(text, str) else ""
+            data = data if isinstance(data, dict) else {}
+            text, notes = data.get("text"), data.get("notes")
+            return {"text": text if isinstance(text, str) else "", "notes": notes if isinstance(notes, str) else ""}
     return None
 
 
-def memory_section(text: str, directory: Path) -> str:
+def memory_section(text: str, directory: Path, notes: str = "") -> str:
     """What the system prompt says about memory (only when there is something to say)."""
     where = f"Project memory directory: {directory} (notes kept across sessions; {INDEX_FILE} is the index)."
+    tail = f"\n\n{notes}" if notes else ""
     if not text:
-        return where
-    return f"{where}\n\n<memory>\n{text}\n</memory>"
+        return where + tail
+    return f"{where}\n\n<memory>\n{text}\n</memory>{tail}"
 
 
 @dataclass
@@ -189,17 +196,80 @@ class MemoryKeeper:
     def __init__(self, settings: MemorySettings, *, home: Path, cwd: Path, store: SessionStore) -> None:
         self.settings = settings
         self.directory = memory_dir(home, cwd, settings.directory)
+        self.history = MemoryHistory(self.directory, home)
+        self.written: list[str] = []  # files committed during the current prompt's run
         recorded = recorded_memory(store) if settings.enabled else None
         self._recorded = recorded is not None or not settings.enabled
-        self.text = recorded if recorded is not None else (read_index(self.directory) if settings.enabled else "")
+        self.today = time.strftime("%Y-%m-%d")
+        if recorded is not None:
+            self.text, self.notes = recorded["text"], recorded["notes"]
+        elif settings.enabled:
+            self.text = read_index(self.directory)
+            self.notes = self._notes(home, cwd, store.session_id)
+        else:
+            self.text = self.notes = ""
+
+    def _notes(self, home: Path, cwd: Path, session: str | None) -> str:
+        """The notes with their age, as of now (a new session: what it records)."""
+        if not self.directory.is_dir():
+            return ""
+        starts = session_starts(session_dir(cwd, home), session)
+        stale = self.settings.stale_after_days
+        ages = note_ages(self.directory, self.history.git_dir, starts, now=time.time(), stale_days=stale)
+        return render_ages(ages, today=self.today, stale_days=stale)
 
     def prompt_section(self) -> str:
-        return f"\n\n{memory_section(self.text, self.directory)}" if self.settings.enabled else ""
+        return f"\n\n{memory_section(self.text, self.directory, self.notes)}" if self.settings.enabled else ""
 
     def record(self, store: SessionStore) -> None:
         if not self._recorded:
-            store.append_custom(MEMORY_CUSTOM_TYPE, {"text": self.text, "directory": str(self.directory)})
+            data = {"text": self.text, "notes": self.notes, "today": self.today, "directory": str(self.directory)}
+            store.append_custom(MEMORY_CUSTOM_TYPE, data)
             self._recorded = True
+
+    def _guarded(self, reason: str, ledger: Ledger, action: Callable[[], MemoryChange | None]) -> MemoryChange | None:
+        """``action`` on the history; a failure is a ledger record, never the session's problem."""
+        try:
+            change = action()
+        except (MemoryHistoryError, OSError) as exc:
+            ledger.add(LedgerRecord(kind="memory", recover=str(exc), detail={"reason": reason, "failed": True}))
+            change = None
+        for notice in self.history.take_notices():
+            ledger.add(LedgerRecord(kind="memory", recover=notice, detail={"notice": True}))
+        if change is not None:
+            detail = {"reason": reason, "commit": change.commit, "files": list(change.files)}
+            ledger.add(LedgerRecord(kind="memory", recover=f"heron memory show {change.commit[:12]}", detail=detail))
+        return change
+
+    def sync_outside(self, store: SessionStore, ledger: Ledger) -> None:
+        """Changes made outside heron since the last commit, committed as such (once a process)."""
+        if self.settings.enabled and not self.history.outside_synced:
+            self._guarded("outside heron", ledger, lambda: self.history.sync_outside(store.session_id or ""))
+
+    def commit(self, reason: str, store: SessionStore, ledger: Ledger, *, tentative: bool = False) -> None:
+        """Commit what heron's model changed in the memory directory (outside changes first)."""
+        if not self.settings.enabled or not self.directory.is_dir():
+            return
+        session = store.session_id or ""
+        self.sync_outside(store, ledger)
+        change = self._guarded(
+            reason, ledger, lambda: self.history.commit(reason, session=session, entry=store.leaf_id or "")
+        )
+        if change is not None:
+            self.written.extend(change.files)
+            self._mark(list(change.files), tentative=tentative, session=session)
+
+    def end_run(self, store: SessionStore, *, failed: bool) -> None:
+        """A prompt's run ended: what it wrote stays tentative if it ended in an error or an abort."""
+        if failed and self.written:
+            self._mark(self.written, tentative=True, session=store.session_id or "")
+        self.written = []
+
+    def _mark(self, files: list[str], *, tentative: bool, session: str) -> None:
+        try:
+            set_marks(self.history.git_dir, files, tentative=tentative, session=session)
+        except OSError:
+            pass  # only the age shown in a later prompt is affected
 
     def flush_wanted(self, flushed: bool) -> bool:
         if not (self.settings.enabled and self.settings.flush) or os.environ.get(FLUSH_ENV, "") == "0":
@@ -260,3 +330,5 @@ class MemoryKeeper:
                 detail={"files": files, "directory": str(self.directory)},
             )
         )
+        if files:
+            await asyncio.to_thread(self.commit, "flush", policy.store, ledger, tentative=failed is not None)

@@ -125,6 +125,10 @@ class MemoryHistory:
         self._checked = False
         self.outside_synced = False  # outside changes were committed in this process
 
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
+
     @property
     def exists(self) -> bool:
         return (self.git_dir / "HEAD").exists()

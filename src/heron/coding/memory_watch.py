@@ -1,0 +1,79 @@
+"""Commits of project memory around a session's turns (docs/memory.md, "History").
+
+heron commits the memory directory after each turn whose tool calls wrote inside it
+(``write``/``edit`` and any tool that declares the paths it changes), naming the session
+and the entry the change followed; before the first such write of a process, changes made
+outside heron since the last commit are committed as such, so they are never attributed
+to the model. Otherwise those outside changes are committed once the first answer is
+arriving (the session's housekeeping), never before the first request: a session start
+runs no git command.
+
+A prompt whose run ended in an error or an abort leaves what it wrote marked tentative
+(:mod:`heron.coding.memory_notes`) until a later change or a reflection confirms it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from heron.agent.agent import Agent
+from heron.agent.tool_meta import ToolCatalog
+from heron.ai.types import AssistantMessage, StopReason
+from heron.context.ledger import Ledger
+from heron.session.store import SessionStore
+
+if TYPE_CHECKING:
+    from heron.coding.memory import MemoryKeeper
+
+
+class WatchedSession(Protocol):
+    memory: MemoryKeeper
+    store: SessionStore
+    ledger: Ledger
+    agent: Agent
+    tool_catalog: ToolCatalog
+    cwd: Path
+
+
+class MemoryWatch:
+    def __init__(self, session: WatchedSession) -> None:
+        self.session = session
+        self._pending = False  # a tool call of this turn wrote in the memory directory
+        session.agent.subscribe(self._on_event)
+
+    def sync_outside(self) -> None:
+        """The housekeeping job: outside changes committed, off the critical path."""
+        memory = self.session.memory
+        if memory.settings.enabled and memory.directory.is_dir() and not memory.history.outside_synced:
+            memory.sync_outside(self.session.store, self.session.ledger)
+
+    def _writes_memory(self, name: str, args: dict[str, Any]) -> bool:
+        session = self.session
+        meta = session.tool_catalog.meta(name)
+        if not meta.changes_files or not session.memory.settings.enabled:
+            return False
+        top = session.memory.directory.resolve()
+        for use in meta.uses(args):
+            if Path(use.resolved(session.cwd)).resolve().is_relative_to(top):
+                return True
+        return False
+
+    def _on_event(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "tool_execution_start" and self._writes_memory(event.tool_name, event.args):
+            self.session.memory.sync_outside(self.session.store, self.session.ledger)
+            self._pending = True
+        elif kind == "turn_end" and self._pending:
+            self._commit()
+        elif kind == "agent_end":
+            if self._pending:
+                self._commit()
+            last = next((m for m in reversed(event.messages) if isinstance(m, AssistantMessage)), None)
+            failed = last is not None and last.stop_reason in (StopReason.ERROR, StopReason.ABORTED)
+            self.session.memory.end_run(self.session.store, failed=failed)
+
+    def _commit(self) -> None:
+        self._pending = False
+        self.session.memory.commit("tool call", self.session.store, self.session.ledger)
+
