@@ -243,7 +243,9 @@ class MemoryKeeper:
 
     def sync_outside(self, store: SessionStore, ledger: Ledger) -> None:
         """Changes made outside heron since the last commit, committed as such (once a process)."""
-        if self.settings.enabled and not self.history.outside_synced:
+        if not self.directory.is_dir():
+            self.history.outside_synced = True  # nothing there yet: what appears later is this process's
+        elif self.settings.enabled and not self.history.outside_synced:
             self._guarded("outside heron", ledger, lambda: self.history.sync_outside(store.session_id or ""))
 
     def commit(self, reason: str, store: SessionStore, ledger: Ledger, *, tentative: bool = False) -> None:
@@ -307,6 +309,8 @@ class MemoryKeeper:
         def sized(context: Context) -> StreamOptions:
             return options(policy.output_cap(max(tokens, policy.count(list(context.messages)))))
 
+        # changes made outside heron, committed as such before the flush writes
+        await asyncio.to_thread(self.sync_outside, policy.store, ledger)
         files, failed = await run_flush(
             model=model,
             system_prompt=system_prompt,
