@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
+from heron.ai.providers.faux import FauxProvider, FauxReply, error, text, tool_call
 from heron.ai.types import Context, ToolResultMessage, UserMessage
 from heron.coding.memory import FLUSH_PROMPT, INDEX_FILE, memory_dir
 from heron.coding.memory_history import HISTORY_DIR, MemoryHistory
@@ -265,3 +265,24 @@ async def test_a_secret_never_enters_memory_or_its_history(
 
 def custom(store: SessionStore, kind: str) -> list[Any]:
     return [e.data for e in store.entries() if isinstance(e, CustomEntry) and e.custom_type == kind]
+
+
+async def test_a_note_from_a_turn_that_ended_in_an_error_is_tentative_until_confirmed(
+    project: Path, home: Path, faux: FauxProvider
+) -> None:
+    memory = local_memory(project, home)
+    faux.queue(
+        tool_call("write", {"path": str(memory / "guess.md"), "content": "the flaky test is a race\n"}),
+        error("the request is invalid", status=400),
+    )
+    session = CodingSession(cwd=project, model=faux.model(), store=SessionStore.create(project, home=home), home=home)
+    await session.prompt("why is the test flaky?")
+    fresh = CodingSession(cwd=project, model=faux.model(), store=SessionStore.create(project, home=home), home=home)
+    assert "- guess.md: " in fresh.system_prompt
+    assert fresh.system_prompt.split("- guess.md: ")[1].split("\n")[0].endswith(", tentative")
+    # a later successful turn that writes it again confirms it
+    faux.queue(tool_call("write", {"path": str(memory / "guess.md"), "content": "the flaky test is a race (seen)\n"}))
+    faux.queue(text("Confirmed."))
+    await fresh.prompt("confirm it")
+    later = CodingSession(cwd=project, model=faux.model(), store=SessionStore.create(project, home=home), home=home)
+    assert "tentative" not in later.system_prompt.split("- guess.md: ")[1].split("\n")[0]
