@@ -147,7 +147,9 @@ def test_notes_carry_their_age_and_a_moved_clock_changes_no_byte(tmp_path: Path,
     assert "- MEMORY.md: " in system and "stale" not in system.split("- MEMORY.md: ")[1].split("\n")[0]
     # a new session sees the year that passed: every note is stale now, one session since
     args = [*heron(), "--model", "local/m", "-p", "a new session"]
-    done = subprocess.run(args, cwd=cwd_many, env=env_many, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+    done = subprocess.run(
+        args, cwd=cwd_many, env=env_many, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     fresh = handler.bodies[-1]["messages"][0]["content"]
     assert "- build.md: " in fresh and "1 session since, stale" in fresh.split("- build.md: ")[1].split("\n")[0]

@@ -101,6 +101,8 @@ class SessionLike(Protocol):
     tool_catalog: ToolCatalog
     memory: MemoryKeeper
 
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
+
 
 class Control:
     def __init__(self, session: SessionLike) -> None:

@@ -152,11 +152,43 @@ async def run_flush(
     directory: Path,
     thinking: ThinkingLevel = "off",
     max_turns: int = FLUSH_MAX_TURNS,
+    prompt: str | None = None,
 ) -> tuple[list[str], AssistantMessage | None]:
     """One silent agentic turn on a copy of the view, its requests sent by ``send`` (the
     session's request path); returns the memory files it wrote and, if it ended in an
     error, the failed answer. Nothing it says is recorded in the session or kept in the
-    context."""
+    context. ``prompt``: another task with the flush's limits (the reflection pass)."""
+    files, last = await run_restricted(
+        model=model,
+        system_prompt=system_prompt,
+        tools=tools,
+        view=view,
+        send=send,
+        options=options,
+        directory=directory,
+        thinking=thinking,
+        max_turns=max_turns,
+        prompt=prompt or FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE),
+    )
+    failed = last if isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR else None
+    return files, failed
+
+
+async def run_restricted(
+    *,
+    model: Model,
+    system_prompt: str,
+    tools: list[AgentTool[Any]],
+    view: list[AgentMessage],
+    send: StreamFn,
+    options: Callable[[Context], StreamOptions],
+    directory: Path,
+    prompt: str,
+    thinking: ThinkingLevel = "off",
+    max_turns: int = FLUSH_MAX_TURNS,
+) -> tuple[list[str], AssistantMessage | None]:
+    """``prompt`` as a silent turn allowed only write and edit inside ``directory``: the files
+    it wrote and its last answer."""
     guard = FlushGuard(directory, [])
     agent = Agent(
         model=model,
@@ -178,11 +210,10 @@ async def run_flush(
                 agent.abort()
 
     agent.subscribe(count)
-    prompt = FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)
     added = await agent.prompt(UserMessage(content=[TextContent(text=prompt)]))
     last = added[-1] if added else None
-    failed = last if isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR else None
-    return sorted({p for p in guard.touched if Path(p).is_file()}), failed
+    answer = last if isinstance(last, AssistantMessage) else None
+    return sorted({p for p in guard.touched if Path(p).is_file()}), answer
 
 
 def flush_prompt_tokens(directory: Path) -> int:
@@ -198,6 +229,7 @@ class MemoryKeeper:
         self.directory = memory_dir(home, cwd, settings.directory)
         self.history = MemoryHistory(self.directory, home)
         self.written: list[str] = []  # files committed during the current prompt's run
+        self.changed_here = False  # heron's model changed memory in this process (memory.reflect: end)
         recorded = recorded_memory(store) if settings.enabled else None
         self._recorded = recorded is not None or not settings.enabled
         self.today = time.strftime("%Y-%m-%d")
@@ -248,6 +280,15 @@ class MemoryKeeper:
         elif self.settings.enabled and not self.history.outside_synced:
             self._guarded("outside heron", ledger, lambda: self.history.sync_outside(store.session_id or ""))
 
+    def commit_outside(self, store: SessionStore, ledger: Ledger) -> None:
+        """Whatever changed since the last commit, committed as made outside heron (before a
+        reflection pass, so dropping the pass puts back only what it wrote)."""
+        if self.settings.enabled and self.directory.is_dir():
+            self.history.outside_synced = True
+            self._guarded(
+                "outside heron", ledger, lambda: self.history.commit("outside heron", session=store.session_id or "")
+            )
+
     def commit(self, reason: str, store: SessionStore, ledger: Ledger, *, tentative: bool = False) -> None:
         """Commit what heron's model changed in the memory directory (outside changes first)."""
         if not self.settings.enabled or not self.directory.is_dir():
@@ -259,6 +300,7 @@ class MemoryKeeper:
         )
         if change is not None:
             self.written.extend(change.files)
+            self.changed_here = self.changed_here or reason != "reflection"
             self._mark(list(change.files), tentative=tentative, session=session)
 
     def end_run(self, store: SessionStore, *, failed: bool) -> None:

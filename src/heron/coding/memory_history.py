@@ -209,9 +209,7 @@ class MemoryHistory:
 
     # --- committing ---------------------------------------------------------------------------
 
-    def commit(
-        self, reason: str, *, session: str = "", entry: str = "", reverts: str = ""
-    ) -> MemoryChange | None:
+    def commit(self, reason: str, *, session: str = "", entry: str = "", reverts: str = "") -> MemoryChange | None:
         """Commit the memory directory as it is now; None when nothing changed since the last
         commit (or there is no memory directory)."""
         if not self.directory.is_dir():
@@ -269,6 +267,18 @@ class MemoryHistory:
         change = self.commit("outside heron", session=session)
         self.outside_synced = True
         return change
+
+    def discard(self) -> None:
+        """Put the notes back as the last commit has them: new files removed, changed and
+        deleted ones restored (a dropped reflection's writes)."""
+        if not self.exists or self._head() is None:
+            return
+        with repo_lock(self.git_dir):
+            new = self._git().run("ls-files", "-z", "--others", "--exclude-standard", check=False).split(b"\0")
+            for raw in new:
+                if raw:
+                    (self.directory / path_str(raw)).unlink(missing_ok=True)
+            self._run("checkout", "-f", "HEAD", "--", ".")
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -83,9 +83,7 @@ def session_starts(sessions: Path, current: str | None) -> list[str]:
     return sorted(n[:19] for n in names if n.endswith(".jsonl") and not (current and current in n))
 
 
-def note_ages(
-    directory: Path, git_dir: Path, starts: list[str], *, now: float, stale_days: int
-) -> list[NoteAge]:
+def note_ages(directory: Path, git_dir: Path, starts: list[str], *, now: float, stale_days: int) -> list[NoteAge]:
     marks = load_marks(git_dir)
     ages = []
     for path in note_files(directory):

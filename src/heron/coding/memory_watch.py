@@ -10,10 +10,18 @@ runs no git command.
 
 A prompt whose run ended in an error or an abort leaves what it wrote marked tentative
 (:mod:`heron.coding.memory_notes`) until a later change or a reflection confirms it.
+
+It also starts the reflection pass (:mod:`heron.coding.memory_reflect`) the ``memory.reflect``
+setting asks for: ``compaction``, a background task after each compaction (never awaited by
+a turn); ``end``, when the process ends a session in which heron changed memory
+(:meth:`MemoryWatch.finish`, after the last answer is out).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +33,7 @@ from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
     from heron.coding.memory import MemoryKeeper
+    from heron.coding.runtime import CodingSession
 
 
 class WatchedSession(Protocol):
@@ -35,12 +44,16 @@ class WatchedSession(Protocol):
     tool_catalog: ToolCatalog
     cwd: Path
 
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
+
 
 class MemoryWatch:
     def __init__(self, session: WatchedSession) -> None:
         self.session = session
         self._pending = False  # a tool call of this turn wrote in the memory directory
+        self._reflections: set[asyncio.Task[Any]] = set()
         session.agent.subscribe(self._on_event)
+        session.subscribe(self._on_session_event)
 
     def sync_outside(self) -> None:
         """The housekeeping job: outside changes committed, off the critical path."""
@@ -77,3 +90,35 @@ class MemoryWatch:
         self._pending = False
         self.session.memory.commit("tool call", self.session.store, self.session.ledger)
 
+    # --- reflection ----------------------------------------------------------------------------
+
+    def _on_session_event(self, event: Any) -> None:
+        memory = self.session.memory
+        if getattr(event, "type", None) == "compaction_end" and event.entry_id is not None:
+            if memory.settings.enabled and memory.settings.reflect == "compaction":
+                self.start_reflection("compaction")
+
+    def start_reflection(self, trigger: str) -> asyncio.Task[Any] | None:
+        """A background pass (one at a time); None when one is running already."""
+        if self._reflections:
+            return None
+        from heron.coding.memory_reflect import reflect
+
+        task = asyncio.ensure_future(reflect(self._coding(), trigger))
+        self._reflections.add(task)
+        task.add_done_callback(self._reflections.discard)
+        return task
+
+    def _coding(self) -> CodingSession:
+        return self.session  # type: ignore[return-value]  # the one session type with a context owner
+
+    async def finish(self) -> None:
+        """The process is ending: the ``end`` pass when heron changed memory here, and any
+        pass still running, waited for (each bounded by its time limit; an abort ends it)."""
+        memory = self.session.memory
+        if memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here:
+            memory.changed_here = False
+            self.start_reflection("end")
+        for task in list(self._reflections):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
