@@ -113,7 +113,7 @@ async def test_the_end_pass_runs_after_the_answer_when_memory_changed(
     assert model.reflections == 0  # the turn ended without waiting for a reflection
     await session.context_owner.finish_background()  # the process ends
     assert model.reflections == 1
-    assert [c.reason for c in MemoryHistory(memory, home).log()][0] == "reflection"
+    assert MemoryHistory(memory, home).log()[0].reason == "reflection"
 
 
 async def test_a_reflection_never_holds_up_a_turn_and_one_that_hangs_is_dropped(

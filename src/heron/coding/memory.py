@@ -18,6 +18,7 @@ just before the entry - and never when no compaction follows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -310,10 +311,8 @@ class MemoryKeeper:
         self.written = []
 
     def _mark(self, files: list[str], *, tentative: bool, session: str) -> None:
-        try:
+        with contextlib.suppress(OSError):  # only the age a later prompt shows is affected
             set_marks(self.history.git_dir, files, tentative=tentative, session=session)
-        except OSError:
-            pass  # only the age shown in a later prompt is affected
 
     def flush_wanted(self, flushed: bool) -> bool:
         if not (self.settings.enabled and self.settings.flush) or os.environ.get(FLUSH_ENV, "") == "0":

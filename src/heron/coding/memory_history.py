@@ -342,7 +342,4 @@ class MemoryHistory:
 
 def _users_repository(directory: Path) -> bool:
     """Whether the directory is, or lies inside, a git work tree (one with a ``.git``)."""
-    for folder in (directory, *directory.parents):
-        if (folder / ".git").exists():
-            return True
-    return False
+    return any((folder / ".git").exists() for folder in (directory, *directory.parents))

@@ -67,10 +67,7 @@ class MemoryWatch:
         if not meta.changes_files or not session.memory.settings.enabled:
             return False
         top = session.memory.directory.resolve()
-        for use in meta.uses(args):
-            if Path(use.resolved(session.cwd)).resolve().is_relative_to(top):
-                return True
-        return False
+        return any(Path(use.resolved(session.cwd)).resolve().is_relative_to(top) for use in meta.uses(args))
 
     def _on_event(self, event: Any) -> None:
         kind = getattr(event, "type", None)
@@ -94,9 +91,9 @@ class MemoryWatch:
 
     def _on_session_event(self, event: Any) -> None:
         memory = self.session.memory
-        if getattr(event, "type", None) == "compaction_end" and event.entry_id is not None:
-            if memory.settings.enabled and memory.settings.reflect == "compaction":
-                self.start_reflection("compaction")
+        compacted = getattr(event, "type", None) == "compaction_end" and event.entry_id is not None
+        if compacted and memory.settings.enabled and memory.settings.reflect == "compaction":
+            self.start_reflection("compaction")
 
     def start_reflection(self, trigger: str) -> asyncio.Task[Any] | None:
         """A background pass (one at a time); None when one is running already."""

@@ -22,8 +22,8 @@ from heron.agent.events import MessageEndEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
 from heron.coding.compact_command import compact_focus, compaction_reply
-from heron.coding.memory_reflect import REFLECT_COMMAND
 from heron.coding.events import GoalEvent, GoalLoopEvent
+from heron.coding.memory_reflect import REFLECT_COMMAND
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.unanswered import resend_unanswered
