@@ -37,7 +37,10 @@ class Server:
         self.bodies: list[dict[str, Any]] = []
 
     def __call__(self, request: Recorded) -> Reply:
-        self.bodies.append(request.json())
+        body = request.json()
+        self.bodies.append(body)
+        if "[heron: memory reflection]" in json.dumps(body["messages"][-1]):
+            return openai_reply("Nothing to merge.\nCONFIRMED: build.md")
         return openai_reply("Fine.")
 
 
@@ -96,7 +99,7 @@ def drive_print(cwd: Path, memory: Path, env: dict[str, str]) -> None:
         assert done.returncode == 0, done.stderr[-2000:]
 
 
-def drive_rpc(cwd: Path, memory: Path, env: dict[str, str]) -> None:
+def drive_rpc(cwd: Path, memory: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     child = subprocess.Popen(
         [*heron(), "--model", "local/m", "--mode", "rpc"],
         cwd=cwd,
@@ -118,9 +121,28 @@ def drive_rpc(cwd: Path, memory: Path, env: dict[str, str]) -> None:
                 if event.get("type") == "run_end" and event.get("id") == n:
                     assert event.get("error") is None, event
                     break
+        return memory_log(child.stdin, child.stdout)
     finally:
         child.stdin.close()
         child.wait(timeout=30)
+
+
+def memory_log(stdin: Any, stdout: Any) -> list[dict[str, Any]]:
+    """rpc ``memory_log``, asked until the start-up commit of the notes (made beside the first
+    turn, off its critical path) is there."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        stdin.write(json.dumps({"id": "log", "type": "memory_log"}) + "\n")
+        stdin.flush()
+        for raw in stdout:
+            event = json.loads(raw)
+            if event.get("type") == "response" and event.get("id") == "log":
+                break
+        assert event["success"], event
+        changes: list[dict[str, Any]] = event["data"]["changes"]
+        if changes or time.monotonic() > deadline:
+            return changes
+        time.sleep(0.2)
 
 
 def system_prompts(bodies: list[dict[str, Any]], root: Path) -> list[str]:
@@ -131,7 +153,10 @@ def system_prompts(bodies: list[dict[str, Any]], root: Path) -> list[str]:
 def test_notes_carry_their_age_and_a_moved_clock_changes_no_byte(tmp_path: Path, server: Any) -> None:
     local, handler = server
     cwd_one, memory_one, env_one = make_project(tmp_path / "one", local.url)
-    drive_rpc(cwd_one, memory_one, env_one)
+    changes = drive_rpc(cwd_one, memory_one, env_one)
+    assert [(c["reason"], sorted(c["files"])) for c in changes] == [
+        ("outside heron", ["MEMORY.md", "build.md", "old.md"])
+    ]
     rpc_bodies = list(handler.bodies)
     handler.bodies.clear()
     cwd_many, memory_many, env_many = make_project(tmp_path / "man", local.url)
@@ -153,3 +178,24 @@ def test_notes_carry_their_age_and_a_moved_clock_changes_no_byte(tmp_path: Path,
     assert done.returncode == 0, done.stderr[-2000:]
     fresh = handler.bodies[-1]["messages"][0]["content"]
     assert "- build.md: " in fresh and "1 session since, stale" in fresh.split("- build.md: ")[1].split("\n")[0]
+
+
+def test_heron_memory_reflect_runs_the_pass_on_the_newest_session(tmp_path: Path, server: Any) -> None:
+    local, handler = server
+    cwd, _memory, env = make_project(tmp_path, local.url)
+    args = [*heron(), "--model", "local/m", "-p", "remember the build"]
+    assert subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True).returncode == 0
+    done = subprocess.run(
+        [*heron(), "memory", "reflect", "--model", "local/m"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Reflected on memory: 0 note(s) changed, 1 confirmed." in done.stdout
+    reflection = handler.bodies[-1]["messages"]
+    assert "remember the build" in json.dumps(reflection)  # the session's view, then the task
+    assert "<note path=\"old.md\">" in reflection[-1]["content"]
