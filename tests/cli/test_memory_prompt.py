@@ -198,4 +198,4 @@ def test_heron_memory_reflect_runs_the_pass_on_the_newest_session(tmp_path: Path
     assert "Reflected on memory: 0 note(s) changed, 1 confirmed." in done.stdout
     reflection = handler.bodies[-1]["messages"]
     assert "remember the build" in json.dumps(reflection)  # the session's view, then the task
-    assert "<note path=\"old.md\">" in reflection[-1]["content"]
+    assert '<note path="old.md">' in reflection[-1]["content"]
