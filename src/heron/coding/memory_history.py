@@ -31,12 +31,14 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from heron.coding.checkpoints.base import MAX_FILE_BYTES, CheckpointError, path_str
-from heron.coding.checkpoints.git_backend import GitBackend
-from heron.coding.checkpoints.repo import repo_lock
 from heron.session.private_files import private_dir, write_private_text
+
+if TYPE_CHECKING:
+    from heron.coding.checkpoints.git_backend import GitBackend
 
 HISTORY_DIR = "memory-history"
 BRANCH = "refs/heads/main"
@@ -125,6 +127,11 @@ class MemoryHistory:
         self._checked = False
         self.outside_synced = False  # outside changes were committed in this process
 
+    def _locked(self) -> AbstractContextManager[None]:
+        from heron.coding.checkpoints.repo import repo_lock
+
+        return repo_lock(self.git_dir)
+
     def take_notices(self) -> list[str]:
         notices, self.notices = self.notices, []
         return notices
@@ -138,6 +145,8 @@ class MemoryHistory:
             git = shutil.which("git")
             if git is None:
                 raise MemoryHistoryError("git is not installed, so memory changes are not versioned")
+            from heron.coding.checkpoints.git_backend import GitBackend  # on first use: a start runs no git
+
             self._backend = GitBackend(git, self.git_dir, self.directory)
         return self._backend
 
@@ -215,7 +224,7 @@ class MemoryHistory:
         if not self.directory.is_dir():
             return None
         private_dir(self.git_dir.parent)
-        with repo_lock(self.git_dir):
+        with self._locked():
             return self._commit_locked(reason, session=session, entry=entry, reverts=reverts)
 
     def _commit_locked(self, reason: str, *, session: str, entry: str, reverts: str) -> MemoryChange | None:
@@ -273,7 +282,7 @@ class MemoryHistory:
         deleted ones restored (a dropped reflection's writes)."""
         if not self.exists or self._head() is None:
             return
-        with repo_lock(self.git_dir):
+        with self._locked():
             new = self._git().run("ls-files", "-z", "--others", "--exclude-standard", check=False).split(b"\0")
             for raw in new:
                 if raw:
@@ -322,7 +331,7 @@ class MemoryHistory:
         if not self.directory.is_dir():
             raise MemoryHistoryError(f"there is no memory directory {self.directory}")
         private_dir(self.git_dir.parent)
-        with repo_lock(self.git_dir):
+        with self._locked():
             self._commit_locked("outside heron", session=session, entry="", reverts="")
             commit = self.resolve(rev)
             git = self._git()
