@@ -270,12 +270,22 @@ class MemoryHistory:
                 self.notices.append(f"A secret was taken out of {path} before it was committed.")
 
     def sync_outside(self, session: str = "") -> MemoryChange | None:
-        """Changes made outside heron since the last commit, committed as such (once a process)."""
+        """Changes made outside heron since the last commit, committed as such, once a process.
+        The flag is read again under the lock: the start-up job (a thread) and heron's first
+        write (the loop) may both get here, and the one that waited must not commit the
+        other's write as an outside change."""
         if self.outside_synced:
             return None
-        change = self.commit("outside heron", session=session)
-        self.outside_synced = True
-        return change
+        if not self.directory.is_dir():
+            self.outside_synced = True
+            return None
+        private_dir(self.git_dir.parent)
+        with self._locked():
+            if self.outside_synced:
+                return None
+            change = self._commit_locked("outside heron", session=session, entry="", reverts="")
+            self.outside_synced = True
+            return change
 
     def discard(self) -> None:
         """Put the notes back as the last commit has them: new files removed, changed and
