@@ -147,6 +147,11 @@ async def test_a_tool_call_write_is_committed_after_the_outside_changes(
     changes = MemoryHistory(memory, home).log()
     assert [(c.reason, c.files) for c in changes] == [("tool call", ("build.md",)), ("outside heron", ("MEMORY.md",))]
     assert changes[0].session == store.session_id and store.get(changes[0].entry) is not None
+    # the session's report shows both changes on its timeline (ledger markers of kind memory)
+    from heron.coding.report.data import collect
+
+    markers = [m for m in collect(store).markers if m.kind == "memory"]
+    assert len(markers) == 2 and any("build.md" in json.dumps(m.detail) for m in markers)
     # the next session's prompt names both notes with their date
     fresh = CodingSession(cwd=project, model=faux.model(), store=SessionStore.create(project, home=home), home=home)
     assert "- build.md: " in fresh.system_prompt and "- MEMORY.md: " in fresh.system_prompt
