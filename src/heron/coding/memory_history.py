@@ -29,9 +29,9 @@ import hashlib
 import os
 import shutil
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from heron.coding.checkpoints.base import MAX_FILE_BYTES, CheckpointError, path_str
