@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -260,44 +261,66 @@ class MemoryKeeper:
             store.append_custom(MEMORY_CUSTOM_TYPE, data)
             self._recorded = True
 
-    def _guarded(self, reason: str, ledger: Ledger, action: Callable[[], MemoryChange | None]) -> MemoryChange | None:
-        """``action`` on the history; a failure is a ledger record, never the session's problem."""
+    @staticmethod
+    def on_loop(ledger: Ledger, job: Callable[[list[LedgerRecord]], object]) -> None:
+        """``job`` here (on the loop), its records added to the ledger."""
+        records: list[LedgerRecord] = []
+        job(records)
+        for record in records:
+            ledger.add(record)
+
+    @staticmethod
+    async def off_loop(ledger: Ledger, job: Callable[[list[LedgerRecord]], object]) -> None:
+        """``job`` (git work) on a worker thread; its records added to the ledger here, on the loop."""
+        records: list[LedgerRecord] = []
+        await asyncio.to_thread(job, records)
+        for record in records:
+            ledger.add(record)
+
+    def _guarded(
+        self, reason: str, records: list[LedgerRecord], action: Callable[[], MemoryChange | None]
+    ) -> MemoryChange | None:
+        """``action`` on the history; a failure is a ledger record, never the session's problem.
+        The records go to ``records``, for the caller to add to the ledger on the event loop:
+        the git work may run on a worker thread, and the session file is written from the loop."""
         try:
             change = action()
         except (MemoryHistoryError, OSError) as exc:
-            ledger.add(LedgerRecord(kind="memory", recover=str(exc), detail={"reason": reason, "failed": True}))
+            records.append(LedgerRecord(kind="memory", recover=str(exc), detail={"reason": reason, "failed": True}))
             change = None
         for notice in self.history.take_notices():
-            ledger.add(LedgerRecord(kind="memory", recover=notice, detail={"notice": True}))
+            records.append(LedgerRecord(kind="memory", recover=notice, detail={"notice": True}))
         if change is not None:
             detail = {"reason": reason, "commit": change.commit, "files": list(change.files)}
-            ledger.add(LedgerRecord(kind="memory", recover=f"heron memory show {change.commit[:12]}", detail=detail))
+            records.append(
+                LedgerRecord(kind="memory", recover=f"heron memory show {change.commit[:12]}", detail=detail)
+            )
         return change
 
-    def sync_outside(self, store: SessionStore, ledger: Ledger) -> None:
+    def sync_outside(self, store: SessionStore, records: list[LedgerRecord]) -> None:
         """Changes made outside heron since the last commit, committed as such (once a process)."""
         if not self.directory.is_dir():
             self.history.outside_synced = True  # nothing there yet: what appears later is this process's
         elif self.settings.enabled and not self.history.outside_synced:
-            self._guarded("outside heron", ledger, lambda: self.history.sync_outside(store.session_id or ""))
+            self._guarded("outside heron", records, lambda: self.history.sync_outside(store.session_id or ""))
 
-    def commit_outside(self, store: SessionStore, ledger: Ledger) -> None:
+    def commit_outside(self, store: SessionStore, records: list[LedgerRecord]) -> None:
         """Whatever changed since the last commit, committed as made outside heron (before a
         reflection pass, so dropping the pass puts back only what it wrote)."""
         if self.settings.enabled and self.directory.is_dir():
             self.history.outside_synced = True
             self._guarded(
-                "outside heron", ledger, lambda: self.history.commit("outside heron", session=store.session_id or "")
+                "outside heron", records, lambda: self.history.commit("outside heron", session=store.session_id or "")
             )
 
-    def commit(self, reason: str, store: SessionStore, ledger: Ledger, *, tentative: bool = False) -> None:
+    def commit(self, reason: str, store: SessionStore, records: list[LedgerRecord], *, tentative: bool = False) -> None:
         """Commit what heron's model changed in the memory directory (outside changes first)."""
         if not self.settings.enabled or not self.directory.is_dir():
             return
         session = store.session_id or ""
-        self.sync_outside(store, ledger)
+        self.sync_outside(store, records)
         change = self._guarded(
-            reason, ledger, lambda: self.history.commit(reason, session=session, entry=store.leaf_id or "")
+            reason, records, lambda: self.history.commit(reason, session=session, entry=store.leaf_id or "")
         )
         if change is not None:
             self.written.extend(change.files)
@@ -351,7 +374,7 @@ class MemoryKeeper:
             return options(policy.output_cap(max(tokens, policy.count(list(context.messages)))))
 
         # changes made outside heron, committed as such before the flush writes
-        await asyncio.to_thread(self.sync_outside, policy.store, ledger)
+        await self.off_loop(ledger, functools.partial(self.sync_outside, policy.store))
         files, failed = await run_flush(
             model=model,
             system_prompt=system_prompt,
@@ -376,4 +399,5 @@ class MemoryKeeper:
             )
         )
         if files:
-            await asyncio.to_thread(self.commit, "flush", policy.store, ledger, tentative=failed is not None)
+            flushed = functools.partial(self.commit, "flush", policy.store, tentative=failed is not None)
+            await self.off_loop(ledger, lambda records: flushed(records))

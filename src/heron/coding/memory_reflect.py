@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +85,7 @@ async def reflect(session: CodingSession, trigger: str) -> tuple[str, bool]:
     notes = notes_text(directory)
     if notes is None:
         return _dropped(session, trigger, f"the notes are over {REFLECT_MAX_NOTE_CHARS:,} characters")
-    await asyncio.to_thread(memory.commit_outside, session.store, ledger)
+    await memory.off_loop(ledger, functools.partial(memory.commit_outside, session.store))
     prompt = REFLECT_PROMPT.format(
         directory=directory, index=INDEX_FILE, lines=MAX_LINES, kb=MAX_BYTES // 1024, notes=notes
     )
@@ -106,7 +107,7 @@ async def reflect(session: CodingSession, trigger: str) -> tuple[str, bool]:
         return _dropped(session, trigger, why, discard=True)
     drop_empty(directory, files)
     confirmed = confirmed_notes(answer, directory)
-    await asyncio.to_thread(memory.commit, "reflection", session.store, ledger)
+    await memory.off_loop(ledger, lambda records: memory.commit("reflection", session.store, records))
     memory.written = []  # the pass confirms what it kept: nothing it wrote is tentative
     with contextlib.suppress(OSError):
         set_marks(memory.history.git_dir, confirmed, tentative=False, session=session.store.session_id or "")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from heron.agent.agent import Agent
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason
-from heron.context.ledger import Ledger
+from heron.context.ledger import Ledger, LedgerRecord
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class MemoryWatch:
         self.session = session
         self._pending = False  # a tool call of this turn wrote in the memory directory
         self._reflections: set[asyncio.Task[Any]] = set()
+        self._later: list[LedgerRecord] = []  # the start-up job's records (a thread), added on the loop
         session.agent.subscribe(self._on_event)
         session.subscribe(self._on_session_event)
 
@@ -59,7 +60,7 @@ class MemoryWatch:
         """The housekeeping job: outside changes committed, off the critical path."""
         memory = self.session.memory
         if memory.settings.enabled and memory.directory.is_dir() and not memory.history.outside_synced:
-            memory.sync_outside(self.session.store, self.session.ledger)
+            memory.sync_outside(self.session.store, self._later)
 
     def _writes_memory(self, name: str, args: dict[str, Any]) -> bool:
         session = self.session
@@ -70,9 +71,11 @@ class MemoryWatch:
         return any(Path(use.resolved(session.cwd)).resolve().is_relative_to(top) for use in meta.uses(args))
 
     def _on_event(self, event: Any) -> None:
+        self._add_later()
         kind = getattr(event, "type", None)
+        memory, store = self.session.memory, self.session.store
         if kind == "tool_execution_start" and self._writes_memory(event.tool_name, event.args):
-            self.session.memory.sync_outside(self.session.store, self.session.ledger)
+            memory.on_loop(self.session.ledger, lambda records: memory.sync_outside(store, records))
             self._pending = True
         elif kind == "turn_end" and self._pending:
             self._commit()
@@ -83,9 +86,14 @@ class MemoryWatch:
             failed = last is not None and last.stop_reason in (StopReason.ERROR, StopReason.ABORTED)
             self.session.memory.end_run(self.session.store, failed=failed)
 
+    def _add_later(self) -> None:
+        while self._later:
+            self.session.ledger.add(self._later.pop(0))
+
     def _commit(self) -> None:
         self._pending = False
-        self.session.memory.commit("tool call", self.session.store, self.session.ledger)
+        memory, store = self.session.memory, self.session.store
+        memory.on_loop(self.session.ledger, lambda records: memory.commit("tool call", store, records))
 
     # --- reflection ----------------------------------------------------------------------------
 
@@ -112,6 +120,7 @@ class MemoryWatch:
     async def finish(self) -> None:
         """The process is ending: the ``end`` pass when heron changed memory here, and any
         pass still running, waited for (each bounded by its time limit; an abort ends it)."""
+        self._add_later()
         memory = self.session.memory
         if memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here:
             memory.changed_here = False
