@@ -71,8 +71,9 @@ class MemoryWatch:
         return any(Path(use.resolved(session.cwd)).resolve().is_relative_to(top) for use in meta.uses(args))
 
     def _on_event(self, event: Any) -> None:
-        self._add_later()
         kind = getattr(event, "type", None)
+        if kind in ("turn_start", "turn_end", "agent_end"):
+            self._add_later()  # between messages, never inside one being streamed
         memory, store = self.session.memory, self.session.store
         if kind == "tool_execution_start" and self._writes_memory(event.tool_name, event.args):
             memory.on_loop(self.session.ledger, lambda records: memory.sync_outside(store, records))
