@@ -16,6 +16,7 @@ from heron.ai.types import Context, ToolResultMessage, UserMessage
 from heron.coding import memory_reflect
 from heron.coding.memory_history import MemoryHistory
 from heron.coding.runtime import CodingSession
+from heron.context.summary_text import is_summary_request
 from heron.session.store import SessionStore
 
 INDEX = "# Memory\n- [build](build-1.md)\n- [build again](build-2.md)\n- [tests](tests.md)\n"
@@ -30,14 +31,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def make_memory(project: Path, home: Path, reflect: str = "end") -> Path:
+def make_memory(project: Path, home: Path, reflect: str = "end", **more: Any) -> Path:
     memory = project / "memory"
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text(INDEX)
     (memory / "build-1.md").write_text("Build with `make build`.\n")
     (memory / "build-2.md").write_text("To build, run make build.\n")
     (memory / "tests.md").write_text("The tests run with nose.\n")
-    (home / "settings.json").write_text(json.dumps({"memory": {"directory": str(memory), "reflect": reflect}}))
+    settings = {"memory": {"directory": str(memory), "reflect": reflect}, **more}
+    (home / "settings.json").write_text(json.dumps(settings))
     return memory
 
 
@@ -160,3 +162,25 @@ async def test_a_reflection_that_fails_is_dropped_with_its_writes_put_back(
     assert failed and "dropped" in reply
     assert (memory / "tests.md").read_text() == "The tests run with nose.\n"
     assert any(r.detail.get("dropped") for r in session.ledger.records if r.kind == "memory")
+
+
+async def test_the_compaction_setting_starts_a_pass_after_each_compaction(
+    tmp_path: Path, home: Path, faux: FauxProvider
+) -> None:
+    project = tmp_path / "proj"
+    memory = make_memory(project, home, reflect="compaction", compaction={"keepRecentTokens": 200})
+    model = Reflector(memory)
+
+    def reply(context: Context) -> FauxReply:
+        if is_summary_request(context):
+            return text("## Goal\nKeep the memory true.")
+        return model(context)
+
+    faux.set_fallback(reply)
+    session = session_for(project, home, faux)
+    for n in range(3):
+        await session.prompt(f"turn {n}: the tests moved to pytest " + "x" * 4_000)
+    end = await session.context_owner.compact(None, "manual")
+    assert end.entry_id is not None and model.reflections == 0, end  # started beside, not inside, the compaction
+    await session.context_owner.finish_background()
+    assert model.reflections == 1 and not (memory / "tests.md").exists()
