@@ -441,3 +441,13 @@ async def test_context_reset_window_forgets_a_learnt_window(project: Path, home:
     out = await submit(c, "/context reset-window")
     assert "forgot the learnt window of 4,096 tokens" in out and policy.window == 128_000
     assert "usage: /context" in await submit(c, "/context bogus")
+
+
+async def test_memory_lists_the_memory_changes(project: Path, home: Path, faux: FauxProvider) -> None:
+    memory = project / "memory"
+    faux.queue(tool_call("write", {"path": str(memory / "build.md"), "content": "make build\n"}), text("Noted."))
+    c = controller_for(project, home, faux, settings={"memory": {"directory": str(memory)}})
+    assert "none recorded yet" in await submit(c, "/memory")
+    await submit(c, "remember the build")
+    out = await submit(c, "/memory")
+    assert "tool call" in out and "build.md" in out and c.session.store.session_id[:8] in out

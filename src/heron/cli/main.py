@@ -225,15 +225,15 @@ def _main(argv: list[str] | None) -> int:
 
         scrub_process_block()  # its keys out of /proc/<pid>/environ and cmdline
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if own_process and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch"):
+    if own_process and args_list and args_list[0] in ("rewind", "sessions", "mcp", "batch", "memory"):
         boot.session_built()  # these commands build no coding session: collect as usual
         boot.serve_dataclass_code()
     if args_list and args_list[0] == "rewind":
         from heron.cli import rewind_cmd
 
         return rewind_cmd.main(args_list[1:])
-    if args_list and args_list[0] in ("sessions", "mcp"):
-        from heron.cli import mcp_cmd, sessions_cmd
+    if args_list and args_list[0] in ("sessions", "mcp", "memory") and args_list[:2] != ["memory", "reflect"]:
+        from heron.cli import mcp_cmd, memory_cmd, sessions_cmd
 
         if args_list[:2] == ["mcp", "add"]:  # `mcp add fs python3 -m mod`: -m is the command's
             args_list = args_list[:2] + mcp_cmd.add_argv(args_list[2:])
@@ -241,7 +241,7 @@ def _main(argv: list[str] | None) -> int:
             args_list.append("list")
         sub = argparse.ArgumentParser(prog="heron")
         commands = sub.add_subparsers(dest="command", metavar="COMMAND")
-        (sessions_cmd if args_list[0] == "sessions" else mcp_cmd).add_parser(commands)
+        {"sessions": sessions_cmd, "mcp": mcp_cmd, "memory": memory_cmd}[args_list[0]].add_parser(commands)
         parsed = sub.parse_args(args_list)
         result: int = parsed.handler(parsed)
         return result
@@ -251,6 +251,8 @@ def _main(argv: list[str] | None) -> int:
         return batch_cmd.main(args_list[1:])
     if args_list and args_list[0] == "compact":
         args = compact_arguments(args_list[1:])
+    elif args_list[:2] == ["memory", "reflect"]:
+        args = reflect_arguments(args_list[2:])
     else:
         args = build_parser().parse_args(args_list)
     if own_process:
@@ -283,6 +285,25 @@ def compact_arguments(argv: list[str]) -> argparse.Namespace:
         parser.error("name the session with --session PATH|ID, or leave it out for the newest (--continue)")
     args.print_prompt = " ".join(["/compact", *args.messages])
     args.messages = []
+    args.continue_session = args.continue_session or not args.session
+    return args
+
+
+def reflect_arguments(argv: list[str]) -> argparse.Namespace:
+    """``heron memory reflect``: the main command's options, run as ``heron -p "/memory reflect"``
+    on the newest session of this directory unless ``--session`` names another (docs/memory.md)."""
+    parser = build_parser()
+    parser.prog = "heron memory reflect"
+    parser.usage = "heron memory reflect [--session PATH|ID | --continue] [options]"
+    parser.description = "Tidy the project memory now with the model, from what a session showed (one commit)."
+    args = parser.parse_args(argv)
+    if args.print_prompt is not None or args.messages:
+        parser.error("heron memory reflect takes no prompt")
+    if args.mode not in (None, "print", "json"):
+        parser.error(f"--mode {args.mode}: reflect runs in print or json mode")
+    if args.no_session or args.resume:
+        parser.error("name the session with --session PATH|ID, or leave it out for the newest (--continue)")
+    args.print_prompt = "/memory reflect"
     args.continue_session = args.continue_session or not args.session
     return args
 

@@ -138,6 +138,7 @@ class ContextOwner:
         process asks for it again (``heron.context.background``; the session's ``abort``
         ends the wait)."""
         await self.background.finish(wait=wait)
+        await self.session.control.memory_watch.finish()  # memory.reflect: end (docs/memory.md)
 
     async def _native_switch(self, messages: list[AgentMessage], signal: AbortSignal) -> bool:
         """Heron's own summary of what a provider-native compaction covered, the first time

@@ -35,6 +35,8 @@ from heron.coding.hooks import (
     parse_hooks,
 )
 from heron.coding.housekeeping import Housekeeping
+from heron.coding.memory import MemoryKeeper
+from heron.coding.memory_watch import MemoryWatch
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.sandbox import SANDBOX_MODES, Confinement, Sandbox, SandboxMode, sandbox_policy
@@ -97,6 +99,9 @@ class SessionLike(Protocol):
     env: ToolEnv
     agent: Agent
     tool_catalog: ToolCatalog
+    memory: MemoryKeeper
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
 
 
 class Control:
@@ -133,6 +138,8 @@ class Control:
         # what waits for the first model response (docs/architecture.md, "The critical path of a turn")
         self.housekeeping = Housekeeping()
         self.housekeeping.add(self.checkpoints.housekeeping)
+        self.memory_watch = MemoryWatch(session)  # project memory's history (heron.coding.memory_watch)
+        self.housekeeping.add(self.memory_watch.sync_outside)
         session.env.child_env = self.child_env
         session.env.confine = self.confine
         session.env.confine_outside = self.confine_outside

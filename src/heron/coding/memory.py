@@ -17,7 +17,11 @@ just before the entry - and never when no compaction follows.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +33,14 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
 from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
+from heron.coding.memory_history import MemoryChange, MemoryHistory, MemoryHistoryError
+from heron.coding.memory_notes import note_ages, render_ages, session_starts, set_marks
 from heron.coding.settings import MemorySettings
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.output_room import OUTPUT_MARGIN_SHARE
 from heron.context.policy import ContextPolicy
 from heron.session.entries import CustomEntry
-from heron.session.paths import encode_cwd
+from heron.session.paths import encode_cwd, session_dir
 from heron.session.private_files import private_dir
 from heron.session.store import SessionStore
 
@@ -75,8 +81,9 @@ def read_index(directory: Path) -> str:
     return "".join(lines[:MAX_LINES]).rstrip("\n")
 
 
-def recorded_memory(store: SessionStore) -> str | None:
-    """The memory text this session's system prompt was built with, if it was recorded."""
+def recorded_memory(store: SessionStore) -> dict[str, Any] | None:
+    """What this session's system prompt was built with (``text``: the index; ``notes``: the
+    notes with their age, as of ``today``), if it was recorded."""
     leaf = store.leaf_id
     if leaf is None:
         return None
@@ -87,17 +94,19 @@ def recorded_memory(store: SessionStore) -> str | None:
         entry = store.get(entry_id)
         if isinstance(entry, CustomEntry) and entry.custom_type == MEMORY_CUSTOM_TYPE:
             data: Any = entry.data
-            text = data.get("text") if isinstance(data, dict) else None
-            return text if isinstance(text, str) else ""
+            data = data if isinstance(data, dict) else {}
+            text, notes = data.get("text"), data.get("notes")
+            return {"text": text if isinstance(text, str) else "", "notes": notes if isinstance(notes, str) else ""}
     return None
 
 
-def memory_section(text: str, directory: Path) -> str:
+def memory_section(text: str, directory: Path, notes: str = "") -> str:
     """What the system prompt says about memory (only when there is something to say)."""
     where = f"Project memory directory: {directory} (notes kept across sessions; {INDEX_FILE} is the index)."
+    tail = f"\n\n{notes}" if notes else ""
     if not text:
-        return where
-    return f"{where}\n\n<memory>\n{text}\n</memory>"
+        return where + tail
+    return f"{where}\n\n<memory>\n{text}\n</memory>{tail}"
 
 
 @dataclass
@@ -145,11 +154,43 @@ async def run_flush(
     directory: Path,
     thinking: ThinkingLevel = "off",
     max_turns: int = FLUSH_MAX_TURNS,
+    prompt: str | None = None,
 ) -> tuple[list[str], AssistantMessage | None]:
     """One silent agentic turn on a copy of the view, its requests sent by ``send`` (the
     session's request path); returns the memory files it wrote and, if it ended in an
     error, the failed answer. Nothing it says is recorded in the session or kept in the
-    context."""
+    context. ``prompt``: another task with the flush's limits (the reflection pass)."""
+    files, last = await run_restricted(
+        model=model,
+        system_prompt=system_prompt,
+        tools=tools,
+        view=view,
+        send=send,
+        options=options,
+        directory=directory,
+        thinking=thinking,
+        max_turns=max_turns,
+        prompt=prompt or FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE),
+    )
+    failed = last if isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR else None
+    return files, failed
+
+
+async def run_restricted(
+    *,
+    model: Model,
+    system_prompt: str,
+    tools: list[AgentTool[Any]],
+    view: list[AgentMessage],
+    send: StreamFn,
+    options: Callable[[Context], StreamOptions],
+    directory: Path,
+    prompt: str,
+    thinking: ThinkingLevel = "off",
+    max_turns: int = FLUSH_MAX_TURNS,
+) -> tuple[list[str], AssistantMessage | None]:
+    """``prompt`` as a silent turn allowed only write and edit inside ``directory``: the files
+    it wrote and its last answer."""
     guard = FlushGuard(directory, [])
     agent = Agent(
         model=model,
@@ -171,11 +212,10 @@ async def run_flush(
                 agent.abort()
 
     agent.subscribe(count)
-    prompt = FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)
     added = await agent.prompt(UserMessage(content=[TextContent(text=prompt)]))
     last = added[-1] if added else None
-    failed = last if isinstance(last, AssistantMessage) and last.stop_reason == StopReason.ERROR else None
-    return sorted({p for p in guard.touched if Path(p).is_file()}), failed
+    answer = last if isinstance(last, AssistantMessage) else None
+    return sorted({p for p in guard.touched if Path(p).is_file()}), answer
 
 
 def flush_prompt_tokens(directory: Path) -> int:
@@ -189,17 +229,113 @@ class MemoryKeeper:
     def __init__(self, settings: MemorySettings, *, home: Path, cwd: Path, store: SessionStore) -> None:
         self.settings = settings
         self.directory = memory_dir(home, cwd, settings.directory)
+        self.history = MemoryHistory(self.directory, home)
+        self.written: list[str] = []  # files committed during the current prompt's run
+        self.changed_here = False  # heron's model changed memory in this process (memory.reflect: end)
         recorded = recorded_memory(store) if settings.enabled else None
         self._recorded = recorded is not None or not settings.enabled
-        self.text = recorded if recorded is not None else (read_index(self.directory) if settings.enabled else "")
+        self.today = time.strftime("%Y-%m-%d")
+        if recorded is not None:
+            self.text, self.notes = recorded["text"], recorded["notes"]
+        elif settings.enabled:
+            self.text = read_index(self.directory)
+            self.notes = self._notes(home, cwd, store.session_id)
+        else:
+            self.text = self.notes = ""
+
+    def _notes(self, home: Path, cwd: Path, session: str | None) -> str:
+        """The notes with their age, as of now (a new session: what it records)."""
+        if not self.directory.is_dir():
+            return ""
+        starts = session_starts(session_dir(cwd, home), session)
+        stale = self.settings.stale_after_days
+        ages = note_ages(self.directory, self.history.git_dir, starts, now=time.time(), stale_days=stale)
+        return render_ages(ages, today=self.today, stale_days=stale)
 
     def prompt_section(self) -> str:
-        return f"\n\n{memory_section(self.text, self.directory)}" if self.settings.enabled else ""
+        return f"\n\n{memory_section(self.text, self.directory, self.notes)}" if self.settings.enabled else ""
 
     def record(self, store: SessionStore) -> None:
         if not self._recorded:
-            store.append_custom(MEMORY_CUSTOM_TYPE, {"text": self.text, "directory": str(self.directory)})
+            data = {"text": self.text, "notes": self.notes, "today": self.today, "directory": str(self.directory)}
+            store.append_custom(MEMORY_CUSTOM_TYPE, data)
             self._recorded = True
+
+    @staticmethod
+    def on_loop(ledger: Ledger, job: Callable[[list[LedgerRecord]], object]) -> None:
+        """``job`` here (on the loop), its records added to the ledger."""
+        records: list[LedgerRecord] = []
+        job(records)
+        for record in records:
+            ledger.add(record)
+
+    @staticmethod
+    async def off_loop(ledger: Ledger, job: Callable[[list[LedgerRecord]], object]) -> None:
+        """``job`` (git work) on a worker thread; its records added to the ledger here, on the loop."""
+        records: list[LedgerRecord] = []
+        await asyncio.to_thread(job, records)
+        for record in records:
+            ledger.add(record)
+
+    def _guarded(
+        self, reason: str, records: list[LedgerRecord], action: Callable[[], MemoryChange | None]
+    ) -> MemoryChange | None:
+        """``action`` on the history; a failure is a ledger record, never the session's problem.
+        The records go to ``records``, for the caller to add to the ledger on the event loop:
+        the git work may run on a worker thread, and the session file is written from the loop."""
+        try:
+            change = action()
+        except (MemoryHistoryError, OSError) as exc:
+            records.append(LedgerRecord(kind="memory", recover=str(exc), detail={"reason": reason, "failed": True}))
+            change = None
+        for notice in self.history.take_notices():
+            records.append(LedgerRecord(kind="memory", recover=notice, detail={"notice": True}))
+        if change is not None:
+            detail = {"reason": reason, "commit": change.commit, "files": list(change.files)}
+            records.append(
+                LedgerRecord(kind="memory", recover=f"heron memory show {change.commit[:12]}", detail=detail)
+            )
+        return change
+
+    def sync_outside(self, store: SessionStore, records: list[LedgerRecord]) -> None:
+        """Changes made outside heron since the last commit, committed as such (once a process)."""
+        if not self.directory.is_dir():
+            self.history.outside_synced = True  # nothing there yet: what appears later is this process's
+        elif self.settings.enabled and not self.history.outside_synced:
+            self._guarded("outside heron", records, lambda: self.history.sync_outside(store.session_id or ""))
+
+    def commit_outside(self, store: SessionStore, records: list[LedgerRecord]) -> None:
+        """Whatever changed since the last commit, committed as made outside heron (before a
+        reflection pass, so dropping the pass puts back only what it wrote)."""
+        if self.settings.enabled and self.directory.is_dir():
+            self.history.outside_synced = True
+            self._guarded(
+                "outside heron", records, lambda: self.history.commit("outside heron", session=store.session_id or "")
+            )
+
+    def commit(self, reason: str, store: SessionStore, records: list[LedgerRecord], *, tentative: bool = False) -> None:
+        """Commit what heron's model changed in the memory directory (outside changes first)."""
+        if not self.settings.enabled or not self.directory.is_dir():
+            return
+        session = store.session_id or ""
+        self.sync_outside(store, records)
+        change = self._guarded(
+            reason, records, lambda: self.history.commit(reason, session=session, entry=store.leaf_id or "")
+        )
+        if change is not None:
+            self.written.extend(change.files)
+            self.changed_here = self.changed_here or reason != "reflection"
+            self._mark(list(change.files), tentative=tentative, session=session)
+
+    def end_run(self, store: SessionStore, *, failed: bool) -> None:
+        """A prompt's run ended: what it wrote stays tentative if it ended in an error or an abort."""
+        if failed and self.written:
+            self._mark(self.written, tentative=True, session=store.session_id or "")
+        self.written = []
+
+    def _mark(self, files: list[str], *, tentative: bool, session: str) -> None:
+        with contextlib.suppress(OSError):  # only the age a later prompt shows is affected
+            set_marks(self.history.git_dir, files, tentative=tentative, session=session)
 
     def flush_wanted(self, flushed: bool) -> bool:
         if not (self.settings.enabled and self.settings.flush) or os.environ.get(FLUSH_ENV, "") == "0":
@@ -237,6 +373,8 @@ class MemoryKeeper:
         def sized(context: Context) -> StreamOptions:
             return options(policy.output_cap(max(tokens, policy.count(list(context.messages)))))
 
+        # changes made outside heron, committed as such before the flush writes
+        await self.off_loop(ledger, functools.partial(self.sync_outside, policy.store))
         files, failed = await run_flush(
             model=model,
             system_prompt=system_prompt,
@@ -260,3 +398,6 @@ class MemoryKeeper:
                 detail={"files": files, "directory": str(self.directory)},
             )
         )
+        if files:
+            flushed = functools.partial(self.commit, "flush", policy.store, tentative=failed is not None)
+            await self.off_loop(ledger, lambda records: flushed(records))

@@ -51,7 +51,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUMMARY_CACHE_SUFFIX = "/summary"
-RequestKind = Literal["turn", "summary", "branch_summary", "flush", "goal_check", "warm"]  # warm: heron.coding.idle
+RequestKind = Literal[
+    "turn", "summary", "branch_summary", "flush", "reflection", "goal_check", "warm"
+]  # warm: heron.coding.idle
 RequestEnd = Callable[[AssistantMessage], None]
 
 

@@ -23,6 +23,7 @@ from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
 from heron.coding.compact_command import compact_focus, compaction_reply
 from heron.coding.events import GoalEvent, GoalLoopEvent
+from heron.coding.memory_reflect import REFLECT_COMMAND
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.unanswered import resend_unanswered
@@ -73,6 +74,8 @@ class Run:
             start = pick_up(session)
         elif focus is not None:
             start = self._compact(focus)
+        elif not images and text.strip() == REFLECT_COMMAND:
+            start = self._reflect()
         else:
             start = session.prompt(text, list(images))
         self.task: asyncio.Task[Any] = asyncio.ensure_future(start)
@@ -81,6 +84,12 @@ class Run:
         """``/compact [focus]``: a manual compaction, answered in place of the model."""
         end = await self.session.context_owner.compact(focus or None, "manual")
         self._reply = compaction_reply(end)
+
+    async def _reflect(self) -> None:
+        """``/memory reflect``: the memory reflection pass now, answered in place of the model."""
+        from heron.coding.memory_reflect import reflect
+
+        self._reply = await reflect(self.session, "command")
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):

@@ -82,6 +82,12 @@ def check_startup(value: Any) -> str:
     return str(value)
 
 
+def check_reflect(value: Any) -> str:
+    if value not in ("off", "end", "compaction"):
+        raise BadSettingValue(f'must be "off", "end" or "compaction", not {json.dumps(value)}')
+    return str(value)
+
+
 def check_summary_request(value: Any) -> str:
     if value not in ("shared", "separate"):
         raise BadSettingValue(f'must be "shared" or "separate", not {json.dumps(value)}')

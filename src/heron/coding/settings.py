@@ -36,6 +36,7 @@ from heron.coding.setting_checks import (
     check_int,
     check_object,
     check_patterns,
+    check_reflect,
     check_share,
     check_startup,
     check_string,
@@ -172,6 +173,8 @@ class MemorySettings:
     enabled: bool = True
     directory: str | None = None  # None: $HERON_HOME/projects/<encoded cwd>/memory
     flush: bool = True
+    stale_after_days: int = 90  # staleAfterDays: a note not changed or confirmed for this long is marked stale
+    reflect: str = "end"  # off | end | compaction: when the background reflection pass runs
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -286,7 +289,13 @@ SCHEMA: dict[str, Any] = {
     "sandbox": check_object,  # read per file by heron.coding.sandbox.policy (a project may tighten, not loosen)
     "env": {"passThrough": check_tools},
     "resume": {"turns": NON_NEGATIVE},
-    "memory": {"enabled": check_bool, "directory": check_string, "flush": check_bool},
+    "memory": {
+        "enabled": check_bool,
+        "directory": check_string,
+        "flush": check_bool,
+        "staleAfterDays": POSITIVE,
+        "reflect": check_reflect,
+    },
     "timeouts": {
         "firstByteMs": check_int(1_000),
         "idleMs": check_int(1_000),
@@ -477,6 +486,8 @@ def settings_from_dict(
             enabled=_sub(data, "memory").get("enabled", True),
             directory=_sub(data, "memory").get("directory"),
             flush=_sub(data, "memory").get("flush", True),
+            stale_after_days=_sub(data, "memory").get("staleAfterDays", 90),
+            reflect=_sub(data, "memory").get("reflect", "end"),
         ),
         subagents=SubagentSettings(
             max_depth=_sub(data, "subagents").get("maxDepth", SubagentSettings().max_depth),

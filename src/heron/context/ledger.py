@@ -33,6 +33,7 @@ LedgerKind = Literal[
     "permission",  # a tool call was allowed, asked about or denied (heron.coding.permissions)
     "hook",  # a settings hook blocked, added context, failed or timed out (heron.coding.hooks)
     "unanswered",  # a new prompt follows one that was never answered (heron.coding.unanswered)
+    "memory",  # project memory: a change committed to its history, a failed commit, a reflection pass
 ]
 
 

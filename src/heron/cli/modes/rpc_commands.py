@@ -75,6 +75,7 @@ class SessionCommands:
             "get_tree": self._get_tree,
             "get_commands": self._get_commands,
             "export_report": self._export_report,
+            "memory_log": self._memory_log,
         }
 
     # --- state --------------------------------------------------------------------------------
@@ -420,6 +421,11 @@ class SessionCommands:
         from heron.cli.modes.rpc_report import export_report
 
         return await export_report(self.session, fields)
+
+    async def _memory_log(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
+        from heron.cli.modes.rpc_report import memory_log
+
+        return await memory_log(self.session, fields)
 
 
 def _same_file(a: Any, b: Any) -> bool:

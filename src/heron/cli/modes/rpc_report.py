@@ -1,4 +1,5 @@
-"""rpc ``export_report``: the session report (docs/report.md) written for an rpc client.
+"""rpc ``export_report``: the session report (docs/report.md) written for an rpc client;
+rpc ``memory_log``: the project memory's history (docs/memory.md).
 
 heron's own command, next to pi's ``export_html`` (which heron does not serve): fields
 ``outputPath`` (optional; default ``heron-report-<id>.html`` in the session's directory) and
@@ -16,6 +17,18 @@ from heron.cli.modes.rpc_protocol import CommandError
 from heron.coding.report import write_report
 from heron.coding.report.sources import catalogue_windows
 from heron.coding.runtime import CodingSession
+
+
+async def memory_log(session: CodingSession, fields: dict[str, Any]) -> dict[str, Any]:
+    """rpc ``memory_log``: the project memory's changes, newest first, as ``heron memory log
+    --json`` gives them (docs/memory.md); read on a worker thread (it runs git)."""
+    from heron.coding.memory_history import MemoryHistoryError
+
+    try:
+        changes = await asyncio.to_thread(session.memory.history.log)
+    except MemoryHistoryError as exc:
+        raise CommandError(str(exc)) from exc
+    return {"directory": str(session.memory.directory), "changes": [c.to_json() for c in changes]}
 
 
 async def export_report(session: CodingSession, fields: dict[str, Any]) -> dict[str, Any]:

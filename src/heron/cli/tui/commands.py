@@ -65,6 +65,9 @@ COMMANDS: dict[str, CommandSpec] = {
         ),
         CommandSpec("settings", "/settings [NAME VALUE]", "show the common settings, or change one (saved)"),
         CommandSpec("export", "/export [path]", "write the session as a self-contained HTML file"),
+        CommandSpec(
+            "memory", "/memory", "the project memory's changes: date, reason, session, files", while_running=True
+        ),
         CommandSpec("quit", "/quit", "leave heron (also Ctrl+D on an empty line)", while_running=True),
     )
 }

@@ -249,6 +249,25 @@ class SessionCommands:
         for line in cost_lines(usage_by_model(store), compactions):
             self._print(Text(line))
 
+    def _cmd_memory(self, args: str) -> None:
+        """The project memory's changes, as ``heron memory log`` lists them (docs/memory.md)."""
+        from heron.cli.memory_cmd import change_line
+        from heron.coding.memory_history import MemoryHistoryError
+
+        history = self.session.memory.history
+        try:
+            changes = history.log()
+        except MemoryHistoryError as exc:
+            self.error(str(exc))
+            return
+        self.renderer.reset_section()
+        self._print(Text(f"Memory changes ({history.directory}), newest first", style="bold"))
+        for change in changes:
+            self._print(Text(change_line(change)))
+        if not changes:
+            self.note("none recorded yet")
+        self.note("heron memory show REV / diff [REV] / revert REV in a shell")
+
     def _cmd_agents(self, args: str) -> None:
         """The agent definitions the task tool can use, and the files skipped with why."""
         from heron.coding.subagents.definitions import listing_lines, load_definitions

@@ -46,6 +46,17 @@ class Change:
     external: bool = False  # changed outside heron since its last snapshot
 
 
+@contextlib.contextmanager
+def repo_lock(git_dir: Path) -> Iterator[None]:
+    """An advisory lock on a heron repository (a shadow repository, the memory history), held
+    across processes, so two heron processes never write its refs and index at once."""
+    lock = git_dir.parent / f"{git_dir.name}.lock"
+    with os.fdopen(append_private(lock), "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def dulwich_installed() -> bool:
     try:
         import dulwich  # noqa: F401
@@ -119,13 +130,8 @@ class ShadowRepo:
     def exists(self) -> bool:
         return (self.git_dir / "HEAD").exists()
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        lock = self.git_dir.parent / f"{self.git_dir.name}.lock"
-        with os.fdopen(append_private(lock), "a") as handle:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            yield
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return repo_lock(self.git_dir)
 
     def _init(self) -> None:
         if self.exists:

@@ -30,6 +30,7 @@ svg.chart { width: 100%; height: auto; background: #fff; border: 1px solid #d0d7
 .marker:hover { stroke: #1f2328; stroke-width: 2; }
 .k-compaction { fill: #cf222e; } .k-prune { fill: #bf8700; } .k-spill { fill: #8250df; }
 .k-truncate { fill: #6e7781; } .k-dedupe { fill: #1a7f37; } .k-flush { fill: #0550ae; }
+.k-memory { fill: #0a3069; }
 .k-overflow { fill: #a40e26; } .k-model_switch { fill: #000; } .k-summary_fallback { fill: #953800; }
 .k-permission, .k-hook, .k-context_file, .k-invariant, .k-unknown { fill: #57606a; }
 .legend span { display: inline-block; margin-right: 12px; font-size: 12px; color: #57606a; }

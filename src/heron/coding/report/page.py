@@ -19,7 +19,7 @@ from heron.coding.report.chart import cache_chart, context_chart, kind_class
 from heron.coding.report.data import ReportData
 from heron.coding.report.transcript import DEFAULT_BUDGET, clean, turn_views
 
-KIND_ORDER = ["compaction", "prune", "spill", "truncate", "dedupe", "flush", "overflow", "model_switch"]
+KIND_ORDER = ["compaction", "prune", "spill", "truncate", "dedupe", "flush", "memory", "overflow", "model_switch"]
 
 
 def json_block(element_id: str, value: Any) -> str:

@@ -1,0 +1,131 @@
+"""Commits of project memory around a session's turns (docs/memory.md, "History").
+
+heron commits the memory directory after each turn whose tool calls wrote inside it
+(``write``/``edit`` and any tool that declares the paths it changes), naming the session
+and the entry the change followed; before the first such write of a process, changes made
+outside heron since the last commit are committed as such, so they are never attributed
+to the model. Otherwise those outside changes are committed once the first answer is
+arriving (the session's housekeeping), never before the first request: a session start
+runs no git command.
+
+A prompt whose run ended in an error or an abort leaves what it wrote marked tentative
+(:mod:`heron.coding.memory_notes`) until a later change or a reflection confirms it.
+
+It also starts the reflection pass (:mod:`heron.coding.memory_reflect`) the ``memory.reflect``
+setting asks for: ``compaction``, a background task after each compaction (never awaited by
+a turn); ``end``, when the process ends a session in which heron changed memory
+(:meth:`MemoryWatch.finish`, after the last answer is out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from heron.agent.agent import Agent
+from heron.agent.tool_meta import ToolCatalog
+from heron.ai.types import AssistantMessage, StopReason
+from heron.context.ledger import Ledger, LedgerRecord
+from heron.session.store import SessionStore
+
+if TYPE_CHECKING:
+    from heron.coding.memory import MemoryKeeper
+    from heron.coding.runtime import CodingSession
+
+
+class WatchedSession(Protocol):
+    memory: MemoryKeeper
+    store: SessionStore
+    ledger: Ledger
+    agent: Agent
+    tool_catalog: ToolCatalog
+    cwd: Path
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
+
+
+class MemoryWatch:
+    def __init__(self, session: WatchedSession) -> None:
+        self.session = session
+        self._pending = False  # a tool call of this turn wrote in the memory directory
+        self._reflections: set[asyncio.Task[Any]] = set()
+        self._later: list[LedgerRecord] = []  # the start-up job's records (a thread), added on the loop
+        session.agent.subscribe(self._on_event)
+        session.subscribe(self._on_session_event)
+
+    def sync_outside(self) -> None:
+        """The housekeeping job: outside changes committed, off the critical path."""
+        memory = self.session.memory
+        if memory.settings.enabled and memory.directory.is_dir() and not memory.history.outside_synced:
+            memory.sync_outside(self.session.store, self._later)
+
+    def _writes_memory(self, name: str, args: dict[str, Any]) -> bool:
+        session = self.session
+        meta = session.tool_catalog.meta(name)
+        if not meta.changes_files or not session.memory.settings.enabled:
+            return False
+        top = session.memory.directory.resolve()
+        return any(Path(use.resolved(session.cwd)).resolve().is_relative_to(top) for use in meta.uses(args))
+
+    def _on_event(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind in ("turn_start", "turn_end", "agent_end"):
+            self._add_later()  # between messages, never inside one being streamed
+        memory, store = self.session.memory, self.session.store
+        if kind == "tool_execution_start" and self._writes_memory(event.tool_name, event.args):
+            memory.on_loop(self.session.ledger, lambda records: memory.sync_outside(store, records))
+            self._pending = True
+        elif kind == "turn_end" and self._pending:
+            self._commit()
+        elif kind == "agent_end":
+            if self._pending:
+                self._commit()
+            last = next((m for m in reversed(event.messages) if isinstance(m, AssistantMessage)), None)
+            failed = last is not None and last.stop_reason in (StopReason.ERROR, StopReason.ABORTED)
+            self.session.memory.end_run(self.session.store, failed=failed)
+
+    def _add_later(self) -> None:
+        while self._later:
+            self.session.ledger.add(self._later.pop(0))
+
+    def _commit(self) -> None:
+        self._pending = False
+        memory, store = self.session.memory, self.session.store
+        memory.on_loop(self.session.ledger, lambda records: memory.commit("tool call", store, records))
+
+    # --- reflection ----------------------------------------------------------------------------
+
+    def _on_session_event(self, event: Any) -> None:
+        memory = self.session.memory
+        compacted = getattr(event, "type", None) == "compaction_end" and event.entry_id is not None
+        if compacted and memory.settings.enabled and memory.settings.reflect == "compaction":
+            self.start_reflection("compaction")
+
+    def start_reflection(self, trigger: str) -> asyncio.Task[Any] | None:
+        """A background pass (one at a time); None when one is running already."""
+        if self._reflections:
+            return None
+        from heron.coding.memory_reflect import reflect
+
+        task = asyncio.ensure_future(reflect(self._coding(), trigger))
+        self._reflections.add(task)
+        task.add_done_callback(self._reflections.discard)
+        return task
+
+    def _coding(self) -> CodingSession:
+        return self.session  # type: ignore[return-value]  # the one session type with a context owner
+
+    async def finish(self) -> None:
+        """The process is ending: the ``end`` pass when heron changed memory here, and any
+        pass still running, waited for (each bounded by its time limit; an abort ends it)."""
+        self._add_later()
+        memory = self.session.memory
+        if memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here:
+            memory.changed_here = False
+            self.start_reflection("end")
+        for task in list(self._reflections):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
