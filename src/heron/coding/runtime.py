@@ -426,26 +426,13 @@ class CodingSession(RecoveryHooks):
     async def _after_tool_batch(
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
     ) -> list[ToolResultMessage]:
-        from heron.context.results import apply_turn_budget  # with the first tool results, not at start
+        from heron.context.engine import budget_results
 
-        new_results, outcomes = await asyncio.to_thread(
-            apply_turn_budget, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
+        new_results, records = await asyncio.to_thread(
+            budget_results, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
         )
-        names = {r.tool_call_id: r.tool_name for r in results}
-        for outcome in outcomes:
-            if not outcome.spilled:
-                continue
-            self.ledger.add(
-                LedgerRecord(
-                    kind="spill",
-                    ref=outcome.call_id,
-                    tool=names.get(outcome.call_id),
-                    chars_before=outcome.chars_before,
-                    chars_after=outcome.chars_after,
-                    recover=f"read {outcome.spill_path} with offset/limit, or grep it",
-                    detail=outcome.to_json(),
-                )
-            )
+        for record in records:
+            self.ledger.add(record)
         return new_results
 
     def _read_in_view(self, path: str, offset: int | None, limit: int | None) -> ReadRecord | None:

@@ -1,0 +1,208 @@
+"""The context engine as a library: one object over a session store, one plan per request.
+
+heron's own request path (``heron.coding.context_owner``) and any other agent loop (the
+pydantic-ai adapter, :mod:`heron.context.pydantic_ai`) drive the same functions through
+here: the tool results of a step budgeted (:meth:`ContextEngine.budget_results`: cut to a
+preview, the whole text spilled to a file, a notice saying where), then before every
+request the view counted and pruned (:meth:`ContextPolicy.pressure`), the compaction it
+calls for run through the caller's own model (:class:`heron.context.compactor.Compactor`,
+given a :data:`SummaryAsk`), and the view settled (:meth:`ContextPolicy.settle`).
+
+Every decision is appended to the store the moment it is taken, so a process that opens
+the same store later derives the same view, byte for byte: the engine keeps nothing that
+shapes a request in memory. What one preparation found is returned as an immutable
+:class:`RequestPlan` - the view, its count, the window, the reserve, the output cap, the
+compaction written and the decisions recorded - rather than left in fields for the next
+hook to read. See docs/context-library.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from heron.agent.messages import AgentMessage
+from heron.agent.tool_meta import ToolCatalog
+from heron.ai.abort import AbortSignal
+from heron.ai.types import Model, ToolResultMessage
+from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.limits import ToolLimits
+from heron.context.policy import ContextPolicy, PolicySettings
+from heron.context.view import session_messages
+from heron.session.entries import CompactionEntry, CustomEntry, Entry
+from heron.session.store import SessionStore
+
+if TYPE_CHECKING:
+    from heron.context.compactor import CompactionOutcome, Compactor
+    from heron.context.results import BudgetOutcome
+    from heron.context.summariser import SummaryAsk
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPlan:
+    """What one request carries and why, as a value: read by whoever sends it, learns
+    from its answer or shows it; nothing of it is kept in the engine for later."""
+
+    view: tuple[AgentMessage, ...]  # the messages the request carries, decisions applied
+    tokens: int  # the view's count (system prompt and tools included)
+    window: int  # the window planned for (the model's, or a learnt smaller one)
+    threshold: int  # past this many tokens a request is not sent before compacting
+    reserve: int  # room kept free for the answer and a summary
+    max_tokens: int  # the output cap of this request
+    compaction: CompactionOutcome | None  # the compaction run while preparing, if any
+    decisions: tuple[Entry, ...]  # the decisions recorded while preparing, in order
+
+
+def spill_records(outcomes: Sequence[BudgetOutcome], names: dict[str, str]) -> list[LedgerRecord]:
+    """One ledger record per result spilled, saying where its whole text is."""
+    return [
+        LedgerRecord(
+            kind="spill",
+            ref=outcome.call_id,
+            tool=names.get(outcome.call_id),
+            chars_before=outcome.chars_before,
+            chars_after=outcome.chars_after,
+            recover=f"read {outcome.spill_path} with offset/limit, or grep it",
+            detail=outcome.to_json(),
+        )
+        for outcome in outcomes
+        if outcome.spilled
+    ]
+
+
+def budget_results(
+    results: list[ToolResultMessage], limits: ToolLimits, spill_dir: Path, max_spill_bytes: int
+) -> tuple[list[ToolResultMessage], list[LedgerRecord]]:
+    """The tool results of one step within their budgets (one result, all of the step's),
+    and the ledger records of what was spilled. Blocking (it writes the spill files)."""
+    from heron.context.results import apply_turn_budget  # with the first tool results, not at start
+
+    new_results, outcomes = apply_turn_budget(results, limits, spill_dir, max_spill_bytes)
+    return new_results, spill_records(outcomes, {r.tool_call_id: r.tool_name for r in results})
+
+
+def _decision(entry: Entry) -> bool:
+    return isinstance(entry, CompactionEntry | CustomEntry)
+
+
+class ContextEngine:
+    """heron's context management over one session store, for any agent loop.
+
+    ``model``: the model description (its window and output limit are what the engine
+    plans for); ``fixed_tokens``: what the system prompt and tool definitions of the next
+    request count, asked afresh before each count; ``tools``: what each tool name is
+    (reads, commands: how a pruned result says to get it back)."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        model: Model,
+        *,
+        settings: PolicySettings | None = None,
+        cwd: Path | None = None,
+        tools: ToolCatalog | None = None,
+        fixed_tokens: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.cwd = Path(cwd) if cwd is not None else Path(store.header.cwd)
+        self.ledger = Ledger()
+        self.policy = ContextPolicy(
+            store,
+            cwd=self.cwd,
+            settings=settings if settings is not None else PolicySettings(),
+            ledger=self.ledger,
+            model=lambda: self.model,
+            fixed_tokens=fixed_tokens,
+            tools=tools if tools is not None else ToolCatalog(),
+        )
+        self._compactor: Compactor | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, model: Model, **kwargs: Any) -> ContextEngine:
+        """The engine over the session file ``path``: opened when it exists, else created
+        there (written with the first message)."""
+        target = Path(path)
+        cwd = kwargs.pop("cwd", None)
+        if target.exists():
+            store = SessionStore.open(target)
+        else:
+            store = SessionStore.create(cwd if cwd is not None else Path.cwd(), path=target)
+        return cls(store, model, cwd=cwd, **kwargs)
+
+    @property
+    def compactor(self) -> Compactor:
+        """The compactor over this engine's policy, made (and its module loaded) when first needed."""
+        if self._compactor is None:
+            from heron.context.compactor import Compactor
+
+            self._compactor = Compactor(self.policy, cwd=self.cwd)
+        return self._compactor
+
+    @property
+    def limits(self) -> ToolLimits:
+        """The tool-result limits for the window planned for."""
+        return self.policy.tool_limits.for_window(self.policy.window)
+
+    def messages(self) -> list[AgentMessage]:
+        """The conversation the store holds on its current path (the latest compaction's
+        summary and what it kept first), before any decision is applied."""
+        return session_messages(self.store, self.store.leaf_id, self.policy.settings.frontier)
+
+    def append(self, message: AgentMessage) -> None:
+        """Record a message of the conversation (a prompt, an answer, a tool result)."""
+        self.store.append_message(message)
+
+    def budget_results(
+        self, results: list[ToolResultMessage], spill_dir: Path, max_spill_bytes: int
+    ) -> list[ToolResultMessage]:
+        """:func:`budget_results` at this engine's limits, its spills recorded in the ledger."""
+        new_results, records = budget_results(results, self.limits, spill_dir, max_spill_bytes)
+        for record in records:
+            self.ledger.add(record)
+        return new_results
+
+    async def prepare_request(
+        self,
+        ask: SummaryAsk,
+        messages: list[AgentMessage] | None = None,
+        *,
+        signal: AbortSignal | None = None,
+    ) -> RequestPlan:
+        """The plan of the next request over ``messages`` (default: the store's
+        conversation): pruned, compacted through ``ask`` when due, within the window.
+        Raises :class:`heron.context.policy.ContextFull` rather than plan a request over
+        the window."""
+        signal = signal if signal is not None else AbortSignal()
+        policy = self.policy
+        messages = self.messages() if messages is None else messages
+        start = self.store.leaf_id
+        pressure = policy.pressure(messages, signal)
+        outcome: CompactionOutcome | None = None
+        rebuilt: list[AgentMessage] | None = None
+        if pressure.compact:
+            outcome = await self.compactor.run(
+                messages, ask=ask, model=self.model, reason="threshold", early=pressure.early
+            )
+            if outcome.entry_id is not None:  # written: the conversation it rebuilt
+                rebuilt = outcome.messages if outcome.messages is not None else self.messages()
+        view = policy.settle(messages, pressure, rebuilt, outcome.error if outcome is not None else None)
+        return RequestPlan(
+            view=tuple(view),
+            tokens=policy.last_tokens,
+            window=policy.window,
+            threshold=policy.threshold,
+            reserve=policy.reserve,
+            max_tokens=policy.last_max_tokens,
+            compaction=outcome,
+            decisions=tuple(self._recorded_since(start)),
+        )
+
+    def _recorded_since(self, start: str | None) -> list[Entry]:
+        """The decision entries appended on the current path after ``start``."""
+        entries = self.store.path_to(self.store.leaf_id) if self.store.leaf_id is not None else []
+        ids = [e.id for e in entries]
+        after = ids.index(start) + 1 if start is not None and start in ids else 0
+        return [e for e in entries[after:] if _decision(e)]

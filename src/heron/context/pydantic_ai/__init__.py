@@ -1,0 +1,156 @@
+"""heron's context management for a pydantic-ai agent.
+
+``Agent(model, capabilities=[HeronContext(window=N, store=DIR)])``:
+a pydantic-ai capability over heron's engine (:class:`heron.context.engine.ContextEngine`),
+the one heron's own sessions use. The conversation lives in heron's session file in
+``store``; before every model request the capability records what the run added (tool
+results budgeted on the way in: a large one cut to a preview, its whole text spilled to a
+file under the store, a notice saying where) and replaces the request's messages with
+the view heron plans - old results pruned to stubs, the history compacted through the
+agent's own model when due, the recent turns kept verbatim - and after it records the
+answer. Every decision is in the store, so a new agent over the same store (a new
+process) sends the same next request. The ledger (:attr:`HeronContext.ledger`) says what
+was kept out of view and how to get it back.
+
+Needs the ``pydantic-ai`` extra (``pip install "heron[pydantic-ai]"``); importing
+:mod:`heron.context` alone never loads pydantic-ai.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models import Model as PydanticModel
+from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
+from pydantic_ai.tools import RunContext
+
+from heron.agent.tool_meta import ToolCatalog
+from heron.ai.types import Model, ToolResultMessage
+from heron.context.engine import ContextEngine, RequestPlan
+from heron.context.ledger import Ledger
+from heron.context.policy import PolicySettings
+from heron.context.pydantic_ai.convert import (
+    API,
+    request_messages,
+    response_message,
+    system_parts,
+    unstored,
+    view_messages,
+)
+from heron.context.pydantic_ai.summary import summary_ask
+from heron.context.spill import SPILL_MAX_BYTES
+
+SESSION_FILE = "session.jsonl"  # the session file in the store directory
+SPILL_DIR = "spill"  # where whole tool results are written, in the store directory
+
+__all__ = ["HeronContext"]
+
+
+def _fixed_chars(parameters: ModelRequestParameters) -> int:
+    """What the request's instructions and tool definitions weigh, in characters."""
+    tools = [*parameters.function_tools, *parameters.output_tools]
+    chars = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.parameters_json_schema)) for t in tools)
+    return chars + sum(len(part.content) for part in parameters.instruction_parts or ())
+
+
+class HeronContext(AbstractCapability[Any]):
+    """heron's context management for the agent it is given to (see the module docstring).
+
+    ``window``: the model's context window in tokens; ``store``: the directory holding the
+    session file and the spilled results (created if missing); ``settings``: heron's
+    pruning and compaction settings (:class:`heron.context.policy.PolicySettings`);
+    ``tools``: what each tool name is, for how a pruned result says to get it back."""
+
+    def __init__(
+        self,
+        *,
+        window: int,
+        store: str | Path,
+        max_tokens: int = 4_096,
+        settings: PolicySettings | None = None,
+        tools: ToolCatalog | None = None,
+    ) -> None:
+        if window <= 0:
+            raise ValueError(f"window must be a positive number of tokens, not {window}")
+        self.window = window
+        self.max_tokens = max_tokens
+        self.directory = Path(store)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._settings = settings
+        self._tools = tools
+        self._engine: ContextEngine | None = None
+        self._fixed_chars = 0
+        self.last_plan: RequestPlan | None = None  # the plan of the latest request, for a caller to inspect
+
+    def _engine_for(self, model: PydanticModel) -> ContextEngine:
+        """The engine over the store, made with the first request (when the model is known)."""
+        if self._engine is None:
+            described = Model(
+                id=model.model_name,
+                api=API,
+                provider=model.system,
+                context_window=self.window,
+                max_tokens=self.max_tokens,
+            )
+            self._engine = ContextEngine.open(
+                self.directory / SESSION_FILE,
+                described,
+                cwd=self.directory,
+                settings=self._settings,
+                tools=self._tools,
+                fixed_tokens=lambda: self._fixed_chars // 4,
+            )
+        return self._engine
+
+    @property
+    def ledger(self) -> Ledger:
+        """What was kept out of the model's view, and how to get it back (empty before the first request)."""
+        return self._engine.ledger if self._engine is not None else Ledger()
+
+    @property
+    def compactions(self) -> int:
+        """How many compactions the store's current path holds."""
+        if self._engine is None:
+            return 0
+        store = self._engine.store
+        path = store.path_to(store.leaf_id) if store.leaf_id is not None else []
+        return sum(1 for entry in path if entry.type == "compaction")
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Record what the run added, then send heron's view instead of the whole history."""
+        engine = self._engine_for(request_context.model)
+        messages = list(request_context.messages)
+        for request in unstored(messages):
+            added = request_messages(request)
+            results = [m for m in added if isinstance(m, ToolResultMessage)]
+            budgeted = iter(engine.budget_results(results, self.directory / SPILL_DIR, SPILL_MAX_BYTES))
+            for message in added:
+                engine.append(next(budgeted) if isinstance(message, ToolResultMessage) else message)
+        self._fixed_chars = _fixed_chars(request_context.model_request_parameters)
+        ask = summary_ask(request_context.model)
+        plan = await engine.prepare_request(ask)
+        self.last_plan = plan
+        return replace(request_context, messages=view_messages(plan.view, system_parts(messages)))
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        """Record the answer (its usage report anchors the next count)."""
+        engine = self._engine_for(request_context.model)
+        answer = response_message(response, provider=engine.model.provider, model=engine.model.id)
+        engine.append(answer)
+        engine.policy.observe(answer)
+        return response
+
+    def close(self) -> None:
+        """Release the session file (another process may open the store after this)."""
+        if self._engine is not None:
+            self._engine.store.close()
+            self._engine = None

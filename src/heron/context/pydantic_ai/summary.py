@@ -1,0 +1,57 @@
+"""A compaction's summary request, sent through the pydantic-ai agent's own model.
+
+heron's summariser decides what to ask and how large the request may be; it sends
+nothing itself but calls the :data:`heron.context.summariser.SummaryAsk` it is given.
+Here that is the model serving the agent's request (its client, its settings of
+transport), asked with the summariser's system prompt and no tools. A failed request
+comes back as an answer with an error stop reason and the provider's message, so the
+summariser's own handling applies (a context-length rejection: the transcript reduced
+once more; anything else: the compaction ends, nothing written).
+"""
+
+from __future__ import annotations
+
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, SystemPromptPart, UserPromptPart
+from pydantic_ai.models import Model as PydanticModel
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+
+from heron.ai.types import AssistantMessage, Context, StopReason
+from heron.context.pydantic_ai.convert import API, response_message
+from heron.context.summariser import SummaryAsk
+
+
+def _request(context: Context) -> list[ModelMessage]:
+    parts: list[ModelRequestPart] = []
+    if context.system_prompt:
+        parts.append(SystemPromptPart(context.system_prompt))
+    for message in context.messages:
+        parts.append(UserPromptPart(message.text()))
+    return [ModelRequest(parts=parts)]
+
+
+def summary_ask(model: PydanticModel) -> SummaryAsk:
+    """The :data:`SummaryAsk` that sends a summary request to ``model``."""
+
+    async def ask(context: Context, max_tokens: int) -> AssistantMessage:
+        settings: ModelSettings = {"max_tokens": max_tokens}
+        try:
+            response = await model.request(_request(context), settings, ModelRequestParameters())
+        except ModelHTTPError as exc:
+            body = exc.body if isinstance(exc.body, str) else repr(exc.body)
+            return _failed(model, f"{exc.status_code}: {body}", exc.status_code)
+        return response_message(response, provider=model.system, model=model.model_name)
+
+    return ask
+
+
+def _failed(model: PydanticModel, error: str, status: int | None) -> AssistantMessage:
+    return AssistantMessage(
+        api=API,
+        provider=model.system,
+        model=model.model_name,
+        stop_reason=StopReason.ERROR,
+        error_message=error,
+        error_status=status,
+    )

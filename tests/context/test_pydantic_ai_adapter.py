@@ -1,0 +1,112 @@
+"""A real pydantic-ai agent with heron's context management (heron.context.pydantic_ai).
+
+The agent is pydantic-ai's own (``Agent`` with ``OpenAIChatModel``) talking the OpenAI
+chat-completions wire format to a scripted server that rejects any request over its
+window (tests/support/chat_window.py), with a bash-like tool that prints long logs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from heron.context.pydantic_ai import HeronContext
+from tests.support.chat_window import ChatWindowServer, prompt, tool_output, unanswered_calls
+
+WINDOW = 16_384
+TURNS = 30
+LOG_CHARS = 40_000  # one bash result: about 10,000 tokens, so two do not fit the window
+
+
+@pytest.fixture
+def server() -> Iterator[ChatWindowServer]:
+    scripted = ChatWindowServer(WINDOW)
+    yield scripted
+    scripted.close()
+
+
+def make_agent(server: ChatWindowServer, capabilities: list[Any]) -> Agent[None, str]:
+    model = OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="test-key"))
+    agent: Agent[None, str] = Agent(model, capabilities=capabilities, instructions="You are a build assistant.")
+
+    @agent.tool_plain
+    def bash(command: str) -> str:
+        """Run a shell command and return its output."""
+        return tool_output(command, LOG_CHARS)
+
+    return agent
+
+
+def run_turns(agent: Agent[None, str], turns: range, history: list[ModelMessage] | None = None) -> list[ModelMessage]:
+    messages = history or []
+    for turn in turns:
+        result = agent.run_sync(prompt(turn), message_history=messages)
+        assert result.output.startswith("The build step finished.")
+        messages = result.all_messages()
+    return messages
+
+
+def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
+    server: ChatWindowServer, tmp_path: Path
+) -> None:
+    context = HeronContext(window=WINDOW, store=tmp_path / "store")
+    history = run_turns(make_agent(server, [context]), range(1, TURNS))
+
+    assert server.rejected == []
+    assert context.compactions >= 2
+    for body in server.bodies:
+        assert unanswered_calls(body) == []
+    kinds = {record.kind for record in context.ledger.records}
+    assert {"spill", "compaction"} <= kinds
+    # the large results reached the model as a preview with a notice saying where the rest is
+    spilled = [m["content"] for b in server.bodies for m in b["messages"] if m["role"] == "tool"]
+    assert spilled and all(len(text) < LOG_CHARS // 4 for text in spilled)
+    assert any(str(tmp_path / "store" / "spill") in text for text in spilled)
+    # the frontier is kept verbatim: the latest turn's prompt and result are in the last request
+    last = server.bodies[-1]["messages"]
+    assert any(m["role"] == "user" and m["content"] == prompt(TURNS - 1) for m in last)
+    assert last[0] == {"role": "system", "content": "You are a build assistant."}
+
+    # A new agent over the store as it was (what a new process sees) sends the same requests.
+    context.close()
+    store = tmp_path / "store"
+    shutil.copytree(store, tmp_path / "saved")
+    sent = len(server.bodies)
+    continued = HeronContext(window=WINDOW, store=store)
+    run_turns(make_agent(server, [continued]), range(TURNS, TURNS + 1), history)
+    continued.close()
+    one_process = server.bodies[sent:]
+    shutil.rmtree(store)
+    shutil.copytree(tmp_path / "saved", store)
+    sent = len(server.bodies)
+    restarted = HeronContext(window=WINDOW, store=store)
+    run_turns(make_agent(server, [restarted]), range(TURNS, TURNS + 1))
+    assert len(one_process) == 2
+    assert server.bodies[sent:] == one_process
+    assert server.rejected == []
+
+
+def test_without_the_capability_the_same_agent_overflows_at_turn_two(server: ChatWindowServer) -> None:
+    agent = make_agent(server, [])
+    history = run_turns(agent, range(1, 2))
+    with pytest.raises(ModelHTTPError) as raised:
+        run_turns(agent, range(2, 3), history)
+    assert raised.value.status_code == 400
+    assert len(server.rejected) == 1
+
+
+def test_a_window_that_is_not_positive_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="window must be a positive number"):
+        HeronContext(window=0, store=tmp_path)
