@@ -10,24 +10,19 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelHTTPError
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from heron.context.pydantic_ai import HeronContext
-from tests.support.chat_window import ChatWindowServer, prompt, tool_output, unanswered_calls
+from tests.support.chat_window import ChatWindowServer, prompt, unanswered_calls
+from tests.support.pydantic_agent import INSTRUCTIONS, LOG_CHARS, make_agent, run_turns
 
 WINDOW = 16_384
 TURNS = 30
-LOG_CHARS = 40_000  # one bash result: about 10,000 tokens, so two do not fit the window
 
 
 @pytest.fixture
@@ -35,27 +30,6 @@ def server() -> Iterator[ChatWindowServer]:
     scripted = ChatWindowServer(WINDOW)
     yield scripted
     scripted.close()
-
-
-def make_agent(server: ChatWindowServer, capabilities: list[Any]) -> Agent[None, str]:
-    model = OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="test-key"))
-    agent: Agent[None, str] = Agent(model, capabilities=capabilities, instructions="You are a build assistant.")
-
-    @agent.tool_plain
-    def bash(command: str) -> str:
-        """Run a shell command and return its output."""
-        return tool_output(command, LOG_CHARS)
-
-    return agent
-
-
-def run_turns(agent: Agent[None, str], turns: range, history: list[ModelMessage] | None = None) -> list[ModelMessage]:
-    messages = history or []
-    for turn in turns:
-        result = agent.run_sync(prompt(turn), message_history=messages)
-        assert result.output.startswith("The build step finished.")
-        messages = result.all_messages()
-    return messages
 
 
 def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
@@ -77,7 +51,7 @@ def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
     # the frontier is kept verbatim: the latest turn's prompt and result are in the last request
     last = server.bodies[-1]["messages"]
     assert any(m["role"] == "user" and m["content"] == prompt(TURNS - 1) for m in last)
-    assert last[0] == {"role": "system", "content": "You are a build assistant."}
+    assert last[0] == {"role": "system", "content": INSTRUCTIONS}
 
     # A new agent over the store as it was (what a new process sees) sends the same requests.
     context.close()
