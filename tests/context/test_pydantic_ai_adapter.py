@@ -72,6 +72,26 @@ def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
     assert server.rejected == []
 
 
+def test_a_server_enforcing_less_costs_one_rejection_and_the_store_remembers_it(tmp_path: Path) -> None:
+    enforced = 11_000  # the server refuses past this, though the model was described with 16k
+    scripted = ChatWindowServer(enforced)
+    try:
+        context = HeronContext(window=WINDOW, store=tmp_path / "store")
+        run_turns(make_agent(scripted, [context]), range(1, 16))
+        assert len(scripted.rejected) == 1
+        assert context.last_plan is not None and context.last_plan.window < enforced
+        assert any(record.kind == "overflow" for record in context.ledger.records)
+        for body in scripted.bodies:
+            assert unanswered_calls(body) == []
+        context.close()
+        restarted = HeronContext(window=WINDOW, store=tmp_path / "store")
+        run_turns(make_agent(scripted, [restarted]), range(16, 18))
+        assert len(scripted.rejected) == 1  # the learnt window came back from the store
+        assert restarted.last_plan is not None and restarted.last_plan.window < enforced
+    finally:
+        scripted.close()
+
+
 def test_without_the_capability_the_same_agent_overflows_at_turn_two(server: ChatWindowServer) -> None:
     agent = make_agent(server, [])
     history = run_turns(agent, range(1, 2))

@@ -24,18 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ModelHTTPError, RetryModelRequest
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model as PydanticModel
 from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 from pydantic_ai.tools import RunContext
 
 from heron.agent.tool_meta import ToolCatalog
+from heron.ai.overflow import is_context_overflow
 from heron.ai.types import Model, ToolResultMessage
 from heron.context.engine import ContextEngine, RequestPlan
 from heron.context.ledger import Ledger
 from heron.context.policy import PolicySettings
 from heron.context.pydantic_ai.convert import (
     API,
+    failed_answer,
     request_messages,
     response_message,
     system_parts,
@@ -124,20 +127,43 @@ class HeronContext(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        """Record what the run added, then send heron's view instead of the whole history."""
+        """Record what the run added since the last answer (once per request step)."""
         engine = self._engine_for(request_context.model)
-        messages = list(request_context.messages)
-        for request in unstored(messages):
+        for request in unstored(request_context.messages):
             added = request_messages(request)
             results = [m for m in added if isinstance(m, ToolResultMessage)]
             budgeted = iter(engine.budget_results(results, self.directory / SPILL_DIR, SPILL_MAX_BYTES))
             for message in added:
                 engine.append(next(budgeted) if isinstance(message, ToolResultMessage) else message)
+        return request_context
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Send heron's view instead of the whole history: planned for each attempt, so
+        the attempt after an overflow plans with the window the rejection taught."""
+        engine = self._engine_for(request_context.model)
         self._fixed_chars = _fixed_chars(request_context.model_request_parameters)
-        ask = summary_ask(request_context.model)
-        plan = await engine.prepare_request(ask)
+        plan = await engine.prepare_request(summary_ask(request_context.model))
         self.last_plan = plan
-        return replace(request_context, messages=view_messages(plan.view, system_parts(messages)))
+        messages = view_messages(plan.view, system_parts(request_context.messages))
+        return replace(request_context, messages=messages)
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        """A context-length rejection teaches the session the window the server enforces
+        (recorded in the store) and the request is planned and sent once more; anything
+        else, or a second rejection, is the run's error."""
+        engine = self._engine_for(request_context.model)
+        if not isinstance(error, ModelHTTPError) or request_context.attempt > 1:
+            raise error
+        failed = failed_answer(error, provider=engine.model.provider, model=engine.model.id)
+        if not is_context_overflow(failed, engine.policy.window):
+            raise error
+        if engine.policy.learn_from_overflow(failed) is None:
+            raise error
+        raise RetryModelRequest()
 
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -108,6 +109,25 @@ def response_message(response: ModelResponse, *, provider: str, model: str) -> A
         ),
         stop_reason=StopReason.TOOL_USE if any(isinstance(b, ToolCall) for b in content) else StopReason.STOP,
         timestamp=_ms(response.timestamp),
+    )
+
+
+def failed_answer(error: ModelHTTPError, *, provider: str, model: str) -> AssistantMessage:
+    """A request the server refused, as the failed answer heron's recovery reads (its
+    status and the provider's message: a context-length rejection is recognised by them)."""
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = str(inner.get("message", body)) if isinstance(inner, dict) else str(inner)
+    else:
+        text = str(body)
+    return AssistantMessage(
+        api=API,
+        provider=provider,
+        model=model,
+        stop_reason=StopReason.ERROR,
+        error_message=f"{error.status_code}: {text}",
+        error_status=error.status_code,
     )
 
 

@@ -17,8 +17,8 @@ from pydantic_ai.models import Model as PydanticModel
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
-from heron.ai.types import AssistantMessage, Context, StopReason
-from heron.context.pydantic_ai.convert import API, response_message
+from heron.ai.types import AssistantMessage, Context
+from heron.context.pydantic_ai.convert import failed_answer, response_message
 from heron.context.summariser import SummaryAsk
 
 
@@ -39,19 +39,7 @@ def summary_ask(model: PydanticModel) -> SummaryAsk:
         try:
             response = await model.request(_request(context), settings, ModelRequestParameters())
         except ModelHTTPError as exc:
-            body = exc.body if isinstance(exc.body, str) else repr(exc.body)
-            return _failed(model, f"{exc.status_code}: {body}", exc.status_code)
+            return failed_answer(exc, provider=model.system, model=model.model_name)
         return response_message(response, provider=model.system, model=model.model_name)
 
     return ask
-
-
-def _failed(model: PydanticModel, error: str, status: int | None) -> AssistantMessage:
-    return AssistantMessage(
-        api=API,
-        provider=model.system,
-        model=model.model_name,
-        stop_reason=StopReason.ERROR,
-        error_message=error,
-        error_status=status,
-    )
