@@ -30,6 +30,7 @@ WINDOW = 16_384
 
 def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
     from tests.support.chat_window import ChatWindowServer, request_tokens, unanswered_calls
+    from tests.support.summaries import is_summary_body
     from tests.support.pydantic_agent import make_agent, run_turns
 
     server = ChatWindowServer(WINDOW)
@@ -55,6 +56,7 @@ def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
         "turnsOk": done,
         "turns": turns,
         "requests": len(server.bodies),
+        "summaryRequests": sum(1 for b in server.bodies if is_summary_body(b)),
         "rejected": len(server.rejected),
         "compactions": compactions,
         "unanswered": sum(len(unanswered_calls(b)) for b in server.bodies),
@@ -85,9 +87,9 @@ def main() -> None:
             _arm("pydantic-ai NativeCompaction", turns, lambda: [NativeCompaction()]),
             _arm("heron HeronContext", turns, lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "store")]),
         ]
-    headers = ["arm", "turns ok", "requests", "rejected", "compactions", "unanswered calls", "peak tokens"]
+    headers = ["arm", "turns ok", "requests served", "of them summaries", "rejected", "compactions", "unanswered calls", "peak tokens"]
     headers += ["input tokens", "seconds", "ended by"]
-    keys = ["requests", "rejected", "compactions", "unanswered", "peakTokens", "inputTokens", "seconds"]
+    keys = ["requests", "summaryRequests", "rejected", "compactions", "unanswered", "peakTokens", "inputTokens", "seconds"]
     rows = [[a["arm"], f"{a['turnsOk']}/{a['turns']}", *(a[k] for k in keys), a["error"] or "-"] for a in arms]
     print(f"window {WINDOW} tokens; one bash call of a 40,000-character log per turn")
     print(table(headers, rows))
