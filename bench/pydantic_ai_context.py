@@ -30,8 +30,8 @@ WINDOW = 16_384
 
 def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
     from tests.support.chat_window import ChatWindowServer, request_tokens, unanswered_calls
-    from tests.support.summaries import is_summary_body
     from tests.support.pydantic_agent import make_agent, run_turns
+    from tests.support.summaries import is_summary_body
 
     server = ChatWindowServer(WINDOW)
     made = capabilities()
@@ -87,9 +87,29 @@ def main() -> None:
             _arm("pydantic-ai NativeCompaction", turns, lambda: [NativeCompaction()]),
             _arm("heron HeronContext", turns, lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "store")]),
         ]
-    headers = ["arm", "turns ok", "requests served", "of them summaries", "rejected", "compactions", "unanswered calls", "peak tokens"]
-    headers += ["input tokens", "seconds", "ended by"]
-    keys = ["requests", "summaryRequests", "rejected", "compactions", "unanswered", "peakTokens", "inputTokens", "seconds"]
+    headers = [
+        "arm",
+        "turns ok",
+        "requests served",
+        "of them summaries",
+        "rejected",
+        "compactions",
+        "unanswered calls",
+        "peak tokens",
+        "input tokens",
+        "seconds",
+        "ended by",
+    ]
+    keys = [
+        "requests",
+        "summaryRequests",
+        "rejected",
+        "compactions",
+        "unanswered",
+        "peakTokens",
+        "inputTokens",
+        "seconds",
+    ]
     rows = [[a["arm"], f"{a['turnsOk']}/{a['turns']}", *(a[k] for k in keys), a["error"] or "-"] for a in arms]
     print(f"window {WINDOW} tokens; one bash call of a 40,000-character log per turn")
     print(table(headers, rows))

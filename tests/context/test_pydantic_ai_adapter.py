@@ -104,3 +104,11 @@ def test_without_the_capability_the_same_agent_overflows_at_turn_two(server: Cha
 def test_a_window_that_is_not_positive_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="window must be a positive number"):
         HeronContext(window=0, store=tmp_path)
+
+
+def test_a_store_that_is_a_file_is_refused_and_left_alone(tmp_path: Path) -> None:
+    store = tmp_path / "notes.txt"
+    store.write_text("mine")
+    with pytest.raises(ValueError, match="store must be a directory"):
+        HeronContext(window=WINDOW, store=store)
+    assert store.read_text() == "mine"

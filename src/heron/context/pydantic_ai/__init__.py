@@ -83,6 +83,8 @@ class HeronContext(AbstractCapability[Any]):
         self.window = window
         self.max_tokens = max_tokens
         self.directory = Path(store)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"store must be a directory (it holds {SESSION_FILE} and {SPILL_DIR}/): {store} is a file")
         self.directory.mkdir(parents=True, exist_ok=True)
         self._settings = settings
         self._tools = tools
@@ -161,7 +163,9 @@ class HeronContext(AbstractCapability[Any]):
         failed = failed_answer(error, provider=engine.model.provider, model=engine.model.id)
         if not is_context_overflow(failed, engine.policy.window):
             raise error
-        if engine.policy.learn_from_overflow(failed) is None:
+        plan = self.last_plan  # the plan of the attempt just rejected
+        sent = {"tokens": plan.tokens, "max_tokens": plan.max_tokens} if plan is not None else {}
+        if engine.policy.learn_from_overflow(failed, **sent) is None:
             raise error
         raise RetryModelRequest()
 
