@@ -72,6 +72,19 @@ async def test_a_long_conversation_is_planned_within_the_window_and_a_restart_pl
     assert replanned.decisions == ()  # nothing new to decide
 
 
+async def test_the_request_rules_are_checked_on_a_plan(tmp_path: Path) -> None:
+    engine = ContextEngine.open(tmp_path / "s.jsonl", MODEL, cwd=tmp_path)
+    for n in range(1, 3):
+        turn(engine, n, 1_000)
+    plan = await engine.prepare_request(ask)
+    prompt = next(m for m in reversed(plan.view) if isinstance(m, UserMessage))
+    assert engine.check(plan, Context(messages=convert_to_llm(list(plan.view))), prompt) == []
+    unanswered = dataclasses.replace(plan, view=tuple(m for m in plan.view if not isinstance(m, ToolResultMessage)))
+    violations = engine.check(unanswered, Context(messages=convert_to_llm(list(unanswered.view))), prompt)
+    assert {v.rule for v in violations} == {"f.tool-pairing"}
+    assert [r.kind for r in engine.ledger.records if r.kind == "invariant"] == ["invariant"] * len(violations)
+
+
 async def test_a_request_that_cannot_fit_is_refused_with_the_reason(tmp_path: Path) -> None:
     engine = ContextEngine.open(tmp_path / "s.jsonl", MODEL, cwd=tmp_path)
     engine.append(UserMessage(content="y" * (WINDOW * 5)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,9 +18,12 @@ pytest.importorskip("pydantic_ai")
 
 from pydantic_ai.exceptions import ModelHTTPError
 
+from heron.context.engine import ContextEngine, RequestPlan
+from heron.context.invariants import Violation
 from heron.context.pydantic_ai import HeronContext
 from tests.support.chat_window import ChatWindowServer, prompt, unanswered_calls
 from tests.support.pydantic_agent import INSTRUCTIONS, LOG_CHARS, make_agent, run_turns
+from tests.support.summaries import is_summary_body
 
 WINDOW = 16_384
 TURNS = 30
@@ -33,10 +37,20 @@ def server() -> Iterator[ChatWindowServer]:
 
 
 def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
-    server: ChatWindowServer, tmp_path: Path
+    server: ChatWindowServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    checked: list[RequestPlan] = []  # heron's request rules run on every plan (strict in the tests)
+    check = ContextEngine.check
+
+    def counted(engine: ContextEngine, plan: RequestPlan, *args: Any) -> list[Violation]:
+        checked.append(plan)
+        return check(engine, plan, *args)
+
+    monkeypatch.setattr(ContextEngine, "check", counted)
     context = HeronContext(window=WINDOW, store=tmp_path / "store")
     history = run_turns(make_agent(server, [context]), range(1, TURNS))
+    summaries = sum(1 for body in server.bodies if is_summary_body(body))
+    assert len(checked) == len(server.bodies) - summaries == 2 * (TURNS - 1)
 
     assert server.rejected == []
     assert context.compactions >= 2

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
-from heron.ai.types import Model, ToolResultMessage
+from heron.ai.types import Context, Model, ToolResultMessage, UserMessage
 from heron.context.ledger import Ledger, LedgerRecord
 from heron.context.limits import ToolLimits
 from heron.context.policy import ContextPolicy, PolicySettings
@@ -36,6 +36,7 @@ from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
     from heron.context.compactor import CompactionOutcome, Compactor
+    from heron.context.invariants import Violation
     from heron.context.results import BudgetOutcome
     from heron.context.summariser import SummaryAsk
 
@@ -53,6 +54,7 @@ class RequestPlan:
     max_tokens: int  # the output cap of this request
     compaction: CompactionOutcome | None  # the compaction run while preparing, if any
     decisions: tuple[Entry, ...]  # the decisions recorded while preparing, in order
+    over_threshold: str | None = None  # why the view is still past the threshold (nothing more could go)
 
 
 def spill_records(outcomes: Sequence[BudgetOutcome], names: dict[str, str]) -> list[LedgerRecord]:
@@ -198,7 +200,36 @@ class ContextEngine:
             max_tokens=policy.last_max_tokens,
             compaction=outcome,
             decisions=tuple(self._recorded_since(start)),
+            over_threshold=policy.over_threshold_reason,
         )
+
+    def check(self, plan: RequestPlan, context: Context, turn_prompt: UserMessage | None = None) -> list[Violation]:
+        """The rules every request obeys (:mod:`heron.context.invariants`: within the
+        window, every call answered, pruned results stay pruned, summaries first, the
+        turn's prompt present...) checked on ``plan`` as ``context`` - the provider request
+        built from its view, with the system prompt and tool definitions it is sent with.
+        Each broken rule is also a ledger record."""
+        from heron.context.invariants import RequestSnapshot, check_request  # only when checked
+
+        decisions = self.policy.decisions
+        snapshot = RequestSnapshot(
+            view=plan.view,
+            context=context,
+            max_tokens=plan.max_tokens,
+            window=plan.window,
+            reserve=plan.reserve,
+            stubs=decisions.stubs,
+            cwd=self.cwd,
+            turn_prompt=turn_prompt,
+            floor_ms=decisions.last_view_change_ms,
+            model=(self.model.provider, self.model.id),
+            over_threshold_reason=plan.over_threshold,
+            tools=self.policy.tools,
+        )
+        violations = check_request(snapshot)
+        for violation in violations:
+            self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message, detail={"rule": violation.rule}))
+        return violations
 
     def _recorded_since(self, start: str | None) -> list[Entry]:
         """The decision entries appended on the current path after ``start``."""

@@ -18,7 +18,6 @@ Needs the ``pydantic-ai`` extra (``pip install "heron[pydantic-ai]"``); importin
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,15 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelHTTPError, RetryModelRequest
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model as PydanticModel
-from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
+from heron.agent.messages import convert_to_llm
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.overflow import is_context_overflow
-from heron.ai.types import Model, ToolResultMessage
+from heron.ai.types import Context, Model, Tool, ToolResultMessage, UserMessage
+from heron.context.budget import fixed_tokens
+from heron.context.check_mode import mode_from
 from heron.context.engine import ContextEngine, RequestPlan
 from heron.context.ledger import Ledger
 from heron.context.policy import PolicySettings
@@ -54,11 +56,18 @@ SPILL_DIR = "spill"  # where whole tool results are written, in the store direct
 __all__ = ["HeronContext"]
 
 
-def _fixed_chars(parameters: ModelRequestParameters) -> int:
-    """What the request's instructions and tool definitions weigh, in characters."""
-    tools = [*parameters.function_tools, *parameters.output_tools]
-    chars = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.parameters_json_schema)) for t in tools)
-    return chars + sum(len(part.content) for part in parameters.instruction_parts or ())
+def _request_frame(request_context: ModelRequestContext) -> Context:
+    """What every request of this step carries besides the view, as heron counts it: the
+    instructions and the run's system prompt parts as the system prompt, and the tool
+    definitions (function and output tools)."""
+    parameters = request_context.model_request_parameters
+    texts = [part.content for part in system_parts(request_context.messages)]
+    texts += [part.content for part in parameters.instruction_parts or ()]
+    tools = [
+        Tool(name=t.name, description=t.description or "", parameters=dict(t.parameters_json_schema))
+        for t in [*parameters.function_tools, *parameters.output_tools]
+    ]
+    return Context(system_prompt="\n\n".join(texts), tools=tools)
 
 
 class HeronContext(AbstractCapability[Any]):
@@ -89,7 +98,8 @@ class HeronContext(AbstractCapability[Any]):
         self._settings = settings
         self._tools = tools
         self._engine: ContextEngine | None = None
-        self._fixed_chars = 0
+        self._frame = Context()  # the system prompt and tools of the request being planned
+        self._turn_prompt: UserMessage | None = None  # the prompt of the running turn
         self.last_plan: RequestPlan | None = None  # the plan of the latest request, for a caller to inspect
 
     def _engine_for(self, model: PydanticModel) -> ContextEngine:
@@ -108,7 +118,7 @@ class HeronContext(AbstractCapability[Any]):
                 cwd=self.directory,
                 settings=self._settings,
                 tools=self._tools,
-                fixed_tokens=lambda: self._fixed_chars // 4,
+                fixed_tokens=lambda: fixed_tokens(self._frame.system_prompt or "", self._frame.tools or []),
             )
         return self._engine
 
@@ -137,6 +147,8 @@ class HeronContext(AbstractCapability[Any]):
             budgeted = iter(engine.budget_results(results, self.directory / SPILL_DIR, SPILL_MAX_BYTES))
             for message in added:
                 engine.append(next(budgeted) if isinstance(message, ToolResultMessage) else message)
+                if isinstance(message, UserMessage):
+                    self._turn_prompt = message
         return request_context
 
     async def prepare_model_request(
@@ -145,11 +157,24 @@ class HeronContext(AbstractCapability[Any]):
         """Send heron's view instead of the whole history: planned for each attempt, so
         the attempt after an overflow plans with the window the rejection taught."""
         engine = self._engine_for(request_context.model)
-        self._fixed_chars = _fixed_chars(request_context.model_request_parameters)
+        self._frame = _request_frame(request_context)
         plan = await engine.prepare_request(summary_ask(request_context.model))
         self.last_plan = plan
+        if mode_from(False) != "off":  # HERON_CHECK_CONTEXT: the rules every request obeys
+            self._check(engine, plan)
         messages = view_messages(plan.view, system_parts(request_context.messages))
         return replace(request_context, messages=messages)
+
+    def _check(self, engine: ContextEngine, plan: RequestPlan) -> None:
+        """The request's rules checked (a ledger record each); under ``strict`` a broken one
+        stops the request, as it does in heron's own sessions."""
+        context = replace(self._frame, messages=convert_to_llm(list(plan.view)))
+        violations = engine.check(plan, context, self._turn_prompt)
+        if violations and mode_from(False) == "strict":
+            from heron.context.invariants import STRICT_LOG, ContextInvariantError
+
+            STRICT_LOG.add(violations)
+            raise ContextInvariantError("; ".join(str(v) for v in violations))
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
