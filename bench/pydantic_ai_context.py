@@ -39,7 +39,7 @@ def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
     done, error = 0, ""
     history: list[Any] = []
     try:
-        agent = make_agent(server, made)
+        agent = make_agent(server.base_url, made)
         for turn in range(1, turns + 1):
             try:
                 history = run_turns(agent, range(turn, turn + 1), history)

@@ -8,6 +8,8 @@ window (tests/support/chat_window.py), with a bash-like tool that prints long lo
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from tests.support.summaries import is_summary_body
 
 WINDOW = 16_384
 TURNS = 30
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -34,6 +37,18 @@ def server() -> Iterator[ChatWindowServer]:
     scripted = ChatWindowServer(WINDOW)
     yield scripted
     scripted.close()
+
+
+def run_turn_in_process(server: ChatWindowServer, store: Path, turn: int) -> None:
+    """One turn by a new agent in a process of its own, over ``store``."""
+    code = (
+        "import sys; from pathlib import Path; from heron.context.pydantic_ai import HeronContext; "
+        "from tests.support.pydantic_agent import make_agent, run_turns; "
+        "context = HeronContext(window=int(sys.argv[1]), store=Path(sys.argv[2])); "
+        "run_turns(make_agent(sys.argv[3], [context]), range(int(sys.argv[4]), int(sys.argv[4]) + 1))"
+    )
+    args = [str(WINDOW), str(store), server.base_url, str(turn)]
+    subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, check=True, timeout=300)
 
 
 def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
@@ -48,7 +63,7 @@ def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
 
     monkeypatch.setattr(ContextEngine, "check", counted)
     context = HeronContext(window=WINDOW, store=tmp_path / "store")
-    history = run_turns(make_agent(server, [context]), range(1, TURNS))
+    history = run_turns(make_agent(server.base_url, [context]), range(1, TURNS))
     summaries = sum(1 for body in server.bodies if is_summary_body(body))
     assert len(checked) == len(server.bodies) - summaries == 2 * (TURNS - 1)
 
@@ -73,15 +88,23 @@ def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
     shutil.copytree(store, tmp_path / "saved")
     sent = len(server.bodies)
     continued = HeronContext(window=WINDOW, store=store)
-    run_turns(make_agent(server, [continued]), range(TURNS, TURNS + 1), history)
+    run_turns(make_agent(server.base_url, [continued]), range(TURNS, TURNS + 1), history)
     continued.close()
     one_process = server.bodies[sent:]
     shutil.rmtree(store)
     shutil.copytree(tmp_path / "saved", store)
     sent = len(server.bodies)
     restarted = HeronContext(window=WINDOW, store=store)
-    run_turns(make_agent(server, [restarted]), range(TURNS, TURNS + 1))
+    run_turns(make_agent(server.base_url, [restarted]), range(TURNS, TURNS + 1))
+    restarted.close()
     assert len(one_process) == 2
+    assert server.bodies[sent:] == one_process
+
+    # ... and so does a new process.
+    shutil.rmtree(store)
+    shutil.copytree(tmp_path / "saved", store)
+    sent = len(server.bodies)
+    run_turn_in_process(server, store, TURNS)
     assert server.bodies[sent:] == one_process
     assert server.rejected == []
 
@@ -91,7 +114,7 @@ def test_a_server_enforcing_less_costs_one_rejection_and_the_store_remembers_it(
     scripted = ChatWindowServer(enforced)
     try:
         context = HeronContext(window=WINDOW, store=tmp_path / "store")
-        run_turns(make_agent(scripted, [context]), range(1, 16))
+        run_turns(make_agent(scripted.base_url, [context]), range(1, 16))
         assert len(scripted.rejected) == 1
         assert context.last_plan is not None and context.last_plan.window < enforced
         assert any(record.kind == "overflow" for record in context.ledger.records)
@@ -99,7 +122,7 @@ def test_a_server_enforcing_less_costs_one_rejection_and_the_store_remembers_it(
             assert unanswered_calls(body) == []
         context.close()
         restarted = HeronContext(window=WINDOW, store=tmp_path / "store")
-        run_turns(make_agent(scripted, [restarted]), range(16, 18))
+        run_turns(make_agent(scripted.base_url, [restarted]), range(16, 18))
         assert len(scripted.rejected) == 1  # the learnt window came back from the store
         assert restarted.last_plan is not None and restarted.last_plan.window < enforced
     finally:
@@ -107,7 +130,7 @@ def test_a_server_enforcing_less_costs_one_rejection_and_the_store_remembers_it(
 
 
 def test_without_the_capability_the_same_agent_overflows_at_turn_two(server: ChatWindowServer) -> None:
-    agent = make_agent(server, [])
+    agent = make_agent(server.base_url, [])
     history = run_turns(agent, range(1, 2))
     with pytest.raises(ModelHTTPError) as raised:
         run_turns(agent, range(2, 3), history)

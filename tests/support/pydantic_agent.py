@@ -14,15 +14,15 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from tests.support.chat_window import ChatWindowServer, prompt, tool_output
+from tests.support.chat_window import prompt, tool_output
 
 INSTRUCTIONS = "You are a build assistant."
 LOG_CHARS = 40_000  # one bash result: about 10,000 tokens, so two do not fit a 16k window
 
 
-def make_agent(server: ChatWindowServer, capabilities: list[Any], log_chars: int = LOG_CHARS) -> Agent[None, str]:
-    """The agent, with ``capabilities``, talking to ``server``."""
-    model = OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="test-key"))
+def make_agent(base_url: str, capabilities: list[Any], log_chars: int = LOG_CHARS) -> Agent[None, str]:
+    """The agent, with ``capabilities``, talking to the server at ``base_url`` (its ``/v1``)."""
+    model = OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=base_url, api_key="test-key"))
     agent: Agent[None, str] = Agent(model, capabilities=capabilities, instructions=INSTRUCTIONS)
 
     @agent.tool_plain
