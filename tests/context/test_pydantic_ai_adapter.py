@@ -71,6 +71,13 @@ def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
     assert context.compactions >= 2
     for body in server.bodies:
         assert unanswered_calls(body) == []
+    # each summary request repeats the request before it (its tools, its messages up to the
+    # cut) and adds the instruction: the provider's prompt cache serves the repeated prefix
+    shared = [(server.bodies[i - 1], b) for i, b in enumerate(server.bodies) if is_summary_body(b)]
+    assert len(shared) == context.compactions
+    for before, summary in shared:
+        assert summary["tools"] == before["tools"]
+        assert summary["messages"][:-1] == before["messages"][: len(summary["messages"]) - 1]
     kinds = {record.kind for record in context.ledger.records}
     assert {"spill", "compaction"} <= kinds
     # the large results reached the model as a preview with a notice saying where the rest is

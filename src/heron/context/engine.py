@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from heron.context.compactor import CompactionOutcome, Compactor
     from heron.context.invariants import Violation
     from heron.context.results import BudgetOutcome
+    from heron.context.shared_summary import SharedAsk, SharedPrefix
     from heron.context.summariser import SummaryAsk
 
 
@@ -83,6 +84,27 @@ def budget_results(
 
     new_results, outcomes = apply_turn_budget(results, limits, spill_dir, max_spill_bytes)
     return new_results, spill_records(outcomes, {r.tool_call_id: r.tool_name for r in results})
+
+
+def shared_prefix(
+    policy: ContextPolicy,
+    messages: Sequence[AgentMessage],
+    ask_for: Callable[[dict[str, str]], SharedAsk],
+    before_ms: int | None = None,
+) -> SharedPrefix:
+    """What a summary request repeating the conversation's cached prefix needs: the view the
+    last main request carried (derived from the session: :func:`view_as_sent`), the
+    function that sends it (``ask_for`` the pruning that view applies) and how a request of
+    some messages is counted."""
+    from heron.context.sent_view import view_as_sent  # with the first compaction
+    from heron.context.shared_summary import SharedPrefix
+
+    view, stubs = view_as_sent(policy, messages, before_ms)
+    return SharedPrefix(
+        views=[view],
+        ask=ask_for(stubs),
+        tokens=lambda sent: max(policy.count(sent), policy.estimate(sent)),
+    )
 
 
 def _decision(entry: Entry) -> bool:
@@ -171,10 +193,15 @@ class ContextEngine:
         ask: SummaryAsk,
         messages: list[AgentMessage] | None = None,
         *,
+        shared_ask: SharedAsk | None = None,
         signal: AbortSignal | None = None,
     ) -> RequestPlan:
         """The plan of the next request over ``messages`` (default: the store's
         conversation): pruned, compacted through ``ask`` when due, within the window.
+        ``shared_ask``: sends a summary request that repeats the last request's prefix
+        (the same system prompt and tools, the view up to the cut, then the summary
+        instruction), so a provider's prompt cache serves it; ``ask`` is then the fallback
+        (a history too long for one request, an answer that overflowed or called a tool).
         Raises :class:`heron.context.policy.ContextFull` rather than plan a request over
         the window."""
         signal = signal if signal is not None else AbortSignal()
@@ -185,8 +212,14 @@ class ContextEngine:
         outcome: CompactionOutcome | None = None
         rebuilt: list[AgentMessage] | None = None
         if pressure.compact:
+            conversation = messages
+            shared = (
+                (lambda: shared_prefix(policy, conversation, lambda stubs: shared_ask))
+                if shared_ask is not None
+                else None
+            )
             outcome = await self.compactor.run(
-                messages, ask=ask, model=self.model, reason="threshold", early=pressure.early
+                messages, ask=ask, model=self.model, reason="threshold", early=pressure.early, shared=shared
             )
             if outcome.entry_id is not None:  # written: the conversation it rebuilt
                 rebuilt = outcome.messages if outcome.messages is not None else self.messages()

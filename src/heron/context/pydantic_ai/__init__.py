@@ -47,7 +47,7 @@ from heron.context.pydantic_ai.convert import (
     unstored,
     view_messages,
 )
-from heron.context.pydantic_ai.summary import summary_ask
+from heron.context.pydantic_ai.summary import shared_ask, summary_ask
 from heron.context.spill import SPILL_MAX_BYTES
 
 SESSION_FILE = "session.jsonl"  # the session file in the store directory
@@ -76,7 +76,9 @@ class HeronContext(AbstractCapability[Any]):
     ``window``: the model's context window in tokens; ``store``: the directory holding the
     session file and the spilled results (created if missing); ``settings``: heron's
     pruning and compaction settings (:class:`heron.context.policy.PolicySettings`);
-    ``tools``: what each tool name is, for how a pruned result says to get it back."""
+    ``tools``: what each tool name is, for how a pruned result says to get it back;
+    ``shared_summary``: a compaction's summary request repeats the conversation's request
+    (its prefix read from the provider's prompt cache) rather than one of its own."""
 
     def __init__(
         self,
@@ -86,11 +88,13 @@ class HeronContext(AbstractCapability[Any]):
         max_tokens: int = 4_096,
         settings: PolicySettings | None = None,
         tools: ToolCatalog | None = None,
+        shared_summary: bool = True,
     ) -> None:
         if window <= 0:
             raise ValueError(f"window must be a positive number of tokens, not {window}")
         self.window = window
         self.max_tokens = max_tokens
+        self.shared_summary = shared_summary
         self.directory = Path(store)
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"store must be a directory (it holds {SESSION_FILE} and {SPILL_DIR}/): {store} is a file")
@@ -158,12 +162,13 @@ class HeronContext(AbstractCapability[Any]):
         the attempt after an overflow plans with the window the rejection taught."""
         engine = self._engine_for(request_context.model)
         self._frame = _request_frame(request_context)
-        plan = await engine.prepare_request(summary_ask(request_context.model))
+        model, system = request_context.model, system_parts(request_context.messages)
+        shared = shared_ask(model, request_context.model_request_parameters, system) if self.shared_summary else None
+        plan = await engine.prepare_request(summary_ask(model), shared_ask=shared)
         self.last_plan = plan
         if mode_from(False) != "off":  # HERON_CHECK_CONTEXT: the rules every request obeys
             self._check(engine, plan)
-        messages = view_messages(plan.view, system_parts(request_context.messages))
-        return replace(request_context, messages=messages)
+        return replace(request_context, messages=view_messages(plan.view, system))
 
     def _check(self, engine: ContextEngine, plan: RequestPlan) -> None:
         """The request's rules checked (a ledger record each); under ``strict`` a broken one
