@@ -17,6 +17,7 @@ status 77 and says so.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -24,8 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROOT, SKIPPED, parser, table, write_json
+from _prompt_cache import SimulatedCache
 
 WINDOW = 16_384
+
+
+def _parts(body: dict[str, Any]) -> list[str]:
+    """A chat-completions request as a provider renders it: tool definitions, then messages."""
+    return [json.dumps(body.get("tools", []))] + [json.dumps(m) for m in body["messages"]]
 
 
 def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
@@ -50,6 +57,9 @@ def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
     finally:
         server.close()
     sizes = [request_tokens(b) for b in server.bodies]
+    cache = SimulatedCache(ttl=None)
+    served = [cache.serve(_parts(b), float(i)) for i, b in enumerate(server.bodies)]
+    chars = sum(s.chars for s in served)
     compactions = sum(getattr(c, "compactions", 0) for c in made)
     return {
         "arm": name,
@@ -62,6 +72,7 @@ def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
         "unanswered": sum(len(unanswered_calls(b)) for b in server.bodies),
         "peakTokens": max(sizes, default=0),
         "inputTokens": sum(sizes),
+        "cachedShare": round(sum(s.cached for s in served) / chars, 3) if chars else 0.0,
         "seconds": round(time.perf_counter() - start, 2),
         "error": error,
     }
@@ -85,7 +96,12 @@ def main() -> None:
         arms = [
             _arm("none", turns, lambda: []),
             _arm("pydantic-ai NativeCompaction", turns, lambda: [NativeCompaction()]),
-            _arm("heron HeronContext", turns, lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "store")]),
+            _arm("heron HeronContext", turns, lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "shared")]),
+            _arm(
+                "heron HeronContext, separate summaries",
+                turns,
+                lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "separate", shared_summary=False)],
+            ),
         ]
     headers = [
         "arm",
@@ -97,6 +113,7 @@ def main() -> None:
         "unanswered calls",
         "peak tokens",
         "input tokens",
+        "cached share (sim.)",
         "seconds",
         "ended by",
     ]
@@ -108,6 +125,7 @@ def main() -> None:
         "unanswered",
         "peakTokens",
         "inputTokens",
+        "cachedShare",
         "seconds",
     ]
     rows = [[a["arm"], f"{a['turnsOk']}/{a['turns']}", *(a[k] for k in keys), a["error"] or "-"] for a in arms]
