@@ -78,6 +78,9 @@ def test_thirty_turns_fit_the_window_with_compactions_and_every_call_answered(
     for before, summary in shared:
         assert summary["tools"] == before["tools"]
         assert summary["messages"][:-1] == before["messages"][: len(summary["messages"]) - 1]
+    # every request carries the output cap heron planned for it (within the model's 4,096)
+    caps = [b.get("max_completion_tokens") or b.get("max_tokens") or 0 for b in server.bodies if not is_summary_body(b)]
+    assert all(0 < cap <= 4_096 for cap in caps)
     kinds = {record.kind for record in context.ledger.records}
     assert {"spill", "compaction"} <= kinds
     # the large results reached the model as a preview with a notice saying where the rest is

@@ -27,6 +27,7 @@ from pydantic_ai.exceptions import ModelHTTPError, RetryModelRequest
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model as PydanticModel
 from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 
 from heron.agent.messages import convert_to_llm
@@ -73,8 +74,9 @@ def _request_frame(request_context: ModelRequestContext) -> Context:
 class HeronContext(AbstractCapability[Any]):
     """heron's context management for the agent it is given to (see the module docstring).
 
-    ``window``: the model's context window in tokens; ``store``: the directory holding the
-    session file and the spilled results (created if missing); ``settings``: heron's
+    ``window``: the model's context window in tokens; ``max_tokens``: its output limit (a
+    request's cap is planned within it); ``store``: the directory holding the session file
+    and the spilled results (created if missing); ``settings``: heron's
     pruning and compaction settings (:class:`heron.context.policy.PolicySettings`);
     ``tools``: what each tool name is, for how a pruned result says to get it back;
     ``shared_summary``: a compaction's summary request repeats the conversation's request
@@ -158,8 +160,9 @@ class HeronContext(AbstractCapability[Any]):
     async def prepare_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        """Send heron's view instead of the whole history: planned for each attempt, so
-        the attempt after an overflow plans with the window the rejection taught."""
+        """Send heron's view instead of the whole history, with the output cap planned for
+        it: planned for each attempt, so the attempt after an overflow plans with the
+        window the rejection taught."""
         engine = self._engine_for(request_context.model)
         self._frame = _request_frame(request_context)
         model, system = request_context.model, system_parts(request_context.messages)
@@ -168,7 +171,10 @@ class HeronContext(AbstractCapability[Any]):
         self.last_plan = plan
         if mode_from(False) != "off":  # HERON_CHECK_CONTEXT: the rules every request obeys
             self._check(engine, plan)
-        return replace(request_context, messages=view_messages(plan.view, system))
+        settings: ModelSettings = {**(request_context.model_settings or {})}
+        cap = settings.get("max_tokens")  # the agent's own cap, kept when it is lower
+        settings["max_tokens"] = plan.max_tokens if cap is None else min(cap, plan.max_tokens)
+        return replace(request_context, messages=view_messages(plan.view, system), model_settings=settings)
 
     def _check(self, engine: ContextEngine, plan: RequestPlan) -> None:
         """The request's rules checked (a ledger record each); under ``strict`` a broken one
