@@ -4,6 +4,7 @@ file and a model description in; the request's plan out, the same after a restar
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def turn(engine: ContextEngine, n: int, log_chars: int) -> None:
     engine.append(AssistantMessage(api="test", provider="local", model="m", content=[answer], timestamp=n * 10_000 + 3))
 
 
-def wire(view: tuple[AgentMessage, ...]) -> list[dict[str, object]]:
+def wire(view: Sequence[AgentMessage]) -> list[dict[str, object]]:
     return [m.to_json_dict() for m in convert_to_llm(list(view))]
 
 

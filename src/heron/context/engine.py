@@ -47,7 +47,7 @@ class RequestPlan:
     """What one request carries and why, as a value: read by whoever sends it, learns
     from its answer or shows it; nothing of it is kept in the engine for later."""
 
-    view: tuple[AgentMessage, ...]  # the messages the request carries, decisions applied
+    view: Sequence[AgentMessage]  # the messages the request carries, decisions applied (never changed after)
     tokens: int  # the view's count (system prompt and tools included)
     window: int  # the window planned for (the model's, or a learnt smaller one)
     threshold: int  # past this many tokens a request is not sent before compacting
@@ -56,6 +56,30 @@ class RequestPlan:
     compaction: CompactionOutcome | None  # the compaction run while preparing, if any
     decisions: tuple[Entry, ...]  # the decisions recorded while preparing, in order
     over_threshold: str | None = None  # why the view is still past the threshold (nothing more could go)
+
+
+def plan_of(
+    policy: ContextPolicy,
+    view: Sequence[AgentMessage],
+    compaction: CompactionOutcome | None = None,
+    decisions: Sequence[Entry] = (),
+) -> RequestPlan:
+    """The plan of ``view``, the view ``policy`` has just settled (its count and output cap
+    are that settle's): what the request path sends, and what overflow learning and
+    calibration read of the request afterwards. heron's coding runtime makes one per
+    request this way; :meth:`ContextEngine.prepare_request` adds the compaction it ran and
+    the decisions it recorded."""
+    return RequestPlan(
+        view=view,
+        tokens=policy.last_tokens,
+        window=policy.window,
+        threshold=policy.threshold,
+        reserve=policy.reserve,
+        max_tokens=policy.last_max_tokens,
+        compaction=compaction,
+        decisions=tuple(decisions),
+        over_threshold=policy.over_threshold_reason,
+    )
 
 
 def spill_records(outcomes: Sequence[BudgetOutcome], names: dict[str, str]) -> list[LedgerRecord]:
@@ -224,17 +248,7 @@ class ContextEngine:
             if outcome.entry_id is not None:  # written: the conversation it rebuilt
                 rebuilt = outcome.messages if outcome.messages is not None else self.messages()
         view = policy.settle(messages, pressure, rebuilt, outcome.error if outcome is not None else None)
-        return RequestPlan(
-            view=tuple(view),
-            tokens=policy.last_tokens,
-            window=policy.window,
-            threshold=policy.threshold,
-            reserve=policy.reserve,
-            max_tokens=policy.last_max_tokens,
-            compaction=outcome,
-            decisions=tuple(self._recorded_since(start)),
-            over_threshold=policy.over_threshold_reason,
-        )
+        return plan_of(policy, view, outcome, self._recorded_since(start))
 
     def check(self, plan: RequestPlan, context: Context, turn_prompt: UserMessage | None = None) -> list[Violation]:
         """The rules every request obeys (:mod:`heron.context.invariants`: within the
