@@ -267,15 +267,11 @@ class ContextOwner:
         session = self.session
         if session.settings.compaction.request != "shared" or not caches_prompts(session.model):
             return None
-        from heron.context.sent_view import view_as_sent
-        from heron.context.shared_summary import SharedPrefix
+        from heron.context.engine import shared_prefix
 
-        policy = session.policy
-        view, stubs = view_as_sent(policy, session.agent.state.messages, before_ms)
-        return SharedPrefix(
-            views=[view],
-            ask=session.requests.shared_summary_ask(stubs, signal),
-            tokens=lambda messages: max(policy.count(messages), policy.estimate(messages)),
+        messages = session.agent.state.messages
+        return shared_prefix(
+            session.policy, messages, lambda stubs: session.requests.shared_summary_ask(stubs, signal), before_ms
         )
 
     def _keeping(self, entry_id: str) -> Callable[[CompactionPlan], Awaitable[CompactionChoice | None]]:

@@ -388,8 +388,7 @@ class MemoryKeeper:
         if failed is not None and failed.error_kind == "overflow":
             # the server enforces less than planned: learn it from this request, so the
             # session's own next request is sized right (one rejection, not two)
-            policy.last_tokens, policy.last_max_tokens = tokens, cap
-            policy.learn_from_overflow(failed)
+            policy.learn_from_overflow(failed, tokens=tokens, max_tokens=cap)
         policy.record_flush(files)
         ledger.add(
             LedgerRecord(

@@ -39,6 +39,7 @@ from heron.coding.events import (
 from heron.coding.settings import Settings
 from heron.coding.tools import set_limits
 from heron.coding.tools.env import ToolEnv
+from heron.context.engine import RequestPlan
 from heron.context.policy import ContextPolicy
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
@@ -151,6 +152,7 @@ class RecoveryHooks:
     env: ToolEnv
     tools: list[AgentTool[Any]]
     settings: Settings
+    request_plan: RequestPlan | None
     _retrying: int
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
@@ -179,11 +181,16 @@ class RecoveryHooks:
             self.store.branch(entry_id)
         self.agent.state.messages.append(message)
 
+    def _sent(self) -> dict[str, int]:
+        """The rejected request's count and output cap, from its plan (none before the first)."""
+        plan = self.request_plan
+        return {"tokens": plan.tokens, "max_tokens": plan.max_tokens} if plan is not None else {}
+
     def implausible_overflow(self, failed: AssistantMessage) -> bool:
-        return self.policy.implausible_overflow(failed)
+        return self.policy.implausible_overflow(failed, **self._sent())
 
     def learn_window(self, failed: AssistantMessage) -> int | None:
-        learned = self.policy.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens())
+        learned = self.policy.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens(), **self._sent())
         if learned is None:
             return None
         self.fit_tool_limits()

@@ -116,10 +116,9 @@ class RequestPath:
 
     def turn_options(self, context: Context) -> StreamOptions:
         """The agent's options: the output cap the policy computed for this view."""
-        policy = self.session.policy
-        options = self.options(
-            max_tokens=policy.last_max_tokens or policy.output_cap(policy.last_tokens), on_retry=self._turn_retry
-        )
+        policy, plan = self.session.policy, self.session.request_plan
+        planned = plan.max_tokens if plan is not None else 0
+        options = self.options(max_tokens=planned or policy.output_cap(policy.last_tokens), on_retry=self._turn_retry)
         options.thinking = self.session.agent.state.thinking_level
         options.context_management = policy.native_request()
         return options
@@ -132,22 +131,22 @@ class RequestPath:
 
     def send_turn(self, model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
         """The agent's send: the context rules checked on the view the policy prepared."""
-        session, policy = self.session, self.session.policy
-        if self.check_mode != "off":
+        session, policy, plan = self.session, self.session.policy, self.session.request_plan
+        if self.check_mode != "off" and plan is not None:
             from heron.context.invariants import IncrementalCheck, RequestSnapshot, check_request
 
             snapshot = RequestSnapshot(
-                view=session._last_view,
+                view=plan.view,
                 context=context,
                 max_tokens=options.max_tokens or 0,
-                window=policy.window,
-                reserve=policy.reserve,
+                window=plan.window,
+                reserve=plan.reserve,
                 stubs=policy.decisions.stubs,
                 cwd=session.cwd,
                 turn_prompt=session._turn_prompt,
                 floor_ms=policy.decisions.last_view_change_ms,
                 model=(model.provider, model.id),
-                over_threshold_reason=policy.over_threshold_reason,
+                over_threshold_reason=plan.over_threshold,
                 tools=session.tool_catalog,
             )
             strict = self.check_mode == "strict"  # strict (the tests) checks each request whole

@@ -82,6 +82,7 @@ from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.coding.unanswered import note_unanswered
 from heron.context.budget import fixed_tokens
 from heron.context.compaction import CompactionSettings
+from heron.context.engine import RequestPlan, plan_of
 from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.native import NativeSettings
 from heron.context.policy import ContextPolicy, PolicySettings
@@ -146,7 +147,7 @@ class CodingSession(RecoveryHooks):
         self._retrying: int = 0
         self._recovery_abort = AbortSignal()
         self._turn_prompt: UserMessage | None = None
-        self._last_view: list[AgentMessage] = []
+        self.request_plan: RequestPlan | None = None  # the plan of the request last sent (heron.context.engine)
         self._date_override = date
         self._server = ServerRecorder()
         self._fixed_count: tuple[object, int] | None = None  # (system prompt and tools, their tokens)
@@ -348,7 +349,8 @@ class CodingSession(RecoveryHooks):
         if isinstance(event, MessageUpdateEvent | MessageEndEvent) and isinstance(event.message, AssistantMessage):
             self.context_owner.background.answer_begun()  # the answer streams (or ended): a summary may go
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
-            self.policy.calibrate(event.message, self._last_view)  # count like the server
+            plan = self.request_plan
+            self.policy.calibrate(event.message, plan.view if plan is not None else [])  # count like the server
             self.policy.observe(event.message)  # what the provider compacted or cleared itself
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
@@ -421,32 +423,19 @@ class CodingSession(RecoveryHooks):
         )
         view = await self.context_owner.prepare(messages, signal)
         view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
-        self._last_view = view
+        self.request_plan = plan_of(self.policy, view)
         return view
 
     async def _after_tool_batch(
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
     ) -> list[ToolResultMessage]:
-        from heron.context.results import apply_turn_budget  # with the first tool results, not at start
+        from heron.context.engine import budget_results
 
-        new_results, outcomes = await asyncio.to_thread(
-            apply_turn_budget, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
+        new_results, records = await asyncio.to_thread(
+            budget_results, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
         )
-        names = {r.tool_call_id: r.tool_name for r in results}
-        for outcome in outcomes:
-            if not outcome.spilled:
-                continue
-            self.ledger.add(
-                LedgerRecord(
-                    kind="spill",
-                    ref=outcome.call_id,
-                    tool=names.get(outcome.call_id),
-                    chars_before=outcome.chars_before,
-                    chars_after=outcome.chars_after,
-                    recover=f"read {outcome.spill_path} with offset/limit, or grep it",
-                    detail=outcome.to_json(),
-                )
-            )
+        for record in records:
+            self.ledger.add(record)
         return new_results
 
     def _read_in_view(self, path: str, offset: int | None, limit: int | None) -> ReadRecord | None:

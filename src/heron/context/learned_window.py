@@ -106,17 +106,29 @@ class LearnedWindows:
     def _record(self, data: dict[str, Any]) -> CustomEntry:
         raise NotImplementedError
 
-    def implausible_overflow(self, failed: AssistantMessage) -> bool:
+    def implausible_overflow(
+        self, failed: AssistantMessage, tokens: int | None = None, max_tokens: int | None = None
+    ) -> bool:
         """Whether a rejection's stated count is more than :data:`IMPLAUSIBLE_RATIO` times
         off heron's own count of the request it rejected ("prompt is too long: 210000
         tokens" for a 5,000-token request: a proxy that counts differently, one oversized
         attachment). Such a rejection says nothing about the window: nothing is learned
-        from it, the request is retried once after compaction."""
-        heron_total = self.last_tokens + self.last_max_tokens
-        ratio = counted_ratio(failed.error_message or "", heron_input=self.last_tokens, heron_total=heron_total)
+        from it, the request is retried once after compaction. ``tokens`` and
+        ``max_tokens``: heron's count and output cap of the rejected request (default: the
+        last request the policy planned)."""
+        tokens = self.last_tokens if tokens is None else tokens
+        max_tokens = self.last_max_tokens if max_tokens is None else max_tokens
+        ratio = counted_ratio(failed.error_message or "", heron_input=tokens, heron_total=tokens + max_tokens)
         return not 1 / IMPLAUSIBLE_RATIO <= ratio <= IMPLAUSIBLE_RATIO
 
-    def learn_from_overflow(self, failed: AssistantMessage, accepted_tokens: int = 0) -> LearnedWindow | None:
+    def learn_from_overflow(
+        self,
+        failed: AssistantMessage,
+        accepted_tokens: int = 0,
+        *,
+        tokens: int | None = None,
+        max_tokens: int | None = None,
+    ) -> LearnedWindow | None:
         """Lower the window below the rejected request's size (recorded in the session), so
         a server that enforces less than the configured window costs one rejection.
 
@@ -128,16 +140,20 @@ class LearnedWindows:
 
         Never below ``accepted_tokens`` (heron's count of the last request the server
         accepted: a window it already served), and nothing is learned from an
-        :meth:`implausible_overflow`."""
-        if self.implausible_overflow(failed):
+        :meth:`implausible_overflow`. ``tokens`` and ``max_tokens``: heron's count and
+        output cap of the rejected request, passed by whoever sent it (default: the last
+        request the policy planned)."""
+        tokens = self.last_tokens if tokens is None else tokens
+        max_tokens = self.last_max_tokens if max_tokens is None else max_tokens
+        if self.implausible_overflow(failed, tokens, max_tokens):
             return None
         text = failed.error_message or ""
-        rejected = self.last_tokens + self.last_max_tokens
+        rejected = tokens + max_tokens
         current = self.window
         limit = stated_limit(text, current) or stated_limit(text, self.model.context_window + 1)
         source = "error text"
         if limit is not None:
-            ratio = counted_ratio(text, heron_input=self.last_tokens, heron_total=rejected)
+            ratio = counted_ratio(text, heron_input=tokens, heron_total=rejected)
             # Refused below the limit it states, by its own count when it gives one (else by
             # heron's): that limit is not what it enforces (a proxy, llama-server's slots), and
             # learning from it would lower the window a token per rejection. Go below the size.
@@ -145,9 +161,9 @@ class LearnedWindows:
             unreached = counted <= limit if counted is not None else rejected <= int(limit * 0.98)
             limit = int(limit * min(1.0, ratio) * 0.98)
             if unreached:
-                limit = int(max(self.last_tokens, rejected / 2) * 0.9)
+                limit = int(max(tokens, rejected / 2) * 0.9)
         else:
-            limit, source = int(max(self.last_tokens, rejected / 2) * 0.9), "rejected size"
+            limit, source = int(max(tokens, rejected / 2) * 0.9), "rejected size"
         window = max(MIN_LEARNED_WINDOW, accepted_tokens, min(limit, current - 1))
         if window >= current:
             return None

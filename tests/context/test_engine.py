@@ -1,0 +1,93 @@
+"""The context engine as a library (heron.context.engine): heron's messages, a session
+file and a model description in; the request's plan out, the same after a restart."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from heron.agent.messages import AgentMessage, CompactionSummaryMessage, convert_to_llm
+from heron.ai.types import AssistantMessage, Context, Model, TextContent, ToolCall, ToolResultMessage, UserMessage
+from heron.context.engine import ContextEngine, RequestPlan
+from heron.context.policy import ContextFull
+from heron.session.entries import CompactionEntry
+
+WINDOW = 16_384
+MODEL = Model(id="m", api="test", provider="local", context_window=WINDOW, max_tokens=2_048)
+SUMMARY = "## Goal\\nRun the steps.\\n\\n## Progress\\n- Steps ran."
+
+
+async def ask(context: Context, max_tokens: int) -> AssistantMessage:
+    """A summariser that always answers the same summary."""
+    return AssistantMessage(api="test", provider="local", model="m", content=[TextContent(text=SUMMARY)])
+
+
+def turn(engine: ContextEngine, n: int, log_chars: int) -> None:
+    """One turn appended: a prompt, a call, its (budgeted) result, an answer."""
+    engine.append(UserMessage(content=f"step {n}: " + "detail " * 200, timestamp=n * 10_000))
+    call = ToolCall(id=f"call_{n}", name="bash", arguments={"command": f"make {n}"})
+    engine.append(AssistantMessage(api="test", provider="local", model="m", content=[call], timestamp=n * 10_000 + 1))
+    result = ToolResultMessage(
+        tool_call_id=f"call_{n}",
+        tool_name="bash",
+        content=[TextContent(text="x" * log_chars)],
+        timestamp=n * 10_000 + 2,
+    )
+    engine.append(engine.budget_results([result], engine.cwd / "spill", 10_000_000)[0])
+    answer = TextContent(text=f"step {n} done. " + "finding " * 300)
+    engine.append(AssistantMessage(api="test", provider="local", model="m", content=[answer], timestamp=n * 10_000 + 3))
+
+
+def wire(view: Sequence[AgentMessage]) -> list[dict[str, object]]:
+    return [m.to_json_dict() for m in convert_to_llm(list(view))]
+
+
+async def test_a_long_conversation_is_planned_within_the_window_and_a_restart_plans_the_same(tmp_path: Path) -> None:
+    engine = ContextEngine.open(tmp_path / "s.jsonl", MODEL, cwd=tmp_path)
+    compactions = 0
+    for n in range(1, 25):
+        turn(engine, n, 20_000)
+        plan = await engine.prepare_request(ask)
+        assert isinstance(plan, RequestPlan)
+        assert plan.tokens <= plan.threshold < plan.window == WINDOW
+        assert plan.reserve > 0 and plan.max_tokens > 0
+        compactions += sum(isinstance(e, CompactionEntry) for e in plan.decisions)
+        if plan.compaction is not None and plan.compaction.entry_id is not None:
+            assert isinstance(plan.view[0], CompactionSummaryMessage)
+    assert compactions >= 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.tokens = 0  # type: ignore[misc]
+    # every large result was cut to a preview, its whole text spilled and recorded
+    assert any(r.kind == "spill" for r in engine.ledger.records)
+    tool_texts = [m.text() for m in plan.view if isinstance(m, ToolResultMessage)]
+    assert tool_texts and all(len(t) < 20_000 for t in tool_texts)
+
+    engine.store.close()
+    again = ContextEngine.open(tmp_path / "s.jsonl", MODEL, cwd=tmp_path)
+    replanned = await again.prepare_request(ask)
+    assert wire(replanned.view) == wire(plan.view)
+    assert replanned.tokens == plan.tokens
+    assert replanned.decisions == ()  # nothing new to decide
+
+
+async def test_the_request_rules_are_checked_on_a_plan(tmp_path: Path) -> None:
+    engine = ContextEngine.open(tmp_path / "s.jsonl", MODEL, cwd=tmp_path)
+    for n in range(1, 3):
+        turn(engine, n, 1_000)
+    plan = await engine.prepare_request(ask)
+    prompt = next(m for m in reversed(plan.view) if isinstance(m, UserMessage))
+    assert engine.check(plan, Context(messages=convert_to_llm(list(plan.view))), prompt) == []
+    unanswered = dataclasses.replace(plan, view=tuple(m for m in plan.view if not isinstance(m, ToolResultMessage)))
+    violations = engine.check(unanswered, Context(messages=convert_to_llm(list(unanswered.view))), prompt)
+    assert {v.rule for v in violations} == {"f.tool-pairing"}
+    assert [r.kind for r in engine.ledger.records if r.kind == "invariant"] == ["invariant"] * len(violations)
+
+
+async def test_a_request_that_cannot_fit_is_refused_with_the_reason(tmp_path: Path) -> None:
+    engine = ContextEngine.open(tmp_path / "s.jsonl", MODEL, cwd=tmp_path)
+    engine.append(UserMessage(content="y" * (WINDOW * 5)))
+    with pytest.raises(ContextFull, match="window"):
+        await engine.prepare_request(ask)
