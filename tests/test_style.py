@@ -58,15 +58,15 @@ KNOWN_IMPORT_CIRCLES: set[tuple[str, ...]] = {
 KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = set()
 
 # Private names still reached from another module, as (module, name). Issue 39 counted 28
-# accesses; 11 are left, in these 8 pairs (the others now use public names: the session's
-# emit and render_system_prompt, the agent's queued_counts, _scan.error_reason).
+# accesses; 10 are left, in these 7 pairs (the others now use public names: the session's
+# emit and render_system_prompt, the agent's queued_counts, _scan.error_reason; the last
+# view became the session's request plan).
 KNOWN_PRIVATE_ACCESS: set[tuple[str, str]] = {
-    # The request path reads the turn's prompt and the last view off the session, fields one
-    # loop hook sets and the next reads; to go with issue 39's request plan (one immutable
-    # value per request) rather than be renamed here.
+    # The request path reads the turn's prompt off the session, a field one loop hook sets
+    # and the next reads; to go into the request plan (one immutable value per request)
+    # rather than be renamed here.
     ("coding/context_owner.py", "_turn_prompt"),
     ("coding/requests.py", "_turn_prompt"),
-    ("coding/requests.py", "_last_view"),
     # An event stream heron.ai made is finished by the request path with the answer it got
     # elsewhere; to go: a public way for heron.ai to make a finished stream.
     ("coding/requests.py", "_set_result"),
