@@ -38,12 +38,14 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.cli import audit_harness as harness
-from tests.cli.audit_harness import FLUSH_MARK, PRUNED, SUMMARY_MARK, PlanServer, Rpc, Step, text_of
+from tests.cli.audit_harness import FLUSH_MARK, PRUNED, SUMMARY_REPLY, PlanServer, Rpc, Step, text_of
 from tests.support.http_server import LocalServer
+from tests.support.summaries import is_summary_body
 
 from _common import parser, table, write_json
 from heron.context.recent_steps import HEADER as STEPS_HEADER
@@ -109,19 +111,21 @@ class Result:
 
 def _events(server: PlanServer, firsts: set[int]) -> list[tuple[int, list[str]]]:
     """(body index, the events just before it) for each main request after turn 1: a
-    compaction (a summary request since the previous main request), a pruning step (more
-    pruned stubs than before), a restart (a process's first request), an overflow (the
-    previous request was rejected)."""
+    compaction (the request carries a summary, and the first message kept after it changed:
+    a summary request alone is no compaction - heron may prepare one in the background and
+    apply it later, or never), a pruning step (more pruned stubs than before), a restart (a
+    process's first request), an overflow (the previous request was rejected)."""
     out: list[tuple[int, list[str]]] = []
     pruned = 0
-    summarised = rejected = False
+    rejected = False
+    kept_head: str | None = None
     for index, body in enumerate(server.bodies):
         messages = body["messages"]
-        if messages and text_of(messages[0]).startswith(SUMMARY_MARK):
-            summarised = True
+        if is_summary_body(body) or not messages or text_of(messages[-1]).startswith(FLUSH_MARK):
             continue
-        if not messages or text_of(messages[-1]).startswith(FLUSH_MARK):
-            continue
+        head = _kept_head(messages)
+        summarised = head is not None and head != kept_head
+        kept_head = head
         stubs = json.dumps(body).count(PRUNED)
         seen = [
             name
@@ -133,10 +137,20 @@ def _events(server: PlanServer, firsts: set[int]) -> list[tuple[int, list[str]]]
             )
             if happened
         ]
-        pruned, summarised, rejected = stubs, False, not server.accepted[index]
+        pruned, rejected = stubs, not server.accepted[index]
         if server.turns[index] > 1 and seen:  # after turn 1, which plants the needles
             out.append((index, seen))
     return out
+
+
+def _kept_head(messages: list[dict[str, Any]]) -> str | None:
+    """The first message after the compaction summary the server wrote (None: no summary in
+    the request): a new one means a compaction cut the history again."""
+    summary = json.dumps(SUMMARY_REPLY, ensure_ascii=False)[1:-1]  # as it appears in a message's JSON
+    at = next((i for i, m in enumerate(messages) if summary in json.dumps(m, ensure_ascii=False)), None)
+    if at is None:
+        return None
+    return json.dumps(messages[at + 1 : at + 2], sort_keys=True)
 
 
 def _flush_records(home: Path) -> int:

@@ -31,6 +31,9 @@ from tests.support.sse import anthropic_reply, openai_reply
 from tests.support.summaries import is_summary_body
 
 SUMMARY_MARK = SUMMARISER_SYSTEM_PROMPT[:60]
+# What the scripted model answers every summary request with: a request that carries it
+# carries a compaction's summary.
+SUMMARY_REPLY = "## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done"
 FLUSH_MARK = "[heron: the conversation is about to be compacted"
 UNCHANGED = "[File unchanged since"
 PRUNED = "[Pruned from the context"
@@ -145,7 +148,7 @@ class PlanServer:
             if self.hang_summary and not self.hung.is_set():
                 self.hung.set()
                 return Reply(body=b"", delay=60)
-            return self.text("## Goal\nFollow the plan.\n\n## Progress\n- earlier turns done", used)
+            return self.text(SUMMARY_REPLY, used)
         if text_of(messages[-1]).startswith(FLUSH_MARK):
             return self.text("Nothing worth saving.", used)
         plan = self.plans.get(self.turn, [])
