@@ -79,7 +79,7 @@ class MemoryChange:
 
 
 def history_dir(home: Path, directory: Path) -> Path:
-    digest = hashlib.sha256(os.path.realpath(directory).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(directory))).hexdigest()[:16]  # any bytes a name has
     return home / HISTORY_DIR / digest
 
 

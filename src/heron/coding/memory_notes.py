@@ -32,6 +32,9 @@ DAY = 86_400
 
 @dataclass(frozen=True, slots=True)
 class NoteAge:
+    """How old one memory note is, as the system prompt shows it: the model weighs an old or
+    tentative note before it trusts it (docs/memory.md)."""
+
     path: str  # relative to the memory directory, with "/"
     when: float  # last changed or confirmed (unix seconds)
     sessions_since: int

@@ -59,6 +59,9 @@ class CheckpointError(RuntimeError):
 
 @dataclass
 class Snapshot:
+    """A snapshot just taken: its commit, and the files left out of it for their size (the
+    checkpoint logs them: a rewind will not restore those)."""
+
     commit: str
     skipped_large: list[str] = field(default_factory=list)
 
