@@ -46,7 +46,7 @@ from tests.cli.audit_harness import FLUSH_MARK, PRUNED, SUMMARY_MARK, PlanServer
 from tests.support.http_server import LocalServer
 
 from _common import parser, table, write_json
-from heron.context.recent_steps import HEADER as STEPS_HEADER
+from heron.context.continuity.recent_steps import HEADER as STEPS_HEADER
 
 USER_NEEDLE = "NEEDLE-USER-keep-the-public-api-of-parser.py-unchanged"
 TODO_NEEDLE = "NEEDLE-TODO-migrate-the-config-loader"
