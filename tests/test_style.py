@@ -303,6 +303,7 @@ class ClassSize:
     line: int
     lines: int  # the class's own lines plus those of every heron base it has, each once
     bases: tuple[str, ...]  # those bases, as module.Class
+    methods: int  # the functions defined in the bodies of the class and those bases
 
 
 def _class_scope(tree: ast.Module, module: str, is_package: bool) -> dict[str, tuple[str, str | None]]:
@@ -359,7 +360,9 @@ def class_sizes(root: Path = SRC) -> list[ClassSize]:
                     family.append(base)
                     todo.append(base)
         lines = sum((classes[k].end_lineno or classes[k].lineno) - classes[k].lineno + 1 for k in family)
-        out.append(ClassSize(key[0], key[1], node.lineno, lines, tuple(f"{m}.{c}" for m, c in family[1:])))
+        methods = sum(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) for k in family for s in classes[k].body)
+        names = tuple(f"{m}.{c}" for m, c in family[1:])
+        out.append(ClassSize(key[0], key[1], node.lineno, lines, names, methods))
     return sorted(out, key=lambda c: (c.module, c.name))
 
 
