@@ -39,7 +39,7 @@ from heron.coding.events import CompactionEndEvent, CompactionStartEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction.boundaries import step_boundary
-from heron.context.summary.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 
 WINDOW = 16_384
 MAX_TOKENS = 2_048

@@ -63,8 +63,8 @@ from heron.coding.events import CompactionEndEvent, CompactionStartEvent, Ledger
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
 from heron.context.compaction.background import BACKGROUND_ENV
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.context.pruning.prune import PRUNE_LOW_WATER
-from heron.context.summary.summary_text import is_summary_request
 
 WINDOW = 32_000
 MAX_TOKENS = 8_192

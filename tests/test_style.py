@@ -22,6 +22,12 @@
   module that names them) is at most 600 lines. Splitting a class into mixin files keeps
   each file small but not the class: whoever reads or changes it still holds all of it.
 
+- **heron.context is cut by stage**: its sub-packages (the window, tool output, the view,
+  records, pruning, compaction, continuity, the rules) import each other without a circle
+  (one stage before another, lazily or not), and no stage imports the modules at the layer's
+  top when it runs - the policy, the engine and the pydantic-ai adapter coordinate the
+  stages; a stage names them only for types.
+
 - **No private access across modules**: ``obj._name`` where ``obj`` is not ``self`` or
   ``cls`` and ``_name`` is defined only in another module of ``src/heron`` (a method, a
   field set on ``self``, a module-level name) reaches into another module's internals; the
@@ -370,6 +376,46 @@ def large_classes(root: Path = SRC) -> list[ClassSize]:
     return [c for c in class_sizes(root) if c.lines > MAX_MODULE_LINES]
 
 
+CONTEXT_TOP = ("policy", "engine", "pydantic_ai")  # the modules that coordinate heron.context's stages
+
+
+def context_stage_imports(root: Path = SRC) -> dict[str, set[str]]:
+    """Stage -> the other stages and top modules of heron.context its modules import when they
+    run (``compaction`` for ``heron.context.compaction.plan``; ``top:policy`` for the policy)."""
+    paths = {module_name(p, root): p for p in modules(root)}
+    known = set(paths)
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        parts = name.split(".")
+        if parts[:2] != ["heron", "context"] or len(parts) < 4 or parts[2] in CONTEXT_TOP:
+            continue
+        for target in run_time_imports(path, known, root):
+            other = target.split(".")
+            if other[:2] != ["heron", "context"] or len(other) < 3 or other[2] == parts[2]:
+                continue
+            graph.setdefault(parts[2], set()).add(f"top:{other[2]}" if other[2] in CONTEXT_TOP else other[2])
+    return graph
+
+
+def stage_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each circle of stages, as the path that closes it (depth-first; the graph is small)."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+
+    def walk(stage: str, path: list[str]) -> None:
+        for target in sorted(graph.get(stage, ())):
+            if target in path:
+                found.append([*path[path.index(target) :], target])
+            elif target not in done:
+                walk(target, [*path, target])
+        done.add(stage)
+
+    for stage in sorted(graph):
+        if stage not in done:
+            walk(stage, [stage])
+    return found
+
+
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -475,6 +521,17 @@ def test_no_private_access_across_modules() -> None:
     stale = sorted(KNOWN_PRIVATE_ACCESS - {(m, name) for m, _, name, _ in found})
     assert not new, "private names of another module; give the owner a public name:\n" + "\n".join(new)
     assert not stale, f"no longer reached; remove from KNOWN_PRIVATE_ACCESS: {stale}"
+
+
+def test_context_stages_import_without_a_circle_and_not_the_top() -> None:
+    graph = context_stage_imports()
+    assert {"window", "view", "pruning", "compaction", "continuity", "records"} <= set(graph) | {
+        t for targets in graph.values() for t in targets
+    }, f"heron.context's stages not found: {graph}"
+    upward = sorted(f"{stage} -> {t[4:]}" for stage, targets in graph.items() for t in targets if t.startswith("top:"))
+    assert not upward, "a stage of heron.context imports the layer's top when it runs:\n" + "\n".join(upward)
+    circles = [" -> ".join(c) for c in stage_circles(graph)]
+    assert not circles, "heron.context's stages import each other round in a circle:\n" + "\n".join(circles)
 
 
 def test_every_layer_is_checked() -> None:
@@ -599,6 +656,29 @@ def test_the_class_size_check_counts_mixins_through_imports(tmp_path: Path) -> N
     assert sizes["Whole"].bases == ("heron.coding.first.First", "heron.coding.second.Second")
     assert sizes["Small"].lines == 4 and sizes["Small"].bases == ("heron.coding.other.First",)
     assert [c.name for c in large_classes(tmp_path)] == ["Whole"]
+
+
+def test_the_stage_check_finds_circles_and_imports_of_the_top(tmp_path: Path) -> None:
+    write(tmp_path, "__init__.py", "")
+    write(tmp_path, "context/__init__.py", "")
+    write(tmp_path, "context/policy.py", "")
+    write(tmp_path, "context/a/__init__.py", "")
+    write(tmp_path, "context/a/x.py", "from heron.context.b import y\n")
+    write(
+        tmp_path,
+        "context/a/z.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import heron.context.policy\n",
+    )
+    write(tmp_path, "context/b/__init__.py", "")
+    write(tmp_path, "context/b/y.py", "def later() -> None:\n    from heron.context.c.w import v\n")
+    write(tmp_path, "context/c/__init__.py", "")
+    write(tmp_path, "context/c/w.py", "v = 1\n")
+    graph = context_stage_imports(tmp_path)
+    assert graph == {"a": {"b"}, "b": {"c"}} and stage_circles(graph) == []
+    write(tmp_path, "context/c/w.py", "from heron.context.a import z\nfrom heron.context import policy\nv = 1\n")
+    graph = context_stage_imports(tmp_path)
+    assert graph["c"] == {"a", "top:policy"}
+    assert stage_circles(graph) == [["a", "b", "c", "a"]]
 
 
 @pytest.mark.parametrize(

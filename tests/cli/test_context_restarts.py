@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from heron.context.summary.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.summary.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
 from heron.context.window.budget_notice import NOTICE_PREFIX
 from tests.coding.test_small_window import BASH_BYTES, FILE_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply

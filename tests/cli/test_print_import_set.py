@@ -38,12 +38,12 @@ FORBIDDEN = (
     "heron.cli.search_cmd",
     # Loaded with the first compaction or summary, never below the soft mark:
     "heron.context.compaction.compactor",
-    "heron.context.continuity.reinject",
+    "heron.context.compaction.reinject",
     "heron.context.view.sent_view",
-    "heron.context.summary.shared_summary",
-    "heron.context.summary.summariser",
-    "heron.context.summary.summary_chunks",
-    "heron.context.summary.summary_text",
+    "heron.context.compaction.summary.shared_summary",
+    "heron.context.compaction.summary.summariser",
+    "heron.context.compaction.summary.summary_chunks",
+    "heron.context.compaction.summary.summary_text",
     # Loaded when the context rules are checked (HERON_CHECK_CONTEXT, context.checkInvariants):
     "heron.context.rules.invariants",
     # Loaded with the first extension:

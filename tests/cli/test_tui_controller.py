@@ -14,7 +14,7 @@ from heron.agent.messages import BashExecutionMessage, convert_to_llm
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context, UserMessage
 from heron.cli.tui.controller import Controller, bash_message
-from heron.context.summary.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry, ModelChangeEntry
 from heron.session.store import SessionStore
 from tests.cli.tui_helpers import make_app, output, recording_console, submit

@@ -33,8 +33,8 @@ from heron.ai.types import (
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings, settings_from_dict
 from heron.context.compaction.plan import CompactionSettings, message_tokens
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.context.policy import ContextFull
-from heron.context.summary.summary_text import is_summary_request
 from heron.context.tool_output.limits import ToolLimits
 from heron.context.window.budget import (
     context_message_tokens,

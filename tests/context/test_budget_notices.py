@@ -14,7 +14,7 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, serialise_request, 
 from heron.ai.types import Context, Model, ToolResultMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.context.window.budget_notice import MARKS, NOTICE_PREFIX, context_aware, due, render
 from heron.session.store import SessionStore
 

@@ -13,7 +13,7 @@ from heron.ai.providers.faux import FauxProvider, serialise_request, text, tool_
 from heron.ai.types import AssistantMessage, Context, ToolCall, ToolResultMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.context.view.call_args import NOTE_KEY, shortened
 from heron.context.window.budget import arguments_chars
 from heron.session.entries import CustomEntry, MessageEntry

@@ -35,10 +35,9 @@ from heron.context.compaction.plan import (
     CompactionSettings,
     prepare_compaction,
 )
-from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
-from heron.context.summary.summariser import SummaryResult, summarise
-from heron.context.summary.summary_chunks import MERGE_PROMPT, parse_summary
-from heron.context.summary.summary_text import (
+from heron.context.compaction.summary.summariser import SummaryResult, summarise
+from heron.context.compaction.summary.summary_chunks import MERGE_PROMPT, parse_summary
+from heron.context.compaction.summary.summary_text import (
     FALLBACK_TOOL_RESULT_CHARS,
     FIRST_SUMMARY_PROMPT,
     SUMMARISER_SYSTEM_PROMPT,
@@ -49,6 +48,7 @@ from heron.context.summary.summary_text import (
     is_summary_request,
     serialise_transcript,
 )
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
 from heron.context.view.build import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, CustomMessageEntry, MessageEntry
 from heron.session.store import SessionStore

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     # not import them (tests/cli/test_print_import_set.py).
     from heron.coding.runtime import CodingSession
     from heron.context.compaction.compactor import CompactionOutcome, Compactor
-    from heron.context.summary.shared_summary import SharedPrefix
-    from heron.context.summary.summariser import SummaryResult
+    from heron.context.compaction.summary.shared_summary import SharedPrefix
+    from heron.context.compaction.summary.summariser import SummaryResult
 
 BACKGROUND_REASONS = (
     "threshold",
@@ -311,8 +311,9 @@ class ContextOwner:
     async def branch_summary(self, entry_id: str | None) -> str | None:
         """The summary of the branch being left for ``entry_id`` (from the leaf back to the
         common ancestor), or None when there is nothing to summarise. Raises
-        :class:`~heron.context.summary.summariser.SummaryFailed` when the request fails: nothing moves then."""
-        from heron.context.summary.summariser import summarise_branch
+        :class:`~heron.context.compaction.summary.summariser.SummaryFailed` when the request
+        fails: nothing moves then."""
+        from heron.context.compaction.summary.summariser import summarise_branch
 
         session = self.session
         store, old_leaf = session.store, session.store.leaf_id

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 from heron.agent.messages import AgentMessage
 from heron.coding.handoff_link import HANDOFF_CUSTOM_TYPE, lineage
 from heron.context.compaction.plan import collect_files, collect_user_requests
+from heron.context.compaction.summary.summary_text import file_lists_text
 from heron.context.continuity.goal import GOAL_CUSTOM_TYPE, Goal
 from heron.context.continuity.kept_plan import PLAN_CUSTOM_TYPE, plan_before, render_plan
 from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, render_skills, skills_before
 from heron.context.continuity.recent_steps import steps_before
 from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, TodoItem, render_todos
-from heron.context.summary.summary_text import file_lists_text
 from heron.session.entries import MessageEntry
 from heron.session.store import SessionStore
 

@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     # The rules load when they are checked (HERON_CHECK_CONTEXT or context.checkInvariants),
     # the summariser's types with the first summary: not on a plain run's path.
     from heron.coding.runtime import CodingSession
+    from heron.context.compaction.summary.shared_summary import SharedAsk
+    from heron.context.compaction.summary.summariser import SummaryAsk
     from heron.context.rules.invariants import IncrementalCheck, RequestSnapshot, Violation
-    from heron.context.summary.shared_summary import SharedAsk
-    from heron.context.summary.summariser import SummaryAsk
 
 log = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
     from heron.context.compaction.compactor import CompactionOutcome, Compactor
+    from heron.context.compaction.summary.shared_summary import SharedAsk, SharedPrefix
+    from heron.context.compaction.summary.summariser import SummaryAsk
     from heron.context.rules.invariants import Violation
-    from heron.context.summary.shared_summary import SharedAsk, SharedPrefix
-    from heron.context.summary.summariser import SummaryAsk
     from heron.context.tool_output.results import BudgetOutcome
 
 
@@ -120,7 +120,7 @@ def shared_prefix(
     last main request carried (derived from the session: :func:`view_as_sent`), the
     function that sends it (``ask_for`` the pruning that view applies) and how a request of
     some messages is counted."""
-    from heron.context.summary.shared_summary import SharedPrefix
+    from heron.context.compaction.summary.shared_summary import SharedPrefix
     from heron.context.view.sent_view import view_as_sent  # with the first compaction
 
     view, stubs = view_as_sent(policy, messages, before_ms)

@@ -35,7 +35,12 @@ from heron.context.compaction.native import (
     request_fields,
     uncovered,
 )
-from heron.context.compaction.plan import CompactionSettings, entry_message, prepare_compaction
+from heron.context.compaction.plan import (
+    SUMMARY_ALLOWANCE_TOKENS,
+    CompactionSettings,
+    entry_message,
+    prepare_compaction,
+)
 from heron.context.continuity.frontier import FrontierSettings
 from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, TodoItem
 from heron.context.pruning.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
@@ -67,9 +72,6 @@ from heron.context.window.output_room import does_not_fit, min_output, output_ca
 from heron.context.window.working_budget import AUTO, WorkingBudget, WorkingBudgetSetting, working_budget
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
-
-SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) adds back, about
-SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
 
 def _tally(view: Sequence[AgentMessage]) -> Tally | None:

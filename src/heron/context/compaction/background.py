@@ -64,15 +64,22 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, ToolResultMessage
-from heron.context.compaction.plan import CompactionPlan, message_tokens, plan_keeping, prepare_compaction
-from heron.context.policy import SHRINK_REQUIRED, SUMMARY_ALLOWANCE_TOKENS, ContextPolicy
+from heron.context.compaction.plan import (
+    SHRINK_REQUIRED,
+    SUMMARY_ALLOWANCE_TOKENS,
+    CompactionPlan,
+    message_tokens,
+    plan_keeping,
+    prepare_compaction,
+)
 from heron.context.records.decisions import PendingSummary
 from heron.context.records.ledger import LedgerRecord
 from heron.context.window.output_room import OUTPUT_MARGIN_SHARE
 from heron.session.entries import MessageEntry
 
 if TYPE_CHECKING:  # the summariser loads with the first summary (none in a short run)
-    from heron.context.summary.summariser import SummaryResult
+    from heron.context.compaction.summary.summariser import SummaryResult
+    from heron.context.policy import ContextPolicy  # the policy holds this stage, not the reverse
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +159,7 @@ class Running:
         on_send: Callable[[PendingSummary], None] | None,
         kept: dict[str, Any] | None,
     ) -> None:
-        from heron.context.summary.summariser import SummaryFailed
+        from heron.context.compaction.summary.summariser import SummaryFailed
 
         try:
             await self.gate.wait()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from heron.context.records.ledger import LedgerRecord
 
 if TYPE_CHECKING:  # the summariser loads with the first summary
-    from heron.context.summary.summariser import SummaryResult
+    from heron.context.compaction.summary.summariser import SummaryResult
 
 
 def result_data(result: SummaryResult | None, error: str | None) -> dict[str, Any]:
@@ -41,8 +41,8 @@ def result_data(result: SummaryResult | None, error: str | None) -> dict[str, An
 def result_from(data: dict[str, Any]) -> SummaryResult | str:
     """The kept answer: the summary result, or the error text (a malformed record reads as
     an error: the compaction then asks for the summary itself, as after a failure)."""
-    from heron.context.summary.shared_summary import SummaryUsage
-    from heron.context.summary.summariser import SummaryResult
+    from heron.context.compaction.summary.shared_summary import SummaryUsage
+    from heron.context.compaction.summary.summariser import SummaryResult
 
     summary = data.get("summary")
     if not isinstance(summary, str) or not summary.strip():

@@ -20,20 +20,25 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage
 from heron.ai.types import Model, UserMessage
 from heron.context.compaction.background import Running
-from heron.context.compaction.plan import CompactionChoice, CompactionPlan, entry_message, prepare_compaction
+from heron.context.compaction.plan import (
+    SHRINK_REQUIRED,
+    CompactionChoice,
+    CompactionPlan,
+    entry_message,
+    prepare_compaction,
+)
+from heron.context.compaction.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
+from heron.context.compaction.summary.shared_summary import SharedPrefix
+from heron.context.compaction.summary.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise, supplied
 from heron.context.continuity.children import children_on_path
 from heron.context.continuity.frontier import compaction_frontier
-from heron.context.continuity.reinject import REINJECT_TOKENS, REINJECT_WINDOW_SHARE, candidates, reinjected_text
-from heron.context.policy import SHRINK_REQUIRED, ContextPolicy
 from heron.context.records.ledger import LedgerRecord
 from heron.context.records.ordering import strictly_ordered
-from heron.context.summary.shared_summary import SharedPrefix
-from heron.context.summary.summariser import SummaryAsk, SummaryFailed, SummaryResult, summarise, supplied
 from heron.context.view.build import (
     DETAIL_CHILDREN,
     DETAIL_KEPT_PROMPT,
@@ -44,6 +49,9 @@ from heron.context.view.build import (
 )
 from heron.context.window.budget import estimate_message_tokens
 from heron.session.entries import MessageEntry
+
+if TYPE_CHECKING:
+    from heron.context.policy import ContextPolicy  # the policy holds this stage, not the reverse
 
 DETAIL_CHOSEN_BY = "heronChosenBy"  # who shaped a compaction (an extension), in its entry's details
 
@@ -169,7 +177,7 @@ class Compactor:
     ) -> SummaryResult:
         """The summary of ``plan``: the one place a compaction asks for it, in the foreground
         and in the background alike (:mod:`heron.context.compaction.background`); ``shared``: the
-        request repeats the conversation's cached prefix (:mod:`heron.context.summary.shared_summary`)."""
+        request repeats the conversation's cached prefix (:mod:`heron.context.compaction.summary.shared_summary`)."""
         return await summarise(
             plan,
             ask,

@@ -2,8 +2,8 @@
 
 This module is the pure half: :func:`prepare_compaction`, given the session path, finds
 the cut point and what to summarise (this is what ``heron sessions compact-plan``
-prints). What the summariser reads is :mod:`heron.context.summary.summary_text`, the requests
-are :mod:`heron.context.summary.summariser`, and :mod:`heron.context.compaction.compactor` sizes the result
+prints). What the summariser reads is :mod:`heron.context.compaction.summary.summary_text`, the requests
+are :mod:`heron.context.compaction.summary.summariser`, and :mod:`heron.context.compaction.compactor` sizes the result
 and writes the compaction entry.
 
 pi's algorithm, with its repeated-compaction data loss fixed: the region to summarise
@@ -35,6 +35,8 @@ DEFAULT_RESERVE_TOKENS = 16_384
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
 USER_REQUEST_CHARS = 500
 USER_REQUESTS_KEPT = 20
+SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) adds back, about
+SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
 CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 TURN_START_ROLES = frozenset({"user", "bashExecution"})

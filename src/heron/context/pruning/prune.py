@@ -22,6 +22,7 @@ from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from heron.context.continuity.kept_skills import is_skill_read
 from heron.context.records.ledger import LedgerRecord
+from heron.context.view.build import with_text
 
 DEFAULT_KEEP_TURNS = 3
 # Pruning has hysteresis (docs/context.md, "Pruning"): nothing is pruned until the view
@@ -120,18 +121,6 @@ def make_stub(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatal
         f"({size}){error}. {recovery_hint(result, call, tools)} search_history finds it too.]"
     )
     return with_text(result, stub)
-
-
-def with_text(result: ToolResultMessage, text: str) -> ToolResultMessage:
-    """``result`` with its content replaced by ``text`` (a stub): same call, same details."""
-    return ToolResultMessage(
-        tool_call_id=result.tool_call_id,
-        tool_name=result.tool_name,
-        content=[TextContent(text=text)],
-        details=result.details,
-        is_error=result.is_error,
-        timestamp=result.timestamp,
-    )
 
 
 def _result_size(result: ToolResultMessage) -> int:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, TodoItem, clean_todos
-from heron.context.window.budget_notice import OP_BUDGET_NOTICE
 from heron.session.entries import CompactionEntry, CustomEntry, Entry, iso_to_ms
 
 DECISION_CUSTOM_TYPE = "heron.context"
@@ -38,6 +37,7 @@ OP_BACKGROUND = "background"  # a background summary started (its cut), or ended
 OP_CALL_ARGS = "call_args"  # tool calls whose arguments requests show shortened (heron.context.view.call_args)
 OP_BACKGROUND_SENT = "background_sent"  # its request went out (a later process does not send it again)
 OP_BACKGROUND_RESULT = "background_result"  # what it answered, kept by a process that ended before using it
+OP_BUDGET_NOTICE = "budget_notice"  # a budget notice told on a tool result (heron.context.window.budget_notice)
 
 
 @dataclass(frozen=True, slots=True)

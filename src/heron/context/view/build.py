@@ -40,7 +40,6 @@ from heron.context.continuity.children import CHILDREN_MESSAGE_TYPE, clean_child
 from heron.context.continuity.frontier import FRONTIER_TYPES, FrontierSettings, compaction_frontier
 from heron.context.continuity.goal import GOAL_MESSAGE_TYPE, goal_on_path, with_goal
 from heron.context.continuity.todos import TODOS_MESSAGE_TYPE, clean_todos, injected_todos_text
-from heron.context.pruning.prune import with_text
 from heron.context.records.decisions import ContextDecisions
 from heron.context.view.call_args import shown_message
 from heron.context.window.budget import RunningTally, Tally
@@ -280,6 +279,18 @@ def _same_version(stub: ToolResultMessage, earlier: tuple[int, int] | None) -> b
     if not isinstance(mtime, int):
         return True  # recorded before heron kept the version: the range is what it has
     return (mtime, size) == earlier
+
+
+def with_text(result: ToolResultMessage, text: str) -> ToolResultMessage:
+    """``result`` with its content replaced by ``text`` (a stub): same call, same details."""
+    return ToolResultMessage(
+        tool_call_id=result.tool_call_id,
+        tool_name=result.tool_name,
+        content=[TextContent(text=text)],
+        details=result.details,
+        is_error=result.is_error,
+        timestamp=result.timestamp,
+    )
 
 
 def gone_note(result: ToolResultMessage, call: ToolCall | None, tools: ToolCatalog) -> ToolResultMessage:

@@ -1,6 +1,6 @@
 """The view the last main request carried, for a request that repeats its prefix.
 
-A shared summary request (:mod:`heron.context.summary.shared_summary`) is served by the provider's
+A shared summary request (:mod:`heron.context.compaction.summary.shared_summary`) is served by the provider's
 cache only if its messages are byte for byte what the last main request sent. By the time
 a compaction runs, a pruning step may already have stubbed results to make room for the
 next request; those stubs were never sent. This view leaves them out: the pruning recorded

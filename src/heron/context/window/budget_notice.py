@@ -27,8 +27,8 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import Model, TextContent, ToolResultMessage
+from heron.context.records.decisions import OP_BUDGET_NOTICE
 
-OP_BUDGET_NOTICE = "budget_notice"
 MARKS = (50, 75, 90)  # shares of the compaction threshold, in percent
 NOTICE_PREFIX = "[heron: context budget]"
 NOTICE_FRAMING = 16  # tokens a notice may cost beyond chars / 4 (its block's framing)

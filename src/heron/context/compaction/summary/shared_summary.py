@@ -34,8 +34,8 @@ from heron.agent.messages import AgentMessage
 from heron.ai.overflow import is_context_overflow
 from heron.ai.types import AssistantMessage, StopReason, TextContent, Usage, UserMessage
 from heron.context.compaction.plan import CompactionPlan, entry_message
+from heron.context.compaction.summary.summary_text import shared_instruction
 from heron.context.records.ledger import LedgerRecord
-from heron.context.summary.summary_text import shared_instruction
 
 # Sends the turn-shaped request of these messages (the view's prefix and the instruction)
 # with this output cap, and returns the answer; a failure is an answer with an error stop reason.

@@ -1,7 +1,7 @@
 """What the summariser reads: its prompts, the conversation as text, and the fallbacks
 that shrink that text to fit (docs/context.md, "Compaction" and "Summariser fallbacks").
 
-Pure text: no request is sent from here (:mod:`heron.context.summary.summariser` sends them) and
+Pure text: no request is sent from here (:mod:`heron.context.compaction.summary.summariser` sends them) and
 nothing here knows where a compaction cuts (:mod:`heron.context.compaction.plan`).
 """
 
@@ -28,8 +28,8 @@ from heron.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from heron.context.compaction.summary.summary_chunks import ANALYSIS_INSTRUCTION
 from heron.context.records.ledger import LedgerRecord
-from heron.context.summary.summary_chunks import ANALYSIS_INSTRUCTION
 
 SUMMARY_TOOL_RESULT_CHARS = 2_000
 FALLBACK_TOOL_RESULT_CHARS = 500
@@ -110,7 +110,7 @@ Results, errors (exact messages) and conclusions.
 Anything the new direction should know or reuse."""
 
 
-# The shared summary request (heron.context.summary.shared_summary) ends with this instruction, as
+# The shared summary request (heron.context.compaction.summary.shared_summary) ends with this instruction, as
 # a user message after the conversation's own prefix. It starts with a fixed mark, so the
 # request is recognisable on the wire (a proxy's logs, a test's scripted server).
 SHARED_SUMMARY_MARK = "[heron: context summary request]"

@@ -9,7 +9,7 @@ minutes or skip the rules.
 
 The history and the running turn's prefix are summarised concurrently. The request is
 sized before it is sent: the summariser gets the window less the summary's own budget,
-and the transcript is reduced to fit (:func:`heron.context.summary.summary_text.fit_transcript`).
+and the transcript is reduced to fit (:func:`heron.context.compaction.summary.summary_text.fit_transcript`).
 If the provider still rejects it as too long, the next reduction step is tried once more.
 """
 
@@ -24,10 +24,14 @@ from heron.agent.messages import AgentMessage
 from heron.ai.overflow import is_context_overflow
 from heron.ai.types import AssistantMessage, Context, Model, StopReason, UserMessage
 from heron.context.compaction.plan import CompactionPlan
-from heron.context.records.ledger import LedgerRecord
-from heron.context.summary.shared_summary import SharedPrefix, SharedSummaryFailed, SummaryUsage, summarise_shared
-from heron.context.summary.summary_chunks import parse_summary, summarise_in_chunks
-from heron.context.summary.summary_text import (
+from heron.context.compaction.summary.shared_summary import (
+    SharedPrefix,
+    SharedSummaryFailed,
+    SummaryUsage,
+    summarise_shared,
+)
+from heron.context.compaction.summary.summary_chunks import parse_summary, summarise_in_chunks
+from heron.context.compaction.summary.summary_text import (
     BRANCH_SUMMARY_PROMPT,
     FALLBACK_TOOL_RESULT_CHARS,
     SUMMARISER_SYSTEM_PROMPT,
@@ -38,6 +42,7 @@ from heron.context.summary.summary_text import (
     serialise_transcript,
     summary_request,
 )
+from heron.context.records.ledger import LedgerRecord
 from heron.context.window.budget import estimate_message_tokens
 
 # Sends one summary request (the summariser's system prompt and one user message) with
@@ -106,7 +111,7 @@ async def summarise(
 
     With ``shared`` (``compaction.request: "shared"``, a server that caches prompts), one
     request repeating the last main request's prefix writes it
-    (:mod:`heron.context.summary.shared_summary`); when that cannot be sent as one request, or its
+    (:mod:`heron.context.compaction.summary.shared_summary`); when that cannot be sent as one request, or its
     answer calls a tool, the separate summariser below writes it instead. Every compaction
     - automatic, manual, in the background - asks here."""
     previous = plan.previous.summary if plan.previous is not None else None
