@@ -277,9 +277,10 @@ class BackgroundSummaries:
         """The process is ending (``heron -p`` after its answer): a summary whose request
         is out is waited for (``wait``; its request has its own bounds, an abort cancels
         it) and, when no compaction used it yet, its answer - or its error - is written to
-        the session for the process that compacts (:mod:`heron.context.compaction.background_record`):
-        each summary request is sent once per session, not once per process. A summary not
-        sent yet is only cancelled (the next process sends it)."""
+        the session for the process that compacts
+        (:mod:`heron.context.compaction.background_record`): each summary request is sent once
+        per session, not once per process. A summary not sent yet is only cancelled (the next
+        process sends it)."""
         running, policy = self.running, self.policy
         if running is None or running.used or running.store is not policy.store:
             return

@@ -176,8 +176,9 @@ class Compactor:
         shared: SharedPrefix | None = None,
     ) -> SummaryResult:
         """The summary of ``plan``: the one place a compaction asks for it, in the foreground
-        and in the background alike (:mod:`heron.context.compaction.background`); ``shared``: the
-        request repeats the conversation's cached prefix (:mod:`heron.context.compaction.summary.shared_summary`)."""
+        and in the background alike (:mod:`heron.context.compaction.background`); ``shared``:
+        the request repeats the conversation's cached prefix
+        (:mod:`heron.context.compaction.summary.shared_summary`)."""
         return await summarise(
             plan,
             ask,

@@ -1,10 +1,10 @@
 """Compaction: old history summarised into a structured note (docs/context.md, "Compaction").
 
-This module is the pure half: :func:`prepare_compaction`, given the session path, finds
-the cut point and what to summarise (this is what ``heron sessions compact-plan``
-prints). What the summariser reads is :mod:`heron.context.compaction.summary.summary_text`, the requests
-are :mod:`heron.context.compaction.summary.summariser`, and :mod:`heron.context.compaction.compactor` sizes the result
-and writes the compaction entry.
+This module is the pure half: :func:`prepare_compaction`, given the session path, finds the
+cut point and what to summarise (this is what ``heron sessions compact-plan`` prints). What
+the summariser reads is :mod:`heron.context.compaction.summary.summary_text`, the requests
+are :mod:`heron.context.compaction.summary.summariser`, and
+:mod:`heron.context.compaction.compactor` sizes the result and writes the compaction entry.
 
 pi's algorithm, with its repeated-compaction data loss fixed: the region to summarise
 starts at the previous compaction's first kept entry, not after the previous

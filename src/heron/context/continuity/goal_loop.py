@@ -1,9 +1,9 @@
 """The goal loop's state on a path, derived from the session file alone.
 
-While a goal is set (:mod:`heron.context.continuity.goal`), heron goes on by itself after each answer
-(:mod:`heron.coding.goal_loop`). Whether it goes on is read from the entries of the path,
-so a process that resumes the session (``heron -p --continue``) decides what the process
-that stopped would have decided:
+While a goal is set (:mod:`heron.context.continuity.goal`), heron goes on by itself after
+each answer (:mod:`heron.coding.goal_loop`). Whether it goes on is read from the entries of
+the path, so a process that resumes the session (``heron -p --continue``) decides what the
+process that stopped would have decided:
 
 - ``heron.goal.verdict`` custom entries: the model's report through the ``goal`` tool
   (``complete`` or ``blocked``, with its evidence), or the evaluator's judgement that the

@@ -1,12 +1,12 @@
 """A compaction's summary requests, sent through the pydantic-ai agent's own model.
 
-heron's summariser decides what to ask and how large the request may be; it sends
-nothing itself but calls the :data:`heron.context.compaction.summary.summariser.SummaryAsk` it is given.
-Here that is the model serving the agent's request (its client, its settings of
-transport), asked with the summariser's system prompt and no tools. A failed request
-comes back as an answer with an error stop reason and the provider's message, so the
-summariser's own handling applies (a context-length rejection: the transcript reduced
-once more; anything else: the compaction ends, nothing written).
+heron's summariser decides what to ask and how large the request may be; it sends nothing
+itself but calls the :data:`heron.context.compaction.summary.summariser.SummaryAsk` it is
+given. Here that is the model serving the agent's request (its client, its settings of
+transport), asked with the summariser's system prompt and no tools. A failed request comes
+back as an answer with an error stop reason and the provider's message, so the summariser's
+own handling applies (a context-length rejection: the transcript reduced once more; anything
+else: the compaction ends, nothing written).
 
 The shared form (:func:`shared_ask`) repeats the conversation's own request - the same
 instructions and tool definitions, the view up to the cut as the last request carried

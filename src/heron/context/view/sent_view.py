@@ -1,15 +1,14 @@
 """The view the last main request carried, for a request that repeats its prefix.
 
-A shared summary request (:mod:`heron.context.compaction.summary.shared_summary`) is served by the provider's
-cache only if its messages are byte for byte what the last main request sent. By the time
-a compaction runs, a pruning step may already have stubbed results to make room for the
-next request; those stubs were never sent. This view leaves them out: the pruning recorded
-before the latest answer applies, any recorded after it does not. A background summary
-instead follows the request whose preparation started it, stubs of that preparation
-included (:func:`view_as_sent`). Like every view, it is
-derived from the session file (each stub's decision carries the time it was recorded), so
-a resumed process builds the same one.
-"""
+A shared summary request (:mod:`heron.context.compaction.summary.shared_summary`) is served
+by the provider's cache only if its messages are byte for byte what the last main request
+sent. By the time a compaction runs, a pruning step may already have stubbed results to make
+room for the next request; those stubs were never sent. This view leaves them out: the
+pruning recorded before the latest answer applies, any recorded after it does not. A
+background summary instead follows the request whose preparation started it, stubs of that
+preparation included (:func:`view_as_sent`). Like every view, it is derived from the session
+file (each stub's decision carries the time it was recorded), so a resumed process builds
+the same one."""
 
 from __future__ import annotations
 

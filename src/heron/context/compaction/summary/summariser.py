@@ -7,10 +7,11 @@ session's key, timeouts and retries, the context rules checked, traced; see
 ``heron.coding.requests``) - so a summary is never the one request that can hang for
 minutes or skip the rules.
 
-The history and the running turn's prefix are summarised concurrently. The request is
-sized before it is sent: the summariser gets the window less the summary's own budget,
-and the transcript is reduced to fit (:func:`heron.context.compaction.summary.summary_text.fit_transcript`).
-If the provider still rejects it as too long, the next reduction step is tried once more.
+The history and the running turn's prefix are summarised concurrently. The request is sized
+before it is sent: the summariser gets the window less the summary's own budget, and the
+transcript is reduced to fit
+(:func:`heron.context.compaction.summary.summary_text.fit_transcript`). If the provider
+still rejects it as too long, the next reduction step is tried once more.
 """
 
 from __future__ import annotations
@@ -111,9 +112,9 @@ async def summarise(
 
     With ``shared`` (``compaction.request: "shared"``, a server that caches prompts), one
     request repeating the last main request's prefix writes it
-    (:mod:`heron.context.compaction.summary.shared_summary`); when that cannot be sent as one request, or its
-    answer calls a tool, the separate summariser below writes it instead. Every compaction
-    - automatic, manual, in the background - asks here."""
+    (:mod:`heron.context.compaction.summary.shared_summary`); when that cannot be sent as
+    one request, or its answer calls a tool, the separate summariser below writes it
+    instead. Every compaction - automatic, manual, in the background - asks here."""
     previous = plan.previous.summary if plan.previous is not None else None
     sizes = _sizes(model, reserve_tokens, window, previous)
     records: list[LedgerRecord] = []

@@ -1,8 +1,9 @@
 """What the summariser reads: its prompts, the conversation as text, and the fallbacks
 that shrink that text to fit (docs/context.md, "Compaction" and "Summariser fallbacks").
 
-Pure text: no request is sent from here (:mod:`heron.context.compaction.summary.summariser` sends them) and
-nothing here knows where a compaction cuts (:mod:`heron.context.compaction.plan`).
+Pure text: no request is sent from here (:mod:`heron.context.compaction.summary.summariser`
+sends them) and nothing here knows where a compaction cuts
+(:mod:`heron.context.compaction.plan`).
 """
 
 from __future__ import annotations
@@ -110,9 +111,9 @@ Results, errors (exact messages) and conclusions.
 Anything the new direction should know or reuse."""
 
 
-# The shared summary request (heron.context.compaction.summary.shared_summary) ends with this instruction, as
-# a user message after the conversation's own prefix. It starts with a fixed mark, so the
-# request is recognisable on the wire (a proxy's logs, a test's scripted server).
+# The shared summary request (heron.context.compaction.summary.shared_summary) ends with this
+# instruction, as a user message after the conversation's own prefix. It starts with a fixed
+# mark, so the request is recognisable on the wire (a proxy's logs, a test's scripted server).
 SHARED_SUMMARY_MARK = "[heron: context summary request]"
 
 
