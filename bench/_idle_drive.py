@@ -52,7 +52,7 @@ async def idle_pause(session: Any, clock: WallClock, pause_s: float, script: Any
 
 def idle_actions(session: Any) -> Counter[str]:
     """The idle decisions recorded on the session's path, by action."""
-    from heron.context.decisions import DECISION_CUSTOM_TYPE, OP_IDLE
+    from heron.context.records.decisions import DECISION_CUSTOM_TYPE, OP_IDLE
     from heron.session.entries import CustomEntry
 
     store = session.store

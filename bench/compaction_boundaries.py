@@ -9,7 +9,7 @@ at a step boundary past 80% of the threshold when the next step would reach it) 
 the hard threshold alone (``compaction.softThreshold: 1``).
 
 Per run: the compactions, how many fell at a step boundary (a turn's end, a todo item
-just completed - :func:`heron.context.boundaries.step_boundary` on the conversation at
+just completed - :func:`heron.context.compaction.boundaries.step_boundary` on the conversation at
 that moment), and how many fell between two edits of the same file (the last edit before
 the compaction and the first after it touch the same file). The targets (issue 27): at
 least 80% at step boundaries, none between two edits of one file, and no more
@@ -38,8 +38,8 @@ from heron.coding.assembly import assemble_session
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
-from heron.context.boundaries import step_boundary
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.boundaries import step_boundary
+from heron.context.compaction.summary.summary_text import is_summary_request
 
 WINDOW = 16_384
 MAX_TOKENS = 2_048

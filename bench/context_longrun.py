@@ -62,9 +62,9 @@ from heron.coding.assembly import assemble_session
 from heron.coding.events import CompactionEndEvent, CompactionStartEvent, LedgerEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
-from heron.context.background import BACKGROUND_ENV
-from heron.context.prune import PRUNE_LOW_WATER
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.background import BACKGROUND_ENV
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.pruning.prune import PRUNE_LOW_WATER
 
 WINDOW = 32_000
 MAX_TOKENS = 8_192

@@ -48,7 +48,7 @@ from tests.support.http_server import LocalServer
 from tests.support.summaries import is_summary_body
 
 from _common import parser, table, write_json
-from heron.context.recent_steps import HEADER as STEPS_HEADER
+from heron.context.continuity.recent_steps import HEADER as STEPS_HEADER
 
 USER_NEEDLE = "NEEDLE-USER-keep-the-public-api-of-parser.py-unchanged"
 TODO_NEEDLE = "NEEDLE-TODO-migrate-the-config-loader"

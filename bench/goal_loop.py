@@ -39,7 +39,7 @@ from tests.support.sse import openai_reply
 
 from _common import parser, table, write_json
 from _prompt_cache import SimulatedCache
-from heron.context.goal_loop import CONTINUATION_TEXT
+from heron.context.continuity.goal_loop import CONTINUATION_TEXT
 
 GOAL = "Run every step of the release checklist."
 TIMEOUT = 600

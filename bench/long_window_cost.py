@@ -56,9 +56,9 @@ from heron.coding.assembly import assemble_session
 from heron.coding.events import CompactionEndEvent
 from heron.coding.session_spec import SessionSpec
 from heron.coding.settings import settings_from_dict
-from heron.context.background import BACKGROUND_ENV
-from heron.context.idle import WARM_OUTPUT_TOKENS
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.background import BACKGROUND_ENV
+from heron.context.compaction.idle import WARM_OUTPUT_TOKENS
+from heron.context.compaction.summary.summary_text import is_summary_request
 
 PRICES = ModelCost(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)  # dollars per million tokens
 MAX_TOKENS = 8_192

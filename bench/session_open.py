@@ -46,7 +46,7 @@ def child_open(path: str, trace: bool) -> dict[str, Any]:
     import resource
 
     t0 = time.perf_counter()
-    from heron.context.budget import estimate_context_tokens
+    from heron.context.window.budget import estimate_context_tokens
     from heron.session.store import SessionStore
 
     import_s = time.perf_counter() - t0

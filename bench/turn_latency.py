@@ -71,10 +71,10 @@ from heron.ai.types import (
     UserMessage,
 )
 from heron.coding.tools import builtin_meta
-from heron.context.budget import request_tokens, tail_pressure
-from heron.context.decisions import ContextDecisions
-from heron.context.invariants import IncrementalCheck, RequestSnapshot, check_request
-from heron.context.view import ViewBuilder
+from heron.context.records.decisions import ContextDecisions
+from heron.context.rules.invariants import IncrementalCheck, RequestSnapshot, check_request
+from heron.context.view.build import ViewBuilder
+from heron.context.window.budget import request_tokens, tail_pressure
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_MS = 5.0

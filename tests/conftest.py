@@ -8,7 +8,7 @@ import pytest
 
 from heron.ai.providers.faux import FauxProvider
 from heron.ai.registry import unregister_provider
-from heron.context.invariants import STRICT_LOG
+from heron.context.rules.invariants import STRICT_LOG
 from tests.support import home_guard
 from tests.support.http_server import LocalServer
 
@@ -48,7 +48,7 @@ def faux() -> Iterator[FauxProvider]:
 
 
 # Every request made in the test suite is checked against the context invariants
-# (heron.context.invariants); a violation anywhere fails the test that caused it.
+# (heron.context.rules.invariants); a violation anywhere fails the test that caused it.
 os.environ.setdefault("HERON_CHECK_CONTEXT", "strict")
 # The silent pre-compaction memory flush sends a request of its own; tests whose scripted
 # servers do not expect it run without it (the flush's own tests turn it back on).

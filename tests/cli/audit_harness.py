@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.summary.summary_text import SUMMARISER_SYSTEM_PROMPT
 from tests.coding.test_small_window import call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.sse import anthropic_reply, openai_reply

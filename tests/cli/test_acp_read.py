@@ -26,7 +26,7 @@ from heron.coding.tools.line_index import FastCount
 from heron.coding.tools.params import EditParams, ReadParams
 from heron.coding.tools.read import ReadTool
 from heron.coding.tools.read_source import content_stamp, is_content_stamp
-from heron.context.limits import ToolLimits
+from heron.context.tool_output.limits import ToolLimits
 from tests.cli.test_acp_e2e import fold, heron_acp, new_session, prompt, tool_text
 from tests.cli.test_acp_fs import FS, EditorWithBuffers
 from tests.cli.test_print_json_e2e import GREET, Project, project

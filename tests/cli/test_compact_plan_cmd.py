@@ -27,8 +27,8 @@ from heron.cli import sessions_cmd, sessions_context
 from heron.cli.main import main
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.budget import estimate_context_tokens
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+from heron.context.window.budget import estimate_context_tokens
 from heron.session.store import SessionStore
 
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from heron.context.budget_notice import NOTICE_PREFIX
-from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.summary.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.window.budget_notice import NOTICE_PREFIX
 from tests.coding.test_small_window import BASH_BYTES, FILE_BYTES, call_reply, count_tokens, text_reply
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.sandbox_fixtures import bubblewrap, no_bwrap

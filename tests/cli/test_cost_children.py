@@ -6,7 +6,7 @@ from pathlib import Path
 
 from heron.ai.types import AssistantMessage, Cost, TextContent, Usage, UserMessage
 from heron.cli.tui.cost import cost_lines, usage_by_model
-from heron.context.children import CHILD_CUSTOM_TYPE
+from heron.context.continuity.children import CHILD_CUSTOM_TYPE
 from heron.session.store import SessionStore
 
 

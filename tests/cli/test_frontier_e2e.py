@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.cli.modes.print_mode import LIMIT_EXIT
-from heron.context.goal import Goal, render_goal
+from heron.context.continuity.goal import Goal, render_goal
 from tests.cli.test_context_restarts import (
     TIMEOUT,
     Server,

@@ -2,7 +2,7 @@
 
 ``--goal-budget 1000…0`` (400 digits) raised ``OverflowError`` (the budget went through a
 float, which is infinite there); 20 digits were rounded. Budgets are read exactly and
-bounded (``heron.context.goal.MAX_BUDGET``): ``--goal-budget``, ``/goal --budget`` as a
+bounded (``heron.context.continuity.goal.MAX_BUDGET``): ``--goal-budget``, ``/goal --budget`` as a
 ``-p`` prompt and as an rpc prompt, and the SDK's ``goal.set`` all say what is allowed.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from heron.context.goal import MAX_BUDGET, GoalError, check_budget, parse_budget
+from heron.context.continuity.goal import MAX_BUDGET, GoalError, check_budget, parse_budget
 from tests.cli.test_print_json_e2e import TIMEOUT, Project, heron_command, openai_args, project
 from tests.support.http_server import LocalServer
 from tests.support.sse import openai_reply

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from heron.cli.modes.print_mode import LIMIT_EXIT
-from heron.context.goal_loop import CONTINUATION_TEXT, CONTINUATION_TYPE, VERDICT_TYPE, turns_stop_text
+from heron.context.continuity.goal_loop import CONTINUATION_TEXT, CONTINUATION_TYPE, VERDICT_TYPE, turns_stop_text
 from tests.cli.test_acp_e2e import Editor, fold, heron_acp, new_session, prompt
 from tests.cli.test_print_json_e2e import Project, heron_command, openai_args, project
 from tests.support.goal_model import EVIDENCE, FINAL, GoalModel, text_of

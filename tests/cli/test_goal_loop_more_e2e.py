@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from heron.coding.goal_evaluator import SYSTEM_PROMPT
-from heron.context.goal_loop import CONTINUATION_TEXT, EVALUATION_TYPE, VERDICT_TYPE
+from heron.context.continuity.goal_loop import CONTINUATION_TEXT, EVALUATION_TYPE, VERDICT_TYPE
 from tests.cli.test_interactive import dirs, environment, exit_with_ctrl_d, spawn
 from tests.cli.test_print_json_e2e import Project, anthropic_provider, heron_command, openai_args, project
 from tests.support.goal_model import FINAL, GoalModel, text_of

@@ -37,15 +37,15 @@ FORBIDDEN = (
     "heron.session.recall",
     "heron.cli.search_cmd",
     # Loaded with the first compaction or summary, never below the soft mark:
-    "heron.context.compactor",
-    "heron.context.reinject",
-    "heron.context.sent_view",
-    "heron.context.shared_summary",
-    "heron.context.summariser",
-    "heron.context.summary_chunks",
-    "heron.context.summary_text",
+    "heron.context.compaction.compactor",
+    "heron.context.compaction.reinject",
+    "heron.context.view.sent_view",
+    "heron.context.compaction.summary.shared_summary",
+    "heron.context.compaction.summary.summariser",
+    "heron.context.compaction.summary.summary_chunks",
+    "heron.context.compaction.summary.summary_text",
     # Loaded when the context rules are checked (HERON_CHECK_CONTEXT, context.checkInvariants):
-    "heron.context.invariants",
+    "heron.context.rules.invariants",
     # Loaded with the first extension:
     "heron.coding.extensions.api",
     "heron.coding.extensions.compaction",
@@ -61,8 +61,8 @@ FORBIDDEN = (
     "heron.coding.tools.bash_output",
     "heron.coding.tools.script_calls",
     # Loaded with the first tool results and the first sub-agent:
-    "heron.context.results",
-    "heron.context.json_preview",
+    "heron.context.tool_output.results",
+    "heron.context.tool_output.json_preview",
     "heron.coding.subagents.spawn",
     "heron.coding.subagents.result",
     # Loaded with the first skill, template or agent file (the test's project has none):

@@ -146,7 +146,7 @@ def test_a_hostile_session_renders_as_text(tmp_path: Path) -> None:
     sync_playwright = _browser_or_skip()
     from heron.ai.types import AssistantMessage, TextContent, Usage, UserMessage
     from heron.coding.report import write_report
-    from heron.context.ledger import LEDGER_CUSTOM_TYPE
+    from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
     from heron.session.store import SessionStore
 
     store = SessionStore.create(tmp_path / "proj", home=tmp_path / "home")

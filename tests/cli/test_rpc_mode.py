@@ -31,7 +31,7 @@ from heron.cli.modes.rpc_mode import RpcServer, _Output, encode_line, split_line
 from heron.cli.modes.run_end import answer_at
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import ResolvedModel, settings_from_dict
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.store import SessionStore
 from tests.support.http_server import LocalServer, Reply
 from tests.support.sse import openai_chunk, openai_reply, openai_sse

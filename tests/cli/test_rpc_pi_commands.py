@@ -78,7 +78,7 @@ async def test_entries_tree_and_session_name(project: Path, faux: FauxProvider) 
 
 
 async def test_reset_window_forgets_a_learned_window(project: Path, faux: FauxProvider) -> None:
-    from heron.context.decisions import LearnedWindow, window_data
+    from heron.context.records.decisions import LearnedWindow, window_data
 
     faux.queue(text("hello"))
     h = Harness(project, faux)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.summary.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
 from tests.cli.audit_harness import PlanServer, Step, audit, make_project, read, run_print, text_of
 from tests.cli.test_compact_on_request import FOCUS, MODEL, SETTINGS, main_bodies, session_entries, summary_bodies
 from tests.support.http_server import LocalServer

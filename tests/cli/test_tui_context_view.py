@@ -9,7 +9,7 @@ from heron.cli.sessions_context import format_context_breakdown
 from heron.cli.tui.context_view import LEDGER_SHOWN, context_file_lines, context_files_line, format_context
 from heron.coding.context_files import load_context_files
 from heron.coding.runtime import ContextBreakdown
-from heron.context.ledger import LedgerRecord
+from heron.context.records.ledger import LedgerRecord
 
 
 def breakdown(**fields: object) -> ContextBreakdown:

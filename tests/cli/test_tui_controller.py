@@ -14,7 +14,7 @@ from heron.agent.messages import BashExecutionMessage, convert_to_llm
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context, UserMessage
 from heron.cli.tui.controller import Controller, bash_message
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry, ModelChangeEntry
 from heron.session.store import SessionStore
 from tests.cli.tui_helpers import make_app, output, recording_console, submit
@@ -429,7 +429,7 @@ async def test_new_session_drops_the_tools_the_old_sessions_tool_search_loaded(
 
 
 async def test_context_reset_window_forgets_a_learnt_window(project: Path, home: Path, faux: FauxProvider) -> None:
-    from heron.context.decisions import LearnedWindow, window_data
+    from heron.context.records.decisions import LearnedWindow, window_data
 
     faux.queue(text("hello"))
     c = controller_for(project, home, faux)

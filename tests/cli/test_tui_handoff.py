@@ -12,8 +12,8 @@ from heron.ai.types import UserMessage
 from heron.cli.tui.controller import Controller
 from heron.coding.handoff import DEFAULT_DRAFT, hand_off
 from heron.coding.handoff_link import handoff_details, lineage
-from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before
-from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, skills_before
+from heron.context.continuity.kept_plan import PLAN_CUSTOM_TYPE, plan_before
+from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, skills_before
 from tests.cli.tui_helpers import make_app, recording_console, submit
 
 GOAL = "Keep the notes file tidy."

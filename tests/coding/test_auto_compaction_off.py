@@ -13,8 +13,8 @@ from heron.ai.providers.faux import FauxProvider, text
 from heron.ai.types import Context
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.decisions import ContextDecisions, auto_compaction_data
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.records.decisions import ContextDecisions, auto_compaction_data
 from heron.session.store import SessionStore
 
 WORDS = " ".join(f"word{i:04d}" for i in range(700))  # ~1,700 tokens a prompt

@@ -21,10 +21,10 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_re
 from heron.ai.types import Context
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.background import BACKGROUND_ENV, YOUNG_REQUESTS
-from heron.context.decisions import DECISION_CUSTOM_TYPE
-from heron.context.ledger import LedgerRecord
-from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.background import BACKGROUND_ENV, YOUNG_REQUESTS
+from heron.context.compaction.summary.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
+from heron.context.records.ledger import LedgerRecord
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 
@@ -416,9 +416,9 @@ async def test_the_summary_is_sent_once_the_answer_to_the_request_it_repeats_has
 
 
 def test_a_kept_answer_reads_back_and_a_damaged_one_reads_as_a_failure() -> None:
-    from heron.context.background_record import result_data, result_from
-    from heron.context.shared_summary import SummaryUsage
-    from heron.context.summariser import SummaryResult
+    from heron.context.compaction.background_record import result_data, result_from
+    from heron.context.compaction.summary.shared_summary import SummaryUsage
+    from heron.context.compaction.summary.summariser import SummaryResult
 
     record = LedgerRecord(kind="summary_fallback", chars_before=40, chars_after=10, detail={"step": "separate"})
     usage = SummaryUsage(mode="shared", requests=1, input_tokens=900, cached_tokens=800, reported=True)

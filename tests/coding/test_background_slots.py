@@ -19,7 +19,7 @@ import pytest
 from heron.ai.providers.faux import FauxProvider
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.background import BACKGROUND_ENV
+from heron.context.compaction.background import BACKGROUND_ENV
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionStore
 from tests.coding.test_background_compaction import Script, decisions

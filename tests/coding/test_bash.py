@@ -25,7 +25,7 @@ from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.params import BashParams
 from heron.coding.tools.process import resolve_shell
 from heron.coding.tools.terminal import StreamSanitizer
-from heron.context.limits import ToolLimits
+from heron.context.tool_output.limits import ToolLimits
 
 BACKGROUND_NOTE = "Background processes still holding the output open were killed after the command exited."
 

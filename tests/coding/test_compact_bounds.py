@@ -11,7 +11,7 @@ from heron.ai.types import Context
 from heron.coding.events import CompactionEndEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionStore
 

@@ -24,8 +24,8 @@ from heron.ai.types import Context, ToolResultMessage, UserMessage
 from heron.coding.memory import FLUSH_PROMPT, INDEX_FILE, memory_dir
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT, is_summary_request
-from heron.context.todos import injected_todos_text
+from heron.context.compaction.summary.summary_text import SUMMARISER_SYSTEM_PROMPT, is_summary_request
+from heron.context.continuity.todos import injected_todos_text
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 

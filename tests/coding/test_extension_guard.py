@@ -22,7 +22,7 @@ from heron.ai.types import Context, ToolResultMessage
 from heron.coding.extensions import guard
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.summary.summary_text import SUMMARISER_SYSTEM_PROMPT
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionStore
 from tests.coding.test_extensions import write_ext

@@ -17,7 +17,7 @@ from heron.ai.types import AssistantMessage, Context, StopReason, TextContent, T
 from heron.coding.goal_evaluator import SYSTEM_PROMPT, parse_judgement, step_text
 from heron.coding.goal_loop import _full, _step, resume_point
 from heron.coding.settings import load_settings, settings_from_dict
-from heron.context.goal_loop import (
+from heron.context.continuity.goal_loop import (
     CONTINUATION_TEXT,
     EVALUATION_TYPE,
     VERDICT_TYPE,
@@ -25,7 +25,7 @@ from heron.context.goal_loop import (
     evaluation_data,
     verdict_data,
 )
-from heron.context.path_fold import PathFold
+from heron.context.continuity.path_fold import PathFold
 from heron.session.store import SessionStore
 from tests.coding.test_subagents import Router, calls, make_session, project, task_call
 

@@ -23,9 +23,9 @@ from heron.coding.events import IdleEvent
 from heron.coding.idle import idle_keeper
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.cold_cache import cache_cold
-from heron.context.decisions import DECISION_CUSTOM_TYPE
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.pruning.cold_cache import cache_cold
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.coding.test_request_path import recording

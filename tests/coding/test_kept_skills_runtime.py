@@ -7,7 +7,7 @@ from pathlib import Path
 
 from heron.ai.providers.faux import FauxProvider, text, tool_call
 from heron.coding.runtime import CodingSession
-from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SKILLS_MESSAGE_TYPE
+from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SKILLS_MESSAGE_TYPE
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.context.test_compaction import coding_session, proj, scripted

@@ -19,7 +19,7 @@ from heron.coding.memory import FLUSH_PROMPT, INDEX_FILE, memory_dir
 from heron.coding.memory_history import HISTORY_DIR, MemoryHistory
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, CustomEntry
 from heron.session.store import SessionStore
 

@@ -16,7 +16,7 @@ from heron.ai.types import Context, ToolResultMessage, UserMessage
 from heron.coding import memory_reflect
 from heron.coding.memory_history import MemoryHistory
 from heron.coding.runtime import CodingSession
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.store import SessionStore
 
 INDEX = "# Memory\n- [build](build-1.md)\n- [build again](build-2.md)\n- [tests](tests.md)\n"

@@ -22,7 +22,7 @@ from heron.coding.model_limits import (
     store_window,
     with_limits,
 )
-from heron.context import calibration
+from heron.context.window import calibration
 from tests.cli.test_print_json_e2e import heron_command
 from tests.support.http_server import LocalServer, Reply
 

@@ -28,8 +28,8 @@ from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.line_index import FastCount, build_line_index, line_start
 from heron.coding.tools.params import ReadParams
 from heron.coding.tools.read import ReadTool
-from heron.context.limits import ToolLimits
-from heron.context.truncate import LINE_CUT_MARKER, split_lines
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.tool_output.truncate import LINE_CUT_MARKER, split_lines
 
 
 def make_tool(tmp: Path, limits: ToolLimits | None = None, **kwargs: Any) -> ReadTool:

@@ -14,7 +14,7 @@ from pathlib import Path
 from heron.ai.types import AssistantMessage, Cost, TextContent, ToolCall, ToolResultMessage, Usage, UserMessage
 from heron.coding.report import build_report, render_report, sparkline, write_report
 from heron.coding.report.transcript import SEEN_CAP, clean
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
 from heron.session.store import SessionStore
 
 

@@ -16,9 +16,9 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, text
 from heron.ai.types import Context, Model, StopReason
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.invariants import STRICT_LOG
-from heron.context.summariser import summary_context
-from heron.context.summary_text import SUMMARISER_SYSTEM_PROMPT, is_summary_request
+from heron.context.compaction.summary.summariser import summary_context
+from heron.context.compaction.summary.summary_text import SUMMARISER_SYSTEM_PROMPT, is_summary_request
+from heron.context.rules.invariants import STRICT_LOG
 from heron.session.store import SessionStore
 
 SETTINGS = {

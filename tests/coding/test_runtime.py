@@ -12,8 +12,8 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, error, serialise_re
 from heron.ai.types import AssistantMessage, Context, StopReason, TextContent, ToolResultMessage, UserMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.ledger import LEDGER_CUSTOM_TYPE
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 

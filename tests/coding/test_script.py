@@ -22,7 +22,7 @@ from heron.coding.mcp.setup import mcp_tools
 from heron.coding.runtime import CodingSession
 from heron.coding.session_spec import SessionSpec, StoreSpec
 from heron.coding.settings import settings_from_dict
-from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 from tests.coding.test_mcp import stdio

@@ -22,7 +22,7 @@ from heron.coding.tools import DEFAULT_TOOLS, create_tools
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.params import SearchHistoryParams
 from heron.coding.tools.search_history import SearchHistoryTool
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry
 from heron.session.store import SessionStore
 

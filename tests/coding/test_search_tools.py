@@ -27,8 +27,8 @@ from heron.coding.tools.listing import find_program
 from heron.coding.tools.ls import LsTool
 from heron.coding.tools.params import FindParams, GrepParams, LsParams
 from heron.coding.tools.walker import path_key
-from heron.context.limits import ToolLimits
-from heron.context.truncate import LINE_CUT_MARKER
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.tool_output.truncate import LINE_CUT_MARKER
 
 HAVE_RG = find_program("rg") is not None
 HAVE_FD = find_program("fd", "fdfind") is not None

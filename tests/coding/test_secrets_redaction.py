@@ -27,7 +27,7 @@ from heron.coding.secrets import (
     redact_message,
 )
 from heron.coding.settings import settings_from_dict
-from heron.context.spill import CappedSpill, set_scrub
+from heron.context.tool_output.spill import CappedSpill, set_scrub
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 

@@ -19,7 +19,7 @@ from heron.coding.settings import (
     load_settings,
     resolve_model,
 )
-from heron.context.limits import DEFAULT_LIMITS
+from heron.context.tool_output.limits import DEFAULT_LIMITS
 
 
 @pytest.fixture

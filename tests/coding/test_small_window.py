@@ -26,8 +26,8 @@ import pytest
 from heron.ai.types import AssistantMessage, Model, StopReason, ToolResultMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.decisions import DECISION_CUSTOM_TYPE
-from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply

@@ -22,8 +22,8 @@ from heron.coding.events import SubagentEvent
 from heron.coding.runtime import CodingSession
 from heron.coding.session_spec import SessionSpec, StoreSpec
 from heron.coding.settings import settings_from_dict
-from heron.context.children import CHILD_CUSTOM_TYPE
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.continuity.children import CHILD_CUSTOM_TYPE
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 

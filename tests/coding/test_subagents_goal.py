@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from heron.ai.providers.faux import FauxProvider, text
-from heron.context.goal import Goal, render_goal
+from heron.context.continuity.goal import Goal, render_goal
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.coding.test_subagents import Router, calls, make_session, project, task_call

@@ -15,7 +15,7 @@ from heron.ai.types import ToolCall, ToolResultMessage
 from heron.cli.events_json import event_json
 from heron.coding.events import SubagentEvent
 from heron.coding.subagents.definitions import listing_lines, load_definitions, parse_definition
-from heron.context.children import CHILDREN_MESSAGE_TYPE
+from heron.context.continuity.children import CHILDREN_MESSAGE_TYPE
 from tests.coding.test_subagents import Router, calls, make_session, project, results, task_call
 
 __all__ = ["project"]  # the fixture, shared

@@ -28,7 +28,7 @@ from heron.coding.permissions import PermissionEngine
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.coding.tools.read import ReadTool
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry
 from heron.session.store import SessionStore
 

@@ -13,7 +13,7 @@ from heron.ai.types import TextContent, UserMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
 from heron.coding.unanswered import NOTE_TEXT, UNANSWERED_TYPE, note_unanswered, resend_unanswered
-from heron.context.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 

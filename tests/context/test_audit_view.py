@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from heron.ai.types import StopReason, ToolCall
-from heron.context.decisions import ContextDecisions
-from heron.context.view import NO_RESULT_NOTE, ViewBuilder
+from heron.context.records.decisions import ContextDecisions
+from heron.context.view.build import NO_RESULT_NOTE, ViewBuilder
 from tests.context.test_view import assistant, read_call, read_result, texts, user, wire
 from tests.support.tools import BUILTIN
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from heron.agent.tool_meta import ToolCatalog, ToolMeta
 from heron.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
-from heron.context.boundaries import compaction_request, next_step_tokens, step_boundary
+from heron.context.compaction.boundaries import compaction_request, next_step_tokens, step_boundary
 from tests.support.tools import BUILTIN
 
 WHO: dict[str, Any] = {"api": "faux", "provider": "faux", "model": "m"}

@@ -32,17 +32,17 @@ from heron.ai.types import (
 )
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings, settings_from_dict
-from heron.context.budget import (
+from heron.context.compaction.plan import CompactionSettings, message_tokens
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.policy import ContextFull
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.window.budget import (
     context_message_tokens,
     estimate_context_tokens,
     estimate_message_tokens,
     last_usage_index,
 )
-from heron.context.compaction import CompactionSettings, message_tokens
-from heron.context.limits import ToolLimits
-from heron.context.output_room import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE
-from heron.context.policy import ContextFull
-from heron.context.summary_text import is_summary_request
+from heron.context.window.output_room import MIN_OUTPUT_TOKENS, OUTPUT_MARGIN_SHARE
 from heron.session.store import SessionStore
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")

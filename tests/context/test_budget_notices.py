@@ -14,8 +14,8 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, serialise_request, 
 from heron.ai.types import Context, Model, ToolResultMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.budget_notice import MARKS, NOTICE_PREFIX, context_aware, due, render
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.window.budget_notice import MARKS, NOTICE_PREFIX, context_aware, due, render
 from heron.session.store import SessionStore
 
 WINDOW = 32_000

@@ -1,5 +1,5 @@
 """Tool-call arguments past one result's budget are shown shortened in requests
-(heron.context.call_args): the rule itself, and a session whose model writes 5 MB in one
+(heron.context.view.call_args): the rule itself, and a session whose model writes 5 MB in one
 call - it used to send nothing ever again (every request 1.3 M tokens, no pruning step or
 compaction able to reduce the call) - answering the next prompt and ``/compact``, with
 the session file keeping the call whole and a reopened session going on."""
@@ -13,9 +13,9 @@ from heron.ai.providers.faux import FauxProvider, serialise_request, text, tool_
 from heron.ai.types import AssistantMessage, Context, ToolCall, ToolResultMessage
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.budget import arguments_chars
-from heron.context.call_args import NOTE_KEY, shortened
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
+from heron.context.view.call_args import NOTE_KEY, shortened
+from heron.context.window.budget import arguments_chars
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 from tests.support.tools import BUILTIN

@@ -14,7 +14,7 @@ import pytest
 from heron.agent.messages import AgentMessage
 from heron.ai.types import Model, TextContent, UserMessage, now_ms
 from heron.coding.settings import load_settings, settings_from_dict
-from heron.context.cold_cache import DEFAULT_CACHE_TTL_S, cache_cold, cache_lifetime, idle_seconds
+from heron.context.pruning.cold_cache import DEFAULT_CACHE_TTL_S, cache_cold, cache_lifetime, idle_seconds
 from tests.context import test_prune_marks
 from tests.context.test_prune_marks import answer, read_turn
 

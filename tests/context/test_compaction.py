@@ -28,17 +28,16 @@ from heron.ai.types import (
 )
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.compaction import (
+from heron.context.compaction.plan import (
     USER_REQUEST_CHARS,
     USER_REQUESTS_KEPT,
     CompactionPlan,
     CompactionSettings,
     prepare_compaction,
 )
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
-from heron.context.summariser import SummaryResult, summarise
-from heron.context.summary_chunks import MERGE_PROMPT, parse_summary
-from heron.context.summary_text import (
+from heron.context.compaction.summary.summariser import SummaryResult, summarise
+from heron.context.compaction.summary.summary_chunks import MERGE_PROMPT, parse_summary
+from heron.context.compaction.summary.summary_text import (
     FALLBACK_TOOL_RESULT_CHARS,
     FIRST_SUMMARY_PROMPT,
     SUMMARISER_SYSTEM_PROMPT,
@@ -49,7 +48,8 @@ from heron.context.summary_text import (
     is_summary_request,
     serialise_transcript,
 )
-from heron.context.view import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+from heron.context.view.build import DETAIL_REINJECTED, REINJECTED_FILES_TYPE
 from heron.session.entries import CompactionEntry, CustomEntry, CustomMessageEntry, MessageEntry
 from heron.session.store import SessionStore
 from tests.support.tools import BUILTIN

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from heron.ai.types import ToolCall, ToolResultMessage
-from heron.context.frontier import FrontierSettings
-from heron.context.goal import (
+from heron.context.continuity.frontier import FrontierSettings
+from heron.context.continuity.goal import (
     GOAL_CUSTOM_TYPE,
     Goal,
     GoalError,
@@ -19,11 +19,11 @@ from heron.context.goal import (
     render_goal,
     spent_on_path,
 )
-from heron.context.kept_plan import PLAN_CUSTOM_TYPE
-from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, is_skill_read, render_skills, skill_use
-from heron.context.prune import prune_step
-from heron.context.recent_steps import HEADER as STEPS_HEADER
-from heron.context.view import session_messages
+from heron.context.continuity.kept_plan import PLAN_CUSTOM_TYPE
+from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, is_skill_read, render_skills, skill_use
+from heron.context.continuity.recent_steps import HEADER as STEPS_HEADER
+from heron.context.pruning.prune import prune_step
+from heron.context.view.build import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.context.test_view import assistant, read_call, read_result, texts, user
@@ -162,7 +162,7 @@ def test_a_compaction_reads_the_entries_before_it_once_and_each_branch_its_own(
 ) -> None:
     # Sizing the new view (before the write) and building it from the file (after) read
     # the same entries; a branch with another plan, or another session, is read again.
-    import heron.context.frontier as frontier
+    import heron.context.continuity.frontier as frontier
 
     reads: list[int] = []
     real = frontier.plan_before

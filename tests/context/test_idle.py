@@ -1,4 +1,4 @@
-"""The idle policy's decision (heron.context.idle): the cheapest of warming the prompt
+"""The idle policy's decision (heron.context.compaction.idle): the cheapest of warming the prompt
 cache, compacting or letting it expire, by the model's prices; the policies that force
 one; at most MAX_WARMS warm-ups per idle period; an unpriced model left alone."""
 
@@ -8,8 +8,16 @@ import pytest
 
 from heron.ai.types import ModelCost
 from heron.coding.settings import settings_from_dict
-from heron.context.idle import MAX_WARMS, IdleDecision, IdlePolicy, decide, idle_costs, lead_seconds, parse_policy
-from heron.context.working_budget import FIXED_ALLOWANCE_TOKENS, SUMMARY_OUTPUT_TOKENS
+from heron.context.compaction.idle import (
+    MAX_WARMS,
+    IdleDecision,
+    IdlePolicy,
+    decide,
+    idle_costs,
+    lead_seconds,
+    parse_policy,
+)
+from heron.context.window.working_budget import FIXED_ALLOWANCE_TOKENS, SUMMARY_OUTPUT_TOKENS
 
 SONNET = ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
 

@@ -10,9 +10,9 @@ changed (a prune step changes the recorded stubs; a compaction replaces the star
 from __future__ import annotations
 
 from heron.agent.messages import AgentMessage
-from heron.context.decisions import ContextDecisions
-from heron.context.invariants import IncrementalCheck, check_request
-from heron.context.view import ViewBuilder
+from heron.context.records.decisions import ContextDecisions
+from heron.context.rules.invariants import IncrementalCheck, check_request
+from heron.context.view.build import ViewBuilder
 from tests.context.test_invariant_rules import CWD, assistant, call, dedup, result, snapshot, user, whole
 from tests.support.tools import BUILTIN
 

@@ -1,4 +1,4 @@
-"""Each context rule (heron.context.invariants) on a request that keeps it and one that breaks it."""
+"""Each context rule (heron.context.rules.invariants) on a request that keeps it and one that breaks it."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.context.check_mode import mode_from
-from heron.context.invariants import (
+from heron.context.rules.check_mode import mode_from
+from heron.context.rules.invariants import (
     RULES,
     DedupHasReferent,
     FitsWindow,
@@ -36,7 +36,7 @@ from heron.context.invariants import (
     check_compaction,
     check_request,
 )
-from heron.context.view import GONE_PREFIX, REINJECTED_FILES_TYPE
+from heron.context.view.build import GONE_PREFIX, REINJECTED_FILES_TYPE
 from tests.support.tools import BUILTIN
 
 CWD = Path("/work/project")

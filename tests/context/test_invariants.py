@@ -50,9 +50,9 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.context.budget import context_message_tokens, estimate_context_tokens
-from heron.context.compaction import CompactionPlan, CompactionSettings, message_tokens, prepare_compaction
-from heron.context.prune import PruneState, apply_pruning, extend_pruning
+from heron.context.compaction.plan import CompactionPlan, CompactionSettings, message_tokens, prepare_compaction
+from heron.context.pruning.prune import PruneState, apply_pruning, extend_pruning
+from heron.context.window.budget import context_message_tokens, estimate_context_tokens
 from heron.session.context import build_context
 from heron.session.entries import (
     BranchSummaryEntry,

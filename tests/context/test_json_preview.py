@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from heron.context import json_preview
-from heron.context.json_preview import structural_preview
+from heron.context.tool_output import json_preview
+from heron.context.tool_output.json_preview import structural_preview
 
 
 def records(n: int) -> str:

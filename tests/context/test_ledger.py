@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.records.ledger import Ledger, LedgerRecord
 
 
 def test_records_roundtrip_and_notify() -> None:

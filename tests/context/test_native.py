@@ -1,4 +1,4 @@
-"""The pure parts of provider-native compaction (``heron.context.native``): which model
+"""The pure parts of provider-native compaction (``heron.context.compaction.native``): which model
 asks for what, the view from a native block on for its own provider, the span heron must
 summarise for another, and the ledger records of what the provider did."""
 
@@ -14,8 +14,7 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.context.budget import request_tokens
-from heron.context.native import (
+from heron.context.compaction.native import (
     NativeSettings,
     NativeTracker,
     answer_records,
@@ -26,6 +25,7 @@ from heron.context.native import (
     request_fields,
     uncovered,
 )
+from heron.context.window.budget import request_tokens
 from heron.session.store import SessionStore
 
 ANTHROPIC = Model(id="c", api="anthropic-messages", provider="anth")

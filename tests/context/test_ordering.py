@@ -1,4 +1,4 @@
-"""An entry that moves the usage floor gets a millisecond of its own (heron.context.ordering)."""
+"""An entry that moves the usage floor gets a millisecond of its own (heron.context.records.ordering)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-import heron.context.ordering as ordering
+import heron.context.records.ordering as ordering
 from heron.ai.types import now_ms
-from heron.context.ordering import MAX_WAIT_S, strictly_ordered
+from heron.context.records.ordering import MAX_WAIT_S, strictly_ordered
 from heron.session.entries import iso_now, iso_to_ms
 
 

@@ -24,12 +24,12 @@ from heron.ai.types import (
     UserMessage,
     now_ms,
 )
-from heron.context.budget import context_message_tokens
-from heron.context.decisions import DECISION_CUSTOM_TYPE
-from heron.context.learned_window import MIN_LEARNED_WINDOW, stated_limit
-from heron.context.ledger import Ledger
 from heron.context.policy import ContextFull, ContextPolicy, PolicySettings
-from heron.context.view import session_messages
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
+from heron.context.records.ledger import Ledger
+from heron.context.view.build import session_messages
+from heron.context.window.budget import context_message_tokens
+from heron.context.window.learned_window import MIN_LEARNED_WINDOW, stated_limit
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.support.tools import BUILTIN

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
-from heron.context.prune import MIN_PRUNE_CHARS, PruneState, apply_pruning, extend_pruning, prunable
+from heron.context.pruning.prune import MIN_PRUNE_CHARS, PruneState, apply_pruning, extend_pruning, prunable
 from tests.support.tools import BUILTIN
 
 

@@ -26,12 +26,12 @@ from heron.ai.types import (
 )
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import PruningSettings, load_settings, settings_from_dict
-from heron.context.decisions import DECISION_CUSTOM_TYPE
-from heron.context.ledger import Ledger
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.context.policy import ContextPolicy, PolicySettings
-from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
-from heron.context.summary_text import is_summary_request
-from heron.context.view import session_messages
+from heron.context.pruning.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER, prune_step
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
+from heron.context.records.ledger import Ledger
+from heron.context.view.build import session_messages
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 from tests.support.tools import BUILTIN

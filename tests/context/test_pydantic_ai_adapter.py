@@ -21,8 +21,8 @@ pytest.importorskip("pydantic_ai")
 from pydantic_ai.exceptions import ModelHTTPError
 
 from heron.context.engine import ContextEngine, RequestPlan
-from heron.context.invariants import Violation
 from heron.context.pydantic_ai import HeronContext
+from heron.context.rules.invariants import Violation
 from tests.support.chat_window import ChatWindowServer, prompt, unanswered_calls
 from tests.support.pydantic_agent import INSTRUCTIONS, LOG_CHARS, make_agent, run_turns
 from tests.support.summaries import is_summary_body

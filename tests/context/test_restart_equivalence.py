@@ -28,7 +28,7 @@ from heron.ai.registry import unregister_provider
 from heron.ai.types import Context, Model
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import settings_from_dict
-from heron.context.summary_text import is_summary_request
+from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.store import SessionStore
 from tests.support.sandbox_fixtures import bubblewrap, no_bwrap
 

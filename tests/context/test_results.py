@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from heron.ai.types import ImageContent, TextContent, ToolResultMessage
-from heron.context.limits import ToolLimits
-from heron.context.results import (
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.tool_output.results import (
     SPILL_KEY,
     apply_message_budget,
     apply_result_budget,

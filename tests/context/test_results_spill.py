@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from heron.ai.types import TextContent, ToolResultMessage
-from heron.context.limits import ToolLimits
-from heron.context.results import apply_turn_budget
-from heron.context.spill import CappedSpill, remove_old_spills
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.tool_output.results import apply_turn_budget
+from heron.context.tool_output.spill import CappedSpill, remove_old_spills
 
 
 def result(call_id: str, body: str) -> ToolResultMessage:

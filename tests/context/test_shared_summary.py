@@ -18,9 +18,13 @@ from heron.ai.providers.faux import FauxProvider, FauxReply, serialise_request, 
 from heron.ai.types import Context, Model, ModelCost, Tool, UserMessage, now_ms
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings, settings_from_dict
-from heron.context.ledger import LEDGER_CUSTOM_TYPE
-from heron.context.sent_view import view_as_sent
-from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT, is_summary_request
+from heron.context.compaction.summary.summary_text import (
+    SHARED_SUMMARY_MARK,
+    SUMMARISER_SYSTEM_PROMPT,
+    is_summary_request,
+)
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.view.sent_view import view_as_sent
 from heron.session.entries import CustomEntry
 from heron.session.store import SessionStore
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heron.context.truncate import (
+from heron.context.tool_output.truncate import (
     LINE_CUT_MARKER,
     cut_line,
     head_bytes,

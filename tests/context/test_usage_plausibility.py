@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from heron.ai.types import AssistantMessage, StopReason, TextContent, Usage, UserMessage
-from heron.context.budget import (
+from heron.context.window.budget import (
     IMPLAUSIBLE_RATIO,
     estimate_context_tokens,
     implausible,

@@ -12,7 +12,8 @@ import pytest
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, ExtensionMessage
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
-from heron.context.decisions import (
+from heron.context.continuity.frontier import FrontierSettings
+from heron.context.records.decisions import (
     DECISION_CUSTOM_TYPE,
     ContextDecisions,
     LearnedWindow,
@@ -20,8 +21,7 @@ from heron.context.decisions import (
     prune_data,
     window_data,
 )
-from heron.context.frontier import FrontierSettings
-from heron.context.view import (
+from heron.context.view.build import (
     DETAIL_KEPT_PROMPT,
     DETAIL_REINJECTED,
     GONE_PREFIX,

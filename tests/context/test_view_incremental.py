@@ -10,9 +10,9 @@ call (a call without a result, followed by a later message).
 from __future__ import annotations
 
 from heron.agent.messages import AgentMessage
-from heron.context.budget import request_tokens, tally_of
-from heron.context.decisions import ContextDecisions
-from heron.context.view import ReadIndex, ViewBuilder
+from heron.context.records.decisions import ContextDecisions
+from heron.context.view.build import ReadIndex, ViewBuilder
+from heron.context.window.budget import request_tokens, tally_of
 from tests.context.test_view import (
     CWD,
     assistant,

@@ -1,4 +1,4 @@
-"""The working budget (heron.context.working_budget, docs/context.md "The working budget"):
+"""The working budget (heron.context.window.working_budget, docs/context.md "The working budget"):
 compaction triggers at ``min(window - reserve, budget)``, the budget chosen from the
 model's prices, and the same in a resumed process."""
 
@@ -18,8 +18,8 @@ from heron.coding.breakdown import context_breakdown
 from heron.coding.report import build_report
 from heron.coding.runtime import CodingSession
 from heron.coding.settings import load_settings, settings_from_dict
-from heron.context.limits import ToolLimits
-from heron.context.working_budget import (
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.window.working_budget import (
     FIXED_ALLOWANCE_TOKENS,
     MIN_BUDGET_TOKENS,
     STEP_TOKENS,

@@ -21,7 +21,7 @@ from heron.ai.types import (
     Usage,
     UserMessage,
 )
-from heron.context.budget import estimate_context_tokens, estimate_message_tokens, message_chars
+from heron.context.window.budget import estimate_context_tokens, estimate_message_tokens, message_chars
 from tests.session.support import assistant, user
 
 IMAGE = ImageContent(data="aGk=", mime_type="image/png")

@@ -25,7 +25,7 @@ import json
 import threading
 from typing import Any
 
-from heron.context.goal_loop import CONTINUATION_TEXT
+from heron.context.continuity.goal_loop import CONTINUATION_TEXT
 from tests.support.http_server import Recorded, Reply
 from tests.support.sse import anthropic_reply, openai_reply
 

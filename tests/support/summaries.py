@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from heron.context.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
+from heron.context.compaction.summary.summary_text import SHARED_SUMMARY_MARK, SUMMARISER_SYSTEM_PROMPT
 
 SEPARATE_MARK = SUMMARISER_SYSTEM_PROMPT[:60]
 

@@ -28,7 +28,7 @@ class ErrorKind(StrEnum):
     INVALID_REQUEST = "invalid_request"
     # Not a server error: heron stopped the run at its model-call limit (heron.agent.turn_limit).
     TURN_LIMIT = "turn_limit"
-    # Not a server error: heron stopped the run at the goal's token budget (heron.context.goal).
+    # Not a server error: heron stopped the run at the goal's token budget (heron.context.continuity.goal).
     GOAL_BUDGET = "goal_budget"
     # Not a server error: the goal loop reached its limit of automatic continuations (heron.coding.goal_loop).
     GOAL_TURNS = "goal_turns"

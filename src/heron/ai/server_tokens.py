@@ -1,7 +1,7 @@
 """A local server's own count of some text: its tokenizer, asked through ``/tokenize``.
 
 heron counts four characters a token until a server's reports calibrate it
-(:mod:`heron.context.calibration`); in a small window the first request is planned on
+(:mod:`heron.context.window.calibration`); in a small window the first request is planned on
 that estimate alone, and a real tokenizer can be far from it (Gemma counts heron's tool
 schemas at about half of chars/4, digits one token each). llama.cpp and vLLM both
 tokenise on request at the server's root:

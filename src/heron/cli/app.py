@@ -114,7 +114,7 @@ def _goal_flags(args: argparse.Namespace) -> tuple[str, int | None] | None:
     text, budget = getattr(args, "goal", None), getattr(args, "goal_budget", None)
     if text is None and budget is None:
         return None
-    from heron.context.goal import GoalError, check_text, parse_budget
+    from heron.context.continuity.goal import GoalError, check_text, parse_budget
 
     try:
         if text is None:

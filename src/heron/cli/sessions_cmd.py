@@ -197,7 +197,7 @@ def _delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def session_info(store: SessionStore) -> dict[str, Any]:
     """The facts ``heron sessions info`` prints (indices are 0-based, header excluded)."""
-    from heron.context.budget import estimate_context_tokens
+    from heron.context.window.budget import estimate_context_tokens
     from heron.session.stats import session_stats
 
     stats = session_stats(store)
@@ -376,9 +376,9 @@ def compact_plan(
     called. Indices are 0-based positions in the file's entry list without the header."""
     from heron.agent.tool_meta import ToolCatalog
     from heron.coding.tools import builtin_meta
-    from heron.context.budget import estimate_context_tokens
-    from heron.context.compaction import CompactionSettings, prepare_compaction
-    from heron.context.decisions import ContextDecisions
+    from heron.context.compaction.plan import CompactionSettings, prepare_compaction
+    from heron.context.records.decisions import ContextDecisions
+    from heron.context.window.budget import estimate_context_tokens
 
     defaults = CompactionSettings()
     settings = CompactionSettings(

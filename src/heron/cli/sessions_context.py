@@ -25,10 +25,10 @@ def session_context_breakdown(store: SessionStore, window: int | None = None) ->
     from heron.agent.messages import CompactionSummaryMessage
     from heron.coding.goal import goal_summary
     from heron.coding.runtime import ContextBreakdown
-    from heron.context.budget import estimate_context_tokens, estimate_message_tokens
-    from heron.context.compaction import CompactionSettings
-    from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
-    from heron.context.todos import TODOS_CUSTOM_TYPE, clean_todos
+    from heron.context.compaction.plan import CompactionSettings
+    from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, clean_todos
+    from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+    from heron.context.window.budget import estimate_context_tokens, estimate_message_tokens
     from heron.session.entries import CustomEntry
 
     messages = store.build_context().messages

@@ -29,7 +29,7 @@ from heron.coding.session_spec import ModelChoice, SessionSpec, StoreSpec, chose
 from heron.coding.settings import load_settings
 from heron.coding.subagents.definitions import TASK_TOOL
 from heron.coding.subagents.manager import attach_subagents
-from heron.context.spill import remove_old_spills
+from heron.context.tool_output.spill import remove_old_spills
 from heron.session.errors import SessionWriteError
 from heron.session.paths import latest_session, resolve_session
 from heron.session.store import SessionStore

@@ -9,9 +9,9 @@ from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
 from heron.coding.goal import goal_summary
 from heron.coding.model_limits import describe_window
-from heron.context.budget import estimate_message_tokens, fixed_tokens
-from heron.context.ledger import LedgerRecord
-from heron.context.working_budget import WorkingBudget
+from heron.context.records.ledger import LedgerRecord
+from heron.context.window.budget import estimate_message_tokens, fixed_tokens
+from heron.context.window.working_budget import WorkingBudget
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heron.ai.models import heron_home
-from heron.context.ledger import LedgerRecord
+from heron.context.records.ledger import LedgerRecord
 
 PER_FILE_CHARS = 12_000
 TOTAL_CHARS = 60_000

@@ -27,10 +27,10 @@ from heron.ai.prompt_cache import caches_prompts
 from heron.ai.types import UserMessage
 from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
 from heron.coding.model_limits import serves_beside
-from heron.context.background import BackgroundSummaries
-from heron.context.boundaries import compaction_request
-from heron.context.compaction import CompactionChoice, CompactionPlan, entry_message, replan_at
-from heron.context.native import entry_of, kept_from
+from heron.context.compaction.background import BackgroundSummaries
+from heron.context.compaction.boundaries import compaction_request
+from heron.context.compaction.native import entry_of, kept_from
+from heron.context.compaction.plan import CompactionChoice, CompactionPlan, entry_message, replan_at
 from heron.context.policy import Pressure
 
 if TYPE_CHECKING:
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     # or summary: a run that never compacts (every ``-p`` run below the soft mark) does
     # not import them (tests/cli/test_print_import_set.py).
     from heron.coding.runtime import CodingSession
-    from heron.context.compactor import CompactionOutcome, Compactor
-    from heron.context.shared_summary import SharedPrefix
-    from heron.context.summariser import SummaryResult
+    from heron.context.compaction.compactor import CompactionOutcome, Compactor
+    from heron.context.compaction.summary.shared_summary import SharedPrefix
+    from heron.context.compaction.summary.summariser import SummaryResult
 
 BACKGROUND_REASONS = (
     "threshold",
@@ -71,7 +71,7 @@ class ContextOwner:
     def compactor(self) -> Compactor:
         """The session's compactor, made (and its module loaded) when first needed."""
         if self._compactor is None:
-            from heron.context.compactor import Compactor
+            from heron.context.compaction.compactor import Compactor
 
             self._compactor = Compactor(self.session.policy, cwd=self.session.cwd)
         return self._compactor
@@ -135,7 +135,7 @@ class ContextOwner:
     async def finish_background(self, wait: bool = True) -> None:
         """Before the process ends: the background summary whose request is out is waited
         for (``wait``: a one-shot process) and its answer kept in the session, so no later
-        process asks for it again (``heron.context.background``; the session's ``abort``
+        process asks for it again (``heron.context.compaction.background``; the session's ``abort``
         ends the wait)."""
         await self.background.finish(wait=wait)
         await self.session.control.memory_watch.finish()  # memory.reflect: end (docs/memory.md)
@@ -245,7 +245,7 @@ class ContextOwner:
         if outcome.messages is not None:
             session.agent.state.messages[:] = outcome.messages
             if session.requests.check_mode != "off":
-                from heron.context.invariants import check_compaction
+                from heron.context.rules.invariants import check_compaction
 
                 session.requests.report(check_compaction(outcome.estimated_before, outcome.tokens_after))
             if reason == "manual":
@@ -311,8 +311,9 @@ class ContextOwner:
     async def branch_summary(self, entry_id: str | None) -> str | None:
         """The summary of the branch being left for ``entry_id`` (from the leaf back to the
         common ancestor), or None when there is nothing to summarise. Raises
-        :class:`~heron.context.summariser.SummaryFailed` when the request fails: nothing moves then."""
-        from heron.context.summariser import summarise_branch
+        :class:`~heron.context.compaction.summary.summariser.SummaryFailed` when the request
+        fails: nothing moves then."""
+        from heron.context.compaction.summary.summariser import summarise_branch
 
         session = self.session
         store, old_leaf = session.store, session.store.leaf_id

@@ -54,8 +54,8 @@ from heron.coding.settings import Settings
 from heron.coding.tools.confined import NOT_APPROVED
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.lifeline import reap_leftovers
-from heron.context.ledger import Ledger, LedgerRecord
-from heron.context.spill import set_scrub
+from heron.context.records.ledger import Ledger, LedgerRecord
+from heron.context.tool_output.spill import set_scrub
 from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from heron.agent.events import AgentEvent
-from heron.context.ledger import LedgerRecord
+from heron.context.records.ledger import LedgerRecord
 
 # native_switch: heron's summary of what a provider-native compaction covered, for another provider
 CompactionReason = Literal["threshold", "boundary", "requested", "overflow", "manual", "native_switch", "idle"]

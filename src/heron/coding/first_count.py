@@ -1,6 +1,6 @@
 """The server's count before the first request, where a wrong estimate costs most.
 
-A session's counts are calibrated by the server's reports (:mod:`heron.context.calibration`),
+A session's counts are calibrated by the server's reports (:mod:`heron.context.window.calibration`),
 but the first request of a model has no report to go on: it is planned on chars/4. In a
 large window that is harmless; in a small one (a llama.cpp server started with ``-c 4096``)
 the system prompt and tool schemas alone are most of the window, and a tokenizer that
@@ -49,9 +49,9 @@ from heron.ai.server_probe import Answer, NothingListening, Prober, probing
 from heron.ai.server_tokens import COUNT_DEADLINE_S, TOKENIZE_TIMEOUT_S, rendered_prompt, server_count
 from heron.ai.types import Model, TextContent, Tool, UserMessage
 from heron.coding.model_limits import RETRY_SECONDS, remember, remembered
-from heron.context import calibration
-from heron.context.budget import CHARS_PER_TOKEN, fixed_tokens
 from heron.context.policy import ContextPolicy
+from heron.context.window import calibration
+from heron.context.window.budget import CHARS_PER_TOKEN, fixed_tokens
 
 SMALL_WINDOW = 32_768
 TEMPLATE = "/apply-template"  # remembered: "drops-tools", "keeps-tools", "missing" or "unknown"

@@ -6,7 +6,7 @@ everywhere: ``/goal TEXT`` sets the goal, ``/goal --budget 200k TEXT`` with a to
 budget, ``/goal --budget 300k`` changes the budget of the current goal, ``/goal`` shows
 it, ``/goal clear`` removes it. The reply is the run's answer; no model call is made.
 
-The goal itself is a ``heron.goal`` entry in the session (:mod:`heron.context.goal`): the
+The goal itself is a ``heron.goal`` entry in the session (:mod:`heron.context.continuity.goal`): the
 view puts it at the head of every request. This object writes those entries, keeps the
 head of the agent's messages in step with them, and gives the agent loop the budget
 check made before every model call (the same stop as ``--max-turns``,
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from heron.agent.messages import AgentMessage
 from heron.ai.overflow import ErrorKind
 from heron.coding.events import GoalEvent
-from heron.context.goal import (
+from heron.context.continuity.goal import (
     GOAL_CUSTOM_TYPE,
     Goal,
     GoalError,
@@ -34,7 +34,7 @@ from heron.context.goal import (
     spent_on_path,
     with_goal,
 )
-from heron.context.path_fold import PathFold
+from heron.context.continuity.path_fold import PathFold
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
@@ -84,7 +84,7 @@ class GoalKeeper:
         self.session = session
         self._tokens: dict[str, int] = {}  # answer tokens by entry id (entries never change)
         # the goal on the leaf's path and its index, read before every request: only the
-        # entries added since the last request are looked at (heron.context.path_fold)
+        # entries added since the last request are looked at (heron.context.continuity.path_fold)
         self._fold: PathFold[tuple[Goal | None, int]] = PathFold(_goal_on_store, _goal_step)
         session.agent.turn_limit.gate = self._gate
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from heron.agent.messages import AgentMessage
 from heron.ai.models import ModelNotFoundError, ModelRegistry
 from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ToolResultMessage, UserMessage
-from heron.context.recent_steps import main_argument, outcome_line
+from heron.context.continuity.recent_steps import main_argument, outcome_line
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession

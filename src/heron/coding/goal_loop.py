@@ -3,7 +3,7 @@ is met, blocked, out of budget or capped (docs/continuity.md, "The goal loop").
 
 Every prompt's run goes through :meth:`GoalLoop.run` once its first step has answered.
 While the goal on the path is active, heron sends the fixed continuation
-(:func:`heron.context.goal_loop.continuation`) and runs another step, the same way a
+(:func:`heron.context.continuity.goal_loop.continuation`) and runs another step, the same way a
 prompt runs (Stop hooks, recovery); each step's model calls count against the run's
 ``--max-turns`` allowance. It stops when:
 
@@ -19,7 +19,7 @@ What the user types meanwhile steers it: a message queued while a step ran is de
 before its next model call, and one still queued when a step ends is sent instead of the
 continuation. A continuation never starts while a permission question is open.
 
-Everything that decides the loop is in the session (:mod:`heron.context.goal_loop`), and
+Everything that decides the loop is in the session (:mod:`heron.context.continuity.goal_loop`), and
 so is the ``goal`` tool's offer, derived before every request: ``heron -p --continue``
 without a task picks a loop up where a killed process left it (:meth:`GoalLoop.resume`).
 """
@@ -38,8 +38,8 @@ from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, 
 from heron.coding.events import GoalLoopEvent
 from heron.coding.goal_evaluator import evaluate
 from heron.coding.tools.goal import GoalTool
-from heron.context.goal import goal_on_path
-from heron.context.goal_loop import (
+from heron.context.continuity.goal import goal_on_path
+from heron.context.continuity.goal_loop import (
     EVALUATION_TYPE,
     VERDICT_TYPE,
     LoopState,
@@ -53,7 +53,7 @@ from heron.context.goal_loop import (
     turns_stop_text,
     verdict_data,
 )
-from heron.context.path_fold import PathFold
+from heron.context.continuity.path_fold import PathFold
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
 from heron.coding.handoff_link import HANDOFF_CUSTOM_TYPE, lineage
-from heron.context.compaction import collect_files, collect_user_requests
-from heron.context.goal import GOAL_CUSTOM_TYPE, Goal
-from heron.context.kept_plan import PLAN_CUSTOM_TYPE, plan_before, render_plan
-from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, render_skills, skills_before
-from heron.context.recent_steps import steps_before
-from heron.context.summary_text import file_lists_text
-from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem, render_todos
+from heron.context.compaction.plan import collect_files, collect_user_requests
+from heron.context.compaction.summary.summary_text import file_lists_text
+from heron.context.continuity.goal import GOAL_CUSTOM_TYPE, Goal
+from heron.context.continuity.kept_plan import PLAN_CUSTOM_TYPE, plan_before, render_plan
+from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, render_skills, skills_before
+from heron.context.continuity.recent_steps import steps_before
+from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, TodoItem, render_todos
 from heron.session.entries import MessageEntry
 from heron.session.store import SessionStore
 
@@ -92,7 +92,7 @@ def _kept(store: SessionStore, ids: Sequence[str], types: Sequence[str]) -> _Kep
 def frontier_text(session: CodingSession, kept: _Kept) -> str:
     """The parent's frontier, rendered from its path (a pure function of the file). The
     goal is not in it: the child's ``heron.goal`` entry already puts the goal at the head
-    of every request (:mod:`heron.context.goal`), and a second copy here would only make
+    of every request (:mod:`heron.context.continuity.goal`), and a second copy here would only make
     the first request carry it twice."""
     store = session.store
     ids, types = store.lineage(store.leaf_id)

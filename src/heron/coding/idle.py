@@ -3,7 +3,7 @@
 While a session waits for the user (interactive, rpc, ACP), its prompt cache runs out: a
 few minutes after the last request the provider forgets the prefix, and the next request
 writes the whole context to the cache again. Shortly before that moment heron decides
-(:func:`heron.context.idle.decide`) whether to warm the cache with a minimal request, to
+(:func:`heron.context.compaction.idle.decide`) whether to warm the cache with a minimal request, to
 compact, or to let it expire, and does it. The modes only start and cancel the timer
 (:meth:`IdleKeeper.start` when a run ended and input is awaited, :meth:`IdleKeeper.cancel`
 when a prompt or command starts a run).
@@ -11,7 +11,7 @@ when a prompt or command starts a run).
 Restart equivalence: every decision is a ``heron.context`` entry ``{"op": "idle", ...}``
 on the path; the warm-up request and its one-token answer never enter the conversation.
 What a warm-up changes for later requests - the cache counts as used at its time, so the
-next request is not taken for a cold one (:mod:`heron.context.cold_cache`) - is read from
+next request is not taken for a cold one (:mod:`heron.context.pruning.cold_cache`) - is read from
 that entry, so a resumed process prepares the same request as one that never stopped. A
 compaction is written as every compaction is. Whether the timer is due is judged from the
 wall clock against the times in the session file, so a process that resumes an idle
@@ -34,8 +34,8 @@ from heron.agent.loop import assemble_request
 from heron.ai.abort import AbortSignal
 from heron.ai.types import AssistantMessage, StopReason
 from heron.coding.events import IdleEvent
-from heron.context.decisions import DECISION_CUSTOM_TYPE, OP_IDLE
-from heron.context.idle import WARM_OUTPUT_TOKENS, IdleDecision, decide, lead_seconds
+from heron.context.compaction.idle import WARM_OUTPUT_TOKENS, IdleDecision, decide, lead_seconds
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE, OP_IDLE
 from heron.session.entries import CustomEntry
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class IdleKeeper:
         period = self.period()
         if period is None or self.due_in() != 0:
             return None
-        from heron.context.sent_view import view_as_sent  # with the first idle step only
+        from heron.context.view.sent_view import view_as_sent  # with the first idle step only
 
         policy, setting = session.policy, session.settings.idle_policy
         if setting == "off":

@@ -36,9 +36,9 @@ from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextCon
 from heron.coding.memory_history import MemoryChange, MemoryHistory, MemoryHistoryError
 from heron.coding.memory_notes import note_ages, render_ages, session_starts, set_marks
 from heron.coding.settings import MemorySettings
-from heron.context.ledger import Ledger, LedgerRecord
-from heron.context.output_room import OUTPUT_MARGIN_SHARE
 from heron.context.policy import ContextPolicy
+from heron.context.records.ledger import Ledger, LedgerRecord
+from heron.context.window.output_room import OUTPUT_MARGIN_SHARE
 from heron.session.entries import CustomEntry
 from heron.session.paths import encode_cwd, session_dir
 from heron.session.private_files import private_dir

@@ -27,8 +27,8 @@ from heron.ai.types import AssistantMessage, StopReason
 from heron.coding.memory import INDEX_FILE, MAX_BYTES, MAX_LINES, run_restricted
 from heron.coding.memory_history import MemoryHistoryError
 from heron.coding.memory_notes import note_files, set_marks
-from heron.context.ledger import LedgerRecord
-from heron.context.output_room import OUTPUT_MARGIN_SHARE
+from heron.context.records.ledger import LedgerRecord
+from heron.context.window.output_room import OUTPUT_MARGIN_SHARE
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession

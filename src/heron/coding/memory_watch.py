@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from heron.agent.agent import Agent
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason
-from heron.context.ledger import Ledger, LedgerRecord
+from heron.context.records.ledger import Ledger, LedgerRecord
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:

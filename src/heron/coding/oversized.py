@@ -12,7 +12,7 @@ import datetime as _dt
 import os
 from pathlib import Path
 
-from heron.context.ledger import LedgerRecord
+from heron.context.records.ledger import LedgerRecord
 from heron.session.private_files import open_private, private_dir
 
 PROMPT_ROOM_SHARE = 0.5

@@ -198,7 +198,7 @@ class RecoveryHooks:
 
     def fit_tool_limits(self) -> None:
         """Size the tools' output limits to the window the context is planned in (a learnt
-        window or the working budget included: heron.context.working_budget)."""
+        window or the working budget included: heron.context.window.working_budget)."""
         set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.working_window))
 
     def _accepted_tokens(self) -> int:

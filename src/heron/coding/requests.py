@@ -11,7 +11,7 @@ and the turns of the silent memory flush before an automatic compaction. All of 
   ``retry_start`` / ``retry_end``, and for a local server the prompt-reading speed
   measured by earlier answers (kept across processes);
 - are sent by the same function (the agent's send, captured once), after the context
-  rules are checked on what is sent (:mod:`heron.context.invariants`);
+  rules are checked on what is sent (:mod:`heron.context.rules.invariants`);
 - are announced to the request observers (:class:`RequestObserver`: tracing makes one
   ``chat`` span of each, see :mod:`heron.coding.tracing`).
 
@@ -37,16 +37,16 @@ from heron.ai.reading import is_local_server
 from heron.ai.stream import AssistantEventStream
 from heron.ai.types import AssistantMessage, Context, Model, StopReason
 from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent
-from heron.context.check_mode import mode_from
-from heron.context.ledger import LedgerRecord
+from heron.context.records.ledger import LedgerRecord
+from heron.context.rules.check_mode import mode_from
 
 if TYPE_CHECKING:
     # The rules load when they are checked (HERON_CHECK_CONTEXT or context.checkInvariants),
     # the summariser's types with the first summary: not on a plain run's path.
     from heron.coding.runtime import CodingSession
-    from heron.context.invariants import IncrementalCheck, RequestSnapshot, Violation
-    from heron.context.shared_summary import SharedAsk
-    from heron.context.summariser import SummaryAsk
+    from heron.context.compaction.summary.shared_summary import SharedAsk
+    from heron.context.compaction.summary.summariser import SummaryAsk
+    from heron.context.rules.invariants import IncrementalCheck, RequestSnapshot, Violation
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class RequestPath:
         """The agent's send: the context rules checked on the view the policy prepared."""
         session, policy, plan = self.session, self.session.policy, self.session.request_plan
         if self.check_mode != "off" and plan is not None:
-            from heron.context.invariants import IncrementalCheck, RequestSnapshot, check_request
+            from heron.context.rules.invariants import IncrementalCheck, RequestSnapshot, check_request
 
             snapshot = RequestSnapshot(
                 view=plan.view,
@@ -163,7 +163,7 @@ class RequestPath:
         """A side request's snapshot: its view is its context's messages; no reserve.
         ``stubs``: the pruning the view it repeats was built with (a shared summary repeats
         the last main request, from before a step taken since)."""
-        from heron.context.invariants import RequestSnapshot
+        from heron.context.rules.invariants import RequestSnapshot
 
         policy = self.session.policy
         return RequestSnapshot(
@@ -184,7 +184,7 @@ class RequestPath:
 
         def send(model: Model, context: Context, options: StreamOptions) -> AssistantEventStream:
             if self.check_mode != "off":
-                from heron.context.invariants import check_request
+                from heron.context.rules.invariants import check_request
 
                 self.report(check_request(self.side_snapshot(model, context, options, stubs)))
             retries: list[RetryEvent] = []
@@ -214,7 +214,7 @@ class RequestPath:
             # prefix with each other, none with the conversation, whose cache they would
             # otherwise displace (the memory flush does share it, and keeps the session's).
             options.session_id = f"{options.session_id}{SUMMARY_CACHE_SUFFIX}" if options.session_id else None
-            from heron.context.invariants import ContextInvariantError  # what a strict check raises
+            from heron.context.rules.invariants import ContextInvariantError  # what a strict check raises
 
             try:
                 stream = send(model, context, options)
@@ -240,7 +240,7 @@ class RequestPath:
             options = self.side_options(max_tokens, signal)
             options.thinking = state.thinking_level
             options.tool_choice = "none"
-            from heron.context.invariants import ContextInvariantError  # what a strict check raises
+            from heron.context.rules.invariants import ContextInvariantError  # what a strict check raises
 
             try:
                 stream = send(state.model, context, options)
@@ -312,7 +312,7 @@ class RequestPath:
             )
             session.emit(ContextWarningEvent(kind="invariant", message=str(violation)))
         if self.check_mode == "strict" and violations:
-            from heron.context.invariants import STRICT_LOG, ContextInvariantError
+            from heron.context.rules.invariants import STRICT_LOG, ContextInvariantError
 
             STRICT_LOG.add(violations)
             raise ContextInvariantError("; ".join(str(v) for v in violations))

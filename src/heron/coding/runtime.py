@@ -80,14 +80,14 @@ from heron.coding.templates import TemplateSet, expand_template_command, load_te
 from heron.coding.tools import builtin_meta, create_tools
 from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.coding.unanswered import note_unanswered
-from heron.context.budget import fixed_tokens
-from heron.context.compaction import CompactionSettings
+from heron.context.compaction.native import NativeSettings
+from heron.context.compaction.plan import CompactionSettings
+from heron.context.continuity.todos import TodoItem, clean_todos
 from heron.context.engine import RequestPlan, plan_of
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
-from heron.context.native import NativeSettings
 from heron.context.policy import ContextPolicy, PolicySettings
-from heron.context.todos import TodoItem, clean_todos
-from heron.context.view import with_injections
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
+from heron.context.view.build import with_injections
+from heron.context.window.budget import fixed_tokens
 from heron.session.context import build_context
 from heron.session.entries import iso_to_ms
 from heron.session.recorder import SessionRecorder

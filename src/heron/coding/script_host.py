@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from heron.agent.tools import AgentTool, ToolResult
 from heron.ai.abort import AbortSignal
 from heron.ai.types import TextContent, ToolCall
-from heron.context.ledger import tool_records
+from heron.context.records.ledger import tool_records
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from heron.ai.types import THINKING_LEVELS
-from heron.context.idle import parse_policy
-from heron.context.working_budget import WorkingBudgetSetting, parse_setting
+from heron.context.compaction.idle import parse_policy
+from heron.context.window.working_budget import WorkingBudgetSetting, parse_setting
 
 
 class BadSettingValue(ValueError):

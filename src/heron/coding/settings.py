@@ -46,15 +46,15 @@ from heron.coding.setting_checks import (
     check_working_budget,
     type_name,
 )
-from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
-from heron.context.cold_cache import COLD_KEEP_TURNS
-from heron.context.frontier import FrontierSettings
-from heron.context.goal_loop import GoalSettings, goal_settings
-from heron.context.idle import IdlePolicy, parse_policy
-from heron.context.limits import DEFAULT_LIMITS, ToolLimits
-from heron.context.native import NATIVE_TRIGGER_SHARE
-from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
-from heron.context.working_budget import AUTO, WorkingBudgetSetting, parse_setting
+from heron.context.compaction.boundaries import BACKGROUND_AT, SOFT_THRESHOLD
+from heron.context.compaction.idle import IdlePolicy, parse_policy
+from heron.context.compaction.native import NATIVE_TRIGGER_SHARE
+from heron.context.continuity.frontier import FrontierSettings
+from heron.context.continuity.goal_loop import GoalSettings, goal_settings
+from heron.context.pruning.cold_cache import COLD_KEEP_TURNS
+from heron.context.pruning.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
+from heron.context.tool_output.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.window.working_budget import AUTO, WorkingBudgetSetting, parse_setting
 
 SETTINGS_FILE = "settings.json"
 LOCAL_SETTINGS_FILE = "settings.local.json"
@@ -75,7 +75,7 @@ class CompactionSettings:
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
     # Compact past this many tokens whatever the window allows: tokens, "auto" (from the model's
-    # prices) or None ("off") - heron.context.working_budget
+    # prices) or None ("off") - heron.context.window.working_budget
     working_budget: WorkingBudgetSetting = AUTO
     soft_threshold: float = SOFT_THRESHOLD  # share of the hard threshold: compact at step boundaries past it
     # "shared": the summary request repeats the conversation's cached prefix (where the
@@ -86,7 +86,7 @@ class CompactionSettings:
     server_clearing: bool = False
     native_trigger: float = NATIVE_TRIGGER_SHARE  # share of the threshold the provider compacts at
     native_instructions: str | None = None
-    background: bool = True  # summarise beside the turn past ``background_at`` (heron.context.background)
+    background: bool = True  # summarise beside the turn past ``background_at`` (heron.context.compaction.background)
     background_at: float = BACKGROUND_AT  # share of the hard threshold past which that summary starts
 
 
@@ -222,8 +222,10 @@ class Settings:
     max_turns: int | None = None
     # continuity.*: recent steps and invoked skills re-injected after a compaction (docs/continuity.md)
     continuity: FrontierSettings = field(default_factory=FrontierSettings)
-    goal: GoalSettings = field(default_factory=GoalSettings)  # goal.*: the goal loop (heron.context.goal_loop)
-    idle_policy: IdlePolicy = "auto"  # idle.policy: before an idle session's cache expires (heron.context.idle)
+    # goal.*: the goal loop (heron.context.continuity.goal_loop)
+    goal: GoalSettings = field(default_factory=GoalSettings)
+    # idle.policy: before an idle session's cache expires (heron.context.compaction.idle)
+    idle_policy: IdlePolicy = "auto"
     # extensions.handlerTimeoutMs: how long one extension handler may run before it is abandoned
     extension_timeout_ms: int = 30_000
     # What loading found: problems to show the user, and the files that were read.

@@ -3,9 +3,9 @@ proposed - so both survive compactions.
 
 Skills come two ways: the user types ``/skill:name`` (the prompt carries the skill's body)
 or the model reads a ``SKILL.md``. Each is recorded as a ``heron.skill`` entry holding the
-text the model saw (:mod:`heron.context.kept_skills`). A plan is the model's final answer
+text the model saw (:mod:`heron.context.continuity.kept_skills`). A plan is the model's final answer
 to a prompt run in plan mode, recorded as a ``heron.plan`` entry
-(:mod:`heron.context.kept_plan`). After a compaction the view re-injects both verbatim.
+(:mod:`heron.context.continuity.kept_plan`). After a compaction the view re-injects both verbatim.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from heron.agent.events import ToolExecutionEndEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, StopReason, TextContent
 from heron.coding.skills import parse_skill_command
-from heron.context.kept_plan import PLAN_CUSTOM_TYPE
-from heron.context.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, is_skill_path, is_skill_read, read_body
+from heron.context.continuity.kept_plan import PLAN_CUSTOM_TYPE
+from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, is_skill_path, is_skill_read, read_body
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage, ExtensionMessage
-from heron.context.ledger import LedgerRecord
+from heron.context.records.ledger import LedgerRecord
 from heron.session.unanswered import unanswered_prompt
 
 if TYPE_CHECKING:

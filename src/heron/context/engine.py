@@ -5,7 +5,7 @@ pydantic-ai adapter, :mod:`heron.context.pydantic_ai`) drive the same functions 
 here: the tool results of a step budgeted (:meth:`ContextEngine.budget_results`: cut to a
 preview, the whole text spilled to a file, a notice saying where), then before every
 request the view counted and pruned (:meth:`ContextPolicy.pressure`), the compaction it
-calls for run through the caller's own model (:class:`heron.context.compactor.Compactor`,
+calls for run through the caller's own model (:class:`heron.context.compaction.compactor.Compactor`,
 given a :data:`SummaryAsk`), and the view settled (:meth:`ContextPolicy.settle`).
 
 Every decision is appended to the store the moment it is taken, so a process that opens
@@ -27,19 +27,19 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import Context, Model, ToolResultMessage, UserMessage
-from heron.context.ledger import Ledger, LedgerRecord
-from heron.context.limits import ToolLimits
 from heron.context.policy import ContextPolicy, PolicySettings
-from heron.context.view import session_messages
+from heron.context.records.ledger import Ledger, LedgerRecord
+from heron.context.tool_output.limits import ToolLimits
+from heron.context.view.build import session_messages
 from heron.session.entries import CompactionEntry, CustomEntry, Entry
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
-    from heron.context.compactor import CompactionOutcome, Compactor
-    from heron.context.invariants import Violation
-    from heron.context.results import BudgetOutcome
-    from heron.context.shared_summary import SharedAsk, SharedPrefix
-    from heron.context.summariser import SummaryAsk
+    from heron.context.compaction.compactor import CompactionOutcome, Compactor
+    from heron.context.compaction.summary.shared_summary import SharedAsk, SharedPrefix
+    from heron.context.compaction.summary.summariser import SummaryAsk
+    from heron.context.rules.invariants import Violation
+    from heron.context.tool_output.results import BudgetOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ def budget_results(
 ) -> tuple[list[ToolResultMessage], list[LedgerRecord]]:
     """The tool results of one step within their budgets (one result, all of the step's),
     and the ledger records of what was spilled. Blocking (it writes the spill files)."""
-    from heron.context.results import apply_turn_budget  # with the first tool results, not at start
+    from heron.context.tool_output.results import apply_turn_budget  # with the first tool results, not at start
 
     new_results, outcomes = apply_turn_budget(results, limits, spill_dir, max_spill_bytes)
     return new_results, spill_records(outcomes, {r.tool_call_id: r.tool_name for r in results})
@@ -120,8 +120,8 @@ def shared_prefix(
     last main request carried (derived from the session: :func:`view_as_sent`), the
     function that sends it (``ask_for`` the pruning that view applies) and how a request of
     some messages is counted."""
-    from heron.context.sent_view import view_as_sent  # with the first compaction
-    from heron.context.shared_summary import SharedPrefix
+    from heron.context.compaction.summary.shared_summary import SharedPrefix
+    from heron.context.view.sent_view import view_as_sent  # with the first compaction
 
     view, stubs = view_as_sent(policy, messages, before_ms)
     return SharedPrefix(
@@ -184,7 +184,7 @@ class ContextEngine:
     def compactor(self) -> Compactor:
         """The compactor over this engine's policy, made (and its module loaded) when first needed."""
         if self._compactor is None:
-            from heron.context.compactor import Compactor
+            from heron.context.compaction.compactor import Compactor
 
             self._compactor = Compactor(self.policy, cwd=self.cwd)
         return self._compactor
@@ -251,12 +251,12 @@ class ContextEngine:
         return plan_of(policy, view, outcome, self._recorded_since(start))
 
     def check(self, plan: RequestPlan, context: Context, turn_prompt: UserMessage | None = None) -> list[Violation]:
-        """The rules every request obeys (:mod:`heron.context.invariants`: within the
+        """The rules every request obeys (:mod:`heron.context.rules.invariants`: within the
         window, every call answered, pruned results stay pruned, summaries first, the
         turn's prompt present...) checked on ``plan`` as ``context`` - the provider request
         built from its view, with the system prompt and tool definitions it is sent with.
         Each broken rule is also a ledger record."""
-        from heron.context.invariants import RequestSnapshot, check_request  # only when checked
+        from heron.context.rules.invariants import RequestSnapshot, check_request  # only when checked
 
         decisions = self.policy.decisions
         snapshot = RequestSnapshot(

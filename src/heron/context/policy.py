@@ -5,7 +5,7 @@ view for the next request (:meth:`ContextPolicy.pressure`, which prunes and says
 a compaction is due, then :meth:`ContextPolicy.settle` after that compaction), the
 output cap for that request, what to learn from a provider's overflow rejection, and
 the read tool's question "is this range already in the view?". Each decision is
-appended to the session the moment it is made (:mod:`heron.context.decisions`), so a
+appended to the session the moment it is made (:mod:`heron.context.records.decisions`), so a
 process that opens the session later derives the same view: nothing that shapes a
 request lives only here.
 
@@ -26,14 +26,27 @@ from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.options import ContextManagement
 from heron.ai.types import AssistantMessage, Model
-from heron.context.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_tokens, step_boundary
-from heron.context.budget import Tally, context_message_tokens, request_tokens, tail_pressure
-from heron.context.budget_notice import NOTICE_FRAMING, notice_data
-from heron.context.calibrated import CalibratedCounts
-from heron.context.call_args import ShortenedCalls
-from heron.context.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
-from heron.context.compaction import CompactionSettings, entry_message, prepare_compaction
-from heron.context.decisions import (
+from heron.context.compaction.boundaries import BACKGROUND_AT, SOFT_THRESHOLD, next_step_tokens, step_boundary
+from heron.context.compaction.native import (
+    NativeSettings,
+    NativeTracker,
+    answer_records,
+    native_view,
+    request_fields,
+    uncovered,
+)
+from heron.context.compaction.plan import (
+    SUMMARY_ALLOWANCE_TOKENS,
+    CompactionSettings,
+    entry_message,
+    prepare_compaction,
+)
+from heron.context.continuity.frontier import FrontierSettings
+from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, TodoItem
+from heron.context.pruning.cold_cache import COLD_KEEP_TURNS, cache_cold, cache_lifetime
+from heron.context.pruning.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
+from heron.context.pruning.pruning_steps import PRUNE_MIN_STEP_SHARE, PruningSteps
+from heron.context.records.decisions import (
     DECISION_CUSTOM_TYPE,
     OP_IDLE,
     ContextDecisions,
@@ -46,23 +59,19 @@ from heron.context.decisions import (
     flush_data,
     native_data,
 )
-from heron.context.frontier import FrontierSettings
-from heron.context.learned_window import LearnedWindows
-from heron.context.ledger import Ledger
-from heron.context.limits import DEFAULT_LIMITS, ToolLimits
-from heron.context.native import NativeSettings, NativeTracker, answer_records, native_view, request_fields, uncovered
-from heron.context.ordering import strictly_ordered
-from heron.context.output_room import does_not_fit, min_output, output_cap, output_limit
-from heron.context.prune import PRUNE_HIGH_WATER, PRUNE_KEEP_TURNS, PRUNE_LOW_WATER
-from heron.context.pruning_steps import PRUNE_MIN_STEP_SHARE, PruningSteps
-from heron.context.todos import TODOS_CUSTOM_TYPE, TodoItem
-from heron.context.view import ReadIndex, ReadInView, View, ViewBuilder
-from heron.context.working_budget import AUTO, WorkingBudget, WorkingBudgetSetting, working_budget
+from heron.context.records.ledger import Ledger
+from heron.context.records.ordering import strictly_ordered
+from heron.context.tool_output.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.view.build import ReadIndex, ReadInView, View, ViewBuilder
+from heron.context.view.call_args import ShortenedCalls
+from heron.context.window.budget import Tally, context_message_tokens, request_tokens, tail_pressure
+from heron.context.window.budget_notice import NOTICE_FRAMING, notice_data
+from heron.context.window.calibrated import CalibratedCounts
+from heron.context.window.learned_window import LearnedWindows
+from heron.context.window.output_room import does_not_fit, min_output, output_cap, output_limit
+from heron.context.window.working_budget import AUTO, WorkingBudget, WorkingBudgetSetting, working_budget
 from heron.session.entries import CustomEntry, iso_to_ms
 from heron.session.store import SessionStore
-
-SUMMARY_ALLOWANCE_TOKENS = 1_000  # what a summary (and the kept turn prompt) adds back, about
-SHRINK_REQUIRED = 0.05  # a compaction that saves less than this switches automatic compaction off
 
 
 def _tally(view: Sequence[AgentMessage]) -> Tally | None:
@@ -96,14 +105,14 @@ class PolicySettings:
     keep_recent_tokens: int = 20_000
     working_budget: WorkingBudgetSetting = AUTO  # compact past this many tokens, whatever the window
     soft_threshold: float = SOFT_THRESHOLD  # share of the threshold; 1.0: compact at the threshold only
-    background: bool = True  # summarise ahead, beside the turn (heron.context.background)
+    background: bool = True  # summarise ahead, beside the turn (heron.context.compaction.background)
     background_at: float = BACKGROUND_AT  # share of the threshold past which the background summary starts
     prune_high_water: float = PRUNE_HIGH_WATER
     prune_low_water: float = PRUNE_LOW_WATER
     prune_keep_turns: int = PRUNE_KEEP_TURNS
-    # Past this idle time a step is free (heron.context.cold_cache); 0: never; None: by the server.
+    # Past this idle time a step is free (heron.context.pruning.cold_cache); 0: never; None: by the server.
     prune_cache_ttl_s: int | None = 0
-    prune_cold_keep_turns: int = COLD_KEEP_TURNS  # ...and spares fewer results (heron.context.cold_cache)
+    prune_cold_keep_turns: int = COLD_KEEP_TURNS  # ...and spares fewer results (heron.context.pruning.cold_cache)
     frontier: FrontierSettings = field(default_factory=FrontierSettings)  # re-injected after a compaction
     native: NativeSettings = field(default_factory=NativeSettings)  # provider-native compaction, server clearing
     tool_limits: ToolLimits = DEFAULT_LIMITS  # one result's budget bounds a call's arguments too (call_args)
@@ -175,7 +184,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls, PruningSte
 
     @property
     def cache_ttl_s(self) -> int:
-        """The prompt cache's lifetime for the current model (heron.context.cold_cache)."""
+        """The prompt cache's lifetime for the current model (heron.context.pruning.cold_cache)."""
         return cache_lifetime(self.model, self.settings.prune_cache_ttl_s)
 
     @property
@@ -211,7 +220,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls, PruningSte
 
     @property
     def budget(self) -> WorkingBudget:
-        """The working budget (heron.context.working_budget), from the model and the settings
+        """The working budget (heron.context.window.working_budget), from the model and the settings
         alone: the tool definitions are sized by it, so it cannot depend on them."""
         kept = self.compaction_settings.keep_recent_tokens
         return working_budget(self.model, self.settings.working_budget, kept_tokens=kept)
@@ -251,7 +260,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls, PruningSte
 
     def uncovered_native(self, messages: Sequence[AgentMessage]) -> AssistantMessage | None:
         """The reply whose native block the current model cannot read, while the history it
-        covered is still unsummarised (:func:`heron.context.native.uncovered`)."""
+        covered is still unsummarised (:func:`heron.context.compaction.native.uncovered`)."""
         return uncovered(messages, self.model, self.natives.index(messages))
 
     @property
@@ -333,7 +342,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls, PruningSte
         return min_output(self.output_limit, self.window)
 
     def output_cap(self, tokens: int) -> int:
-        """The output cap of a request of ``tokens`` (heron.context.output_room)."""
+        """The output cap of a request of ``tokens`` (heron.context.window.output_room)."""
         return output_cap(tokens, self.window, self.output_limit, self.min_output)
 
     # --- before every request ----------------------------------------------------------------
@@ -507,7 +516,7 @@ class ContextPolicy(LearnedWindows, CalibratedCounts, ShortenedCalls, PruningSte
         self.decisions.compacted()
 
     def record_background(self, first_kept_entry_id: str) -> PendingSummary:
-        """A background summary starts (``heron.context.background``): its cut, model and
+        """A background summary starts (``heron.context.compaction.background``): its cut, model and
         window, so a process that opens the session restarts the same summary."""
         key, window = self.model_key, self.window
         entry = self._record(background_data(PendingSummary(first_kept_entry_id, key, window)))

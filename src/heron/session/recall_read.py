@@ -45,7 +45,7 @@ from heron.session.jsonl import loads_line
 MAX_ENTRY_CHARS = 1_000_000  # text indexed per entry; the rest of a giant entry is left out
 SPILL_CHUNK_LINES = 100
 SPILL_CHUNK_CHARS = 16_000
-SPILL_KEY = "budget_spill"  # a spilled result's details (heron.context.results writes it)
+SPILL_KEY = "budget_spill"  # a spilled result's details (heron.context.tool_output.results writes it)
 # Searches and their results are not indexed: they would match the very query that finds them.
 SEARCH_TOOL = "search_history"
 _HASH_BYTES = 4096

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from heron.ai.types import AssistantMessage
-from heron.context.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, LedgerRecord
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from heron.ai.types import AssistantMessage, Usage
-from heron.context.children import CHILD_CUSTOM_TYPE
+from heron.context.continuity.children import CHILD_CUSTOM_TYPE
 from heron.session.entries import CustomEntry, MessageEntry
 from heron.session.store import SessionStore
 

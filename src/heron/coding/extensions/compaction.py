@@ -19,7 +19,7 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
-from heron.context.compaction import CompactionChoice, CompactionPlan, cut_points, entry_message, replan_at
+from heron.context.compaction.plan import CompactionChoice, CompactionPlan, cut_points, entry_message, replan_at
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     # The extension API, and the host's code for what extensions register, load with the
     # first extension that needs them: a session without any does not import them.
     from heron.coding.extensions.api import ExtensionCommand, Registration
-    from heron.context.compaction import CompactionChoice, CompactionPlan
+    from heron.context.compaction.plan import CompactionChoice, CompactionPlan
 
 log = logging.getLogger(__name__)
 
@@ -366,7 +366,7 @@ class ExtensionHost:
         if not any(e.registration.compaction for e in self._active()):
             return None
         from heron.coding.extensions.compaction import choice_from, compaction_input
-        from heron.context.compaction import CompactionChoice
+        from heron.context.compaction.plan import CompactionChoice
 
         seen = compaction_input(plan, reason, focus)
         for extension in self._active():

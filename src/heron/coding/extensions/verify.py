@@ -1,6 +1,6 @@
 """The context rules checked on an extension's ``transform_context`` result before it is used.
 
-heron's own view is built to keep the rules of ``heron.context.invariants`` (tool calls
+heron's own view is built to keep the rules of ``heron.context.rules.invariants`` (tool calls
 paired with results, the turn's prompt present, injected blocks first, within the window
 ...). An extension's transform gets that view and may return anything, so its result is
 checked the same way a request is, whatever ``HERON_CHECK_CONTEXT`` says; one that
@@ -15,7 +15,7 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import Context
-from heron.context.invariants import RequestSnapshot, Violation, check_request
+from heron.context.rules.invariants import RequestSnapshot, Violation, check_request
 
 
 def is_message_list(value: Any) -> bool:

@@ -22,10 +22,10 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ToolResultMessage, UserMessage
-from heron.context.budget import estimate_message_tokens
-from heron.context.compaction import CompactionSettings
-from heron.context.ledger import LEDGER_CUSTOM_TYPE
-from heron.context.todos import TODOS_CUSTOM_TYPE, clean_todos
+from heron.context.compaction.plan import CompactionSettings
+from heron.context.continuity.todos import TODOS_CUSTOM_TYPE, clean_todos
+from heron.context.records.ledger import LEDGER_CUSTOM_TYPE
+from heron.context.window.budget import estimate_message_tokens
 from heron.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -122,7 +122,7 @@ class ReportData:
     pruned: dict[str, tuple[str, int]] = field(default_factory=dict)  # call id -> (stub, first request without it)
     reserve: int | None = None
     warnings: list[str] = field(default_factory=list)
-    # model -> the working budget its compactions recorded (heron.context.working_budget)
+    # model -> the working budget its compactions recorded (heron.context.window.working_budget)
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def threshold_at(self, point: RequestPoint) -> int | None:

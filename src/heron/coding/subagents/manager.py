@@ -26,7 +26,7 @@ from heron.coding.outcome import RunOutcome, decide
 from heron.coding.subagents.definitions import AgentDefinition, load_definitions
 from heron.coding.subagents.tool import TaskTool
 from heron.coding.tools import UnknownToolError
-from heron.context.children import CHILD_CUSTOM_TYPE, ChildRecord
+from heron.context.continuity.children import CHILD_CUSTOM_TYPE, ChildRecord
 from heron.session.store import SessionWriteError
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from heron.agent.tool_meta import ToolMeta
 from heron.agent.tools import AgentTool
 from heron.coding.tool_names import ALL_TOOLS, DEFAULT_TOOLS
 from heron.coding.tools.env import ToolEnv
-from heron.context.limits import ToolLimits
+from heron.context.tool_output.limits import ToolLimits
 
 SCRIPT_TOOL = "script"  # the registration name the ``script.enabled`` setting removes
 SESSION_TOOLS: frozenset[str] = frozenset({"task"})  # built by the runtime, not here

@@ -33,8 +33,8 @@ from heron.coding.secrets import child_environment
 from heron.coding.tools.details import BashDetails, BashPartialDetails, truncation_details
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.limits import format_size
-from heron.context.truncate import Truncation, truncate_tail
+from heron.context.tool_output.limits import format_size
+from heron.context.tool_output.truncate import Truncation, truncate_tail
 
 if TYPE_CHECKING:
     from heron.coding.tools.bash_output import OutputCollector

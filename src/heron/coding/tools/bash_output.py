@@ -3,7 +3,7 @@
 Memory is bounded whatever the command prints: only a rolling tail (about twice the byte
 limit) is kept. Once the output passes the limits, everything -- including what was
 already received -- streams to a spill file (private, and capped at ``spill_max_bytes``:
-see :mod:`heron.context.spill`), and the numbers in the notice are counted over the
+see :mod:`heron.context.tool_output.spill`), and the numbers in the notice are counted over the
 *full* output, so ``read`` with an offset lands where the model expects.
 """
 
@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.context.spill import SPILL_MAX_BYTES, CappedSpill
+from heron.context.tool_output.spill import SPILL_MAX_BYTES, CappedSpill
 from heron.session.private_files import private_dir
 
 # On a complete line: everything up to the last \r that is followed by more text.

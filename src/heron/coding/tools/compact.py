@@ -1,7 +1,7 @@
 """The ``compact`` tool: the model asks heron to compact the context at a point it chooses.
 
 The call itself changes nothing: heron's context owner finds the answered call in the
-conversation (by its ``compact`` kind, :mod:`heron.context.boundaries`) before the next
+conversation (by its ``compact`` kind, :mod:`heron.context.compaction.boundaries`) before the next
 request and runs the compaction there, with ``focus`` as what the summary must keep. The
 usual bounds hold: a compaction that would save less than 5% is not written, and at most
 one compaction runs per turn unless the window forces another (docs/context.md).

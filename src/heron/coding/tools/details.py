@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from heron.context.truncate import TruncatedBy, Truncation
+from heron.context.tool_output.truncate import TruncatedBy, Truncation
 
 BackendUsed = Literal["rg", "fd", "python"]
 
 
 class TruncationDetails(TypedDict):
-    """A :class:`~heron.context.truncate.Truncation` without the kept text."""
+    """A :class:`~heron.context.tool_output.truncate.Truncation` without the kept text."""
 
     truncated: bool
     truncated_by: TruncatedBy | None

@@ -21,8 +21,8 @@ from heron.ai.abort import AbortSignal
 from heron.ai.models import heron_home
 from heron.ai.types import ToolCall
 from heron.coding.tools.names import unquote_names
-from heron.context.limits import DEFAULT_LIMITS, ToolLimits
-from heron.context.spill import SPILL_MAX_BYTES
+from heron.context.tool_output.limits import DEFAULT_LIMITS, ToolLimits
+from heron.context.tool_output.spill import SPILL_MAX_BYTES
 
 if TYPE_CHECKING:
     from heron.coding.sandbox import Confinement

@@ -15,7 +15,7 @@ from heron.agent.tools import AgentTool, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools import GOAL_META, GOAL_TOOL
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.goal_loop import VerdictStatus
+from heron.context.continuity.goal_loop import VerdictStatus
 
 if TYPE_CHECKING:
     from heron.coding.tools.params import GoalParams

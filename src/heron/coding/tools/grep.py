@@ -65,7 +65,7 @@ from heron.coding.tools.listing import (
 )
 from heron.coding.tools.schema_table import builtin_params
 from heron.coding.tools.walker import Walker
-from heron.context.truncate import cut_line
+from heron.context.tool_output.truncate import cut_line
 
 if TYPE_CHECKING:
     from heron.coding.tools.params import GrepParams

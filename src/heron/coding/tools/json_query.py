@@ -22,8 +22,8 @@ from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv, display_path, resolve_path
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.limits import format_size
-from heron.context.truncate import truncate_head
+from heron.context.tool_output.limits import format_size
+from heron.context.tool_output.truncate import truncate_head
 
 if TYPE_CHECKING:
     from heron.coding.tools.params import JsonQueryParams

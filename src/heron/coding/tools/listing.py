@@ -12,8 +12,8 @@ from typing import Literal
 from heron.agent.tools import ToolError
 from heron.coding.tools.env import display_path
 from heron.coding.tools.names import quoted_name
-from heron.context.limits import ToolLimits, format_size
-from heron.context.truncate import Truncation, truncate_head
+from heron.context.tool_output.limits import ToolLimits, format_size
+from heron.context.tool_output.truncate import Truncation, truncate_head
 
 Backend = Literal["auto", "external", "python"]
 

@@ -17,7 +17,7 @@ from heron.agent.params import ToolParams
 from heron.coding.tools.compact import MAX_FOCUS
 from heron.coding.tools.env import PATH_DESCRIPTION
 from heron.coding.tools.todo import MAX_CONTENT
-from heron.context.goal_loop import MAX_EVIDENCE_CHARS
+from heron.context.continuity.goal_loop import MAX_EVIDENCE_CHARS
 
 
 class ReadParams(ToolParams):

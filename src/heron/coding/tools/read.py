@@ -53,8 +53,8 @@ from heron.coding.tools.line_index import (
 )
 from heron.coding.tools.read_source import SNIFF_BYTES, HeldText, held_text, is_content_stamp
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.limits import DEFAULT_LIMITS, ToolLimits, format_size
-from heron.context.truncate import cut_line
+from heron.context.tool_output.limits import DEFAULT_LIMITS, ToolLimits, format_size
+from heron.context.tool_output.truncate import cut_line
 
 if TYPE_CHECKING:
     from heron.coding.tools.params import ReadParams

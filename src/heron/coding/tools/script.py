@@ -37,7 +37,7 @@ from heron.coding.secrets import child_environment
 from heron.coding.tools.details import truncation_details
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.truncate import truncate_tail
+from heron.context.tool_output.truncate import truncate_tail
 
 if TYPE_CHECKING:  # the process machinery loads with the first script, not when the tool is offered
     from heron.coding.tools.bash_output import OutputCollector

@@ -19,7 +19,7 @@ from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.truncate import truncate_head
+from heron.context.tool_output.truncate import truncate_head
 from heron.session.paths import encode_cwd
 
 if TYPE_CHECKING:

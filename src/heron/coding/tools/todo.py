@@ -14,7 +14,7 @@ from heron.agent.tools import AgentTool, ToolError, ToolResult, UpdateCallback
 from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.schema_table import builtin_params
-from heron.context.todos import TodoItem, render_todos
+from heron.context.continuity.todos import TodoItem, render_todos
 
 if TYPE_CHECKING:
     from heron.coding.tools.params import TodoParams

@@ -34,10 +34,7 @@ from heron.agent.messages import convert_to_llm
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.overflow import is_context_overflow
 from heron.ai.types import Context, Model, Tool, ToolResultMessage, UserMessage
-from heron.context.budget import fixed_tokens
-from heron.context.check_mode import mode_from
 from heron.context.engine import ContextEngine, RequestPlan
-from heron.context.ledger import Ledger
 from heron.context.policy import PolicySettings
 from heron.context.pydantic_ai.convert import (
     API,
@@ -49,7 +46,10 @@ from heron.context.pydantic_ai.convert import (
     view_messages,
 )
 from heron.context.pydantic_ai.summary import shared_ask, summary_ask
-from heron.context.spill import SPILL_MAX_BYTES
+from heron.context.records.ledger import Ledger
+from heron.context.rules.check_mode import mode_from
+from heron.context.tool_output.spill import SPILL_MAX_BYTES
+from heron.context.window.budget import fixed_tokens
 
 SESSION_FILE = "session.jsonl"  # the session file in the store directory
 SPILL_DIR = "spill"  # where whole tool results are written, in the store directory
@@ -182,7 +182,7 @@ class HeronContext(AbstractCapability[Any]):
         context = replace(self._frame, messages=convert_to_llm(list(plan.view)))
         violations = engine.check(plan, context, self._turn_prompt)
         if violations and mode_from(False) == "strict":
-            from heron.context.invariants import STRICT_LOG, ContextInvariantError
+            from heron.context.rules.invariants import STRICT_LOG, ContextInvariantError
 
             STRICT_LOG.add(violations)
             raise ContextInvariantError("; ".join(str(v) for v in violations))

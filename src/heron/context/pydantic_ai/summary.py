@@ -1,12 +1,12 @@
 """A compaction's summary requests, sent through the pydantic-ai agent's own model.
 
-heron's summariser decides what to ask and how large the request may be; it sends
-nothing itself but calls the :data:`heron.context.summariser.SummaryAsk` it is given.
-Here that is the model serving the agent's request (its client, its settings of
-transport), asked with the summariser's system prompt and no tools. A failed request
-comes back as an answer with an error stop reason and the provider's message, so the
-summariser's own handling applies (a context-length rejection: the transcript reduced
-once more; anything else: the compaction ends, nothing written).
+heron's summariser decides what to ask and how large the request may be; it sends nothing
+itself but calls the :data:`heron.context.compaction.summary.summariser.SummaryAsk` it is
+given. Here that is the model serving the agent's request (its client, its settings of
+transport), asked with the summariser's system prompt and no tools. A failed request comes
+back as an answer with an error stop reason and the provider's message, so the summariser's
+own handling applies (a context-length rejection: the transcript reduced once more; anything
+else: the compaction ends, nothing written).
 
 The shared form (:func:`shared_ask`) repeats the conversation's own request - the same
 instructions and tool definitions, the view up to the cut as the last request carried
@@ -26,9 +26,9 @@ from pydantic_ai.settings import ModelSettings
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, Context
+from heron.context.compaction.summary.shared_summary import SharedAsk
+from heron.context.compaction.summary.summariser import SummaryAsk
 from heron.context.pydantic_ai.convert import failed_answer, response_message, view_messages
-from heron.context.shared_summary import SharedAsk
-from heron.context.summariser import SummaryAsk
 
 
 def _request(context: Context) -> list[ModelMessage]:
