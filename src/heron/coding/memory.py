@@ -222,6 +222,30 @@ def flush_prompt_tokens(directory: Path) -> int:
     return len(FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)) // 4 + 1
 
 
+def fitting_view(policy: ContextPolicy, view: list[AgentMessage], extra: int) -> tuple[list[AgentMessage], int, int]:
+    """The view a side turn (the flush, a reflection) can send with room for its answer:
+    the whole view when it fits, else its newest whole turns (from a user prompt on) that
+    do. A compaction that runs at the window's edge (a background summary taken late)
+    would otherwise leave no room and the flush would be skipped at every compaction; the
+    oldest turns are the ones the summary keeps. Returns (messages, tokens, dropped)."""
+    messages = list(view)
+    tokens = policy.count(messages) + extra
+    dropped = 0
+    while side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
+        cut = next((i for i, m in enumerate(messages) if i > 0 and isinstance(m, UserMessage)), None)
+        if cut is None:
+            break
+        messages, dropped = messages[cut:], dropped + cut
+        tokens = policy.estimate(messages) + extra
+    return messages, tokens, dropped
+
+
+def side_room(policy: ContextPolicy, tokens: int) -> int:
+    """The room for a side turn's answer in the window (the window, not the threshold: it
+    runs when a compaction is certain, like the summary requests)."""
+    return policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
+
+
 class MemoryKeeper:
     """The memory of one session: the text its system prompt was built with (recorded at
     its first prompt), and the flush before automatic compactions."""
@@ -358,12 +382,10 @@ class MemoryKeeper:
         """The silent turn, recorded (files touched, or why it was skipped) in the session.
         ``send`` and ``options`` are the session's request path: each request of the turn
         gets the typed options (key, timeouts, retries) with an output cap for its own size."""
-        view = policy.view(messages)
-        tokens = policy.count(view) + flush_prompt_tokens(self.directory)
         # It runs when the compaction is certain, so past the threshold: like the summary
         # requests, it needs the window (and room for a short answer), not the threshold.
-        room = policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
-        if room < FLUSH_MIN_OUTPUT_TOKENS:
+        view, tokens, _ = fitting_view(policy, list(policy.view(messages)), flush_prompt_tokens(self.directory))
+        if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
             why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.window:,}-token window"
             policy.record_flush([], skipped=why)
             ledger.add(LedgerRecord(kind="flush", recover=why, detail={"skipped": True}))
