@@ -310,7 +310,9 @@ class MemoryKeeper:
         try:
             change = action()
         except (MemoryHistoryError, OSError) as exc:
-            records.append(LedgerRecord(kind="memory", recover=str(exc), detail={"reason": reason, "failed": True}))
+            why = str(exc) if isinstance(exc, MemoryHistoryError) else f"{self.history.git_dir}: {exc}"
+            why = f"this change ({reason}) was not recorded in the memory history ({why}); the notes are as written"
+            records.append(LedgerRecord(kind="memory", recover=why, detail={"reason": reason, "failed": True}))
             change = None
         for notice in self.history.take_notices():
             records.append(LedgerRecord(kind="memory", recover=notice, detail={"notice": True}))
