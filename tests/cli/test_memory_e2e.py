@@ -32,7 +32,9 @@ def heron() -> list[str]:
     return [sys.executable, "-m", "heron.cli.main"]
 
 
-def make_home(root: Path, url: str, settings: dict[str, Any], window: int = 16_384) -> tuple[Path, Path, dict[str, str]]:
+def make_home(
+    root: Path, url: str, settings: dict[str, Any], window: int = 16_384
+) -> tuple[Path, Path, dict[str, str]]:
     cwd, home = root / "proj", root / "home"
     cwd.mkdir(parents=True)
     home.mkdir()
@@ -145,7 +147,7 @@ def test_a_16k_session_commits_each_flush_and_sends_the_same_bytes_from_one_proc
     assert not note.exists()
     after = log(cwd, env)
     assert after[0]["reason"] == "revert" and after[0]["reverts"] == target["commit"]
-    assert f"-- a fact from" in run(cwd, env, "memory", "show", after[0]["commit"][:8]).stdout
+    assert "-- a fact from" in run(cwd, env, "memory", "show", after[0]["commit"][:8]).stdout
     (memory / "by-hand.md").write_text("by hand\n")
     diff = run(cwd, env, "memory", "diff", target["commit"][:8]).stdout
     assert "new file, not yet in history: by-hand.md" in diff and f"{target['files'][0]}" in diff
@@ -244,11 +246,10 @@ def test_a_users_repository_and_a_history_that_cannot_be_written_are_said_and_lo
 pexpect = pytest.importorskip("pexpect")
 
 
-def test_the_interactive_mode_runs_the_end_reflection_when_its_session_ends(
-    tmp_path: Path, servers: list[MemoryServer]
-) -> None:
+def interactive(tmp_path: Path, servers: list[MemoryServer], *, hang: bool) -> tuple[Any, Path, Path, dict[str, str]]:
+    """The interactive mode after one prompt that wrote a note; Ctrl+D sent."""
     memory = tmp_path / "proj" / "memory"
-    server = MemoryServer(writes=memory)
+    server = MemoryServer(writes=memory, hang_reflection=hang)
     servers.append(server)
     cwd, home, env = make_home(tmp_path, server.url, {"memory": {"directory": str(memory)}}, window=64_000)
     seed_notes(memory)
@@ -263,19 +264,49 @@ def test_the_interactive_mode_runs_the_end_reflection_when_its_session_ends(
         dimensions=(40, 100),
     )
     child.logfile_read = io.StringIO()
-    try:
-        child.expect("Ctrl\\+D exits")
-        child.send("remember how to deploy\r")
-        child.expect("not nose")
-        assert not server.reflection_asked.is_set()  # not during the session
-        child.send("\x04")
-        child.expect(pexpect.EOF)
-        child.close()
-        assert child.exitstatus == 0, child.logfile_read.getvalue()[-3000:]
-    finally:
+    children.append(child)
+    child.expect("Ctrl\\+D exits")
+    child.send("remember how to deploy\r")
+    child.expect("not nose")
+    assert not server.reflection_asked.is_set()  # not during the session
+    child.send("\x04")
+    child.expect("reflecting on the project memory before exiting")
+    return child, cwd, home, env
+
+
+children: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left() -> Iterator[None]:
+    yield
+    while children:
+        child = children.pop()
         if child.isalive():
             child.terminate(force=True)
-    assert server.reflection_asked.is_set()
+
+
+def test_the_interactive_mode_runs_the_end_reflection_when_its_session_ends(
+    tmp_path: Path, servers: list[MemoryServer]
+) -> None:
+    child, cwd, _, env = interactive(tmp_path, servers, hang=False)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.logfile_read.getvalue()[-3000:]
+    assert servers[0].reflection_asked.is_set()
     changes = log(cwd, env)
     assert [c["reason"] for c in changes] == ["reflection", "tool call", "outside heron"]
-    assert not (memory / "nose.md").exists()
+    assert not (cwd / "memory" / "nose.md").exists()
+
+
+def test_ctrl_c_drops_the_interactive_modes_end_reflection(tmp_path: Path, servers: list[MemoryServer]) -> None:
+    child, cwd, home, env = interactive(tmp_path, servers, hang=True)
+    assert servers[0].reflection_asked.wait(TIMEOUT)
+    child.sendintr()
+    child.expect("reflection dropped")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.logfile_read.getvalue()[-3000:]
+    assert any(r.get("dropped") for r in records(home))
+    assert [c["reason"] for c in log(cwd, env)] == ["tool call", "outside heron"]
+    assert (cwd / "memory" / "nose.md").exists()

@@ -134,6 +134,14 @@ class MemoryWatch:
     def reflecting(self) -> bool:
         return bool(self._reflections)
 
+    @property
+    def end_pass_due(self) -> bool:
+        """Whether :meth:`finish` will start (or wait for) a pass: what a front end says
+        before the process waits at its end."""
+        memory = self.session.memory
+        due = memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here
+        return due or self.reflecting
+
     def cancel(self) -> None:
         """An abort (Ctrl+C while a process waits for its ``end`` pass, rpc ``abort``): a
         running pass is cut short, which drops it with a ledger record and puts its writes back."""
@@ -148,7 +156,7 @@ class MemoryWatch:
         pass still running, waited for (each bounded by its time limit; an abort ends it)."""
         self._add_later()
         memory = self.session.memory
-        if memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here:
+        if self.end_pass_due and not self.reflecting:
             memory.changed_here = False
             self.start_reflection("end")
         for task in list(self._reflections):
