@@ -22,8 +22,8 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,16 @@ from heron.agent.loop import StreamFn
 from heron.agent.messages import AgentMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
-from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingLevel,
+    Usage,
+    UserMessage,
+)
 from heron.coding.memory_history import MemoryChange, MemoryHistory, MemoryHistoryError
 from heron.coding.memory_notes import note_ages, render_ages, session_starts, set_marks
 from heron.coding.settings import MemorySettings
@@ -222,14 +231,16 @@ def flush_prompt_tokens(directory: Path) -> int:
     return len(FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)) // 4 + 1
 
 
-def fitting_view(policy: ContextPolicy, view: list[AgentMessage], extra: int) -> tuple[list[AgentMessage], int, int]:
+def fitting_view(
+    policy: ContextPolicy, view: Sequence[AgentMessage], extra: int
+) -> tuple[list[AgentMessage], int, int]:
     """The view a side turn (the flush, a reflection) can send with room for its answer:
     the whole view when it fits, else its newest whole turns (from a user prompt on) that
     do. A compaction that runs at the window's edge (a background summary taken late)
     would otherwise leave no room and the flush would be skipped at every compaction; the
     oldest turns are the ones the summary keeps. Returns (messages, tokens, dropped)."""
+    tokens = policy.count(view) + extra  # the view itself: its tally makes the count exact
     messages = list(view)
-    tokens = policy.count(messages) + extra
     dropped = 0
     while side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
         cut = next((i for i, m in enumerate(messages) if i > 0 and isinstance(m, UserMessage)), None)
@@ -237,6 +248,10 @@ def fitting_view(policy: ContextPolicy, view: list[AgentMessage], extra: int) ->
             break
         messages, dropped = messages[cut:], dropped + cut
         tokens = policy.estimate(messages) + extra
+    if dropped:
+        # the replies' usage measured requests this shorter one is no prefix of: counted as
+        # an anchor it would make the request look as large as the whole view
+        messages = [replace(m, usage=Usage()) if isinstance(m, AssistantMessage) else m for m in messages]
     return messages, tokens, dropped
 
 
@@ -386,7 +401,7 @@ class MemoryKeeper:
         gets the typed options (key, timeouts, retries) with an output cap for its own size."""
         # It runs when the compaction is certain, so past the threshold: like the summary
         # requests, it needs the window (and room for a short answer), not the threshold.
-        view, tokens, _ = fitting_view(policy, list(policy.view(messages)), flush_prompt_tokens(self.directory))
+        view, tokens, _ = fitting_view(policy, policy.view(messages), flush_prompt_tokens(self.directory))
         if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
             why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.window:,}-token window"
             policy.record_flush([], skipped=why)

@@ -97,7 +97,7 @@ async def reflect(session: CodingSession, trigger: str) -> tuple[str, bool]:
         directory=directory, index=INDEX_FILE, lines=MAX_LINES, kb=MAX_BYTES // 1024, notes=notes
     )
     policy = session.policy
-    view, tokens, _ = fitting_view(policy, list(policy.view(list(session.agent.state.messages))), len(prompt) // 4 + 1)
+    view, tokens, _ = fitting_view(policy, policy.view(list(session.agent.state.messages)), len(prompt) // 4 + 1)
     if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
         return _dropped(session, trigger, f"the pass ({tokens:,} tokens) would not fit in the window")
     files: list[str] = []
