@@ -24,7 +24,7 @@ from typing import Any
 
 from heron.coding.memory import FLUSH_PROMPT
 from heron.coding.memory_reflect import REFLECT_PROMPT
-from tests.support.http_server import LocalServer, Recorded, Reply
+from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.sse import openai_reply
 from tests.support.summaries import is_summary_body
 
@@ -78,6 +78,8 @@ class MemoryServer:
         return "flush" if any(u.startswith(FLUSH_MARK) for u in users) else "main"
 
     def __call__(self, request: Recorded) -> Reply:
+        if request.method != "POST" or not request.body:  # a probe of the server: not a model request
+            return json_reply(404, {"error": {"message": "Not Found", "type": "not_found_error"}})
         body = request.json()
         kind = self.kind(body)
         with self._lock:
