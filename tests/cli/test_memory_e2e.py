@@ -217,6 +217,29 @@ def test_a_hanging_reflection_is_dropped_on_ctrl_c_with_its_writes_put_back(
     assert (memory / "nose.md").exists() and (memory / "deploy.md").exists()
 
 
+def test_ctrl_c_drops_a_hanging_reflection_an_rpc_process_waits_for_at_its_end(
+    tmp_path: Path, servers: list[MemoryServer]
+) -> None:
+    memory = tmp_path / "proj" / "memory"
+    server = MemoryServer(writes=memory, hang_reflection=True)
+    servers.append(server)
+    cwd, home, env = make_home(tmp_path, server.url, {"memory": {"directory": str(memory)}}, window=64_000)
+    seed_notes(memory)
+    drive = [*heron(), "--model", "local/m", "--mode", "rpc"]
+    child = subprocess.Popen(drive, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(json.dumps({"id": 1, "type": "prompt", "message": "remember how to deploy"}) + "\n")
+    child.stdin.close()  # the input ends: the end pass starts, and hangs
+    assert server.reflection_asked.wait(TIMEOUT)
+    child.send_signal(signal.SIGINT)
+    out = child.stdout.read()
+    assert child.wait(timeout=TIMEOUT) == 0
+    warnings = [json.loads(line) for line in out.splitlines() if '"context_warning"' in line]
+    assert [w["kind"] for w in warnings] == ["memory"] and "reflection dropped" in warnings[0]["message"]
+    assert any(r.get("dropped") for r in records(home))
+    assert (memory / "nose.md").exists()
+
+
 def test_a_users_repository_and_a_history_that_cannot_be_written_are_said_and_lose_nothing(
     tmp_path: Path, servers: list[MemoryServer]
 ) -> None:
