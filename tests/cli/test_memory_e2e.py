@@ -293,6 +293,9 @@ def interactive(tmp_path: Path, servers: list[MemoryServer], *, hang: bool) -> t
     child.expect("Ctrl\\+D exits")
     child.send("remember how to deploy\r")
     child.expect("not nose")
+    child.send("/memory\r")  # the same list as heron memory log
+    child.expect("tool call")
+    child.expect("deploy.md")
     assert not server.reflection_asked.is_set()  # not during the session
     child.send("\x04")
     child.expect("reflecting on the project memory before exiting")
