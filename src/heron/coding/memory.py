@@ -147,7 +147,13 @@ class FlushGuard:
                     ),
                 )
             targets.append(str(target))
-        private_dir(self.directory, narrow=True)
+        try:
+            private_dir(self.directory, narrow=True)
+        except OSError as exc:  # immutable, read-only, a file in the way: said, the notes untouched
+            why = exc.strerror or str(exc)
+            return BeforeToolCallResult(
+                block=True, reason=f"The memory directory {self.directory} cannot be written ({why})."
+            )
         self.touched.extend(targets)
         return None
 
