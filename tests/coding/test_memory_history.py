@@ -336,3 +336,28 @@ async def test_a_note_from_a_turn_that_ended_in_an_error_is_tentative_until_conf
     await fresh.prompt("confirm it")
     later = CodingSession(cwd=project, model=faux.model(), store=SessionStore.create(project, home=home), home=home)
     assert "tentative" not in later.system_prompt.split("- guess.md: ")[1].split("\n")[0]
+
+
+def test_a_revert_that_conflicts_with_later_changes_changes_nothing(tmp_path: Path, home: Path) -> None:
+    from heron.coding.memory_history import MemoryHistoryError
+
+    memory = tmp_path / "mem"
+    memory.mkdir()
+    history = MemoryHistory(memory, home)
+    (memory / "a.md").write_text("line 1\n")
+    history.commit("tool call", session="s1")
+    (memory / "a.md").write_text("line 2\n")
+    second = history.commit("tool call", session="s1")
+    assert second is not None
+    (memory / "a.md").write_text("line 3\n")  # a later change to the same line, outside heron
+    with pytest.raises(MemoryHistoryError, match="later changes touch the same lines") as raised:
+        history.revert(second.commit[:10])
+    assert "nothing changed" in str(raised.value) and "hint:" not in str(raised.value)
+    assert (memory / "a.md").read_text() == "line 3\n"
+    assert [c.reason for c in history.log()] == ["outside heron", "tool call", "tool call"]
+    status = subprocess.run(
+        ["git", "--git-dir", str(history.git_dir), "--work-tree", str(memory), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+    )
+    assert status.stdout == ""  # no revert left half done
