@@ -234,6 +234,51 @@ async def test_a_history_that_cannot_be_written_leaves_the_session_unaffected(
     assert done.returncode == 0 and "no memory changes" in done.stdout
 
 
+async def test_a_flush_into_a_memory_directory_that_cannot_be_written_is_told_why(
+    project: Path, home: Path, faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory directory heron may not change (immutable, a read-only mount: its mode cannot
+    be set): the flush's write is refused with the reason (not as a failed hook), the notes
+    stay as they were, the session goes on."""
+    monkeypatch.setenv("HERON_MEMORY_FLUSH", "1")
+    memory = project / "memory"
+    memory.mkdir()
+    (memory / INDEX_FILE).write_text("# Memory\n")
+
+    def refused(path: Path, **_: Any) -> None:
+        raise PermissionError(1, "Operation not permitted", str(path))
+
+    monkeypatch.setattr("heron.coding.memory.private_dir", refused)
+    results: list[str] = []
+
+    def model(context: Context) -> FauxReply:
+        if is_summary_request(context):
+            return text("<summary>## Goal\nKeep going.</summary>")
+        last = context.messages[-1]
+        if isinstance(last, UserMessage) and last.text().startswith(FLUSH_START):
+            return tool_call("write", {"path": str(memory / "n.md"), "content": "n\n"})
+        if isinstance(last, ToolResultMessage):
+            results.append(last.text())
+            return text("Could not save.")
+        return text("Answer. " + "Thinking it through, step by step. " * 230)
+
+    faux.set_fallback(model)
+    settings = settings_from_dict({"memory": {"directory": str(memory)}, "continuity": {"recentSteps": 0}})
+    store = SessionStore.create(project, home=home)
+    session = CodingSession(
+        cwd=project,
+        model=faux.model(context_window=16_384, max_tokens=2_048),
+        store=store,
+        home=home,
+        settings=settings,
+    )
+    for n in range(8):
+        await session.prompt(f"go on, part {n}")
+    assert any(isinstance(e, CompactionEntry) for e in store.entries())
+    assert results and all(r.startswith(f"The memory directory {memory} cannot be written (") for r in results)
+    assert [p.name for p in memory.iterdir()] == [INDEX_FILE] and (memory / INDEX_FILE).read_text() == "# Memory\n"
+
+
 async def test_a_10_mb_index_is_cut_for_the_prompt_and_kept_out_of_history(
     project: Path, home: Path, faux: FauxProvider
 ) -> None:
@@ -291,3 +336,28 @@ async def test_a_note_from_a_turn_that_ended_in_an_error_is_tentative_until_conf
     await fresh.prompt("confirm it")
     later = CodingSession(cwd=project, model=faux.model(), store=SessionStore.create(project, home=home), home=home)
     assert "tentative" not in later.system_prompt.split("- guess.md: ")[1].split("\n")[0]
+
+
+def test_a_revert_that_conflicts_with_later_changes_changes_nothing(tmp_path: Path, home: Path) -> None:
+    from heron.coding.memory_history import MemoryHistoryError
+
+    memory = tmp_path / "mem"
+    memory.mkdir()
+    history = MemoryHistory(memory, home)
+    (memory / "a.md").write_text("line 1\n")
+    history.commit("tool call", session="s1")
+    (memory / "a.md").write_text("line 2\n")
+    second = history.commit("tool call", session="s1")
+    assert second is not None
+    (memory / "a.md").write_text("line 3\n")  # a later change to the same line, outside heron
+    with pytest.raises(MemoryHistoryError, match="later changes touch the same lines") as raised:
+        history.revert(second.commit[:10])
+    assert "nothing changed" in str(raised.value) and "hint:" not in str(raised.value)
+    assert (memory / "a.md").read_text() == "line 3\n"
+    assert [c.reason for c in history.log()] == ["outside heron", "tool call", "tool call"]
+    status = subprocess.run(
+        ["git", "--git-dir", str(history.git_dir), "--work-tree", str(memory), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+    )
+    assert status.stdout == ""  # no revert left half done

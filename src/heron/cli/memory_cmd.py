@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(history: MemoryHistory, args: argparse.Namespace) -> int:
     command = args.memory_command
+    if history.directory.exists() and not history.directory.is_dir():
+        raise MemoryHistoryError(f"the memory directory {history.directory} is a file (see memory.directory)")
     if command == "log":
         changes = history.log()
         if args.json:

@@ -75,5 +75,5 @@ def context_warning_text(event: Any) -> str | None:
     mode writes it to stderr as ``heron: warning: ...``."""
     kind = getattr(event, "type", "")
     if kind == "context_warning":
-        return str(event.message) if event.kind == "extension" else f"context: {event.message}"
+        return str(event.message) if event.kind in ("extension", "memory") else f"context: {event.message}"
     return None

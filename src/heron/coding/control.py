@@ -103,6 +103,8 @@ class SessionLike(Protocol):
 
     def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
 
+    def emit(self, event: Any) -> None: ...
+
 
 class Control:
     def __init__(self, session: SessionLike) -> None:

@@ -79,7 +79,8 @@ class ContextWarningEvent:
     or failed after its retries), a context invariant violated (with
     ``HERON_CHECK_CONTEXT``), a window learnt, a server that did not say its window in
     time (a model switched to), an extension disabled or its context transform not used
-    (docs/extensions.md)."""
+    (docs/extensions.md), project memory's history repaired or not written, a reflection
+    dropped (docs/memory.md)."""
 
     kind: Literal[
         "auto_compaction_off",
@@ -89,6 +90,7 @@ class ContextWarningEvent:
         "window_unknown",
         "overflow_doubted",
         "extension",
+        "memory",
     ]
     message: str
     type: Literal["context_warning"] = "context_warning"

@@ -22,8 +22,8 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,16 @@ from heron.agent.loop import StreamFn
 from heron.agent.messages import AgentMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
-from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextContent, ThinkingLevel, UserMessage
+from heron.ai.types import (
+    AssistantMessage,
+    Context,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingLevel,
+    Usage,
+    UserMessage,
+)
 from heron.coding.memory_history import MemoryChange, MemoryHistory, MemoryHistoryError
 from heron.coding.memory_notes import note_ages, render_ages, session_starts, set_marks
 from heron.coding.settings import MemorySettings
@@ -138,7 +147,13 @@ class FlushGuard:
                     ),
                 )
             targets.append(str(target))
-        private_dir(self.directory, narrow=True)
+        try:
+            private_dir(self.directory, narrow=True)
+        except OSError as exc:  # immutable, read-only, a file in the way: said, the notes untouched
+            why = exc.strerror or str(exc)
+            return BeforeToolCallResult(
+                block=True, reason=f"The memory directory {self.directory} cannot be written ({why})."
+            )
         self.touched.extend(targets)
         return None
 
@@ -222,6 +237,36 @@ def flush_prompt_tokens(directory: Path) -> int:
     return len(FLUSH_PROMPT.format(directory=directory, index=INDEX_FILE)) // 4 + 1
 
 
+def fitting_view(
+    policy: ContextPolicy, view: Sequence[AgentMessage], extra: int
+) -> tuple[list[AgentMessage], int, int]:
+    """The view a side turn (the flush, a reflection) can send with room for its answer:
+    the whole view when it fits, else its newest whole turns (from a user prompt on) that
+    do. A compaction that runs at the window's edge (a background summary taken late)
+    would otherwise leave no room and the flush would be skipped at every compaction; the
+    oldest turns are the ones the summary keeps. Returns (messages, tokens, dropped)."""
+    tokens = policy.count(view) + extra  # the view itself: its tally makes the count exact
+    messages = list(view)
+    dropped = 0
+    while side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
+        cut = next((i for i, m in enumerate(messages) if i > 0 and isinstance(m, UserMessage)), None)
+        if cut is None:
+            break
+        messages, dropped = messages[cut:], dropped + cut
+        tokens = policy.estimate(messages) + extra
+    if dropped:
+        # the replies' usage measured requests this shorter one is no prefix of: counted as
+        # an anchor it would make the request look as large as the whole view
+        messages = [replace(m, usage=Usage()) if isinstance(m, AssistantMessage) else m for m in messages]
+    return messages, tokens, dropped
+
+
+def side_room(policy: ContextPolicy, tokens: int) -> int:
+    """The room for a side turn's answer in the window (the window, not the threshold: it
+    runs when a compaction is certain, like the summary requests)."""
+    return policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
+
+
 class MemoryKeeper:
     """The memory of one session: the text its system prompt was built with (recorded at
     its first prompt), and the flush before automatic compactions."""
@@ -286,7 +331,9 @@ class MemoryKeeper:
         try:
             change = action()
         except (MemoryHistoryError, OSError) as exc:
-            records.append(LedgerRecord(kind="memory", recover=str(exc), detail={"reason": reason, "failed": True}))
+            why = str(exc) if isinstance(exc, MemoryHistoryError) else f"{self.history.git_dir}: {exc}"
+            why = f"this change ({reason}) was not recorded in the memory history ({why}); the notes are as written"
+            records.append(LedgerRecord(kind="memory", recover=why, detail={"reason": reason, "failed": True}))
             change = None
         for notice in self.history.take_notices():
             records.append(LedgerRecord(kind="memory", recover=notice, detail={"notice": True}))
@@ -358,12 +405,10 @@ class MemoryKeeper:
         """The silent turn, recorded (files touched, or why it was skipped) in the session.
         ``send`` and ``options`` are the session's request path: each request of the turn
         gets the typed options (key, timeouts, retries) with an output cap for its own size."""
-        view = policy.view(messages)
-        tokens = policy.count(view) + flush_prompt_tokens(self.directory)
         # It runs when the compaction is certain, so past the threshold: like the summary
         # requests, it needs the window (and room for a short answer), not the threshold.
-        room = policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
-        if room < FLUSH_MIN_OUTPUT_TOKENS:
+        view, tokens, _ = fitting_view(policy, policy.view(messages), flush_prompt_tokens(self.directory))
+        if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
             why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.window:,}-token window"
             policy.record_flush([], skipped=why)
             ledger.add(LedgerRecord(kind="flush", recover=why, detail={"skipped": True}))

@@ -349,8 +349,9 @@ class MemoryHistory:
                 git.run("revert", "--no-commit", commit)
             except CheckpointError as exc:
                 git.run("revert", "--abort", check=False)
+                first = str(exc).splitlines()[0] if str(exc) else "a conflict"  # git's hints are not the user's steps
                 raise MemoryHistoryError(
-                    f"could not revert {rev}: later changes touch the same lines ({exc}); nothing changed"
+                    f"could not revert {rev}: later changes touch the same lines ({first}); nothing changed"
                 ) from exc
             git.run("revert", "--quit", check=False)
             change = self._commit_locked("revert", session=session, entry="", reverts=commit)

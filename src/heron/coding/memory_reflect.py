@@ -24,11 +24,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heron.ai.types import AssistantMessage, StopReason
-from heron.coding.memory import INDEX_FILE, MAX_BYTES, MAX_LINES, run_restricted
+from heron.coding.memory import (
+    FLUSH_MIN_OUTPUT_TOKENS,
+    INDEX_FILE,
+    MAX_BYTES,
+    MAX_LINES,
+    fitting_view,
+    run_restricted,
+    side_room,
+)
 from heron.coding.memory_history import MemoryHistoryError
 from heron.coding.memory_notes import note_files, set_marks
 from heron.context.records.ledger import LedgerRecord
-from heron.context.window.output_room import OUTPUT_MARGIN_SHARE
 
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
@@ -90,9 +97,8 @@ async def reflect(session: CodingSession, trigger: str) -> tuple[str, bool]:
         directory=directory, index=INDEX_FILE, lines=MAX_LINES, kb=MAX_BYTES // 1024, notes=notes
     )
     policy = session.policy
-    view = policy.view(list(session.agent.state.messages))
-    tokens = policy.count(view) + len(prompt) // 4 + 1
-    if policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE) < 1_024:
+    view, tokens, _ = fitting_view(policy, policy.view(list(session.agent.state.messages)), len(prompt) // 4 + 1)
+    if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
         return _dropped(session, trigger, f"the pass ({tokens:,} tokens) would not fit in the window")
     files: list[str] = []
     try:

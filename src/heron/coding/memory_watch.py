@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from heron.agent.agent import Agent
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, StopReason
+from heron.coding.events import ContextWarningEvent
 from heron.context.records.ledger import Ledger, LedgerRecord
 from heron.session.store import SessionStore
 
@@ -46,6 +47,8 @@ class WatchedSession(Protocol):
 
     def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
 
+    def emit(self, event: Any) -> None: ...
+
 
 class MemoryWatch:
     def __init__(self, session: WatchedSession) -> None:
@@ -53,8 +56,20 @@ class MemoryWatch:
         self._pending = False  # a tool call of this turn wrote in the memory directory
         self._reflections: set[asyncio.Task[Any]] = set()
         self._later: list[LedgerRecord] = []  # the start-up job's records (a thread), added on the loop
+        self._warned: set[str] = set()  # each memory warning said once a process
         session.agent.subscribe(self._on_event)
         session.subscribe(self._on_session_event)
+        session.ledger.subscribe(self._on_record)
+
+    def _on_record(self, record: LedgerRecord) -> None:
+        """A memory record the user must hear of (a repair, a notice, a history that could
+        not be written, a dropped reflection) is also a warning: the ledger alone is not
+        seen by someone running ``heron -p``."""
+        detail = record.detail
+        loud = detail.get("notice") or detail.get("failed") or detail.get("dropped")
+        if record.kind == "memory" and loud and record.recover not in self._warned:
+            self._warned.add(record.recover)
+            self.session.emit(ContextWarningEvent(kind="memory", message=f"memory: {record.recover}"))
 
     def sync_outside(self) -> None:
         """The housekeeping job: outside changes committed, off the critical path."""
@@ -115,6 +130,24 @@ class MemoryWatch:
         task.add_done_callback(self._reflections.discard)
         return task
 
+    @property
+    def reflecting(self) -> bool:
+        return bool(self._reflections)
+
+    @property
+    def end_pass_due(self) -> bool:
+        """Whether :meth:`finish` will start (or wait for) a pass: what a front end says
+        before the process waits at its end."""
+        memory = self.session.memory
+        due = memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here
+        return due or self.reflecting
+
+    def cancel(self) -> None:
+        """An abort (Ctrl+C while a process waits for its ``end`` pass, rpc ``abort``): a
+        running pass is cut short, which drops it with a ledger record and puts its writes back."""
+        for task in list(self._reflections):
+            task.cancel()
+
     def _coding(self) -> CodingSession:
         return self.session  # type: ignore[return-value]  # the one session type with a context owner
 
@@ -123,7 +156,7 @@ class MemoryWatch:
         pass still running, waited for (each bounded by its time limit; an abort ends it)."""
         self._add_later()
         memory = self.session.memory
-        if memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here:
+        if self.end_pass_due and not self.reflecting:
             memory.changed_here = False
             self.start_reflection("end")
         for task in list(self._reflections):

@@ -527,6 +527,7 @@ class CodingSession(RecoveryHooks):
         self.agent.abort()
         self._recovery_abort.abort()
         self.context_owner.cancel_background()
+        self.control.memory_watch.cancel()
 
     # --- compaction (decided and run by the context owner) --------------------------------
 

@@ -161,6 +161,8 @@ async def _run_terminal(app: App, task: Task) -> int:
             except KeyboardInterrupt:
                 continue
             await _submit(controller, text)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, sigint)  # the input line took it: Ctrl+C while exiting
         await controller.shutdown()
     writer.close()
     return 0

@@ -137,5 +137,7 @@ async def finish_background(app: App) -> None:
     done, _ = await asyncio.wait({waiting}, timeout=WAIT_NOTE_S)
     if not done:
         note = "waiting for the background summary to finish (the next heron --continue uses it; Ctrl+C stops)"
+        if app.session.control.memory_watch.reflecting:
+            note = "waiting for the memory reflection to finish (Ctrl+C drops it, putting the notes back)"
         print(f"heron: {note}", file=sys.stderr, flush=True)
     await waiting

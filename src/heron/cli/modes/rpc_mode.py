@@ -50,8 +50,12 @@ async def run_rpc(app: App) -> int:
             server.abort()
         lines.put_nowait(None)
 
+    ending: list[bool] = []  # set once the commands are over
+
     def interrupt() -> None:
-        if server is not None and not server.abort():
+        if ending:  # heron is ending: what it waits for (a memory reflection) is dropped
+            app.session.abort()
+        elif server is not None and not server.abort():
             lines.put_nowait(None)  # nothing to abort: Ctrl+C ends heron like EOF
 
     def stop_unsaved(event: Any) -> None:
@@ -79,6 +83,7 @@ async def run_rpc(app: App) -> int:
             await asyncio.sleep(0)  # a run just accepted takes its first step before the next command
             if app.session.store.write_error is not None:
                 break
+        ending.append(True)
         await server.finish()
         await app.session.context_owner.finish_background(wait=False)  # a summary that came back is kept
     finally:

@@ -290,6 +290,9 @@ class Controller(SessionCommands, ControlCommands):
         so the front end clears the input instead. A question waiting is declined instead."""
         if self.answer_question(None):
             return True
+        if self.quit_requested:  # exiting: what is left (a memory reflection) is dropped
+            self.session.abort()
+            return True
         job = self.job
         if job is None or job.aborting:
             return False
@@ -308,6 +311,8 @@ class Controller(SessionCommands, ControlCommands):
             self.job.abort()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.wait(), timeout=10)
+        if self.session.control.memory_watch.end_pass_due:  # memory.reflect: end (docs/memory.md)
+            self.note("reflecting on the project memory before exiting (Ctrl+C drops the pass)", "dim")
         await self.session.context_owner.finish_background(wait=False)  # a summary that came back is kept
 
     def set_prefill(self, text: str) -> None:

@@ -463,7 +463,7 @@ class Renderer:
 
     def _on_context_warning(self, event: Any) -> None:
         """One line per warning the runtime raises about the context (docs/interactive.md)."""
-        self.note(f"context: {event.message}", "yellow")
+        self.note(event.message if event.kind == "memory" else f"context: {event.message}", "yellow")
         if event.kind == "auto_compaction_off":
             # the compaction_end that follows carries the same reason: say it once
             self._warned.add(event.message.removeprefix("automatic compaction is off: "))
