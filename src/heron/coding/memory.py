@@ -29,7 +29,7 @@ from typing import Any
 
 from heron.agent.agent import Agent
 from heron.agent.loop import StreamFn
-from heron.agent.messages import AgentMessage
+from heron.agent.messages import AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, ExtensionMessage
 from heron.agent.tools import AgentTool, BeforeToolCallResult, ToolCallContext
 from heron.ai.options import StreamOptions
 from heron.ai.types import (
@@ -241,24 +241,32 @@ def fitting_view(
     policy: ContextPolicy, view: Sequence[AgentMessage], extra: int
 ) -> tuple[list[AgentMessage], int, int]:
     """The view a side turn (the flush, a reflection) can send with room for its answer:
-    the whole view when it fits, else its newest whole turns (from a user prompt on) that
-    do. A compaction that runs at the window's edge (a background summary taken late)
+    the whole view when it fits, else the view's head - the goal, the summary and the
+    frontier that lead every request - and its newest whole turns (from a user prompt on)
+    that do. A compaction that runs at the window's edge (a background summary taken late)
     would otherwise leave no room and the flush would be skipped at every compaction; the
     oldest turns are the ones the summary keeps. Returns (messages, tokens, dropped)."""
     tokens = policy.count(view) + extra  # the view itself: its tally makes the count exact
-    messages = list(view)
+    head_size = next((i for i, m in enumerate(view) if not isinstance(m, _HEAD_TYPES)), len(view))
+    head, messages = list(view[:head_size]), list(view[head_size:])
     dropped = 0
     while side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
         cut = next((i for i, m in enumerate(messages) if i > 0 and isinstance(m, UserMessage)), None)
         if cut is None:
             break
         messages, dropped = messages[cut:], dropped + cut
-        tokens = policy.estimate(messages) + extra
+        tokens = policy.estimate([*head, *messages]) + extra
+    messages = [*head, *messages]
     if dropped:
         # the replies' usage measured requests this shorter one is no prefix of: counted as
         # an anchor it would make the request look as large as the whole view
         messages = [replace(m, usage=Usage()) if isinstance(m, AssistantMessage) else m for m in messages]
     return messages, tokens, dropped
+
+
+# What leads a view and is never cut from a side turn's: the goal's block, a compaction's or
+# a branch's summary and the frontier after it (extension messages).
+_HEAD_TYPES = (ExtensionMessage, CompactionSummaryMessage, BranchSummaryMessage)
 
 
 def side_room(policy: ContextPolicy, tokens: int) -> int:
