@@ -58,7 +58,7 @@ from tests.support.real_llama import (
     start_llama_server,
     wait_idle,
 )
-from tests.support.summaries import is_summary_body
+from tests.support.summaries import is_side_body
 
 MODEL = os.environ.get("HERON_LLAMA_SERVER_MODEL", "local")
 WINDOW = 4_096
@@ -301,15 +301,15 @@ def test_twelve_turns_compact_resume_and_count_like_the_server(server: Recording
         # plans are paired with them in order, and over the session at most the side
         # requests heron logged.
         side_logged += sum(": request turn" not in line for line in request_lines(done.stderr))
-        turns = [e for e in sent if not is_summary_body(e.body)]
+        turns = [e for e in sent if not is_side_body(e.body)]  # not a summary, the flush or a reflection
         assert not any(e.aborted for e in turns), f"turn {turn}: a turn request was left unfinished"
         planned = plans(done.stderr)
         assert len(planned) == len(turns), f"turn {turn}: plans {planned}, turn requests {len(turns)}"
         for (plan, _window, ratio), exchange in zip(planned, turns, strict=True):
             if exchange.prompt_tokens:
                 paired.append((plan, ratio, exchange.prompt_tokens))
-    side_seen = [e for e in chats(server.since(start)) if is_summary_body(e.body)]
-    assert len(side_seen) <= side_logged, f"the server saw {len(side_seen)} summaries, heron logged {side_logged}"
+    side_seen = [e for e in chats(server.since(start)) if is_side_body(e.body)]
+    assert len(side_seen) <= side_logged, f"the server saw {len(side_seen)} side requests, heron logged {side_logged}"
     log = entries(place.home)
     assert sum(1 for e in log if e.get("type") == "compaction") >= 1
     assert any((e.get("data") or {}).get("op") == "calibration" for e in log)
