@@ -1,6 +1,7 @@
 """heron's own request path keeps one plan per request (heron.context.engine.RequestPlan):
-the request carries the plan's view and output cap, and overflow learning reads the plan
-of the request that was rejected - not fields of the policy some other step may have set."""
+the request carries the plan's view, output cap and turn prompt, overflow learning reads the
+plan of the request that was rejected (the policy keeps no numbers of the last request), and
+the plan names the compaction run and the decisions recorded while it was prepared."""
 
 from __future__ import annotations
 
@@ -69,7 +70,6 @@ async def test_overflow_learning_reads_the_rejected_requests_plan(tmp_path: Path
     await session.prompt("step: " + "x" * 4_000)
     plan = session.request_plan
     assert plan is not None
-    session.policy.last_tokens, session.policy.last_max_tokens = 1, 1  # what some other step left behind
     failed = AssistantMessage(
         api="faux",
         provider=session.model.provider,
@@ -80,7 +80,7 @@ async def test_overflow_learning_reads_the_rejected_requests_plan(tmp_path: Path
     )
     learned = session.learn_window(failed)
     assert learned is not None
-    rejected = plan.tokens + plan.max_tokens  # from the plan, not the policy's fields
+    rejected = plan.tokens + plan.max_tokens  # from the plan: the policy keeps no numbers of it
     assert learned < plan.window
     record = next(r for r in session.ledger.records if r.kind == "overflow")
     assert record.detail["rejectedTokens"] == rejected

@@ -245,7 +245,7 @@ def fitting_view(
     do. A compaction that runs at the window's edge (a background summary taken late)
     would otherwise leave no room and the flush would be skipped at every compaction; the
     oldest turns are the ones the summary keeps. Returns (messages, tokens, dropped)."""
-    tokens = policy.count(view) + extra  # the view itself: its tally makes the count exact
+    tokens = policy.sizes.count(view) + extra  # the view itself: its tally makes the count exact
     messages = list(view)
     dropped = 0
     while side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
@@ -253,7 +253,7 @@ def fitting_view(
         if cut is None:
             break
         messages, dropped = messages[cut:], dropped + cut
-        tokens = policy.estimate(messages) + extra
+        tokens = policy.sizes.estimate(messages) + extra
     if dropped:
         # the replies' usage measured requests this shorter one is no prefix of: counted as
         # an anchor it would make the request look as large as the whole view
@@ -264,7 +264,7 @@ def fitting_view(
 def side_room(policy: ContextPolicy, tokens: int) -> int:
     """The room for a side turn's answer in the window (the window, not the threshold: it
     runs when a compaction is certain, like the summary requests)."""
-    return policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
+    return policy.sizes.window - tokens - int(policy.sizes.window * OUTPUT_MARGIN_SHARE)
 
 
 class MemoryKeeper:
@@ -409,14 +409,14 @@ class MemoryKeeper:
         # requests, it needs the window (and room for a short answer), not the threshold.
         view, tokens, _ = fitting_view(policy, policy.view(messages), flush_prompt_tokens(self.directory))
         if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
-            why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.window:,}-token window"
-            policy.record_flush([], skipped=why)
+            why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.sizes.window:,}-token window"
+            policy.recorder.record_flush([], skipped=why)
             ledger.add(LedgerRecord(kind="flush", recover=why, detail={"skipped": True}))
             return
-        cap = policy.output_cap(tokens)
+        cap = policy.sizes.output_cap(tokens)
 
         def sized(context: Context) -> StreamOptions:
-            return options(policy.output_cap(max(tokens, policy.count(list(context.messages)))))
+            return options(policy.sizes.output_cap(max(tokens, policy.sizes.count(list(context.messages)))))
 
         # changes made outside heron, committed as such before the flush writes
         await self.off_loop(ledger, functools.partial(self.sync_outside, policy.store))
@@ -433,8 +433,8 @@ class MemoryKeeper:
         if failed is not None and failed.error_kind == "overflow":
             # the server enforces less than planned: learn it from this request, so the
             # session's own next request is sized right (one rejection, not two)
-            policy.learn_from_overflow(failed, tokens=tokens, max_tokens=cap)
-        policy.record_flush(files)
+            policy.windows.learn_from_overflow(failed, tokens=tokens, max_tokens=cap)
+        policy.recorder.record_flush(files)
         ledger.add(
             LedgerRecord(
                 kind="flush",

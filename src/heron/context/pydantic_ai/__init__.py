@@ -197,11 +197,15 @@ class HeronContext(AbstractCapability[Any]):
         if not isinstance(error, ModelHTTPError) or request_context.attempt > 1:
             raise error
         failed = failed_answer(error, provider=engine.model.provider, model=engine.model.id)
-        if not is_context_overflow(failed, engine.policy.window):
+        if not is_context_overflow(failed, engine.policy.sizes.window):
             raise error
         plan = self.last_plan  # the plan of the attempt just rejected
-        sent = {"tokens": plan.tokens, "max_tokens": plan.max_tokens} if plan is not None else {}
-        if engine.policy.learn_from_overflow(failed, **sent) is None:
+        sent = (
+            {"tokens": plan.tokens, "max_tokens": plan.max_tokens}
+            if plan is not None
+            else {"tokens": 0, "max_tokens": 0}
+        )
+        if engine.policy.windows.learn_from_overflow(failed, **sent) is None:
             raise error
         raise RetryModelRequest()
 
@@ -212,7 +216,8 @@ class HeronContext(AbstractCapability[Any]):
         engine = self._engine_for(request_context.model)
         answer = response_message(response, provider=engine.model.provider, model=engine.model.id)
         engine.append(answer)
-        engine.policy.observe(answer)
+        plan = self.last_plan  # the plan of the request this answers
+        engine.policy.observe(answer, plan.tokens if plan is not None else 0)
         return response
 
     def close(self) -> None:
