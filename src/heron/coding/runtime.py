@@ -536,8 +536,9 @@ class CodingSession(RecoveryHooks):
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
-        session. Returns the end event, or ``None`` when nothing was compacted."""
-        end = await self.context_owner.compact(focus, reason)
+        session (the running turn's prompt kept). Returns the end event, or ``None`` when
+        nothing was compacted."""
+        end = await self.context_owner.compact(focus, reason, turn_prompt=self._turn_prompt)
         return end if end.entry_id is not None else None
 
     # --- tree navigation, forks --------------------------------------------------------------
