@@ -167,7 +167,7 @@ class HeronContext(AbstractCapability[Any]):
         self._frame = _request_frame(request_context)
         model, system = request_context.model, system_parts(request_context.messages)
         shared = shared_ask(model, request_context.model_request_parameters, system) if self.shared_summary else None
-        plan = await engine.prepare_request(summary_ask(model), shared_ask=shared)
+        plan = await engine.prepare_request(summary_ask(model), shared_ask=shared, turn_prompt=self._turn_prompt)
         self.last_plan = plan
         if mode_from(False) != "off":  # HERON_CHECK_CONTEXT: the rules every request obeys
             self._check(engine, plan)
@@ -180,7 +180,7 @@ class HeronContext(AbstractCapability[Any]):
         """The request's rules checked (a ledger record each); under ``strict`` a broken one
         stops the request, as it does in heron's own sessions."""
         context = replace(self._frame, messages=convert_to_llm(list(plan.view)))
-        violations = engine.check(plan, context, self._turn_prompt)
+        violations = engine.check(plan, context, plan.turn_prompt)
         if violations and mode_from(False) == "strict":
             from heron.context.rules.invariants import STRICT_LOG, ContextInvariantError
 
