@@ -3,8 +3,8 @@
 A compaction's summary is the longest wait of a long session: the turn stops while the
 model reads the whole history. Past a soft mark, heron starts that summary as an asyncio
 task beside the turn, and the turn goes on. The mark is ``compaction.backgroundAt`` (0.7)
-of what the compaction is decided on (:attr:`ContextPolicy.compaction_bar`), compared
-with the part of the view only a compaction reduces (:meth:`ContextPolicy.unprunable`):
+of what the compaction is decided on (:attr:`~heron.context.pruning.pruning_steps.Pruner.compaction_bar`), compared
+with the part of the view only a compaction reduces (:meth:`~heron.context.pruning.pruning_steps.Pruner.unprunable`):
 a plain share of the threshold is passed on every climb of a pruning cycle, where the
 pruning step then spares the compaction the summary was for. When an automatic
 compaction is due, a ready summary is spliced in with no wait; one still running is
@@ -97,7 +97,7 @@ SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable["SummaryResult"]
 def background_keep(keep_recent: int, bar: int, unprunable: int) -> int:
     """What a summary started now keeps verbatim: the keep-recent budget less the growth
     still to come before the compaction (``unprunable`` up to ``bar``: see
-    :attr:`ContextPolicy.compaction_bar`), at least a quarter of the budget - so that the
+    :attr:`Pruner.compaction_bar`), at least a quarter of the budget - so that the
     compaction keeps about what one asked for then would."""
     return max(int(keep_recent * MIN_KEEP_SHARE), keep_recent - max(0, bar - unprunable))
 
