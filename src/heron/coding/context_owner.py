@@ -89,11 +89,12 @@ class ContextOwner:
         start = session.store.leaf_id
         if policy.windows.expire_learned_window(messages) is not None:
             self._follow_window()
-        if await self._native_switch(messages, signal, turn_prompt):
+        switched = await self._native_switch(messages, signal, turn_prompt)
+        if switched is not None:
             messages = list(session.agent.state.messages)
         settled, outcome = await self._settle(messages, signal, turn_prompt)
         decisions = recorded_since(session.store, start)
-        return plan_of(policy, settled, outcome, decisions, turn_prompt)
+        return plan_of(policy, settled, outcome or switched, decisions, turn_prompt)
 
     async def _settle(
         self, messages: list[AgentMessage], signal: AbortSignal, turn_prompt: UserMessage | None
@@ -159,20 +160,20 @@ class ContextOwner:
 
     async def _native_switch(
         self, messages: list[AgentMessage], signal: AbortSignal, turn_prompt: UserMessage | None
-    ) -> bool:
+    ) -> CompactionOutcome | None:
         """Heron's own summary of what a provider-native compaction covered, the first time
         a request goes to a model that cannot read that block (docs/context.md): a
-        compaction kept from the reply that carries the block. Whether one was written."""
+        compaction kept from the reply that carries the block. Its outcome when one was written."""
         session = self.session
         message = session.policy.uncovered_native(messages)
         if message is None or not session.policy.settings.compaction:
-            return False
+            return None
         store = session.store
         entry_id = entry_of(store, store.leaf_id, message)
         if entry_id is None or kept_from(store, store.leaf_id, entry_id):
-            return False
-        end = await self.compact(reason="native_switch", signal=signal, keep_from=entry_id, turn_prompt=turn_prompt)
-        return end.entry_id is not None
+            return None
+        end, outcome = await self._compact(None, "native_switch", signal=signal, keep_from=entry_id, turn=turn_prompt)
+        return outcome if end.entry_id is not None else None
 
     def forget_learned_window(self, reason: str) -> int | None:
         """``/context reset-window`` and rpc ``reset_window``: plan with the configured window
