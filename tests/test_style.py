@@ -68,10 +68,6 @@ KNOWN_IMPORT_CIRCLES: set[tuple[str, ...]] = {
 # Classes over the line limit counted with their mixins (issue 39, "the size rule applied to a
 # class with its mixins"), as (module, class): each is to be split by job, not into more mixins.
 KNOWN_LARGE_CLASSES: set[tuple[str, str]] = {
-    # The context policy: pruning steps, learned windows, calibrated counts and shortened
-    # calls are its mixins (805 lines over 5 files). To go: those parts become components
-    # the policy holds, each given what it reads, rather than parts of one object.
-    ("heron.context.policy", "ContextPolicy"),
     # The TUI's controller with its session and control commands (996 lines over 3 files).
     # To go: the commands become handlers that see a narrow protocol of the controller.
     ("heron.cli.tui.controller", "Controller"),
@@ -83,15 +79,10 @@ KNOWN_LARGE_CLASSES: set[tuple[str, str]] = {
 KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = set()
 
 # Private names still reached from another module, as (module, name). Issue 39 counted 28
-# accesses; 10 are left, in these 7 pairs (the others now use public names: the session's
-# emit and render_system_prompt, the agent's queued_counts, _scan.error_reason; the last
-# view became the session's request plan).
+# accesses; these 5 pairs are left (the others now use public names: the session's emit and
+# render_system_prompt, the agent's queued_counts, _scan.error_reason; the last view and the
+# turn's prompt are carried in the session's request plan).
 KNOWN_PRIVATE_ACCESS: set[tuple[str, str]] = {
-    # The request path reads the turn's prompt off the session, a field one loop hook sets
-    # and the next reads; to go into the request plan (one immutable value per request)
-    # rather than be renamed here.
-    ("coding/context_owner.py", "_turn_prompt"),
-    ("coding/requests.py", "_turn_prompt"),
     # An event stream heron.ai made is finished by the request path with the answer it got
     # elsewhere; to go: a public way for heron.ai to make a finished stream.
     ("coding/requests.py", "_set_result"),
@@ -376,7 +367,7 @@ def large_classes(root: Path = SRC) -> list[ClassSize]:
     return [c for c in class_sizes(root) if c.lines > MAX_MODULE_LINES]
 
 
-CONTEXT_TOP = ("policy", "engine", "pydantic_ai")  # the modules that coordinate heron.context's stages
+CONTEXT_TOP = ("policy", "sizes", "engine", "pydantic_ai")  # the modules that coordinate heron.context's stages
 
 
 def context_stage_imports(root: Path = SRC) -> dict[str, set[str]]:

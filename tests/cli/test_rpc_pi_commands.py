@@ -85,11 +85,11 @@ async def test_reset_window_forgets_a_learned_window(project: Path, faux: FauxPr
     await h.call({"id": 1, "type": "prompt", "message": "hi"})
     await h.wait(lambda o: o["type"] == "run_end" and o["id"] == 1)
     policy = h.app.session.policy
-    configured = policy.window
+    configured = policy.sizes.window
     nothing = await h.call({"id": 2, "type": "reset_window"})
     assert nothing["data"] == {"dropped": None, "window": configured}
-    policy._record(window_data(LearnedWindow(policy.model_key, 4_096, 9_000, "error text")))
-    assert policy.window == 4_096
+    policy.recorder.record(window_data(LearnedWindow(policy.sizes.model_key, 4_096, 9_000, "error text")))
+    assert policy.sizes.window == 4_096
     dropped = await h.call({"id": 3, "type": "reset_window"})
     assert dropped["data"] == {"dropped": 4_096, "window": configured}
-    assert policy.window == configured
+    assert policy.sizes.window == configured

@@ -436,10 +436,10 @@ async def test_context_reset_window_forgets_a_learnt_window(project: Path, home:
     await submit(c, "hi")
     assert "nothing to reset" in await submit(c, "/context reset-window")
     policy = c.session.policy
-    policy._record(window_data(LearnedWindow(policy.model_key, 4_096, 9_000, "error text")))
-    assert policy.window == 4_096
+    policy.recorder.record(window_data(LearnedWindow(policy.sizes.model_key, 4_096, 9_000, "error text")))
+    assert policy.sizes.window == 4_096
     out = await submit(c, "/context reset-window")
-    assert "forgot the learnt window of 4,096 tokens" in out and policy.window == 128_000
+    assert "forgot the learnt window of 4,096 tokens" in out and policy.sizes.window == 128_000
     assert "usage: /context" in await submit(c, "/context bogus")
 
 

@@ -44,7 +44,7 @@ async def test_the_footer_shows_the_learned_window(tmp_path: Path, home: Path, f
     c = Controller(make_app(project, home, faux), recording_console())
     assert shown_windows(await submit(c, "hi")) == [128.0]
     out = await submit(c, "and again")
-    learned = c.session.policy.window
+    learned = c.session.policy.sizes.window
     assert learned < 16_384 and "second" in out
     assert shown_windows(out)[-1] == round(learned / 1000, 1) and "of 128k" not in out.split("second")[-1]
     session = await submit(c, "/session")

@@ -48,7 +48,7 @@ async def session_past_the_window(tmp_path: Path, faux: FauxProvider, by_user: b
         tools=["read"],
     )
     await session.prompt(f"turn 0: {WORDS}")
-    session.policy.disable_auto_compaction("switched off", by_user=by_user)
+    session.policy.recorder.disable_auto_compaction("switched off", by_user=by_user)
     return session
 
 

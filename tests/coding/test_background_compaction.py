@@ -348,9 +348,9 @@ async def test_past_the_threshold_the_turn_goes_on_while_the_summary_runs(tmp_pa
     policy = s.policy
     entries = [e for e in s.store.entries() if isinstance(e, CompactionEntry)]
     assert len(entries) == 1
-    deferred = [p for p in own[:-1] if len(p) / 4 > policy.threshold]
+    deferred = [p for p in own[:-1] if len(p) / 4 > policy.sizes.threshold]
     assert deferred, "a request past the threshold was sent while the summary ran"
-    assert all(len(p) / 4 < policy.window for p in own)
+    assert all(len(p) / 4 < policy.sizes.window for p in own)
     written = [r for r in background_records(s) if r.ref == entries[0].id]
     assert written and written[0].detail["background"] in ("ready", "waited")
     assert len(script.summaries) <= 2, "no second summary was asked for"
@@ -371,17 +371,17 @@ async def test_a_step_boundary_renews_a_weak_summary_and_waits_for_a_young_one(
     await until_started(s, script)
     background, policy = s.context_owner.background, s.policy
     messages = s.agent.state.messages
-    estimate = policy.raw_estimate(policy.view(messages))
+    estimate = policy.sizes.raw_estimate(policy.view(messages))
     assert background.waits_at_boundary(messages, estimate, 1_000), "young: the boundary does not wait for it"
     first = decisions(s)[-1]["firstKeptEntryId"]
     for n in range(YOUNG_REQUESTS):
         await s.prompt(f"more {n}")
     assert not any(isinstance(e, CompactionEntry) for e in s.store.entries())
     messages = s.agent.state.messages
-    estimate = policy.raw_estimate(policy.view(messages))
+    estimate = policy.sizes.raw_estimate(policy.view(messages))
     assert not background.waits_at_boundary(messages, estimate, 1_000), "it had its time: the compaction runs"
     # after a deep pruning step the view is little more than what the summary leaves verbatim
-    assert background.waits_at_boundary(messages, policy.fixed_tokens() + 1_000, 1_000)
+    assert background.waits_at_boundary(messages, policy.sizes.fixed_tokens() + 1_000, 1_000)
     renewed = decisions(s)
     assert renewed[-2].get("ended") == "discarded" and "weak" in renewed[-2]["reason"]
     assert renewed[-1]["firstKeptEntryId"] != first, "a summary with the boundary's cut started"

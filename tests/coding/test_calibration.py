@@ -56,20 +56,20 @@ def test_the_plan_is_within_1_2x_of_the_servers_count(tmp_path: Path, chars_per_
         for turn in range(4):
             asyncio.run(session.prompt(words(turn, 1_500)))
             served = [s for s in server.served if not s.summary]
-            off.append(session.policy.last_tokens / served[-1].prompt_tokens)
+            off.append(session.request_plan.tokens / served[-1].prompt_tokens)
         asyncio.run(session.compact())  # nothing anchors the count after a compaction
         asyncio.run(session.prompt(words(9, 1_500)))
         served = [s for s in server.served if not s.summary]
-        off.append(session.policy.last_tokens / served[-1].prompt_tokens)
+        off.append(session.request_plan.tokens / served[-1].prompt_tokens)
         assert all(1 / 1.2 <= ratio <= 1.2 for ratio in off[1:]), off
-        ratio = session.policy.ratio
+        ratio = session.policy.sizes.ratio
         assert ratio != 1.0
-        before = session.policy.count(session.policy.view(session.messages))
+        before = session.policy.sizes.count(session.policy.view(session.messages))
         store.close()
         reopened = session_at(server, cwd, home, SessionStore.open(store.path))  # type: ignore[arg-type]
-        assert reopened.policy.ratio == ratio  # a restart counts the same
+        assert reopened.policy.sizes.ratio == ratio  # a restart counts the same
         view = reopened.policy.view(reopened.messages)
-        assert reopened.policy.count(view) == before
+        assert reopened.policy.sizes.count(view) == before
     finally:
         server.close()
 
@@ -84,13 +84,13 @@ def test_the_first_request_is_planned_on_the_servers_tokenize(tmp_path: Path, ch
         session, store, cwd, home = with_a_file(server, tmp_path)
         asyncio.run(session.prompt("Hello"))
         (served,) = server.served
-        assert 1 / 1.2 <= session.policy.last_tokens / served.prompt_tokens <= 1.2
-        assert session.policy.ratio != 1.0
+        assert 1 / 1.2 <= session.request_plan.tokens / served.prompt_tokens <= 1.2
+        assert session.policy.sizes.ratio != 1.0
         asyncio.run(session.prompt(words(1, 300)))
         assert server.paths().count("/tokenize") == 1  # once: the answers calibrate from then on
         store.close()
         reopened = session_at(server, cwd, home, SessionStore.open(store.path))  # type: ignore[arg-type]
-        assert reopened.policy.calibrated
+        assert reopened.policy.calibration.calibrated
     finally:
         server.close()
 
@@ -106,14 +106,14 @@ def test_a_template_that_drops_the_tools_is_counted_without_them(tmp_path: Path)
         plans: list[int] = []
         for turn, prompt in enumerate(["Hello", words(1, 300), "Short one.", words(2, 900)]):
             asyncio.run(session.prompt(prompt))
-            plans.append(session.policy.last_tokens)
+            plans.append(session.request_plan.tokens)
             assert server.served[-1].prompt_tokens > 0, turn
         for plan, served in zip(plans, server.served, strict=True):
             assert 1 / 1.2 <= plan / served.prompt_tokens <= 1.2, (plans, [s.prompt_tokens for s in server.served])
         store.close()
         reopened = session_at(server, cwd, home, SessionStore.open(store.path))  # type: ignore[arg-type]
         asyncio.run(reopened.prompt("And once more."))
-        assert 1 / 1.2 <= reopened.policy.last_tokens / server.served[-1].prompt_tokens <= 1.2
+        assert 1 / 1.2 <= reopened.request_plan.tokens / server.served[-1].prompt_tokens <= 1.2
     finally:
         server.close()
 
@@ -161,8 +161,8 @@ def test_debug_log_says_what_each_turn_was_planned_at(tmp_path: Path, caplog: py
         (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("request ")]
         (served,) = server.served
         assert line == (
-            f"request turn: planned {session.policy.last_tokens} tokens, window 16384, "
-            f"ratio {session.policy.ratio:.3f}, max_tokens {served.max_tokens}"
+            f"request turn: planned {session.request_plan.tokens} tokens, window 16384, "
+            f"ratio {session.policy.sizes.ratio:.3f}, max_tokens {served.max_tokens}"
         )
     finally:
         server.close()

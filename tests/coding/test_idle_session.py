@@ -275,7 +275,7 @@ async def test_expire_is_priced_from_the_pruned_cold_request_and_the_next_reques
     await session.prompt("and now?")
     one_process = body(seen[sent][0])
     assert "line 10 of file 0" not in one_process  # the cold request carries stubs, not the reads
-    assert session.policy.last_tokens <= record["coldTokens"] + 200  # about the size priced
+    assert session.request_plan.tokens <= record["coldTokens"] + 200  # about the size priced
     resumed = session_on(tmp_path, SessionStore.open(copy), model)
     await resumed.prompt("and now?")
     assert len(seen) == sent + 2 and body(seen[-1][0]) == one_process

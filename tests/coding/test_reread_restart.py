@@ -66,7 +66,7 @@ async def test_reread_after_the_content_was_pruned_gets_the_content(tmp_path: Pa
     faux.queue(tool_call("read", {"path": "big.txt"}), text("read"))
     await s.prompt("read big.txt")
     read_id = results(s)[-1].tool_call_id
-    s.policy.prune(s.messages, 0, keep_turns=0)  # what a pruning step records
+    s.policy.pruner.prune(s.messages, 0, keep_turns=0)  # what a pruning step records
     assert read_id in s.policy.decisions.stubs
     s._recorder.close()
     store.close()

@@ -166,7 +166,7 @@ async def test_a_read_kind_tool_gets_what_read_gets(tmp_path: Path, faux: FauxPr
     again = results(s)[-1].text()
     if setup is renamed:  # the read tool's own de-dup answers the re-read
         assert again.startswith(UNCHANGED)
-    s.policy.prune(s.messages, 0, keep_turns=0)  # what a pruning step records
+    s.policy.pruner.prune(s.messages, 0, keep_turns=0)  # what a pruning step records
     assert big in s.policy.decisions.stubs
     await s.prompt("go on")
     body = faux.payloads[-1]

@@ -28,13 +28,13 @@ def test_a_limit_the_server_did_not_reach_by_its_own_count_is_not_learnt(
 ) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
-    s.policy.last_tokens, s.policy.last_max_tokens = 10_142, 4_096  # heron counts one token more than the server
-    learned = s.policy.learn_from_overflow(overflow(text))
+    sent = {"tokens": 10_142, "max_tokens": 4_096}  # heron counts one token more than the server
+    learned = s.policy.windows.learn_from_overflow(overflow(text), **sent)
     assert learned is not None
     assert learned.window < 14_237 * 0.95  # below what was refused, not one token under the stated window
     assert learned.window == int(10_142 * 0.9)  # the rejected-size rule, as for an error with no limit
     s.restart()
-    assert s.policy.window == learned.window
+    assert s.policy.sizes.window == learned.window
 
 
 def test_a_limit_the_server_reached_by_its_own_count_is_still_learnt_from_the_text(
@@ -42,8 +42,8 @@ def test_a_limit_the_server_reached_by_its_own_count_is_still_learnt_from_the_te
 ) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
-    s.policy.last_tokens, s.policy.last_max_tokens = 10_141, 4_096
-    learned = s.policy.learn_from_overflow(
-        overflow("This model's maximum context length is 12000 tokens. However, you requested 14237 tokens.")
+    sent = {"tokens": 10_141, "max_tokens": 4_096}
+    learned = s.policy.windows.learn_from_overflow(
+        overflow("This model's maximum context length is 12000 tokens. However, you requested 14237 tokens."), **sent
     )
     assert learned is not None and learned.window == int(12_000 * 0.98)

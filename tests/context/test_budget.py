@@ -188,7 +188,7 @@ async def test_output_cap_is_the_room_left_in_the_window(proj: Path, faux: FauxP
     margin = int(16_384 * OUTPUT_MARGIN_SHARE)  # chars/4 is an estimate: keep a little room
     assert await cap([user(4_000), reply(Usage(input=10_000, output=200), ts=10**13)]) == 16_384 - 10_200 - margin
     assert await cap([user(40), reply(Usage(input=1_000), ts=10**13)]) == 8_192  # the model's own cap
-    assert s.policy.output_cap(16_000) == MIN_OUTPUT_TOKENS
+    assert s.policy.sizes.output_cap(16_000) == MIN_OUTPUT_TOKENS
     with pytest.raises(ContextFull):  # no room for an answer: nothing is sent
         await cap([user(40), reply(Usage(input=16_000), ts=10**13)])
 
@@ -260,5 +260,5 @@ async def test_a_session_applies_the_scaled_limits(proj: Path, faux: FauxProvide
     assert s.threshold == 200_000 - 16_384
     assert s.env.limits.result_chars == 50_000
     s.set_model(faux.model("priced", context_window=200_000, max_tokens=8_192))  # the working budget sizes them
-    assert s.threshold == s.policy.budget.tokens < 200_000 - 16_384
+    assert s.threshold == s.policy.sizes.budget.tokens < 200_000 - 16_384
     assert s.env.limits == ToolLimits().for_window(s.threshold + 16_384)

@@ -44,7 +44,7 @@ class Script:
     def __call__(self, context: Context) -> FauxReply:
         if is_summary_request(context):
             return text("## Goal\nread the file")
-        self.counts.append(self.session[0].policy.last_tokens)
+        self.counts.append(self.session[0].request_plan.tokens)
         self.step = (self.step + 1) % 3
         if self.step:
             self.page += 1
@@ -84,7 +84,7 @@ async def run(project: Path, faux: FauxProvider, turns: int) -> tuple[CodingSess
 
 async def test_a_notice_exactly_when_a_mark_is_crossed(project: Path, faux: FauxProvider) -> None:
     session, script, main = await run(project, faux, 12)
-    threshold = session.policy.threshold
+    threshold = session.policy.sizes.threshold
     payloads = [serialise_request(c) for c in main]
     compacted = next((i for i, c in enumerate(main) if "compacted into the following summary" in payloads[i]), None)
     end = compacted if compacted is not None else len(main)

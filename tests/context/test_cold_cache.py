@@ -51,7 +51,7 @@ def test_a_cold_cache_prunes_every_result_already_answered_and_a_new_process_agr
     view = s.prepare()
     (step,) = s.steps()
     assert {f"c{i}" for i in range(10)} <= set(step["stubs"])  # the latest read too: it was answered
-    assert s.policy.last_tokens <= 1_500
+    assert s.settled.tokens <= 1_500
     records = [r for r in s.policy.ledger.records if r.kind == "prune"]
     assert records and all(r.detail["cacheCold"]["ttlSeconds"] == 300 for r in records)
     assert all(r.detail["cacheCold"]["idleSeconds"] >= 600 for r in records)

@@ -11,9 +11,11 @@ import pytest
 
 from heron.agent.messages import AgentMessage, CompactionSummaryMessage, convert_to_llm
 from heron.ai.types import AssistantMessage, Context, Model, TextContent, ToolCall, ToolResultMessage, UserMessage
-from heron.context.engine import ContextEngine, RequestPlan
+from heron.context.engine import ContextEngine, RequestPlan, recorded_since
 from heron.context.policy import ContextFull
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
 from heron.session.entries import CompactionEntry
+from heron.session.store import SessionStore
 
 WINDOW = 16_384
 MODEL = Model(id="m", api="test", provider="local", context_window=WINDOW, max_tokens=2_048)
@@ -91,3 +93,20 @@ async def test_a_request_that_cannot_fit_is_refused_with_the_reason(tmp_path: Pa
     engine.append(UserMessage(content="y" * (WINDOW * 5)))
     with pytest.raises(ContextFull, match="window"):
         await engine.prepare_request(ask)
+
+
+def test_recorded_since_reads_back_to_the_start_only(tmp_path: Path) -> None:
+    """The decisions a preparation recorded: those after its start on the path, oldest
+    first; messages, ledger records and other custom entries are not decisions."""
+    store = SessionStore.create(tmp_path, path=tmp_path / "s.jsonl")
+    store.append_message(UserMessage(content=[TextContent(text="hi")]))
+    store.append_custom(DECISION_CUSTOM_TYPE, {"op": "flush", "files": []})  # before the start
+    start = store.leaf_id
+    assert recorded_since(store, start) == []
+    first = store.append_custom(DECISION_CUSTOM_TYPE, {"op": "flush", "files": ["a"]})
+    store.append_custom("heron:ledger", {"kind": "spill"})  # a ledger record: not a decision
+    store.append_message(UserMessage(content=[TextContent(text="more")]))
+    second = store.append_custom(DECISION_CUSTOM_TYPE, {"op": "flush", "files": ["b"]})
+    assert [e.id for e in recorded_since(store, start)] == [first.id, second.id]
+    assert len(recorded_since(store, None)) == 3  # from the root: the one before the start too
+    store.close()

@@ -24,7 +24,7 @@ from heron.ai.types import (
     UserMessage,
     now_ms,
 )
-from heron.context.policy import ContextFull, ContextPolicy, PolicySettings
+from heron.context.policy import ContextFull, ContextPolicy, PolicySettings, Settled
 from heron.context.records.decisions import DECISION_CUSTOM_TYPE
 from heron.context.records.ledger import Ledger
 from heron.context.view.build import session_messages
@@ -118,6 +118,7 @@ class Session:
         self.store = SessionStore.create(root, path=self.path)
         self.ledger = Ledger()
         self.policy = self._policy()
+        self.settled: Settled | None = None  # what the last prepare settled
 
     def _policy(self) -> ContextPolicy:
         return ContextPolicy(
@@ -151,7 +152,8 @@ class Session:
         messages = messages if messages is not None else self.messages()
         pressure = self.policy.pressure(messages, AbortSignal())
         rebuilt = compact() if pressure.compact and compact is not None else None
-        return self.policy.settle(messages, pressure, rebuilt)
+        self.settled = self.policy.settle(messages, pressure, rebuilt)
+        return self.settled.view
 
 
 @pytest.fixture
@@ -196,7 +198,7 @@ def test_a_prune_step_is_recorded_and_a_new_process_sends_the_same_bytes(session
     assert all(sent[cid] == text for cid, text in recorded[0]["stubs"].items())
     assert sent["c7"] == "7" * 5_000
     assert [r.kind for r in s.ledger.records] == ["prune"] * 6
-    assert s.policy.last_tokens == s.policy.count(view) < 16_000 * 0.5
+    assert s.settled is not None and s.settled.tokens == s.policy.sizes.count(view) < 16_000 * 0.5
 
     s.restart()
     assert s.policy.decisions.stubs == recorded[0]["stubs"]
@@ -265,7 +267,7 @@ ANTHROPIC = "prompt is too long: {counted} tokens > 200000 maximum"
 
 
 @pytest.mark.parametrize(
-    ("error", "window", "last_tokens", "learned"),
+    ("error", "window", "sent_tokens", "learned"),
     [
         # The server counted what heron counted: the stated limit, less a 2% margin.
         (OPENAI.format(total=16_000), 16_384, 13_000, 11_760),
@@ -280,28 +282,28 @@ ANTHROPIC = "prompt is too long: {counted} tokens > 200000 maximum"
     ids=["openai", "llama.cpp", "anthropic", "openai-counted-more", "llama.cpp-counted-more", "anthropic-at-window"],
 )
 def test_a_limit_named_in_the_error_becomes_the_window(
-    session_for: Callable[..., Session], error: str, window: int, last_tokens: int, learned: int
+    session_for: Callable[..., Session], error: str, window: int, sent_tokens: int, learned: int
 ) -> None:
     s = session_for(window=window, max_tokens=3_000)
     s.add([user("hi"), reply("hello")])
-    s.policy.last_tokens, s.policy.last_max_tokens = last_tokens, 3_000
-    result = s.policy.learn_from_overflow(overflow(error))
+    sent = {"tokens": sent_tokens, "max_tokens": 3_000}
+    result = s.policy.windows.learn_from_overflow(overflow(error), **sent)
     assert result is not None and result.source == "error text"
     assert abs(result.window - learned) <= 1  # float rounding of the scale
-    assert s.policy.window == result.window
+    assert s.policy.sizes.window == result.window
     assert decision_entries(s.store) == [
         {
             "op": "window",
             "model": "faux/faux-1",
             "window": result.window,
-            "rejectedTokens": last_tokens + 3_000,
+            "rejectedTokens": sent_tokens + 3_000,
             "source": "error text",
         }
     ]
     assert [r.kind for r in s.ledger.records] == ["overflow"]
     s.restart()
-    assert s.policy.window == result.window
-    assert s.policy.threshold == s.policy.budget.limit(result.window - min(16_384, result.window // 4))
+    assert s.policy.sizes.window == result.window
+    assert s.policy.sizes.threshold == s.policy.sizes.budget.limit(result.window - min(16_384, result.window // 4))
 
 
 @pytest.mark.parametrize(
@@ -315,15 +317,18 @@ def test_without_a_stated_limit_the_rejected_size_counts(session_for: Callable[.
     s = session_for(window=16_384, max_tokens=2_000, pruning=False)
     s.add([user("x" * 4 * 5_000), reply("hello", usage=usage), user("y" * 4 * 5_000)])
     view = s.prepare()
-    tokens, cap = s.policy.last_tokens, s.policy.last_max_tokens
+    assert s.settled is not None
+    tokens, cap = s.settled.tokens, s.settled.max_tokens
     if usage.input == 0:
         assert tokens == FIXED + sum(context_message_tokens(m) for m in view)
-    learned = s.policy.learn_from_overflow(overflow("413 Request Entity Too Large"))
+    learned = s.policy.windows.learn_from_overflow(
+        overflow("413 Request Entity Too Large"), tokens=tokens, max_tokens=cap
+    )
     assert learned is not None and learned.source == "rejected size"
     assert learned.window == int(max(tokens, (tokens + cap) / 2) * 0.9) < tokens
     assert learned.rejected_tokens == tokens + cap
     s.restart()
-    assert s.policy.window == learned.window
+    assert s.policy.sizes.window == learned.window
     assert decision_entries(s.store)[-1]["source"] == "rejected size"
 
 
@@ -332,35 +337,35 @@ def test_a_window_learnt_for_one_model_does_not_apply_to_another(
 ) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
-    s.policy.last_tokens, s.policy.last_max_tokens = 13_000, 2_000
-    s.policy.learn_from_overflow(overflow("maximum context length is 12000 tokens"))
-    assert s.policy.window == 11_760
+    sent = {"tokens": 13_000, "max_tokens": 2_000}
+    s.policy.windows.learn_from_overflow(overflow("maximum context length is 12000 tokens"), **sent)
+    assert s.policy.sizes.window == 11_760
     s.model = faux.model("faux-2", context_window=16_384, max_tokens=2_000)
-    assert s.policy.window == 16_384
+    assert s.policy.sizes.window == 16_384
     s.restart()
-    assert s.policy.window == 16_384
+    assert s.policy.sizes.window == 16_384
     s.model = faux.model("faux-1", context_window=16_384, max_tokens=2_000)
-    assert s.policy.window == 11_760
+    assert s.policy.sizes.window == 11_760
 
 
 def test_nothing_is_learnt_when_the_window_cannot_go_lower(session_for: Callable[..., Session]) -> None:
     s = session_for(window=MIN_LEARNED_WINDOW, max_tokens=1_024)
     s.add([user("hi"), reply("hello")])
-    s.policy.last_tokens, s.policy.last_max_tokens = 1_500, 1_024
-    assert s.policy.learn_from_overflow(overflow("too long")) is None
-    assert decision_entries(s.store) == [] and s.policy.window == MIN_LEARNED_WINDOW
+    sent = {"tokens": 1_500, "max_tokens": 1_024}
+    assert s.policy.windows.learn_from_overflow(overflow("too long"), **sent) is None
+    assert decision_entries(s.store) == [] and s.policy.sizes.window == MIN_LEARNED_WINDOW
 
 
 def test_a_second_rejection_lowers_the_window_again(session_for: Callable[..., Session]) -> None:
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
-    s.policy.last_tokens, s.policy.last_max_tokens = 13_000, 2_000
-    s.policy.learn_from_overflow(overflow("maximum context length is 12000 tokens"))
-    s.policy.last_tokens, s.policy.last_max_tokens = 11_000, 1_000
-    again = s.policy.learn_from_overflow(overflow("context overflow"))
+    sent = {"tokens": 13_000, "max_tokens": 2_000}
+    s.policy.windows.learn_from_overflow(overflow("maximum context length is 12000 tokens"), **sent)
+    sent = {"tokens": 11_000, "max_tokens": 1_000}
+    again = s.policy.windows.learn_from_overflow(overflow("context overflow"), **sent)
     assert again is not None and again.window == int(11_000 * 0.9) < 11_760
     s.restart()
-    assert s.policy.window == again.window  # the latest one counts
+    assert s.policy.sizes.window == again.window  # the latest one counts
 
 
 @pytest.mark.parametrize(
@@ -399,8 +404,8 @@ def test_stated_limit_reads_the_wordings_seen_in_the_wild(text: str, limit: int)
 def test_the_usage_anchor_counts_the_part_it_measured(session_for: Callable[..., Session]) -> None:
     s = session_for(window=100_000)
     messages: list[AgentMessage] = [user("hi"), reply("hello", usage=Usage(input=20_000, output=100)), user("y" * 400)]
-    assert s.policy.count(messages) == 20_100 + 100
-    assert s.policy.estimate(messages) == FIXED + sum(context_message_tokens(m) for m in messages)
+    assert s.policy.sizes.count(messages) == 20_100 + 100
+    assert s.policy.sizes.estimate(messages) == FIXED + sum(context_message_tokens(m) for m in messages)
 
 
 def test_no_anchor_after_a_prune_step(session_for: Callable[..., Session]) -> None:
@@ -409,33 +414,33 @@ def test_no_anchor_after_a_prune_step(session_for: Callable[..., Session]) -> No
     for i in range(5):
         messages += read_turn(i)
     messages += [reply("done", usage=Usage(input=20_000, output=100)), user("next")]
-    assert s.policy.count(s.policy.view(messages)) == 20_101  # anchored
-    assert s.policy.prune(messages, 0)
+    assert s.policy.sizes.count(s.policy.view(messages)) == 20_101  # anchored
+    assert s.policy.pruner.prune(messages, 0)
     view = s.policy.view(messages)
-    assert s.policy.count(view) == s.policy.estimate(view)  # the reply measured a request that no longer is
+    assert s.policy.sizes.count(view) == s.policy.sizes.estimate(view)  # the reply measured a request that no longer is
     # A reply after the prune step measured the pruned view: it anchors again.
     later = [*messages, reply("again", usage=Usage(input=7_000, output=50), ts=now_ms() + 1_000), user("more")]
-    assert s.policy.count(s.policy.view(later)) == 7_050 + 1
+    assert s.policy.sizes.count(s.policy.view(later)) == 7_050 + 1
     # The same holds in a new process: the prune step's time is in the file.
     s.add(messages)
     s.restart()
     assert s.policy.decisions.last_view_change_ms > OLD
-    assert s.policy.count(s.policy.view(messages)) == s.policy.estimate(s.policy.view(messages))
+    assert s.policy.sizes.count(s.policy.view(messages)) == s.policy.sizes.estimate(s.policy.view(messages))
 
 
 def test_no_anchor_from_another_model_or_from_zero_usage(session_for: Callable[..., Session]) -> None:
     s = session_for(window=100_000)
     other = [user("hi"), reply("hello", usage=Usage(input=20_000), model="faux-2"), user("next")]
-    assert s.policy.count(other) == s.policy.estimate(other)
+    assert s.policy.sizes.count(other) == s.policy.sizes.estimate(other)
     zero = [user("hi"), reply("hello", usage=Usage()), user("next")]
-    assert s.policy.count(zero) == s.policy.estimate(zero)
+    assert s.policy.sizes.count(zero) == s.policy.sizes.estimate(zero)
 
 
 def test_the_output_cap_leaves_room_for_the_input(session_for: Callable[..., Session]) -> None:
     s = session_for(window=16_000, max_tokens=4_000)
-    assert s.policy.output_cap(1_000) == 4_000
-    assert s.policy.output_cap(12_000) == 16_000 - 12_000 - 480
-    assert s.policy.output_cap(15_900) == 1_024  # never below the minimum
+    assert s.policy.sizes.output_cap(1_000) == 4_000
+    assert s.policy.sizes.output_cap(12_000) == 16_000 - 12_000 - 480
+    assert s.policy.sizes.output_cap(15_900) == 1_024  # never below the minimum
 
 
 # --- prepare ----------------------------------------------------------------------------------------------------
@@ -452,7 +457,7 @@ def test_prepare_compacts_past_the_threshold_and_sends_the_rebuilt_view(session_
         return rebuilt
 
     assert wire(s.prepare(compact=compact)) == wire(rebuilt)
-    assert calls == [1] and s.policy.over_threshold_reason is None
+    assert calls == [1] and s.settled is not None and s.settled.over_threshold is None
 
 
 def test_prepare_does_not_compact_below_the_threshold(session_for: Callable[..., Session]) -> None:
@@ -463,15 +468,15 @@ def test_prepare_does_not_compact_below_the_threshold(session_for: Callable[...,
         raise AssertionError("no compaction below the threshold")
 
     assert wire(s.prepare(compact=compact)) == wire(s.messages())  # the history, sent as it is
-    assert s.policy.over_threshold_reason is None
+    assert s.settled is not None and s.settled.over_threshold is None
 
 
 def test_prepare_says_why_a_request_over_the_threshold_is_sent(session_for: Callable[..., Session]) -> None:
     s = session_for(window=16_000, pruning=False, compaction=False)
     s.add([user("x" * 4 * 13_000), reply("ok")])
     view = s.prepare()
-    assert s.policy.over_threshold_reason == "compaction is turned off"
-    assert s.policy.last_tokens + s.policy.last_max_tokens <= 16_000
+    assert s.settled is not None and s.settled.over_threshold == "compaction is turned off"
+    assert s.settled.tokens + s.settled.max_tokens <= 16_000
     assert len(view) == 2
 
 
@@ -498,8 +503,8 @@ def test_a_failed_compaction_is_named_as_the_reason(session_for: Callable[..., S
     messages = s.messages()
     pressure = s.policy.pressure(messages, AbortSignal())
     assert pressure.compact and not pressure.early
-    view = s.policy.settle(messages, pressure, None, timed_out)
-    assert len(view) == 2 and s.policy.over_threshold_reason == f"the compaction failed: {timed_out}"
+    settled = s.policy.settle(messages, pressure, None, timed_out)
+    assert len(settled.view) == 2 and settled.over_threshold == f"the compaction failed: {timed_out}"
     small = session_for(window=4_096, max_tokens=1_024)
     small.add([user("x" * 4 * 5_000), reply("ok")])
     messages = small.messages()
@@ -517,8 +522,8 @@ def test_context_full_names_why_nothing_was_reduced(session_for: Callable[..., S
 def test_automatic_compaction_switched_off_stays_off_after_a_restart(session_for: Callable[..., Session]) -> None:
     s = session_for(window=16_000, pruning=False)
     s.add([user("x" * 4 * 13_000), reply("ok")])
-    s.policy.disable_auto_compaction("the last compaction saved less than 5%")
-    s.policy.disable_auto_compaction("again")  # already off: nothing more recorded
+    s.policy.recorder.disable_auto_compaction("the last compaction saved less than 5%")
+    s.policy.recorder.disable_auto_compaction("again")  # already off: nothing more recorded
     assert [d["op"] for d in decision_entries(s.store)] == ["auto_compaction"]
     s.restart()
     assert s.policy.auto_compaction is False
@@ -527,8 +532,9 @@ def test_automatic_compaction_switched_off_stays_off_after_a_restart(session_for
         raise AssertionError("automatic compaction is off")
 
     s.prepare(compact=compact)
-    assert s.policy.over_threshold_reason == ("automatic compaction is off: the last compaction saved less than 5%")
-    s.policy.enable_auto_compaction("a manual compaction succeeded")
+    assert s.settled is not None
+    assert s.settled.over_threshold == "automatic compaction is off: the last compaction saved less than 5%"
+    s.policy.recorder.enable_auto_compaction("a manual compaction succeeded")
     s.restart()
     assert s.policy.auto_compaction is True
 
@@ -551,8 +557,10 @@ def test_the_learned_window_is_below_the_rejected_size_when_the_error_names_no_c
     s = session_for(window=16_384)
     s.add([user("hi"), reply("hello")])
     # heron counted 11,500 (input + output cap); the server counted more than its 12,000 limit.
-    s.policy.last_tokens, s.policy.last_max_tokens = 10_000, 1_500
-    learned = s.policy.learn_from_overflow(overflow("This model's maximum context length is 12000 tokens."))
+    sent = {"tokens": 10_000, "max_tokens": 1_500}
+    learned = s.policy.windows.learn_from_overflow(
+        overflow("This model's maximum context length is 12000 tokens."), **sent
+    )
     assert learned is not None
     assert learned.window < learned.rejected_tokens == 11_500
 

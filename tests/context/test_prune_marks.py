@@ -77,6 +77,7 @@ class Session:
         self.store = SessionStore.create(root, path=self.path)
         self.compactions = 0
         self.policy = self._policy()
+        self.settled: Any = None  # what the last prepare settled (heron.context.policy.Settled)
 
     def _policy(self) -> ContextPolicy:
         return ContextPolicy(
@@ -103,7 +104,8 @@ class Session:
         pressure = self.policy.pressure(messages, AbortSignal())
         if pressure.compact:  # counted; the compaction writes nothing here
             self.compactions += 1
-        return self.policy.settle(messages, pressure)
+        self.settled = self.policy.settle(messages, pressure)
+        return self.settled.view
 
     def steps(self) -> list[dict[str, Any]]:
         return [
@@ -158,7 +160,7 @@ def test_one_step_goes_down_to_the_low_water_mark_and_the_next_turns_fit(make: A
     view = s.prepare()
     (step,) = s.steps()
     low = int(12_000 * 0.3)
-    assert s.policy.last_tokens <= low + 1_000  # within one result of the low-water mark
+    assert s.settled.tokens <= low + 1_000  # within one result of the low-water mark
     # the oldest went first: the most recent results are still whole
     assert "c10" not in step["stubs"] and "c9" not in step["stubs"] and "c0" in step["stubs"]
     sent = {m.tool_call_id: m.text() for m in view if isinstance(m, ToolResultMessage)}
@@ -256,7 +258,7 @@ def test_bad_marks_are_reported_and_the_defaults_kept(tmp_path: Path, monkeypatc
 
 def test_a_low_mark_above_the_high_one_is_clamped(make: Any) -> None:
     s = make(prune_high_water=0.5, prune_low_water=0.9)
-    assert s.policy.prune_marks == (6_000, 6_000)
+    assert s.policy.sizes.prune_marks == (6_000, 6_000)
 
 
 # --- a compaction leaves headroom ---------------------------------------------------------------------
@@ -299,7 +301,7 @@ async def test_reinjection_stops_at_the_low_water_mark(
     await tight.prompt("read f1.py to f4.py")
     end = await tight.compact()
     assert end is not None and end.entry_id is not None
-    low = tight.policy.prune_marks[1]
+    low = tight.policy.sizes.prune_marks[1]
     assert end.tokens_after <= low < roomy
 
 

@@ -183,7 +183,7 @@ async def test_the_view_as_sent_leaves_out_a_pruning_step_taken_since_the_last_a
     request repeats the view the last request carried, without that step's stubs, and a
     resumed process derives the same view (the stubs' recording times against the answers')."""
     s, messages, sent = await two_reads(project, faux)
-    assert s.policy.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
+    assert s.policy.pruner.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
     pruned = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
     assert pruned != sent
     view, stubs = view_as_sent(s.policy, messages)
@@ -207,7 +207,7 @@ async def test_a_background_summary_repeats_the_request_whose_preparation_starte
     before_step = now_ms()
     while now_ms() == before_step:
         pass
-    assert s.policy.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
+    assert s.policy.pruner.prune(messages, 0, keep_turns=0) > 0  # a step after the latest answer
     pruned = [m.to_json_dict() for m in s.policy.view(messages)]  # type: ignore[union-attr]
     started = max(s.policy.decisions.stub_ms.values()) + 1  # the background start, after the step
     view, stubs = view_as_sent(s.policy, messages, started)

@@ -123,16 +123,16 @@ def session(proj: Path, faux: FauxProvider, store: SessionStore, **compaction: A
 
 def test_a_session_plans_in_the_budget_and_says_why(proj: Path, faux: FauxProvider) -> None:
     s = session(proj, faux, SessionStore.create(proj))
-    budget = s.policy.budget
+    budget = s.policy.sizes.budget
     assert budget.tokens is not None and s.threshold == budget.tokens < 1_000_000 - 16_384
-    assert s.policy.working_window == budget.tokens + 16_384
-    assert s.env.limits == ToolLimits().for_window(s.policy.working_window)  # results sized to the budget
+    assert s.policy.sizes.working_window == budget.tokens + 16_384
+    assert s.env.limits == ToolLimits().for_window(s.policy.sizes.working_window)  # results sized to the budget
     breakdown = context_breakdown(s)
     lines = format_context_breakdown(breakdown)
     assert any(line.startswith(f"working budget {budget.tokens:,} tokens (auto from the prices") for line in lines)
     assert breakdown_json(breakdown)["working_budget"]["tokens"] == budget.tokens
     off = session(proj, faux, SessionStore.create(proj), workingBudget="off")
-    assert off.threshold == 1_000_000 - 16_384 and off.policy.working_window == 1_000_000
+    assert off.threshold == 1_000_000 - 16_384 and off.policy.sizes.working_window == 1_000_000
 
 
 async def test_compaction_runs_at_the_budget_and_a_resumed_process_plans_alike(proj: Path, faux: FauxProvider) -> None:

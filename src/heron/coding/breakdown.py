@@ -53,17 +53,17 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
         by_role[message.role] = by_role.get(message.role, 0) + tokens
     files = sum(-(-f.kept_chars // 4) for f in session.context_files) if session.context_files else 0
     system = -(-len(session.agent.state.system_prompt) // 4)
-    tools = policy.fixed_tokens() - system
+    tools = policy.sizes.fixed_tokens() - system
     stubs = policy.decisions.stubs
     return ContextBreakdown(
-        window=policy.window,
-        threshold=policy.threshold,
+        window=policy.sizes.window,
+        threshold=policy.sizes.threshold,
         system_prompt=system,
         tools=tools,
         context_files=files,
         summaries=summaries,
         messages=by_role,
-        total=policy.count(messages),
+        total=policy.sizes.count(messages),
         ledger=list(session.ledger.records),
         pruned_results=sum(
             1 for m in session.agent.messages if isinstance(m, ToolResultMessage) and m.tool_call_id in stubs
@@ -76,7 +76,7 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
             if session.tool_catalog.meta(tool.name).calls_tools
         },
         window_source=window_source(session),
-        budget=policy.budget,
+        budget=policy.sizes.budget,
     )
 
 
@@ -84,7 +84,7 @@ def window_source(session: CodingSession) -> str:
     """Where the window heron plans for came from: a server's rejection when one taught
     a smaller window, else the model's source (configured, ``--context-window``, the server)."""
     policy = session.policy
-    learned = policy.decisions.learned_window(policy.model_key)
-    if learned is not None and learned < policy.model.context_window:
+    learned = policy.decisions.learned_window(policy.sizes.model_key)
+    if learned is not None and learned < policy.sizes.model.context_window:
         return "learned from the server's rejection of a larger request"
-    return describe_window(policy.model)
+    return describe_window(policy.sizes.model)

@@ -18,6 +18,7 @@ ends the compaction with an error within ``timeouts.*``, and the session goes on
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,8 @@ from heron.context.compaction.background import BackgroundSummaries
 from heron.context.compaction.boundaries import compaction_request
 from heron.context.compaction.native import entry_of, kept_from
 from heron.context.compaction.plan import CompactionChoice, CompactionPlan, entry_message, replan_at
-from heron.context.policy import Pressure
+from heron.context.engine import RequestPlan, plan_of, recorded_since
+from heron.context.policy import Pressure, Settled
 
 if TYPE_CHECKING:
     # The compactor, the summariser and the rules' checks load with the first compaction
@@ -76,48 +78,64 @@ class ContextOwner:
             self._compactor = Compactor(self.session.policy, cwd=self.session.cwd)
         return self._compactor
 
-    async def prepare(self, messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
-        """The view for the next request (pruned, compacted when due, within the window)."""
+    async def prepare(
+        self, messages: list[AgentMessage], signal: AbortSignal, turn_prompt: UserMessage | None = None
+    ) -> RequestPlan:
+        """The plan of the next request (pruned, compacted when due, within the window):
+        its view and numbers, the compaction run for it and the decisions recorded while
+        preparing it. ``turn_prompt``: the prompt of the running turn (None: none), carried
+        in the plan and kept by a compaction."""
         session, policy = self.session, self.session.policy
-        if policy.expire_learned_window(messages) is not None:
+        start = session.store.leaf_id
+        if policy.windows.expire_learned_window(messages) is not None:
             self._follow_window()
-        if await self._native_switch(messages, signal):
+        switched = await self._native_switch(messages, signal, turn_prompt)
+        if switched is not None:
             messages = list(session.agent.state.messages)
+        settled, outcome = await self._settle(messages, signal, turn_prompt)
+        decisions = recorded_since(session.store, start)
+        return plan_of(policy, settled, outcome or switched, decisions, turn_prompt)
+
+    async def _settle(
+        self, messages: list[AgentMessage], signal: AbortSignal, turn_prompt: UserMessage | None
+    ) -> tuple[Settled, CompactionOutcome | None]:
+        """:meth:`prepare`'s decisions: the settled view, with the outcome of the compaction
+        run for it when one ran."""
+        policy = self.session.policy
         self.background.sync()
         pressure = policy.pressure(messages, signal)
         reason: CompactionReason = "threshold"
         if (
             pressure.compact
             and not pressure.early
-            and self.background.defers(messages, policy.load(pressure.view, pressure.tokens))
+            and self.background.defers(messages, policy.sizes.load(pressure.view, pressure.tokens))
         ):
-            view = policy.settle(messages, pressure)  # past the threshold, within the limit: sent as it is
-            if policy.over_threshold_reason is not None:
-                policy.over_threshold_reason = self.background.deferral
-            return view
+            settled = policy.settle(messages, pressure)  # past the threshold, within the limit: sent as it is
+            if settled.over_threshold is not None:
+                settled = dataclasses.replace(settled, over_threshold=self.background.deferral)
+            return settled, None
         if pressure.compact:
-            end = await self.compact(reason=reason, early=pressure.early, signal=signal)
+            end, outcome = await self._compact(None, reason, early=pressure.early, signal=signal, turn=turn_prompt)
         else:
-            wanted = self._wanted(messages, pressure, signal)
+            wanted = self._wanted(messages, pressure, signal, turn_prompt)
             if wanted is None:
-                view = policy.settle(messages, pressure)
-                self.background.consider(messages, view)
-                return view
+                settled = policy.settle(messages, pressure)
+                self.background.consider(messages, settled)
+                return settled, None
             reason, focus = wanted
             if reason == "boundary" and self.background.waits_at_boundary(
-                messages, policy.raw_estimate(policy.view(messages)), self._boundary_keep()
+                messages, policy.sizes.raw_estimate(policy.view(messages)), self._boundary_keep()
             ):
-                view = policy.settle(messages, pressure, messages)  # with the pruning step the boundary took
-                return view
-            end = await self.compact(focus, reason=reason, early=True, signal=signal)
-        rebuilt = list(session.agent.state.messages) if end.entry_id is not None else None
+                return policy.settle(messages, pressure, messages), None  # with the pruning step the boundary took
+            end, outcome = await self._compact(focus, reason, early=True, signal=signal, turn=turn_prompt)
+        rebuilt = list(self.session.agent.state.messages) if end.entry_id is not None else None
         if rebuilt is None and reason == "boundary":
             rebuilt = messages  # not written: the view again, with the pruning step the boundary took
-        view = policy.settle(messages, pressure, rebuilt, end.error)
+        settled = policy.settle(messages, pressure, rebuilt, end.error)
         if not signal.aborted:
             self.background.sync()
-            self.background.consider(rebuilt if rebuilt is not None else messages, view)
-        return view
+            self.background.consider(rebuilt if rebuilt is not None else messages, settled)
+        return settled, outcome
 
     def _background_summary(self, plan: CompactionPlan, signal: AbortSignal) -> Awaitable[SummaryResult]:
         """A background summary: the compactor's own request (sharing the cached prefix
@@ -140,25 +158,27 @@ class ContextOwner:
         await self.background.finish(wait=wait)
         await self.session.control.memory_watch.finish()  # memory.reflect: end (docs/memory.md)
 
-    async def _native_switch(self, messages: list[AgentMessage], signal: AbortSignal) -> bool:
+    async def _native_switch(
+        self, messages: list[AgentMessage], signal: AbortSignal, turn_prompt: UserMessage | None
+    ) -> CompactionOutcome | None:
         """Heron's own summary of what a provider-native compaction covered, the first time
         a request goes to a model that cannot read that block (docs/context.md): a
-        compaction kept from the reply that carries the block. Whether one was written."""
+        compaction kept from the reply that carries the block. Its outcome when one was written."""
         session = self.session
         message = session.policy.uncovered_native(messages)
         if message is None or not session.policy.settings.compaction:
-            return False
+            return None
         store = session.store
         entry_id = entry_of(store, store.leaf_id, message)
         if entry_id is None or kept_from(store, store.leaf_id, entry_id):
-            return False
-        end = await self.compact(reason="native_switch", signal=signal, keep_from=entry_id)
-        return end.entry_id is not None
+            return None
+        end, outcome = await self._compact(None, "native_switch", signal=signal, keep_from=entry_id, turn=turn_prompt)
+        return outcome if end.entry_id is not None else None
 
     def forget_learned_window(self, reason: str) -> int | None:
         """``/context reset-window`` and rpc ``reset_window``: plan with the configured window
         again (recorded); the dropped window, or None when none was learned."""
-        dropped = self.session.policy.forget_window(reason)
+        dropped = self.session.policy.windows.forget_window(reason)
         if dropped is not None:
             self._follow_window()
         return dropped
@@ -168,14 +188,14 @@ class ContextOwner:
         self.session.fit_tool_limits()
 
     def _wanted(
-        self, messages: list[AgentMessage], pressure: Pressure, signal: AbortSignal
+        self, messages: list[AgentMessage], pressure: Pressure, signal: AbortSignal, turn_prompt: UserMessage | None
     ) -> tuple[CompactionReason, str | None] | None:
         """A compaction below the threshold: asked for (the model's ``compact`` call, a
         hook), or at a step boundary past the soft threshold. At most one compaction a
         turn; each is held to the 5% rule (``early``)."""
         policy = self.session.policy
         asked = self.session.control.take_compact_request()
-        if signal.aborted or not policy.settings.compaction or self._compacted_this_turn():
+        if signal.aborted or not policy.settings.compaction or self._compacted_this_turn(turn_prompt):
             return None
         request = compaction_request(messages, policy.tools)
         if request is not None and request.call_id not in self._handled:
@@ -187,10 +207,9 @@ class ContextOwner:
 
     def _boundary_keep(self) -> int:
         """What a compaction at a step boundary keeps: the step just finished needs no verbatim copy."""
-        return int(self.session.policy.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
+        return int(self.session.policy.sizes.compaction_settings.keep_recent_tokens * BOUNDARY_KEEP_SHARE)
 
-    def _compacted_this_turn(self) -> bool:
-        prompt = self.session._turn_prompt
+    def _compacted_this_turn(self, prompt: UserMessage | None) -> bool:
         return prompt is not None and self._turn_compacted is prompt
 
     async def compact(
@@ -201,11 +220,27 @@ class ContextOwner:
         early: bool = False,
         signal: AbortSignal | None = None,
         keep_from: str | None = None,
+        turn_prompt: UserMessage | None = None,
     ) -> CompactionEndEvent:
         """Summarise old history into a compaction entry and rebuild the context from the
         session. The end event says what happened (``entry_id`` set when one was written,
         ``skipped`` or ``error`` otherwise). ``keep_from``: the entry the kept part starts
-        at (a native block's reply), instead of the keep-recent budget's cut."""
+        at (a native block's reply), instead of the keep-recent budget's cut;
+        ``turn_prompt``: the prompt of the running turn (None: none), kept verbatim."""
+        end, _ = await self._compact(focus, reason, early=early, signal=signal, keep_from=keep_from, turn=turn_prompt)
+        return end
+
+    async def _compact(
+        self,
+        focus: str | None,
+        reason: CompactionReason,
+        *,
+        early: bool = False,
+        signal: AbortSignal | None = None,
+        keep_from: str | None = None,
+        turn: UserMessage | None = None,
+    ) -> tuple[CompactionEndEvent, CompactionOutcome]:
+        """:meth:`compact`, with the compactor's outcome (for the request plan)."""
         session = self.session
         await session.control.pre_compact(reason)
         before = session.estimate_request_tokens(session.agent.state.messages)
@@ -225,7 +260,7 @@ class ContextOwner:
             model=session.model,
             reason=reason,
             focus=focus,
-            turn_prompt=session._turn_prompt,
+            turn_prompt=turn,
             early=early,
             before_write=flush,
             keep_recent_tokens=keep,
@@ -249,15 +284,15 @@ class ContextOwner:
 
                 session.requests.report(check_compaction(outcome.estimated_before, outcome.tokens_after))
             if reason == "manual":
-                session.policy.enable_auto_compaction("a manual compaction succeeded")
+                session.policy.recorder.enable_auto_compaction("a manual compaction succeeded")
             elif outcome.auto_disabled is None and not session.policy.decisions.auto_compaction_by_user:
                 # one that ran although heron had switched it off (the request did not fit), and saved enough
-                session.policy.enable_auto_compaction("a compaction saved enough again")
+                session.policy.recorder.enable_auto_compaction("a compaction saved enough again")
         end = _end_event(reason, before, outcome)
         if end.entry_id is not None:
-            self._turn_compacted = session._turn_prompt
+            self._turn_compacted = turn
         session.emit(end)
-        return end
+        return end, outcome
 
     def shared_prefix(self, signal: AbortSignal | None = None, before_ms: int | None = None) -> SharedPrefix | None:
         """What a summary request sharing the conversation's cached prefix needs, or None
@@ -288,8 +323,8 @@ class ContextOwner:
     def _flush_wanted(self, tokens: int) -> bool:
         """Only when a compaction will summarise something: more history than it keeps."""
         policy = self.session.policy
-        history = tokens - policy.fixed_tokens()
-        if history <= policy.compaction_settings.keep_recent_tokens:
+        history = tokens - policy.sizes.fixed_tokens()
+        if history <= policy.sizes.compaction_settings.keep_recent_tokens:
             return False
         return self.session.memory.flush_wanted(policy.decisions.flushed)
 
@@ -324,7 +359,7 @@ class ContextOwner:
         messages = [m for m in (entry_message(e) for e in abandoned) if m is not None]
         if not messages:
             return None
-        budget = min(BRANCH_SUMMARY_TOKENS, session.policy.window // 4)
+        budget = min(BRANCH_SUMMARY_TOKENS, session.policy.sizes.window // 4)
         ask = session.requests.summary_ask("branch_summary")
         return await summarise_branch(messages, ask, model=session.model, budget_tokens=budget) or None
 

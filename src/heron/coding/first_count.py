@@ -66,7 +66,7 @@ def fixed_text(system_prompt: str, tools: Sequence[Tool]) -> str:
 def asks_server_counts(model: Model, policy: ContextPolicy) -> bool:
     """A local Chat Completions server with a small window: where its own count matters."""
     return (
-        policy.window <= SMALL_WINDOW
+        policy.sizes.window <= SMALL_WINDOW
         and model.api == "openai-chat"
         and bool(model.base_url)
         and is_local_url(model.base_url or "")
@@ -106,7 +106,7 @@ class FirstCount:
         messages: Sequence[AgentMessage],
         api_key: str | None,
     ) -> None:
-        key = policy.model_key
+        key = policy.sizes.model_key
         if key in self._asked or not asks_server_counts(model, policy):
             return
         self._asked.add(key)
@@ -116,7 +116,7 @@ class FirstCount:
         if template in ("drops-tools", "keeps-tools"):
             self._tools_rendered[key] = template == "keeps-tools"
         render = template is None
-        count = not policy.calibrated and remembered(self.home, model, TOKENIZE) is None
+        count = not policy.calibration.calibrated and remembered(self.home, model, TOKENIZE) is None
         if not (render or count):
             return
         try:
@@ -170,7 +170,7 @@ class FirstCount:
             estimated = fixed_tokens(system_prompt, counted_tools) + sum(
                 math.ceil(len(t) / CHARS_PER_TOKEN) for t in prompts
             )
-            policy.fold_sample(calibration.sample(answer.value, estimated))
+            policy.calibration.fold_sample(calibration.sample(answer.value, estimated))
 
 
 def user_texts(messages: Sequence[AgentMessage]) -> list[str]:

@@ -137,7 +137,7 @@ class IdleKeeper:
         in this idle period: nothing cached to keep, the period ended, the cache already
         expired, or a run is under way."""
         session = self.session
-        ttl = session.policy.cache_ttl_s
+        ttl = session.policy.sizes.cache_ttl_s
         period = self.period()
         if ttl <= 0 or period is None or period.ended or session.agent.is_running:
             return None
@@ -165,14 +165,14 @@ class IdleKeeper:
         prefix = list(view)
         while prefix and isinstance(prefix[-1], AssistantMessage):
             prefix.pop()  # the last request ended where its answer began
-        tokens = policy.count(view)
-        kept = policy.compaction_settings.keep_recent_tokens
-        cold = policy.cold_request_tokens(session.agent.state.messages)  # what expiring leads to
+        tokens = policy.sizes.count(view)
+        kept = policy.sizes.compaction_settings.keep_recent_tokens
+        cold = policy.pruner.cold_request_tokens(session.agent.state.messages)  # what expiring leads to
         decision = decide(
             setting, session.model.cost, context_tokens=tokens, kept_tokens=kept, cold_tokens=cold, warms=period.warms
         )
         signal = signal or AbortSignal()
-        detail: dict[str, Any] = {"ttlSeconds": policy.cache_ttl_s, "contextTokens": tokens, "coldTokens": cold}
+        detail: dict[str, Any] = {"ttlSeconds": policy.sizes.cache_ttl_s, "contextTokens": tokens, "coldTokens": cold}
         if decision.action == "warm":
             failed = await self._warm(prefix, stubs, signal)
             if signal.aborted:
@@ -202,7 +202,7 @@ class IdleKeeper:
         return None
 
     def _record(self, decision: IdleDecision, detail: dict[str, Any]) -> None:
-        self.session.policy.record_idle({**decision.to_data(), **detail})
+        self.session.policy.recorder.record_idle({**decision.to_data(), **detail})
         self.session.emit(
             IdleEvent(
                 action=decision.action,

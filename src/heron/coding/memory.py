@@ -246,7 +246,7 @@ def fitting_view(
     that do. A compaction that runs at the window's edge (a background summary taken late)
     would otherwise leave no room and the flush would be skipped at every compaction; the
     oldest turns are the ones the summary keeps. Returns (messages, tokens, dropped)."""
-    tokens = policy.count(view) + extra  # the view itself: its tally makes the count exact
+    tokens = policy.sizes.count(view) + extra  # the view itself: its tally makes the count exact
     head_size = next((i for i, m in enumerate(view) if not isinstance(m, _HEAD_TYPES)), len(view))
     head, messages = list(view[:head_size]), list(view[head_size:])
     dropped = 0
@@ -255,7 +255,7 @@ def fitting_view(
         if cut is None:
             break
         messages, dropped = messages[cut:], dropped + cut
-        tokens = policy.estimate([*head, *messages]) + extra
+        tokens = policy.sizes.estimate([*head, *messages]) + extra
     messages = [*head, *messages]
     if dropped:
         # the replies' usage measured requests this shorter one is no prefix of: counted as
@@ -272,7 +272,7 @@ _HEAD_TYPES = (ExtensionMessage, CompactionSummaryMessage, BranchSummaryMessage)
 def side_room(policy: ContextPolicy, tokens: int) -> int:
     """The room for a side turn's answer in the window (the window, not the threshold: it
     runs when a compaction is certain, like the summary requests)."""
-    return policy.window - tokens - int(policy.window * OUTPUT_MARGIN_SHARE)
+    return policy.sizes.window - tokens - int(policy.sizes.window * OUTPUT_MARGIN_SHARE)
 
 
 class MemoryKeeper:
@@ -417,14 +417,14 @@ class MemoryKeeper:
         # requests, it needs the window (and room for a short answer), not the threshold.
         view, tokens, _ = fitting_view(policy, policy.view(messages), flush_prompt_tokens(self.directory))
         if side_room(policy, tokens) < FLUSH_MIN_OUTPUT_TOKENS:
-            why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.window:,}-token window"
-            policy.record_flush([], skipped=why)
+            why = f"the flush request ({tokens:,} tokens) would not fit in the {policy.sizes.window:,}-token window"
+            policy.recorder.record_flush([], skipped=why)
             ledger.add(LedgerRecord(kind="flush", recover=why, detail={"skipped": True}))
             return
-        cap = policy.output_cap(tokens)
+        cap = policy.sizes.output_cap(tokens)
 
         def sized(context: Context) -> StreamOptions:
-            return options(policy.output_cap(max(tokens, policy.count(list(context.messages)))))
+            return options(policy.sizes.output_cap(max(tokens, policy.sizes.count(list(context.messages)))))
 
         # changes made outside heron, committed as such before the flush writes
         await self.off_loop(ledger, functools.partial(self.sync_outside, policy.store))
@@ -441,8 +441,8 @@ class MemoryKeeper:
         if failed is not None and failed.error_kind == "overflow":
             # the server enforces less than planned: learn it from this request, so the
             # session's own next request is sized right (one rejection, not two)
-            policy.learn_from_overflow(failed, tokens=tokens, max_tokens=cap)
-        policy.record_flush(files)
+            policy.windows.learn_from_overflow(failed, tokens=tokens, max_tokens=cap)
+        policy.recorder.record_flush(files)
         ledger.add(
             LedgerRecord(
                 kind="flush",

@@ -132,8 +132,8 @@ async def _run(session: CodingSession, view: list[Any], prompt: str, tokens: int
     policy = session.policy
 
     def sized(context: Any) -> Any:
-        count = max(tokens, policy.count(list(context.messages)))
-        return session.requests.side_options(policy.output_cap(count))
+        count = max(tokens, policy.sizes.count(list(context.messages)))
+        return session.requests.side_options(policy.sizes.output_cap(count))
 
     return await run_restricted(
         model=session.model,

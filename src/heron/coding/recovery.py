@@ -182,15 +182,16 @@ class RecoveryHooks:
         self.agent.state.messages.append(message)
 
     def _sent(self) -> dict[str, int]:
-        """The rejected request's count and output cap, from its plan (none before the first)."""
+        """The rejected request's count and output cap, from its plan (0 before the first)."""
         plan = self.request_plan
-        return {"tokens": plan.tokens, "max_tokens": plan.max_tokens} if plan is not None else {}
+        return {"tokens": plan.tokens if plan else 0, "max_tokens": plan.max_tokens if plan else 0}
 
     def implausible_overflow(self, failed: AssistantMessage) -> bool:
-        return self.policy.implausible_overflow(failed, **self._sent())
+        return self.policy.windows.implausible_overflow(failed, **self._sent())
 
     def learn_window(self, failed: AssistantMessage) -> int | None:
-        learned = self.policy.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens(), **self._sent())
+        windows = self.policy.windows
+        learned = windows.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens(), **self._sent())
         if learned is None:
             return None
         self.fit_tool_limits()
@@ -199,7 +200,7 @@ class RecoveryHooks:
     def fit_tool_limits(self) -> None:
         """Size the tools' output limits to the window the context is planned in (a learnt
         window or the working budget included: heron.context.window.working_budget)."""
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.working_window))
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.sizes.working_window))
 
     def _accepted_tokens(self) -> int:
         """heron's count of the last request the server answered (0: none on this path): a

@@ -117,8 +117,8 @@ class RequestPath:
     def turn_options(self, context: Context) -> StreamOptions:
         """The agent's options: the output cap the policy computed for this view."""
         policy, plan = self.session.policy, self.session.request_plan
-        planned = plan.max_tokens if plan is not None else 0
-        options = self.options(max_tokens=planned or policy.output_cap(policy.last_tokens), on_retry=self._turn_retry)
+        planned = plan.max_tokens if plan is not None else policy.sizes.output_cap(0)  # none: before the first plan
+        options = self.options(max_tokens=planned, on_retry=self._turn_retry)
         options.thinking = self.session.agent.state.thinking_level
         options.context_management = policy.native_request()
         return options
@@ -143,7 +143,7 @@ class RequestPath:
                 reserve=plan.reserve,
                 stubs=policy.decisions.stubs,
                 cwd=session.cwd,
-                turn_prompt=session._turn_prompt,
+                turn_prompt=plan.turn_prompt,
                 floor_ms=policy.decisions.last_view_change_ms,
                 model=(model.provider, model.id),
                 over_threshold_reason=plan.over_threshold,
@@ -170,7 +170,7 @@ class RequestPath:
             view=list(context.messages),
             context=context,
             max_tokens=options.max_tokens or 0,
-            window=policy.window,
+            window=policy.sizes.window,
             reserve=0,
             stubs=policy.decisions.stubs if stubs is None else stubs,
             cwd=self.session.cwd,
@@ -294,10 +294,12 @@ class RequestPath:
         tests do). A side request's plan is its summariser's, not counted here."""
         if kind != "turn":
             return f"request {kind}"
-        policy = self.session.policy
+        plan, ratio = self.session.request_plan, self.session.policy.sizes.ratio
+        if plan is None:
+            return "request turn"
         return (
-            f"request turn: planned {policy.last_tokens} tokens, window {policy.window}, "
-            f"ratio {policy.ratio:.3f}, max_tokens {policy.last_max_tokens}"
+            f"request turn: planned {plan.tokens} tokens, window {plan.window}, "
+            f"ratio {ratio:.3f}, max_tokens {plan.max_tokens}"
         )
 
     # --- rule violations ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ learned windows and de-dup answers come from recorded decisions and the view.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import functools
 import logging
@@ -83,7 +84,7 @@ from heron.coding.unanswered import note_unanswered
 from heron.context.compaction.native import NativeSettings
 from heron.context.compaction.plan import CompactionSettings
 from heron.context.continuity.todos import TodoItem, clean_todos
-from heron.context.engine import RequestPlan, plan_of
+from heron.context.engine import RequestPlan
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.view.build import with_injections
@@ -277,17 +278,17 @@ class CodingSession(RecoveryHooks):
 
     @property
     def compaction_settings(self) -> CompactionSettings:
-        return self.policy.compaction_settings
+        return self.policy.sizes.compaction_settings
 
     @property
     def threshold(self) -> int:
         """Above this many tokens a request is not sent until the context is compacted."""
-        return self.policy.threshold
+        return self.policy.sizes.threshold
 
     @property
     def window(self) -> int:
         """The window heron plans for (the model's, or a smaller one the server enforced)."""
-        return self.policy.window
+        return self.policy.sizes.window
 
     def render_system_prompt(self) -> str:
         if self._whole_system_prompt is not None:
@@ -350,8 +351,9 @@ class CodingSession(RecoveryHooks):
             self.context_owner.background.answer_begun()  # the answer streams (or ended): a summary may go
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             plan = self.request_plan
-            self.policy.calibrate(event.message, plan.view if plan is not None else [])  # count like the server
-            self.policy.observe(event.message)  # what the provider compacted or cleared itself
+            view, tokens = (plan.view, plan.tokens) if plan is not None else ([], 0)
+            self.policy.calibration.calibrate(event.message, view)  # count like the server
+            self.policy.observe(event.message, tokens)  # what the provider compacted or cleared itself
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
             success = event.message.stop_reason != StopReason.ERROR
             self.emit(
@@ -378,7 +380,7 @@ class CodingSession(RecoveryHooks):
         todos = clean_todos(details)
         if todos is None:
             return
-        self.policy.record_todos(todos)
+        self.policy.recorder.record_todos(todos)
         self.emit(TodosEvent(todos=[{"content": t["content"], "status": t["status"]} for t in todos]))
 
     def _on_ledger_record(self, record: LedgerRecord) -> None:
@@ -400,7 +402,7 @@ class CodingSession(RecoveryHooks):
     def estimate_request_tokens(self, messages: Sequence[AgentMessage]) -> int:
         """Tokens of the request these messages would make, counted on the view that
         would be sent (recorded pruning applied, system prompt and tools included)."""
-        return self.policy.count(self.policy.view(messages))
+        return self.policy.sizes.count(self.policy.view(messages))
 
     def _fixed_tokens(self) -> int:
         """Tokens of the system prompt and tool definitions - without the tools when the
@@ -421,9 +423,10 @@ class CodingSession(RecoveryHooks):
         await self._first_count.before_request(
             self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], messages, self.api_key
         )
-        view = await self.context_owner.prepare(messages, signal)
-        view = await self.extensions.transform(view)  # a result that breaks the context rules is not used
-        self.request_plan = plan_of(self.policy, view)
+        plan = await self.context_owner.prepare(messages, signal, self._turn_prompt)
+        settled = plan.view if isinstance(plan.view, list) else list(plan.view)  # the policy's View, a list
+        view = await self.extensions.transform(settled, plan)  # a result that breaks the context rules is not used
+        self.request_plan = plan if view is settled else dataclasses.replace(plan, view=view)
         return view
 
     async def _after_tool_batch(
@@ -510,8 +513,8 @@ class CodingSession(RecoveryHooks):
         return await self.control.run_until_stopped(message, functools.partial(self._run_turn, keep_count=True))
 
     def _fit_prompt(self, text: str) -> str:
-        policy = self.policy
-        room = int(max(0, policy.threshold - policy.scaled(policy.fixed_tokens())) * 4 / policy.ratio)
+        sizes = self.policy.sizes
+        room = int(max(0, sizes.threshold - sizes.scaled(sizes.fixed_tokens())) * 4 / sizes.ratio)
         fitted, record = fit_prompt(text, room, self.env.spill_dir())
         if record is not None:
             self.ledger.add(record)
@@ -533,8 +536,9 @@ class CodingSession(RecoveryHooks):
 
     async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
         """Summarise old history into a compaction entry and rebuild the context from the
-        session. Returns the end event, or ``None`` when nothing was compacted."""
-        end = await self.context_owner.compact(focus, reason)
+        session (the running turn's prompt kept). Returns the end event, or ``None`` when
+        nothing was compacted."""
+        end = await self.context_owner.compact(focus, reason, turn_prompt=self._turn_prompt)
         return end if end.entry_id is not None else None
 
     # --- tree navigation, forks --------------------------------------------------------------

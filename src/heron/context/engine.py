@@ -27,7 +27,8 @@ from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.abort import AbortSignal
 from heron.ai.types import Context, Model, ToolResultMessage, UserMessage
-from heron.context.policy import ContextPolicy, PolicySettings
+from heron.context.policy import ContextPolicy, PolicySettings, Settled
+from heron.context.records.decisions import DECISION_CUSTOM_TYPE
 from heron.context.records.ledger import Ledger, LedgerRecord
 from heron.context.tool_output.limits import ToolLimits
 from heron.context.view.build import session_messages
@@ -56,30 +57,57 @@ class RequestPlan:
     compaction: CompactionOutcome | None  # the compaction run while preparing, if any
     decisions: tuple[Entry, ...]  # the decisions recorded while preparing, in order
     over_threshold: str | None = None  # why the view is still past the threshold (nothing more could go)
+    turn_prompt: UserMessage | None = None  # the prompt of the turn the request belongs to (None: none running)
 
 
 def plan_of(
     policy: ContextPolicy,
-    view: Sequence[AgentMessage],
+    settled: Settled,
     compaction: CompactionOutcome | None = None,
     decisions: Sequence[Entry] = (),
+    turn_prompt: UserMessage | None = None,
 ) -> RequestPlan:
-    """The plan of ``view``, the view ``policy`` has just settled (its count and output cap
-    are that settle's): what the request path sends, and what overflow learning and
-    calibration read of the request afterwards. heron's coding runtime makes one per
-    request this way; :meth:`ContextEngine.prepare_request` adds the compaction it ran and
-    the decisions it recorded."""
+    """The plan of the view ``policy`` has just settled (``settled``: what
+    :meth:`ContextPolicy.settle` returned - the view, its count and output cap), with the
+    compaction run and the decisions recorded while preparing it: what the request path
+    sends, and what overflow learning and calibration read of the request afterwards.
+    heron's context owner and :meth:`ContextEngine.prepare_request` both make it this way."""
+    sizes = policy.sizes
     return RequestPlan(
-        view=view,
-        tokens=policy.last_tokens,
-        window=policy.window,
-        threshold=policy.threshold,
-        reserve=policy.reserve,
-        max_tokens=policy.last_max_tokens,
+        view=settled.view,
+        tokens=settled.tokens,
+        window=sizes.window,
+        threshold=sizes.threshold,
+        reserve=sizes.reserve,
+        max_tokens=settled.max_tokens,
         compaction=compaction,
         decisions=tuple(decisions),
-        over_threshold=policy.over_threshold_reason,
+        over_threshold=settled.over_threshold,
+        turn_prompt=turn_prompt,
     )
+
+
+def is_decision(entry: Entry) -> bool:
+    """A compaction or a context decision (not a message, a ledger record, a label)."""
+    return isinstance(entry, CompactionEntry) or (
+        isinstance(entry, CustomEntry) and entry.custom_type == DECISION_CUSTOM_TYPE
+    )
+
+
+def recorded_since(store: SessionStore, start: str | None) -> list[Entry]:
+    """The decisions appended on the store's current path after the entry ``start`` (None:
+    from the path's root), oldest first. Read from the leaf back to ``start`` by parent
+    links, so preparing a request costs what it appended, not the whole session."""
+    found: list[Entry] = []
+    at = store.leaf_id
+    while at is not None and at != start:
+        if store.type_of(at) in ("custom", "compaction"):  # only these are decoded
+            entry = store.get(at)
+            if entry is not None and is_decision(entry):
+                found.append(entry)
+        at = store.parent_id_of(at)
+    found.reverse()
+    return found
 
 
 def spill_records(outcomes: Sequence[BudgetOutcome], names: dict[str, str]) -> list[LedgerRecord]:
@@ -127,12 +155,8 @@ def shared_prefix(
     return SharedPrefix(
         views=[view],
         ask=ask_for(stubs),
-        tokens=lambda sent: max(policy.count(sent), policy.estimate(sent)),
+        tokens=lambda sent: max(policy.sizes.count(sent), policy.sizes.estimate(sent)),
     )
-
-
-def _decision(entry: Entry) -> bool:
-    return isinstance(entry, CompactionEntry | CustomEntry)
 
 
 class ContextEngine:
@@ -192,7 +216,7 @@ class ContextEngine:
     @property
     def limits(self) -> ToolLimits:
         """The tool-result limits for the window planned for."""
-        return self.policy.tool_limits.for_window(self.policy.window)
+        return self.policy.sizes.tool_limits.for_window(self.policy.sizes.window)
 
     def messages(self) -> list[AgentMessage]:
         """The conversation the store holds on its current path (the latest compaction's
@@ -219,6 +243,7 @@ class ContextEngine:
         *,
         shared_ask: SharedAsk | None = None,
         signal: AbortSignal | None = None,
+        turn_prompt: UserMessage | None = None,
     ) -> RequestPlan:
         """The plan of the next request over ``messages`` (default: the store's
         conversation): pruned, compacted through ``ask`` when due, within the window.
@@ -226,7 +251,8 @@ class ContextEngine:
         (the same system prompt and tools, the view up to the cut, then the summary
         instruction), so a provider's prompt cache serves it; ``ask`` is then the fallback
         (a history too long for one request, an answer that overflowed or called a tool).
-        Raises :class:`heron.context.policy.ContextFull` rather than plan a request over
+        ``turn_prompt``: the prompt of the running turn, carried in the plan (the rules
+        check it is present). Raises :class:`heron.context.policy.ContextFull` rather than plan a request over
         the window."""
         signal = signal if signal is not None else AbortSignal()
         policy = self.policy
@@ -247,8 +273,8 @@ class ContextEngine:
             )
             if outcome.entry_id is not None:  # written: the conversation it rebuilt
                 rebuilt = outcome.messages if outcome.messages is not None else self.messages()
-        view = policy.settle(messages, pressure, rebuilt, outcome.error if outcome is not None else None)
-        return plan_of(policy, view, outcome, self._recorded_since(start))
+        settled = policy.settle(messages, pressure, rebuilt, outcome.error if outcome is not None else None)
+        return plan_of(policy, settled, outcome, recorded_since(self.store, start), turn_prompt)
 
     def check(self, plan: RequestPlan, context: Context, turn_prompt: UserMessage | None = None) -> list[Violation]:
         """The rules every request obeys (:mod:`heron.context.rules.invariants`: within the
@@ -277,10 +303,3 @@ class ContextEngine:
         for violation in violations:
             self.ledger.add(LedgerRecord(kind="invariant", recover=violation.message, detail={"rule": violation.rule}))
         return violations
-
-    def _recorded_since(self, start: str | None) -> list[Entry]:
-        """The decision entries appended on the current path after ``start``."""
-        entries = self.store.path_to(self.store.leaf_id) if self.store.leaf_id is not None else []
-        ids = [e.id for e in entries]
-        after = ids.index(start) + 1 if start is not None and start in ids else 0
-        return [e for e in entries[after:] if _decision(e)]

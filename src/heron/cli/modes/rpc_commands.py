@@ -93,7 +93,7 @@ class SessionCommands:
             "contextWindow": window,
             "windowSource": window_source(session),
             "threshold": session.threshold,
-            "workingBudget": session.policy.budget.to_detail(),
+            "workingBudget": session.policy.sizes.budget.to_detail(),
             "percent": round(100 * tokens / window, 1) if window else None,
         }
 
@@ -249,16 +249,16 @@ class SessionCommands:
         if not isinstance(enabled, bool):
             raise CommandError('"enabled" must be true or false')
         if enabled:
-            self.session.policy.enable_auto_compaction("the rpc client asked for it", by_user=True)
+            self.session.policy.recorder.enable_auto_compaction("the rpc client asked for it", by_user=True)
         else:
-            self.session.policy.disable_auto_compaction("the rpc client asked for it", by_user=True)
+            self.session.policy.recorder.disable_auto_compaction("the rpc client asked for it", by_user=True)
         return {"autoCompactionEnabled": self.session.policy.auto_compaction}
 
     async def _reset_window(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         """Forget a window learnt from a rejection (heron's command; docs/context.md)."""
         self._require_idle("reset_window")
         dropped = self.session.context_owner.forget_learned_window("the rpc client asked for it")
-        return {"dropped": dropped, "window": self.session.policy.window}
+        return {"dropped": dropped, "window": self.session.policy.sizes.window}
 
     async def _set_session_name(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         name = (string_field(fields, "name", empty=True) or "").strip()

@@ -428,9 +428,11 @@ class Controller(SessionCommands, ControlCommands):
             return
         dropped = self.session.context_owner.forget_learned_window("the user asked for it (/context reset-window)")
         if dropped is None:
-            self.note(f"no window was learnt for {self.session.policy.model_key}: nothing to reset")
+            self.note(f"no window was learnt for {self.session.policy.sizes.model_key}: nothing to reset")
         else:
-            self.note(f"forgot the learnt window of {dropped:,} tokens; planning with {self.session.policy.window:,}")
+            self.note(
+                f"forgot the learnt window of {dropped:,} tokens; planning with {self.session.policy.sizes.window:,}"
+            )
 
     # --- shell commands ---------------------------------------------------------------
 

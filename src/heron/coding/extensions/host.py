@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     # first extension that needs them: a session without any does not import them.
     from heron.coding.extensions.api import ExtensionCommand, Registration
     from heron.context.compaction.plan import CompactionChoice, CompactionPlan
+    from heron.context.engine import RequestPlan
 
 log = logging.getLogger(__name__)
 
@@ -319,9 +320,10 @@ class ExtensionHost:
 
     # --- requests and commands -----------------------------------------------------------
 
-    async def transform(self, view: list[Any]) -> list[Any]:
-        """Each extension's ``transform_context`` on the view heron built, in load order; a
-        result that breaks a context rule is not used for this request (warned)."""
+    async def transform(self, view: list[Any], plan: RequestPlan) -> list[Any]:
+        """Each extension's ``transform_context`` on the view heron built (``plan``: the
+        request's plan, what a result is checked against), in load order; a result that
+        breaks a context rule is not used for this request (warned)."""
         for extension in self._active():
             for handler in extension.registration.transforms:
                 called = await self._call(extension, handler, (list(view),))
@@ -339,7 +341,7 @@ class ExtensionHost:
                         "bad value",
                     )
                     break
-                problems = view_problems(self.session, out)
+                problems = view_problems(self.session, out, plan)
                 if problems:
                     rules = "; ".join(str(p) for p in problems)
                     self.warn(

@@ -15,6 +15,7 @@ from typing import Any
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import Context
+from heron.context.engine import RequestPlan
 from heron.context.rules.invariants import RequestSnapshot, Violation, check_request
 
 
@@ -22,8 +23,9 @@ def is_message_list(value: Any) -> bool:
     return isinstance(value, list) and all(hasattr(m, "role") for m in value)
 
 
-def view_problems(session: Any, view: Sequence[AgentMessage]) -> list[Violation]:
-    """What is wrong with sending ``view`` as the next request of ``session``."""
+def view_problems(session: Any, view: Sequence[AgentMessage], plan: RequestPlan) -> list[Violation]:
+    """What is wrong with sending ``view`` as the next request of ``session``, in place of
+    the view of ``plan`` (its window, reserve, output cap and turn prompt are the request's)."""
     agent, policy = session.agent, session.policy
     converted = agent.convert_to_llm(list(view))
     if not isinstance(converted, list):  # an async converter: the runtime's final check still runs
@@ -37,15 +39,15 @@ def view_problems(session: Any, view: Sequence[AgentMessage]) -> list[Violation]
     snapshot = RequestSnapshot(
         view=view,
         context=context,
-        max_tokens=policy.last_max_tokens or policy.output_cap(policy.last_tokens),
-        window=policy.window,
-        reserve=policy.reserve,
+        max_tokens=plan.max_tokens,
+        window=plan.window,
+        reserve=plan.reserve,
         stubs=policy.decisions.stubs,
         cwd=session.cwd,
-        turn_prompt=getattr(session, "_turn_prompt", None),
+        turn_prompt=plan.turn_prompt,
         floor_ms=policy.decisions.last_view_change_ms,
         model=(model.provider, model.id),
-        over_threshold_reason=policy.over_threshold_reason,
+        over_threshold_reason=plan.over_threshold,
         tools=policy.tools,
     )
     return check_request(snapshot)

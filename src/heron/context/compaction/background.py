@@ -3,8 +3,8 @@
 A compaction's summary is the longest wait of a long session: the turn stops while the
 model reads the whole history. Past a soft mark, heron starts that summary as an asyncio
 task beside the turn, and the turn goes on. The mark is ``compaction.backgroundAt`` (0.7)
-of what the compaction is decided on (:attr:`ContextPolicy.compaction_bar`), compared
-with the part of the view only a compaction reduces (:meth:`ContextPolicy.unprunable`):
+of what the compaction is decided on (:attr:`~heron.context.pruning.pruning_steps.Pruner.compaction_bar`), compared
+with the part of the view only a compaction reduces (:meth:`~heron.context.pruning.pruning_steps.Pruner.unprunable`):
 a plain share of the threshold is passed on every climb of a pruning cycle, where the
 pruning step then spares the compaction the summary was for. When an automatic
 compaction is due, a ready summary is spliced in with no wait; one still running is
@@ -79,7 +79,7 @@ from heron.session.entries import MessageEntry
 
 if TYPE_CHECKING:  # the summariser loads with the first summary (none in a short run)
     from heron.context.compaction.summary.summariser import SummaryResult
-    from heron.context.policy import ContextPolicy  # the policy holds this stage, not the reverse
+    from heron.context.policy import ContextPolicy, Settled  # the policy holds this stage, not the reverse
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ SummariseFn = Callable[[CompactionPlan, AbortSignal], Awaitable["SummaryResult"]
 def background_keep(keep_recent: int, bar: int, unprunable: int) -> int:
     """What a summary started now keeps verbatim: the keep-recent budget less the growth
     still to come before the compaction (``unprunable`` up to ``bar``: see
-    :attr:`ContextPolicy.compaction_bar`), at least a quarter of the budget - so that the
+    :attr:`Pruner.compaction_bar`), at least a quarter of the budget - so that the
     compaction keeps about what one asked for then would."""
     return max(int(keep_recent * MIN_KEEP_SHARE), keep_recent - max(0, bar - unprunable))
 
@@ -259,7 +259,7 @@ class BackgroundSummaries:
         pending = policy.decisions.background
         if pending is None or self.running is not None or not self.enabled or policy.decisions.background_failed:
             return
-        if (pending.model, pending.window) != (policy.model_key, policy.window):
+        if (pending.model, pending.window) != (policy.sizes.model_key, policy.sizes.window):
             self._discard(pending, "the model or its window changed")
         else:
             self._launch(pending)
@@ -289,7 +289,7 @@ class BackgroundSummaries:
         if running.done and not running.aborted and not running.kept:
             from heron.context.compaction.background_record import result_data
 
-            policy.note_background(running.pending, result_data(running.result, running.error))
+            policy.recorder.note_background(running.pending, result_data(running.result, running.error))
         running.cancel()
 
     def note_failure(self, running: Running) -> None:
@@ -299,20 +299,20 @@ class BackgroundSummaries:
         running.failure_noted = True
         if self.running is running:
             self.running = None
-        self.policy.end_background("failed", running.error or "unknown error")
+        self.policy.recorder.end_background("failed", running.error or "unknown error")
         self._ledger(running, "failed", running.error or "unknown error")
 
-    def consider(self, messages: Sequence[AgentMessage], view: Sequence[AgentMessage]) -> None:
-        """After the view of a request is settled: past the soft mark, discard a stale
-        summary, and start one when none is pending."""
+    def consider(self, messages: Sequence[AgentMessage], settled: Settled) -> None:
+        """After the view of a request is settled (``settled``: the view and its count):
+        past the soft mark, discard a stale summary, and start one when none is pending."""
         policy = self.policy
         if not self.enabled or policy.decisions.background_failed:
             return
-        load = policy.load(view, policy.last_tokens)
-        mark = int(policy.compaction_bar * policy.settings.background_at)
+        load = policy.sizes.load(settled.view, settled.tokens)
+        mark = int(policy.pruner.compaction_bar * policy.settings.background_at)
         if load <= mark:
             return
-        unprunable = policy.unprunable(messages, load)
+        unprunable = policy.pruner.unprunable(messages, load)
         if unprunable <= mark:
             return  # the pruning step at the threshold would free the room again
         pending = policy.decisions.background
@@ -328,8 +328,10 @@ class BackgroundSummaries:
         for the answer; never less than the least output a request needs) and the output
         margin - so the request still has room for a real answer."""
         policy = self.policy
-        room = max(policy.min_output, min(policy.output_limit, int(policy.reserve * DEFER_OUTPUT_SHARE)))
-        return policy.window - room - int(policy.window * OUTPUT_MARGIN_SHARE)
+        room = max(
+            policy.sizes.min_output, min(policy.sizes.output_limit, int(policy.sizes.reserve * DEFER_OUTPUT_SHARE))
+        )
+        return policy.sizes.window - room - int(policy.sizes.window * OUTPUT_MARGIN_SHARE)
 
     def defers(self, messages: Sequence[AgentMessage], load: int) -> bool:
         """Whether the compaction due at the threshold for a view of ``load`` tokens waits:
@@ -345,7 +347,7 @@ class BackgroundSummaries:
         if running is None or not self.enabled or load > self.defer_limit():
             return False
         pending = running.pending
-        if (pending.model, pending.window) != (policy.model_key, policy.window) or self._stale(pending):
+        if (pending.model, pending.window) != (policy.sizes.model_key, policy.sizes.window) or self._stale(pending):
             return False
         return answers_since(messages, pending.started_ms) < YOUNG_REQUESTS
 
@@ -385,7 +387,7 @@ class BackgroundSummaries:
         if running is None or not self.enabled:
             return None
         pending = running.pending
-        if (pending.model, pending.window) != (policy.model_key, policy.window):
+        if (pending.model, pending.window) != (policy.sizes.model_key, policy.sizes.window):
             self._discard(running, "the model or its window changed")
             return None
         if self._stale(pending):
@@ -410,23 +412,25 @@ class BackgroundSummaries:
     # --- starting and giving up ------------------------------------------------------------
 
     def _start(self, unprunable: int) -> None:
-        settings = self.policy.plan_settings
-        self._start_keeping(background_keep(settings.keep_recent_tokens, self.policy.compaction_bar, unprunable))
+        settings = self.policy.sizes.plan_settings
+        self._start_keeping(background_keep(settings.keep_recent_tokens, self.policy.pruner.compaction_bar, unprunable))
 
     def _start_keeping(self, keep: int) -> bool:
         """Start the summary of what lies before the last ``keep`` tokens; whether it started."""
         policy, store = self.policy, self.policy.store
         if store.leaf_id is None:
             return False
-        settings = dataclasses.replace(policy.plan_settings, keep_recent_tokens=keep)
+        settings = dataclasses.replace(policy.sizes.plan_settings, keep_recent_tokens=keep)
         shown = policy.decisions.call_args
         plan = prepare_compaction(store.path_to(store.leaf_id), settings, policy.tools, shown)
         if plan is None or not plan.has_work:
             return False
         summarised = sum(message_tokens(m, shown) for m in (*plan.messages_to_summarize, *plan.turn_prefix_messages))
-        if summarised < policy.window * MIN_SUMMARISED_SHARE:
+        if summarised < policy.sizes.window * MIN_SUMMARISED_SHARE:
             return False  # right after a compaction: the summary would save too little to be written
-        self._launch(policy.record_background(plan.first_kept_entry_id))
+        self._launch(
+            policy.recorder.record_background(plan.first_kept_entry_id, policy.sizes.model_key, policy.sizes.window)
+        )
         return self.running is not None
 
     def _launch(self, pending: PendingSummary) -> None:
@@ -440,7 +444,7 @@ class BackgroundSummaries:
             plan,
             self._summarise,
             store,
-            on_send=self.policy.note_background,
+            on_send=self.policy.recorder.note_background,
             held=pending.sent and pending.result is None,
             kept=pending.result,
         )
@@ -449,7 +453,7 @@ class BackgroundSummaries:
         """Whether what the summary leaves verbatim has grown past 70% of the threshold (or
         the keep-recent budget, when that is more)."""
         policy = self.policy
-        limit = max(policy.plan_settings.keep_recent_tokens, int(policy.threshold * STALE_THRESHOLD_SHARE))
+        limit = max(policy.sizes.plan_settings.keep_recent_tokens, int(policy.sizes.threshold * STALE_THRESHOLD_SHARE))
         kept = self._kept(pending)
         return kept is None or kept > limit
 
@@ -463,7 +467,7 @@ class BackgroundSummaries:
         kept = self._kept(pending)
         if kept is None:
             return True
-        after = policy.fixed_tokens() + kept + SUMMARY_ALLOWANCE_TOKENS
+        after = policy.sizes.fixed_tokens() + kept + SUMMARY_ALLOWANCE_TOKENS
         return after > estimated_before * (1 - 2 * SHRINK_REQUIRED)
 
     def _kept(self, pending: PendingSummary) -> int | None:
@@ -494,7 +498,7 @@ class BackgroundSummaries:
             if self.running is running:
                 self.running = None
         if self.policy.decisions.background == pending:
-            self.policy.end_background("discarded", reason)
+            self.policy.recorder.end_background("discarded", reason)
         self._ledger(running or pending, "discarded", reason)
 
     def _ledger(self, what: Running | PendingSummary, outcome: str, reason: str) -> None:

@@ -116,8 +116,8 @@ class Compactor:
         ``ready``: the background summary to splice in, waited for while it runs."""
         policy = self.policy
         current = policy.view(messages)
-        before = policy.count(current)
-        estimated_before = policy.estimate(current)
+        before = policy.sizes.count(current)
+        estimated_before = policy.sizes.estimate(current)
         plan = ready.plan if ready is not None else self._plan(keep_recent_tokens)
         if plan is None:
             return CompactionOutcome(tokens_before=before, skipped="nothing to compact")
@@ -129,7 +129,7 @@ class Compactor:
         timing: dict[str, Any] = {}
         try:
             if choice is not None and choice.summary is not None:
-                result = supplied(plan, choice.summary, policy.window)
+                result = supplied(plan, choice.summary, policy.sizes.window)
             else:
                 mine = ready if choice is None else None  # an extension chose: not the background summary
                 now = _with_view(shared, current)
@@ -183,9 +183,9 @@ class Compactor:
             plan,
             ask,
             model=model,
-            reserve_tokens=self.policy.compaction_settings.reserve_tokens,
+            reserve_tokens=self.policy.sizes.compaction_settings.reserve_tokens,
             focus=focus,
-            window=self.policy.window,
+            window=self.policy.sizes.window,
             shared=shared,
         )
 
@@ -223,7 +223,7 @@ class Compactor:
         store = self.policy.store
         if store.leaf_id is None:
             return None
-        settings = self.policy.plan_settings
+        settings = self.policy.sizes.plan_settings
         if keep_recent_tokens is not None:
             keep = min(settings.keep_recent_tokens, keep_recent_tokens)
             settings = dataclasses.replace(settings, keep_recent_tokens=keep)
@@ -262,7 +262,7 @@ class Compactor:
             details[DETAIL_CHILDREN] = children
             head += injected_messages({DETAIL_CHILDREN: children}, 0)
         head += self._frontier(kept)
-        bare = policy.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
+        bare = policy.sizes.estimate(policy.view([*head, *self._prompt(turn_prompt, prompt_id), *kept]))
         room = self._reinject_room(bare, estimated_before, early)
         summarised = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
         text = reinjected_text(candidates(summarised, kept, self.cwd, self.policy.tools), self.cwd, room)
@@ -293,7 +293,7 @@ class Compactor:
             )
         if after >= estimated_before:
             reason_text = f"the summary would not shrink the context ({estimated_before:,} -> {after:,} tokens)"
-            self.policy.disable_auto_compaction(reason_text)
+            self.policy.recorder.disable_auto_compaction(reason_text)
             return CompactionOutcome(
                 tokens_before=before, tokens_after=after, skipped=reason_text, auto_disabled=reason_text
             )
@@ -317,7 +317,7 @@ class Compactor:
                 tokens_before=before,
                 details=draft.details,
             )
-        policy.compacted()
+        policy.recorder.compacted()
         summarised_chars = sum(estimate_message_tokens(m) for m in plan.messages_to_summarize) * 4
         policy.ledger.add(
             LedgerRecord(
@@ -335,8 +335,8 @@ class Compactor:
                     "reinjected": draft.reinjected,
                     "kept_prompt": draft.kept_prompt,
                     "summary_request": result.usage.to_detail(),
-                    "threshold": policy.threshold,
-                    "working_budget": policy.budget.to_detail(),
+                    "threshold": policy.sizes.threshold,
+                    "working_budget": policy.sizes.budget.to_detail(),
                     **timing,
                 },
             )
@@ -352,8 +352,10 @@ class Compactor:
         leaves headroom for the next turns instead of refilling it at once. An early one
         (asked for below the threshold) keeps twice the saving a compaction must make."""
         policy = self.policy
-        low = policy.prune_marks[1]
-        room = min(REINJECT_TOKENS, int(policy.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1, low - bare)
+        low = policy.sizes.prune_marks[1]
+        room = min(
+            REINJECT_TOKENS, int(policy.sizes.window * REINJECT_WINDOW_SHARE), estimated_before - bare - 1, low - bare
+        )
         if early:
             room = min(room, int(estimated_before * (1 - 2 * SHRINK_REQUIRED)) - bare)
         return room
@@ -362,8 +364,8 @@ class Compactor:
         """The conversation after the new compaction entry, and what its size means."""
         policy, store = self.policy, self.policy.store
         outcome.messages = session_messages(store, store.leaf_id, policy.settings.frontier)
-        after = outcome.tokens_after = policy.estimate(policy.view(outcome.messages))
-        if after > policy.threshold:
+        after = outcome.tokens_after = policy.sizes.estimate(policy.view(outcome.messages))
+        if after > policy.sizes.threshold:
             policy.ledger.add(
                 LedgerRecord(
                     kind="compaction",
@@ -371,7 +373,7 @@ class Compactor:
                     chars_before=after * 4,
                     chars_after=after * 4,
                     recover="the kept recent messages alone exceed the threshold",
-                    detail={"over_threshold": True, "tokens": after, "threshold": policy.threshold},
+                    detail={"over_threshold": True, "tokens": after, "threshold": policy.sizes.threshold},
                 )
             )
         if after > outcome.estimated_before * (1 - SHRINK_REQUIRED):
@@ -379,7 +381,7 @@ class Compactor:
                 f"the last compaction saved less than {SHRINK_REQUIRED:.0%} "
                 f"({outcome.estimated_before:,} -> {after:,} tokens)"
             )
-            policy.disable_auto_compaction(outcome.auto_disabled)
+            policy.recorder.disable_auto_compaction(outcome.auto_disabled)
         return outcome
 
     def _prompt_entry(self, prompt: UserMessage | None, kept_ids: set[str]) -> str | None:

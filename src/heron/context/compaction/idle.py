@@ -11,7 +11,7 @@ adds, before the user's next request, to a next request that finds the prefix ca
   pruning (:mod:`heron.context.pruning.cold_cache`) stubs the old results first, and it writes
   what is left, ``C`` tokens, to the cache instead of reading ``T``: ``C w - T r``. ``C``
   is the step :meth:`ContextPolicy.pressure` would take then, planned by the one rule
-  that takes it (:meth:`~heron.context.pruning.pruning_steps.PruningSteps.cold_request_tokens`);
+  that takes it (:meth:`~heron.context.pruning.pruning_steps.Pruner.cold_request_tokens`);
   with nothing to stub ``C = T`` and this is ``T (w - r)``. It can be negative: a cold
   request that sheds most of the context costs less than a warm one that carries it all;
 - **compact**: the summary request rides the still warm cache (``T r``) and writes the

@@ -8,27 +8,29 @@ reduces), and the idle policy (:mod:`heron.context.compaction.idle`: how large t
 finds the cache expired would be, to price letting it expire). All of them ask here, so
 the rule that decides a step exists once (docs/context.md, "Pruning").
 
-:class:`PruningSteps` is a part of :class:`~heron.context.policy.ContextPolicy`, kept in a
-module of its own.
+:class:`Pruner` is held by :class:`~heron.context.policy.ContextPolicy`: it reads the
+marks from the window model (:class:`~heron.context.sizes.WindowSizes`) and records
+its steps through the policy's :class:`~heron.context.records.recorder.DecisionRecorder`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
-from heron.ai.types import Model
 from heron.context.compaction.native import NativeTracker, native_view
 from heron.context.pruning.prune import prune_step
-from heron.context.records.decisions import ContextDecisions, prune_data
+from heron.context.records.decisions import prune_data
 from heron.context.records.ledger import Ledger, LedgerRecord
-from heron.session.entries import CustomEntry
+from heron.context.records.recorder import DecisionRecorder
+from heron.context.view.build import View
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the window model sits at the layer's top, above the stages
     from heron.context.policy import PolicySettings
+    from heron.context.sizes import WindowSizes
 
 PRUNE_MIN_STEP_SHARE = 0.10  # below the threshold, a step must save this share of the window
 
@@ -43,50 +45,38 @@ class StepPlan:
     cold: float | None  # the idle seconds that made the cache cold, when that is why
 
 
-class PruningSteps:
-    """The pruning step's rule (:meth:`step_plan`), taken (:meth:`prune`) or planned."""
+class Pruner:
+    """The pruning step's rule (:meth:`step_plan`), taken (:meth:`prune`) or planned.
 
-    settings: PolicySettings
-    decisions: ContextDecisions
-    tools: ToolCatalog
-    ledger: Ledger
-    natives: NativeTracker
+    ``view``: the view of some messages under the recorded decisions (the policy's
+    incremental builder), for the size of a request a step is planned for."""
 
-    @property
-    def model(self) -> Model:
-        raise NotImplementedError
-
-    @property
-    def pruning(self) -> bool:
-        raise NotImplementedError
-
-    @property
-    def threshold(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def working_window(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def prune_marks(self) -> tuple[int, int]:
-        raise NotImplementedError
+    def __init__(
+        self,
+        settings: PolicySettings,
+        sizes: WindowSizes,
+        recorder: DecisionRecorder,
+        *,
+        tools: ToolCatalog,
+        ledger: Ledger,
+        natives: NativeTracker,
+        view: Callable[[Sequence[AgentMessage]], View],
+    ) -> None:
+        self.settings = settings
+        self.sizes = sizes
+        self.recorder = recorder
+        self.tools = tools
+        self.ledger = ledger
+        self.natives = natives
+        self.view = view
 
     @property
-    def cache_ttl_s(self) -> int:
-        raise NotImplementedError
-
-    def _record(self, data: dict[str, Any]) -> CustomEntry:
-        raise NotImplementedError
-
-    def view(self, messages: Sequence[AgentMessage]) -> Any:
-        raise NotImplementedError
-
-    def count(self, view: Sequence[AgentMessage]) -> int:
-        raise NotImplementedError
-
-    def load(self, view: Sequence[AgentMessage], tokens: int) -> int:
-        raise NotImplementedError
+    def enabled(self) -> bool:
+        """heron's own pruning: on unless the provider clears old tool results itself."""
+        sizes = self.sizes
+        native = self.settings.native.for_model(sizes.model)
+        off = self.recorder.decisions.native_off
+        return self.settings.pruning and not (native.server_clearing and sizes.model_key not in off)
 
     def step_plan(self, load: int, cold: float | None) -> StepPlan | None:
         """The step due before a request whose view is ``load`` tokens (None: none).
@@ -97,10 +87,11 @@ class PruningSteps:
         low-water mark: every prunable result but those of the last ``coldKeepTurns``.
         Below the threshold a small step is not worth its cache miss: only steps that
         might spare a compaction are taken."""
-        high, low = self.prune_marks
-        if not self.pruning or not (load > high or (cold is not None and load > low)):
+        sizes = self.sizes
+        high, low = sizes.prune_marks
+        if not self.enabled or not (load > high or (cold is not None and load > low)):
             return None
-        min_saving = 0 if load > self.threshold else int(self.working_window * PRUNE_MIN_STEP_SHARE)
+        min_saving = 0 if load > sizes.threshold else int(sizes.working_window * PRUNE_MIN_STEP_SHARE)
         if cold is None:
             return StepPlan(self.settings.prune_keep_turns, min_saving, load - low, None)
         keep = min(self.settings.prune_cold_keep_turns, self.settings.prune_keep_turns)
@@ -116,9 +107,9 @@ class PruningSteps:
         saves - planned here, nothing recorded. What the idle policy prices letting the
         cache expire by (:mod:`heron.context.compaction.idle`)."""
         view = self.view(messages)
-        tokens = self.count(view)
-        cold = float(self.cache_ttl_s)  # any time past the lifetime: the rule does not depend on it
-        plan = self.step_plan(self.load(view, tokens), cold)
+        tokens = self.sizes.count(view)
+        cold = float(self.sizes.cache_ttl_s)  # any time past the lifetime: the rule does not depend on it
+        plan = self.step_plan(self.sizes.load(view, tokens), cold)
         if plan is None:
             return tokens
         _, records = self._plan_stubs(messages, plan.min_saving, plan.keep_turns, plan.target)
@@ -127,18 +118,18 @@ class PruningSteps:
     def pruning_spares(self, messages: Sequence[AgentMessage], predicted: int) -> bool:
         """Whether the pruning step taken at a view of ``predicted`` tokens would get it
         below the marks' middle, so that no compaction runs there (nothing is recorded)."""
-        if not self.pruning:
+        if not self.enabled:
             return False
         return self.unprunable(messages, predicted) <= self.compaction_bar
 
     def unprunable(self, messages: Sequence[AgentMessage], tokens: int) -> int:
         """``tokens`` less what the pruning step taken at that size could stub now (all
         of it with pruning off): the part of the view only a compaction reduces."""
-        if not self.pruning:
+        if not self.enabled:
             return tokens
-        low = self.prune_marks[1]
+        low = self.sizes.prune_marks[1]
         _, records = prune_step(
-            messages, self.decisions.stubs, self.settings.prune_keep_turns, 0, tokens - low, tools=self.tools
+            messages, self.recorder.decisions.stubs, self.settings.prune_keep_turns, 0, tokens - low, tools=self.tools
         )
         return tokens - sum(r.chars_before - r.chars_after for r in records) // 4
 
@@ -147,17 +138,17 @@ class PruningSteps:
         """What :meth:`unprunable` is compared with to know whether the threshold will
         compact: the marks' middle when pruning runs first there, the threshold itself
         when pruning is off."""
-        if not self.pruning:
-            return self.threshold
-        high, low = self.prune_marks
+        if not self.enabled:
+            return self.sizes.threshold
+        high, low = self.sizes.prune_marks
         return (high + low) // 2
 
     def _plan_stubs(
         self, messages: Sequence[AgentMessage], min_saving: int, keep_turns: int, target: int | None
     ) -> tuple[dict[str, str], list[LedgerRecord]]:
         """The stubs of one step and their ledger records, not recorded."""
-        messages = native_view(messages, self.model, self.natives.index(messages))  # unread by the provider: no stub
-        return prune_step(messages, self.decisions.stubs, keep_turns, min_saving, target, tools=self.tools)
+        messages = native_view(messages, self.sizes.model, self.natives.index(messages))  # unread: no stub
+        return prune_step(messages, self.recorder.decisions.stubs, keep_turns, min_saving, target, tools=self.tools)
 
     def prune(
         self,
@@ -174,9 +165,9 @@ class PruningSteps:
         stubs, records = self._plan_stubs(messages, min_saving_tokens, keep, target_saving_tokens)
         if not stubs:
             return 0
-        self._record(prune_data(stubs))
+        self.recorder.record(prune_data(stubs))
         for record in records:
             if cold is not None:
-                record.detail["cacheCold"] = {"idleSeconds": round(cold), "ttlSeconds": self.cache_ttl_s}
+                record.detail["cacheCold"] = {"idleSeconds": round(cold), "ttlSeconds": self.sizes.cache_ttl_s}
             self.ledger.add(record)
         return max(1, sum(r.chars_before - r.chars_after for r in records) // 4)

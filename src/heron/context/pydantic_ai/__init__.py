@@ -167,7 +167,7 @@ class HeronContext(AbstractCapability[Any]):
         self._frame = _request_frame(request_context)
         model, system = request_context.model, system_parts(request_context.messages)
         shared = shared_ask(model, request_context.model_request_parameters, system) if self.shared_summary else None
-        plan = await engine.prepare_request(summary_ask(model), shared_ask=shared)
+        plan = await engine.prepare_request(summary_ask(model), shared_ask=shared, turn_prompt=self._turn_prompt)
         self.last_plan = plan
         if mode_from(False) != "off":  # HERON_CHECK_CONTEXT: the rules every request obeys
             self._check(engine, plan)
@@ -180,7 +180,7 @@ class HeronContext(AbstractCapability[Any]):
         """The request's rules checked (a ledger record each); under ``strict`` a broken one
         stops the request, as it does in heron's own sessions."""
         context = replace(self._frame, messages=convert_to_llm(list(plan.view)))
-        violations = engine.check(plan, context, self._turn_prompt)
+        violations = engine.check(plan, context, plan.turn_prompt)
         if violations and mode_from(False) == "strict":
             from heron.context.rules.invariants import STRICT_LOG, ContextInvariantError
 
@@ -197,11 +197,15 @@ class HeronContext(AbstractCapability[Any]):
         if not isinstance(error, ModelHTTPError) or request_context.attempt > 1:
             raise error
         failed = failed_answer(error, provider=engine.model.provider, model=engine.model.id)
-        if not is_context_overflow(failed, engine.policy.window):
+        if not is_context_overflow(failed, engine.policy.sizes.window):
             raise error
         plan = self.last_plan  # the plan of the attempt just rejected
-        sent = {"tokens": plan.tokens, "max_tokens": plan.max_tokens} if plan is not None else {}
-        if engine.policy.learn_from_overflow(failed, **sent) is None:
+        sent = (
+            {"tokens": plan.tokens, "max_tokens": plan.max_tokens}
+            if plan is not None
+            else {"tokens": 0, "max_tokens": 0}
+        )
+        if engine.policy.windows.learn_from_overflow(failed, **sent) is None:
             raise error
         raise RetryModelRequest()
 
@@ -212,7 +216,8 @@ class HeronContext(AbstractCapability[Any]):
         engine = self._engine_for(request_context.model)
         answer = response_message(response, provider=engine.model.provider, model=engine.model.id)
         engine.append(answer)
-        engine.policy.observe(answer)
+        plan = self.last_plan  # the plan of the request this answers
+        engine.policy.observe(answer, plan.tokens if plan is not None else 0)
         return response
 
     def close(self) -> None:

@@ -16,24 +16,26 @@ call, and never change afterwards, so every later request - in this process or o
 opens the session later - carries the same bytes. The call keeps its id, so it keeps its
 result (a tool call never leaves its result).
 
-:class:`ShortenedCalls` is a part of :class:`~heron.context.policy.ContextPolicy`, kept
-in a module of its own.
+:class:`CallShortener` is held by :class:`~heron.context.policy.ContextPolicy`, which asks it
+before each request.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron.agent.messages import AgentMessage
 from heron.agent.tool_meta import ToolCatalog
 from heron.ai.types import AssistantMessage, ToolCall
-from heron.context.records.decisions import OP_CALL_ARGS, ContextDecisions
+from heron.context.records.decisions import OP_CALL_ARGS
 from heron.context.records.ledger import Ledger, LedgerRecord
-from heron.context.tool_output.limits import ToolLimits
 from heron.context.window.budget import arguments_chars
-from heron.session.entries import CustomEntry
+
+if TYPE_CHECKING:  # the policy's parts, which the view builder (importing this module) sits below
+    from heron.context.records.recorder import DecisionRecorder
+    from heron.context.sizes import WindowSizes
 
 MIN_HEAD_CHARS = 200  # what a shortened string keeps at least
 NOTE_KEY = "heron_note"  # arguments that cannot be shortened string by string become one note
@@ -115,32 +117,24 @@ def shown_message(message: AssistantMessage, decisions: dict[str, dict[str, Any]
     return dataclasses.replace(message, content=content)
 
 
-class ShortenedCalls:
+class CallShortener:
     """Finds the calls past the budget before each request and records how they are shown."""
 
-    decisions: ContextDecisions
-    tools: ToolCatalog
-    ledger: Ledger
-    # (messages checked, the cap they were checked against, the last of them): the next
-    # check starts after them while the list only grows and the cap stays
-    _calls_checked: tuple[int, int, object] = (0, 0, None)
-
-    @property
-    def window(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def tool_limits(self) -> ToolLimits:
-        raise NotImplementedError
-
-    def _record(self, data: dict[str, Any]) -> CustomEntry:
-        raise NotImplementedError
+    def __init__(self, sizes: WindowSizes, recorder: DecisionRecorder, *, tools: ToolCatalog, ledger: Ledger) -> None:
+        self.sizes = sizes
+        self.recorder = recorder
+        self.tools = tools
+        self.ledger = ledger
+        # (messages checked, the cap they were checked against, the last of them): the next
+        # check starts after them while the list only grows and the cap stays
+        self._calls_checked: tuple[int, int, object] = (0, 0, None)
 
     def shorten_calls(self, messages: Sequence[AgentMessage]) -> None:
         """Record a shortened form for every call in ``messages`` past the budget that has
         none yet. Only the messages added since the last check are looked at, unless the
         list was replaced (a compaction, another branch) or the budget changed."""
-        cap = self.tool_limits.for_window(self.window).result_chars
+        cap = self.sizes.tool_limits.for_window(self.sizes.window).result_chars
+        decided = self.recorder.decisions.call_args
         count, checked_cap, last = self._calls_checked
         start = count if cap == checked_cap and 0 < count <= len(messages) and messages[count - 1] is last else 0
         found: dict[str, dict[str, Any]] = {}
@@ -148,7 +142,7 @@ class ShortenedCalls:
             if not isinstance(message, AssistantMessage):
                 continue
             for call in message.tool_calls():
-                if call.id in self.decisions.call_args or call.id in found:
+                if call.id in decided or call.id in found:
                     continue
                 shown = shortened(call, cap, self.tools)
                 if shown is not None:
@@ -156,7 +150,7 @@ class ShortenedCalls:
         self._calls_checked = (len(messages), cap, messages[-1] if messages else None)
         if not found:
             return
-        self._record(call_args_data(found))
+        self.recorder.record(call_args_data(found))
         calls = {c.id: c for m in messages[start:] if isinstance(m, AssistantMessage) for c in m.tool_calls()}
         for call_id, shown in found.items():
             self.ledger.add(

@@ -7,50 +7,31 @@ the server's tokens per estimated token; :mod:`heron.context.window.calibration`
 running ratio, recorded in the session whenever it moves, so a resumed process counts the
 same.
 
-:class:`CalibratedCounts` is a part of :class:`~heron.context.policy.ContextPolicy`, kept in
-a module of its own.
+:class:`Calibration` is held by :class:`~heron.context.policy.ContextPolicy`; the ratio
+itself is read by the counts (:attr:`heron.context.sizes.WindowSizes.ratio`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
-from heron.ai.types import AssistantMessage, Model, StopReason
-from heron.context.records.decisions import DECISION_CUSTOM_TYPE, ContextDecisions, calibration_data
+from heron.ai.types import AssistantMessage, StopReason
+from heron.context.records.decisions import calibration_data
+from heron.context.records.recorder import DecisionRecorder
 from heron.context.window import calibration
-from heron.session.entries import iso_to_ms
-from heron.session.store import SessionStore
+
+if TYPE_CHECKING:  # the window model sits at the layer's top, above the stages
+    from heron.context.sizes import WindowSizes
 
 
-class CalibratedCounts:
-    """The ratio of the current model, and how a measurement moves it."""
+class Calibration:
+    """How a measurement of the server's tokens moves the current model's ratio."""
 
-    decisions: ContextDecisions
-    store: SessionStore
-
-    @property
-    def model(self) -> Model:
-        raise NotImplementedError
-
-    @property
-    def model_key(self) -> str:
-        raise NotImplementedError
-
-    def raw_estimate(self, view: Sequence[AgentMessage]) -> int:
-        raise NotImplementedError
-
-    @property
-    def ratio(self) -> float:
-        """The server's tokens per chars/4-estimated token for this model (1.0 until an
-        answer's usage calibrated it, :mod:`heron.context.window.calibration`)."""
-        found = self.decisions.calibration.get(self.model_key)
-        return found[0] if found is not None else 1.0
-
-    def scaled(self, estimated: int) -> int:
-        """An estimate in the server's tokens."""
-        return math.ceil(estimated * self.ratio)
+    def __init__(self, sizes: WindowSizes, recorder: DecisionRecorder) -> None:
+        self.sizes = sizes
+        self.recorder = recorder
 
     def calibrate(self, answer: AssistantMessage, view: Sequence[AgentMessage]) -> None:
         """Fold the server's count of the request that produced ``answer`` (its usage)
@@ -58,7 +39,7 @@ class CalibratedCounts:
         recorded in the session when it moved (a restart then counts the same)."""
         from heron.ai.providers.http import is_local_url  # loaded by the request already
 
-        usage, model = answer.usage, self.model
+        usage, model = answer.usage, self.sizes.model
         if not (model.base_url and is_local_url(model.base_url)):
             return  # hosted providers' counts anchor each request already; local tokenizers vary the most
         if answer.stop_reason in (StopReason.ERROR, StopReason.ABORTED) or (answer.provider, answer.model) != (
@@ -67,11 +48,11 @@ class CalibratedCounts:
         ):
             return
         prompt = usage.input + usage.cache_read + usage.cache_write
-        self.fold_sample(calibration.sample(prompt, self.raw_estimate(view)))
+        self.fold_sample(calibration.sample(prompt, self.sizes.raw_estimate(view)))
 
     @property
     def calibrated(self) -> bool:
-        return self.model_key in self.decisions.calibration
+        return self.sizes.model_key in self.recorder.decisions.calibration
 
     def fold_sample(self, value: float | None) -> None:
         """One measurement of the server's tokens per estimated token (an answer's usage,
@@ -79,8 +60,8 @@ class CalibratedCounts:
         ratio, recorded in the session when it moved."""
         if value is None:
             return
-        recorded = self.decisions.calibration.get(self.model_key)
+        key = self.sizes.model_key
+        recorded = self.recorder.decisions.calibration.get(key)
         current = calibration.fold(recorded, value)
         if calibration.worth_recording(recorded, current):
-            entry = self.store.append_custom(DECISION_CUSTOM_TYPE, calibration_data(self.model_key, *current))
-            self.decisions.apply(entry.data, iso_to_ms(entry.timestamp))
+            self.recorder.record_unordered(calibration_data(key, *current))

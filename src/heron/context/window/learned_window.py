@@ -2,9 +2,9 @@
 
 A server may enforce less than the configured window (llama-server's slots, a proxy, a
 model run with a smaller context). Its rejection teaches heron the window it enforces, so
-such a server costs one rejection, not one per request (:meth:`LearnedWindows.learn_from_overflow`).
+such a server costs one rejection, not one per request (:meth:`WindowLearner.learn_from_overflow`).
 A rejection whose stated count is more than ten times off heron's teaches nothing
-(:meth:`LearnedWindows.implausible_overflow`). A learned window is a guess, and two things
+(:meth:`WindowLearner.implausible_overflow`). A learned window is a guess, and two things
 prove it wrong and drop it (a ``window_reset`` decision in the session, so a resumed
 process plans the same way):
 
@@ -13,22 +13,26 @@ process plans the same way):
   proxy's hiccup, a slot that was full, an attachment it could not take;
 * the user says so (``/context reset-window``, rpc ``reset_window``).
 
-:class:`LearnedWindows` is a part of :class:`~heron.context.policy.ContextPolicy`, kept in
-a module of its own; the error texts it reads are parsed by the functions below.
+:class:`WindowLearner` is held by :class:`~heron.context.policy.ContextPolicy`; it is given
+the rejected request's numbers (from that request's plan), never reads them from a field
+another hook set. The error texts it reads are parsed by the functions below.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
-from heron.ai.types import AssistantMessage, Model, StopReason
-from heron.context.records.decisions import ContextDecisions, LearnedWindow, window_data, window_reset_data
+from heron.ai.types import AssistantMessage, StopReason
+from heron.context.records.decisions import LearnedWindow, window_data, window_reset_data
 from heron.context.records.ledger import Ledger, LedgerRecord
+from heron.context.records.recorder import DecisionRecorder
 from heron.context.window.budget import IMPLAUSIBLE_RATIO
-from heron.session.entries import CustomEntry
+
+if TYPE_CHECKING:  # the window model sits at the layer's top, above the stages
+    from heron.context.sizes import WindowSizes
 
 MIN_LEARNED_WINDOW = 2_048
 _FAILED = (StopReason.ERROR, StopReason.ABORTED)
@@ -82,42 +86,21 @@ def counted_ratio(text: str, *, heron_input: int, heron_total: int) -> float:
     return 1.0
 
 
-class LearnedWindows:
-    """What a :class:`~heron.context.policy.ContextPolicy` does after a rejection, and when
-    the window it learnt stops being true."""
+class WindowLearner:
+    """What the policy does after a rejection, and when the window it learnt stops being true."""
 
-    decisions: ContextDecisions
-    ledger: Ledger
-    last_tokens: int  # heron's count of the request last sent
-    last_max_tokens: int  # its output cap
+    def __init__(self, sizes: WindowSizes, recorder: DecisionRecorder, ledger: Ledger) -> None:
+        self.sizes = sizes
+        self.recorder = recorder
+        self.ledger = ledger
 
-    @property
-    def model(self) -> Model:
-        raise NotImplementedError
-
-    @property
-    def model_key(self) -> str:
-        raise NotImplementedError
-
-    @property
-    def window(self) -> int:
-        raise NotImplementedError
-
-    def _record(self, data: dict[str, Any]) -> CustomEntry:
-        raise NotImplementedError
-
-    def implausible_overflow(
-        self, failed: AssistantMessage, tokens: int | None = None, max_tokens: int | None = None
-    ) -> bool:
+    def implausible_overflow(self, failed: AssistantMessage, tokens: int, max_tokens: int) -> bool:
         """Whether a rejection's stated count is more than :data:`IMPLAUSIBLE_RATIO` times
         off heron's own count of the request it rejected ("prompt is too long: 210000
         tokens" for a 5,000-token request: a proxy that counts differently, one oversized
         attachment). Such a rejection says nothing about the window: nothing is learned
         from it, the request is retried once after compaction. ``tokens`` and
-        ``max_tokens``: heron's count and output cap of the rejected request (default: the
-        last request the policy planned)."""
-        tokens = self.last_tokens if tokens is None else tokens
-        max_tokens = self.last_max_tokens if max_tokens is None else max_tokens
+        ``max_tokens``: heron's count and output cap of the rejected request (its plan's)."""
         ratio = counted_ratio(failed.error_message or "", heron_input=tokens, heron_total=tokens + max_tokens)
         return not 1 / IMPLAUSIBLE_RATIO <= ratio <= IMPLAUSIBLE_RATIO
 
@@ -126,8 +109,8 @@ class LearnedWindows:
         failed: AssistantMessage,
         accepted_tokens: int = 0,
         *,
-        tokens: int | None = None,
-        max_tokens: int | None = None,
+        tokens: int,
+        max_tokens: int,
     ) -> LearnedWindow | None:
         """Lower the window below the rejected request's size (recorded in the session), so
         a server that enforces less than the configured window costs one rejection.
@@ -141,16 +124,13 @@ class LearnedWindows:
         Never below ``accepted_tokens`` (heron's count of the last request the server
         accepted: a window it already served), and nothing is learned from an
         :meth:`implausible_overflow`. ``tokens`` and ``max_tokens``: heron's count and
-        output cap of the rejected request, passed by whoever sent it (default: the last
-        request the policy planned)."""
-        tokens = self.last_tokens if tokens is None else tokens
-        max_tokens = self.last_max_tokens if max_tokens is None else max_tokens
+        output cap of the rejected request, passed by whoever sent it (its plan's)."""
         if self.implausible_overflow(failed, tokens, max_tokens):
             return None
         text = failed.error_message or ""
         rejected = tokens + max_tokens
-        current = self.window
-        limit = stated_limit(text, current) or stated_limit(text, self.model.context_window + 1)
+        current, key = self.sizes.window, self.sizes.model_key
+        limit = stated_limit(text, current) or stated_limit(text, self.sizes.model.context_window + 1)
         source = "error text"
         if limit is not None:
             ratio = counted_ratio(text, heron_input=tokens, heron_total=rejected)
@@ -167,14 +147,14 @@ class LearnedWindows:
         window = max(MIN_LEARNED_WINDOW, accepted_tokens, min(limit, current - 1))
         if window >= current:
             return None
-        learned = LearnedWindow(model=self.model_key, window=window, rejected_tokens=rejected, source=source)
-        self._record(window_data(learned))
+        learned = LearnedWindow(model=key, window=window, rejected_tokens=rejected, source=source)
+        self.recorder.record(window_data(learned))
         self.ledger.add(
             LedgerRecord(
                 kind="overflow",
                 chars_before=rejected * 4,
                 chars_after=window * 4,
-                recover=f"window lowered to {window:,} tokens for {self.model_key}",
+                recover=f"window lowered to {window:,} tokens for {key}",
                 detail={"error": text, "source": source, "window": window, "rejectedTokens": rejected},
             )
         )
@@ -183,16 +163,17 @@ class LearnedWindows:
     def forget_window(self, reason: str) -> int | None:
         """Drop the window learned for the current model (recorded, so a restart plans with
         the configured one too); returns the dropped window, None when there was none."""
-        learned = self.decisions.learned_window(self.model_key)
+        key = self.sizes.model_key
+        learned = self.recorder.decisions.learned_window(key)
         if learned is None:
             return None
-        self._record(window_reset_data(self.model_key, learned, reason))
+        self.recorder.record(window_reset_data(key, learned, reason))
         self.ledger.add(
             LedgerRecord(
                 kind="overflow",
                 chars_before=learned * 4,
-                chars_after=self.window * 4,
-                recover=f"learned window of {learned:,} tokens dropped for {self.model_key} ({reason})",
+                chars_after=self.sizes.window * 4,
+                recover=f"learned window of {learned:,} tokens dropped for {key} ({reason})",
                 detail={"reset": reason, "window": learned},
             )
         )
@@ -201,13 +182,14 @@ class LearnedWindows:
     def expire_learned_window(self, messages: Sequence[AgentMessage]) -> int | None:
         """Drop the learned window when the last answered request of this model was larger
         than it (the server's usage says so); returns the dropped window."""
-        learned = self.decisions.learned_window(self.model_key)
+        key = self.sizes.model_key
+        learned = self.recorder.decisions.learned_window(key)
         if learned is None:
             return None
         for message in reversed(messages):
             if not isinstance(message, AssistantMessage) or message.stop_reason in _FAILED:
                 continue
-            if f"{message.provider}/{message.model}" != self.model_key:
+            if f"{message.provider}/{message.model}" != key:
                 return None
             usage = message.usage
             served = usage.input + usage.cache_read + usage.cache_write
