@@ -6,6 +6,12 @@ while it works: Enter during a run steers, Ctrl+C aborts the job. The prompt_too
 front end (:mod:`heron.cli.modes.interactive`) and the line-by-line fallback for a
 non-terminal stdin both drive it through :meth:`Controller.submit`, and tests drive it
 directly with a recording console.
+
+The slash commands are served by handler objects the controller holds, one per job
+(:mod:`~heron.cli.tui.session_commands`, :mod:`~heron.cli.tui.control_commands`,
+:mod:`~heron.cli.tui.model_commands`), each seeing the controller only as a
+:class:`~heron.cli.tui.command_host.CommandHost`; the controller keeps the job, the
+question, the prefill and the footer, and dispatches a command through one table.
 """
 
 from __future__ import annotations
