@@ -161,8 +161,14 @@ async def test_clear_queues_returns_what_was_pending(faux: FauxProvider) -> None
     agent = make_agent(faux)
     agent.steer("s")
     agent.follow_up("f")
+    steering, follow_up = agent.queued()
+    assert [m.text() for m in steering if isinstance(m, UserMessage)] == ["s"]
+    assert [m.text() for m in follow_up if isinstance(m, UserMessage)] == ["f"]
+    steering.clear()  # a copy: reading the queues does not change them
+    assert agent.queued_counts() == (1, 1)
     cleared = agent.clear_queues()
     assert [m.text() for m in cleared if isinstance(m, UserMessage)] == ["s", "f"]
     faux.queue(text("ok"))
     await agent.prompt("p")
     assert len(faux.requests) == 1
+    assert agent.queued() == ([], [])

@@ -13,6 +13,7 @@ import pytest
 from heron.agent.messages import BashExecutionMessage, convert_to_llm
 from heron.ai.providers.faux import FauxProvider, FauxReply, text, tool_call
 from heron.ai.types import Context, UserMessage
+from heron.cli.tui.commands import COMMANDS
 from heron.cli.tui.controller import Controller, bash_message
 from heron.context.compaction.summary.summary_text import is_summary_request
 from heron.session.entries import CompactionEntry, MessageEntry, ModelChangeEntry
@@ -365,6 +366,20 @@ async def test_help_unknown_commands_skills_and_templates(project: Path, home: P
     faux.queue(text("reviewed"))
     assert "reviewed" in await submit(c, "/review app.py")
     assert user_texts(faux.requests[-1])[-1] == "Review app.py carefully."
+
+
+async def test_every_built_in_command_has_one_handler(project: Path, home: Path, faux: FauxProvider) -> None:
+    """The commands are served by handler objects the controller holds (session, control,
+    model commands): each name /help lists reaches exactly one of them, none is left out."""
+    c = controller_for(project, home, faux)
+    assert set(c._handlers) == set(COMMANDS)
+    parts = [c.sessions.commands(), c.control.commands(), c.models.commands()]
+    names = [name for part in parts for name in part]
+    assert len(names) == len(set(names)), "a command served by two handlers"
+    # one command of each handler object, through submit
+    assert "name" in await submit(c, "/session")
+    assert "mode: default" in await submit(c, "/mode")
+    assert "thinking: " in await submit(c, "/thinking")
 
 
 async def test_in_memory_sessions_work_too(project: Path, home: Path, faux: FauxProvider) -> None:

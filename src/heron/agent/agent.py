@@ -250,6 +250,11 @@ class Agent:
         """How many (steering, follow-up) messages wait to be delivered."""
         return len(self._queues.steering), len(self._queues.follow_up)
 
+    def queued(self) -> tuple[list[AgentMessage], list[AgentMessage]]:
+        """The (steering, follow-up) messages waiting to be delivered, as copies: a client
+        that shows the queues (rpc's ``queue_update``) reads them without owning them."""
+        return list(self._queues.steering), list(self._queues.follow_up)
+
     def clear_queues(self) -> list[AgentMessage]:
         return self._queues.take_steering() + self._queues.take_follow_up()
 

@@ -34,9 +34,10 @@ from typing import Any
 
 from rich.console import Console
 
+from heron.ai.types import THINKING_LEVELS
 from heron.cli.app_state import App
 from heron.cli.task_input import Task
-from heron.cli.tui.controller import THINKING_LEVELS, Controller
+from heron.cli.tui.controller import Controller
 from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
@@ -192,7 +193,7 @@ def _make_prompt(app: App, controller: Controller) -> Any:
 
     def arguments(name: str) -> Iterable[str]:
         if name == "model":
-            return [m.ref for m in controller.available_models()]
+            return [m.ref for m in controller.models.available_models()]
         if name == "thinking":
             return list(THINKING_LEVELS)
         if name == "settings":
@@ -203,7 +204,7 @@ def _make_prompt(app: App, controller: Controller) -> Any:
 
     def toolbar() -> Any:
         status = controller.status()
-        footer = f"{controller.footer().plain}  │  mode {controller.mode} (Shift+Tab)"
+        footer = f"{controller.footer().plain}  │  mode {controller.control.mode} (Shift+Tab)"
         if controller.goal_status:
             footer += f"  │  {controller.goal_status}"
         return f" {status}  │  {footer}" if status else f" {footer}"
@@ -310,11 +311,11 @@ def _key_bindings(controller: Controller) -> Any:
 
     @bindings.add("c-p")  # pi's model cycling; Up keeps the history
     def _cycle(event: KeyPressEvent) -> None:
-        controller.cycle_model()
+        controller.models.cycle_model()
 
     @bindings.add("s-tab", filter=~has_completions)  # Shift+Tab: the next permission mode
     def _mode(event: KeyPressEvent) -> None:
-        controller.cycle_mode()
+        controller.control.cycle_mode()
 
     last_idle_ctrl_c = [-EXIT_WINDOW_S]
 

@@ -1,25 +1,33 @@
 """The rpc server: serves parsed commands against a :class:`CodingSession`, writing
 responses and the session's events in pi's RPC shapes (docs/rpc.md). Independent of
 stdin and stdout (:mod:`heron.cli.modes.rpc_mode` connects them), so tests drive it line
-by line. Runs, compaction and the run itself live here; the commands that read or
-change state and sessions are in :mod:`heron.cli.modes.rpc_commands`."""
+by line.
+
+The server's own jobs are the dispatch of a line to its handler (one response per line,
+errors included) and the one task that may run at a time: a prompt's run with its
+steering, follow-ups and abort, or a compaction. It holds the rest as parts, each with
+one job: :class:`~heron.cli.modes.rpc_presenter.EventPresenter` writes the session's
+events, :class:`~heron.cli.modes.rpc_state.StateCommands` and
+:class:`~heron.cli.modes.rpc_commands.SessionCommands` serve the commands that read or
+change state and sessions, seeing the server only as an
+:class:`~heron.cli.modes.rpc_host.RpcHost`."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import sys
-import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
-from heron.agent.events import MessageEndEvent, MessageUpdateEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from heron.ai.types import AssistantMessage, ImageContent, TextContent, UserMessage
 from heron.cli.app_state import App
 from heron.cli.modes.rpc_commands import SessionCommands
-from heron.cli.modes.rpc_events import compaction_end_json, compaction_result, drop_unchanged_usage, pi_event
+from heron.cli.modes.rpc_events import compaction_result
+from heron.cli.modes.rpc_host import Handler
 from heron.cli.modes.rpc_permissions import RpcAsker, ask_timeout_ms
+from heron.cli.modes.rpc_presenter import EventPresenter
 from heron.cli.modes.rpc_protocol import (
     CommandError,
     CommandId,
@@ -30,20 +38,18 @@ from heron.cli.modes.rpc_protocol import (
     parse_command,
     string_field,
 )
+from heron.cli.modes.rpc_state import StateCommands, pending_json
 from heron.cli.modes.run_end import run_end_json
-from heron.coding.events import CompactionEndEvent, CompactionStartEvent, SessionEvent
+from heron.coding.events import CompactionEndEvent, SessionEvent
 from heron.coding.idle import idle_keeper
 from heron.coding.outcome import decide
 from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
 from heron.coding.warm_up import start_warm_up
-from heron.session.entries import CompactionEntry
 from heron.session.store import SessionWriteError
 
-Handler = Callable[[CommandId, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
-
-class RpcServer(SessionCommands):
+class RpcServer:
     """Parses command lines and serves them against ``app.session``, writing responses and
     events through ``write`` (one JSON object each)."""
 
@@ -52,13 +58,14 @@ class RpcServer(SessionCommands):
         self._write = write
         self._task: asyncio.Task[None] | None = None
         self._task_kind: str | None = None  # "prompt" or "compact" while a task runs
-        self._compacting = 0  # compaction_start seen without its compaction_end
         self._warming: concurrent.futures.Future[None] | None = None
         self._aborted = False  # the running prompt was aborted (agent_settled says so)
-        self._queue_seen: tuple[list[str], list[str]] = ([], [])
         self._waiters: set[asyncio.Future[None]] = set()  # abort responses waiting for the run to end
-        self._tool_started: dict[str, float] = {}  # tool call id -> when it started (for durationMs)
-        self._unsubscribe = app.session.subscribe(self._on_event)
+        self.events = EventPresenter(app, write)
+        self._unsubscribe = app.session.subscribe(self.events.handle)
+        # the commands that read or change state and sessions, each seeing this server as an RpcHost
+        self.state = StateCommands(self)
+        self.sessions = SessionCommands(self)
         self.asker = RpcAsker(write, ask_timeout_ms(app.session.cwd, app.home))
         app.session.control.asker = self.asker.ask
         self._handlers: dict[str, Handler] = {
@@ -69,10 +76,33 @@ class RpcServer(SessionCommands):
             "clear_queue": self._clear_queue,
             "compact": self._compact,
             "permission_response": self._permission_response,
-            **self.session_handlers(),
+            "get_state": self.state.get_state,
+            "get_messages": self.state.get_messages,
+            "set_model": self.state.set_model,
+            "get_available_models": self.state.get_available_models,
+            "set_thinking_level": self.state.set_thinking_level,
+            "get_available_thinking_levels": self.state.get_thinking_levels,
+            "set_steering_mode": self.state.set_queue_mode,
+            "set_follow_up_mode": self.state.set_queue_mode,
+            "set_auto_compaction": self.state.set_auto_compaction,
+            "reset_window": self.state.reset_window,
+            "new_session": self.sessions.new_session,
+            "switch_session": self.sessions.switch_session,
+            "fork": self.sessions.fork,
+            "clone": self.sessions.clone,
+            "handoff": self.sessions.handoff,
+            "get_fork_messages": self.sessions.get_fork_messages,
+            "get_last_assistant_text": self.state.get_last_assistant_text,
+            "set_session_name": self.sessions.set_session_name,
+            "get_session_stats": self.state.get_session_stats,
+            "get_partial_message": self.state.get_partial_message,
+            "cycle_thinking_level": self.state.cycle_thinking_level,
+            "get_entries": self.sessions.get_entries,
+            "get_tree": self.sessions.get_tree,
+            "get_commands": self.state.get_commands,
+            "export_report": self.sessions.export_report,
+            "memory_log": self.sessions.memory_log,
         }
-        self._partial: AssistantMessage | None = None  # the answer streaming now, if any
-        self._usage_sent: dict[str, Any] | None = None  # the usage the last message_update carried
         self._run: Run | None = None  # the prompt's run, once started
 
     @property
@@ -87,49 +117,17 @@ class RpcServer(SessionCommands):
 
     @property
     def is_compacting(self) -> bool:
-        return self._task_kind == "compact" or self._compacting > 0
+        return self._task_kind == "compact" or self.events.compacting > 0
+
+    @property
+    def partial(self) -> AssistantMessage | None:
+        """The answer streaming now (``message_update`` events carry only deltas)."""
+        return self.events.partial
+
+    def write(self, out: dict[str, Any]) -> None:
+        self._write(out)
 
     # --- output ---------------------------------------------------------------------------
-
-    def _on_event(self, event: SessionEvent) -> None:
-        if isinstance(event, MessageUpdateEvent):
-            self._partial = event.message
-        elif isinstance(event, MessageEndEvent):
-            self._partial, self._usage_sent = None, None
-        if isinstance(event, CompactionStartEvent):
-            self._compacting += 1
-        elif isinstance(event, CompactionEndEvent):
-            self._compacting = max(0, self._compacting - 1)
-            self._write(compaction_end_json(event, self._first_kept(event.entry_id)))
-            return
-        out = pi_event(event)
-        if isinstance(event, MessageUpdateEvent):
-            self._usage_sent = drop_unchanged_usage(out, self._usage_sent)
-        elif isinstance(event, ToolExecutionStartEvent):
-            self._tool_started[event.tool_call_id] = time.monotonic()
-        elif isinstance(event, ToolExecutionEndEvent):
-            started = self._tool_started.pop(event.tool_call_id, None)
-            if started is not None:
-                out["durationMs"] = round((time.monotonic() - started) * 1000)
-        self._write(out)
-        self._queue_changed()
-
-    def _first_kept(self, entry_id: str | None) -> str | None:
-        entry = self.session.store.get(entry_id) if entry_id is not None and self.session.store.has(entry_id) else None
-        return entry.first_kept_entry_id if isinstance(entry, CompactionEntry) else None
-
-    def _queues(self) -> tuple[list[str], list[str]]:
-        # The agent keeps its queues private; they are only read here.
-        queues = self.session.agent._queues
-        return [message_text(m) for m in queues.steering], [message_text(m) for m in queues.follow_up]
-
-    def _queue_changed(self) -> None:
-        """pi's ``queue_update``: the whole queues, whenever they changed (a steer queued,
-        delivered, or dropped at the end of a run)."""
-        now = self._queues()
-        if now != self._queue_seen:
-            self._queue_seen = now
-            self._write({"type": "queue_update", "steering": now[0], "followUp": now[1]})
 
     def _respond(
         self, cmd_id: CommandId, command: str | None, data: dict[str, Any] | None = None, error: str | None = None
@@ -215,7 +213,7 @@ class RpcServer(SessionCommands):
         if warming is not None and not warming.done():
             await asyncio.wrap_future(warming)
 
-    def _require_idle(self, what: str) -> None:
+    def require_idle(self, what: str) -> None:
         if self._task_kind == "prompt":
             raise CommandError(f"the agent is running; {what} after it ends (or abort it first)")
         if self._task_kind == "compact":
@@ -246,7 +244,7 @@ class RpcServer(SessionCommands):
                 'the agent is already running: send the prompt with "streamingBehavior": "steer" '
                 'or "followUp" (or the steer / follow_up commands), or abort it first'
             )
-        self._require_idle("send the prompt")
+        self.require_idle("send the prompt")
         self._aborted = False
         self._start("prompt", self._run_prompt(cmd_id, text, images))
         return {"disposition": "started"}
@@ -266,19 +264,19 @@ class RpcServer(SessionCommands):
             traceback.print_exception(outcome.failure, file=sys.stderr)
         self.asker.deny_all("the run ended")
         self._done()
-        self._queue_changed()
+        self.events.queue_changed()
         self._write({"type": "run_end", "id": cmd_id} | run_end_json(outcome))
         self._write({"type": "agent_settled", "aborted": self._aborted or outcome.aborted})
 
     async def _steer(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         self.session.agent.steer(self._queued_message(fields, "steer"))
-        self._queue_changed()
-        return {"disposition": "queued", **self._pending()}
+        self.events.queue_changed()
+        return {"disposition": "queued", **pending_json(self.session)}
 
     async def _follow_up(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
         self.session.agent.follow_up(self._queued_message(fields, "follow up"))
-        self._queue_changed()
-        return {"disposition": "queued", **self._pending()}
+        self.events.queue_changed()
+        return {"disposition": "queued", **pending_json(self.session)}
 
     def _queued_message(self, fields: dict[str, Any], what: str) -> UserMessage:
         """The queued user message: the text (skills and templates expanded, as pi does)
@@ -290,9 +288,9 @@ class RpcServer(SessionCommands):
         return UserMessage(content=[TextContent(text=self.session.expand_input(text)), *images])
 
     async def _clear_queue(self, cmd_id: CommandId, fields: dict[str, Any]) -> dict[str, Any]:
-        steering, follow_up = self._queues()
+        steering, follow_up = self.events.queues()
         self.session.agent.clear_queues()
-        self._queue_changed()
+        self.events.queue_changed()
         return {"steering": steering, "followUp": follow_up}
 
     async def _abort(self, cmd_id: CommandId, fields: dict[str, Any]) -> None:
@@ -317,7 +315,7 @@ class RpcServer(SessionCommands):
         return None
 
     async def _compact(self, cmd_id: CommandId, fields: dict[str, Any]) -> None:
-        self._require_idle("compact")
+        self.require_idle("compact")
         focus = string_field(fields, "customInstructions", required=False)
         if focus is None:
             focus = string_field(fields, "focus", required=False)
@@ -343,7 +341,7 @@ class RpcServer(SessionCommands):
             error = f"compaction failed: {type(exc).__name__}: {exc}"
         finally:
             unsubscribe()
-            self._compacting = 0
+            self.events.compacting = 0
             self._done()
         end = ends[-1] if ends else None
         if error is None and end is not None and end.error:
@@ -354,4 +352,4 @@ class RpcServer(SessionCommands):
         if error is not None or end is None:
             self._respond(cmd_id, "compact", error=error)
         else:
-            self._respond(cmd_id, "compact", compaction_result(end, self._first_kept(end.entry_id)))
+            self._respond(cmd_id, "compact", compaction_result(end, self.events.first_kept(end.entry_id)))

@@ -6,13 +6,18 @@ while it works: Enter during a run steers, Ctrl+C aborts the job. The prompt_too
 front end (:mod:`heron.cli.modes.interactive`) and the line-by-line fallback for a
 non-terminal stdin both drive it through :meth:`Controller.submit`, and tests drive it
 directly with a recording console.
+
+The slash commands are served by handler objects the controller holds, one per job
+(:mod:`~heron.cli.tui.session_commands`, :mod:`~heron.cli.tui.control_commands`,
+:mod:`~heron.cli.tui.model_commands`), each seeing the controller only as a
+:class:`~heron.cli.tui.command_host.CommandHost`; the controller keeps the job, the
+question, the prefill and the footer, and dispatches a command through one table.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,41 +27,36 @@ from rich.console import Console
 from rich.text import Text
 
 from heron.ai.abort import AbortController, AbortSignal
-from heron.ai.models import ENV_API_KEYS, ModelNotFoundError, env_api_key
 from heron.ai.overflow import ErrorKind
-from heron.ai.types import ImageContent, Model, ThinkingLevel
+from heron.ai.types import ImageContent
 from heron.cli.app_state import App
 from heron.cli.notices import explain_error
 from heron.cli.tui.attachments import attach
+from heron.cli.tui.command_host import Handler
 from heron.cli.tui.commands import COMMANDS, Command, Prompt, Shell, help_lines, parse_input
 from heron.cli.tui.context_view import context_curve, context_file_lines, context_files_line, format_context
 from heron.cli.tui.control_commands import ControlCommands
 from heron.cli.tui.controller_parts import Job, Question
 from heron.cli.tui.controller_parts import bash_message as bash_message
-from heron.cli.tui.footer import Totals, footer_text, format_tokens, window_label
-from heron.cli.tui.pick_items import Picker, model_items
+from heron.cli.tui.footer import Totals, footer_text
+from heron.cli.tui.model_commands import ModelCommands
+from heron.cli.tui.pick_items import Picker
+from heron.cli.tui.recap import Recap
 from heron.cli.tui.render import Renderer
-from heron.cli.tui.session_commands import SESSIONS_LISTED as SESSIONS_LISTED
-from heron.cli.tui.session_commands import TREE_LINES as TREE_LINES
 from heron.cli.tui.session_commands import SessionCommands
 from heron.coding.goal import is_goal_command, status_text
 from heron.coding.outcome import OVERFLOW_HINT, RunFailure, RunOutcome
 from heron.coding.run import Run
 from heron.coding.runtime import CodingSession
-from heron.coding.settings import CUSTOM_PROVIDER, ResolvedModel, SetupError, resolve_model
 from heron.coding.skills import SkillNotFoundError
 from heron.coding.tools.bash import BashTool
 from heron.coding.tools.params import BashParams
-from heron.session.paths import SessionSummary
 from heron.session.store import SessionError
 
 log = logging.getLogger(__name__)
 
-THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
-MODELS_LISTED = 60
 
-
-class Controller(SessionCommands, ControlCommands):
+class Controller:
     def __init__(self, app: App, console: Console) -> None:
         self.app = app
         self.console = console
@@ -76,14 +76,26 @@ class Controller(SessionCommands, ControlCommands):
         # set by a terminal front end: a searchable selector (picker.pick); without it,
         # /resume, /model and /tree print numbered lists
         self.picker: Picker | None = None
-        self._listing: list[SessionSummary] = []
         self._activity = ""
         self._footer: tuple[tuple[Any, ...], Text] | None = None
         self.goal_status: str | None = None  # the goal in the status bar (refreshed with the footer)
         self.renderer.explain = lambda message: explain_error(message, self.app.resolved)
         self.renderer.keep_recent = lambda: self.session.compaction_settings.keep_recent_tokens
         app.session.subscribe(self._on_event)
-        self.install_asker()
+        # the slash commands' handlers, by job; each sees this controller as a CommandHost
+        self.sessions = SessionCommands(self)
+        self.control = ControlCommands(self)
+        self.models = ModelCommands(self)
+        self._handlers: dict[str, Handler] = {
+            "help": self._cmd_help,
+            "quit": self._cmd_quit,
+            "compact": self._cmd_compact,
+            "context": self._cmd_context,
+            **self.models.commands(),
+            **self.sessions.commands(),
+            **self.control.commands(),
+        }
+        self.control.install_asker()
 
     @property
     def session(self) -> CodingSession:
@@ -95,15 +107,15 @@ class Controller(SessionCommands, ControlCommands):
         self.renderer.handle(event)
         if self.renderer.activity != self._activity:
             self._activity = self.renderer.activity
-            self._changed()
+            self.changed()
         elif getattr(event, "type", "") == "message_update":
-            self._changed()  # the live line shows the text not printed yet
+            self.changed()  # the live line shows the text not printed yet
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
 
-    def _print(self, text: Text) -> None:
+    def print_text(self, text: Text) -> None:
         """Lines with paths and ids are not wrapped by rich (the terminal wraps them), so
         they can be copied whole."""
         self.console.print(text, soft_wrap=True)
@@ -141,12 +153,12 @@ class Controller(SessionCommands, ControlCommands):
         self.renderer.reset_section()
         line = Text("─ " if self.renderer.bullet == "●" else "- ", style="dim")
         line.append_text(self.footer())
-        if self.mode != "default":  # the permission mode, when it is not the usual one
-            line.append(f" · mode {self.mode}", style="yellow")
+        if self.control.mode != "default":  # the permission mode, when it is not the usual one
+            line.append(f" · mode {self.control.mode}", style="yellow")
         self.goal_status = status_text(*self.session.goal.spent())
         if self.goal_status:
             line.append(f" · {self.goal_status}", style="magenta")
-        self._print(line)
+        self.print_text(line)
         self.renderer.reset_section()
 
     def status(self) -> str:
@@ -169,20 +181,26 @@ class Controller(SessionCommands, ControlCommands):
         }
         return f"{what.get(job.kind, job.kind)} · Ctrl+C aborts"
 
+    def recap(self) -> None:
+        """The earlier conversation of a resumed session: its last turns, tool output
+        folded (docs/interactive.md), then the footer."""
+        Recap(self.renderer).show(self.session.messages, self.app.settings.resume_turns)
+        self.print_footer()
+
     def banner(self) -> None:
         from heron import __version__
 
         s = self.session
         store = s.store
         where = str(store.path) if store.path is not None else "in memory (--no-session)"
-        self._print(Text(f"heron {__version__} · {s.model.ref} · {self.app.cwd}", style="bold"))
-        self._print(Text(f"session {where}", style="dim"))
-        self._print(Text(context_files_line(s.context_files, self.app.cwd), style="dim"))
+        self.print_text(Text(f"heron {__version__} · {s.model.ref} · {self.app.cwd}", style="bold"))
+        self.print_text(Text(f"session {where}", style="dim"))
+        self.print_text(Text(context_files_line(s.context_files, self.app.cwd), style="dim"))
         count = len(s.messages)
         if count:
-            self._print(Text(f"resumed: {count} messages in the context", style="dim"))
-            self._recap()
-        self._print(Text("Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
+            self.print_text(Text(f"resumed: {count} messages in the context", style="dim"))
+            self.recap()
+        self.print_text(Text("Enter sends · Ctrl+J newline · /help commands · Esc aborts · Ctrl+D exits", style="dim"))
 
     # --- jobs -----------------------------------------------------------------------
 
@@ -199,7 +217,7 @@ class Controller(SessionCommands, ControlCommands):
         job = Job(kind=kind, task=task, abort=abort or cancel)
         self.job = job
         task.add_done_callback(lambda t: self._job_done(job, t))
-        self._changed()
+        self.changed()
         return job
 
     def _job_done(self, job: Job, task: asyncio.Task[Any]) -> None:
@@ -217,7 +235,7 @@ class Controller(SessionCommands, ControlCommands):
             self._after_run(run.result() if run is not None and run.task is task else None)
         elif job.kind in ("compact", "tree"):
             self.print_footer()
-        self._changed()
+        self.changed()
 
     def _after_run(self, outcome: RunOutcome | None) -> None:
         """The end of a run, from its outcome: what the answers shown did not say (a session
@@ -255,17 +273,17 @@ class Controller(SessionCommands, ControlCommands):
         if self.quit_requested:
             return None
         if say:
-            self._print(Text(say, style="bold"))
+            self.print_text(Text(say, style="bold"))
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         question = Question(label, future, keys)
         self.question = question
-        self._changed()
+        self.changed()
         try:
             return await future
         finally:
             if self.question is question:
                 self.question = None
-            self._changed()
+            self.changed()
 
     def answer_question(self, text: str | None) -> bool:
         """Give the waiting question its answer; False when none waits."""
@@ -282,7 +300,7 @@ class Controller(SessionCommands, ControlCommands):
         question = self.question
         if question is None or key not in question.keys:
             return False
-        self._print(Text(f"{question.label}{key}", style="dim"))
+        self.print_text(Text(f"{question.label}{key}", style="dim"))
         return self.answer_question(key)
 
     def interrupt(self) -> bool:
@@ -300,7 +318,7 @@ class Controller(SessionCommands, ControlCommands):
         if job.kind == "run":
             self.renderer.retries.cancel()  # a retry being waited for is cancelled, not "succeeded"
         job.abort()
-        self._changed()
+        self.changed()
         return True
 
     async def shutdown(self) -> None:
@@ -411,17 +429,6 @@ class Controller(SessionCommands, ControlCommands):
         self.note(f"↳ follow-up queued: {first[:80]} (delivered when this run would stop)", "cyan")
         return True
 
-    def cycle_model(self) -> None:
-        """Ctrl+P: the next of :meth:`available_models` (those with a key, or needing none)."""
-        models = self.available_models()
-        if len(models) < 2:
-            self.note("no other model to switch to (/model lists them)")
-            return
-        current = self.session.model
-        refs = [m.ref for m in models]
-        following = models[(refs.index(current.ref) + 1) % len(models)] if current.ref in refs else models[0]
-        self._cmd_model(following.ref)
-
     def _reset_window(self) -> None:
         if self.busy:
             self.error("/context reset-window: wait for the run to end (or Esc)")
@@ -457,9 +464,8 @@ class Controller(SessionCommands, ControlCommands):
     # --- slash commands ---------------------------------------------------------------
 
     async def run_command(self, command: Command) -> None:
-        handler = getattr(self, "_cmd_" + command.name)
         try:
-            result = handler(command.args)
+            result = self._handlers[command.name](command.args)
             if asyncio.iscoroutine(result):
                 await result
         except (SessionError, LookupError, ValueError, OSError) as exc:
@@ -467,106 +473,23 @@ class Controller(SessionCommands, ControlCommands):
 
     def _cmd_help(self, args: str) -> None:
         self.renderer.reset_section()
-        self._print(Text("Commands", style="bold"))
+        self.print_text(Text("Commands", style="bold"))
         for line in help_lines():
-            self._print(Text(line))
+            self.print_text(Text(line))
         s = self.session
         skills = [f"/skill:{skill.name}" for skill in s.skills.skills]
         templates = [f"/{t.name}" for t in s.templates.sorted()]
         if skills:
-            self._print(Text("  skills: " + " ".join(skills), style="dim"))
+            self.print_text(Text("  skills: " + " ".join(skills), style="dim"))
         if templates:
-            self._print(Text("  templates: " + " ".join(templates), style="dim"))
+            self.print_text(Text("  templates: " + " ".join(templates), style="dim"))
         if commands := [f"/{name}" for name, _ in s.extensions.commands.names()]:
-            self._print(Text("  extension commands: " + " ".join(commands), style="dim"))
+            self.print_text(Text("  extension commands: " + " ".join(commands), style="dim"))
 
     def _cmd_quit(self, args: str) -> None:
         self.quit_requested = True
         if self.job is not None:
             self.interrupt()
-
-    # /model
-
-    def available_models(self) -> list[Model]:
-        """Models of the current provider, of providers with a key in the environment,
-        and of providers that need none (local servers from models.json)."""
-        current = self.session.model
-        out = [current]
-        for model in self.app.registry.all():
-            if (model.provider, model.id) == (current.provider, current.id):
-                continue
-            if model.provider == current.provider or model.provider not in ENV_API_KEYS or env_api_key(model.provider):
-                out.append(model)
-        return out
-
-    def resolve(self, ref: str) -> ResolvedModel:
-        """A model for ``/model ref``, with its API key. An id the catalogue lacks, while
-        the current model is a ``--base-url`` one, is taken as another model of that server."""
-        current = self.session.model
-        cli_key = getattr(self.app.args, "api_key", None)
-        try:
-            model = self.app.registry.find(ref)
-        except ModelNotFoundError:
-            if current.provider == CUSTOM_PROVIDER and current.base_url:
-                # "custom/other-model" names the server's model "other-model": the
-                # provider prefix is heron's, the server never knew it
-                prefix = f"{CUSTOM_PROVIDER}/"
-                model_id = ref[len(prefix) :] if ref.startswith(prefix) else ref
-                custom = dataclasses.replace(current, id=model_id, name=model_id)
-                return ResolvedModel(custom, self.session.api_key, "/model", self.app.resolved.key_source)
-            raise
-        key = cli_key if cli_key and model.provider == current.provider else None
-        return resolve_model(self.app.settings, self.app.registry, model.ref, None, key)
-
-    async def _pick_model(self) -> None:
-        assert self.picker is not None
-        s = self.session
-        ref = await self.picker(f"model (now {s.model.ref})", model_items(self.available_models(), s.model))
-        if ref is not None:
-            self._cmd_model(ref)
-
-    def _cmd_model(self, args: str) -> Awaitable[None] | None:
-        s = self.session
-        ref = args.strip()
-        if not ref and self.picker is not None:
-            return self._pick_model()
-        if not ref:
-            models = self.available_models()
-            self.renderer.reset_section()
-            self._print(
-                Text(f"model: {s.model.ref} (window {window_label(s.window, s.model.context_window)})", style="bold")
-            )
-            for model in models[:MODELS_LISTED]:
-                mark = "*" if model is s.model or (model.provider, model.id) == (s.model.provider, s.model.id) else " "
-                extra = " reasoning" if model.reasoning else ""
-                self._print(Text(f" {mark} {model.ref}  ({format_tokens(model.context_window)}{extra})"))
-            if len(models) > MODELS_LISTED:
-                self._print(Text(f"   … {len(models) - MODELS_LISTED} more (Tab completes /model names)", style="dim"))
-            self._print(Text("switch with /model provider/id", style="dim"))
-            return None
-        try:
-            resolved = self.resolve(ref)
-        except SetupError as exc:
-            self.error(str(exc))
-            return None
-        s.set_model(resolved.model, resolved.api_key)
-        self.app.resolved = resolved  # what a refused key is explained from
-        self.note(f"model: {s.model.ref} (window {window_label(s.window, s.model.context_window)})", "green")
-        return None
-
-    def _cmd_thinking(self, args: str) -> None:
-        s = self.session
-        level = args.strip().lower()
-        if not level:
-            self.note(f"thinking: {s.thinking_level} (levels: {', '.join(THINKING_LEVELS)})", "")
-            return
-        chosen = next((known for known in THINKING_LEVELS if known == level), None)
-        if chosen is None:
-            self.error(f"unknown thinking level {level!r}; use one of {', '.join(THINKING_LEVELS)}")
-            return
-        s.set_thinking_level(chosen)
-        hint = "" if s.model.reasoning or level == "off" else " (this model does not declare reasoning support)"
-        self.note(f"thinking: {level}{hint}", "green")
 
     def _cmd_compact(self, args: str) -> None:
         self.renderer.reset_section()
@@ -580,6 +503,6 @@ class Controller(SessionCommands, ControlCommands):
         if args.strip():
             self.error("usage: /context, or /context reset-window (forget a window learnt from a rejection)")
             return
-        self._print(Text(format_context(self.session.context_breakdown(), curve=context_curve(self.session))))
+        self.print_text(Text(format_context(self.session.context_breakdown(), curve=context_curve(self.session))))
         for line in context_file_lines(self.session.context_files, self.app.cwd):
-            self._print(Text(line))
+            self.print_text(Text(line))

@@ -49,7 +49,7 @@ _CHOICES: dict[str, Answer] = {
 class Asking(Protocol):
     """What the asker needs of the controller."""
 
-    def _print(self, text: Text) -> None: ...
+    def print_text(self, text: Text) -> None: ...
     def error(self, message: str) -> None: ...
     async def ask_line(self, label: str, say: str | None = None, keys: str = "") -> str | None: ...
 
@@ -98,15 +98,15 @@ class PermissionAsker:
     def _show(self, prompt: PermissionPrompt) -> None:
         decision = prompt.decision
         shown = describe_call(prompt.tool, prompt.meta, prompt.args, 100)
-        self.ui._print(Text(f"permission needed: {shown}", style="bold yellow"))
+        self.ui.print_text(Text(f"permission needed: {shown}", style="bold yellow"))
         command = prompt.meta.command_of(prompt.args)
         if command is not None and ("\n" in command or len(command) > 100):
             lines = visible(command).splitlines()
             for line in lines[:COMMAND_LINES]:
-                self.ui._print(Text(f"  │ {line}"))
+                self.ui.print_text(Text(f"  │ {line}"))
             if len(lines) > COMMAND_LINES:
-                self.ui._print(Text(f"  │ … {len(lines) - COMMAND_LINES} more line(s)", style="dim"))
-        self.ui._print(Text(f"  why: {visible(decision.message)}"))  # names the rule (and its file) or the mode
+                self.ui.print_text(Text(f"  │ … {len(lines) - COMMAND_LINES} more line(s)", style="dim"))
+        self.ui.print_text(Text(f"  why: {visible(decision.message)}"))  # names the rule (and its file) or the mode
         rule = always_rule(prompt)
         if rule is not None:
             always = f"a allow always (adds {rule} to .heron/settings.local.json)"
@@ -117,5 +117,5 @@ class PermissionAsker:
             )
         else:
             always = "(allow always not offered: no rule fits this call)"
-        self.ui._print(Text(f"  y allow once   {always}   n deny (a reason may follow: n REASON)"))
-        self.ui._print(Text("  one key answers (no Enter); 1/2/3 work too; Esc denies", style="dim"))
+        self.ui.print_text(Text(f"  y allow once   {always}   n deny (a reason may follow: n REASON)"))
+        self.ui.print_text(Text("  one key answers (no Enter); 1/2/3 work too; Esc denies", style="dim"))
