@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from heron.coding.extensions.api import ExtensionCommand, Registration
     from heron.coding.settings import Settings
     from heron.coding.templates import TemplateSet
-    from heron.context.policy import ContextPolicy
     from heron.context.compaction.plan import CompactionChoice, CompactionPlan
+    from heron.context.policy import ContextPolicy
 
 log = logging.getLogger(__name__)
 
@@ -289,9 +289,7 @@ class ExtensionHost:
                 return verdict
             mine = await self._before(ctx, verdict)
             if mine is not None and mine.arguments is not None and not mine.block:
-                again = await self.session.control.recheck(
-                    ctx.tool_call.id, ctx.tool_call.name, dict(mine.arguments)
-                )
+                again = await self.session.control.recheck(ctx.tool_call.id, ctx.tool_call.name, dict(mine.arguments))
                 if again is not None:
                     return again
             return mine
