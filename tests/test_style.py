@@ -83,9 +83,9 @@ KNOWN_LARGE_CLASSES: set[tuple[str, str]] = {
 KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = set()
 
 # Private names still reached from another module, as (module, name). Issue 39 counted 28
-# accesses; 10 are left, in these 7 pairs (the others now use public names: the session's
-# emit and render_system_prompt, the agent's queued_counts, _scan.error_reason; the last
-# view became the session's request plan).
+# accesses; 5 are left, in these 3 pairs (the others now use public names: the session's
+# emit and render_system_prompt, the agent's queued_counts, _scan.error_reason, the store's
+# line_under and adopt that forking uses; the last view became the session's request plan).
 KNOWN_PRIVATE_ACCESS: set[tuple[str, str]] = {
     # The request path reads the turn's prompt off the session, a field one loop hook sets
     # and the next reads; to go into the request plan (one immutable value per request)
@@ -95,12 +95,6 @@ KNOWN_PRIVATE_ACCESS: set[tuple[str, str]] = {
     # An event stream heron.ai made is finished by the request path with the answer it got
     # elsewhere; to go: a public way for heron.ai to make a finished stream.
     ("coding/requests.py", "_set_result"),
-    # fork.py is SessionStore's second file (forking copies entries straight from the
-    # source's index into the new file); to go: fork as a method of a store split by job.
-    ("session/fork.py", "_index"),
-    ("session/fork.py", "_repairs"),
-    ("session/fork.py", "_line_for"),
-    ("session/fork.py", "_adopt"),
 }
 
 
