@@ -73,19 +73,13 @@ KNOWN_LARGE_CLASSES: set[tuple[str, str]] = set()
 KNOWN_LONG_FUNCTIONS: set[tuple[str, str]] = set()
 
 # Private names still reached from another module, as (module, name). Issue 39 counted 28
-# accesses; these 5 pairs are left (the others now use public names: the session's emit and
-# render_system_prompt, the agent's queued_counts, _scan.error_reason; the last view and the
-# turn's prompt are carried in the session's request plan).
+# accesses; one pair is left (the others now use public names: the session's emit and
+# render_system_prompt, the agent's queued_counts, _scan.error_reason, the store's line_under
+# and adopt that forking uses; the last view and the turn's prompt are carried in the request plan).
 KNOWN_PRIVATE_ACCESS: set[tuple[str, str]] = {
     # An event stream heron.ai made is finished by the request path with the answer it got
     # elsewhere; to go: a public way for heron.ai to make a finished stream.
     ("coding/requests.py", "_set_result"),
-    # fork.py is SessionStore's second file (forking copies entries straight from the
-    # source's index into the new file); to go: fork as a method of a store split by job.
-    ("session/fork.py", "_index"),
-    ("session/fork.py", "_repairs"),
-    ("session/fork.py", "_line_for"),
-    ("session/fork.py", "_adopt"),
 }
 
 

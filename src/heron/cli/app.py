@@ -32,7 +32,7 @@ from heron.session.jsonl import clean_text
 from heron.session.store import SessionError
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.coding.tracing import TracedSession
 
 
 def warn(text: str) -> None:
@@ -138,7 +138,7 @@ def _resume_spec(args: argparse.Namespace, spec: SessionSpec, cwd: Path, home: P
     return resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), lambda _text: None)
 
 
-def _trace(session: CodingSession, otel: str | None) -> None:
+def _trace(session: TracedSession, otel: str | None) -> None:
     """``--otel console`` or an OTLP endpoint in the environment: spans of every run
     (docs/tracing.md). Without either, OpenTelemetry is never imported."""
     from heron.coding.tracing_switch import tracing_mode

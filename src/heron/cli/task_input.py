@@ -13,7 +13,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from heron.ai.types import ImageContent
 from heron.cli.clean_input import read_text_stream
@@ -23,7 +23,8 @@ from heron.session.jsonl import clean_text
 from heron.session.unanswered import unanswered_prompt
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.coding.goal_loop import GoalLoop
+    from heron.session.store import SessionStore
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
@@ -41,7 +42,18 @@ class Task:
         return bool(self.text.strip() or self.images or self.resend)
 
 
-def resend_task(session: CodingSession) -> Task:
+class Resumable(Protocol):
+    """What a run without a task reads of its session: the store (an unanswered prompt)
+    and the goal loop (one to pick up, or why there is none)."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def goal_loop(self) -> GoalLoop: ...
+
+
+def resend_task(session: Resumable) -> Task:
     """``heron -p --continue`` without a task: the session's unanswered prompt, sent again,
     else its goal loop, picked up where it stopped (a notice on stderr says which); a usage
     error when there is neither."""

@@ -36,6 +36,7 @@ from heron.session.store import SessionStore
 
 if TYPE_CHECKING:  # imported when servers start (heron.coding.mcp loads the MCP SDK)
     from heron.coding.mcp.setup import SessionMcp
+    from heron.coding.subagents.parent import ParentSession
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +252,7 @@ def _apply_control(spec: SessionSpec, session: CodingSession, warn: Warn) -> Non
         warn(warning)
 
 
-def share_control(parent: CodingSession, child: CodingSession, agent_type: str) -> None:
+def share_control(parent: ParentSession, child: CodingSession, agent_type: str) -> None:
     """The child obeys the parent's permissions: the same engine object (so a mode the user
     switches to, ``--allow`` rules and rules allowed always apply to running children too),
     the same trust, and the parent's way of asking the user (none in print mode: denied);

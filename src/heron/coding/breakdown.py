@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.messages import CompactionSummaryMessage
 from heron.ai.types import ToolResultMessage
@@ -14,7 +14,40 @@ from heron.context.window.budget import estimate_message_tokens, fixed_tokens
 from heron.context.window.working_budget import WorkingBudget
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.context_files import ContextFile
+    from heron.context.policy import ContextPolicy
+    from heron.context.records.ledger import Ledger
+    from heron.session.store import SessionStore
+
+
+class WindowSource(Protocol):
+    """Where the window came from is the policy's to say."""
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+
+class BrokenDown(WindowSource, Protocol):
+    """What ``/context`` reads of a session: the policy's view and counts, the agent's
+    messages, system prompt and tools, the context files, the ledger, and the store the
+    goal is read from."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def context_files(self) -> list[ContextFile]: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
 
 
 @dataclass
@@ -40,7 +73,7 @@ class ContextBreakdown:
     budget: WorkingBudget | None = None  # the working budget compaction triggers at (None: offline, not known)
 
 
-def context_breakdown(session: CodingSession) -> ContextBreakdown:
+def context_breakdown(session: BrokenDown) -> ContextBreakdown:
     policy = session.policy
     messages = policy.view(session.agent.messages)
     by_role: dict[str, int] = {}
@@ -80,7 +113,7 @@ def context_breakdown(session: CodingSession) -> ContextBreakdown:
     )
 
 
-def window_source(session: CodingSession) -> str:
+def window_source(session: WindowSource) -> str:
     """Where the window heron plans for came from: a server's rejection when one taught
     a smaller window, else the model's source (configured, ``--context-window``, the server)."""
     policy = session.policy

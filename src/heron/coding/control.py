@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from heron.agent.agent import Agent
 from heron.agent.messages import AgentMessage, ExtensionMessage
-from heron.agent.tool_meta import OTHER, ToolCatalog, ToolMeta
+from heron.agent.tool_meta import OTHER, ToolMeta
 from heron.agent.tools import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ToolResult
 from heron.ai.types import AssistantMessage, StopReason, TextContent
 from heron.coding.checkpoints.session import Checkpoints
@@ -35,8 +34,7 @@ from heron.coding.hooks import (
     parse_hooks,
 )
 from heron.coding.housekeeping import Housekeeping
-from heron.coding.memory import MemoryKeeper
-from heron.coding.memory_watch import MemoryWatch
+from heron.coding.memory_watch import MemoryWatch, WatchedSession
 from heron.coding.permissions import Decision, Mode, PermissionEngine, add_local_rule, load_scopes, parse_mode
 from heron.coding.permissions.trust import is_trusted, remember_trust
 from heron.coding.sandbox import SANDBOX_MODES, Confinement, Sandbox, SandboxMode, sandbox_policy
@@ -54,9 +52,8 @@ from heron.coding.settings import Settings
 from heron.coding.tools.confined import NOT_APPROVED
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.lifeline import reap_leftovers
-from heron.context.records.ledger import Ledger, LedgerRecord
+from heron.context.records.ledger import LedgerRecord
 from heron.context.tool_output.spill import set_scrub
-from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -89,21 +86,14 @@ StepInput = AgentMessage | list[AgentMessage] | None
 RunTurn = Callable[[StepInput], Awaitable[list[AgentMessage]]]
 
 
-class SessionLike(Protocol):
-    cwd: Path
+class SessionLike(WatchedSession, Protocol):
+    """What control uses of its session, besides what its memory watch does: where it runs,
+    its settings and key (the secrets it redacts), and the tool environment it confines."""
+
     home: Path
     settings: Settings
-    ledger: Ledger
-    store: SessionStore
     api_key: str | None
     env: ToolEnv
-    agent: Agent
-    tool_catalog: ToolCatalog
-    memory: MemoryKeeper
-
-    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
-
-    def emit(self, event: Any) -> None: ...
 
 
 class Control:

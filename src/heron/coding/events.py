@@ -1,4 +1,5 @@
-"""Events the coding runtime adds to the agent's: compaction, retry, ledger, context warnings."""
+"""Events the coding runtime adds to the agent's: compaction, retry, ledger, context warnings,
+the task list, the goal and its loop, sub-agents' events, the idle timer's."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ check made before every model call (the same stop as ``--max-turns``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.ai.overflow import ErrorKind
@@ -37,7 +37,8 @@ from heron.context.continuity.goal import (
 from heron.context.continuity.path_fold import PathFold
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.coding.events import SessionEvent
     from heron.session.store import SessionStore
 
 GOAL_COMMAND = "/goal"
@@ -77,10 +78,31 @@ def parse_goal_args(args: str) -> GoalRequest:
     return GoalRequest("set", text=check_text(rest), budget=budget)
 
 
+class GoalHost(Protocol):
+    """What the goal keeper uses of its session: the store its goal entries live in (read
+    anew each time: a session may switch stores) and the agent whose turn limit it gates
+    and whose messages it counts."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+
+class GoalCommandHost(Protocol):
+    """What ``/goal`` uses of a session: its goal keeper, and its events for the answer."""
+
+    @property
+    def goal(self) -> GoalKeeper: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+
 class GoalKeeper:
     """The goal of one :class:`CodingSession`: its entries, the request head, the budget."""
 
-    def __init__(self, session: CodingSession) -> None:
+    def __init__(self, session: GoalHost) -> None:
         self.session = session
         self._tokens: dict[str, int] = {}  # answer tokens by entry id (entries never change)
         # the goal on the leaf's path and its index, read before every request: only the
@@ -212,7 +234,7 @@ def status_text(goal: Goal | None, spent: int, width: int = 40) -> str | None:
     return f"goal: {shown}"
 
 
-def goal_command(session: CodingSession, text: str) -> list[AgentMessage]:
+def goal_command(session: GoalCommandHost, text: str) -> list[AgentMessage]:
     """Answer a typed ``/goal ...`` with a :class:`GoalEvent` (the run's answer); no model call."""
     try:
         reply, error = session.goal.command(text), False

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.ai.models import ModelNotFoundError, ModelRegistry
@@ -24,7 +24,7 @@ from heron.ai.types import AssistantMessage, Context, Model, StopReason, TextCon
 from heron.context.continuity.recent_steps import main_argument, outcome_line
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.coding.requests import RequestPath
 
 SYSTEM_PROMPT = (
     "You judge whether a coding agent has met the goal its user set. You are shown the goal and the "
@@ -50,7 +50,22 @@ class Judgement:
     error: str | None = None
 
 
-def evaluator_model(session: CodingSession, ref: str) -> tuple[Model, str | None]:
+class EvaluatorHost(Protocol):
+    """What the evaluator uses of a session: its model and key (the default evaluator, and
+    the key a model of the same provider shares) and its request path (the check is a side
+    request, traced and checked like every other)."""
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def requests(self) -> RequestPath: ...
+
+
+def evaluator_model(session: EvaluatorHost, ref: str) -> tuple[Model, str | None]:
     """The model ``ref`` names and its key (the session's, for a model of its provider).
     ``ModelNotFoundError`` for a name no provider has."""
     current = session.model
@@ -95,7 +110,7 @@ def parse_judgement(text: str, model: str) -> Judgement:
     return Judgement(data["met"], reason.strip() if isinstance(reason, str) and reason.strip() else None, model)
 
 
-async def evaluate(session: CodingSession, ref: str, goal: str, step: Sequence[AgentMessage]) -> Judgement:
+async def evaluate(session: EvaluatorHost, ref: str, goal: str, step: Sequence[AgentMessage]) -> Judgement:
     """Ask the evaluator about ``step``; never raises (a failure is a :class:`Judgement` with ``error``)."""
     try:
         model, api_key = evaluator_model(session, ref)

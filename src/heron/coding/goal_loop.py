@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.agent.tools import ToolError
@@ -36,7 +36,7 @@ from heron.ai.adapt import NO_RESULT_TEXT
 from heron.ai.overflow import ErrorKind
 from heron.ai.types import AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.coding.events import GoalLoopEvent
-from heron.coding.goal_evaluator import evaluate
+from heron.coding.goal_evaluator import EvaluatorHost, evaluate
 from heron.coding.tools.goal import GoalTool
 from heron.context.continuity.goal import goal_on_path
 from heron.context.continuity.goal_loop import (
@@ -57,7 +57,11 @@ from heron.context.continuity.path_fold import PathFold
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.coding.control import Control, StepInput
+    from heron.coding.events import SessionEvent
+    from heron.coding.goal import GoalKeeper
+    from heron.coding.settings import Settings
 
 QUESTION_POLL_S = 0.05  # how often a continuation waiting for a permission question looks again
 _FAILED = (StopReason.ERROR, StopReason.ABORTED)
@@ -102,13 +106,41 @@ def resume_point(messages: Sequence[AgentMessage]) -> tuple[AssistantMessage | N
     return last, last.tool_calls()
 
 
+class LoopHost(EvaluatorHost, Protocol):
+    """What the goal loop uses of its session: the goal and the store its verdicts go in,
+    the agent whose messages it reads and whose tools it arranges, the control whose
+    permission questions a continuation waits for, and the session's own steps and events
+    (a continuation is a step like a user's, with the session's listeners told)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def goal(self) -> GoalKeeper: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def control(self) -> Control: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+    def begin_run(self) -> None: ...
+
+    async def run_step(self, message: StepInput) -> list[AgentMessage]: ...
+
+
 class GoalLoop:
     """The goal loop of one :class:`CodingSession`: the ``goal`` tool's offer, the steps,
     the stops. ``max_turns``: ``--goal-turns``, else ``goal.maxTurns`` (0: off - the goal
     only leads the requests); ``enabled``: False in a sub-agent, whose parent's loop drives
     the work (it is still offered the tool, so a fork's requests keep its parent's bytes)."""
 
-    def __init__(self, session: CodingSession) -> None:
+    def __init__(self, session: LoopHost) -> None:
         self.session = session
         self.max_turns = session.settings.goal.max_turns
         self.evaluator = session.settings.goal.evaluator

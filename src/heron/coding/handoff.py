@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.coding.handoff_link import HANDOFF_CUSTOM_TYPE, lineage
@@ -42,7 +43,9 @@ from heron.session.entries import MessageEntry
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.goal import GoalKeeper
+    from heron.coding.settings import Settings
 
 HANDOFF_COMMAND = "/handoff"
 DEFAULT_DRAFT = "Continue from the handoff above: take the next open step toward the goal."
@@ -89,7 +92,31 @@ def _kept(store: SessionStore, ids: Sequence[str], types: Sequence[str]) -> _Kep
     return _Kept(plan_before(store.get, ids, types, len(ids)), tuple(skills_before(store.get, ids, types, len(ids))))
 
 
-def frontier_text(session: CodingSession, kept: _Kept) -> str:
+class HandoffSource(Protocol):
+    """What a handoff uses of the session it leaves: the store its child is made beside and
+    its path read from, the goal and task list the child is seeded with, the catalog that
+    names the files the path touched, the continuity settings, and the home of its files."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def home(self) -> Path: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def goal(self) -> GoalKeeper: ...
+
+    @property
+    def todos(self) -> list[TodoItem]: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
+
+
+def frontier_text(session: HandoffSource, kept: _Kept) -> str:
     """The parent's frontier, rendered from its path (a pure function of the file). The
     goal is not in it: the child's ``heron.goal`` entry already puts the goal at the head
     of every request (:mod:`heron.context.continuity.goal`), and a second copy here would only make
@@ -127,7 +154,7 @@ def _path_messages(store: SessionStore, ids: Sequence[str], types: Sequence[str]
     return out
 
 
-def hand_off(session: CodingSession, focus: str | None = None) -> Handoff:
+def hand_off(session: HandoffSource, focus: str | None = None) -> Handoff:
     """Create the child of ``session``'s store (the caller switches to it) and record the
     handoff in both files."""
     parent = session.store

@@ -28,7 +28,7 @@ import contextlib
 import time
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.loop import assemble_request
 from heron.ai.abort import AbortSignal
@@ -39,7 +39,14 @@ from heron.context.records.decisions import DECISION_CUSTOM_TYPE, OP_IDLE
 from heron.session.entries import CustomEntry
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.ai.types import Model
+    from heron.coding.context_owner import ContextOwner
+    from heron.coding.events import SessionEvent
+    from heron.coding.requests import RequestPath
+    from heron.coding.settings import Settings
+    from heron.context.policy import ContextPolicy
+    from heron.session.store import SessionStore
 
 POLL_S = 5.0  # the timer re-reads the wall clock at least this often (a suspended machine, a shifted clock)
 
@@ -53,10 +60,40 @@ class IdlePeriod:
     ended: bool  # the cache was left to expire, or compacted: nothing more to do until the next turn
 
 
-class IdleKeeper:
-    """The idle timer of one :class:`CodingSession` and what it does when due."""
+class IdleHost(Protocol):
+    """What the idle keeper uses of its session: the setting, the store and messages its idle
+    period is read from, the policy that decides and records, the model whose prices weigh
+    a warm-up against a cold request, the request path a warm-up takes, the context owner
+    a compaction runs through, and the session's events."""
 
-    def __init__(self, session: CodingSession) -> None:
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def requests(self) -> RequestPath: ...
+
+    @property
+    def context_owner(self) -> ContextOwner: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+
+class IdleKeeper:
+    """The idle timer of one session and what it does when due."""
+
+    def __init__(self, session: IdleHost) -> None:
         self.session = session
         self._task: asyncio.Task[None] | None = None
         self._signal = AbortSignal()
@@ -213,10 +250,10 @@ class IdleKeeper:
         )
 
 
-_KEEPERS: weakref.WeakKeyDictionary[CodingSession, IdleKeeper] = weakref.WeakKeyDictionary()
+_KEEPERS: weakref.WeakKeyDictionary[IdleHost, IdleKeeper] = weakref.WeakKeyDictionary()
 
 
-def idle_keeper(session: CodingSession) -> IdleKeeper:
+def idle_keeper(session: IdleHost) -> IdleKeeper:
     """The idle timer of ``session``: the one place the modes start and stop it."""
     keeper = _KEEPERS.get(session)
     if keeper is None:

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.ai.types import AssistantMessage, StopReason
 from heron.coding.memory import (
@@ -38,7 +38,14 @@ from heron.coding.memory_notes import note_files, set_marks
 from heron.context.records.ledger import LedgerRecord
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.agent.tools import AgentTool
+    from heron.ai.types import Model
+    from heron.coding.memory import MemoryKeeper
+    from heron.coding.requests import RequestPath
+    from heron.context.policy import ContextPolicy
+    from heron.context.records.ledger import Ledger
+    from heron.session.store import SessionStore
 
 REFLECT_COMMAND = "/memory reflect"
 REFLECT_TIMEOUT_S = 300.0
@@ -83,7 +90,38 @@ def drop_empty(directory: Path, files: list[str]) -> None:
                 path.unlink()
 
 
-async def reflect(session: CodingSession, trigger: str) -> tuple[str, bool]:
+class ReflectHost(Protocol):
+    """What a reflection uses of its session: the memory and the ledger its outcome is
+    recorded in, the store its commits name, and what a request of the session is made of
+    (the policy's view and caps, the model, the system prompt and tools, the request path)
+    so the pass shares the conversation's cached prefix."""
+
+    @property
+    def memory(self) -> MemoryKeeper: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def tools(self) -> list[AgentTool[Any]]: ...
+
+    @property
+    def requests(self) -> RequestPath: ...
+
+
+async def reflect(session: ReflectHost, trigger: str) -> tuple[str, bool]:
     """One reflection pass; returns (what to tell the user, whether it failed)."""
     memory, ledger = session.memory, session.ledger
     directory = memory.directory
@@ -128,7 +166,7 @@ async def reflect(session: CodingSession, trigger: str) -> tuple[str, bool]:
     return f"Reflected on memory: {len(changed)} note(s) changed, {len(confirmed)} confirmed.", False
 
 
-async def _run(session: CodingSession, view: list[Any], prompt: str, tokens: int) -> tuple[list[str], Any]:
+async def _run(session: ReflectHost, view: list[Any], prompt: str, tokens: int) -> tuple[list[str], Any]:
     policy = session.policy
 
     def sized(context: Any) -> Any:
@@ -148,7 +186,7 @@ async def _run(session: CodingSession, view: list[Any], prompt: str, tokens: int
     )
 
 
-def _dropped(session: CodingSession, trigger: str, why: str, *, discard: bool = False) -> tuple[str, bool]:
+def _dropped(session: ReflectHost, trigger: str, why: str, *, discard: bool = False) -> tuple[str, bool]:
     if discard:
         try:
             session.memory.history.discard()

@@ -33,17 +33,48 @@ from heron.context.records.ledger import Ledger, LedgerRecord
 from heron.session.store import SessionStore
 
 if TYPE_CHECKING:
+    from heron.agent.tools import AgentTool
+    from heron.ai.types import Model
     from heron.coding.memory import MemoryKeeper
-    from heron.coding.runtime import CodingSession
+    from heron.coding.requests import RequestPath
+    from heron.context.policy import ContextPolicy
 
 
 class WatchedSession(Protocol):
-    memory: MemoryKeeper
-    store: SessionStore
-    ledger: Ledger
-    agent: Agent
-    tool_catalog: ToolCatalog
-    cwd: Path
+    """What the watch uses of its session: the agent's and the session's events and the
+    ledger's records it follows, the memory it commits, the store its commits name, and
+    what a reflection it starts uses (:class:`heron.coding.memory_reflect.ReflectHost`,
+    restated here: that module is loaded only when a pass runs)."""
+
+    @property
+    def memory(self) -> MemoryKeeper: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def tools(self) -> list[AgentTool[Any]]: ...
+
+    @property
+    def requests(self) -> RequestPath: ...
 
     def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
 
@@ -125,7 +156,7 @@ class MemoryWatch:
             return None
         from heron.coding.memory_reflect import reflect
 
-        task = asyncio.ensure_future(reflect(self._coding(), trigger))
+        task = asyncio.ensure_future(reflect(self.session, trigger))
         self._reflections.add(task)
         task.add_done_callback(self._reflections.discard)
         return task
@@ -147,9 +178,6 @@ class MemoryWatch:
         running pass is cut short, which drops it with a ledger record and puts its writes back."""
         for task in list(self._reflections):
             task.cancel()
-
-    def _coding(self) -> CodingSession:
-        return self.session  # type: ignore[return-value]  # the one session type with a context owner
 
     async def finish(self) -> None:
         """The process is ending: the ``end`` pass when heron changed memory here, and any

@@ -15,22 +15,24 @@ Every drive mode runs prompts through it, so aborting and ending a run is writte
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.events import MessageEndEvent
 from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
 from heron.coding.compact_command import compact_focus, compaction_reply
 from heron.coding.events import GoalEvent, GoalLoopEvent
-from heron.coding.memory_reflect import REFLECT_COMMAND
+from heron.coding.memory_reflect import REFLECT_COMMAND, ReflectHost
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
-from heron.coding.unanswered import resend_unanswered
+from heron.coding.unanswered import ResendHost, resend_unanswered
 from heron.session.unanswered import unanswered_prompt
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.coding.context_owner import ContextOwner
+    from heron.coding.events import SessionEvent
+    from heron.coding.goal_loop import GoalLoop
 
 # How long an aborted run may take to stop by itself before its task is cancelled.
 ABORT_GRACE_S = 5.0
@@ -44,6 +46,22 @@ def message_text(message: Any) -> str:
     return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
+class RunHost(ResendHost, ReflectHost, Protocol):
+    """What a run uses of its session: its events (the answers, a heron command's reply),
+    its prompt and abort, the context owner (``/compact``), the goal loop it may pick up,
+    and what a reflection (``/memory reflect``) and a resent prompt use."""
+
+    @property
+    def context_owner(self) -> ContextOwner: ...
+
+    @property
+    def goal_loop(self) -> GoalLoop: ...
+
+    def subscribe(self, listener: Callable[[SessionEvent], None]) -> Callable[[], None]: ...
+
+    def abort(self) -> None: ...
+
+
 class Run:
     """One prompt of ``session``, running as a task from construction on (call it on the
     event loop). ``resolved`` is how the model and key were chosen, for the explanation of
@@ -53,7 +71,7 @@ class Run:
 
     def __init__(
         self,
-        session: CodingSession,
+        session: RunHost,
         text: str,
         images: Sequence[ImageContent] = (),
         *,
@@ -165,7 +183,7 @@ class Run:
         )
 
 
-async def pick_up(session: CodingSession) -> list[AgentMessage] | None:
+async def pick_up(session: RunHost) -> list[AgentMessage] | None:
     """A run without a task: the session's unanswered prompt sent again, else its goal loop
     picked up where it stopped (None when there is neither)."""
     if unanswered_prompt(session.store) is not None:

@@ -11,7 +11,7 @@ details (docs/script.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.tools import AgentTool, ToolResult
 from heron.ai.abort import AbortSignal
@@ -19,13 +19,29 @@ from heron.ai.types import TextContent, ToolCall
 from heron.context.records.ledger import tool_records
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.context.records.ledger import Ledger
+
+
+class ToolHostSession(Protocol):
+    """What a script's calls use of their session: the agent whose path a call takes, the
+    catalog that says which tools call tools, and the ledger the results are recorded in."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
 
 
 class SessionToolHost:
-    """:class:`heron.coding.tools.env.ToolHost` for one :class:`CodingSession`."""
+    """:class:`heron.coding.tools.env.ToolHost` for one session."""
 
-    def __init__(self, session: CodingSession) -> None:
+    def __init__(self, session: ToolHostSession) -> None:
         self.session = session
 
     def callable_tools(self) -> list[AgentTool[Any]]:

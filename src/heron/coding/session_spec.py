@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # types only: the spec is read before the agent (pydantic) is
     from heron.coding.mcp.config import ServerConfig
     from heron.coding.runtime import CodingSession
     from heron.coding.settings import Settings
+    from heron.coding.subagents.parent import ParentSession
     from heron.session.store import SessionStore
 
 # heron.coding.assembly.assemble_session as the sub-agents receive it: they build children
@@ -107,7 +108,7 @@ class ParentLink:
     """A sub-agent's parent: the child obeys its permissions, hooks and extensions, and
     may start sub-agents of its own one level deeper (docs/subagents.md)."""
 
-    session: CodingSession
+    session: ParentSession
     agent_type: str  # SubagentStop's agent_type: the definition's name, "fork" or the general agent
 
 

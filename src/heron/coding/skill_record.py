@@ -11,7 +11,7 @@ to a prompt run in plan mode, recorded as a ``heron.plan`` entry
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from heron.agent.events import ToolExecutionEndEvent
 from heron.agent.messages import AgentMessage
@@ -21,10 +21,49 @@ from heron.context.continuity.kept_plan import PLAN_CUSTOM_TYPE
 from heron.context.continuity.kept_skills import SKILL_CUSTOM_TYPE, SkillUse, is_skill_path, is_skill_read, read_body
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.control import Control
+    from heron.coding.skills import SkillSet
+    from heron.session.store import SessionStore
 
 
-def record_skill_prompt(session: CodingSession, typed: str, expanded: str) -> None:
+class Recorded(Protocol):
+    """The store every record goes in."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+
+class SkillPromptHost(Recorded, Protocol):
+    """A typed skill: the session's skills name it."""
+
+    @property
+    def skills(self) -> SkillSet: ...
+
+
+class SkillReadHost(Recorded, Protocol):
+    """A read skill: the call found among the agent's messages, its path read by the
+    catalog and resolved from where the session runs."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+
+class PlanHost(Recorded, Protocol):
+    """A plan: only in plan mode, which control's permissions hold."""
+
+    @property
+    def control(self) -> Control: ...
+
+
+def record_skill_prompt(session: SkillPromptHost, typed: str, expanded: str) -> None:
     """``/skill:name args`` expanded: the ``<skill>`` block the prompt carries, recorded."""
     parsed = parse_skill_command(typed) if expanded != typed else None
     skill = session.skills.get(parsed[0]) if parsed is not None else None
@@ -37,7 +76,7 @@ def record_skill_prompt(session: CodingSession, typed: str, expanded: str) -> No
     session.store.append_custom(SKILL_CUSTOM_TYPE, SkillUse(skill.name, str(skill.file_path), body).to_data())
 
 
-def record_skill_read(session: CodingSession, event: ToolExecutionEndEvent) -> None:
+def record_skill_read(session: SkillReadHost, event: ToolExecutionEndEvent) -> None:
     """A read of a ``SKILL.md`` that succeeded: the text it returned, recorded."""
     if event.is_error or session.tool_catalog.kind(event.tool_name) != "read":
         return
@@ -62,7 +101,7 @@ def record_skill_read(session: CodingSession, event: ToolExecutionEndEvent) -> N
     session.store.append_custom(SKILL_CUSTOM_TYPE, SkillUse(Path(path).parent.name, path, body).to_data())
 
 
-def record_plan(session: CodingSession, added: list[AgentMessage]) -> None:
+def record_plan(session: PlanHost, added: list[AgentMessage]) -> None:
     """A prompt run in plan mode that ended with an answer: that answer is the plan."""
     if session.control.permissions.mode != "plan":
         return

@@ -29,7 +29,8 @@ import json
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.coding.secrets import redact
 
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
     from heron.ai.types import AssistantMessage, Context, Model
-    from heron.coding.requests import RequestEnd, RequestKind
-    from heron.coding.runtime import CodingSession
+    from heron.coding.events import SessionEvent
+    from heron.coding.requests import RequestEnd, RequestKind, RequestPath
+    from heron.session.store import SessionStore
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 TRACER_NAME = "heron"
@@ -102,10 +104,26 @@ def flush_tracing() -> None:
         _provider.force_flush()
 
 
+class TracedSession(Protocol):
+    """What a tracer uses of its session: its events (a run's span), its request path (a
+    span per request, as an observer), the model and the session id the spans name."""
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def requests(self) -> RequestPath: ...
+
+    def subscribe(self, listener: Callable[[SessionEvent], None]) -> Callable[[], None]: ...
+
+
 class SessionTracer:
     """The spans of one session's runs; :meth:`close` ends any still open."""
 
-    def __init__(self, session: CodingSession, tracer: Tracer, *, capture_content: bool | None = None) -> None:
+    def __init__(self, session: TracedSession, tracer: Tracer, *, capture_content: bool | None = None) -> None:
         self.session = session
         self.tracer = tracer
         self.capture = content_wanted() if capture_content is None else capture_content

@@ -27,14 +27,18 @@ request had been sent and never answered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from heron.agent.messages import AgentMessage, ExtensionMessage
 from heron.context.records.ledger import LedgerRecord
 from heron.session.unanswered import unanswered_prompt
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.ai.types import ImageContent
+    from heron.context.records.ledger import Ledger
+    from heron.session.store import SessionStore
 
 UNANSWERED_TYPE = "heron.unanswered"
 NOTE_TEXT = (
@@ -43,7 +47,35 @@ NOTE_TEXT = (
 )
 
 
-def note_unanswered(session: CodingSession) -> ExtensionMessage | None:
+class NoteHost(Protocol):
+    """What the note uses of a session: the store and the agent's messages it is appended
+    to, and the ledger its record goes in."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+
+class ResendHost(Protocol):
+    """What sending the prompt again uses of a session: the store it is found in, and the
+    session's own moves (back to the prompt's parent, then the prompt as the user's)."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    async def navigate(self, entry_id: str | None, *, summarize: bool = False) -> str | None: ...
+
+    async def prompt(
+        self, text: str, images: Sequence[ImageContent] = (), *, commands: bool = True
+    ) -> list[AgentMessage]: ...
+
+
+def note_unanswered(session: NoteHost) -> ExtensionMessage | None:
     """Before a new prompt: when the leaf's path ends with an unanswered prompt, append the
     note (to the session and the agent's messages) and its ledger record; else nothing."""
     found = unanswered_prompt(session.store)
@@ -71,7 +103,7 @@ def note_unanswered(session: CodingSession) -> ExtensionMessage | None:
     return note
 
 
-async def resend_unanswered(session: CodingSession) -> list[AgentMessage] | None:
+async def resend_unanswered(session: ResendHost) -> list[AgentMessage] | None:
     """Send the unanswered prompt again, from its parent (see the module docstring); None
     when the session has no unanswered prompt."""
     found = unanswered_prompt(session.store)

@@ -19,12 +19,29 @@ import concurrent.futures
 import importlib
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from heron.ai.registry import get_provider
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
+    from heron.agent.agent import Agent
+    from heron.coding.control import Control
+    from heron.session.store import SessionStore
+
+
+class WarmedSession(Protocol):
+    """What the warm-up reads of a session: the agent's tools, and whether its first turn
+    takes a checkpoint snapshot (control's checkpoints, a store with a file)."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def control(self) -> Control: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +50,7 @@ log = logging.getLogger(__name__)
 _SNAPSHOT_MODULES = ("heron.coding.checkpoints.repo", "heron.coding.checkpoints.git_backend")
 
 
-def start_warm_up(api: str, session: CodingSession | None = None) -> concurrent.futures.Future[None]:
+def start_warm_up(api: str, session: WarmedSession | None = None) -> concurrent.futures.Future[None]:
     """Load what a first turn with ``api`` needs in a thread; the future is done when that is
     over (a run that starts earlier may wait for it rather than import on the event loop)."""
     done: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -50,7 +67,7 @@ def start_warm_up(api: str, session: CodingSession | None = None) -> concurrent.
     return done
 
 
-def warm_up(api: str, session: CodingSession | None = None) -> None:
+def warm_up(api: str, session: WarmedSession | None = None) -> None:
     """The loading itself (in the caller's thread)."""
     from heron.ai.providers.http import load_transport
 

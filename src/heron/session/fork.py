@@ -8,6 +8,10 @@ malformed entry before them was left out, or an orphan became a root). In-memory
 fork in memory. The new file is written at once when the path holds a message (else at
 its first one, like a new session: :func:`heron.session.entries.starts_file`), and it is
 returned open for writing.
+
+Forking reads the source through the store's public interface for it - :meth:`SessionStore.line_for`,
+:meth:`~SessionStore.verbatim_under`, :meth:`~SessionStore.entry_at` - and fills a fork not yet written with
+:meth:`SessionStore.adopt`; it touches no private part of either store.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def fork(
             entry = entry or source.entry_at(i)
             if entry is None:
                 continue
-            new._adopt(copy.copy(entry))
+            new.adopt(copy.copy(entry))
         lines.append(line)
         previous = ids[i]
         taken.add(previous)
@@ -71,7 +75,7 @@ def fork(
             taken.add(entry.id)
             lines.append(dumps_line(entry.to_json_dict()))
             if not write_now:
-                new._adopt(entry)
+                new.adopt(entry)
             previous = entry.id
     new.scrub = source.scrub
     if not write_now or new.path is None:
@@ -85,12 +89,9 @@ def fork(
 
 def fork_line(source: SessionStore, index: int, parent_id: str | None) -> tuple[bytes, Entry | None] | None:
     """Entry ``index``'s line in a fork where its parent is ``parent_id``: verbatim when
-    that is its parent in the file, else re-encoded (the entry is returned too); None for a
-    malformed entry."""
-    tree, repairs = source._index, source._repairs
-    parent = tree.parents[index]
-    same = (tree.ids[parent] if parent >= 0 else None) == parent_id
-    line = source._line_for(index) if same and index not in repairs.dangling else None
+    the store says its line can be copied so, else re-encoded (the entry is returned too);
+    None for a malformed entry."""
+    line = source.line_for(index) if source.verbatim_under(index, parent_id) else None
     if line is not None:
         return line, None
     decoded = source.entry_at(index)

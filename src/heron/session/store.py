@@ -492,7 +492,7 @@ class SessionStore(EntryAppends):
         assert self._writer is not None
         lines = [dumps_line(self.header.to_json_dict())]
         for i in range(len(self._index)):
-            line = self._line_for(i)
+            line = self.line_for(i)
             if line is None:
                 self._warn(f"line {self._index.line_nos[i] + 1}: malformed entry dropped when the file was rewritten")
             lines.append(self.scrubbed(line or b""))
@@ -505,10 +505,10 @@ class SessionStore(EntryAppends):
         self._needs_rewrite = False
         self._on_disk = True
 
-    def _line_for(self, index: int) -> bytes | None:
-        """An entry's line for a rewrite or a fork: its bytes in the file when nothing about
-        it changed (verbatim: unknown fields and key order included), else re-encoded; None
-        for a malformed entry."""
+    def line_for(self, index: int) -> bytes | None:
+        """An entry's line for a rewrite or a fork (:mod:`heron.session.fork`): its bytes
+        in the file when nothing about it changed (verbatim: unknown fields and key order
+        included), else re-encoded; None for a malformed entry."""
         repairs = self._repairs
         unchanged = not repairs.changed(index) and index not in repairs.bad
         if self._disk_is_current and unchanged and self._index.offsets[index] != -1 and self._rfd is not None:
@@ -521,6 +521,13 @@ class SessionStore(EntryAppends):
                 return raw + b"\n"
         entry = self._entry(index)
         return None if entry is None else dumps_line(entry.to_json_dict())
+
+    def verbatim_under(self, index: int, parent_id: str | None) -> bool:
+        """Whether entry ``index``'s line (:meth:`line_for`) can be copied as it is into a
+        file where its parent is ``parent_id`` (a fork): its parent here is that one, and
+        the line names it (an orphan's line names a parent that is not in the file)."""
+        parent = self._index.parents[index]
+        return (self._index.ids[parent] if parent >= 0 else None) == parent_id and index not in self._repairs.dangling
 
     # --- branching ------------------------------------------------------------------------
 
@@ -560,8 +567,10 @@ class SessionStore(EntryAppends):
 
         return fork(self, entry_id, path=path, home=home)
 
-    def _adopt(self, entry: Entry) -> None:
-        """Add an entry that already has its id and parent (fork), without writing."""
+    def adopt(self, entry: Entry) -> None:
+        """Add an entry that already has its id and parent, without writing: a fork whose
+        file waits for its first message (or that lives in memory) is filled this way, with
+        the entries :meth:`line_under` gave."""
         index = self._index
         parent = index.by_id.get(entry.parent_id, ROOT) if entry.parent_id is not None else ROOT
         role = entry.message.role if isinstance(entry, MessageEntry) else None

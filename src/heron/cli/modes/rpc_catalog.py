@@ -6,15 +6,31 @@ commands, prompt templates and skills (``skill:<name>``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from heron.coding.runtime import CodingSession
+if TYPE_CHECKING:
+    from heron.coding.extensions import ExtensionHost
+    from heron.coding.skills import SkillSet
+    from heron.coding.templates import TemplateSet
 
 # Where heron found a skill -> pi's scope words (a skill given by a flag lives only for this run).
 _SKILL_SCOPE = {"user": "user", "project": "project", "agents": "project", "path": "temporary"}
 
 
-def discoverable_commands(session: CodingSession) -> list[dict[str, Any]]:
+class Commanded(Protocol):
+    """Where a session's ``/name`` commands come from: extensions, templates, skills."""
+
+    @property
+    def extensions(self) -> ExtensionHost: ...
+
+    @property
+    def templates(self) -> TemplateSet: ...
+
+    @property
+    def skills(self) -> SkillSet: ...
+
+
+def discoverable_commands(session: Commanded) -> list[dict[str, Any]]:
     """Extension commands first, then templates, then skills, as pi orders them."""
     out: list[dict[str, Any]] = []
     extensions = {extension.name: extension for extension in session.extensions.extensions}

@@ -11,15 +11,50 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.cli.modes.rpc_protocol import CommandError
 from heron.coding.report import write_report
 from heron.coding.report.sources import catalogue_windows
-from heron.coding.runtime import CodingSession
+
+if TYPE_CHECKING:
+    from heron.ai.types import Model
+    from heron.coding.memory import MemoryKeeper
+    from heron.coding.settings import Settings
+    from heron.session.store import SessionStore
 
 
-async def memory_log(session: CodingSession, fields: dict[str, Any]) -> dict[str, Any]:
+class Logged(Protocol):
+    """What ``memory_log`` reads of a session: its project memory."""
+
+    @property
+    def memory(self) -> MemoryKeeper: ...
+
+
+class Reported(Protocol):
+    """What ``export_report`` reads of a session: its file, where it runs, the catalogue's
+    home, and the model, window and reserve the report's curve is drawn against."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def home(self) -> Path: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+
+async def memory_log(session: Logged, fields: dict[str, Any]) -> dict[str, Any]:
     """rpc ``memory_log``: the project memory's changes, newest first, as ``heron memory log
     --json`` gives them (docs/memory.md); read on a worker thread (it runs git)."""
     from heron.coding.memory_history import MemoryHistoryError
@@ -31,7 +66,7 @@ async def memory_log(session: CodingSession, fields: dict[str, Any]) -> dict[str
     return {"directory": str(session.memory.directory), "changes": [c.to_json() for c in changes]}
 
 
-async def export_report(session: CodingSession, fields: dict[str, Any]) -> dict[str, Any]:
+async def export_report(session: Reported, fields: dict[str, Any]) -> dict[str, Any]:
     target = fields.get("outputPath")
     if target is not None and (not isinstance(target, str) or not target.strip()):
         raise CommandError("outputPath must be a non-empty string")

@@ -8,18 +8,29 @@ system prompt, tool definitions and context files are known and shown.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from heron.coding.context_files import ContextFile
-    from heron.coding.runtime import CodingSession, ContextBreakdown
+    from heron.coding.runtime import ContextBreakdown
+    from heron.session.store import SessionStore
 
 LEDGER_SHOWN = 12  # the newest records listed one by one; older ones are only counted
 
 
-def context_curve(session: CodingSession) -> str:
+class Curved(Protocol):
+    """What the curve reads of a session: its file, and the window heron plans for."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def window(self) -> int: ...
+
+
+def context_curve(session: Curved) -> str:
     """The session's context curve in one line, against the window heron plans for."""
     from heron.coding.report import build_report, sparkline
 

@@ -4,15 +4,15 @@ a question waiting for its answer, the record of a ``!command`` and the ``/sessi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from heron.agent.messages import BashExecutionMessage
+from heron.agent.messages import AgentMessage, BashExecutionMessage
+from heron.ai.types import Model, ThinkingLevel
 from heron.cli.tui.call_text import result_text
 from heron.cli.tui.render import Totals
 from heron.coding.handoff_link import handoff_details
-from heron.coding.runtime import CodingSession
 from heron.session.store import SessionStore, count_by
 
 
@@ -61,7 +61,29 @@ def bash_message(command: str, result: Any, *, keep: bool) -> BashExecutionMessa
     )
 
 
-def session_rows(s: CodingSession, totals: Totals) -> list[tuple[str, str]]:
+class Described(Protocol):
+    """What ``/session`` reads of a session: its file, model and thinking level, its
+    messages and their estimated tokens, against its window."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def thinking_level(self) -> ThinkingLevel: ...
+
+    @property
+    def messages(self) -> list[AgentMessage]: ...
+
+    @property
+    def window(self) -> int: ...
+
+    def estimate_request_tokens(self, messages: Sequence[AgentMessage]) -> int: ...
+
+
+def session_rows(s: Described, totals: Totals) -> list[tuple[str, str]]:
     """``/session``: file, id, name, counts, model, tokens and context, as label/value rows."""
     store: SessionStore = s.store
     types = store.types()

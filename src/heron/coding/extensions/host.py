@@ -21,7 +21,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.tools import AfterToolCallResult, AgentTool, BeforeToolCallResult, ToolCallContext, ToolResult
 from heron.ai.abort import AbortSignal
@@ -34,9 +35,16 @@ from heron.coding.tools import ALL_TOOLS, GOAL_TOOL
 if TYPE_CHECKING:
     # The extension API, and the host's code for what extensions register, load with the
     # first extension that needs them: a session without any does not import them.
+    from heron.agent.agent import Agent
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.control import Control
+    from heron.coding.events import SessionEvent
     from heron.coding.extensions.api import ExtensionCommand, Registration
+    from heron.coding.settings import Settings
+    from heron.coding.templates import TemplateSet
     from heron.context.compaction.plan import CompactionChoice, CompactionPlan
     from heron.context.engine import RequestPlan
+    from heron.context.policy import ContextPolicy
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +69,52 @@ def _arguments(ctx: ToolCallContext) -> dict[str, Any]:
     return params.model_dump() if hasattr(params, "model_dump") else dict(ctx.tool_call.arguments)
 
 
+class HostedSession(Protocol):
+    """What the host uses of its session: where extensions are found (cwd, home), the tools,
+    system prompt and templates a registration adds to, the agent whose tool calls it wraps
+    and control that re-checks changed arguments, the events handlers see and warnings go
+    to, the settings (a handler's time), and what checking a transformed view uses
+    (:class:`heron.coding.extensions.verify.VerifiedSession`, restated: that module loads
+    with the first transform)."""
+
+    system_prompt: str
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def home(self) -> Path: ...
+
+    @property
+    def tools(self) -> list[AgentTool[Any]]: ...
+
+    @property
+    def templates(self) -> TemplateSet: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def control(self) -> Control: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
+
+    def render_system_prompt(self) -> str: ...
+
+    def subscribe(self, listener: Callable[[SessionEvent], None]) -> Callable[[], None]: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+
 class ExtensionHost:
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: HostedSession) -> None:
         self.session = session
         self.extensions: list[Extension] = []
         self.commands = CommandRegistry()
@@ -174,8 +226,7 @@ class ExtensionHost:
     @property
     def timeout(self) -> float:
         """How long one handler may run (``extensions.handlerTimeoutMs``), in seconds."""
-        settings = getattr(self.session, "settings", None)
-        return int(getattr(settings, "extension_timeout_ms", 30_000)) / 1000
+        return self.session.settings.extension_timeout_ms / 1000
 
     def _failed(self, extension: Extension, where: str, out: guard.Outcome) -> bool:
         """Whether the handler failed (it raised, or overran: the extension is disabled)."""
@@ -238,11 +289,8 @@ class ExtensionHost:
             if verdict is not None and verdict.block:
                 return verdict
             mine = await self._before(ctx, verdict)
-            control = getattr(self.session, "control", None)
-            if mine is not None and mine.arguments is not None and not mine.block and control is not None:
-                again: BeforeToolCallResult | None = await control.recheck(
-                    ctx.tool_call.id, ctx.tool_call.name, dict(mine.arguments)
-                )
+            if mine is not None and mine.arguments is not None and not mine.block:
+                again = await self.session.control.recheck(ctx.tool_call.id, ctx.tool_call.name, dict(mine.arguments))
                 if again is not None:
                     return again
             return mine

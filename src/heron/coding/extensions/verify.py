@@ -11,19 +11,38 @@ finally sent is checked again by the runtime, as every request is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.ai.types import Context
 from heron.context.engine import RequestPlan
 from heron.context.rules.invariants import RequestSnapshot, Violation, check_request
 
+if TYPE_CHECKING:
+    from heron.agent.agent import Agent
+    from heron.context.policy import ContextPolicy
+
+
+class VerifiedSession(Protocol):
+    """What the check uses of a session: the agent that would send the view, the policy
+    whose numbers the request would carry, and where the session runs."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
 
 def is_message_list(value: Any) -> bool:
     return isinstance(value, list) and all(hasattr(m, "role") for m in value)
 
 
-def view_problems(session: Any, view: Sequence[AgentMessage], plan: RequestPlan) -> list[Violation]:
+def view_problems(session: VerifiedSession, view: Sequence[AgentMessage], plan: RequestPlan) -> list[Violation]:
     """What is wrong with sending ``view`` as the next request of ``session``, in place of
     the view of ``plan`` (its window, reserve, output cap and turn prompt are the request's)."""
     agent, policy = session.agent, session.policy

@@ -30,8 +30,8 @@ from heron.context.continuity.children import CHILD_CUSTOM_TYPE, ChildRecord
 from heron.session.store import SessionWriteError
 
 if TYPE_CHECKING:
-    from heron.coding.runtime import CodingSession
     from heron.coding.session_spec import Build
+    from heron.coding.subagents.parent import ChildSession, ParentSession
     from heron.coding.tools.params import TaskParams
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def add_usage(total: Usage, usage: Usage) -> None:
 
 
 class SubagentManager:
-    def __init__(self, session: CodingSession, build: Build, *, depth: int = 0, allowed: bool = True) -> None:
+    def __init__(self, session: ParentSession, build: Build, *, depth: int = 0, allowed: bool = True) -> None:
         self.session = session
         self.build = build
         self.depth = depth
@@ -61,7 +61,7 @@ class SubagentManager:
         self.definitions = load_definitions(session.cwd, session.home)
         self.usage = Usage()  # of every child (and their children), added to the session's own
         self.children: dict[str, ChildRecord] = {}
-        self.running: dict[str, CodingSession] = {}
+        self.running: dict[str, ChildSession] = {}
         self._slots: asyncio.Semaphore | None = None
 
     def tool(self) -> TaskTool:
@@ -105,7 +105,7 @@ class SubagentManager:
                 return ToolResult.error(f"cannot start the sub-agent: {type(exc).__name__}: {exc}")
             return await self._drive(child, call_id, params, signal, on_update)
 
-    def _spawn(self, call_id: str, params: TaskParams, definition: AgentDefinition | None) -> CodingSession:
+    def _spawn(self, call_id: str, params: TaskParams, definition: AgentDefinition | None) -> ChildSession:
         from heron.coding.subagents.spawn import forked_child, isolated_child
 
         if params.context == "fork":
@@ -118,7 +118,7 @@ class SubagentManager:
         return child
 
     async def _drive(
-        self, child: CodingSession, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback
+        self, child: ChildSession, call_id: str, params: TaskParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         session_ref = str(child.store.path) if child.store.path is not None else "(in memory: not saved)"
         record = ChildRecord(
@@ -154,9 +154,8 @@ class SubagentManager:
             remove()
             unsubscribe()
             self.running.pop(call_id, None)
-            child_manager = getattr(child, "subagents", None)
-            if isinstance(child_manager, SubagentManager):
-                add_usage(usage, child_manager.usage)
+            if child.subagents is not None:
+                add_usage(usage, child.subagents.usage)
             add_usage(self.usage, usage)
             child.store.close()  # its file and lock released (the store still reads from its cache)
         messages = added or child.messages[start:]
@@ -168,7 +167,7 @@ class SubagentManager:
         return result
 
     def _result(
-        self, child: CodingSession, messages: Sequence[Any], outcome: RunOutcome, session_ref: str, usage: Usage
+        self, child: ChildSession, messages: Sequence[Any], outcome: RunOutcome, session_ref: str, usage: Usage
     ) -> ToolResult:
         """The ``task`` tool's result from the child run's outcome (decided as every mode's)."""
         from heron.coding.subagents.result import cap_answer, progress_report, result_cap
@@ -209,7 +208,7 @@ class SubagentManager:
             self.session.store.append_custom(CHILD_CUSTOM_TYPE, data)
 
 
-def attach_subagents(session: CodingSession, build: Build, parent: CodingSession | None) -> AgentTool[Any]:
+def attach_subagents(session: ParentSession, build: Build, parent: ParentSession | None) -> AgentTool[Any]:
     """The ``task`` tool of ``session``, its manager kept as ``session.subagents``; a
     sub-agent's manager is one level deeper than its parent's."""
     above = parent.subagents if parent is not None else None

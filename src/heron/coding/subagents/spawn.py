@@ -32,6 +32,7 @@ from heron.session.store import SessionStore
 if TYPE_CHECKING:
     from heron.coding.runtime import CodingSession
     from heron.coding.session_spec import Build
+    from heron.coding.subagents.parent import ParentSession
 
 FORK_PLACEHOLDER = (
     "You are the sub-agent this call started: a copy of the conversation so far. The task follows as the next "
@@ -47,13 +48,13 @@ class SpawnError(ValueError):
     """The child cannot be started; the message is the tool's error result."""
 
 
-def child_settings(parent: CodingSession) -> Settings:
+def child_settings(parent: ParentSession) -> Settings:
     """The parent's settings without the project memory: a child neither shows nor flushes it."""
     memory = dataclasses.replace(parent.settings.memory, enabled=False, flush=False)
     return dataclasses.replace(parent.settings, memory=memory)
 
 
-def resolve_child_model(parent: CodingSession, ref: str | None) -> tuple[Model, str | None]:
+def resolve_child_model(parent: ParentSession, ref: str | None) -> tuple[Model, str | None]:
     model = parent.model
     if ref is None or ref.strip().lower() in INHERIT_ALIASES or ref.strip() in (model.id, model.ref):
         return model, parent.api_key
@@ -67,21 +68,21 @@ def resolve_child_model(parent: CodingSession, ref: str | None) -> tuple[Model, 
     return found, registry.api_key(found)
 
 
-def _split_tools(parent: CodingSession, names: list[str]) -> tuple[list[str], list[AgentTool[Any]]]:
+def _split_tools(parent: ParentSession, names: list[str]) -> tuple[list[str], list[AgentTool[Any]]]:
     """Built-in names for the child's own instances; the parent's other tools (extensions) shared."""
     wanted = [n for n in names if n in ALL_TOOLS and n != TASK_TOOL]
     extra = [t for t in parent.tools if t.name in names and t.name not in ALL_TOOLS]
     return wanted, extra
 
 
-def _new_store(parent: CodingSession) -> StoreSpec:
+def _new_store(parent: ParentSession) -> StoreSpec:
     source = parent.store
     if source.path is None:
         return StoreSpec.memory()
     return StoreSpec.new(parent_session=str(source.path), fsync=source.fsync)
 
 
-def isolated_child(parent: CodingSession, definition: AgentDefinition | None, build: Build) -> CodingSession:
+def isolated_child(parent: ParentSession, definition: AgentDefinition | None, build: Build) -> CodingSession:
     """A child with its own prompt and tools; it has ``task`` when its definition lists it."""
     names = (
         list(definition.tools)
@@ -114,7 +115,7 @@ def isolated_child(parent: CodingSession, definition: AgentDefinition | None, bu
     )
 
 
-def _skills_message(parent: CodingSession, definition: AgentDefinition | None) -> str:
+def _skills_message(parent: ParentSession, definition: AgentDefinition | None) -> str:
     if definition is None or not definition.skills:
         return ""
     parts: list[str] = []
@@ -137,7 +138,7 @@ def fork_point(store: SessionStore, call_id: str) -> str | None:
     raise SpawnError("cannot fork: the call that asked for the fork is not on the parent's path")
 
 
-def forked_child(parent: CodingSession, call_id: str, arguments: dict[str, Any], build: Build) -> CodingSession:
+def forked_child(parent: ParentSession, call_id: str, arguments: dict[str, Any], build: Build) -> CodingSession:
     """A copy of the parent's conversation up to the call, then the call and a placeholder
     result: the child's first request repeats the parent's prefix byte for byte."""
     point = fork_point(parent.store, call_id)
