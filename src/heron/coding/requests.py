@@ -45,7 +45,7 @@ from heron.context.rules.check_mode import mode_from
 if TYPE_CHECKING:
     # The rules load when they are checked (HERON_CHECK_CONTEXT or context.checkInvariants),
     # the summariser's types with the first summary: not on a plain run's path.
-    # The session's parts are types only here: the path holds none of its own.
+    # The types of RequestHost's members: named in annotations only.
     from pathlib import Path
 
     from heron.agent.agent import Agent
