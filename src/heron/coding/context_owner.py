@@ -8,7 +8,8 @@ certain to be written, just before it is, so there is one flush for each automat
 compaction and none when a pruning step frees the room - and lets the policy finish the
 view (:meth:`ContextPolicy.settle`). Manual ``/compact``, the compaction after an
 overflow and the summary of a branch being left come here too. Nothing calls back up:
-the policy decides, this object acts, and ``CodingSession`` only delegates.
+the policy decides, this object acts, and ``CodingSession`` only delegates. The owner
+sees of its session only what it uses (:class:`OwnedSession`).
 
 Summary and flush requests go through the session's request path
 (:class:`heron.coding.requests.RequestPath`): typed options with the configured timeouts
@@ -19,30 +20,46 @@ ends the compaction with an error within ``timeouts.*``, and the session goes on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
 from heron.ai.prompt_cache import caches_prompts
-from heron.ai.types import UserMessage
-from heron.coding.events import CompactionEndEvent, CompactionReason, CompactionStartEvent, ContextWarningEvent
+from heron.ai.types import Model, ThinkingLevel, UserMessage
+from heron.coding.events import (
+    CompactionEndEvent,
+    CompactionReason,
+    CompactionStartEvent,
+    ContextWarningEvent,
+    SessionEvent,
+)
 from heron.coding.model_limits import serves_beside
 from heron.context.compaction.background import BackgroundSummaries
 from heron.context.compaction.boundaries import compaction_request
 from heron.context.compaction.native import entry_of, kept_from
 from heron.context.compaction.plan import CompactionChoice, CompactionPlan, entry_message, replan_at
 from heron.context.engine import RequestPlan, plan_of, recorded_since
-from heron.context.policy import Pressure, Settled
+from heron.context.policy import ContextPolicy, Pressure, Settled
 
 if TYPE_CHECKING:
     # The compactor, the summariser and the rules' checks load with the first compaction
     # or summary: a run that never compacts (every ``-p`` run below the soft mark) does
     # not import them (tests/cli/test_print_import_set.py).
-    from heron.coding.runtime import CodingSession
+    from pathlib import Path
+
+    from heron.agent.agent import Agent
+    from heron.agent.tools import AgentTool
+    from heron.coding.control import Control
+    from heron.coding.extensions import ExtensionHost
+    from heron.coding.memory import MemoryKeeper
+    from heron.coding.requests import RequestPath
+    from heron.coding.settings import Settings
     from heron.context.compaction.compactor import CompactionOutcome, Compactor
     from heron.context.compaction.summary.shared_summary import SharedPrefix
     from heron.context.compaction.summary.summariser import SummaryResult
+    from heron.context.records.ledger import Ledger
+    from heron.session.store import SessionStore
 
 BACKGROUND_REASONS = (
     "threshold",
@@ -55,10 +72,64 @@ NATIVE_SWITCH = "heron:native-switch"  # recorded as the compaction's chooser
 BRANCH_SUMMARY_TOKENS = 20_000  # at most this much of a branch (a quarter of the window at most)
 
 
-class ContextOwner:
-    """Pruning, compaction and the memory flush of one :class:`CodingSession`."""
+class OwnedSession(Protocol):
+    """What the context owner uses of its session: the policy that decides, the store and
+    agent whose path and messages a compaction reads and replaces, the model and request
+    path its summaries go by, the control its hooks and compaction requests come from, the
+    extensions that may choose the cut, the memory (and what its flush is given: the ledger,
+    tools, thinking level), the settings (a shared summary request), the tool limits that
+    follow the window, the request count before a compaction, and the session's events."""
 
-    def __init__(self, session: CodingSession) -> None:
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def thinking_level(self) -> ThinkingLevel: ...
+
+    @property
+    def tools(self) -> list[AgentTool[Any]]: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def requests(self) -> RequestPath: ...
+
+    @property
+    def control(self) -> Control: ...
+
+    @property
+    def extensions(self) -> ExtensionHost: ...
+
+    @property
+    def memory(self) -> MemoryKeeper: ...
+
+    def estimate_request_tokens(self, messages: Sequence[AgentMessage]) -> int: ...
+
+    def fit_tool_limits(self) -> None: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+
+class ContextOwner:
+    """Pruning, compaction and the memory flush of one session."""
+
+    def __init__(self, session: OwnedSession) -> None:
         self.session = session
         self._compactor: Compactor | None = None
         self.background = BackgroundSummaries(
@@ -377,4 +448,4 @@ def _end_event(reason: CompactionReason, before: int, outcome: CompactionOutcome
     )
 
 
-__all__ = ["ContextOwner"]
+__all__ = ["ContextOwner", "OwnedSession"]

@@ -20,6 +20,8 @@ snapshot (:meth:`RequestPath.side_snapshot`): its view is what its context carri
 its reserve is nothing - it is never followed by an answer that must fit after it, so it
 must fit the window with its own output cap, not the compaction threshold (a summary is
 asked for precisely because the conversation is past the threshold).
+
+The path sees of its session only what it uses (:class:`RequestHost`).
 """
 
 from __future__ import annotations
@@ -36,17 +38,26 @@ from heron.ai.options import RetryPolicy, StreamOptions
 from heron.ai.reading import is_local_server
 from heron.ai.stream import AssistantEventStream
 from heron.ai.types import AssistantMessage, Context, Model, StopReason
-from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent
+from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent, SessionEvent
 from heron.context.records.ledger import LedgerRecord
 from heron.context.rules.check_mode import mode_from
 
 if TYPE_CHECKING:
     # The rules load when they are checked (HERON_CHECK_CONTEXT or context.checkInvariants),
     # the summariser's types with the first summary: not on a plain run's path.
-    from heron.coding.runtime import CodingSession
+    # The types of RequestHost's members: named in annotations only.
+    from pathlib import Path
+
+    from heron.agent.agent import Agent
+    from heron.agent.tool_meta import ToolCatalog
+    from heron.coding.settings import Settings
     from heron.context.compaction.summary.shared_summary import SharedAsk
     from heron.context.compaction.summary.summariser import SummaryAsk
+    from heron.context.engine import RequestPlan
+    from heron.context.policy import ContextPolicy
+    from heron.context.records.ledger import Ledger
     from heron.context.rules.invariants import IncrementalCheck, RequestSnapshot, Violation
+    from heron.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +74,55 @@ class RequestObserver(Protocol):
     def request_started(self, kind: RequestKind, model: Model, context: Context) -> RequestEnd: ...
 
 
+class RequestHost(Protocol):
+    """What the request path uses of its session: the settings (rule checks, timeouts,
+    retries), the key, the session id and home its options carry, the model and agent whose
+    state a request is made of, the policy and the request plan a turn's rules are checked
+    against (with the working directory and the tools' catalog), the ledger a broken rule is
+    recorded in, and the session's events and retry count."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def home(self) -> Path: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def request_plan(self) -> RequestPlan | None: ...
+
+    @property
+    def tool_catalog(self) -> ToolCatalog: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+    def note_retry(self, attempt: int) -> None: ...
+
+
 class RequestPath:
     """Options, rule checks, sending and observers for one session's requests."""
 
-    def __init__(self, session: CodingSession, send: StreamFn) -> None:
+    def __init__(self, session: RequestHost, send: StreamFn) -> None:
         self.session = session
         self._send = send
         self.check_mode = mode_from(session.settings.check_invariants)
