@@ -299,3 +299,23 @@ async def test_blocks_built_in_a_failed_batch_are_not_ended_unannounced() -> Non
     assert isinstance(final, ErrorEvent)
     assert final.error.text() == "kept"
     assert final.error.tool_calls() == []
+
+
+async def test_an_observed_stream_tells_how_it_ended_before_passing_the_end_on(faux: FauxProvider) -> None:
+    """The request path's observers learn the final message from ``observed_stream``, before
+    the terminal event reaches the consumer, and the wrapper's result is that message - for
+    an answer and for a failure alike."""
+    from heron.ai.stream import observed_stream
+
+    faux.queue(text("done"), error("overloaded", status=400))
+    for expected in (DoneEvent, ErrorEvent):
+        told: list[object] = []
+        seen_before_end: list[bool] = []
+        wrapped = observed_stream(stream(faux.model(), ctx()), told.append)
+        async for event in wrapped:
+            if isinstance(event, DoneEvent | ErrorEvent):
+                seen_before_end.append(len(told) == 1)
+                assert isinstance(event, expected)
+        final = await wrapped.result()
+        assert told == [final] and seen_before_end == [True]
+        assert (final.stop_reason == StopReason.ERROR) == (expected is ErrorEvent)

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from heron.ai.abort import sleep_or_abort
@@ -66,6 +66,23 @@ class AssistantEventStream:
 
     def __await__(self) -> Generator[Any, None, AssistantMessage]:
         return self.result().__await__()
+
+
+def observed_stream(stream: AssistantEventStream, on_end: Callable[[AssistantMessage], None]) -> AssistantEventStream:
+    """A stream passing on ``stream``'s events whose final message is told to ``on_end``
+    before the terminal event goes on, and is the new stream's result - so a wrapper (the
+    request path's observers) knows how a request ended without reaching into the stream."""
+
+    async def events() -> AsyncGenerator[AssistantEvent, None]:
+        async for event in stream:
+            if isinstance(event, DoneEvent | ErrorEvent):
+                final = event.message if isinstance(event, DoneEvent) else event.error
+                observed._set_result(final)
+                on_end(final)
+            yield event
+
+    observed = AssistantEventStream(events())
+    return observed
 
 
 def describe_error(provider: Provider, exc: BaseException, where: str | None = None) -> ProviderError:

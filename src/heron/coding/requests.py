@@ -27,16 +27,16 @@ The path sees of its session only what it uses (:class:`RequestHost`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from heron.agent.loop import StreamFn, assemble_request
 from heron.agent.messages import AgentMessage
 from heron.ai.abort import AbortSignal
-from heron.ai.events import AssistantEvent, DoneEvent, ErrorEvent, RetryEvent
+from heron.ai.events import RetryEvent
 from heron.ai.options import RetryPolicy, StreamOptions
 from heron.ai.reading import is_local_server
-from heron.ai.stream import AssistantEventStream
+from heron.ai.stream import AssistantEventStream, observed_stream
 from heron.ai.types import AssistantMessage, Context, Model, StopReason
 from heron.coding.events import ContextWarningEvent, RetryEndEvent, RetryStartEvent, SessionEvent
 from heron.context.records.ledger import LedgerRecord
@@ -331,17 +331,11 @@ class RequestPath:
         if not ends:
             return stream
 
-        async def events() -> AsyncGenerator[AssistantEvent, None]:
-            async for event in stream:
-                if isinstance(event, DoneEvent | ErrorEvent):
-                    final = event.message if isinstance(event, DoneEvent) else event.error
-                    observed._set_result(final)
-                    for end in ends:
-                        end(final)
-                yield event
+        def tell(final: AssistantMessage) -> None:
+            for end in ends:
+                end(final)
 
-        observed = AssistantEventStream(events())
-        return observed
+        return observed_stream(stream, tell)
 
     def plan_line(self, kind: RequestKind) -> str:
         """What heron planned for the request it is sending, for ``HERON_LOG=debug``: a
