@@ -58,12 +58,7 @@ KNOWN_LONG_MODULES: set[str] = set()
 
 # Import circles still in src/heron, each as the sorted modules of one circle, with the
 # reason it is there (issue 22, "Modes are presenters": the aim is none).
-KNOWN_IMPORT_CIRCLES: set[tuple[str, ...]] = {
-    # SessionStore.create names its new file with paths.new_session_path, and the listing in
-    # paths opens each file with SessionStore (both lazily). To go: the naming of a new
-    # session file moves to a module of its own, below both.
-    ("heron.session.paths", "heron.session.store"),
-}
+KNOWN_IMPORT_CIRCLES: set[tuple[str, ...]] = set()
 
 # Classes over the line limit counted with their mixins (issue 39, "the size rule applied to a
 # class with its mixins"), as (module, class): each is to be split by job, not into more mixins.

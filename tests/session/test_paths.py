@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from heron.session.naming import encode_cwd, heron_home, session_dir, session_file_name, session_id_of, sessions_root
 from heron.session.paths import (
     AmbiguousSessionError,
     SessionNotFoundError,
-    encode_cwd,
-    heron_home,
     latest_session,
     list_sessions,
     resolve_session,
-    session_dir,
-    session_file_name,
-    session_id_of,
-    sessions_root,
     summarize,
 )
 from heron.session.store import SessionStore

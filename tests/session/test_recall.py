@@ -11,7 +11,7 @@ import pytest
 
 from heron.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from heron.session.entries import CustomMessageEntry
-from heron.session.paths import encode_cwd
+from heron.session.naming import encode_cwd
 from heron.session.recall import QueryError, RecallIndex, fts_query, index_path
 from heron.session.store import SessionStore
 

@@ -23,7 +23,7 @@ from heron.session.entries import (
     ModelRef,
     entry_from_json,
 )
-from heron.session.paths import encode_cwd
+from heron.session.naming import encode_cwd
 from heron.session.store import SessionStore
 from tests.session.support import (
     ENTRY_ID,

@@ -30,7 +30,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from heron.session.paths import encode_cwd, resolve_session, session_id_of
+    from heron.session.naming import encode_cwd, session_id_of
+    from heron.session.paths import resolve_session
     from heron.session.recall import QueryError, RecallError, RecallIndex, Scope
 
     scope: Scope = "project"

@@ -49,7 +49,7 @@ from heron.context.policy import ContextPolicy
 from heron.context.records.ledger import Ledger, LedgerRecord
 from heron.context.window.output_room import OUTPUT_MARGIN_SHARE
 from heron.session.entries import CustomEntry
-from heron.session.paths import encode_cwd, session_dir
+from heron.session.naming import encode_cwd, session_dir
 from heron.session.private_files import private_dir
 from heron.session.store import SessionStore
 

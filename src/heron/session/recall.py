@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.session.paths import heron_home, session_id_of, sessions_root
+from heron.session.naming import heron_home, session_id_of, sessions_root
 from heron.session.private_files import ensure_private_file
 from heron.session.recall_query import (
     SCOPES,

@@ -58,6 +58,7 @@ from heron.session.errors import (
 from heron.session.index import ROOT, EntryIndex, SessionTree
 from heron.session.jsonl import dumps_line, is_clean, loads_line
 from heron.session.labels import SessionLabels
+from heron.session.naming import new_session_path
 from heron.session.repair import Repairs, load_scan
 from heron.session.stats import count_by
 
@@ -124,8 +125,6 @@ class SessionStore(EntryAppends):
         """A new session for ``cwd``. Nothing is written until the first message is appended
         (or :meth:`materialize` is called); the file then goes to ``path`` or
         ``$HERON_HOME/sessions/<encoded cwd>/<time>_<uuid>.jsonl``."""
-        from heron.session.paths import new_session_path
-
         header = SessionHeader(
             id=new_session_id(),
             timestamp=iso_now(),

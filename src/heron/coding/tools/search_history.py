@@ -20,7 +20,7 @@ from heron.ai.abort import AbortSignal
 from heron.coding.tools.env import ToolEnv
 from heron.coding.tools.schema_table import builtin_params
 from heron.context.tool_output.truncate import truncate_head
-from heron.session.paths import encode_cwd
+from heron.session.naming import encode_cwd
 
 if TYPE_CHECKING:
     from heron.coding.tools.params import SearchHistoryParams
