@@ -80,7 +80,7 @@ async def test_overflow_learning_reads_the_rejected_requests_plan(tmp_path: Path
         error_message="400: prompt is too long: the request exceeds the context window",
         error_kind="overflow",
     )
-    learned = session.learn_window(failed)
+    learned = session.recovery.learn_window(failed)
     assert learned is not None
     rejected = plan.tokens + plan.max_tokens  # from the plan: the policy keeps no numbers of it
     assert learned < plan.window

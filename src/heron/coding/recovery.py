@@ -15,16 +15,19 @@ error text:
   failures that happened before any content): the broken answer is dropped and the
   request retried, with heron.ai's own backoff formula and ``retry-after``.
 - anything else is reported as it is.
+
+:class:`SessionRecovery` carries these out on a session, which holds it as a part and sees
+only what it reads of the session (:class:`RecoveryHost`); it also tells each retry's end
+(``retry_end``), heron.ai's and its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from heron.agent.agent import Agent
 from heron.agent.messages import AgentMessage
-from heron.agent.tools import AgentTool
 from heron.ai.abort import AbortSignal, sleep_or_abort
 from heron.ai.options import RetryPolicy
 from heron.ai.overflow import RETRYABLE, ErrorKind
@@ -33,12 +36,10 @@ from heron.coding.events import (
     CompactionEndEvent,
     CompactionReason,
     ContextWarningEvent,
+    RetryEndEvent,
     RetryStartEvent,
     SessionEvent,
 )
-from heron.coding.settings import Settings
-from heron.coding.tools import set_limits
-from heron.coding.tools.env import ToolEnv
 from heron.context.engine import RequestPlan
 from heron.context.policy import ContextPolicy
 from heron.session.entries import CustomEntry, MessageEntry
@@ -142,90 +143,105 @@ _DOUBTED = (
 )
 
 
-class RecoveryHooks:
+class RecoveryHost(Protocol):
+    """What :class:`SessionRecovery` uses of the session (CodingSession implements it)."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def policy(self) -> ContextPolicy: ...
+
+    @property
+    def request_plan(self) -> RequestPlan | None: ...
+
+    turn_prompt: UserMessage | None  # the running turn's prompt; a refit replaces it
+
+    async def compact(
+        self, focus: str | None = None, reason: CompactionReason = "manual"
+    ) -> CompactionEndEvent | None: ...
+
+    def estimate_request_tokens(self, messages: Sequence[AgentMessage]) -> int: ...
+
+    def fit_prompt(self, text: str) -> str: ...
+
+    def fit_tool_limits(self) -> None: ...
+
+    def emit(self, event: SessionEvent) -> None: ...
+
+
+class SessionRecovery:
     """:class:`Recoverable`, implemented over a coding session's agent, store and policy
-    (CodingSession inherits it; kept here, next to the decisions that use it)."""
+    (the session holds one and hands it to :func:`recover`; kept here, next to the
+    decisions that use it)."""
 
-    agent: Agent
-    store: SessionStore
-    policy: ContextPolicy
-    env: ToolEnv
-    tools: list[AgentTool[Any]]
-    settings: Settings
-    request_plan: RequestPlan | None
-    _retrying: int
+    def __init__(self, session: RecoveryHost) -> None:
+        self.session = session
+        self._retrying = 0  # the attempt of the retry running (0: none)
 
-    async def compact(self, focus: str | None = None, reason: CompactionReason = "manual") -> CompactionEndEvent | None:
-        raise NotImplementedError
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.session.agent.messages
 
     def drop_failed_answer(self) -> str | None:
         """Take a failed answer out of the live context and off the session's path: the
         leaf moves back to its parent, so the retry becomes a sibling branch and the
         failed message stays in the file. Returns the failed entry's id."""
-        failed = self.agent.state.messages.pop()
-        leaf = self.store.leaf_id
+        store = self.session.store
+        failed = self.session.agent.state.messages.pop()
+        leaf = store.leaf_id
         if leaf is None:
             return None
-        entry = self.store.get(leaf)
+        entry = store.get(leaf)
         if not isinstance(entry, MessageEntry) or entry.message is not failed:
             return None
-        parent = self.store.parent_id_of(leaf)
+        parent = store.parent_id_of(leaf)
         if parent is not None:
-            self.store.branch(parent)
+            store.branch(parent)
         else:
-            self.store.reset_leaf()
+            store.reset_leaf()
         return leaf
 
     def restore_failed_answer(self, entry_id: str | None, message: AssistantMessage) -> None:
         if entry_id is not None:
-            self.store.branch(entry_id)
-        self.agent.state.messages.append(message)
+            self.session.store.branch(entry_id)
+        self.session.agent.state.messages.append(message)
 
     def _sent(self) -> dict[str, int]:
         """The rejected request's count and output cap, from its plan (0 before the first)."""
-        plan = self.request_plan
+        plan = self.session.request_plan
         return {"tokens": plan.tokens if plan else 0, "max_tokens": plan.max_tokens if plan else 0}
 
     def implausible_overflow(self, failed: AssistantMessage) -> bool:
-        return self.policy.windows.implausible_overflow(failed, **self._sent())
+        return self.session.policy.windows.implausible_overflow(failed, **self._sent())
 
     def learn_window(self, failed: AssistantMessage) -> int | None:
-        windows = self.policy.windows
+        windows = self.session.policy.windows
         learned = windows.learn_from_overflow(failed, accepted_tokens=self._accepted_tokens(), **self._sent())
         if learned is None:
             return None
-        self.fit_tool_limits()
+        self.session.fit_tool_limits()
         return learned.window
-
-    def fit_tool_limits(self) -> None:
-        """Size the tools' output limits to the window the context is planned in (a learnt
-        window or the working budget included: heron.context.window.working_budget)."""
-        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.sizes.working_window))
 
     def _accepted_tokens(self) -> int:
         """heron's count of the last request the server answered (0: none on this path): a
         learned window never goes below a size the server has already served."""
-        messages = self.agent.state.messages
+        messages = self.session.agent.state.messages
         for index in range(len(messages) - 1, -1, -1):
             message = messages[index]
             if isinstance(message, AssistantMessage) and message.stop_reason not in _FAILED:
-                return self.estimate_request_tokens(messages[:index])
+                return self.session.estimate_request_tokens(messages[:index])
         return 0
 
-    def estimate_request_tokens(self, messages: list[AgentMessage]) -> int:
-        raise NotImplementedError
-
     async def compact_for_overflow(self) -> bool:
-        end = await self.compact(reason="overflow")
+        end = await self.session.compact(reason="overflow")
         return end is not None and end.entry_id is not None
 
     async def continue_run(self) -> list[AgentMessage]:
-        return await self.agent.continue_()
-
-    _turn_prompt: UserMessage | None
-
-    def _fit_prompt(self, text: str) -> str:
-        raise NotImplementedError
+        return await self.session.agent.continue_()
 
     def refit_prompt(self) -> bool:
         """The running turn's prompt, when the window a rejection taught leaves it no room
@@ -234,33 +250,50 @@ class RecoveryHooks:
         stays in the file on a side branch; the entries recorded after it (the learned
         window, the ledger) are recorded again after the branch point, so the path keeps
         its decisions."""
-        prompt, messages = self._turn_prompt, self.agent.state.messages
-        if prompt is None or not messages or messages[-1] is not prompt or self.store.leaf_id is None:
+        session, store = self.session, self.session.store
+        prompt, messages = session.turn_prompt, session.agent.state.messages
+        if prompt is None or not messages or messages[-1] is not prompt or store.leaf_id is None:
             return False
         text = prompt.text()
-        fitted = self._fit_prompt(text)
+        fitted = session.fit_prompt(text)
         if fitted == text:
             return False
-        path = self.store.path_to(self.store.leaf_id)
+        path = store.path_to(store.leaf_id)
         at = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], MessageEntry)), None)
         if at is None or path[at].message is not prompt:  # type: ignore[union-attr]
             return False
         after = [e for e in path[at + 1 :] if isinstance(e, CustomEntry)]
         if at > 0:
-            self.store.branch(path[at - 1].id)
+            store.branch(path[at - 1].id)
         else:
-            self.store.reset_leaf()
+            store.reset_leaf()
         for entry in after:
-            self.store.append_custom(entry.custom_type, entry.data)
+            store.append_custom(entry.custom_type, entry.data)
         images = (
             [b for b in prompt.content if isinstance(b, ImageContent)] if not isinstance(prompt.content, str) else []
         )
         fitted_prompt = UserMessage(content=[TextContent(text=fitted), *images])
-        self.store.append_message(fitted_prompt)
+        store.append_message(fitted_prompt)
         messages[-1] = fitted_prompt
-        self._turn_prompt = fitted_prompt
-        self.policy.reload(self.store)
+        session.turn_prompt = fitted_prompt
+        session.policy.reload(store)
         return True
 
     def note_retry(self, attempt: int) -> None:
+        """A retry began (heron.ai's before any content, or :func:`recover`'s): the
+        answer's end says how it ended."""
         self._retrying = attempt
+
+    def answer_ended(self, message: AssistantMessage) -> None:
+        """An answer ended: after a retry, its ``retry_end`` event."""
+        if not self._retrying:
+            return
+        success = message.stop_reason != StopReason.ERROR
+        self.session.emit(
+            RetryEndEvent(
+                success=success,
+                attempt=self._retrying,
+                final_error=None if success else message.error_message,
+            )
+        )
+        self._retrying = 0

@@ -40,7 +40,6 @@ from heron.ai.types import (
     AssistantMessage,
     ImageContent,
     Model,
-    StopReason,
     TextContent,
     ThinkingLevel,
     ToolResultMessage,
@@ -55,7 +54,6 @@ from heron.coding.events import (
     CompactionReason,
     ContextWarningEvent,
     LedgerEvent,
-    RetryEndEvent,
     SessionEvent,
     TodosEvent,
 )
@@ -68,7 +66,7 @@ from heron.coding.memory import MemoryKeeper
 from heron.coding.model_limits import with_limits
 from heron.coding.oversized import fit_prompt
 from heron.coding.prompt import PromptFiles, build_system_prompt, load_prompt_files
-from heron.coding.recovery import RecoveryHooks, recover
+from heron.coding.recovery import SessionRecovery, recover
 from heron.coding.requests import RequestPath
 from heron.coding.run_limits import max_turns_for
 from heron.coding.script_host import SessionToolHost
@@ -78,7 +76,7 @@ from heron.coding.settings import Settings, load_settings
 from heron.coding.skill_record import record_plan, record_skill_prompt, record_skill_read
 from heron.coding.skills import SkillSet, expand_skill_command, load_skills
 from heron.coding.templates import TemplateSet, expand_template_command, load_templates
-from heron.coding.tools import builtin_meta, create_tools
+from heron.coding.tools import builtin_meta, create_tools, set_limits
 from heron.coding.tools.env import ReadRecord, ToolEnv
 from heron.coding.unanswered import note_unanswered
 from heron.context.compaction.native import NativeSettings
@@ -113,7 +111,7 @@ def session_date(store: SessionStore) -> str:
     return _dt.date.today().isoformat()
 
 
-class CodingSession(RecoveryHooks):
+class CodingSession:
     """One conversation of the coding agent, recorded in a session file.
 
     ``await session.prompt("fix the failing test")`` runs the agent until it stops; ``session.subscribe(listener)``
@@ -145,9 +143,8 @@ class CodingSession(RecoveryHooks):
         self.store = store if store is not None else SessionStore.in_memory(self.cwd)
         self.ledger = Ledger()
         self._events: Emitter[SessionEvent] = Emitter("session listener")
-        self._retrying: int = 0
         self._recovery_abort = AbortSignal()
-        self._turn_prompt: UserMessage | None = None
+        self.turn_prompt: UserMessage | None = None  # the running turn's prompt (None between turns)
         self.request_plan: RequestPlan | None = None  # the plan of the request last sent (heron.context.engine)
         self._date_override = date
         self._server = ServerRecorder()
@@ -195,6 +192,7 @@ class CodingSession(RecoveryHooks):
         self.context_owner = ContextOwner(self)  # when to prune or compact, and compacting
         self.goal = GoalKeeper(self)  # /goal, the head of every request, the budget (heron.coding.goal)
         self.goal_loop = GoalLoop(self)  # going on by itself while the goal is active (heron.coding.goal_loop)
+        self.recovery = SessionRecovery(self)  # what a failed answer calls for (heron.coding.recovery)
         self.fit_tool_limits()  # a learnt window, the working budget too
         self._listen()
 
@@ -315,6 +313,11 @@ class CodingSession(RecoveryHooks):
         self.system_prompt = self.render_system_prompt()
         self.agent.set_system_prompt(self.system_prompt)
 
+    def fit_tool_limits(self) -> None:
+        """Size the tools' output limits to the window the context is planned in (a learnt
+        window or the working budget included: heron.context.window.working_budget)."""
+        set_limits(self.env, self.tools, self.settings.tool_limits.for_window(self.policy.sizes.working_window))
+
     def set_model(self, model: Model, api_key: str | None = None) -> None:
         """Switch model; recorded as a ``model_change`` entry with the next message. A
         model whose window nobody configured gets its server's, as at the start
@@ -346,6 +349,10 @@ class CodingSession(RecoveryHooks):
         """Tell the session's listeners (the presenters, extensions): the one way its helpers publish an event."""
         self._events.emit(event)
 
+    def note_retry(self, attempt: int) -> None:
+        """A retry of the running request began (heron.ai's): recovery tells how it ended."""
+        self.recovery.note_retry(attempt)
+
     def _on_agent_event(self, event: Any) -> None:
         if isinstance(event, MessageUpdateEvent | MessageEndEvent) and isinstance(event.message, AssistantMessage):
             self.context_owner.background.answer_begun()  # the answer streams (or ended): a summary may go
@@ -354,17 +361,8 @@ class CodingSession(RecoveryHooks):
             view, tokens = (plan.view, plan.tokens) if plan is not None else ([], 0)
             self.policy.calibration.calibrate(event.message, view)  # count like the server
             self.policy.observe(event.message, tokens)  # what the provider compacted or cleared itself
-        if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage) and self._retrying:
-            success = event.message.stop_reason != StopReason.ERROR
-            self.emit(
-                RetryEndEvent(
-                    success=success,
-                    attempt=self._retrying,
-                    final_error=None if success else event.message.error_message,
-                )
-            )
-            self._retrying = 0
-        elif isinstance(event, ToolExecutionEndEvent):
+            self.recovery.answer_ended(event.message)  # after a retry: its retry_end
+        if isinstance(event, ToolExecutionEndEvent):
             self._ledger_from_tool(event)
             if self.tool_catalog.kind(event.tool_name) == "todo" and not event.is_error:
                 self._todos_changed(event.result.details)
@@ -423,7 +421,7 @@ class CodingSession(RecoveryHooks):
         await self._first_count.before_request(
             self.model, self.policy, state.system_prompt, [t.definition() for t in state.tools], messages, self.api_key
         )
-        plan = await self.context_owner.prepare(messages, signal, self._turn_prompt)
+        plan = await self.context_owner.prepare(messages, signal, self.turn_prompt)
         settled = plan.view if isinstance(plan.view, list) else list(plan.view)  # the policy's View, a list
         view = await self.extensions.transform(settled, plan)  # a result that breaks the context rules is not used
         self.request_plan = plan if view is settled else dataclasses.replace(plan, view=view)
@@ -476,12 +474,12 @@ class CodingSession(RecoveryHooks):
         if typed is None:
             return []  # an extension's /command did what there was to do
         expanded = self.expand_input(typed) if commands else typed
-        if (body := await self.control.before_prompt(expanded, fit=self._fit_prompt)) is None:
+        if (body := await self.control.before_prompt(expanded, fit=self.fit_prompt)) is None:
             return []  # a UserPromptSubmit hook blocked it (recorded in the ledger)
         record_skill_prompt(self, typed, expanded)  # its instructions survive compactions
         self.goal.before_prompt()  # a budgeted goal: the budget left, as of this prompt
         message = UserMessage(content=[TextContent(text=body), *images])
-        self._turn_prompt = message
+        self.turn_prompt = message
         self.begin_run()
         note_unanswered(self)  # the previous prompt was never answered: say so first (docs/sessions.md)
         try:
@@ -490,7 +488,7 @@ class CodingSession(RecoveryHooks):
             record_plan(self, added)  # plan mode's answer: kept through compactions
             return added
         finally:
-            self._turn_prompt = None
+            self.turn_prompt = None
             await self.control.after_prompt()
 
     def begin_run(self) -> None:
@@ -504,18 +502,20 @@ class CodingSession(RecoveryHooks):
         agent = self.agent
         added = await (agent.continue_() if message is None else agent.prompt(message, keep_count=keep_count))
         policy = self.requests.retry_policy()
-        return await recover(self, added, policy=policy, signal=self._recovery_abort, emit=self.emit)
+        return await recover(self.recovery, added, policy=policy, signal=self._recovery_abort, emit=self.emit)
 
     async def run_step(self, message: StepInput) -> list[AgentMessage]:
         """One step of the goal loop, as a prompt's turn runs (Stop hooks, recovery), its
         model calls counted against the run's allowance; no prompt of the user's runs it."""
-        self._turn_prompt = None
+        self.turn_prompt = None
         return await self.control.run_until_stopped(message, functools.partial(self._run_turn, keep_count=True))
 
-    def _fit_prompt(self, text: str) -> str:
+    def fit_prompt(self, text: str) -> str:
+        """A prompt's text as it can be sent: whole when the window leaves it room, else its
+        head and the file holding it (recorded in the ledger)."""
         sizes = self.policy.sizes
         room = int(max(0, sizes.threshold - sizes.scaled(sizes.fixed_tokens())) * 4 / sizes.ratio)
-        fitted, record = fit_prompt(text, room, self.env.spill_dir())
+        fitted, record = fit_prompt(text, room, self.env.spill_dir())  # heron.coding.oversized's
         if record is not None:
             self.ledger.add(record)
         return fitted
@@ -538,7 +538,7 @@ class CodingSession(RecoveryHooks):
         """Summarise old history into a compaction entry and rebuild the context from the
         session (the running turn's prompt kept). Returns the end event, or ``None`` when
         nothing was compacted."""
-        end = await self.context_owner.compact(focus, reason, turn_prompt=self._turn_prompt)
+        end = await self.context_owner.compact(focus, reason, turn_prompt=self.turn_prompt)
         return end if end.entry_id is not None else None
 
     # --- tree navigation, forks --------------------------------------------------------------
