@@ -130,12 +130,21 @@ def _resume_spec(args: argparse.Namespace, spec: SessionSpec, cwd: Path, home: P
     model (docs/sessions.md, "Resuming")."""
     from heron.coding.assembly import resolve_spec
 
+    shown: set[str] = set()
+
+    def warn_once(text: str) -> None:
+        """Resolving twice says the same things twice; what only the picked session's
+        resolve says (its own server's probe, its model) is still shown."""
+        if text not in shown:
+            shown.add(text)
+            warn(text)
+
     try:
-        resolve_spec(spec, warn)
+        resolve_spec(spec, warn_once)
     except SetupError:
         if args.model or args.base_url:
             raise
-    return resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), lambda _text: None)
+    return resolve_spec(dataclasses.replace(spec, store=store_spec(args, cwd, home)), warn_once)
 
 
 def _trace(session: TracedSession, otel: str | None) -> None:
