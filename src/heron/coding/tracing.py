@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from heron.ai.types import StopReason, UserMessage
 from heron.coding.secrets import redact
 
 if TYPE_CHECKING:
@@ -174,15 +175,11 @@ class SessionTracer:
         return ended
 
     def _on_message_end(self, event: Any) -> None:
-        from heron.ai.types import UserMessage
-
         message = event.message
         if isinstance(message, UserMessage) and self.capture and self._run is not None:
             self._run.set_attribute("gen_ai.input.messages", redact(json.dumps([_message_json(message)])))
 
     def _end_chat(self, span: Span, message: AssistantMessage) -> None:
-        from heron.ai.types import StopReason
-
         usage = message.usage
         if self._run is not None:  # a request sent during a run counts in the run's usage
             self._usage[0] += usage.input + usage.cache_read + usage.cache_write

@@ -16,9 +16,11 @@ to 127.0.0.1, usage statistics off. Ray is imported only here, when this executo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,8 +94,6 @@ class RayExecutor:
     def _check_reachable(self) -> None:
         """Ray retries an unreachable ``--ray-address`` for many minutes without a word; a
         plain ``host:port`` that refuses a connection is reported at once instead."""
-        import socket
-
         host, sep, port = (self.address or "").rpartition(":")
         if not sep or not port.isdigit() or "/" in host or not host:
             return  # "auto", "ray://...": left to Ray
@@ -124,7 +124,6 @@ class RayExecutor:
 
     async def start(self, workers: int) -> None:
         self._prepare_environment()
-        import asyncio
 
         import ray
 
@@ -171,8 +170,6 @@ class RayExecutor:
         return [await slot.actor.pid.remote() for slot in self._slots]
 
     async def stop(self) -> None:
-        import asyncio
-
         import ray
 
         if not ray.is_initialized():
