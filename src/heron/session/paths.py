@@ -17,6 +17,9 @@ from pathlib import Path
 
 from heron.ai.models import heron_home as default_home
 from heron.ai.types import TextContent
+from heron.session import writer
+from heron.session.entries import MessageEntry
+from heron.session.stats import message_count
 
 _SEPARATORS = re.compile(r"[/\\:]")
 _LEADING = re.compile(r"^[/\\]")
@@ -97,8 +100,6 @@ def summarize(path: Path) -> SessionSummary:
     """Name, first user message, modified time and message count of one file, read
     cheaply: the file is indexed, and only the first user message and the session_info
     entries are decoded."""
-    from heron.session.entries import MessageEntry
-    from heron.session.stats import message_count
     from heron.session.store import SessionStore
 
     with SessionStore.open(path, read_only=True) as store:
@@ -211,8 +212,6 @@ def delete_session(path: Path, *, folders: Sequence[Path] = ()) -> list[Path]:
     """Delete a session file and ``folders`` (its spill files). Refused with
     :class:`SessionInUseError` while a heron process has the session open (the writer
     lock is taken first, so no writer can start in between). Returns what was removed."""
-    from heron.session import writer
-
     fd = os.open(path, os.O_RDONLY)
     try:
         writer.lock(fd, path)
