@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from heron import __version__
 from heron.ai.types import StopReason, UserMessage
 from heron.coding.secrets import redact
 
@@ -76,8 +77,6 @@ def get_tracer(mode: str) -> Tracer:
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
-
-            from heron import __version__
 
             provider = TracerProvider(
                 resource=Resource.create({"service.name": "heron", "service.version": __version__})
