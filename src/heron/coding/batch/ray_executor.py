@@ -26,7 +26,7 @@ from typing import Any
 
 from heron.coding.batch.driver import ExecutorError, WorkerLost
 from heron.coding.batch.results import TaskResult
-from heron.coding.batch.runner import Job
+from heron.coding.batch.runner import Job, run_task
 
 ACTORS_PER_NODE = 2
 # Environment the actors need from the driver's: heron's home, keys, tracing set-up.
@@ -45,8 +45,6 @@ def _actor_class() -> Any:
         """One worker process: runs the jobs it is sent on its own event loop."""
 
         async def run(self, job: Job) -> dict[str, Any]:
-            from heron.coding.batch.runner import run_task
-
             return (await run_task(job)).to_json()
 
         def pid(self) -> int:
