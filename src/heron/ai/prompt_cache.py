@@ -15,6 +15,7 @@ configuration, in this order:
 
 from __future__ import annotations
 
+from heron.ai.providers.http import is_local_url
 from heron.ai.types import Model
 
 
@@ -27,7 +28,5 @@ def caches_prompts(model: Model) -> bool:
     if model.cost.cache_read > 0:
         return True
     if model.base_url:
-        from heron.ai.providers.http import is_local_url  # httpx is loaded once a request is sent anyway
-
         return is_local_url(model.base_url)
     return False

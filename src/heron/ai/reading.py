@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from heron.ai.providers.http import is_local_url
+from heron.ai.tokens import estimate_context_tokens
 from heron.ai.types import Context, Model
 
 if TYPE_CHECKING:
@@ -90,8 +92,6 @@ def is_local_server(model: Model) -> bool:
         return stated
     if not model.base_url:
         return False
-    from heron.ai.providers.http import is_local_url  # httpx is loaded once a request is sent anyway
-
     return is_local_url(model.base_url)
 
 
@@ -128,8 +128,6 @@ class ReadingWait:
     def tokens(self) -> int:
         """heron's estimate of the request's tokens (computed once, when first needed)."""
         if self._tokens is None:
-            from heron.ai.tokens import estimate_context_tokens
-
             self._tokens = estimate_context_tokens(self._context)
         return self._tokens
 

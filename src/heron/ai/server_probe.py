@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -72,7 +73,6 @@ def classify(status: int, body: bytes) -> Answer:
         return UNKNOWN
     if status != 200:
         return Answer("missing")
-    import json
 
     try:
         return Answer("ok", json.loads(body))

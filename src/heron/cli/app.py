@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import dataclasses
 import os
 import sys
@@ -26,8 +27,10 @@ from heron.cli.task_input import Task, gather_task, resend_task
 from heron.cli.terminal_text import visible
 from heron.cli.usage import UsageError, check_arguments
 from heron.coding.prompt import resolve_prompt_text
+from heron.coding.secrets import REDACTOR, install_log_redaction
 from heron.coding.session_spec import ModelChoice, SessionSpec, tool_names
 from heron.coding.settings import SetupError, setup_help
+from heron.context.continuity.goal import GoalError, check_text, parse_budget
 from heron.session.jsonl import clean_text
 from heron.session.store import SessionError
 
@@ -114,7 +117,6 @@ def _goal_flags(args: argparse.Namespace) -> tuple[str, int | None] | None:
     text, budget = getattr(args, "goal", None), getattr(args, "goal_budget", None)
     if text is None and budget is None:
         return None
-    from heron.context.continuity.goal import GoalError, check_text, parse_budget
 
     try:
         if text is None:
@@ -161,7 +163,6 @@ def _trace(session: TracedSession, otel: str | None) -> None:
     if problem is not None:
         print(f"heron: warning: {problem}; running without traces", file=sys.stderr)
         return
-    import atexit
 
     from heron.coding.tracing import SessionTracer, flush_tracing, get_tracer
 
@@ -196,7 +197,6 @@ def run_app(args: argparse.Namespace) -> int:
     if getattr(args, "setup_help", False):
         print(setup_help(ModelRegistry.load()))
         return 0
-    from heron.coding.secrets import REDACTOR, install_log_redaction
 
     REDACTOR.add([getattr(args, "api_key", None)])  # before any error could quote it; the session adds the rest
     if (log_problem := install_log_redaction()) is not None:

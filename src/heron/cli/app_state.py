@@ -9,6 +9,7 @@ which imports the modes to dispatch to them: presenters do not depend on their c
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,8 +89,6 @@ def pick_session(cwd: Path, home: Path) -> Path:
     if not sys.stdin.isatty():
         raise UsageError("--resume needs a terminal to pick from; use --session PATH|ID instead")
     if sys.stdout.isatty():  # the searchable picker; the numbered list below when output is piped
-        import asyncio
-
         from heron.cli.tui.pick_items import session_items
         from heron.cli.tui.picker import pick
 

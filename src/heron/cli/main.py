@@ -12,6 +12,7 @@ import os
 import sys
 from typing import NoReturn
 
+from heron import __version__
 from heron.cli import boot
 
 MODES = ("interactive", "print", "json", "rpc", "acp")
@@ -36,8 +37,6 @@ class SuggestingParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from heron import __version__
-
     parser = SuggestingParser(
         prog="heron",
         description="A coding agent that manages its context window.",

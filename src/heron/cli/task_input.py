@@ -10,6 +10,7 @@ import argparse
 import base64
 import mimetypes
 import os
+import select
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,8 +146,6 @@ def gather_task(args: argparse.Namespace, cwd: Path, stdin: TextIO | None = None
 
 def _has_data(stream: TextIO, timeout: float) -> bool:
     """Whether reading ``stream`` would not block (data, or its end) within ``timeout``."""
-    import select
-
     try:
         fd = stream.fileno()
     except (AttributeError, ValueError, OSError):

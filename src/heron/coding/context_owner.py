@@ -39,7 +39,7 @@ from heron.context.compaction.background import BackgroundSummaries
 from heron.context.compaction.boundaries import compaction_request
 from heron.context.compaction.native import entry_of, kept_from
 from heron.context.compaction.plan import CompactionChoice, CompactionPlan, entry_message, replan_at
-from heron.context.engine import RequestPlan, plan_of, recorded_since
+from heron.context.engine import RequestPlan, plan_of, recorded_since, shared_prefix
 from heron.context.policy import ContextPolicy, Pressure, Settled
 
 if TYPE_CHECKING:
@@ -373,7 +373,6 @@ class ContextOwner:
         session = self.session
         if session.settings.compaction.request != "shared" or not caches_prompts(session.model):
             return None
-        from heron.context.engine import shared_prefix
 
         messages = session.agent.state.messages
         return shared_prefix(

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.ai.providers.http import display_url, without_userinfo
-from heron.ai.server_window import PROBE_DEADLINE_S, ServerWindow
+from heron.ai.server_window import PROBE_DEADLINE_S, NoAnswerInTime, NothingListening, ServerWindow, probe_window
 from heron.ai.types import WINDOW_ASSUMED, Model
 from heron.coding.reading_speeds import server_key
 from heron.session.private_files import write_private_text
@@ -178,7 +178,6 @@ def server_window(home: Path, model: Model, api_key: str | None, notice: Notice 
             where = display_url(model.base_url or "")
             notice(_unanswered_notice(model, f"{where} did not say its context window in time a moment ago"))
         return cached if cached.window > 0 else None  # 0: the server said nothing, not asked again
-    from heron.ai.server_window import NoAnswerInTime, NothingListening, probe_window
 
     try:
         found = probe_window(model.base_url or "", model.id, api_key)

@@ -23,7 +23,7 @@ from heron.agent.messages import AgentMessage
 from heron.ai.types import AssistantMessage, ImageContent, TextContent
 from heron.coding.compact_command import compact_focus, compaction_reply
 from heron.coding.events import GoalEvent, GoalLoopEvent
-from heron.coding.memory_reflect import REFLECT_COMMAND, ReflectHost
+from heron.coding.memory_reflect import REFLECT_COMMAND, ReflectHost, reflect
 from heron.coding.model_choice import ResolvedModel
 from heron.coding.outcome import RunOutcome, decide
 from heron.coding.unanswered import ResendHost, resend_unanswered
@@ -105,8 +105,6 @@ class Run:
 
     async def _reflect(self) -> None:
         """``/memory reflect``: the memory reflection pass now, answered in place of the model."""
-        from heron.coding.memory_reflect import reflect
-
         self._reply = await reflect(self.session, "command")
 
     def _on_event(self, event: object) -> None:

@@ -82,7 +82,7 @@ from heron.coding.unanswered import note_unanswered
 from heron.context.compaction.native import NativeSettings
 from heron.context.compaction.plan import CompactionSettings
 from heron.context.continuity.todos import TodoItem, clean_todos
-from heron.context.engine import RequestPlan
+from heron.context.engine import RequestPlan, budget_results
 from heron.context.policy import ContextPolicy, PolicySettings
 from heron.context.records.ledger import LEDGER_CUSTOM_TYPE, Ledger, LedgerRecord, tool_records
 from heron.context.view.build import with_injections
@@ -430,8 +430,6 @@ class CodingSession:
     async def _after_tool_batch(
         self, assistant: AssistantMessage, results: list[ToolResultMessage]
     ) -> list[ToolResultMessage]:
-        from heron.context.engine import budget_results
-
         new_results, records = await asyncio.to_thread(
             budget_results, results, self.env.limits, self.env.spill_dir(), self.env.spill_max_bytes
         )

@@ -13,7 +13,7 @@ a child without importing the assembly that gives sessions their ``task`` tool.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -98,8 +98,6 @@ class StoreSpec:
         return cls("existing", source=store)
 
     def seeded(self, *messages: AgentMessage) -> StoreSpec:
-        from dataclasses import replace
-
         return replace(self, seed=(*self.seed, *messages))
 
 

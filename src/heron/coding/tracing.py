@@ -32,6 +32,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from heron import __version__
+from heron.ai.types import StopReason, UserMessage
 from heron.coding.secrets import redact
 
 if TYPE_CHECKING:
@@ -75,8 +77,6 @@ def get_tracer(mode: str) -> Tracer:
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
-
-            from heron import __version__
 
             provider = TracerProvider(
                 resource=Resource.create({"service.name": "heron", "service.version": __version__})
@@ -174,15 +174,11 @@ class SessionTracer:
         return ended
 
     def _on_message_end(self, event: Any) -> None:
-        from heron.ai.types import UserMessage
-
         message = event.message
         if isinstance(message, UserMessage) and self.capture and self._run is not None:
             self._run.set_attribute("gen_ai.input.messages", redact(json.dumps([_message_json(message)])))
 
     def _end_chat(self, span: Span, message: AssistantMessage) -> None:
-        from heron.ai.types import StopReason
-
         usage = message.usage
         if self._run is not None:  # a request sent during a run counts in the run's usage
             self._usage[0] += usage.input + usage.cache_read + usage.cache_write

@@ -21,6 +21,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from heron.ai.providers.http import load_transport
 from heron.ai.registry import get_provider
 
 if TYPE_CHECKING:
@@ -69,8 +70,6 @@ def start_warm_up(api: str, session: WarmedSession | None = None) -> concurrent.
 
 def warm_up(api: str, session: WarmedSession | None = None) -> None:
     """The loading itself (in the caller's thread)."""
-    from heron.ai.providers.http import load_transport
-
     get_provider(api)
     load_transport()
     importlib.import_module("concurrent.futures.thread")  # asyncio.to_thread's executor

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heron.ai.types import TextContent
+from heron.session import writer
+from heron.session.entries import MessageEntry
 from heron.session.naming import session_dir, session_id_of, sessions_root
+from heron.session.stats import message_count
 
 
 class SessionNotFoundError(LookupError):
@@ -54,8 +57,6 @@ def summarize(path: Path) -> SessionSummary:
     """Name, first user message, modified time and message count of one file, read
     cheaply: the file is indexed, and only the first user message and the session_info
     entries are decoded."""
-    from heron.session.entries import MessageEntry
-    from heron.session.stats import message_count
     from heron.session.store import SessionStore
 
     with SessionStore.open(path, read_only=True) as store:
@@ -168,8 +169,6 @@ def delete_session(path: Path, *, folders: Sequence[Path] = ()) -> list[Path]:
     """Delete a session file and ``folders`` (its spill files). Refused with
     :class:`SessionInUseError` while a heron process has the session open (the writer
     lock is taken first, so no writer can start in between). Returns what was removed."""
-    from heron.session import writer
-
     fd = os.open(path, os.O_RDONLY)
     try:
         writer.lock(fd, path)

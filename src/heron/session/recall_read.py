@@ -41,6 +41,7 @@ from heron.session.entries import (
     entry_from_json,
 )
 from heron.session.jsonl import loads_line
+from heron.session.store import SessionStore
 
 MAX_ENTRY_CHARS = 1_000_000  # text indexed per entry; the rest of a giant entry is left out
 SPILL_CHUNK_LINES = 100
@@ -180,8 +181,6 @@ class SessionReader:
     def _read_migrated(self) -> None:
         """Files older than version 3 need the store's migration (ids, roles); they are
         never appended to in place, so they are read whole each time they change."""
-        from heron.session.store import SessionStore
-
         assert self.header is not None
         self.version = self.header.version
         size = os.fstat(self.fh.fileno()).st_size

@@ -23,6 +23,7 @@ from heron.ai.builder import MessageBuilder
 from heron.ai.events import AssistantEvent
 from heron.ai.options import StreamOptions
 from heron.ai.overflow import ErrorKind, ProviderError
+from heron.ai.registry import register_provider
 from heron.ai.types import (
     Context,
     Message,
@@ -156,8 +157,6 @@ class FauxProvider:
 
     @classmethod
     def install(cls, api: str = "faux", **kwargs: Any) -> FauxProvider:
-        from heron.ai.registry import register_provider
-
         provider = cls(api, **kwargs)
         register_provider(provider)
         return provider

@@ -21,6 +21,7 @@ guarantees, the same way for each of them:
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import weakref
@@ -151,8 +152,6 @@ def load_transport() -> None:
     """Import httpx and what its first connection imports, so a caller with time to spare
     (a session waiting for its first prompt) takes that cost off the first request. Best
     effort: a module that is not there is left for the request to need or not."""
-    import importlib
-
     import httpx  # noqa: F401
 
     for name in _CONNECTION_MODULES:

@@ -40,6 +40,7 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from heron import __version__
 from heron.ai.models import ModelRegistry
 from heron.cli.acp import client_fs, commands, options, terminal
 from heron.cli.acp.permissions import PermissionBridge
@@ -102,8 +103,6 @@ class HeronAgent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
     ) -> InitializeResponse:
-        from heron import __version__
-
         self.client_capabilities = client_capabilities
         capabilities = AgentCapabilities(
             load_session=True,

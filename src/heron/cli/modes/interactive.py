@@ -37,12 +37,15 @@ from rich.console import Console
 from heron.ai.types import THINKING_LEVELS
 from heron.cli.app_state import App
 from heron.cli.task_input import Task
+from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
+from heron.cli.tui.commands import SlashCompleter
 from heron.cli.tui.controller import Controller
 from heron.cli.tui.picker import pick
 from heron.cli.tui.resume_offer import offer_resend
 from heron.cli.tui.settings_view import COMMON
 from heron.coding.idle import idle_keeper
 from heron.coding.permissions.modes import MODES
+from heron.coding.secrets import redact
 from heron.session.private_files import ensure_private_file
 
 log = logging.getLogger(__name__)
@@ -176,8 +179,6 @@ def _make_prompt(app: App, controller: Controller) -> Any:
     from prompt_toolkit.filters import Condition
     from prompt_toolkit.formatted_text import ANSI
 
-    from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
-    from heron.cli.tui.commands import SlashCompleter
     from heron.cli.tui.live_view import live_block
 
     history = _history(app, controller)
@@ -239,8 +240,6 @@ def _history(app: App, controller: Controller) -> Any:
     """The input line's history: ``$HERON_HOME/history`` (0600, keys redacted), without the
     answers to questions; in memory when the file cannot be made."""
     from prompt_toolkit.history import FileHistory, InMemoryHistory
-
-    from heron.coding.secrets import redact
 
     class AnswersLeftOut(FileHistory):
         """Answers to questions ("1", "y") are not worth walking back to with Up."""

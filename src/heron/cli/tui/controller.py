@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from heron import __version__
 from heron.ai.abort import AbortController, AbortSignal
 from heron.ai.overflow import ErrorKind
 from heron.ai.types import ImageContent
@@ -188,8 +189,6 @@ class Controller:
         self.print_footer()
 
     def banner(self) -> None:
-        from heron import __version__
-
         s = self.session
         store = s.store
         where = str(store.path) if store.path is not None else "in memory (--no-session)"

@@ -26,7 +26,7 @@ from heron.cli.tui.settings_view import change_setting, settings_lines
 from heron.coding.settings import load_settings
 from heron.coding.settings_change import SettingChangeError
 from heron.session.entries import MessageEntry
-from heron.session.paths import SessionSummary, list_sessions
+from heron.session.paths import SessionSummary, list_sessions, resolve_session
 from heron.session.store import SessionStore
 
 SESSIONS_LISTED = 30
@@ -221,8 +221,6 @@ class SessionCommands:
         if path is not None:
             store = SessionStore.open(path)
         else:
-            from heron.session.paths import resolve_session
-
             found = resolve_session(ref, home=self.host.app.home)
             if current is not None and found.resolve() == current.resolve():
                 self.host.note("that is the current session")

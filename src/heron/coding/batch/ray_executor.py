@@ -16,15 +16,17 @@ to 127.0.0.1, usage statistics off. Ray is imported only here, when this executo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
 from heron.coding.batch.driver import ExecutorError, WorkerLost
 from heron.coding.batch.results import TaskResult
-from heron.coding.batch.runner import Job
+from heron.coding.batch.runner import Job, run_task
 
 ACTORS_PER_NODE = 2
 # Environment the actors need from the driver's: heron's home, keys, tracing set-up.
@@ -43,8 +45,6 @@ def _actor_class() -> Any:
         """One worker process: runs the jobs it is sent on its own event loop."""
 
         async def run(self, job: Job) -> dict[str, Any]:
-            from heron.coding.batch.runner import run_task
-
             return (await run_task(job)).to_json()
 
         def pid(self) -> int:
@@ -92,8 +92,6 @@ class RayExecutor:
     def _check_reachable(self) -> None:
         """Ray retries an unreachable ``--ray-address`` for many minutes without a word; a
         plain ``host:port`` that refuses a connection is reported at once instead."""
-        import socket
-
         host, sep, port = (self.address or "").rpartition(":")
         if not sep or not port.isdigit() or "/" in host or not host:
             return  # "auto", "ray://...": left to Ray
@@ -124,7 +122,6 @@ class RayExecutor:
 
     async def start(self, workers: int) -> None:
         self._prepare_environment()
-        import asyncio
 
         import ray
 
@@ -171,8 +168,6 @@ class RayExecutor:
         return [await slot.actor.pid.remote() for slot in self._slots]
 
     async def stop(self) -> None:
-        import asyncio
-
         import ray
 
         if not ray.is_initialized():

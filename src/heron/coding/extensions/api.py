@@ -8,6 +8,7 @@ See docs/extensions.md for the reference and a complete example.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,8 +246,6 @@ class ExtensionAPI:
 
 
 def _arity(fn: Callable[..., Any]) -> int:
-    import inspect
-
     try:
         return len(inspect.signature(fn).parameters)
     except (TypeError, ValueError):

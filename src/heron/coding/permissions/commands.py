@@ -30,6 +30,7 @@ from heron.coding.permissions.base import (
     same_command,
     short,
 )
+from heron.coding.permissions.links import other_names
 from heron.coding.permissions.modes import is_read_only
 from heron.coding.permissions.rules import (
     Behavior,
@@ -284,8 +285,6 @@ class CommandRules(RuleBook):
         """The deny or ask rule (only a rule) that a read (``meta`` :data:`READING`) or a
         change (:data:`WRITING`) of ``path`` by a shell command matches - by its name, the
         file it leads to, or another name of that file (a hard link)."""
-        from heron.coding.permissions.links import other_names
-
         real = Path(os.path.realpath(path))
         verb = "reading" if meta.reads_files else "writing"
         what = f"{verb} {path}" + (f" (which leads to {real})" if real != path else "")

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 
 from heron.agent.messages import AgentMessage
+from heron.ai.providers.http import is_local_url
 from heron.ai.types import AssistantMessage, Model
 
 # Anthropic's default cache lifetime, the shortest of the providers that cache prefixes:
@@ -44,11 +45,8 @@ def cache_lifetime(model: Model, configured: int | None) -> int:
     file records, so a resumed process judges alike."""
     if configured is not None:
         return configured
-    if model.base_url:
-        from heron.ai.providers.http import is_local_url  # httpx is loaded once a request is sent anyway
-
-        if is_local_url(model.base_url):
-            return 0
+    if model.base_url and is_local_url(model.base_url):
+        return 0
     return DEFAULT_CACHE_TTL_S
 
 

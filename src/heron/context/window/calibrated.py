@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from heron.agent.messages import AgentMessage
+from heron.ai.providers.http import is_local_url
 from heron.ai.types import AssistantMessage, StopReason
 from heron.context.records.decisions import calibration_data
 from heron.context.records.recorder import DecisionRecorder
@@ -37,8 +38,6 @@ class Calibration:
         """Fold the server's count of the request that produced ``answer`` (its usage)
         against heron's estimate of ``view``, the view it carried, into the model's ratio;
         recorded in the session when it moved (a restart then counts the same)."""
-        from heron.ai.providers.http import is_local_url  # loaded by the request already
-
         usage, model = answer.usage, self.sizes.model
         if not (model.base_url and is_local_url(model.base_url)):
             return  # hosted providers' counts anchor each request already; local tokenizers vary the most
