@@ -32,7 +32,18 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
+from prompt_toolkit.application.current import get_app_session
+from prompt_toolkit.completion import merge_completers
+from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.formatted_text import ANSI
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 from rich.console import Console
+from rich.text import Text
 
 from heron.ai.types import THINKING_LEVELS
 from heron.cli.app_state import App
@@ -109,7 +120,6 @@ def _isatty(stream: Any) -> bool:
 
 
 async def _run_terminal(app: App, task: Task) -> int:
-    from prompt_toolkit.application.current import get_app_session
     from prompt_toolkit.patch_stdout import patch_stdout
 
     from heron.cli.tui.terminal_writer import TerminalWriter
@@ -174,11 +184,6 @@ async def _run_terminal(app: App, task: Task) -> int:
 
 def _make_prompt(app: App, controller: Controller) -> Any:
     """The input line: history, keys, completion of commands and ``@paths``, status bar."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import merge_completers
-    from prompt_toolkit.filters import Condition
-    from prompt_toolkit.formatted_text import ANSI
-
     from heron.cli.tui.live_view import live_block
 
     history = _history(app, controller)
@@ -239,7 +244,6 @@ def _make_prompt(app: App, controller: Controller) -> Any:
 def _history(app: App, controller: Controller) -> Any:
     """The input line's history: ``$HERON_HOME/history`` (0600, keys redacted), without the
     answers to questions; in memory when the file cannot be made."""
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
 
     class AnswersLeftOut(FileHistory):
         """Answers to questions ("1", "y") are not worth walking back to with Up."""
@@ -269,10 +273,6 @@ def _key_timeouts(application: Any, controller: Controller) -> None:
 
 
 def _key_bindings(controller: Controller) -> Any:
-    from prompt_toolkit.application import get_app
-    from prompt_toolkit.filters import Condition, has_completions
-    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-
     bindings = KeyBindings()
     _map_shift_enter()
 
@@ -344,17 +344,12 @@ def _map_shift_enter() -> None:
     """Shift+Enter as terminals with extended keyboard reporting send it (the kitty/CSI-u
     form and xterm's modifyOtherKeys form) becomes Ctrl+J: a newline. Terminals that
     send a plain CR for it cannot be told apart from Enter; Ctrl+J works everywhere."""
-    from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
-    from prompt_toolkit.keys import Keys
-
     for sequence in ("\x1b[13;2u", "\x1b[27;2;13~"):
         ANSI_SEQUENCES[sequence] = Keys.ControlJ
 
 
 def _echo_task(controller: Controller, task: Task) -> None:
     """The command line's task, shown as if typed (attachments abridged)."""
-    from rich.text import Text
-
     first = task.text.strip().splitlines()[-1] if task.text.strip() else ""
     shown = first if len(first) <= 200 else first[:199] + "…"
     extra = f" (+{len(task.images)} image(s))" if task.images else ""
