@@ -110,3 +110,15 @@ def test_recorded_since_reads_back_to_the_start_only(tmp_path: Path) -> None:
     assert [e.id for e in recorded_since(store, start)] == [first.id, second.id]
     assert len(recorded_since(store, None)) == 3  # from the root: the one before the start too
     store.close()
+
+
+def test_the_spill_directory_may_be_given_as_text(tmp_path: Path) -> None:
+    """A caller outside heron passes a path as it has it: a ``str`` is a directory too (it
+    used to fail inside the spill writer with an AttributeError)."""
+    engine = ContextEngine.open(str(tmp_path / "s.jsonl"), MODEL, cwd=tmp_path)
+    result = ToolResultMessage(tool_call_id="c", tool_name="bash", content=[TextContent(text="y\n" * 200_000)])
+    [budgeted] = engine.budget_results([result], str(tmp_path / "spill"), 10_000_000)
+    spilled = list((tmp_path / "spill").iterdir())
+    assert len(spilled) == 1 and spilled[0].read_text() == "y\n" * 200_000
+    assert str(spilled[0]) in budgeted.text() and len(budgeted.text()) < 20_000
+    assert [record.kind for record in engine.ledger.records] == ["spill"]

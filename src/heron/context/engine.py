@@ -18,6 +18,7 @@ hook to read. See docs/context-library.md.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,10 +229,11 @@ class ContextEngine:
         self.store.append_message(message)
 
     def budget_results(
-        self, results: list[ToolResultMessage], spill_dir: Path, max_spill_bytes: int
+        self, results: list[ToolResultMessage], spill_dir: str | os.PathLike[str], max_spill_bytes: int
     ) -> list[ToolResultMessage]:
-        """:func:`budget_results` at this engine's limits, its spills recorded in the ledger."""
-        new_results, records = budget_results(results, self.limits, spill_dir, max_spill_bytes)
+        """:func:`budget_results` at this engine's limits, its spills recorded in the ledger
+        (``spill_dir``: a path or its text, as a caller outside heron may give it)."""
+        new_results, records = budget_results(results, self.limits, Path(spill_dir), max_spill_bytes)
         for record in records:
             self.ledger.add(record)
         return new_results
