@@ -4,7 +4,8 @@ Nothing but the answer goes to stdout, so the output can be piped; a run that di
 answer writes its outcome's explanation to stderr, and the exit code says why
 (:func:`exit_code`): 1 an error or an abort, 4 a limit stopped it (``--max-turns``,
 ``--goal-turns``, the goal's budget: the session is saved, ``--continue`` goes on), 5 the
-goal is blocked (the model needs the user). A goal loop's end is one more stderr line.
+goal is blocked (the model needs the user), 143 SIGTERM (the run aborted in order:
+:mod:`heron.cli.modes.termination`). A goal loop's end is one more stderr line.
 
 On a terminal the answer is printed with its control characters shown as text (an
 answer must not clear the screen, retitle the window or write the clipboard); piped or
