@@ -10,15 +10,20 @@ second or two, Python's own SIGTERM none at all - what is checked is what is lef
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from heron.cli.modes import termination
+from heron.cli.modes.termination import Termination
 from heron.session.store import SessionStore
 from tests.cli.test_memory_e2e import TIMEOUT, heron, log, make_home, records, run
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
@@ -198,3 +203,38 @@ def test_sigterm_ends_a_stuck_rpc_prompt_and_the_next_process_continues(tmp_path
         assert sent[0] == "wait for me" and "deploy.md" in str(sent[1]) and sent[-1] == "go on", sent
     finally:
         server.local.close()
+
+
+def test_a_second_sigterm_exits_at_once_and_the_first_aborts_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler itself, with real signals to this process (``os._exit`` recorded, not run)."""
+    calls: list[str] = []
+    exits: list[int] = []
+    monkeypatch.setattr(termination.os, "_exit", exits.append)
+    watch = type("Watch", (), {"terminate": lambda self: calls.append("no end pass")})()
+    session: Any = type("Session", (), {"control": type("C", (), {"memory_watch": watch})(), "abort": None})()
+    session.abort = lambda: calls.append("session")
+
+    async def until(done: Any) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while not done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    async def main() -> Termination:
+        ending = Termination(session, lambda: calls.append("run"))
+        ending.stop()  # before any signal: nothing
+        ending.install()
+        try:
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)  # never this process's end
+            os.kill(os.getpid(), signal.SIGTERM)
+            await until(lambda: calls)
+            assert calls == ["no end pass", "run", "session"] and not exits
+            os.kill(os.getpid(), signal.SIGTERM)
+            await until(lambda: exits)
+        finally:
+            ending.remove()
+        return ending
+
+    ending = asyncio.run(main())
+    assert exits == [143]
+    assert ending.exit_code(0) == ending.exit_code(1) == 143
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
