@@ -20,12 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
 from heron.cli.modes import termination
 from heron.cli.modes.termination import Termination
 from heron.session.store import SessionStore
-from tests.cli.test_memory_e2e import TIMEOUT, heron, log, make_home, records, run
+from tests.cli.test_memory_e2e import TIMEOUT, heron, interactive, log, make_home, records, run
 from tests.support.http_server import LocalServer, Recorded, Reply, json_reply
 from tests.support.memory_server import REFLECT_MARK, MemoryServer, seed_notes
 from tests.support.sse import openai_reply
@@ -238,3 +239,33 @@ def test_a_second_sigterm_exits_at_once_and_the_first_aborts_once(monkeypatch: p
     assert exits == [143]
     assert ending.exit_code(0) == ending.exit_code(1) == 143
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.parametrize("when", ["at the input line", "during the end reflection"])
+def test_sigterm_leaves_the_interactive_mode_in_order(tmp_path: Path, when: str) -> None:
+    """At the input line after a prompt that wrote a note: no ``end`` pass starts. During
+    the ``end`` pass (after Ctrl+D, hanging): it is dropped. Exit status 143 either way."""
+    servers: list[MemoryServer] = []
+    try:
+        child, cwd, home, env = interactive(tmp_path, servers, hang=True, leave=when != "at the input line")
+        try:
+            if when != "at the input line":
+                assert servers[0].reflection_asked.wait(TIMEOUT)
+            child.kill(signal.SIGTERM)
+            child.expect(pexpect.EOF, timeout=DEADLINE)
+            child.close()
+        finally:
+            if child.isalive():
+                child.terminate(force=True)
+        assert child.exitstatus == TERM_EXIT, child.logfile_read.getvalue()[-3000:]
+        dropped = [r for r in records(home) if r.get("dropped")]
+        if when == "at the input line":
+            assert not servers[0].reflection_asked.is_set() and not dropped
+        else:
+            assert len(dropped) == 1 and "cut short" in dropped[0]["recover"]
+        assert [c["reason"] for c in log(cwd, env)] == ["tool call", "outside heron"]
+        assert (cwd / "memory" / "nose.md").exists()
+        assert_readable(home, cwd, env)
+    finally:
+        for server in servers:
+            server.close()

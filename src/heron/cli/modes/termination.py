@@ -1,5 +1,5 @@
-"""SIGTERM in the print, json and rpc modes: heron ends promptly and in order (docs/rpc.md,
-"Ending"; docs/continuity.md, exit codes).
+"""SIGTERM in the print, json and rpc modes and the interactive mode on a terminal: heron
+ends promptly and in order (docs/rpc.md, "Ending"; docs/continuity.md, exit codes).
 
 Python's own SIGTERM ends the process where it stands: a memory reflection's writes would
 stay in the notes, changed and uncommitted, and a running tool's work half done. Here the
