@@ -269,3 +269,23 @@ def test_sigterm_leaves_the_interactive_mode_in_order(tmp_path: Path, when: str)
     finally:
         for server in servers:
             server.close()
+
+
+def test_a_programs_own_sigterm_handler_is_kept() -> None:
+    """heron's ``main`` called by a program with its own SIGTERM handler leaves it alone."""
+
+    def own(signum: int, frame: Any) -> None:
+        raise AssertionError("not sent")
+
+    async def main() -> None:
+        ending = Termination(Any, lambda: None)  # type: ignore[arg-type]
+        ending.install()
+        assert signal.getsignal(signal.SIGTERM) is own
+        ending.remove()
+
+    previous = signal.signal(signal.SIGTERM, own)
+    try:
+        asyncio.run(main())
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, previous)

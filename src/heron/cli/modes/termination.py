@@ -37,16 +37,24 @@ class Termination:
         self.session = session
         self._abort = abort
         self.requested = False
+        self._installed = False
 
     def install(self) -> None:
-        """On the running loop; not available off the main thread or on some platforms
-        (then SIGTERM is Python's own)."""
+        """On the running loop, when SIGTERM has Python's default: a program that calls
+        heron's ``main`` with its own handler (or one started with SIGTERM ignored) keeps
+        it. Not available off the main thread or on some platforms (then SIGTERM is
+        Python's own)."""
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGTERM, self._signalled)
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                loop.add_signal_handler(signal.SIGTERM, self._signalled)
+                self._installed = True
 
     def remove(self) -> None:
         """Python's own SIGTERM again (a loop that outlives the mode, in a test)."""
+        if not self._installed:
+            return
+        self._installed = False
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
 
