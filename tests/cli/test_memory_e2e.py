@@ -271,8 +271,10 @@ def test_a_users_repository_and_a_history_that_cannot_be_written_are_said_and_lo
 pexpect = pytest.importorskip("pexpect")
 
 
-def interactive(tmp_path: Path, servers: list[MemoryServer], *, hang: bool) -> tuple[Any, Path, Path, dict[str, str]]:
-    """The interactive mode after one prompt that wrote a note; Ctrl+D sent."""
+def interactive(
+    tmp_path: Path, servers: list[MemoryServer], *, hang: bool, leave: bool = True
+) -> tuple[Any, Path, Path, dict[str, str]]:
+    """The interactive mode after one prompt that wrote a note; Ctrl+D sent (``leave``)."""
     memory = tmp_path / "proj" / "memory"
     server = MemoryServer(writes=memory, hang_reflection=hang)
     servers.append(server)
@@ -297,8 +299,9 @@ def interactive(tmp_path: Path, servers: list[MemoryServer], *, hang: bool) -> t
     child.expect("tool call")
     child.expect("deploy.md")
     assert not server.reflection_asked.is_set()  # not during the session
-    child.send("\x04")
-    child.expect("reflecting on the project memory before exiting")
+    if leave:
+        child.send("\x04")
+        child.expect("reflecting on the project memory before exiting")
     return child, cwd, home, env
 
 

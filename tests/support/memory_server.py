@@ -7,7 +7,8 @@ same answers. It plays:
   key heron uses when ``secret`` is set), then "Saved.";
 * a reflection: one request writing a merged ``MEMORY.md`` and two notes empty (a
   duplicate and a contradicted one), then ``CONFIRMED: build.md``; held until
-  ``release_reflection`` is set, or never answered when ``hang_reflection``;
+  ``release_reflection`` is set, or never answered when ``hang_reflection`` (with
+  ``hang_after_writes``, only its second request is never answered: the writes are done);
 * a compaction's summary request: a short summary;
 * an ordinary prompt: a long answer (``long_answers``) or, when ``writes`` names the memory
   directory, a ``write`` of ``deploy.md`` there and then a short answer.
@@ -50,8 +51,17 @@ def seed_notes(memory: Path) -> None:
 
 
 class MemoryServer:
-    def __init__(self, *, writes: Path | None = None, secret: str = "", hang_reflection: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        writes: Path | None = None,
+        secret: str = "",
+        hang_reflection: bool = False,
+        hang_after_writes: bool = False,
+    ) -> None:
         self.writes, self.secret, self.hang_reflection = writes, secret, hang_reflection
+        self.hang_after_writes = hang_after_writes
+        self.reflection_wrote = threading.Event()  # the pass's second request came: its writes are done
         self.bodies: list[dict[str, Any]] = []
         self.kinds: list[str] = []
         self.release_reflection = threading.Event()
@@ -115,6 +125,9 @@ class MemoryServer:
         if self.hang_reflection:
             return Reply(stall="silent")
         self.release_reflection.wait(timeout=300)
+        if last["role"] == "tool" and self.hang_after_writes:
+            self.reflection_wrote.set()
+            return Reply(stall="silent")
         if last["role"] == "tool":
             return openai_reply("Merged the duplicates and took out the wrong note.\nCONFIRMED: build.md")
         found = re.search(r"memory in (\S+) so it", text_of(last))

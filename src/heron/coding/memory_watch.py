@@ -88,6 +88,7 @@ class MemoryWatch:
         self._reflections: set[asyncio.Task[Any]] = set()
         self._later: list[LedgerRecord] = []  # the start-up job's records (a thread), added on the loop
         self._warned: set[str] = set()  # each memory warning said once a process
+        self._terminated = False  # the process was told to end (SIGTERM): no end pass starts
         session.agent.subscribe(self._on_event)
         session.subscribe(self._on_session_event)
         session.ledger.subscribe(self._on_record)
@@ -171,13 +172,19 @@ class MemoryWatch:
         before the process waits at its end."""
         memory = self.session.memory
         due = memory.settings.enabled and memory.settings.reflect == "end" and memory.changed_here
-        return due or self.reflecting
+        return (due and not self._terminated) or self.reflecting
 
     def cancel(self) -> None:
         """An abort (Ctrl+C while a process waits for its ``end`` pass, rpc ``abort``): a
         running pass is cut short, which drops it with a ledger record and puts its writes back."""
         for task in list(self._reflections):
             task.cancel()
+
+    def terminate(self) -> None:
+        """The process was told to end (SIGTERM): an ``end`` pass that has not started never
+        starts, and a running pass is cut short as by an abort (:meth:`cancel`)."""
+        self._terminated = True
+        self.cancel()
 
     async def finish(self) -> None:
         """The process is ending: the ``end`` pass when heron changed memory here, and any

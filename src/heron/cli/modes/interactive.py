@@ -18,6 +18,10 @@ declines.
 
 Without a terminal on stdin (``heron < script.txt``) each line is submitted in turn and
 the next waits for the previous one to finish.
+
+SIGTERM on a terminal leaves as Ctrl+D does, what runs aborted and no ``end`` reflection
+started, exit status 143 (:mod:`heron.cli.modes.termination`); without a terminal it is
+Python's own (the line reader blocks in a thread that a signal cannot end cleanly).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from rich.text import Text
 
 from heron.ai.types import THINKING_LEVELS
 from heron.cli.app_state import App
+from heron.cli.modes.termination import Termination
 from heron.cli.task_input import Task
 from heron.cli.tui.attachments import FileCompleter, FileIndex, mention_before
 from heron.cli.tui.commands import SlashCompleter
@@ -156,6 +161,14 @@ async def _run_terminal(app: App, task: Task) -> int:
         if not controller.interrupt():
             controller.note("(Ctrl+C twice or Ctrl+D on an empty line exits)")
 
+    def leave() -> None:  # SIGTERM: leave as Ctrl+D does, what runs aborted and no end pass
+        controller.quit_requested = True
+        if prompt.app.is_running:
+            prompt.app.exit(exception=EOFError())
+
+    termination = Termination(app.session, leave)
+    termination.install()
+
     controller.banner()  # before the input line exists: nothing to print around
     if task:
         _echo_task(controller, task)
@@ -179,7 +192,7 @@ async def _run_terminal(app: App, task: Task) -> int:
             loop.add_signal_handler(signal.SIGINT, sigint)  # the input line took it: Ctrl+C while exiting
         await controller.shutdown()
     writer.close()
-    return 0
+    return termination.exit_code(0)
 
 
 def _make_prompt(app: App, controller: Controller) -> Any:

@@ -47,14 +47,14 @@ async def run_json(app: App, task: Task) -> int:
         return 1
     unsubscribe = app.session.subscribe(lambda event: merger.write(event_json(event)))
     run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
-    install_interrupt(app, run)
+    termination = install_interrupt(app, run)
     outcome = await run.outcome()
     merger.write(run_end_json(outcome))
     if reader_gone:
-        return 1
+        return termination.exit_code(1)
     unsubscribe()  # the run's end is the last event written
     line = failure_line(outcome)
     if line is not None:
         print(line, file=sys.stderr)
     await finish_background(app)
-    return exit_code(outcome)
+    return termination.exit_code(exit_code(outcome))

@@ -4,7 +4,8 @@ Nothing but the answer goes to stdout, so the output can be piped; a run that di
 answer writes its outcome's explanation to stderr, and the exit code says why
 (:func:`exit_code`): 1 an error or an abort, 4 a limit stopped it (``--max-turns``,
 ``--goal-turns``, the goal's budget: the session is saved, ``--continue`` goes on), 5 the
-goal is blocked (the model needs the user). A goal loop's end is one more stderr line.
+goal is blocked (the model needs the user), 143 SIGTERM (the run aborted in order:
+:mod:`heron.cli.modes.termination`). A goal loop's end is one more stderr line.
 
 On a terminal the answer is printed with its control characters shown as text (an
 answer must not clear the screen, retitle the window or write the clipboard); piped or
@@ -24,6 +25,7 @@ from typing import TextIO
 
 from heron.ai.overflow import ErrorKind
 from heron.cli.app_state import App
+from heron.cli.modes.termination import Termination
 from heron.cli.notices import RetryNotices, context_warning_text
 from heron.cli.task_input import Task
 from heron.cli.terminal_text import visible
@@ -66,10 +68,12 @@ def answer_text(answer: str, stream: TextIO) -> str:
     return visible(answer) if stream.isatty() else redact(answer)
 
 
-def install_interrupt(app: App, run: Run, *, warnings: bool = False) -> None:
-    """Ctrl+C aborts ``run`` (the session keeps what was done) instead of a traceback;
-    retries are reported on stderr as they happen (a cancelled one as cancelled), and
-    with ``warnings`` the runtime's context warnings too (json mode has them as events)."""
+def install_interrupt(app: App, run: Run, *, warnings: bool = False) -> Termination:
+    """Ctrl+C aborts ``run`` (the session keeps what was done) instead of a traceback, and
+    so does SIGTERM, which also drops a memory reflection and makes the exit status 143
+    (the :class:`Termination` returned); retries are reported on stderr as they happen (a
+    cancelled one as cancelled), and with ``warnings`` the runtime's context warnings too
+    (json mode has them as events)."""
     notices = RetryNotices(lambda text, kind: print(visible(f"heron: {text}"), file=sys.stderr, flush=True))
     app.session.subscribe(notices.handle)
     if warnings:
@@ -83,6 +87,9 @@ def install_interrupt(app: App, run: Run, *, warnings: bool = False) -> None:
     # Not available off the main thread or on some platforms: then Ctrl+C just stops heron.
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt)
+    termination = Termination(app.session, run.abort)
+    termination.install()
+    return termination
 
 
 def _print_warning(event: object) -> None:
@@ -105,7 +112,7 @@ WAIT_NOTE_S = 2.0  # a longer wait for the background summary after the answer i
 
 async def run_print(app: App, task: Task) -> int:
     run = Run(app.session, task.text, task.images, resolved=app.resolved, resend=task.resend)
-    install_interrupt(app, run, warnings=True)
+    termination = install_interrupt(app, run, warnings=True)
     outcome = await run.outcome()
     line, goal = failure_line(outcome), goal_line(outcome)
     if line is not None:
@@ -113,16 +120,16 @@ async def run_print(app: App, task: Task) -> int:
         if goal is not None:
             print(goal, file=sys.stderr)
         await finish_background(app)
-        return exit_code(outcome)
+        return termination.exit_code(exit_code(outcome))
     try:
         print(answer_text(outcome.answer or "", sys.stdout), flush=True)
     except BrokenPipeError:  # the answer was not all read: not a success for a pipeline
         discard_stdout()
-        return 1
+        return termination.exit_code(1)
     if goal is not None:
         print(goal, file=sys.stderr)
     await finish_background(app)
-    return 0
+    return termination.exit_code(0)
 
 
 async def finish_background(app: App) -> None:

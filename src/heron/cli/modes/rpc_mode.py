@@ -14,6 +14,8 @@ Runs (and ``compact``) execute as background tasks: the reader keeps serving, so
 ``steer``, ``abort`` and ``get_state`` are answered while the model streams or a tool
 runs. A malformed line gets an error response and the process keeps serving; EOF on
 stdin lets the current run finish (its events are still written), then heron exits 0.
+SIGTERM aborts what runs and ends heron in order, exit status 143
+(:mod:`heron.cli.modes.termination`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from heron.cli.modes.rpc_io import Output as _Output
 from heron.cli.modes.rpc_io import split_lines as split_lines
 from heron.cli.modes.rpc_protocol import encode_line as encode_line
 from heron.cli.modes.rpc_server import RpcServer
+from heron.cli.modes.termination import Termination
 from heron.coding.idle import idle_keeper
 
 __all__ = ["RpcServer", "_Output", "encode_line", "run_rpc", "split_lines"]
@@ -39,7 +42,8 @@ __all__ = ["RpcServer", "_Output", "encode_line", "run_rpc", "split_lines"]
 
 async def run_rpc(app: App) -> int:
     """Serve commands from stdin until EOF (or Ctrl+C while nothing runs); 0 then, 1 if
-    stdout was closed under heron or the session could not be saved (one line on stderr)."""
+    stdout was closed under heron or the session could not be saved (one line on stderr),
+    143 after SIGTERM (what ran aborted, no command served after it)."""
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
     server: RpcServer | None = None
@@ -58,6 +62,11 @@ async def run_rpc(app: App) -> int:
         elif server is not None and not server.abort():
             lines.put_nowait(None)  # nothing to abort: Ctrl+C ends heron like EOF
 
+    def terminate() -> None:
+        if server is not None:
+            server.abort()
+        lines.put_nowait(None)
+
     def stop_unsaved(event: Any) -> None:
         """A session that cannot be saved ends the server once the run it stopped ended:
         commands after it would work on a session that is not kept."""
@@ -69,6 +78,8 @@ async def run_rpc(app: App) -> int:
     server = RpcServer(app, DeltaMerger(output.write).write)
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt)
+    termination = Termination(app.session, terminate)
+    termination.install()
     stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1  # no stdin at all: EOF at once
     reader = threading.Thread(target=read_lines, args=(stdin_fd, loop, lines), name="heron-rpc-stdin", daemon=True)
     reader.start()
@@ -77,13 +88,14 @@ async def run_rpc(app: App) -> int:
     try:
         while True:
             line = await lines.get()
-            if line is None or output.closed:
+            if line is None or output.closed or termination.requested:
                 break
             await server.handle_line(line)
             await asyncio.sleep(0)  # a run just accepted takes its first step before the next command
             if app.session.store.write_error is not None:
                 break
         ending.append(True)
+        termination.stop()  # after SIGTERM: a prompt accepted as it came is aborted too
         await server.finish()
         await app.session.context_owner.finish_background(wait=False)  # a summary that came back is kept
     finally:
@@ -92,8 +104,9 @@ async def run_rpc(app: App) -> int:
         output.flush()  # the last lines (a run's agent_settled) may still wait for the loop
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
+        termination.remove()
     write_error = app.session.store.write_error
     if write_error is not None:
         print(f"heron: {write_error}", file=sys.stderr)
-        return 1
-    return 1 if output.closed else 0
+        return termination.exit_code(1)
+    return termination.exit_code(1 if output.closed else 0)
