@@ -108,7 +108,7 @@ def test_after_a_compaction_plan_skills_and_steps_follow_the_summary_verbatim() 
     # a second reader (a restart) renders the same bytes
     again = SessionStore.in_memory(CWD)
     for entry in store.entries():
-        again._adopt(entry)
+        again.adopt(entry)
     assert texts(session_messages(again, store.leaf_id)) == view
 
 
@@ -190,6 +190,6 @@ def test_a_compaction_reads_the_entries_before_it_once_and_each_branch_its_own(
 
     copy = SessionStore.in_memory(CWD)
     for entry in store.entries():
-        copy._adopt(entry)
+        copy.adopt(entry)
     frontier.compaction_frontier(copy.get, ids2, types2, len(ids2), [], 0, FrontierSettings())
     assert len(reads) == 3
