@@ -41,6 +41,26 @@ def pids_of(marker: str) -> list[int]:
     return found
 
 
+def signal_state(pid: int) -> str:
+    """How a process stands towards signals (``/proc``): why one that was sent a signal has
+    not died - blocked or ignored (inherited from whoever started it), or stuck in the
+    kernel - said in the failure instead of a bare timeout."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"no /proc/{pid}/status: {exc}"
+    return "; ".join(line for line in lines if line.split(":")[0] in ("State", "SigBlk", "SigIgn", "SigCgt"))
+
+
+def default_signals() -> None:
+    """heron's start as a user's shell gives it: the signals these tests send take their
+    default action unless heron itself handles them, whatever the test runner inherited."""
+    sent = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, sent)
+    for sig in sent:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def wait_for(check, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -176,12 +196,16 @@ def test_a_detached_server_outlives_heron_and_the_next_start(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=default_signals,
     )
     try:
         assert wait_for(lambda: pids_of("sleep 3931") and pids_of("sleep 3933"), 60)
         kept = pids_of("sleep 3931")
         proc.send_signal(sig)
-        proc.wait(30)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"heron outlived {sig.name} by 30 s: {signal_state(proc.pid)}")
         local_server.queue(openai_reply("done"))
         result = project.run(*openai_args(local_server), "--sandbox", "off", "-p", "again")
         assert result.code == 0, result.err
