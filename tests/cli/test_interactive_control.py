@@ -33,6 +33,7 @@ from tests.cli.test_interactive import (
     user_texts,
 )
 from tests.support.http_server import LocalServer, Recorded, Reply
+from tests.support.terminal_wait import wait_until_reading
 
 pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
@@ -298,6 +299,7 @@ def test_trust_no_keeps_hooks_off_and_is_asked_again(
     assert not (home / "trusted-projects.json").exists()
     again = start_raw()
     again.expect("Trust this project\\? \\[y/N\\]")  # a no is not remembered
+    wait_until_reading(again.pid)  # a Ctrl+C before the read would wait for Enter (tests/support/terminal_wait.py)
     again.send("\x03")  # Ctrl+C: no
     again.expect("not trusted")
     again.expect("Ctrl\\+D exits")
