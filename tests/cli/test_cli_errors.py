@@ -194,3 +194,17 @@ def test_json_output_grows_linearly_with_the_answer(project: Project, local_serv
     end = next(e for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant")
     assert end["message"]["content"][0]["text"] == deltas and len(deltas) == 30_000
     assert len(result.out.encode()) < 2 * 30_000 + 5_000, len(result.out.encode())
+
+
+def test_a_session_path_that_is_not_a_session_file_is_refused_and_left_alone(
+    project: Project, local_server: LocalServer
+) -> None:
+    """``--session notes.jsonl`` naming the user's own file: heron would have rewritten it
+    with a session header, its text gone; now it says so, sends nothing, and the file stays."""
+    notes = project.cwd / "notes.jsonl"
+    notes.write_text("deploy on fridays\nnever on mondays\n")
+    result = project.run(*openai_args(local_server), "--session", str(notes), "-p", "hi")
+    assert result.code == 2 and result.out == ""
+    assert "not a session file" in one_line(result.err) and str(notes) in result.err
+    assert notes.read_text() == "deploy on fridays\nnever on mondays\n"
+    assert local_server.requests == []

@@ -17,6 +17,7 @@ import pytest
 
 from heron.ai.types import UserMessage
 from heron.session.entries import MessageEntry
+from heron.session.errors import SessionError
 from heron.session.store import SessionInUseError, SessionReadOnlyError, SessionStore
 from tests.session.support import REPO, assistant, chain, header, msg_line, user, write_jsonl
 
@@ -190,6 +191,34 @@ def test_an_empty_file(tmp_path: Path) -> None:
     assert SessionStore.open(path, read_only=True).warnings == []
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b"my notes\nsecond line\n", b"one line, no newline", b"\x00\x01binary", b'{"a": 1}\n{"b": 2}\n'],
+    ids=["text", "one-line", "binary", "other-json"],
+)
+def test_a_file_that_is_not_a_session_is_refused_and_left_as_it_is(tmp_path: Path, content: bytes) -> None:
+    """``--session notes.jsonl`` or a library caller naming the wrong file: writing a session
+    into it would replace what it holds, so opening it to write is refused; reading it
+    (``heron sessions``) still works, with a warning."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(SessionError, match="not a session file"):
+        SessionStore.open(path)
+    assert path.read_bytes() == content
+    reader = SessionStore.open(path, read_only=True)
+    assert len(reader) == 0 and reader.warnings
+
+
+def test_a_header_cut_short_is_still_a_session_to_repair(tmp_path: Path) -> None:
+    """heron stopped while creating the file: the start of a header is its own, repaired."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type":"sess')
+    store = SessionStore.open(path)
+    store.append_message(user("hello"))
+    store.close()
+    assert [json.loads(x)["type"] for x in path.read_text().splitlines()] == ["session", "message"]
+
+
 def test_a_header_of_a_future_version_is_read_but_not_appended_to(tmp_path: Path) -> None:
     lines = [
         header(version=4, newField={"x": 1}),
@@ -300,7 +329,7 @@ def test_a_second_writer_gets_session_in_use(tmp_path: Path) -> None:
 def test_two_stores_in_one_process_also_exclude_each_other(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "s.jsonl", [header(), *chain(1)])
     first = SessionStore.open(path)
-    with pytest.raises(SessionInUseError):
+    with pytest.raises(SessionInUseError, match="already open in this process"):  # not "another process"
         SessionStore.open(path)
     first.close()
     SessionStore.open(path).close()

@@ -78,6 +78,18 @@ class RawIndex:
     windows: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
+HEADER_START = b'{"type":"session"'  # how heron and pi begin a session file's first line
+
+
+def foreign(fd: int, size: int) -> bool:
+    """Whether a file without a session header or any entry holds something else - text,
+    another program's data - that writing a session into it would destroy. An empty file,
+    or one whose only line is the start of a header (heron stopped while creating it), is
+    a session to be repaired."""
+    head = os.pread(fd, min(size, 4096), 0).lstrip()
+    return bool(head) and not (head.startswith(HEADER_START) or HEADER_START.startswith(head))
+
+
 def header_version(header: JSON | None) -> int:
     version = header.get("version") if header else None
     return version if isinstance(version, int) and not isinstance(version, bool) else 1

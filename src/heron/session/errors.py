@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -15,6 +16,9 @@ class SessionInUseError(SessionError):
     def __init__(self, path: Path, pid: int | None) -> None:
         self.path = path
         self.pid = pid
+        if pid == os.getpid():  # a library caller that opened the file twice
+            super().__init__(f"session is already open in this process (close the other store first): {path}")
+            return
         holder = f"pid {pid}" if pid is not None else "pid unknown"
         super().__init__(f"session is in use by another heron process ({holder}): {path}")
 

@@ -169,6 +169,9 @@ class SessionStore(EntryAppends):
                 f"it can be read (heron sessions info) but not continued: {target}",
                 target,
             )
+        if not read_only and raw.header is None and not raw.line_nos and _scan.foreign(fd, size):
+            os.close(fd)
+            raise SessionError(f"not a session file (no session header, no entry): {target}; it was left as it is")
         store = cls(header, target, fsync=fsync, read_only=read_only)
         store._rfd = fd
         if store._writer is not None and not read_only:
