@@ -122,3 +122,18 @@ def test_the_spill_directory_may_be_given_as_text(tmp_path: Path) -> None:
     assert len(spilled) == 1 and spilled[0].read_text() == "y\n" * 200_000
     assert str(spilled[0]) in budgeted.text() and len(budgeted.text()) < 20_000
     assert [record.kind for record in engine.ledger.records] == ["spill"]
+
+
+def test_a_model_without_a_window_is_refused_before_the_file_is_touched(tmp_path: Path) -> None:
+    for window in (0, -5):
+        with pytest.raises(ValueError, match="context_window must be a positive number"):
+            ContextEngine.open(tmp_path / "s.jsonl", dataclasses.replace(MODEL, context_window=window))
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_model_without_an_output_limit_gets_a_quarter_of_the_window(tmp_path: Path) -> None:
+    """``max_tokens=0`` (unknown) used to make every request's output cap 1 token."""
+    engine = ContextEngine.open(tmp_path / "s.jsonl", dataclasses.replace(MODEL, max_tokens=0), cwd=tmp_path)
+    engine.append(UserMessage(content="hello"))
+    plan = await engine.prepare_request(ask)
+    assert plan.max_tokens == WINDOW // 4

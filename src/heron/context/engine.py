@@ -160,6 +160,16 @@ def shared_prefix(
     )
 
 
+def _check_window(model: Model) -> None:
+    """The engine plans within the model's window: a description without one (0, or less)
+    is the caller's mistake, said at once rather than as a request that cannot fit."""
+    if model.context_window <= 0:
+        raise ValueError(
+            f"model {model.provider}/{model.id}: context_window must be a positive number of tokens, "
+            f"not {model.context_window} (the window the server enforces)"
+        )
+
+
 class ContextEngine:
     """heron's context management over one session store, for any agent loop.
 
@@ -178,6 +188,7 @@ class ContextEngine:
         tools: ToolCatalog | None = None,
         fixed_tokens: Callable[[], int] = lambda: 0,
     ) -> None:
+        _check_window(model)
         self.store = store
         self.model = model
         self.cwd = Path(cwd) if cwd is not None else Path(store.header.cwd)
@@ -197,6 +208,7 @@ class ContextEngine:
     def open(cls, path: str | Path, model: Model, **kwargs: Any) -> ContextEngine:
         """The engine over the session file ``path``: opened when it exists, else created
         there (written with the first message)."""
+        _check_window(model)  # before the file is opened (and locked) or created
         target = Path(path)
         cwd = kwargs.pop("cwd", None)
         if target.exists():

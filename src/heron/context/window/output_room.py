@@ -16,10 +16,13 @@ MIN_OUTPUT_WINDOW_SHARE = 0.125
 
 def output_limit(model: Model, window: int) -> int:
     """The most a request may ask for: the model's ``max_tokens`` as configured, or - when
-    nobody configured it - at most a quarter of the window (a learned one too)."""
-    if model.max_tokens_configured:
-        return max(1, model.max_tokens)
-    return max(1, min(model.max_tokens, window // 4))
+    nobody configured it - at most a quarter of the window (a learned one too). A
+    description without one (0: unknown, as a library caller may give it) gets the
+    quarter, not a cap of one token."""
+    if model.max_tokens_configured and model.max_tokens > 0:
+        return model.max_tokens
+    known = model.max_tokens if model.max_tokens > 0 else window // 4
+    return max(1, min(known, window // 4))
 
 
 def min_output(limit: int, window: int) -> int:
