@@ -137,3 +137,24 @@ async def test_a_model_without_an_output_limit_gets_a_quarter_of_the_window(tmp_
     engine.append(UserMessage(content="hello"))
     plan = await engine.prepare_request(ask)
     assert plan.max_tokens == WINDOW // 4
+
+
+async def test_a_summariser_that_raises_leaves_the_store_as_it_was_and_close_releases_it(tmp_path: Path) -> None:
+    """The caller's ``ask`` raising (its provider down) propagates; no compaction is written
+    and nothing half-written is left, and once the engine is closed another one opens the
+    same file and compacts."""
+
+    async def down(context: Context, max_tokens: int) -> AssistantMessage:
+        raise RuntimeError("provider down")
+
+    path = tmp_path / "s.jsonl"
+    with ContextEngine.open(path, MODEL, cwd=tmp_path) as engine:
+        for n in range(1, 21):  # past the window: the next request needs a compaction
+            turn(engine, n, 20_000)
+        with pytest.raises(RuntimeError, match="provider down"):
+            await engine.prepare_request(down)
+    reader = SessionStore.open(path, read_only=True)  # the decisions taken before it (pruning) stay, whole
+    assert reader.warnings == [] and not any(isinstance(e, CompactionEntry) for e in reader.entries())
+    with ContextEngine.open(path, MODEL, cwd=tmp_path) as again:
+        plan = await again.prepare_request(ask)
+    assert plan.compaction is not None and plan.tokens <= plan.threshold

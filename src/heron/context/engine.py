@@ -217,6 +217,17 @@ class ContextEngine:
             store = SessionStore.create(cwd if cwd is not None else Path.cwd(), path=target)
         return cls(store, model, cwd=cwd, **kwargs)
 
+    def close(self) -> None:
+        """Release the session file (its lock: another engine or process may then open it).
+        The engine can still be read; appending needs a new one."""
+        self.store.close()
+
+    def __enter__(self) -> ContextEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def compactor(self) -> Compactor:
         """The compactor over this engine's policy, made (and its module loaded) when first needed."""
