@@ -4,7 +4,9 @@ own compaction capability, and heron's (heron.context.pydantic_ai.HeronContext).
 The same traffic for each (tests/support/pydantic_agent.py): pydantic-ai's ``Agent`` with
 its ``OpenAIChatModel`` against a scripted chat-completions server that rejects any
 request over the window (tests/support/chat_window.py), one run per turn given the
-history so far, each turn one ``bash`` call printing a long log and a long answer.
+history so far, each turn one ``bash`` call printing a long log and a long answer - and
+the same with terse turns (a one-sentence prompt and answer around each log), run three
+times as long, to show when compaction comes where little of each turn is kept.
 pydantic-ai 2.x ships one compaction capability, ``NativeCompaction``: it compacts with
 the serving model's own compaction API (OpenAI Responses, Anthropic) when the model has
 one, after a context-overflow rejection or on request; it is measured as a user of a
@@ -35,25 +37,27 @@ def _parts(body: dict[str, Any]) -> list[str]:
     return [json.dumps(body.get("tools", []))] + [json.dumps(m) for m in body["messages"]]
 
 
-def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
+def _arm(name: str, turns: int, capabilities: Any, terse: bool = False) -> dict[str, Any]:
     from tests.support.chat_window import ChatWindowServer, request_tokens, unanswered_calls
     from tests.support.pydantic_agent import make_agent, run_turns
     from tests.support.summaries import is_summary_body
 
-    server = ChatWindowServer(WINDOW)
+    server = ChatWindowServer(WINDOW, terse=terse)
     made = capabilities()
     start = time.perf_counter()
-    done, error = 0, ""
+    done, error, first_compaction = 0, "", 0
     history: list[Any] = []
     try:
         agent = make_agent(server.base_url, made)
         for turn in range(1, turns + 1):
             try:
-                history = run_turns(agent, range(turn, turn + 1), history)
+                history = run_turns(agent, range(turn, turn + 1), history, terse)
             except Exception as exc:  # noqa: BLE001 - the failure is the figure
                 error = f"{type(exc).__name__} at turn {turn}"
                 break
             done = turn
+            if not first_compaction and sum(getattr(c, "compactions", 0) for c in made):
+                first_compaction = turn
     finally:
         server.close()
     sizes = [request_tokens(b) for b in server.bodies]
@@ -69,6 +73,7 @@ def _arm(name: str, turns: int, capabilities: Any) -> dict[str, Any]:
         "summaryRequests": sum(1 for b in server.bodies if is_summary_body(b)),
         "rejected": len(server.rejected),
         "compactions": compactions,
+        "firstCompactionTurn": first_compaction or "-",
         "unanswered": sum(len(unanswered_calls(b)) for b in server.bodies),
         "peakTokens": max(sizes, default=0),
         "inputTokens": sum(sizes),
@@ -102,6 +107,13 @@ def main() -> None:
                 turns,
                 lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "separate", shared_summary=False)],
             ),
+            _arm("none, terse turns", turns, lambda: [], terse=True),
+            _arm(
+                "heron HeronContext, terse turns",
+                3 * turns,
+                lambda: [HeronContext(window=WINDOW, store=Path(tmp) / "terse")],
+                terse=True,
+            ),
         ]
     headers = [
         "arm",
@@ -110,6 +122,7 @@ def main() -> None:
         "of them summaries",
         "rejected",
         "compactions",
+        "first compaction at turn",
         "unanswered calls",
         "peak tokens",
         "input tokens",
@@ -122,6 +135,7 @@ def main() -> None:
         "summaryRequests",
         "rejected",
         "compactions",
+        "firstCompactionTurn",
         "unanswered",
         "peakTokens",
         "inputTokens",

@@ -4,7 +4,7 @@ It counts every request the way a server's tokenizer would - the text of each me
 tool calls and tool definitions at about four characters a token, plus a few tokens of
 framing per message - and rejects one over its window with the 400 ``context_length_exceeded``
 error OpenAI sends. Otherwise it plays a coding agent's turns: a new prompt gets one
-``bash`` call, a tool result gets a long answer, a compaction's summary request (either
+``bash`` call, a tool result gets a long answer (or one sentence, ``terse``), a compaction's summary request (either
 kind, tests/support/summaries.py) gets a summary. Every answer is a pure function of the
 request, so two agents sending the same request get the same answer.
 """
@@ -40,8 +40,11 @@ def request_tokens(body: dict[str, Any]) -> int:
     return chars // 4 + FRAMING_TOKENS * len(body.get("messages", []))
 
 
-def prompt(turn: int) -> str:
-    """The user's prompt of ``turn``: a request with enough detail to weigh something."""
+def prompt(turn: int, terse: bool = False) -> str:
+    """The user's prompt of ``turn``: a request with enough detail to weigh something
+    (``terse``: one short sentence, as a user in a hurry types it)."""
+    if terse:
+        return f"Step {turn}: run the step-{turn} build."
     detail = " ".join(f"requirement {turn}.{i}: keep module {i} of step {turn} unchanged." for i in range(20))
     return f"Step {turn}: run the step-{turn} build and tell me what failed. {detail}"
 
@@ -60,8 +63,10 @@ def tool_output(command: str, chars: int) -> str:
     return "\n".join(lines)
 
 
-def _answer_text(last_user: str) -> str:
+def _answer_text(last_user: str, terse: bool) -> str:
     digest = hashlib.sha1(last_user.encode()).hexdigest()[:10]
+    if terse:
+        return f"The build step finished. Nothing failed ({digest})."
     body = " ".join(f"Finding {i} ({digest}): unit {i} compiled; nothing to change there." for i in range(40))
     return f"The build step finished. {body}"
 
@@ -85,6 +90,7 @@ class ChatWindowServer:
     """The server, what it was sent, and what it rejected."""
 
     window: int
+    terse: bool = False  # one-sentence answers (the prompts are the caller's: prompt(turn, terse))
     bodies: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[int] = field(default_factory=list)  # the sizes it refused
     server: LocalServer = field(init=False)
@@ -127,7 +133,7 @@ class ChatWindowServer:
             }
             return _completion({"role": "assistant", "content": None, "tool_calls": [call]}, tokens, "tool_calls")
         users = [m for m in messages if m["role"] == "user"]
-        text = _answer_text(str(users[-1]["content"]) if users else "")
+        text = _answer_text(str(users[-1]["content"]) if users else "", self.terse)
         return _completion({"role": "assistant", "content": text}, tokens, "stop")
 
 

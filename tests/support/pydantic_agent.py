@@ -33,11 +33,14 @@ def make_agent(base_url: str, capabilities: list[Any], log_chars: int = LOG_CHAR
     return agent
 
 
-def run_turns(agent: Agent[None, str], turns: range, history: list[ModelMessage] | None = None) -> list[ModelMessage]:
-    """One run per turn, each given the history so far (as a pydantic-ai user does)."""
+def run_turns(
+    agent: Agent[None, str], turns: range, history: list[ModelMessage] | None = None, terse: bool = False
+) -> list[ModelMessage]:
+    """One run per turn, each given the history so far (as a pydantic-ai user does);
+    ``terse``: one-sentence prompts (the server's ``terse`` answers in kind)."""
     messages = history or []
     for turn in turns:
-        result = agent.run_sync(prompt(turn), message_history=messages)
+        result = agent.run_sync(prompt(turn, terse), message_history=messages)
         if not result.output.startswith("The build step finished."):
             raise AssertionError(f"turn {turn} ended with {result.output[:80]!r}")
         messages = result.all_messages()
