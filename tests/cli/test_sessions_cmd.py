@@ -224,10 +224,10 @@ def test_delete_is_refused_while_the_session_is_open(
 ) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HERON_HOME", str(home))
-    store = saved_session(home, tmp_path)  # open for writing: holds the lock
+    store = saved_session(home, tmp_path)  # open for writing: holds the lock (in this process)
     assert store.path is not None
     code, _, err = run("sessions", "delete", str(store.path), "--yes", capsys=capsys)
-    assert code == 1 and "in use by another heron process" in err
+    assert code == 1 and "session is already open in this process" in err
     assert store.path.exists()
     store.close()
 
