@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from tests.support.http_server import LocalServer
 
 # No test, fixture or child process touches the user's own heron home (tests/support/home_guard.py).
 os.environ["HERON_HOME"] = str(home_guard.RUN_HOME)
+
+# A suite started as a background job of a script (`bash .ci/run &`: the shell starts it with
+# SIGINT ignored) would pass that on to every heron the tests start, and Python keeps an
+# ignored SIGINT ignored: the tests that press Ctrl+C need it as a terminal delivers it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
