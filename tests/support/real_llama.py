@@ -203,7 +203,7 @@ class RecordingProxy:
                     self.send_error(502, str(exc))
                     return
                 seen = bytearray()
-                aborted = False
+                recorded: Exchange | None = None
                 try:
                     self.send_response(response.status)
                     for key, value in response.getheaders():
@@ -215,13 +215,18 @@ class RecordingProxy:
                         seen += piece
                         self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                         self.wfile.flush()
+                    # recorded before the client can see the answer end: a test that reads the
+                    # record once heron is done (its process ended, an rpc event) finds it there
+                    recorded = proxy._record(self.command, self.path, response.status, body, bytes(seen), aborted=False)
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except OSError:  # the client went away mid-answer (a `-p` process ending)
-                    aborted = True
+                    if recorded is None:
+                        proxy._record(self.command, self.path, response.status, body, bytes(seen), aborted=True)
+                    else:
+                        proxy.mark_aborted(recorded)
                 finally:
                     upstream.close()
-                proxy._record(self.command, self.path, response.status, body, bytes(seen), aborted=aborted)
 
             do_GET = _handle
             do_POST = _handle
@@ -231,7 +236,7 @@ class RecordingProxy:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
-    def _record(self, method: str, path: str, status: int, body: bytes, answer: bytes, *, aborted: bool) -> None:
+    def _record(self, method: str, path: str, status: int, body: bytes, answer: bytes, *, aborted: bool) -> Exchange:
         try:
             parsed: Any = json.loads(body) if body else None
         except ValueError:
@@ -244,6 +249,12 @@ class RecordingProxy:
             self.exchanges.append(exchange)
             if self.pace is not None and exchange.timings:
                 self.pace.observe(exchange.timings)
+        return exchange
+
+    def mark_aborted(self, exchange: Exchange) -> None:
+        """The client left before the answer's last bytes reached it."""
+        with self._lock:
+            exchange.aborted = True
 
     @property
     def url(self) -> str:
