@@ -180,6 +180,8 @@ class RecordingProxy:
         self.exchanges: list[Exchange] = []
         self.pace = pace
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # no exchange under way
+        self._under_way = 0
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -228,8 +230,15 @@ class RecordingProxy:
                 finally:
                     upstream.close()
 
-            do_GET = _handle
-            do_POST = _handle
+            def _counted(self) -> None:
+                proxy._began()
+                try:
+                    self._handle()
+                finally:
+                    proxy._ended()
+
+            do_GET = _counted
+            do_POST = _counted
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -251,6 +260,15 @@ class RecordingProxy:
                 self.pace.observe(exchange.timings)
         return exchange
 
+    def _began(self) -> None:
+        with self._lock:
+            self._under_way += 1
+
+    def _ended(self) -> None:
+        with self._lock:
+            self._under_way -= 1
+            self._settled.notify_all()
+
     def mark_aborted(self, exchange: Exchange) -> None:
         """The client left before the answer's last bytes reached it."""
         with self._lock:
@@ -266,7 +284,11 @@ class RecordingProxy:
             return len(self.exchanges)
 
     def since(self, mark: int) -> list[Exchange]:
-        with self._lock:
+        """The exchanges after ``mark``, once those under way have ended (at most 30 s): heron
+        can be done with an answer - its last event read, its process ended - before the
+        proxy has read the server's end of it and recorded the exchange."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._under_way == 0, timeout=30)
             return list(self.exchanges[mark:])
 
     def close(self) -> None:
