@@ -24,9 +24,32 @@ def is_summary_text(text: str) -> bool:
     return SEPARATE_MARK in text or SHARED_SUMMARY_MARK in text
 
 
+def _last_item(body: dict[str, Any]) -> str:
+    """The request's last message, in any provider's wire format, as text."""
+    for key in ("messages", "input", "contents"):
+        items = body.get(key)
+        if isinstance(items, list) and items:
+            return json.dumps(items[-1], ensure_ascii=False)
+    return ""
+
+
+def _system_parts(body: dict[str, Any]) -> str:
+    """The request's system prompt, in any provider's wire format, as text."""
+    parts = [body.get(key) for key in ("system", "instructions", "systemInstruction", "system_instruction")]
+    for key in ("messages", "input"):
+        items = body.get(key)
+        first = items[0] if isinstance(items, list) and items else None
+        if isinstance(first, dict) and first.get("role") in ("system", "developer"):
+            parts.append(first)
+    return json.dumps(parts, ensure_ascii=False)
+
+
 def is_summary_body(body: dict[str, Any]) -> bool:
-    """Whether a request body (any provider's wire format) is a summary request."""
-    return is_summary_text(json.dumps(body, ensure_ascii=False))
+    """Whether a request body (any provider's wire format) is a summary request: the
+    summariser's system prompt, or the shared request's instruction as its last message.
+    Not the mark anywhere: a small model can echo the instruction into its summary, and
+    every turn request after that compaction carries the summary."""
+    return SEPARATE_MARK in _system_parts(body) or SHARED_SUMMARY_MARK in _last_item(body)
 
 
 # The memory's side turns (the flush before a compaction, a reflection pass) end with
